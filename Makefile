@@ -1,0 +1,140 @@
+# recond build.  `make run` and `make test` install missing Debian packages
+# first (scripts/install-deps.sh), then re-enter make so that pkg-config sees
+# them.  Modules are found by wildcard; a part with extra build steps (CUDA,
+# embedded OpenCL kernels) adds them in its own mk/*.mk.
+#
+#   core/*.c                 -> build/lib/libreconcore.a   (no HTTP, no SQL)
+#   core/*_avx2.c, *_avx512.c   compiled with those ISA flags; callers
+#                               dispatch at run time (__builtin_cpu_supports)
+#   server/*.c, clients/*.c  -> libreconserver.a, libreconclient.a
+#   */main_NAME.c            -> build/bin/NAME
+#   tests/unit/test_*.c      -> build/tests/test_* and, with ASan+UBSan,
+#                               build/asan/tests/test_*
+#   bench/main_*.c           -> build/bin/*, run by `make bench`
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BUILD   ?= build
+CC      ?= cc
+PREFIX  ?= /usr/local
+PKGS    := libmicrohttpd jansson uuid sqlite3 fftw3f fftw3 OpenCL libcurl libsystemd cmocka
+
+# Portable baseline (any x86-64); wider paths are separate files chosen at run time.
+ARCHFLAGS ?= -march=x86-64 -mtune=generic
+WARN      := -Wall -Wextra -Werror
+CPPFLAGS  += -D_GNU_SOURCE -Icore -I$(BUILD)/gen -I/usr/include/nifti
+CPPFLAGS  += -DCL_TARGET_OPENCL_VERSION=120
+CFLAGS    ?= -O3 -g
+CFLAGS    += -std=c11 $(WARN) -pthread $(ARCHFLAGS)
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz -lm -lpthread
+AVX2_FLAGS   := -mavx2 -mfma
+AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
+
+CORE_SRC   := $(wildcard core/*.c)
+SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
+CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))
+PROG_SRC   := $(wildcard server/main_*.c clients/main_*.c)
+BENCH_SRC  := $(wildcard bench/main_*.c)
+TEST_SRC   := $(wildcard tests/unit/test_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
+
+# Extra objects from mk/*.mk (CUDA, embedded kernels) land in these.
+EXTRA_CORE_OBJS :=
+GEN_HEADERS :=
+-include $(sort $(wildcard mk/*.mk))
+
+CORE_OBJS   := $(call obj,rel,$(CORE_SRC))
+SERVER_OBJS := $(call obj,rel,$(SERVER_SRC))
+CLIENT_OBJS := $(call obj,rel,$(CLIENT_SRC))
+LIBS_REL    := $(BUILD)/lib/libreconserver.a $(BUILD)/lib/libreconclient.a $(BUILD)/lib/libreconcore.a
+LIBS_ASAN   := $(BUILD)/asan/lib/libreconserver.a $(BUILD)/asan/lib/libreconclient.a $(BUILD)/asan/lib/libreconcore.a
+PROGS       := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(PROG_SRC))))
+BENCHES     := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(BENCH_SRC))))
+TESTS       := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+ASAN_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
+
+.PHONY: all deps run test bench install clean check-build _run _test _bench tests
+all: $(PROGS) $(BENCHES)
+tests: $(TESTS) $(ASAN_TESTS)
+
+deps:
+	@bash scripts/install-deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory _run
+test: deps
+	@$(MAKE) --no-print-directory _test
+bench: deps
+	@$(MAKE) --no-print-directory _bench
+
+_test: all tests
+	@bash scripts/run-tests.sh $(BUILD)
+
+_bench: all
+	@bash scripts/run-bench.sh $(BUILD)
+
+# Until the daemon exists this is a local demo reconstruction (README).
+_run: all
+	@if [ -x $(BUILD)/bin/recond ]; then \
+	  mkdir -p var && exec $(BUILD)/bin/recond --listen 127.0.0.1:8080 --store ./var; \
+	else \
+	  exec $(BUILD)/bin/recon-demo; \
+	fi
+
+# --- objects --------------------------------------------------------------
+$(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/rel/%_avx512.o: %_avx512.c $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/rel/%.o: %.c $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/asan/%_avx2.o: %_avx2.c $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/asan/%_avx512.o: %_avx512.c $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/asan/%.o: %.c $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -c $< -o $@
+
+# --- libraries --------------------------------------------------------------
+$(BUILD)/lib/libreconcore.a: $(CORE_OBJS) $(EXTRA_CORE_OBJS)
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/lib/libreconserver.a: $(SERVER_OBJS)
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/lib/libreconclient.a: $(CLIENT_OBJS)
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/asan/lib/libreconcore.a: $(call obj,asan,$(CORE_SRC)) $(EXTRA_CORE_OBJS)
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/asan/lib/libreconserver.a: $(call obj,asan,$(SERVER_SRC))
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/asan/lib/libreconclient.a: $(call obj,asan,$(CLIENT_SRC))
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+
+# --- programs, benchmarks, tests ------------------------------------------------
+.SECONDEXPANSION:
+$(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c bench/main_$$*.c) $(LIBS_REL)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(filter %.c,$^) -o $@ $(LIBS_REL) $(LDLIBS)
+$(BUILD)/tests/%: tests/unit/%.c $(LIBS_REL)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LIBS_REL) $(LDLIBS)
+$(BUILD)/asan/tests/%: tests/unit/%.c $(LIBS_ASAN)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) $< -o $@ $(LIBS_ASAN) $(LDLIBS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

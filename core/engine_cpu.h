@@ -1,0 +1,19 @@
+/*
+ * engine_cpu: the native CPU engine, all cores through a thread pool.
+ * Loops run x fastest (paper 002's CPU variant), the back projector's inner
+ * loop has no per-voxel division and vectorises; wider ISA paths
+ * (*_avx2.c, *_avx512.c) are chosen at run time.
+ */
+#ifndef RC_ENGINE_CPU_H
+#define RC_ENGINE_CPU_H
+
+#include "engine.h"
+
+/* threads: 0 = one per online core.  The engine borrows g. */
+int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *err);
+
+/* The code path the back projector dispatched to on this machine:
+ * "avx512", "avx2" or "baseline" (for `make bench`). */
+const char *rc_engine_cpu_isa(void);
+
+#endif

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages recond needs, only those that are missing.
+# Called by `make deps` (and so by `make run` and `make test`); safe to run again.
+set -eu
+pkgs=(
+  build-essential pkg-config
+  libmicrohttpd-dev libjansson-dev uuid-dev libsqlite3-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev
+  libnifti2-dev
+  python3 python3-yaml python3-jsonschema curl
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
