@@ -57,7 +57,7 @@ TESTS       := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 ASAN_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
 
 .PHONY: all deps run test bench install clean check-build _run _test _bench tests
-all: $(PROGS) $(BENCHES)
+all: $(LIBS_REL) $(PROGS) $(BENCHES)
 tests: $(TESTS) $(ASAN_TESTS)
 
 deps:

@@ -5,7 +5,7 @@
 # CUDA device"), anything else failed.  Prints one summary line at the end.
 set -u
 build=${1:-build}
-export RECOND_BUILD=$(cd "$build" && pwd)
+mkdir -p "$build"; export RECOND_BUILD=$(cd "$build" && pwd)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 timeout_s=${RECOND_TEST_TIMEOUT:-1200}
