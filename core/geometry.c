@@ -388,6 +388,21 @@ size_t rc_geom_view_count(const rc_geom *g)
 
 size_t rc_geom_proj_count(const rc_geom *g) { return (size_t)g->nviews * rc_geom_view_count(g); }
 
+size_t rc_geom_view_stride(const rc_geom *g)
+{
+	return rc_geom_is_2d(g) ? (size_t)g->det.nu : rc_geom_view_count(g);
+}
+
+size_t rc_geom_row_stride(const rc_geom *g)
+{
+	return rc_geom_is_2d(g) ? (size_t)g->nviews * (size_t)g->det.nu : (size_t)g->det.nu;
+}
+
+size_t rc_geom_row_offset(const rc_geom *g, int k, int j)
+{
+	return (size_t)k * rc_geom_view_stride(g) + (size_t)j * rc_geom_row_stride(g);
+}
+
 size_t rc_volume_count(const rc_volume_desc *v) { return (size_t)v->nx * (size_t)v->ny * (size_t)v->nz; }
 
 void rc_volume_voxel_pos(const rc_volume_desc *v, double ix, double iy, double iz, double pos[3])
