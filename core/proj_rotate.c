@@ -90,9 +90,12 @@ static void rot_task(void *arg, long z, int worker)
 		float *o = out + (size_t)ib * (size_t)c->na;
 		for (int ia = 0; ia < c->na; ia++) {
 			float fx = (float)(fx0 + ia * ax), fy = (float)(fy0 + ia * ay);
-			float flx = floorf(fx), fly = floorf(fy);
-			int ix = (int)flx, iy = (int)fly;
-			float gx = fx - flx, gy = fy - fly, s = 0;
+			if (!(fx > -1.0f && fy > -1.0f && fx < (float)v->nx && fy < (float)v->ny)) {
+				o[ia] = 0;
+				continue;
+			}
+			int ix = (int)(fx + 1.0f) - 1, iy = (int)(fy + 1.0f) - 1; /* floor on (-1, n) */
+			float gx = fx - (float)ix, gy = fy - (float)iy, s = 0;
 			for (int c4 = 0; c4 < 4; c4++) {
 				int x = ix + (c4 & 1), y = iy + (c4 >> 1);
 				if ((unsigned)x >= (unsigned)v->nx || (unsigned)y >= (unsigned)v->ny)
@@ -130,11 +133,10 @@ static void proj_task(void *arg, long j, int worker)
 		float sum = 0;
 		for (int ia = 0; ia < c->na; ia++) {
 			float fb = (float)(fb0 + ia * dfb), fz = (float)(fz0 + ia * dfz);
-			float flb = floorf(fb), flz = floorf(fz);
-			int ib = (int)flb, iz = (int)flz;
-			if (ib < -1 || ib >= c->nb || iz < -1 || iz >= v->nz)
+			if (!(fb > -1.0f && fz > -1.0f && fb < (float)c->nb && fz < (float)v->nz))
 				continue;
-			float gb = fb - flb, gz = fz - flz;
+			int ib = (int)(fb + 1.0f) - 1, iz = (int)(fz + 1.0f) - 1; /* floor on (-1, n) */
+			float gb = fb - (float)ib, gz = fz - (float)iz;
 			const float *p = c->r->buf + (size_t)ia;
 			for (int c4 = 0; c4 < 4; c4++) {
 				int b = ib + (c4 & 1), z = iz + (c4 >> 1);

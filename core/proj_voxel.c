@@ -29,7 +29,6 @@ struct rc_bpv {
 	float *img;        /* RC_BPV_BLOCK padded images */
 	float *scratch;
 	size_t scratch_floats;
-	size_t nxp;
 };
 
 static int isa_cpu_has(rc_cpu_isa isa)
@@ -80,9 +79,10 @@ int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err)
 	b->threads = threads;
 	b->Wp = d->nu + 3;
 	b->Hp = d->nv + 3;
-	b->nxp = ((size_t)v->nx + 15) & ~(size_t)15;
-	/* acc + fu, v0, dv, wt, col for a block (general path: acc + iw) */
-	b->scratch_floats = (1 + 5 * (size_t)RC_BPV_BLOCK) * b->nxp;
+	/* a tile's sums, then fu, v0, dv, wt, col for one row (general: iw) */
+	b->scratch_floats = ((size_t)RC_BPV_BY * RC_BPV_BZ + 5) * RC_BPV_BX;
+	b->scratch_floats = (b->scratch_floats + 15) & ~(size_t)15;
+	(void)v;
 	size_t img_bytes = (size_t)RC_BPV_BLOCK * (size_t)b->Wp * (size_t)b->Hp * sizeof(float);
 	size_t scr_bytes = (size_t)threads * b->scratch_floats * sizeof(float);
 	b->img = aligned_alloc(64, (img_bytes + 63) & ~(size_t)63);
@@ -169,11 +169,11 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	J->s[0] = v->vx;
 	J->s[1] = v->vy;
 	J->s[2] = v->vz;
+	J->nxb = (v->nx + RC_BPV_BX - 1) / RC_BPV_BX;
 	J->nyb = (v->ny + RC_BPV_BY - 1) / RC_BPV_BY;
 	J->nzb = (v->nz + RC_BPV_BZ - 1) / RC_BPV_BZ;
 	J->scratch = b->scratch;
 	J->scratch_floats = b->scratch_floats;
-	J->nxp = b->nxp;
 	struct tile_ctx tc = { .job = J, .fn = fns[isa] };
 	for (int k0 = first; k0 < last; k0 += RC_BPV_BLOCK) {
 		int K = last - k0 < RC_BPV_BLOCK ? last - k0 : RC_BPV_BLOCK;
@@ -187,6 +187,6 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 				J->cone = 0;
 		}
 		J->overwrite = k0 == first;
-		rc_pool_run(pool, (long)J->nyb * J->nzb, tile_task, &tc);
+		rc_pool_run(pool, (long)J->nxb * J->nyb * J->nzb, tile_task, &tc);
 	}
 }

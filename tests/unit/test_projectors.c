@@ -31,8 +31,9 @@
 /* --- geometries ------------------------------------------------------------ */
 
 static const rc_volume_desc VOL_BALL = { 40, 40, 36, 0.8, 0.8, 0.8, 0, 0, 0 };
-/* odd sizes, offsets, anisotropic voxels */
-static const rc_volume_desc VOL_ODD = { 23, 19, 17, 1.1, 0.9, 1.3, 1.3, -0.7, 0.9 };
+/* odd sizes spanning two back-projection tiles per axis, offsets,
+ * anisotropic voxels */
+static const rc_volume_desc VOL_ODD = { 37, 34, 33, 1.1, 0.9, 1.3, 1.3, -0.7, 0.9 };
 
 static const double D = 150, S = 300;
 static const rc_detector_desc DET = { 52, 44, 1.5, 1.5, 1.2, -0.9 };
@@ -530,7 +531,9 @@ static void test_splits_and_threads(void **s)
 		print_message("back %s: split [0,4)+[4,%d) vs one call: max difference %.3g of %.3g\n",
 			      kind == 0 ? "voxel" : "matched", NV, d, m);
 		assert_true(m > 0);
-		assert_true(d <= 1e-6 * m);
+		/* regrouping a float sum of ~100 samples x 12 views per voxel: a
+		 * few ulps of the peak (2^-23 = 1.2e-7) per term group */
+		assert_true(d <= 5e-6 * m);
 	}
 	/* an empty range zeroes the volume */
 	assert_int_equal(rc_engine_back(e3, RC_BP_VOXEL, proj, v1, 4, 4, &err), 0);
