@@ -114,22 +114,18 @@ int rc_cuda_launch_project_rotated(const float *rot, const rc_cuda_rot_geom *g,
 
 /* Element-wise steps (n elements). */
 int rc_cuda_fill(float *x, float v, size_t n, cudaStream_t s);
-/* r = b - ax (ax overwritten with the residual; r may alias ax). */
-int rc_cuda_sub(const float *b, const float *ax, float *r, size_t n, cudaStream_t s);
-/* r = r / norm where norm > eps, else 0 (SART/SIRT row normalisation). */
-int rc_cuda_div_or_zero(float *r, const float *norm, float eps, size_t n, cudaStream_t s);
-/* x += lambda * upd / norm where norm > eps; then max(x, 0) if nonneg. */
-int rc_cuda_update_norm(float *x, const float *upd, const float *norm, float lambda,
-			float eps, int nonneg, size_t n, cudaStream_t s);
+/* e = (b - e) * w over n elements (algo_util.c rc_vresidual); *sum2
+ * (device double, zeroed by the caller) += sum of (b - e)^2 before the
+ * weighting. */
+int rc_cuda_residual(const float *b, float *e, const float *w, size_t n, double *sum2,
+		     cudaStream_t s);
+/* x += lambda * u * c, then max(x, 0) when nonneg (rc_vupdate). */
+int rc_cuda_update(float *x, const float *u, const float *c, float lambda, int nonneg, size_t n,
+		   cudaStream_t s);
 /* y += a * x */
 int rc_cuda_axpy(float *y, float a, const float *x, size_t n, cudaStream_t s);
 /* p = s + beta * p */
 int rc_cuda_xpby(float *p, const float *s_, float beta, size_t n, cudaStream_t s);
-/* MLEM: r = b / ax where ax > eps, else 0. */
-int rc_cuda_ratio(const float *b, const float *ax, float *r, float eps, size_t n, cudaStream_t s);
-/* MLEM: x *= upd / norm where norm > eps, else x = 0 stays x. */
-int rc_cuda_mul_update(float *x, const float *upd, const float *norm, float eps,
-		       size_t n, cudaStream_t s);
 /* *out (device double, zeroed by the caller) += sum of x*y. */
 int rc_cuda_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s);
 

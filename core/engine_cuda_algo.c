@@ -10,26 +10,30 @@
  * the free memory: a job that does not fit is refused with RC_ETOOBIG and
  * recon.c runs it through the engine path, which splits the volume in slabs.
  *
- * The updates (cf. algo.h; paper 000 Eq. 1 for SART):
- *   SART  x += lambda * Bv_S((b - A_S x) / A_S 1) / Bv_S(1), per subset S
- *         (contiguous blocks of views), Bv the voxel back projector
- *   SIRT  x += lambda * At((b - A x) / A 1) / At 1, At = matched adjoint
- *   MLEM  x *= At(b / A x) / At 1, from x = 1
- *   CGLS  paper 001 Alg. 1 on A and At, from x = 0
- * Rays with A 1 = 0 and voxels with a zero column sum are left out (eps).
- * The residual reported per iteration is ||b - A x|| of the iterate that
- * entered the iteration (SART, SIRT, MLEM: computed on the way) and ||r||
- * after the update for CGLS.
+ * The updates are those of the CPU algorithms, step for step, so that both
+ * paths give the same iterates up to float rounding:
+ *   SART  algo_sart.c rc_sart_core: R = 1/A1 and C_b = 1/B_b 1 guarded as
+ *         rc_vinv_guarded (computed once, on the host, with that very
+ *         function), contiguous blocks in bit-reversed order, B = RC_BP_VOXEL
+ *   SIRT  the same loop, one block, B = RC_BP_MATCHED
+ *   CGLS  algo_cgls.c (paper 001 Alg. 1 carrying r = p - A x)
+ * MLEM runs through the engine path.  The residual per iteration is the one
+ * the CPU algorithms report.
  */
 #ifdef RC_HAVE_CUDA
 #include "engine_cuda_impl.h"
+
+#include "algo_util.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define EPS 1e-6f
+/* algo_sart.c's guards: rays whose row sum is below 1e-3 of the largest and
+ * voxels whose column sum is below 1e-6 of the largest get no update. */
+#define ROWSUM_REL_EPS 1e-3
+#define COLSUM_REL_EPS 1e-6
 
 static double now_s(void)
 {
@@ -42,8 +46,7 @@ int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g)
 {
 	if (!p || !g || !cu_geom_ok(g, NULL))
 		return 0;
-	return p->name == RC_ALGO_SART || p->name == RC_ALGO_SIRT || p->name == RC_ALGO_CGLS ||
-	       p->name == RC_ALGO_MLEM;
+	return p->name == RC_ALGO_SART || p->name == RC_ALGO_SIRT || p->name == RC_ALGO_CGLS;
 }
 
 static int subsets_of(const rc_algo_params *p, const rc_geom *g)
@@ -56,20 +59,13 @@ static int subsets_of(const rc_algo_params *p, const rc_geom *g)
 static void algo_buffers(const rc_algo_params *p, const rc_geom *g, int *nproj, int *nvol)
 {
 	switch (p->name) {
-	case RC_ALGO_SART: {
+	case RC_ALGO_SART:
+	case RC_ALGO_SIRT: {
 		int m = subsets_of(p, g);
-		*nproj = 3;                  /* b, r, A1 */
-		*nvol = 2 + m + (m > 1);     /* x, upd, C per subset, x of the last iterate */
+		*nproj = 3;                  /* b, residual, 1/A1 */
+		*nvol = 2 + m + (m > 1);     /* x, upd, 1/C per block, last iterate */
 		break;
 	}
-	case RC_ALGO_SIRT:
-		*nproj = 3;
-		*nvol = 3; /* x, upd, C */
-		break;
-	case RC_ALGO_MLEM:
-		*nproj = 2; /* b, ratio */
-		*nvol = 3;
-		break;
 	default:            /* CGLS */
 		*nproj = 2; /* r, q */
 		*nvol = 3;  /* x, p, s */
@@ -165,32 +161,75 @@ out:
 	return rc;
 }
 
+/* a[] = guarded inverse of a device array, through the host once per run */
+static int inv_guarded(run *r, float *a, size_t n, double rel, float *host, rc_err *err)
+{
+	int rc = 0;
+	CU_CHECK(cudaMemcpyAsync(host, a, n * sizeof(float), cudaMemcpyDeviceToHost, r->c.ks),
+		 "cudaMemcpyAsync(sums -> host)");
+	CU_CHECK(cudaStreamSynchronize(r->c.ks), "cudaStreamSynchronize(sums)");
+	rc_vinv_guarded(host, n, rel);
+	CU_CHECK(cudaMemcpyAsync(a, host, n * sizeof(float), cudaMemcpyHostToDevice, r->c.ks),
+		 "cudaMemcpyAsync(inverse sums -> device)");
+	CU_CHECK(cudaStreamSynchronize(r->c.ks), "cudaStreamSynchronize(inverse sums)");
+out:
+	return rc;
+}
+
+/* bit-reversed block order (algo_sart.c spread_order) */
+static void spread_order(int S, int *order)
+{
+	int bits = 0;
+	while ((1 << bits) < S)
+		bits++;
+	int k = 0;
+	for (int i = 0; i < (1 << bits); i++) {
+		int rv = 0;
+		for (int b = 0; b < bits; b++)
+			if (i & (1 << b))
+				rv |= 1 << (bits - 1 - b);
+		if (rv < S)
+			order[k++] = rv;
+	}
+}
+
 static int run_sart(run *r, float *vol, rc_err *err)
 {
 	int rc = 0;
 	const int m = subsets_of(r->p, r->g);
-	float *b = r->pb[0], *res = r->pb[1], *rows = r->pb[2];
-	float *x = r->vb[0], *upd = r->vb[1], *xprev = m > 1 ? r->vb[2 + m] : NULL;
-	float **col = r->vb + 2;
-	const float lambda = (float)r->p->relaxation;
 	const int sirt = r->p->name == RC_ALGO_SIRT;
+	float *b = r->pb[0], *res = r->pb[1], *rinv = r->pb[2];
+	float *x = r->vb[0], *upd = r->vb[1], *xprev = m > 1 ? r->vb[2 + m] : NULL;
+	float **cinv = r->vb + 2;
+	const float lambda = (float)r->p->relaxation;
 	cudaStream_t ks = r->c.ks;
+	int order[64];
+	float *host = malloc((r->P > r->V ? r->P : r->V) * sizeof(float));
+	if (!host)
+		return rc_fail(err, RC_ENOMEM, "", "out of host memory for the row and column sums");
+	spread_order(m, order);
 
-	/* row sums A 1 and column sums (per subset for SART) */
+	/* R = 1 / A(1) over all views */
 	CU_CHECK((cudaError_t)rc_cuda_fill(x, 1.0f, r->V, ks), "launch of fill");
-	rc = fwd(r, x, rows, 0, r->n, r->exact_fp, err);
+	rc = fwd(r, x, rinv, 0, r->n, r->exact_fp, err);
+	if (!rc)
+		rc = inv_guarded(r, rinv, r->P, ROWSUM_REL_EPS, host, err);
 	if (rc)
 		goto out;
+	/* C_b = 1 / B_b(1) */
 	CU_CHECK((cudaError_t)rc_cuda_fill(res, 1.0f, r->P, ks), "launch of fill");
 	for (int s = 0; s < m; s++) {
 		int f = (int)((long)r->n * s / m), l = (int)((long)r->n * (s + 1) / m);
-		rc = sirt ? adj(r, res, col[s], err)
-			  : cu_bp_voxel(&r->c, res, col[s], 0, r->c.nz, f, l, r->exact_bp, err);
+		rc = sirt ? adj(r, res, cinv[s], err)
+			  : cu_bp_voxel(&r->c, res, cinv[s], 0, r->c.nz, f, l, r->exact_bp, err);
+		if (!rc)
+			rc = inv_guarded(r, cinv[s], r->V, COLSUM_REL_EPS, host, err);
 		if (rc)
 			goto out;
 	}
 	CU_CHECK(cudaMemsetAsync(x, 0, r->V * sizeof(float), ks), "cudaMemsetAsync(x)");
 
+	int it_done = 0;
 	for (int it = 1; it <= r->p->iterations; it++) {
 		if (cancelled(r)) {
 			rc = RC_ECANCELLED;
@@ -199,94 +238,48 @@ static int run_sart(run *r, float *vol, rc_err *err)
 		if (xprev)
 			CU_CHECK(cudaMemcpyAsync(xprev, x, r->V * sizeof(float), cudaMemcpyDeviceToDevice, ks),
 				 "cudaMemcpyAsync(x -> last iterate)");
-		double res2 = 0;
-		for (int s = 0; s < m; s++) {
-			if (s > 0 && cancelled(r)) {
+		CU_CHECK(cudaMemsetAsync(r->dd, 0, sizeof(double), ks), "cudaMemsetAsync(residual)");
+		for (int k = 0; k < m; k++) {
+			if (k > 0 && cancelled(r)) {
 				rc = RC_ECANCELLED;
 				break;
 			}
+			int s = order[k];
 			int f = (int)((long)r->n * s / m), l = (int)((long)r->n * (s + 1) / m);
 			size_t o = (size_t)f * r->view, cnt = (size_t)(l - f) * r->view;
 			rc = fwd(r, x, res, f, l, r->exact_fp, err);
 			if (rc)
 				goto out;
-			CU_CHECK((cudaError_t)rc_cuda_sub(b + o, res + o, res + o, cnt, ks), "launch of sub");
-			double d;
-			rc = dot(r, res + o, res + o, cnt, &d, err);
+			CU_CHECK((cudaError_t)rc_cuda_residual(b + o, res + o, rinv + o, cnt, r->dd, ks),
+				 "launch of residual");
+			if (sirt) {
+				rc = adj(r, res, upd, err);
+			} else {
+				rc = cu_bp_voxel(&r->c, res, upd, 0, r->c.nz, f, l, r->exact_bp, err);
+			}
 			if (rc)
 				goto out;
-			res2 += d;
-			CU_CHECK((cudaError_t)rc_cuda_div_or_zero(res + o, rows + o, EPS, cnt, ks),
-				 "launch of div_or_zero");
-			rc = sirt ? adj(r, res, upd, err)
-				  : cu_bp_voxel(&r->c, res, upd, 0, r->c.nz, f, l, r->exact_bp, err);
-			if (rc)
-				goto out;
-			CU_CHECK((cudaError_t)rc_cuda_update_norm(x, upd, col[s], lambda, EPS,
-								  r->p->nonnegative, r->V, ks),
-				 "launch of update_norm");
+			CU_CHECK((cudaError_t)rc_cuda_update(x, upd, cinv[s], lambda, r->p->nonnegative, r->V, ks),
+				 "launch of update");
 		}
 		if (rc == RC_ECANCELLED)
 			break;
-		progress(r, it, sqrt(res2));
+		double r2 = 0;
+		CU_CHECK(cudaMemcpyAsync(&r2, r->dd, sizeof(double), cudaMemcpyDeviceToHost, ks),
+			 "cudaMemcpyAsync(residual -> host)");
+		CU_CHECK(cudaStreamSynchronize(ks), "cudaStreamSynchronize(iteration)");
+		it_done = it;
+		progress(r, it, sqrt(r2));
 	}
 	{
 		int drc = download(r, rc == RC_ECANCELLED && xprev ? xprev : x, vol, err);
 		if (drc)
 			rc = drc;
 		else if (rc == RC_ECANCELLED)
-			rc = rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
 	}
 out:
-	return rc;
-}
-
-static int run_mlem(run *r, float *vol, rc_err *err)
-{
-	int rc = 0;
-	float *b = r->pb[0], *ratio = r->pb[1];
-	float *x = r->vb[0], *upd = r->vb[1], *col = r->vb[2];
-	cudaStream_t ks = r->c.ks;
-	CU_CHECK((cudaError_t)rc_cuda_fill(ratio, 1.0f, r->P, ks), "launch of fill");
-	rc = adj(r, ratio, col, err);
-	if (rc)
-		goto out;
-	CU_CHECK((cudaError_t)rc_cuda_fill(x, 1.0f, r->V, ks), "launch of fill");
-	for (int it = 1; it <= r->p->iterations; it++) {
-		if (cancelled(r)) {
-			rc = RC_ECANCELLED;
-			break;
-		}
-		rc = fwd(r, x, ratio, 0, r->n, r->exact_fp, err);
-		if (rc)
-			goto out;
-		{
-			/* ||b - Ax||^2 = b.b - 2 b.Ax + Ax.Ax, no extra buffer */
-			double bb, bax, axax;
-			rc = dot(r, b, b, r->P, &bb, err);
-			if (!rc)
-				rc = dot(r, b, ratio, r->P, &bax, err);
-			if (!rc)
-				rc = dot(r, ratio, ratio, r->P, &axax, err);
-			if (rc)
-				goto out;
-			CU_CHECK((cudaError_t)rc_cuda_ratio(b, ratio, ratio, EPS, r->P, ks), "launch of ratio");
-			rc = adj(r, ratio, upd, err);
-			if (rc)
-				goto out;
-			CU_CHECK((cudaError_t)rc_cuda_mul_update(x, upd, col, EPS, r->V, ks),
-				 "launch of mul_update");
-			progress(r, it, sqrt(fmax(bb - 2 * bax + axax, 0.0)));
-		}
-	}
-	{
-		int drc = download(r, x, vol, err);
-		if (drc)
-			rc = drc;
-		else if (rc == RC_ECANCELLED)
-			rc = rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
-	}
-out:
+	free(host);
 	return rc;
 }
 
@@ -374,7 +367,7 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 		return err ? err->code : RC_EUNSUPPORTED;
 	if (!rc_cuda_algo_supported(p, g))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
-			       "the resident CUDA path runs sart, sirt, cgls and mlem; run %s through the "
+			       "the resident CUDA path runs sart, sirt and cgls; run %s through the "
 			       "CUDA engine (rc_algo_run)", rc_algo_name_str(p->name));
 	if (p->iterations < 1)
 		return rc_fail(err, RC_EINVAL, "algorithm.iterations", "iterations must be >= 1 (got %d)",
@@ -395,10 +388,10 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 
 	int np, nvb;
 	algo_buffers(p, g, &np, &nvb);
-	if (nvb > (int)(sizeof r.vb / sizeof r.vb[0]))
+	if (subsets_of(p, g) > 60)
 		return rc_fail(err, RC_EINVAL, "algorithm.subsets",
 			       "at most %d subsets on the resident CUDA path (got %d)",
-			       (int)(sizeof r.vb / sizeof r.vb[0]) - 3, p->subsets);
+			       60, p->subsets);
 	uint64_t budget, own = rc_cuda_algo_bytes(p, g) - ctx_bytes(g);
 	rc = cu_budget(o->ordinal, o, &budget, err);
 	if (rc)
@@ -426,7 +419,7 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 	} else {
 		CU_CHECK(cudaMemcpyAsync(r.pb[0], proj, r.P * sizeof(float), cudaMemcpyHostToDevice, r.c.ks),
 			 "cudaMemcpyAsync(projections -> device)");
-		rc = p->name == RC_ALGO_MLEM ? run_mlem(&r, vol, err) : run_sart(&r, vol, err);
+		rc = run_sart(&r, vol, err);
 	}
 out:
 	for (int i = 0; i < 3; i++)

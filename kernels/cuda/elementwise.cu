@@ -5,7 +5,7 @@
  * kernels are pure bandwidth, one pass each.  The dot product reduces in
  * double within a block (warp shuffles) and adds one double per block with
  * atomicAdd, so SART's residual and CGLS's alpha/beta keep fp64 sums like
- * the CPU algorithms.
+ * the CPU algorithms (algo_util.c).
  */
 #include "cuda_kernels.h"
 
@@ -30,24 +30,44 @@ __global__ void rc_k_fill(float *x, float v, size_t n)
 	FOR_EACH(i, n) x[i] = v;
 }
 
-__global__ void rc_k_sub(const float *b, const float *ax, float *r, size_t n)
+/* block sum of a double into *out (one atomicAdd per block) */
+__device__ __forceinline__ void block_add(double v, double *out)
 {
-	FOR_EACH(i, n) r[i] = b[i] - ax[i];
+	__shared__ double warp_sum[32];
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_down_sync(0xffffffffu, v, off);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	if (lane == 0)
+		warp_sum[warp] = v;
+	__syncthreads();
+	if (warp == 0) {
+		v = lane < (int)(blockDim.x >> 5) ? warp_sum[lane] : 0.0;
+		for (int off = 16; off > 0; off >>= 1)
+			v += __shfl_down_sync(0xffffffffu, v, off);
+		if (lane == 0)
+			atomicAdd(out, v);
+	}
 }
 
-__global__ void rc_k_div_or_zero(float *r, const float *norm, float eps, size_t n)
+__global__ void __launch_bounds__(256)
+rc_k_residual(const float *b, float *e, const float *w, size_t n, double *sum2)
 {
-	FOR_EACH(i, n) r[i] = norm[i] > eps ? r[i] / norm[i] : 0.0f;
+	double s = 0.0;
+	FOR_EACH(i, n)
+	{
+		const float r = b[i] - e[i];
+		s += (double)r * (double)r;
+		e[i] = r * w[i];
+	}
+	block_add(s, sum2);
 }
 
-__global__ void rc_k_update_norm(float *x, const float *upd, const float *norm, float lambda,
-				 float eps, int nonneg, size_t n)
+__global__ void rc_k_update(float *x, const float *u, const float *c, float lambda, int nonneg,
+			    size_t n)
 {
 	FOR_EACH(i, n)
 	{
-		float v = x[i];
-		if (norm[i] > eps)
-			v += lambda * upd[i] / norm[i];
+		const float v = x[i] + lambda * u[i] * c[i];
 		x[i] = nonneg ? fmaxf(v, 0.0f) : v;
 	}
 }
@@ -62,38 +82,11 @@ __global__ void rc_k_xpby(float *p, const float *s, float beta, size_t n)
 	FOR_EACH(i, n) p[i] = s[i] + beta * p[i];
 }
 
-__global__ void rc_k_ratio(const float *b, const float *ax, float *r, float eps, size_t n)
-{
-	FOR_EACH(i, n) r[i] = ax[i] > eps ? b[i] / ax[i] : 0.0f;
-}
-
-__global__ void rc_k_mul_update(float *x, const float *upd, const float *norm, float eps, size_t n)
-{
-	FOR_EACH(i, n)
-	{
-		if (norm[i] > eps)
-			x[i] *= upd[i] / norm[i];
-	}
-}
-
 __global__ void __launch_bounds__(256) rc_k_dot(const float *x, const float *y, size_t n, double *out)
 {
-	__shared__ double warp_sum[8];
 	double s = 0.0;
 	FOR_EACH(i, n) s += (double)x[i] * (double)y[i];
-	for (int off = 16; off > 0; off >>= 1)
-		s += __shfl_down_sync(0xffffffffu, s, off);
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	if (lane == 0)
-		warp_sum[warp] = s;
-	__syncthreads();
-	if (warp == 0) {
-		s = lane < (int)(blockDim.x >> 5) ? warp_sum[lane] : 0.0;
-		for (int off = 16; off > 0; off >>= 1)
-			s += __shfl_down_sync(0xffffffffu, s, off);
-		if (lane == 0)
-			atomicAdd(out, s);
-	}
+	block_add(s, out);
 }
 
 #define LAUNCH(kernel, n, s, ...)                                              \
@@ -109,20 +102,16 @@ int rc_cuda_fill(float *x, float v, size_t n, cudaStream_t s)
 	LAUNCH(rc_k_fill, n, s, x, v, n);
 }
 
-int rc_cuda_sub(const float *b, const float *ax, float *r, size_t n, cudaStream_t s)
+int rc_cuda_residual(const float *b, float *e, const float *w, size_t n, double *sum2,
+		     cudaStream_t s)
 {
-	LAUNCH(rc_k_sub, n, s, b, ax, r, n);
+	LAUNCH(rc_k_residual, n, s, b, e, w, n, sum2);
 }
 
-int rc_cuda_div_or_zero(float *r, const float *norm, float eps, size_t n, cudaStream_t s)
+int rc_cuda_update(float *x, const float *u, const float *c, float lambda, int nonneg, size_t n,
+		   cudaStream_t s)
 {
-	LAUNCH(rc_k_div_or_zero, n, s, r, norm, eps, n);
-}
-
-int rc_cuda_update_norm(float *x, const float *upd, const float *norm, float lambda, float eps,
-			int nonneg, size_t n, cudaStream_t s)
-{
-	LAUNCH(rc_k_update_norm, n, s, x, upd, norm, lambda, eps, nonneg, n);
+	LAUNCH(rc_k_update, n, s, x, u, c, lambda, nonneg, n);
 }
 
 int rc_cuda_axpy(float *y, float a, const float *x, size_t n, cudaStream_t s)
@@ -133,17 +122,6 @@ int rc_cuda_axpy(float *y, float a, const float *x, size_t n, cudaStream_t s)
 int rc_cuda_xpby(float *p, const float *s_, float beta, size_t n, cudaStream_t s)
 {
 	LAUNCH(rc_k_xpby, n, s, p, s_, beta, n);
-}
-
-int rc_cuda_ratio(const float *b, const float *ax, float *r, float eps, size_t n, cudaStream_t s)
-{
-	LAUNCH(rc_k_ratio, n, s, b, ax, r, eps, n);
-}
-
-int rc_cuda_mul_update(float *x, const float *upd, const float *norm, float eps, size_t n,
-		       cudaStream_t s)
-{
-	LAUNCH(rc_k_mul_update, n, s, x, upd, norm, eps, n);
 }
 
 int rc_cuda_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s)
