@@ -144,12 +144,13 @@ class Client:
 
     def submit(self, spec, projections, start=None, progress=None):
         """create + upload + start (start unless the spec autostarts; start=False
-        leaves it unqueued).  A job whose upload fails is deleted again."""
+        leaves it unqueued).  A job whose upload fails is cancelled and removed again."""
         job = self.create(spec)
         try:
             job = self.upload(job["id"], projections, progress=progress)
         except Exception:
-            try:
+            try:  # the first DELETE cancels, the second removes (admin role with tokens)
+                self.delete(job["id"])
                 self.delete(job["id"])
             except RecondError:
                 pass
