@@ -6,11 +6,15 @@
  * same sample points with the same weights:
  *   forward   p(ray) = step * sum_m sum_corners w_c(m) f[c]
  *   matched   f[c]  += step * p(ray) * w_c(m)        for every (ray, m, c).
- * Coordinates are continuous voxel indices (voxel centres at integers); the
- * trilinear interpolant with zero outside is non-zero on (-1, n) per axis,
- * so rays are clipped to that box.  Sample m sits at b + m*d (midpoints of
- * steps of rc_raycast_step_mm from the entry point), computed directly rather
- * than incrementally so that a slab of the transpose can start at any m.
+ * Coordinates are continuous voxel indices (voxel centres at integers).
+ * Rays are clipped to the volume's box, its voxel faces [-0.5, n - 0.5] per
+ * axis, to [t_in, t_out]; samples sit at the midpoints t_k = t_in + (k + 1/2)
+ * step for every k with t_k < t_out (step = rc_raycast_step_mm), each
+ * standing for a length `step`; trilinear interpolation reads zero outside
+ * the volume.  The OpenCL and CUDA engines use the same definition, so the
+ * engines agree to float rounding.  Sample k sits at b + k*d, computed
+ * directly rather than incrementally so that a slab of the transpose can
+ * start at any k.
  *
  * Parallel split: forward, one task per (view, detector row); transpose, one
  * task per z slab of the volume: each slab replays every ray but keeps only
@@ -62,11 +66,11 @@ static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
 		oi[a] = (o[a] - bx->x0[a]) / bx->s[a];
 		di[a] = dir[a] / bx->s[a];
 		if (fabs(di[a]) < 1e-12) {
-			if (oi[a] <= -1 || oi[a] >= bx->n[a])
+			if (oi[a] < -0.5 || oi[a] > bx->n[a] - 0.5)
 				return r->n = 0;
 			continue;
 		}
-		double t1 = (-1 - oi[a]) / di[a], t2 = (bx->n[a] - oi[a]) / di[a];
+		double t1 = (-0.5 - oi[a]) / di[a], t2 = (bx->n[a] - 0.5 - oi[a]) / di[a];
 		if (t1 > t2) {
 			double t = t1;
 			t1 = t2;
@@ -77,7 +81,10 @@ static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
 	}
 	if (!(tmax > tmin))
 		return r->n = 0;
-	double ns = ceil((tmax - tmin) / step);
+	/* every midpoint t_k = tmin + (k + 1/2) step with t_k < tmax */
+	double ns = ceil((tmax - tmin) / step - 0.5);
+	if (ns < 1)
+		return r->n = 0;
 	r->n = (int)ns;
 	for (int a = 0; a < 3; a++) {
 		r->b[a] = (float)(oi[a] + (tmin + 0.5 * step) * di[a]);
