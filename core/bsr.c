@@ -177,8 +177,9 @@ static int bbuild_row(int64_t br, int worker, void *ud)
 	return 0;
 }
 
-int rc_bsr_build(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f,
-		 int threads, rc_bsr **ret, rc_err *err)
+/* count_only: stop after the counting pass with b->neb set and no values. */
+static int bsr_make(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f,
+		    int threads, int count_only, rc_bsr **ret, rc_err *err)
 {
 	const rc_frag_info *fi = rc_frag_get(f);
 	int rc = 0;
@@ -226,6 +227,8 @@ int rc_bsr_build(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc
 			for (int r = 0; r < b->mb; r++)
 				b->row_ptr[r + 1] += b->row_ptr[r];
 			b->neb = b->row_ptr[b->mb];
+			if (count_only)
+				break;
 			if (b->neb >= INT32_MAX) {
 				rc = rc_fail(err, RC_ETOOBIG, "", "the matrix has too many blocks (%lld)", (long long)b->neb);
 				goto out;
@@ -245,6 +248,11 @@ int rc_bsr_build(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc
 			rc = rc_fail(err, RC_EINTERNAL, "", "the BSR block count changed between passes");
 			goto out;
 		}
+	}
+	if (count_only) {
+		*ret = b;
+		b = NULL;
+		goto out;
 	}
 	/* block column index for A^T: counting sort of the blocks by column,
 	 * which keeps block rows ascending inside a column */
@@ -284,6 +292,25 @@ out:
 	free(c.irow);
 	rc_bsr_free(b);
 	return rc;
+}
+
+int rc_bsr_build(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f,
+		 int threads, rc_bsr **ret, rc_err *err)
+{
+	return bsr_make(m, rperm, cperm, f, threads, 0, ret, err);
+}
+
+int rc_bsr_count(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f,
+		 int threads, int64_t *ret_neb, int64_t *ret_total, rc_err *err)
+{
+	rc_bsr *b = NULL;
+	int rc = bsr_make(m, rperm, cperm, f, threads, 1, &b, err);
+	if (rc)
+		return rc;
+	*ret_neb = b->neb;
+	*ret_total = (int64_t)b->mb * b->nb;
+	rc_bsr_free(b);
+	return 0;
 }
 
 /* ---- CPU products ------------------------------------------------------- */

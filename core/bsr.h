@@ -67,6 +67,9 @@ typedef struct rc_bsr {
 int rc_bsr_build(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f,
 		 int threads, rc_bsr **ret, rc_err *err);
 void rc_bsr_free(rc_bsr *b);
+/* Only the non-empty blocks that rc_bsr_build would make, and all blocks. */
+int rc_bsr_count(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f,
+		 int threads, int64_t *ret_neb, int64_t *ret_total, rc_err *err);
 
 static inline int64_t rc_bsr_rows_pad(const rc_bsr *b) { return (int64_t)b->mb * b->bm; }
 static inline int64_t rc_bsr_cols_pad(const rc_bsr *b) { return (int64_t)b->nb * b->bk; }

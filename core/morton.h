@@ -27,7 +27,8 @@
 int64_t rc_morton_alg2(int a, int b, int bx, int by, int W);
 
 /* *ret (malloc'd, na*nb entries): the ordering permutation.  bx, by must be
- * powers of two; bx = 1 and by = 1 give the identity. */
+ * powers of two; bx = by = 1 degenerates to column stacking (b fastest), the
+ * order Alg. 2 gives its tiles of tiles. */
 int rc_morton_perm(int na, int nb, int bx, int by, int32_t **ret, rc_err *err);
 
 /* out[perm[i]*ncols + j] = in[i*ncols + j] for i < n; out holds nout >= n
