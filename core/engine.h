@@ -8,7 +8,9 @@
  * across any set of devices and exec.h runs the split.
  *
  * Buffers are host memory in the layouts of ARCHITECTURE.md: projections
- * float32 [view][v][u] (the whole stack, indexed by absolute view number),
+ * float32 [view][v][u] (the whole stack, indexed by absolute view number;
+ * fan/parallel: [slice][view][u] as API.md says, index rows through
+ * rc_geom_row_offset / rc_geom_view_stride / rc_geom_row_stride),
  * volumes float32 [z][y][x].  An engine may keep device copies; it must not
  * keep pointers to the caller's buffers between calls.
  */

@@ -239,8 +239,12 @@ static int check_views(const rc_geom *g, rc_err *err)
 		if (g->type != RC_GEOM_PARALLEL) {
 			int inside = vw->src[0] >= lo[0] && vw->src[0] <= hi[0] && vw->src[1] >= lo[1] &&
 				     vw->src[1] <= hi[1] && (is2d || (vw->src[2] >= lo[2] && vw->src[2] <= hi[2]));
+			if (inside && g->type == RC_GEOM_MATRICES)
+				return rc_fail(err, RC_EINVAL, "geometry.matrices",
+					       "geometry.matrices[%d]: its source (%.1f, %.1f, %.1f) mm lies inside the volume; "
+					       "check the matrix or make the volume smaller", k, vw->src[0], vw->src[1], vw->src[2]);
 			if (inside)
-				return rc_fail(err, RC_EINVAL, g->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.source_isocenter_mm",
+				return rc_fail(err, RC_EINVAL, "geometry.source_isocenter_mm",
 					       "view %d: the source (%.1f, %.1f, %.1f) mm lies inside the volume; move it out "
 					       "(larger source_isocenter_mm) or make the volume smaller", k, vw->src[0], vw->src[1], vw->src[2]);
 		}
@@ -271,11 +275,13 @@ static int check_views(const rc_geom *g, rc_err *err)
 		}
 		if (behind)
 			continue; /* the box straddles the source plane: it is seen */
-		if (umax_seen < -0.5 || umin_seen > umax || vmax_seen < -0.5 || vmin_seen > vmax)
-			return rc_fail(err, RC_EINVAL, g->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.detector",
+		if (umax_seen < -0.5 || umin_seen > umax || vmax_seen < -0.5 || vmin_seen > vmax) {
+			const char *f = g->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.detector";
+			return rc_fail(err, RC_EINVAL, f,
 				       "view %d: the detector sees none of the volume (it projects to u %.1f..%.1f, v %.1f..%.1f "
-				       "pixels, the detector spans -0.5..%.1f, -0.5..%.1f); check offsets, sizes and centre",
-				       k, umin_seen, umax_seen, vmin_seen, vmax_seen, umax, vmax);
+				       "pixels, the detector spans -0.5..%.1f, -0.5..%.1f); check %s (offsets, sizes) and the volume centre",
+				       k, umin_seen, umax_seen, vmin_seen, vmax_seen, umax, vmax, f);
+		}
 	}
 	return 0;
 }
@@ -288,9 +294,10 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 		return rc_fail(err, RC_EINVAL, "", "rc_geom_new needs a spec, a volume and a result pointer");
 	if (sp->type < RC_GEOM_CONE || sp->type > RC_GEOM_PARALLEL)
 		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type must be cone, matrices, fan or parallel");
-	if (sp->nviews < 1 || sp->nviews > 1000000)
-		return rc_fail(err, RC_EINVAL, sp->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.angles.count",
-			       "a geometry needs 1 to 1000000 views (got %d)", sp->nviews);
+	if (sp->nviews < 1 || sp->nviews > 1000000) {
+		const char *f = sp->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.angles.count";
+		return rc_fail(err, RC_EINVAL, f, "%s must give 1 to 1000000 views (got %d)", f, sp->nviews);
+	}
 	if ((rc = check_volume(vol, err)) || (rc = check_detector(sp, err)) || (rc = check_sizes(sp, vol, lim, err)))
 		return rc;
 	if (sp->type == RC_GEOM_CONE || sp->type == RC_GEOM_FAN) {
@@ -313,7 +320,7 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 			return rc_fail(err, RC_EINVAL, "geometry.angles", "geometry.angles is required for type cone, fan and parallel");
 		for (int k = 0; k < sp->nviews; k++)
 			if (!isfinite(sp->angles_deg[k]))
-				return rc_fail(err, RC_EINVAL, "geometry.angles", "angle of view %d must be a finite number of degrees", k);
+				return rc_fail(err, RC_EINVAL, "geometry.angles", "geometry.angles: the angle of view %d must be a finite number of degrees (got %g)", k, sp->angles_deg[k]);
 	}
 
 	rc_geom *g = calloc(1, sizeof *g);
@@ -387,6 +394,21 @@ size_t rc_geom_view_count(const rc_geom *g)
 }
 
 size_t rc_geom_proj_count(const rc_geom *g) { return (size_t)g->nviews * rc_geom_view_count(g); }
+
+size_t rc_geom_view_stride(const rc_geom *g)
+{
+	return rc_geom_is_2d(g) ? (size_t)g->det.nu : rc_geom_view_count(g);
+}
+
+size_t rc_geom_row_stride(const rc_geom *g)
+{
+	return rc_geom_is_2d(g) ? (size_t)g->nviews * (size_t)g->det.nu : (size_t)g->det.nu;
+}
+
+size_t rc_geom_row_offset(const rc_geom *g, int k, int j)
+{
+	return (size_t)k * rc_geom_view_stride(g) + (size_t)j * rc_geom_row_stride(g);
+}
 
 size_t rc_volume_count(const rc_volume_desc *v) { return (size_t)v->nx * (size_t)v->ny * (size_t)v->nz; }
 

@@ -102,10 +102,24 @@ double rc_geom_sdd(const rc_geom *g);
 /* True for fan and parallel: a stack of independent 2-D slices. */
 int rc_geom_is_2d(const rc_geom *g);
 
-/* Element counts of the projection stack [view][v][u] and of the volume. */
+/* Element counts of the projection stack and of the volume.  view_count is
+ * the number of values of one view: nu * nv (cone, matrices), nu * nz
+ * (fan, parallel: one detector row per slice). */
 size_t rc_geom_proj_count(const rc_geom *g);
-size_t rc_geom_view_count(const rc_geom *g); /* nu * nv */
+size_t rc_geom_view_count(const rc_geom *g);
 size_t rc_volume_count(const rc_volume_desc *vol);
+
+/* Layout of the projection stack (API.md), u always fastest:
+ *   cone, matrices:  [view k][row j][u]    row j = detector row v
+ *   fan, parallel:   [slice j][view k][u]  row j = slice iz (one sinogram
+ *                                          per slice, contiguous)
+ * The row (k, j) starts at k * view_stride + j * row_stride elements, so
+ * cone has view_stride = nu*nv, row_stride = nu and fan/parallel have
+ * view_stride = nu, row_stride = nviews*nu.  A view of a 2-D geometry is
+ * therefore not contiguous; projectors must index through these strides. */
+size_t rc_geom_view_stride(const rc_geom *g);
+size_t rc_geom_row_stride(const rc_geom *g);
+size_t rc_geom_row_offset(const rc_geom *g, int k, int j);
 
 /* World position (mm) of voxel (ix, iy, iz). */
 void rc_volume_voxel_pos(const rc_volume_desc *vol, double ix, double iy,

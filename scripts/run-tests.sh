@@ -6,7 +6,10 @@
 set -u
 build=${1:-build}
 mkdir -p "$build"; export RECOND_BUILD=$(cd "$build" && pwd)
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+# protect_shadow_gap=0: the CUDA driver maps device memory into the range ASan
+# reserves as its shadow gap; without it any ASan binary that touches cudart
+# on a GPU machine dies at the first CUDA call.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:protect_shadow_gap=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 timeout_s=${RECOND_TEST_TIMEOUT:-1200}
 pass=0 fail=0 skip=0 failed=()

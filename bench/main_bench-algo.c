@@ -1,0 +1,146 @@
+/*
+ * bench-algo: milliseconds per iteration of SART, SIRT, CGLS and MLEM with
+ * the CPU engine on paper 000's test case: a 128^3 volume of 0.5 mm voxels
+ * from 210 views of 256x200 pixels of 1 mm, D = 1000 mm, S = 1500 mm, over
+ * 360 degrees; the data are analytic Shepp-Logan projections.  One table
+ * row per algorithm: the steady per-iteration time (median of the
+ * iterations after the first), the set-up (row/column sums, first
+ * residual: the first iteration's extra time), and the error reached.
+ * RECOND_BENCH_QUICK=1: 64^3 from 60 views of 128x100, 2 iterations.
+ * RECOND_BENCH_THREADS=n sets the CPU engine's threads (default: all).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "algo.h"
+#include "engine_cpu.h"
+#include "exec.h"
+#include "geometry.h"
+#include "metrics.h"
+#include "phantom.h"
+
+#define MAX_IT 16
+
+typedef struct timing {
+	double t[MAX_IT + 1];
+	int n;
+} timing;
+
+static void on_progress(void *ud, const rc_progress *p)
+{
+	timing *tm = ud;
+	if (p->iteration <= MAX_IT)
+		tm->t[p->iteration] = p->elapsed_s;
+	tm->n = p->iteration;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(void)
+{
+	const char *q = getenv("RECOND_BENCH_QUICK");
+	int quick = q && *q && strcmp(q, "0") != 0;
+	const char *th = getenv("RECOND_BENCH_THREADS");
+	int threads = th ? atoi(th) : 0;
+	int n = quick ? 64 : 128, nviews = quick ? 60 : 210;
+	int nu = quick ? 128 : 256, nv = quick ? 100 : 200;
+	int iters = quick ? 2 : 4;
+	double vx = quick ? 1.0 : 0.5;
+
+	double *angles = malloc((size_t)nviews * sizeof(double));
+	if (!angles)
+		return 1;
+	for (int k = 0; k < nviews; k++)
+		angles[k] = 360.0 * k / nviews;
+	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
+			    .det = { .nu = nu, .nv = nv, .du = 1.0, .dv = 1.0 },
+			    .source_isocenter_mm = 1000, .source_detector_mm = 1500,
+			    .angles_deg = angles };
+	rc_err err;
+	rc_geom *g = NULL;
+	rc_phantom *ph = NULL;
+	rc_engine *e = NULL;
+	rc_exec *x = NULL;
+	float *proj = NULL, *ref = NULL, *out = NULL;
+	uint8_t *mask = NULL;
+	int rc = 1;
+	if (rc_geom_new(&sp, &vol, NULL, &g, &err))
+		goto fail;
+	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&vol);
+	proj = malloc(np * sizeof(float));
+	ref = malloc(nvox * sizeof(float));
+	out = malloc(nvox * sizeof(float));
+	mask = malloc(nvox);
+	if (!proj || !ref || !out || !mask) {
+		rc_fail(&err, RC_ENOMEM, "", "out of memory");
+		goto fail;
+	}
+	double fov = n * vx;
+	if (rc_phantom_shepp_logan(0.94 * fov, &ph, &err) || rc_phantom_project(ph, g, threads, proj, &err) ||
+	    rc_phantom_voxelize(ph, &vol, 2, threads, ref, &err))
+		goto fail;
+	rc_mask_cylinder(&vol, 0.45 * fov, 0.35 * fov, mask);
+	if (rc_engine_cpu_new(g, threads, &e, &err) || rc_exec_new(&e, 1, &x, &err))
+		goto fail;
+
+	printf("algorithms, CPU engine (%s, %s threads): %d^3 voxels of %.2g mm from %d views of %dx%d, D=1000 S=1500 mm\n",
+	       rc_engine_cpu_isa(), threads ? th : "all", n, vx, nviews, nu, nv);
+	printf("%-16s %6s %12s %10s %10s\n", "algorithm", "iters", "ms/iter", "setup ms", "rel.error");
+	static const struct {
+		rc_algo_name name;
+		int subsets;
+		const char *label;
+	} runs[] = {
+		{ RC_ALGO_SART, 1, "sart" },
+		{ RC_ALGO_SART, 10, "sart (10 subsets)" },
+		{ RC_ALGO_SIRT, 1, "sirt" },
+		{ RC_ALGO_CGLS, 1, "cgls" },
+		{ RC_ALGO_MLEM, 1, "mlem" },
+	};
+	for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+		rc_algo_params p;
+		rc_algo_params_default(&p, runs[i].name);
+		p.iterations = iters;
+		p.subsets = runs[i].subsets;
+		timing tm = { .n = 0 };
+		rc_algo_hooks h = { .progress = on_progress, .ud = &tm };
+		if (rc_algo_run(&p, x, proj, out, &h, &err))
+			goto fail;
+		double d[MAX_IT];
+		int nd = 0;
+		for (int k = 2; k <= tm.n; k++)
+			d[nd++] = tm.t[k] - tm.t[k - 1];
+		qsort(d, (size_t)nd, sizeof d[0], cmp_double);
+		double per = nd ? d[nd / 2] : tm.t[1];
+		printf("%-16s %6d %12.1f %10.1f %10.4f\n", runs[i].label, iters, 1e3 * per,
+		       1e3 * (tm.t[1] - per), rc_metric_rel_error(out, ref, mask, nvox));
+		fflush(stdout);
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("peak memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "bench-algo: %s\n", err.msg);
+	if (err.code == RC_EUNSUPPORTED)
+		rc = 0; /* the engine is not built here: nothing to measure */
+out:
+	rc_exec_free(x);
+	rc_engine_free(e);
+	rc_phantom_free(ph);
+	rc_geom_free(g);
+	free(mask);
+	free(out);
+	free(ref);
+	free(proj);
+	free(angles);
+	return rc;
+}

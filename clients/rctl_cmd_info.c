@@ -1,0 +1,181 @@
+/*
+ * The small commands: list, status, cancel, delete, devices.  Each is one
+ * request; --json prints the server's answer as it came, otherwise a short
+ * table or summary.
+ */
+#include "rctl_cmd.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "rctl_job.h"
+
+int rctl_show_progress(const rctl_args *a)
+{
+	return !a->quiet && !a->json && isatty(STDERR_FILENO);
+}
+
+void rctl_print_json(json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	printf("%s\n", s ? s : "null");
+	free(s);
+}
+
+/* One request whose answer is printed as JSON or handed to a printer. */
+static int simple(rctl_conn *c, const rctl_args *a, const char *method,
+		  const char *path, void (*print)(json_t *))
+{
+	json_t *j = NULL;
+	rctl_fail f;
+	if (rctl_request(c, method, path, NULL, &j, &f) < 0) {
+		rctl_fail_print(&f);
+		return rctl_fail_exit(&f);
+	}
+	if (a->json)
+		rctl_print_json(j);
+	else
+		print(j);
+	json_decref(j);
+	return RCTL_EXIT_OK;
+}
+
+static const char *str_or(json_t *j, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	return s ? s : dflt;
+}
+
+static void print_list(json_t *body)
+{
+	json_t *items = rctl_list_items(body, "jobs"), *j;
+	size_t i;
+	printf("%-36s  %-10s  %-24s  %s\n", "ID", "STATE", "PROGRESS", "LABEL");
+	json_array_foreach(items, i, j) {
+		rctl_job_view v;
+		char prog[64] = "";
+		rctl_job_view_of(j, &v);
+		if (v.iteration >= 0 && v.of > 0)
+			snprintf(prog, sizeof prog, "%ld/%ld", v.iteration, v.of);
+		else if (v.fraction >= 0)
+			snprintf(prog, sizeof prog, "%.0f%%", v.fraction * 100);
+		printf("%-36s  %-10s  %-24s  %s\n", v.id ? v.id : "?", v.state ? v.state : "?",
+		       prog, v.label ? v.label : "");
+	}
+}
+
+int rctl_cmd_list(rctl_conn *c, const rctl_args *a)
+{
+	char path[256] = "/v1/jobs";
+	char *sep = "?";
+	if (a->state) {
+		char *esc = curl_easy_escape(NULL, a->state, 0);
+		if (!esc)
+			return RCTL_EXIT_SERVER;
+		snprintf(path + strlen(path), sizeof path - strlen(path), "%sstate=%s", sep, esc);
+		curl_free(esc);
+		sep = "&";
+	}
+	if (a->limit > 0)
+		snprintf(path + strlen(path), sizeof path - strlen(path), "%slimit=%ld", sep, a->limit);
+	return simple(c, a, "GET", path, print_list);
+}
+
+static void print_status(json_t *j)
+{
+	rctl_job_view v;
+	char text[160];
+	rctl_job_view_of(j, &v);
+	rctl_job_progress_text(&v, text, sizeof text);
+	printf("id:       %s\n", v.id ? v.id : "?");
+	if (v.label)
+		printf("label:    %s\n", v.label);
+	printf("state:    %s\n", text);
+	if (v.error)
+		printf("error:    %s\n", v.error);
+}
+
+int rctl_cmd_status(rctl_conn *c, const rctl_args *a)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
+	return simple(c, a, "GET", path, print_status);
+}
+
+/* cancel never deletes: a job that already ended is left as it is. */
+int rctl_cmd_cancel(rctl_conn *c, const rctl_args *a)
+{
+	char path[128];
+	json_t *j = NULL;
+	rctl_fail f;
+	snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
+	if (rctl_request(c, "GET", path, NULL, &j, &f) < 0)
+		goto out_fail;
+	rctl_job_view v;
+	rctl_job_view_of(j, &v);
+	if (rctl_state_terminal(v.state)) {
+		fprintf(stderr, "reconctl: job %s already %s; nothing to cancel (delete removes it)\n",
+			a->pos[0], v.state);
+		if (a->json)
+			rctl_print_json(j);
+		else
+			printf("%s %s\n", a->pos[0], v.state);
+		json_decref(j);
+		return RCTL_EXIT_OK;
+	}
+	json_decref(j);
+	j = NULL;
+	if (rctl_request(c, "DELETE", path, NULL, &j, &f) < 0)
+		goto out_fail;
+	if (a->json) {
+		rctl_print_json(j);
+	} else {
+		rctl_job_view_of(j, &v);
+		printf("%s %s\n", a->pos[0], v.state ? v.state : "cancelled");
+	}
+	json_decref(j);
+	return RCTL_EXIT_OK;
+out_fail:
+	json_decref(j);
+	rctl_fail_print(&f);
+	return rctl_fail_exit(&f);
+}
+
+static void print_deleted(json_t *j)
+{
+	(void)j;
+}
+
+int rctl_cmd_delete(rctl_conn *c, const rctl_args *a)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
+	int ex = simple(c, a, "DELETE", path, print_deleted);
+	if (ex == RCTL_EXIT_OK && !a->json)
+		printf("%s deleted\n", a->pos[0]);
+	return ex;
+}
+
+static void print_devices(json_t *body)
+{
+	json_t *items = rctl_list_items(body, "devices"), *d;
+	size_t i;
+	printf("%-12s  %-8s  %-10s  %10s  %s\n", "ID", "ENGINE", "STATE", "MEMORY MB", "NAME");
+	json_array_foreach(items, i, d) {
+		json_t *mem = json_object_get(d, "memory_bytes");
+		if (!mem)
+			mem = json_object_get(d, "memory");
+		char mb[32] = "-";
+		if (json_is_number(mem))
+			snprintf(mb, sizeof mb, "%.0f", json_number_value(mem) / 1048576.0);
+		printf("%-12s  %-8s  %-10s  %10s  %s\n", str_or(d, "id", "-"),
+		       str_or(d, "engine", "-"), str_or(d, "state", "-"), mb, str_or(d, "name", "-"));
+	}
+}
+
+int rctl_cmd_devices(rctl_conn *c, const rctl_args *a)
+{
+	return simple(c, a, "GET", "/v1/devices", print_devices);
+}

@@ -1,0 +1,726 @@
+/*
+ * Iterative algorithms (SART, SIRT, CGLS, MLEM) against a mock engine whose
+ * projector is an explicit sparse-random matrix A stored densely: forward is
+ * A x, RC_BP_MATCHED is exactly A^T, RC_BP_VOXEL is diag(c) A^T with a
+ * random per-voxel scale c (an unmatched back projector, as the real
+ * voxel-driven one is).  The data are b = A x_true, so every algorithm must
+ * approach x_true; the bounds below are what a correct implementation
+ * reaches on this system, and a broken normalisation (a missing row or
+ * column sum, a wrong step length) misses them by orders of magnitude.
+ * Some rows of A are zero (rays that miss the volume) and one column is
+ * zero (a voxel no ray sees; x_true is 0 there) to exercise the guards.
+ *
+ * Geometries: a small cone (views are contiguous blocks of the stack) and
+ * a fan (views are strided, [slice][view][u]); the mock indexes rows
+ * through rc_geom_row_offset exactly as a real engine must.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "algo.h"
+#include "exec.h"
+#include "geometry.h"
+
+/* ---- the mock engine ---------------------------------------------------- */
+
+typedef struct mock_engine {
+	rc_engine base;
+	const float *A;      /* M x N, row r = stack index r */
+	const float *scale;  /* per-voxel scale of RC_BP_VOXEL */
+	size_t M, N;
+	int fwd_views;       /* views forward-projected so far */
+	int back_views;
+	/* set *cancel to 1 at the start of forward call number cancel_at_fwd */
+	atomic_int *cancel;
+	int cancel_at_fwd, fwd_calls;
+} mock_engine;
+
+/* Calls fn(row offset) for the nu-long rows of views [first, last). */
+#define FOR_ROWS(g, first, last, off, body)                                    \
+	do {                                                                   \
+		int nrows_ = rc_geom_is_2d(g) ? rc_geom_volume(g)->nz           \
+					      : rc_geom_detector(g)->nv;        \
+		for (int k_ = (first); k_ < (last); k_++)                     \
+			for (int j_ = 0; j_ < nrows_; j_++) {                  \
+				size_t off = rc_geom_row_offset(g, k_, j_);    \
+				body                                           \
+			}                                                      \
+	} while (0)
+
+static int mock_forward(rc_engine *e, rc_fp_kind kind, const float *vol,
+			float *proj, int first, int last, rc_err *err)
+{
+	mock_engine *m = (mock_engine *)e;
+	(void)kind; (void)err;
+	if (m->cancel && ++m->fwd_calls == m->cancel_at_fwd)
+		atomic_store(m->cancel, 1);
+	int nu = rc_geom_detector(e->geom)->nu;
+	FOR_ROWS(e->geom, first, last, off, {
+		for (int i = 0; i < nu; i++) {
+			const float *a = m->A + (off + (size_t)i) * m->N;
+			double s = 0.0;
+			for (size_t n = 0; n < m->N; n++)
+				s += (double)a[n] * vol[n];
+			proj[off + (size_t)i] = (float)s;
+		}
+	});
+	m->fwd_views += last - first;
+	return 0;
+}
+
+static int mock_back(rc_engine *e, rc_bp_kind kind, const float *proj,
+		     float *vol, int first, int last, rc_err *err)
+{
+	mock_engine *m = (mock_engine *)e;
+	(void)err;
+	double *acc = calloc(m->N, sizeof *acc);
+	assert_non_null(acc);
+	int nu = rc_geom_detector(e->geom)->nu;
+	FOR_ROWS(e->geom, first, last, off, {
+		for (int i = 0; i < nu; i++) {
+			const float *a = m->A + (off + (size_t)i) * m->N;
+			double pv = proj[off + (size_t)i];
+			for (size_t n = 0; n < m->N; n++)
+				acc[n] += a[n] * pv;
+		}
+	});
+	for (size_t n = 0; n < m->N; n++)
+		vol[n] = (float)(kind == RC_BP_VOXEL ? acc[n] * m->scale[n] : acc[n]);
+	free(acc);
+	m->back_views += last - first;
+	return 0;
+}
+
+static void mock_free(rc_engine *e) { free(e); }
+
+static const rc_engine_ops mock_ops = { mock_forward, mock_back, mock_free };
+
+/* ---- a problem: geometry, A, x_true, b ------------------------------------ */
+
+typedef struct problem {
+	rc_geom *g;
+	float *A, *scale, *xtrue, *b;
+	size_t M, N;
+} problem;
+
+static uint64_t rng_state;
+static double urand(void)
+{
+	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+#define ROW_NNZ 12
+
+/* b = A x_true */
+static void problem_project(problem *P)
+{
+	for (size_t r = 0; r < P->M; r++) {
+		double s = 0.0;
+		for (size_t n = 0; n < P->N; n++)
+			s += (double)P->A[r * P->N + n] * P->xtrue[n];
+		P->b[r] = (float)s;
+	}
+}
+
+static void problem_init(problem *P, int fan)
+{
+	static double angles[64];
+	rc_volume_desc vol = { .nx = 6, .ny = 6, .nz = 6, .vx = 1, .vy = 1, .vz = 1 };
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = 20,
+			    .det = { .nu = 8, .nv = 6, .du = 2, .dv = 2 },
+			    .source_isocenter_mm = 100, .source_detector_mm = 150,
+			    .angles_deg = angles };
+	if (fan) {
+		vol = (rc_volume_desc){ .nx = 8, .ny = 8, .nz = 3, .vx = 1, .vy = 1, .vz = 1 };
+		sp.type = RC_GEOM_FAN;
+		sp.nviews = 30;
+		sp.det = (rc_detector_desc){ .nu = 16, .nv = 1, .du = 1, .dv = 1 };
+	}
+	for (int k = 0; k < sp.nviews; k++)
+		angles[k] = 360.0 * k / sp.nviews;
+	rc_err err;
+	assert_int_equal(rc_geom_new(&sp, &vol, NULL, &P->g, &err), 0);
+	P->M = rc_geom_proj_count(P->g);
+	P->N = rc_volume_count(&vol);
+	P->A = calloc(P->M * P->N, sizeof(float));
+	P->scale = malloc(P->N * sizeof(float));
+	P->xtrue = malloc(P->N * sizeof(float));
+	P->b = malloc(P->M * sizeof(float));
+	assert_true(P->A && P->scale && P->xtrue && P->b);
+	rng_state = fan ? 7 : 3;
+	for (size_t r = 0; r < P->M; r++) {
+		if (r % 17 == 5)
+			continue; /* a ray that misses the volume */
+		for (int t = 0; t < ROW_NNZ; t++) {
+			size_t n = 1 + (size_t)(urand() * (double)(P->N - 1)); /* column 0 stays empty */
+			P->A[r * P->N + n] += (float)(0.5 + urand());
+		}
+	}
+	for (size_t n = 0; n < P->N; n++) {
+		P->scale[n] = (float)(0.5 + 1.5 * urand());
+		P->xtrue[n] = n == 0 ? 0.0f : (float)(0.2 + urand());
+	}
+	problem_project(P);
+}
+
+static void problem_fini(problem *P)
+{
+	free(P->A);
+	free(P->scale);
+	free(P->xtrue);
+	free(P->b);
+	rc_geom_free(P->g);
+}
+
+static mock_engine *mock_new(const problem *P)
+{
+	mock_engine *m = calloc(1, sizeof *m);
+	assert_non_null(m);
+	m->base.ops = &mock_ops;
+	m->base.geom = P->g;
+	strcpy(m->base.name, "mock");
+	m->A = P->A;
+	m->scale = P->scale;
+	m->M = P->M;
+	m->N = P->N;
+	return m;
+}
+
+static double rel_error(const float *x, const float *x0, size_t n)
+{
+	double d = 0.0, r = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		d += ((double)x[i] - x0[i]) * ((double)x[i] - x0[i]);
+		r += (double)x0[i] * x0[i];
+	}
+	return sqrt(d / r);
+}
+
+/* ---- progress recording -------------------------------------------------- */
+
+#define MAX_IT 400
+
+typedef struct trace {
+	const float *vol, *xtrue;
+	size_t n;
+	int calls;
+	int last_iteration;
+	double err[MAX_IT + 1];
+	double res[MAX_IT + 1];
+	double true_res[MAX_IT + 1]; /* ||b - A vol||, with truth_problem set */
+	double min_vol;       /* smallest voxel seen at any progress call */
+	int all_finite;
+	atomic_int cancel;
+	int cancel_at;        /* set the flag in the progress call of this iteration */
+} trace;
+
+/* When set, the progress call also computes the true residual. */
+static const problem *truth_problem;
+
+static void on_progress(void *ud, const rc_progress *p)
+{
+	trace *t = ud;
+	t->calls++;
+	assert_int_equal(p->iteration, t->last_iteration + 1);
+	t->last_iteration = p->iteration;
+	assert_true(p->iteration <= MAX_IT);
+	assert_true(p->elapsed_s >= 0.0);
+	t->err[p->iteration] = rel_error(t->vol, t->xtrue, t->n);
+	t->res[p->iteration] = p->residual;
+	for (size_t i = 0; i < t->n; i++) {
+		if (!isfinite(t->vol[i]))
+			t->all_finite = 0;
+		if (t->vol[i] < t->min_vol)
+			t->min_vol = t->vol[i];
+	}
+	if (truth_problem) {
+		const problem *P = truth_problem;
+		double r2 = 0.0;
+		for (size_t r = 0; r < P->M; r++) {
+			double a = 0.0;
+			for (size_t n = 0; n < P->N; n++)
+				a += (double)P->A[r * P->N + n] * t->vol[n];
+			r2 += (P->b[r] - a) * (P->b[r] - a);
+		}
+		t->true_res[p->iteration] = sqrt(r2);
+	}
+	if (t->cancel_at == p->iteration)
+		atomic_store(&t->cancel, 1);
+}
+
+static void trace_init(trace *t, const float *vol, const problem *P)
+{
+	memset(t, 0, sizeof *t);
+	t->vol = vol;
+	t->xtrue = P->xtrue;
+	t->n = P->N;
+	t->min_vol = INFINITY;
+	t->all_finite = 1;
+	atomic_init(&t->cancel, 0);
+}
+
+/* Runs p on P with engines mock engines (split views evenly) and records. */
+static int run(const problem *P, const rc_algo_params *p, int engines, float *vol,
+	       trace *t, mock_engine **ret_m)
+{
+	mock_engine *m[2] = { mock_new(P), engines > 1 ? mock_new(P) : NULL };
+	rc_engine *e[2] = { &m[0]->base, m[1] ? &m[1]->base : NULL };
+	rc_exec *x;
+	rc_err err;
+	assert_int_equal(rc_exec_new(e, engines, &x, &err), 0);
+	if (engines > 1) {
+		int nv = rc_geom_nviews(P->g);
+		int split[2] = { nv / 2 - 3, nv - (nv / 2 - 3) }; /* deliberately uneven */
+		assert_int_equal(rc_exec_set_split(x, RC_TASK_FORWARD, split, &err), 0);
+		assert_int_equal(rc_exec_set_split(x, RC_TASK_BACK, split, &err), 0);
+	}
+	trace_init(t, vol, P);
+	rc_algo_hooks h = { .progress = on_progress, .ud = t, .cancel = &t->cancel };
+	if (ret_m) {
+		*ret_m = m[0];
+		m[0]->cancel = &t->cancel;
+	}
+	rc_err_clear(&err);
+	int rc = rc_algo_run(p, x, P->b, vol, &h, &err);
+	if (rc && rc != RC_ECANCELLED)
+		print_error("rc_algo_run: %s (%s)\n", err.msg, err.field);
+	if (rc == RC_ECANCELLED)
+		assert_int_equal(err.code, RC_ECANCELLED);
+	if (ret_m) {
+		/* the caller reads the counters; keep the engine alive until here */
+		static mock_engine snapshot;
+		snapshot = *m[0];
+		*ret_m = &snapshot;
+	}
+	rc_exec_free(x);
+	rc_engine_free(e[0]);
+	rc_engine_free(e[1]);
+	return rc;
+}
+
+static float *vol_new(const problem *P)
+{
+	float *v = malloc(P->N * sizeof(float));
+	assert_non_null(v);
+	/* garbage in: every algorithm must overwrite vol */
+	for (size_t i = 0; i < P->N; i++)
+		v[i] = 1e6f;
+	return v;
+}
+
+/* ---- convergence --------------------------------------------------------- */
+
+/* The error must fall at each of the first `falls` iterations and end below
+ * `bound` after `iters`. */
+static void check_converges(rc_algo_name name, int fan, int iters, int falls,
+			    double bound, const char *label)
+{
+	problem P;
+	problem_init(&P, fan);
+	rc_algo_params p;
+	rc_algo_params_default(&p, name);
+	p.iterations = iters;
+	float *vol = vol_new(&P);
+	trace t;
+	assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+	assert_int_equal(t.calls, iters);
+	assert_true(t.all_finite);
+	print_message("%-5s %s: error %.3g after 1, %.3g after %d, %.3g after %d iterations (bound %.3g)\n",
+		      label, fan ? "fan " : "cone", t.err[1], t.err[falls], falls, t.err[iters], iters, bound);
+	for (int k = 2; k <= falls; k++)
+		assert_true(t.err[k] < t.err[k - 1]);
+	assert_true(t.err[iters] < bound);
+	free(vol);
+	problem_fini(&P);
+}
+
+static void test_sart_converges(void **s)
+{
+	(void)s;
+	check_converges(RC_ALGO_SART, 0, 200, 10, 1e-3, "sart");
+	check_converges(RC_ALGO_SART, 1, 200, 10, 1e-3, "sart");
+}
+
+static void test_sirt_converges(void **s)
+{
+	(void)s;
+	check_converges(RC_ALGO_SIRT, 0, 200, 10, 1e-3, "sirt");
+	check_converges(RC_ALGO_SIRT, 1, 200, 10, 1e-3, "sirt");
+}
+
+static void test_cgls_converges(void **s)
+{
+	(void)s;
+	check_converges(RC_ALGO_CGLS, 0, 60, 10, 1e-5, "cgls");
+	check_converges(RC_ALGO_CGLS, 1, 60, 10, 1e-5, "cgls");
+}
+
+static void test_mlem_converges(void **s)
+{
+	(void)s;
+	check_converges(RC_ALGO_MLEM, 0, 300, 10, 1e-3, "mlem");
+	check_converges(RC_ALGO_MLEM, 1, 300, 10, 1e-3, "mlem");
+}
+
+/* ||b - A x|| reported by CGLS never rises, starting from ||b||, on
+ * consistent and on noisy (inconsistent) data; it agrees with the true
+ * residual of each iterate, computed here in double from A, which never
+ * rises either.  20 iterations (consistent) and 12 (noisy): beyond them the
+ * residual changes by less than float rounding of the residual vector
+ * (1e-8 relative) and only jitters: the consistent system is solved to
+ * float precision, the noisy one reached its least-squares residual. */
+static void test_cgls_residual_never_rises(void **s)
+{
+	(void)s;
+	for (int c = 0; c < 4; c++) {
+		int fan = c & 1, noisy = c >> 1;
+		problem P;
+		problem_init(&P, fan);
+		if (noisy)
+			for (size_t r = 0; r < P.M; r++)
+				P.b[r] += (float)(2.0 * (urand() - 0.5));
+		rc_algo_params p;
+		rc_algo_params_default(&p, RC_ALGO_CGLS);
+		p.iterations = noisy ? 12 : 20;
+		float *vol = vol_new(&P);
+		trace t;
+		truth_problem = &P;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		truth_problem = NULL;
+		double b2 = 0.0;
+		for (size_t r = 0; r < P.M; r++)
+			b2 += (double)P.b[r] * P.b[r];
+		t.res[0] = t.true_res[0] = sqrt(b2);
+		for (int k = 1; k <= p.iterations; k++) {
+			assert_true(t.res[k] <= t.res[k - 1]);
+			assert_true(t.true_res[k] <= t.true_res[k - 1]);
+			assert_true(fabs(t.res[k] - t.true_res[k]) <= 1e-5 * t.res[0]);
+		}
+		print_message("cgls %s %s: residual %.4g -> %.4g after %d (true %.4g)\n", fan ? "fan " : "cone",
+			      noisy ? "noisy" : "exact", t.res[0], t.res[p.iterations], p.iterations,
+			      t.true_res[p.iterations]);
+		assert_true(t.res[p.iterations] < (noisy ? 0.2 : 1e-4) * t.res[0]);
+		free(vol);
+		problem_fini(&P);
+	}
+}
+
+/* SART's column sums come from its own back projector, so a per-voxel scale
+ * of that projector cancels: SART over diag(c) A^T equals SIRT over A^T.
+ * Fails if the column sums are taken from the wrong projector or missing. */
+static void test_sart_invariant_to_backprojector_scale(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 0);
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_SART);
+	p.iterations = 15;
+	p.relaxation = 0.8;
+	float *a = vol_new(&P), *b = vol_new(&P);
+	trace t;
+	assert_int_equal(run(&P, &p, 1, a, &t, NULL), 0);
+	p.name = RC_ALGO_SIRT;
+	assert_int_equal(run(&P, &p, 1, b, &t, NULL), 0);
+	double d = rel_error(a, b, P.N);
+	print_message("sart(diag(c) A^T) vs sirt(A^T): %.3g\n", d);
+	assert_true(d < 1e-5);
+	free(a);
+	free(b);
+	problem_fini(&P);
+}
+
+/* Ordered subsets: each iteration still visits every view exactly once,
+ * and with 5 subsets the error after 3 iterations beats 1 subset's. */
+static void test_sart_subsets(void **s)
+{
+	(void)s;
+	for (int fan = 0; fan < 2; fan++) {
+		problem P;
+		problem_init(&P, fan);
+		int nv = rc_geom_nviews(P.g);
+		rc_algo_params p;
+		rc_algo_params_default(&p, RC_ALGO_SART);
+		p.iterations = 3;
+		float *vol = vol_new(&P);
+		trace t;
+		mock_engine *m;
+		assert_int_equal(run(&P, &p, 1, vol, &t, &m), 0);
+		double e1 = t.err[3];
+		/* set-up: one forward of ones, one back of ones; then per iteration one of each */
+		assert_int_equal(m->fwd_views, nv * (1 + p.iterations));
+		assert_int_equal(m->back_views, nv * (1 + p.iterations));
+		p.subsets = 5;
+		assert_int_equal(run(&P, &p, 1, vol, &t, &m), 0);
+		assert_int_equal(m->fwd_views, nv * (1 + p.iterations));
+		assert_int_equal(m->back_views, nv * (1 + p.iterations));
+		print_message("sart %s: error after 3 iterations: %.3g (1 subset), %.3g (5 subsets)\n",
+			      fan ? "fan " : "cone", e1, t.err[3]);
+		assert_true(t.err[3] < 0.8 * e1);
+		/* every view its own subset still converges */
+		p.subsets = nv;
+		p.iterations = 20;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		assert_true(t.err[20] < t.err[1]);
+		assert_true(t.all_finite);
+		free(vol);
+		problem_fini(&P);
+	}
+}
+
+/* With noisy data the unconstrained result goes negative somewhere; with
+ * nonnegative = 1 no iterate ever does.  MLEM is positive by construction. */
+static void test_nonnegative(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 0);
+	for (size_t n = 1; n < P.N; n += 3)
+		P.xtrue[n] = 0.0f; /* many zeros: noise pushes them below 0 */
+	problem_project(&P);
+	for (size_t r = 0; r < P.M; r++)
+		P.b[r] += (float)(3.0 * (urand() - 0.5));
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_SART);
+	p.iterations = 30;
+	float *vol = vol_new(&P);
+	trace t;
+	assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+	assert_true(t.min_vol < 0.0);
+	p.nonnegative = 1;
+	assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+	assert_true(t.min_vol >= 0.0);
+	p.subsets = 4;
+	assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+	assert_true(t.min_vol >= 0.0);
+	p.name = RC_ALGO_MLEM;
+	assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+	assert_true(t.min_vol >= 0.0);
+	assert_true(t.all_finite);
+	free(vol);
+	problem_fini(&P);
+}
+
+/* ---- cancel -------------------------------------------------------------- */
+
+/* The flag set in the progress call of iteration 3 stops the run before
+ * iteration 4 and vol is exactly the 3-iteration result. */
+static void test_cancel_from_progress(void **s)
+{
+	(void)s;
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	problem P;
+	problem_init(&P, 0);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		for (int subsets = 1; subsets <= 4; subsets += 3) {
+			if (subsets > 1 && names[i] != RC_ALGO_SART)
+				continue;
+			rc_algo_params p;
+			rc_algo_params_default(&p, names[i]);
+			p.subsets = subsets;
+			p.iterations = 3;
+			float *ref = vol_new(&P), *vol = vol_new(&P);
+			trace t;
+			assert_int_equal(run(&P, &p, 1, ref, &t, NULL), 0);
+			p.iterations = 10;
+			trace_init(&t, vol, &P);
+			t.cancel_at = 3;
+			mock_engine *m = mock_new(&P);
+			rc_engine *e = &m->base;
+			rc_exec *x;
+			rc_err err;
+			assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
+			rc_algo_hooks h = { .progress = on_progress, .ud = &t, .cancel = &t.cancel };
+			t.cancel_at = 3;
+			assert_int_equal(rc_algo_run(&p, x, P.b, vol, &h, &err), RC_ECANCELLED);
+			assert_int_equal(err.code, RC_ECANCELLED);
+			assert_int_equal(t.calls, 3);
+			assert_memory_equal(vol, ref, P.N * sizeof(float));
+			rc_exec_free(x);
+			rc_engine_free(e);
+			free(ref);
+			free(vol);
+		}
+	}
+	problem_fini(&P);
+}
+
+/* A flag raised between ordered subsets (here: during the forward
+ * projection of the second subset of iteration 2) stops the run within that
+ * iteration and restores the last complete iterate, iteration 1's. */
+static void test_cancel_between_subsets(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 1);
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_SART);
+	p.subsets = 4;
+	p.iterations = 1;
+	float *ref = vol_new(&P), *vol = vol_new(&P);
+	trace t;
+	assert_int_equal(run(&P, &p, 1, ref, &t, NULL), 0);
+
+	p.iterations = 5;
+	mock_engine *m = mock_new(&P);
+	rc_engine *e = &m->base;
+	rc_exec *x;
+	rc_err err;
+	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
+	trace_init(&t, vol, &P);
+	m->cancel = &t.cancel;
+	/* forward calls: 1 (row sums), 4 (iteration 1), then iteration 2's second */
+	m->cancel_at_fwd = 1 + 4 + 2;
+	rc_algo_hooks h = { .progress = on_progress, .ud = &t, .cancel = &t.cancel };
+	assert_int_equal(rc_algo_run(&p, x, P.b, vol, &h, &err), RC_ECANCELLED);
+	assert_int_equal(t.calls, 1);
+	assert_true(m->fwd_calls <= 1 + 4 + 4);
+	assert_memory_equal(vol, ref, P.N * sizeof(float));
+	rc_exec_free(x);
+	rc_engine_free(e);
+	free(ref);
+	free(vol);
+	problem_fini(&P);
+}
+
+/* ---- device split -------------------------------------------------------- */
+
+/* Two engines with an uneven split give one engine's volume within float
+ * rounding (the back projections are summed in a different grouping). */
+static void test_exec_split(void **s)
+{
+	(void)s;
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	for (int fan = 0; fan < 2; fan++) {
+		problem P;
+		problem_init(&P, fan);
+		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+			rc_algo_params p;
+			rc_algo_params_default(&p, names[i]);
+			p.iterations = 10;
+			p.subsets = names[i] == RC_ALGO_SART ? 3 : 1;
+			float *a = vol_new(&P), *b = vol_new(&P);
+			trace t;
+			assert_int_equal(run(&P, &p, 1, a, &t, NULL), 0);
+			assert_int_equal(run(&P, &p, 2, b, &t, NULL), 0);
+			double d = rel_error(b, a, P.N);
+			print_message("%s %s: 2 engines vs 1: %.3g\n", rc_algo_name_str(names[i]),
+				      fan ? "fan " : "cone", d);
+			assert_true(d < 1e-5);
+			free(a);
+			free(b);
+		}
+		problem_fini(&P);
+	}
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+static void test_invalid_params(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 0);
+	mock_engine *m = mock_new(&P);
+	rc_engine *e = &m->base;
+	rc_exec *x;
+	rc_err err;
+	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
+	float *vol = vol_new(&P);
+	static const struct {
+		rc_algo_name name;
+		int iterations;
+		double relaxation;
+		int subsets;
+		const char *field;
+	} bad[] = {
+		{ RC_ALGO_SART, 0, 1.0, 1, "algorithm.iterations" },
+		{ RC_ALGO_CGLS, -1, 1.0, 1, "algorithm.iterations" },
+		{ RC_ALGO_MLEM, 0, 1.0, 1, "algorithm.iterations" },
+		{ RC_ALGO_SART, 5, 0.0, 1, "algorithm.relaxation" },
+		{ RC_ALGO_SART, 5, 2.0, 1, "algorithm.relaxation" },
+		{ RC_ALGO_SIRT, 5, -0.5, 1, "algorithm.relaxation" },
+		{ RC_ALGO_SART, 5, NAN, 1, "algorithm.relaxation" },
+		{ RC_ALGO_SART, 5, 1.0, 0, "algorithm.subsets" },
+		{ RC_ALGO_SART, 5, 1.0, 21, "algorithm.subsets" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		rc_algo_params p;
+		rc_algo_params_default(&p, bad[i].name);
+		p.iterations = bad[i].iterations;
+		p.relaxation = bad[i].relaxation;
+		p.subsets = bad[i].subsets;
+		rc_err_clear(&err);
+		assert_int_equal(rc_algo_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+		assert_string_equal(err.field, bad[i].field);
+		assert_true(strlen(err.msg) > 10);
+	}
+	/* the same calls straight to the algorithm (not through rc_algo_run) */
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_SART);
+	p.relaxation = 3.0;
+	assert_int_equal(rc_sart_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+	p.relaxation = 1.0;
+	p.iterations = 0;
+	assert_int_equal(rc_cgls_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_mlem_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_sirt_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+	/* no hooks at all is fine */
+	p.iterations = 2;
+	assert_int_equal(rc_sart_run(&p, x, P.b, vol, NULL, &err), 0);
+	free(vol);
+	rc_exec_free(x);
+	rc_engine_free(e);
+	problem_fini(&P);
+}
+
+/* Zero data: every algorithm returns a zero volume, no NaN (0/0 guards). */
+static void test_zero_data(void **s)
+{
+	(void)s;
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	problem P;
+	problem_init(&P, 0);
+	memset(P.b, 0, P.M * sizeof(float));
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		rc_algo_params p;
+		rc_algo_params_default(&p, names[i]);
+		p.iterations = 3;
+		float *vol = vol_new(&P);
+		trace t;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		assert_int_equal(t.calls, 3);
+		for (size_t n = 0; n < P.N; n++)
+			assert_true(vol[n] == 0.0f);
+		free(vol);
+	}
+	problem_fini(&P);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sart_converges),
+		cmocka_unit_test(test_sirt_converges),
+		cmocka_unit_test(test_cgls_converges),
+		cmocka_unit_test(test_mlem_converges),
+		cmocka_unit_test(test_cgls_residual_never_rises),
+		cmocka_unit_test(test_sart_invariant_to_backprojector_scale),
+		cmocka_unit_test(test_sart_subsets),
+		cmocka_unit_test(test_nonnegative),
+		cmocka_unit_test(test_cancel_from_progress),
+		cmocka_unit_test(test_cancel_between_subsets),
+		cmocka_unit_test(test_exec_split),
+		cmocka_unit_test(test_invalid_params),
+		cmocka_unit_test(test_zero_data),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
