@@ -237,7 +237,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		char msg[256] = "";
 		rc_tgpu *gt = NULL;
 		rc_tgpu_kind kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
-		rc = rc_tgpu_new(b, o->mixed ? NULL : m, NULL, nc, &gt, msg, sizeof msg);
+		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, nc, &gt, msg, sizeof msg);
 		if (rc) {
 			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
 			goto out;

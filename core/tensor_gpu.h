@@ -40,14 +40,11 @@ typedef enum rc_tgpu_kind {
 } rc_tgpu_kind;
 
 /* Geometry for the on-the-fly kernel: per view the 2x3 matrix A of
- * geometry.h, the pixel grid, and the ordering permutations so that the
- * on-the-fly products work in the same ordered index space as the BSR. */
+ * geometry.h and the pixel grid. */
 typedef struct rc_tgpu_geom {
 	int nviews, nu, nx, ny;
 	double vx, vy, cx, cy;
 	const double *A;        /* nviews * 6 */
-	const int32_t *rperm;   /* natural row -> ordered (NULL = identity) */
-	const int32_t *cperm;   /* natural pixel -> ordered (NULL = identity) */
 } rc_tgpu_geom;
 
 typedef struct rc_tgpu rc_tgpu;
@@ -56,9 +53,11 @@ typedef struct rc_tgpu rc_tgpu;
 int rc_tgpu_device_count(void);
 
 /* Uploads b (required), csr and geom (may be NULL: those kinds are then
- * unavailable); vectors for ncols slices, ncols a multiple of 32. */
-int rc_tgpu_new(const struct rc_bsr *b, const struct rc_csr *csr, const rc_tgpu_geom *geom, int ncols,
-		rc_tgpu **ret, char *msg, size_t msglen);
+ * unavailable); rperm/cperm (natural -> ordered, as given to rc_bsr_build,
+ * NULL = identity) put the CSR and the on-the-fly products into the BSR's
+ * ordered index space.  Vectors for ncols slices, a multiple of 32. */
+int rc_tgpu_new(const struct rc_bsr *b, const struct rc_csr *csr, const int32_t *rperm, const int32_t *cperm,
+		const rc_tgpu_geom *geom, int ncols, rc_tgpu **ret, char *msg, size_t msglen);
 void rc_tgpu_free(rc_tgpu *t);
 const char *rc_tgpu_device_name(const rc_tgpu *t);
 /* Bytes the device holds for kind's matrix (Table 5). */
