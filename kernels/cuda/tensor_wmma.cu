@@ -28,12 +28,24 @@ using namespace nvcuda;
 
 /* ---- vector kernels ------------------------------------------------------ */
 
-__global__ void k_colmax(const float *v, int64_t n, int nc, float *scale)
+/* Block (32 slices, 8 row lanes) as k_coldot: per-thread maxima over a
+ * stride of rows, reduced in shared memory, one atomic per slice and block
+ * (an atomic per element would serialise on the ncols addresses). */
+__global__ void k_colmax(const float *v, int64_t rows, int nc, float *scale)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-		float a = fabsf(v[i]);
+	__shared__ float part[8][32];
+	int c = blockIdx.y * 32 + threadIdx.x;
+	float m = 0;
+	if (c < nc)
+		for (int64_t r = blockIdx.x * 8 + threadIdx.y; r < rows; r += (int64_t)gridDim.x * 8)
+			m = fmaxf(m, fabsf(v[r * nc + c]));
+	part[threadIdx.y][threadIdx.x] = m;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < nc) {
+		for (int l = 1; l < 8; l++)
+			m = fmaxf(m, part[l][threadIdx.x]);
 		/* non-negative floats order like their bit patterns */
-		atomicMax((int *)&scale[i % nc], __float_as_int(a));
+		atomicMax((int *)&scale[c], __float_as_int(m));
 	}
 }
 
@@ -53,7 +65,9 @@ static int grid_for(int64_t n, int threads)
 void rc_tk_colmax(const float *v, int64_t rows, int nc, float *scale, cudaStream_t st)
 {
 	cudaMemsetAsync(scale, 0, (size_t)nc * sizeof(float), st);
-	k_colmax<<<grid_for(rows * nc, 256), 256, 0, st>>>(v, rows * nc, nc, scale);
+	int64_t gx = (rows + 8 * 64 - 1) / (8 * 64);
+	dim3 grid((unsigned)(gx < 1 ? 1 : (gx > 4096 ? 4096 : gx)), (nc + 31) / 32), block(32, 8);
+	k_colmax<<<grid, block, 0, st>>>(v, rows, nc, scale);
 	k_fix_scale<<<(nc + 127) / 128, 128, 0, st>>>(scale, nc);
 }
 
@@ -87,6 +101,13 @@ void rc_tk_scale_cols(float *v, int64_t rows, int nc, const float *scale, cudaSt
 
 /* ---- WMMA ------------------------------------------------------------------ */
 
+/* Blocks in flight per warp: the loop is bound by the stream of blocks from
+ * memory, and one dependent load -> mma chain per warp leaves the memory
+ * system idle between blocks; FWD_UNROLL independent loads are issued
+ * before their mma (the fragment arrays are indexed by unrolled constants
+ * only, so they stay in registers). */
+#define FWD_UNROLL 4
+
 template <int M, int N>
 __global__ void k_wmma_fwd(rc_dbsr a, const __half *xh, float *y, int nc)
 {
@@ -95,15 +116,26 @@ __global__ void k_wmma_fwd(rc_dbsr a, const __half *xh, float *y, int nc)
 	int br = warp / nbatch, bt = warp % nbatch;
 	if (br >= a.mb)
 		return; /* the whole warp leaves together */
-	wmma::fragment<wmma::matrix_a, M, N, 16, __half, wmma::row_major> fa;
-	wmma::fragment<wmma::matrix_b, M, N, 16, __half, wmma::row_major> fb;
+	wmma::fragment<wmma::matrix_a, M, N, 16, __half, wmma::row_major> fa[FWD_UNROLL];
+	wmma::fragment<wmma::matrix_b, M, N, 16, __half, wmma::row_major> fb[FWD_UNROLL];
 	wmma::fragment<wmma::accumulator, M, N, 16, float> acc;
 	wmma::fill_fragment(acc, 0.0f);
 	const __half *xt = xh + (int64_t)bt * a.cols_pad * N;
-	for (int i = a.row_ptr[br]; i < a.row_ptr[br + 1]; i++) {
-		wmma::load_matrix_sync(fa, a.blocks + (int64_t)i * M * 16, 16);
-		wmma::load_matrix_sync(fb, xt + (int64_t)a.col_idx[i] * 16 * N, N);
-		wmma::mma_sync(acc, fa, fb, acc);
+	int i = a.row_ptr[br], end = a.row_ptr[br + 1];
+	for (; i + FWD_UNROLL <= end; i += FWD_UNROLL) {
+#pragma unroll
+		for (int u = 0; u < FWD_UNROLL; u++) {
+			wmma::load_matrix_sync(fa[u], a.blocks + (int64_t)(i + u) * M * 16, 16);
+			wmma::load_matrix_sync(fb[u], xt + (int64_t)a.col_idx[i + u] * 16 * N, N);
+		}
+#pragma unroll
+		for (int u = 0; u < FWD_UNROLL; u++)
+			wmma::mma_sync(acc, fa[u], fb[u], acc);
+	}
+	for (; i < end; i++) {
+		wmma::load_matrix_sync(fa[0], a.blocks + (int64_t)i * M * 16, 16);
+		wmma::load_matrix_sync(fb[0], xt + (int64_t)a.col_idx[i] * 16 * N, N);
+		wmma::mma_sync(acc, fa[0], fb[0], acc);
 	}
 	wmma::store_matrix_sync(y + (int64_t)br * M * nc + bt * N, acc, nc, wmma::mem_row_major);
 }
