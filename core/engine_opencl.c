@@ -102,8 +102,16 @@ static void device_info(cl_platform_id plat, cl_device_id d, int pi, int di, rc_
 	snprintf(o->device_id, sizeof o->device_id, "opencl:%.30s:%.60s:%.24s", pn, dn, dv);
 	/* The cpu engine and a CPU OpenCL device run on the same cores. */
 	cl_uint bus = 0, slot = 0;
+	unsigned char u[16]; /* CL_UUID_SIZE_KHR */
 	if (o->is_cpu)
 		snprintf(o->hw_group, sizeof o->hw_group, "host-cpu");
+	else if (strstr(o->vendor, "NVIDIA") &&
+		 clGetDeviceInfo(d, 0x106A /* CL_DEVICE_UUID_KHR */, sizeof u, u, NULL) == CL_SUCCESS)
+		/* the CUDA engine's identity (engine_cuda.h): one GPU, one group */
+		snprintf(o->hw_group, sizeof o->hw_group,
+			 "cuda:GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+			 u[14], u[15]);
 	else if (clGetDeviceInfo(d, 0x4008 /* CL_DEVICE_PCI_BUS_ID_NV */, sizeof bus, &bus, NULL) == CL_SUCCESS &&
 		 clGetDeviceInfo(d, 0x4009 /* CL_DEVICE_PCI_SLOT_ID_NV */, sizeof slot, &slot, NULL) == CL_SUCCESS)
 		snprintf(o->hw_group, sizeof o->hw_group, "pci:0000:%02x:%02x.0", bus & 0xff, (slot >> 3) & 0x1f);
