@@ -35,7 +35,7 @@ AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 CORE_SRC   := $(wildcard core/*.c)
 SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
 CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))
-PROG_SRC   := $(wildcard server/main_*.c clients/main_*.c)
+PROG_SRC   := $(wildcard server/main_*.c clients/main_*.c tools/main_*.c)
 BENCH_SRC  := $(wildcard bench/main_*.c)
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 
@@ -116,7 +116,7 @@ $(BUILD)/asan/lib/libreconclient.a: $(call obj,asan,$(CLIENT_SRC))
 
 # --- programs, benchmarks, tests ------------------------------------------------
 .SECONDEXPANSION:
-$(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c bench/main_$$*.c) $(LIBS_REL)
+$(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c tools/main_$$*.c bench/main_$$*.c) $(LIBS_REL)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(filter %.c,$^) -o $@ $(LIBS_REL) $(LDLIBS)
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_REL)
