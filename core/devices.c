@@ -133,14 +133,14 @@ int rc_device_open(const rc_device *d, const rc_geom *g, const rc_device_open_op
 	return 0;
 }
 
-void rc_shape_key(const rc_geom *g, char *buf, size_t len)
+void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len)
 {
 	static const char *const types[] = { "cone", "matrices", "fan", "parallel" };
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const rc_detector_desc *d = rc_geom_detector(g);
 	int t = (int)rc_geom_type_of(g);
-	snprintf(buf, len, "%s-%dx%dx%d-%dx%d", t >= 0 && t < 4 ? types[t] : "other", v->nx, v->ny, v->nz,
-		 d->nu, d->nv);
+	snprintf(buf, len, "%s-%dx%dx%d-%dx%d-%s", t >= 0 && t < 4 ? types[t] : "other", v->nx, v->ny, v->nz,
+		 d->nu, d->nv, bp == RC_BP_MATCHED ? "matched" : "voxel");
 }
 
 /* --- model files --------------------------------------------------------- */
@@ -287,13 +287,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int rc_devices_calibrate(rc_engine *e, const char *model_dir, const char *device_id,
-			 float *vol, float *proj, rc_model out[RC_TASK_COUNT], rc_err *err)
+int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, const char *device_id,
+			 const char *shape, float *vol, float *proj, rc_model out[RC_TASK_COUNT],
+			 rc_err *err)
 {
 	const rc_geom *g = e->geom;
 	int nviews = rc_geom_nviews(g);
-	char shape[64];
-	rc_shape_key(g, shape, sizeof shape);
 	/* 1/16 .. 1/2 of the views: past a GPU's flat start on large jobs,
 	 * and cheap (1.3 times one full task per device and task) */
 	static const double frac[] = { 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2 };
@@ -319,13 +318,13 @@ int rc_devices_calibrate(rc_engine *e, const char *model_dir, const char *device
 		proj[i] = (float)((i * 40503u) % 1000) * 1e-3f;
 	for (int task = 0; task < RC_TASK_COUNT; task++) {
 		int rc = task == RC_TASK_FORWARD ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, 0, (int)w[0], err)
-						 : rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, (int)w[0], err);
+						 : rc_engine_back(e, bp, proj, vol, 0, (int)w[0], err);
 		if (rc)
 			return rc;
 		for (int i = 0; i < nw; i++) {
 			double t0 = now_s();
 			rc = task == RC_TASK_FORWARD ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, 0, (int)w[i], err)
-						     : rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, (int)w[i], err);
+						     : rc_engine_back(e, bp, proj, vol, 0, (int)w[i], err);
 			if (rc)
 				return rc;
 			t[i] = now_s() - t0;

@@ -59,8 +59,9 @@ typedef struct rc_device_open_opts {
 int rc_device_open(const rc_device *d, const rc_geom *g, const rc_device_open_opts *o,
 		   rc_engine **ret, rc_err *err);
 
-/* The problem shape a model is valid for: "cone-128x128x128-256x200". */
-void rc_shape_key(const rc_geom *g, char *buf, size_t len);
+/* The problem a model is valid for: "cone-128x128x128-256x200-voxel" (the
+ * geometry type, volume, detector and back projector). */
+void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len);
 
 /* Loads the models of device_id for shape (both tasks).  A device or shape
  * without a file gives invalid models and returns 0. */
@@ -75,13 +76,14 @@ int rc_models_add(const char *model_dir, const char *device_id, const char *shap
 		  rc_task task, const double *w, const double *t, int n, int replace,
 		  rc_model *ret, rc_err *err);
 
-/* Times forward (RC_FP_RAYCAST) and back (RC_BP_VOXEL) projection on the
+/* Times forward (RC_FP_RAYCAST) and back (bp) projection on the
  * engine at RC_PLAN_MIN_WORKLOADS + 1 workloads from 1/16 to 1/2 of the
  * views (each after one untimed warm-up), fits both models, stores them
  * when model_dir is set.  vol and proj are scratch buffers of the geometry's
  * sizes (contents are overwritten). */
-int rc_devices_calibrate(rc_engine *e, const char *model_dir, const char *device_id,
-			 float *vol, float *proj, rc_model out[RC_TASK_COUNT], rc_err *err);
+int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, const char *device_id,
+			 const char *shape, float *vol, float *proj, rc_model out[RC_TASK_COUNT],
+			 rc_err *err);
 
 /* For GET /v1/devices: each device with the models stored for it. */
 typedef struct rc_device_model {
