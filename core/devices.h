@@ -78,7 +78,7 @@ int rc_models_add(const char *model_dir, const char *device_id, const char *shap
 
 /* Times forward (RC_FP_RAYCAST) and back (bp) projection on the
  * engine at RC_PLAN_MIN_WORKLOADS + 1 workloads from 1/16 to 1/2 of the
- * views (each after one untimed warm-up), fits both models, stores them
+ * views (after one untimed warm-up; the faster of two runs each), fits both models, stores them
  * when model_dir is set.  vol and proj are scratch buffers of the geometry's
  * sizes (contents are overwritten). */
 int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, const char *device_id,

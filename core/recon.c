@@ -205,9 +205,12 @@ static int load_models(struct job *j, int calibrate, rc_err *err)
 		}
 		if (j->dev[i].kind == RC_DEVICE_OPENCL && (rc = rc_engine_opencl_tune(j->eng[i], err)))
 			goto out;
-		if ((rc = rc_devices_calibrate(j->eng[i], bp, dir, j->dev[i].device_id, j->shape, vol, proj,
-					       j->model[i], err)))
-			goto out;
+		/* a device that cannot be timed (noise, a failure) is not planned
+		 * with; the job still runs on the others */
+		if (rc_devices_calibrate(j->eng[i], bp, dir, j->dev[i].device_id, j->shape, vol, proj,
+					 j->model[i], NULL))
+			for (int t = 0; t < RC_TASK_COUNT; t++)
+				j->model[i][t] = (rc_model){ .valid = 0 };
 	}
 out:
 	free(vol);
