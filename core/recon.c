@@ -13,7 +13,8 @@
  *               one device; otherwise the one device the models favour, and
  *               without models a CUDA GPU if present, else the CPU.  auto
  *               never spends job time on calibration.
- *   tensor      helper "tensor"'s rc_tensor_run (dispatch line below)
+ *   tensor      tensor.h's rc_tensor_run (paper 001); auto also sends
+ *               2-D CGLS jobs there
  * Fan and parallel geometries run on the cpu engine only.
  *
  * After a run with a model directory every device's measured time per call
@@ -32,6 +33,7 @@
 #include "engine_cuda.h"
 #include "engine_opencl.h"
 #include "plan.h"
+#include "tensor.h"
 
 void rc_recon_spec_default(rc_recon_spec *s)
 {
@@ -369,10 +371,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (rc)
 		goto out;
 	j.g = g;
-	if (!strcmp(mode, "tensor")) {
-		/* helper "tensor": return rc_tensor_run(...) here */
-		rc = rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			     "execution.engine \"tensor\" is not available in this build");
+	/* the tensor path (paper 001, helper "tensor"): asked for, or a 2-D
+	 * CGLS job left to auto */
+	if (!strcmp(mode, "tensor") ||
+	    (!strcmp(mode, "auto") && rc_geom_is_2d(g) && s->algo.name == RC_ALGO_CGLS)) {
+		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
 		goto out;
 	}
 	if (!strcmp(mode, "cuda") && !rc_geom_is_2d(g)) {
