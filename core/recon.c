@@ -11,8 +11,9 @@
  *               that have none for this problem first
  *   auto        the split when stored models predict it faster than any
  *               one device; otherwise the one device the models favour, and
- *               without models a CUDA GPU if present, else the CPU.  auto
- *               never spends job time on calibration.
+ *               without models a CUDA GPU if present, else the CPU (the
+ *               first device that opens if that fails).  auto never spends
+ *               job time on calibration and opens only the chosen devices.
  *   tensor      tensor.h's rc_tensor_run (paper 001); auto also sends
  *               2-D CGLS jobs there
  * Fan and parallel geometries run on the cpu engine only.
@@ -143,6 +144,44 @@ static int have_models(const struct job *j, int i)
 	return j->model[i][RC_TASK_FORWARD].valid && j->model[i][RC_TASK_BACK].valid;
 }
 
+/* auto: which devices to open, from the stored models alone (opening an
+ * OpenCL device builds or loads its program: not for a device left idle). */
+static void auto_choose(const struct job *j, const rc_device *all, int nall, int *want)
+{
+	rc_model m[RC_TASK_COUNT][RC_DEVICES_MAX];
+	const char *groups[RC_DEVICES_MAX];
+	int modelled = 0;
+	for (int i = 0; i < nall; i++) {
+		rc_model mm[RC_TASK_COUNT];
+		want[i] = 0;
+		groups[i] = all[i].hw_group;
+		if (rc_models_load(j->s->model_dir, all[i].device_id, j->shape, mm, NULL) ||
+		    !mm[RC_TASK_FORWARD].valid || !mm[RC_TASK_BACK].valid)
+			mm[0].valid = mm[1].valid = 0;
+		for (int t = 0; t < RC_TASK_COUNT; t++)
+			m[t][i] = mm[t];
+		modelled += mm[0].valid;
+	}
+	if (modelled) {
+		for (int t = 0; t < RC_TASK_COUNT; t++) {
+			rc_plan p;
+			if (rc_plan_split(m[t], groups, nall, rc_geom_nviews(j->g), 0, &p, NULL))
+				continue;
+			for (int i = 0; i < nall; i++)
+				want[i] |= p.views[i] > 0;
+		}
+		return;
+	}
+	/* no models: a CUDA GPU if there is one, else the cpu engine */
+	int pick = 0;
+	for (int i = 0; i < nall; i++)
+		if (all[i].kind == RC_DEVICE_CUDA) {
+			pick = i;
+			break;
+		}
+	want[pick] = 1;
+}
+
 /* Opens the engines the mode asks for (a 2-D geometry: the cpu engine). */
 static int open_devices(struct job *j, const char *mode, rc_err *err)
 {
@@ -166,17 +205,28 @@ static int open_devices(struct job *j, const char *mode, rc_err *err)
 				       want == RC_DEVICE_OPENCL ? "OpenCL" : "CUDA");
 		return add_engine(j, &all[pick], err);
 	}
-	/* trigeneous, auto: everything that opens */
+	/* trigeneous: everything that opens; auto: what the models chose, and
+	 * if none of that opens, the first device that does */
+	int want[RC_DEVICES_MAX];
+	for (int i = 0; i < nall; i++)
+		want[i] = 1;
+	if (!strcmp(mode, "auto"))
+		auto_choose(j, all, nall, want);
 	rc_err first;
 	int first_rc = 0;
-	for (int i = 0; i < nall && j->n < RC_EXEC_MAX_ENGINES; i++) {
-		rc_err e1;
-		int r = add_engine(j, &all[i], &e1);
-		if (r && !first_rc) {
-			first_rc = r;
-			first = e1;
+	for (int pass = 0; pass < 2 && j->n == 0; pass++)
+		for (int i = 0; i < nall && j->n < RC_EXEC_MAX_ENGINES; i++) {
+			rc_err e1;
+			if (pass == 0 ? !want[i] : want[i])
+				continue;
+			int r = add_engine(j, &all[i], &e1);
+			if (r && !first_rc) {
+				first_rc = r;
+				first = e1;
+			}
+			if (pass == 1 && j->n)
+				break;
 		}
-	}
 	if (j->n == 0) {
 		if (err)
 			*err = first;
@@ -218,57 +268,6 @@ out:
 	free(vol);
 	free(proj);
 	return rc;
-}
-
-/* auto: keep only what the models say is fastest. */
-static void auto_select(struct job *j)
-{
-	int keep = -1;
-	int modelled = 0;
-	for (int i = 0; i < j->n; i++)
-		modelled += have_models(j, i);
-	if (modelled >= 1) {
-		/* with models: run the plan; a plan that puts everything on one
-		 * device in both tasks means that device alone */
-		int single[RC_TASK_COUNT];
-		for (int t = 0; t < RC_TASK_COUNT; t++) {
-			rc_model m[RC_EXEC_MAX_ENGINES];
-			const char *groups[RC_EXEC_MAX_ENGINES];
-			for (int i = 0; i < j->n; i++) {
-				m[i] = j->model[i][t];
-				groups[i] = j->dev[i].hw_group;
-			}
-			rc_plan p;
-			single[t] = -2;
-			if (rc_plan_split(m, groups, j->n, rc_geom_nviews(j->g), 0, &p, NULL) == 0)
-				single[t] = p.single;
-		}
-		if (single[0] >= 0 && single[0] == single[1])
-			keep = single[0];
-		else if (single[0] != -2 && single[1] != -2)
-			keep = -1; /* a real split: keep every modelled device */
-	} else {
-		keep = 0; /* the cpu engine, unless there is a CUDA GPU */
-		for (int i = 0; i < j->n; i++)
-			if (j->dev[i].kind == RC_DEVICE_CUDA) {
-				keep = i;
-				break;
-			}
-	}
-	int w = 0;
-	for (int i = 0; i < j->n; i++) {
-		int stay = keep >= 0 ? i == keep : have_models(j, i);
-		if (!stay) {
-			rc_engine_free(j->eng[i]);
-			continue;
-		}
-		j->dev[w] = j->dev[i];
-		j->eng[w] = j->eng[i];
-		memcpy(j->model[w], j->model[i], sizeof j->model[i]);
-		memcpy(j->predicted_s[w], j->predicted_s[i], sizeof j->predicted_s[i]);
-		w++;
-	}
-	j->n = w;
 }
 
 static void fill_report(struct job *j, rc_recon_report *r)
@@ -393,8 +392,6 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	int trig = !strcmp(mode, "trigeneous");
 	if ((rc = load_models(&j, trig, err)))
 		goto out;
-	if (!strcmp(mode, "auto") && j.n > 1)
-		auto_select(&j);
 	if ((rc = rc_exec_new(j.eng, j.n, &j.x, err)))
 		goto out;
 	int modelled = 0;

@@ -366,6 +366,18 @@ static void recon_trigeneous(void **state)
 	printf("  trigeneous vs opencl alone: %.3g\n", d);
 	assert_true(d < 1e-4);
 
+	/* auto reads the stored models (no calibration) and runs what they favour */
+	snprintf(s.engine, sizeof s.engine, "auto");
+	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
+	printf("  auto with stored models ran as \"%s\" on %d device(s)\n", rep.engine, rep.ndevices);
+	int vsum = 0;
+	for (int i = 0; i < rep.ndevices; i++)
+		vsum += rep.dev[i].views[RC_TASK_BACK];
+	assert_int_equal(vsum, NVIEWS);
+	d = tu_rel_f_f(b, a, nvox);
+	printf("  auto vs trigeneous: %.3g\n", d);
+	assert_true(d < 1e-4);
+
 	snprintf(s.engine, sizeof s.engine, "nonsense");
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), RC_EINVAL);
 	assert_string_equal(err.field, "execution.engine");
