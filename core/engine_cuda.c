@@ -15,8 +15,8 @@
 void rc_cuda_options_default(rc_cuda_options *o)
 {
 	memset(o, 0, sizeof *o);
-	o->fp_interp = RC_CUDA_INTERP_EXACT;
-	o->bp_interp = RC_CUDA_INTERP_HW;
+	o->fp_interp = RC_CUDA_INTERP_AUTO;
+	o->bp_interp = RC_CUDA_INTERP_AUTO;
 	o->views_per_launch = 32;
 }
 

@@ -382,8 +382,9 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 	r.P = rc_geom_proj_count(g);
 	r.view = rc_geom_view_count(g);
 	r.n = rc_geom_nviews(g);
-	/* CGLS and the other adjoint-based updates need A to be At's transpose */
-	r.exact_fp = p->name == RC_ALGO_CGLS || o->fp_interp == RC_CUDA_INTERP_EXACT;
+	/* CGLS and SIRT need A to be the matched back projector's transpose;
+	 * SART's voxel back projector is no transpose anyway (AUTO = HW) */
+	r.exact_fp = p->name != RC_ALGO_SART || o->fp_interp == RC_CUDA_INTERP_EXACT;
 	r.exact_bp = o->bp_interp == RC_CUDA_INTERP_EXACT;
 
 	int np, nvb;

@@ -70,7 +70,8 @@ static int cu_forward(rc_engine *base, rc_fp_kind kind, const float *vol, float 
 	if (rc)
 		return rc;
 	const size_t view_b = c->view_elems * sizeof(float);
-	const int exact = kind == RC_FP_RAYCAST ? e->opt.fp_interp == RC_CUDA_INTERP_EXACT
+	/* AUTO: exact ray casting (the adjoint promise), hardware rotation */
+	const int exact = kind == RC_FP_RAYCAST ? e->opt.fp_interp != RC_CUDA_INTERP_HW
 						: e->opt.bp_interp == RC_CUDA_INTERP_EXACT;
 	if (kind == RC_FP_ROTATE) {
 		if (c->plan.nslabs > 1)

@@ -62,6 +62,8 @@ rc_k_fp_ray(cudaTextureObject_t tex, const rc_cuda_ray_batch b, const rc_cuda_ra
 			rc_ray_zrange(r, rv.step, rv.z0 == 0 ? -1.0e30f : (float)rv.z0,
 				      rv.z1 == rv.nz ? 1.0e30f : (float)rv.z1, &k0, &k1);
 		const float tz = (float)rv.tz0;
+		/* unrolled so that several independent fetches are in flight */
+#pragma unroll 4
 		for (int s = k0; s < k1; s++) {
 			const float t = r.t_in + ((float)s + 0.5f) * rv.step;
 			const float x = r.ax + t * r.bx, y = r.ay + t * r.by, z = r.az + t * r.bz;

@@ -489,11 +489,12 @@ static void test_against_cpu(void **state)
 
 static uint64_t slab_budget(void)
 {
-	/* one view per launch (2 batch buffers), the volume once plus four
-	 * views: the whole volume needs it twice (accumulator and texture), so
-	 * the plan must cut it in slabs */
+	/* With one view per launch the engine needs 2 batch views + 1 chunk
+	 * view + the volume twice (accumulator and texture): 3 views + 2 V.
+	 * 3 views + 1.5 V leaves out the whole volume and fits two halves
+	 * (3 views + V (1 + 2/nz)) for nz >= 4. */
 	const uint64_t view_b = rc_geom_view_count(G) * sizeof(float);
-	return 2 * view_b + NV * sizeof(float) + 4 * view_b;
+	return 3 * view_b + 3 * NV * sizeof(float) / 2;
 }
 
 static void test_slabs(void **state)
@@ -699,14 +700,16 @@ static void test_cancel_and_too_big(void **state)
 	t.stop_after = 2;
 	rc_algo_hooks h = {.progress = on_progress, .ud = &t, .cancel = &stop};
 	rc_err err;
-	assert_int_equal(rc_cuda_run_algo(&p, G, NULL, PROJ, a, &h, &err), RC_ECANCELLED);
-	assert_int_equal(t.last, 2);
-	p.iterations = 2;
-	assert_int_equal(rc_cuda_run_algo(&p, G, NULL, PROJ, b, NULL, &err), 0);
-	assert_true(rel_diff_f(a, b, NV) < 1e-6);
-
 	rc_cuda_options o;
 	rc_cuda_options_default(&o);
+	o.fp_interp = RC_CUDA_INTERP_EXACT;
+	o.bp_interp = RC_CUDA_INTERP_EXACT;
+	assert_int_equal(rc_cuda_run_algo(&p, G, &o, PROJ, a, &h, &err), RC_ECANCELLED);
+	assert_int_equal(t.last, 2);
+	p.iterations = 2;
+	assert_int_equal(rc_cuda_run_algo(&p, G, &o, PROJ, b, NULL, &err), 0);
+	assert_true(rel_diff_f(a, b, NV) < 1e-6);
+
 	o.mem_budget = slab_budget();
 	o.views_per_launch = 1;
 	int rc = rc_cuda_run_algo(&p, G, &o, PROJ, a, NULL, &err);
@@ -741,8 +744,70 @@ static void test_device_info(void **state)
 	assert_int_equal(rc_engine_cuda_info(rc_engine_cuda_count(), &info, &err), RC_ENOTFOUND);
 }
 
+#ifdef RC_HAVE_CUDA
+#include "engine_cuda_impl.h"
+
+/* ---- the memory plan: host logic, runs without a device ------------------ */
+
+static void check_plan(const cu_plan *p, uint64_t budget, int nz)
+{
+	assert_true(p->bytes <= budget);
+	assert_true(p->zs >= 1 && p->nslabs >= 1);
+	assert_true((int64_t)p->zs * p->nslabs >= nz);
+	assert_true((int64_t)p->zs * (p->nslabs - 1) < nz);
+	assert_true(p->batch >= 1 && p->batch <= RC_CUDA_MAX_BATCH);
+}
+
+static void test_plan(void **state)
+{
+	(void)state;
+	rc_cuda_options o;
+	rc_cuda_options_default(&o);
+	const int all = CU_NEED_VOL | CU_NEED_VOLTEX | CU_NEED_BATCH | CU_NEED_PROJ;
+	cu_plan p;
+	rc_err err;
+	/* plenty: whole volume, every view in one chunk, full batches */
+	assert_int_equal(cu_make_plan(G, &o, all, (uint64_t)1 << 40, 0, &p, &err), 0);
+	check_plan(&p, (uint64_t)1 << 40, NVOX);
+	assert_int_equal(p.nslabs, 1);
+	assert_int_equal(p.chunk, NVIEWS);
+	assert_int_equal(p.batch, RC_CUDA_MAX_BATCH);
+	/* the test's slab budget: two slabs or more, within the budget */
+	o.views_per_launch = 1;
+	assert_int_equal(cu_make_plan(G, &o, all, slab_budget(), 0, &p, &err), 0);
+	check_plan(&p, slab_budget(), NVOX);
+	assert_true(p.nslabs >= 2);
+	assert_true(p.chunk >= 1);
+	/* shrinking budgets: slabs get thinner, never over budget, then refused */
+	int prev = NVOX + 1;
+	for (uint64_t b = slab_budget(); b > 0; b = b * 3 / 4) {
+		int rc = cu_make_plan(G, &o, all, b, 0, &p, &err);
+		if (rc) {
+			assert_int_equal(rc, RC_ETOOBIG);
+			assert_non_null(strstr(err.msg, "MiB"));
+			break;
+		}
+		check_plan(&p, b, NVOX);
+		assert_true(p.zs <= prev);
+		prev = p.zs;
+	}
+	/* reserved bytes (the resident algorithms' own buffers) count */
+	assert_int_equal(cu_make_plan(G, &o, CU_NEED_VOLTEX, slab_budget(), slab_budget(), &p, &err),
+			 RC_ETOOBIG);
+	/* the rotated grid needs the whole volume: refused rather than sliced */
+	assert_int_equal(cu_make_plan(G, &o, CU_NEED_ROT | CU_NEED_VOLTEX, slab_budget() / 4, 0, &p, &err),
+			 RC_ETOOBIG);
+}
+#endif
+
 int main(void)
 {
+#ifdef RC_HAVE_CUDA
+	/* the plan is host code: checked on every machine that builds CUDA */
+	const struct CMUnitTest host_tests[] = {cmocka_unit_test(test_plan)};
+	if (cmocka_run_group_tests_name("host", host_tests, setup, teardown))
+		return 1;
+#endif
 	if (!rc_engine_cuda_built() || rc_engine_cuda_count() < 1) {
 		printf("no CUDA device\n");
 		return 77;
