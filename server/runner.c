@@ -44,6 +44,8 @@ struct runner {
 	run_progress prog;
 	double prog_wall;        /* monotonic time of the last progress line */
 	atomic_llong heartbeat;  /* monotonic ms of the last loop */
+	json_t *devices;         /* from the probe; under lock */
+	int probed;
 };
 
 static double mono(void)
@@ -74,6 +76,7 @@ void runner_free(runner *r)
 {
 	if (!r)
 		return;
+	json_decref(r->devices);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -174,6 +177,23 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 			snprintf(oc->err_msg, sizeof oc->err_msg, "%s", m ? m : "the worker failed");
 	}
 	json_decref(j);
+}
+
+/* Device busy time: the job's wall time for every device of its plan (the
+ * plan runs all of them for the whole job); "cpu" when the worker sent none. */
+static void busy_by_plan(app *a, const char *report, double secs)
+{
+	json_t *r = report ? json_loads(report, 0, NULL) : NULL;
+	json_t *plan = r ? json_object_get(r, "plan") : NULL;
+	size_t i, n = json_array_size(plan);
+	for (i = 0; i < n; i++) {
+		const char *name = json_string_value(json_object_get(json_array_get(plan, i), "name"));
+		if (name)
+			metrics_device_busy(a->met, name, secs);
+	}
+	if (!n)
+		metrics_device_busy(a->met, "cpu", secs);
+	json_decref(r);
 }
 
 static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
@@ -330,13 +350,13 @@ static void run_job(runner *r, const char *id)
 		usleep(50000);
 	}
 	double secs = mono() - t0;
-	metrics_device_busy(a->met, "cpu", secs);
+	busy_by_plan(a, oc.report, secs);
 
 	job_state final;
-	if (stopping && !cancelled) {
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
+		final = JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
+	} else if (stopping && !cancelled) {
 		final = JOB_QUEUED;
-	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
-		final = JOB_SUCCEEDED;
 	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
 		final = JOB_CANCELLED;
 		snprintf(oc.err_code, sizeof oc.err_code, "cancelled");
@@ -366,10 +386,83 @@ out:
 	app_job_changed(a, id);
 }
 
+json_t *runner_devices(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	json_t *d = json_incref(r->devices);
+	pthread_mutex_unlock(&r->lock);
+	return d;
+}
+
+int runner_probed(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int p = r->probed;
+	pthread_mutex_unlock(&r->lock);
+	return p;
+}
+
+#define PROBE_TIMEOUT_S 60.0 /* a cold CUDA + OpenCL start can take tens of seconds */
+
+/* Runs `worker --devices` and keeps its list.  Drivers are loaded only in
+ * that child, never in the daemon. */
+static void probe_devices(runner *r)
+{
+	int p[2];
+	json_t *devs = NULL;
+	if (pipe2(p, O_CLOEXEC) == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			sigset_t none;
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			dup2(p[1], 1);
+			char *argv[] = { r->a->cfg->worker, "--devices", NULL };
+			execv(r->a->cfg->worker, argv);
+			_exit(127);
+		}
+		close(p[1]);
+		char buf[65536];
+		size_t used = 0;
+		double t0 = mono();
+		while (pid > 0 && used < sizeof buf - 1 && mono() - t0 < PROBE_TIMEOUT_S) {
+			struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+			if (poll(&pfd, 1, 250) <= 0)
+				continue;
+			ssize_t n = read(p[0], buf + used, sizeof buf - 1 - used);
+			if (n <= 0)
+				break;
+			used += (size_t)n;
+		}
+		buf[used] = '\0';
+		close(p[0]);
+		if (pid > 0) {
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &st, 0);
+			}
+			json_t *j = json_loads(buf, 0, NULL);
+			if (json_is_array(json_object_get(j, "devices")))
+				devs = json_incref(json_object_get(j, "devices"));
+			json_decref(j);
+		}
+	}
+	if (devs)
+		rlog(LOG_P_INFO, "devices_probed", "count=%zu", json_array_size(devs));
+	else
+		rlog(LOG_P_WARNING, "devices_probe_failed", "worker=%s (listing the CPU only)", r->a->cfg->worker);
+	pthread_mutex_lock(&r->lock);
+	r->devices = devs;
+	r->probed = 1;
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void *runner_main(void *arg)
 {
 	runner *r = arg;
 	double last_expire = 0;
+	probe_devices(r);
 	for (;;) {
 		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
 		pthread_mutex_lock(&r->lock);

@@ -202,6 +202,7 @@ static void upload_all(const char *id)
 static const char fake_worker[] =
 	"#!/bin/sh\n"
 	"# fake recond-worker for test_http_api: behaviour chosen by the job label\n"
+	"[ \"$1\" = --devices ] && { echo '{\"devices\":[{\"name\":\"fake\",\"engine\":\"cpu\",\"device_id\":\"fake:0\"}]}'; exit 0; }\n"
 	"for a; do dir=$a; done\n"
 	"case $(cat \"$dir/spec.json\") in\n"
 	"*'\"crash'*) kill -SEGV $$ ;;\n"
@@ -247,6 +248,8 @@ static int start_app(int with_tokens)
 		return -1;
 	}
 	snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+	for (int i = 0; i < 100 && !runner_probed(A.run); i++) /* /readyz waits for the device probe */
+		usleep(20000);
 	return 0;
 }
 
@@ -438,7 +441,8 @@ static void test_bad_input(void **state)
 	resp_free(&r);
 	r = call("GET", "/v1/devices", NULL, 0, NULL);
 	assert_int_equal(r.status, 200);
-	assert_non_null(strstr(r.body, "\"engine\":\"cpu\""));
+	assert_non_null(strstr(r.body, "\"name\":\"fake\"")); /* as the worker's --devices said */
+	assert_non_null(strstr(r.body, "\"state\":\"idle\""));
 	resp_free(&r);
 }
 
