@@ -23,16 +23,17 @@
 #include "http.h"
 #include "log.h"
 
-static void default_worker(config *c)
+/* recond-worker next to this binary. */
+static void default_worker(char *dst, size_t n)
 {
 	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0) {
-		snprintf(c->worker, sizeof c->worker, "recond-worker");
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (len <= 0) {
+		snprintf(dst, n, "recond-worker");
 		return;
 	}
-	self[n] = '\0';
-	snprintf(c->worker, sizeof c->worker, "%.1000s/recond-worker", dirname(self));
+	self[len] = '\0';
+	snprintf(dst, n, "%.1000s/recond-worker", dirname(self));
 }
 
 static void write_port_file(const char *path, int port)
@@ -61,7 +62,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!cfg.worker[0])
-		default_worker(&cfg);
+		default_worker(cfg.worker, sizeof cfg.worker);
+	/* The device probe runs the real worker even when --worker names a
+	 * stand-in (tests), so that stand-ins only ever see job directories. */
+	if (!cfg.probe_worker[0])
+		default_worker(cfg.probe_worker, sizeof cfg.probe_worker);
 	if (access(cfg.worker, X_OK))
 		rlog(LOG_P_WARNING, "worker_missing", "worker=%s error=\"%s\" (jobs will fail until it exists)", cfg.worker,
 		     strerror(errno));
