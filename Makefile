@@ -35,7 +35,7 @@ AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 CORE_SRC   := $(wildcard core/*.c)
 SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
 CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))
-PROG_SRC   := $(wildcard server/main_*.c clients/main_*.c)
+PROG_SRC   := $(wildcard server/main_*.c clients/main_*.c tools/main_*.c)
 BENCH_SRC  := $(wildcard bench/main_*.c)
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 
@@ -76,13 +76,9 @@ _test: all tests
 _bench: all
 	@bash scripts/run-bench.sh $(BUILD)
 
-# Until the daemon exists this is a local demo reconstruction (README).
+# The daemon on 127.0.0.1:8080 with its store in ./var (docs/server.md).
 _run: all
-	@if [ -x $(BUILD)/bin/recond ]; then \
-	  mkdir -p var && exec $(BUILD)/bin/recond --listen 127.0.0.1:8080 --store ./var; \
-	else \
-	  exec $(BUILD)/bin/recon-demo; \
-	fi
+	@mkdir -p var && exec $(BUILD)/bin/recond --listen 127.0.0.1:8080 --store ./var
 
 # --- objects --------------------------------------------------------------
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
@@ -120,7 +116,7 @@ $(BUILD)/asan/lib/libreconclient.a: $(call obj,asan,$(CLIENT_SRC))
 
 # --- programs, benchmarks, tests ------------------------------------------------
 .SECONDEXPANSION:
-$(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c bench/main_$$*.c) $(LIBS_REL)
+$(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c tools/main_$$*.c bench/main_$$*.c) $(LIBS_REL)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(filter %.c,$^) -o $@ $(LIBS_REL) $(LDLIBS)
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_REL)
@@ -133,6 +129,15 @@ $(BUILD)/asan/tests/%: tests/unit/%.c $(LIBS_ASAN)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)/etc/systemd/system $(DESTDIR)/usr/lib/tmpfiles.d $(DESTDIR)/etc/recond
+	sed 's|@PREFIX@|$(PREFIX)|g' systemd/recond.service > $(DESTDIR)/etc/systemd/system/recond.service
+	chmod 0644 $(DESTDIR)/etc/systemd/system/recond.service
+	install -m 0644 systemd/recond-tmpfiles.conf $(DESTDIR)/usr/lib/tmpfiles.d/recond.conf
+	sed 's|@PREFIX@|$(PREFIX)|g' systemd/recond.example.json > $(DESTDIR)/etc/recond/recond.example.json
+	chmod 0644 $(DESTDIR)/etc/recond/recond.example.json
+	[ -e $(DESTDIR)/etc/recond/recond.json ] || install -m 0640 $(DESTDIR)/etc/recond/recond.example.json $(DESTDIR)/etc/recond/recond.json
+	install -d $(DESTDIR)$(PREFIX)/share/doc/recond
+	install -m 0644 docs/server.md $(DESTDIR)$(PREFIX)/share/doc/recond/
 
 clean:
 	rm -rf $(BUILD)

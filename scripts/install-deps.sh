@@ -7,7 +7,7 @@ pkgs=(
   libmicrohttpd-dev libjansson-dev uuid-dev libsqlite3-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev
-  libnifti2-dev
+  libnifti2-dev nettle-dev
   python3 python3-yaml python3-jsonschema curl
 )
 missing=()

@@ -1,0 +1,37 @@
+/*
+ * app: the parts of the daemon that the HTTP handlers and the runner share.
+ * Built once by main, read-only afterwards except through each part's own
+ * functions (each is thread-safe).
+ */
+#ifndef RC_APP_H
+#define RC_APP_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+
+#include "audit.h"
+#include "auth.h"
+#include "config.h"
+#include "hub.h"
+#include "metrics.h"
+#include "runner.h"
+#include "store.h"
+
+typedef struct app {
+	config *cfg;
+	store *st;
+	hub *hub;
+	metrics *met;
+	auth *auth;
+	audit *audit;
+	runner *run;
+	atomic_int stopping;
+	double started;
+} app;
+
+/* The Job resource of api/openapi.yaml for row r (live progress overlaid). */
+json_t *app_job_json(app *a, const job_row *r);
+/* Loads job id and publishes its state to the event streams. */
+void app_job_changed(app *a, const char *id);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * config: the daemon's settings.  Defaults, then the config file (JSON, by
+ * --config; optional), then command-line flags, each overriding the one
+ * before.  The token list lives in the config file or in a separate token
+ * file (JSON {"tokens": [...]}) so that SIGHUP can reload it alone.
+ */
+#ifndef RC_CONFIG_H
+#define RC_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "rc_error.h"
+
+typedef struct config {
+	char config_path[1024];
+	char listen_host[256];
+	int listen_port;
+	char store[1024];
+	char worker[1024];
+	int threads;               /* HTTP: maximum concurrent connections served (thread per connection) */
+	int worker_threads;        /* CPU threads per job (0 = all cores) */
+	uint64_t max_body;         /* JSON request body cap */
+	uint64_t max_job_bytes;    /* projections + volume cap of one job */
+	double retention_s;        /* finished jobs expire after this */
+	int max_per_ip;
+	int conn_timeout_s;
+	char tls_cert[1024], tls_key[1024];
+	char token_file[1024];
+	char audit_log[1024];      /* "" = {store}/audit.log */
+	char port_file[1024];      /* write the bound port here (tests bind port 0) */
+	json_t *tokens;            /* owned; NULL = none */
+} config;
+
+void config_default(config *c);
+void config_clear(config *c);
+/* Reads a JSON config file over the current values. */
+int config_load_file(config *c, const char *path, rc_err *err);
+/* Parses argv over the current values.  Returns 1 when the program should
+ * exit 0 (--help, --hash-token done), 0 to run, < 0 on a bad flag. */
+int config_parse_args(config *c, int argc, char **argv, rc_err *err);
+/* Loads the tokens again (token file if set, else the config file). */
+int config_reload_tokens(config *c, json_t **ret_tokens, rc_err *err);
+int config_parse_listen(const char *s, char *host, size_t hn, int *port, rc_err *err);
+
+#endif

@@ -1,0 +1,458 @@
+/*
+ * http: the daemon's MHD instance, routing, authentication and answers
+ * (http.h).  The access handler is called once with the headers (first
+ * call: route, authenticate, and for bodies check the declared length before
+ * a byte is stored), then once per body chunk, then once more at the end.
+ * Errors found on the first call are answered at once; MHD then closes the
+ * connection without reading the body, so a client that sent
+ * "Expect: 100-continue" (curl -T does) never sends it.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "http_internal.h"
+#include "log.h"
+
+struct http {
+	app *a;
+	struct MHD_Daemon *d;
+	char *cert, *key;
+};
+
+enum MHD_Result http_answer(struct MHD_Connection *c, req *r, unsigned status, struct MHD_Response *resp)
+{
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	enum MHD_Result ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	r->answered = 1;
+	r->status = status;
+	return ret;
+}
+
+enum MHD_Result http_json(struct MHD_Connection *c, req *r, unsigned status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		return MHD_NO;
+	size_t n = strlen(s);
+	s[n] = '\0';
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	return http_answer(c, r, status, resp);
+}
+
+enum MHD_Result http_error(struct MHD_Connection *c, req *r, unsigned status, const char *code,
+			   const char *field, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *e = json_pack("{ssss}", "code", code, "message", msg);
+	if (field && *field && strcmp(field, "json"))
+		json_object_set_new(e, "field", json_string(field));
+	return http_json(c, r, status, json_pack("{so}", "error", e));
+}
+
+enum MHD_Result http_error_rc(struct MHD_Connection *c, req *r, const rc_err *e)
+{
+	unsigned status = 500;
+	const char *code = rc_code_name(e->code);
+	switch (e->code) {
+	case RC_EINVAL:
+		status = 400;
+		if (!strcmp(e->field, "json"))
+			code = "invalid_json";
+		break;
+	case RC_ETOOBIG: status = 413; break;
+	case RC_ENOTFOUND: status = 404; code = "not_found"; break;
+	case RC_ESTATE: status = 409; code = "conflict"; break;
+	case RC_EUNSUPPORTED: status = 400; break;
+	case RC_ENOMEM: status = 503; break;
+	default: status = 500; break;
+	}
+	return http_error(c, r, status, code, e->field, "%s", e->msg);
+}
+
+enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id)
+{
+	job_row row;
+	rc_err err;
+	if (store_get(r->a->st, id, 1, &row, &err))
+		return http_error_rc(c, r, &err);
+	json_t *j = app_job_json(r->a, &row);
+	job_row_clear(&row);
+	return http_json(c, r, status, j);
+}
+
+/* A canonical lower-case UUID, as libuuid writes them. */
+static int valid_uuid(const char *s, size_t n)
+{
+	char buf[37], back[37];
+	uuid_t u;
+	if (n != 36)
+		return 0;
+	memcpy(buf, s, 36);
+	buf[36] = '\0';
+	if (uuid_parse(buf, u))
+		return 0;
+	uuid_unparse_lower(u, back);
+	return !strcmp(back, buf);
+}
+
+/* Splits the path into the route; returns 0, or a status with the answer
+ * already queued. */
+static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *url, int *answered)
+{
+	*answered = 0;
+	r->k = -1;
+	if (!strcmp(url, "/healthz")) { r->rt = R_HEALTHZ; return MHD_YES; }
+	if (!strcmp(url, "/readyz")) { r->rt = R_READYZ; return MHD_YES; }
+	if (!strcmp(url, "/metrics")) { r->rt = R_METRICS; return MHD_YES; }
+	if (!strcmp(url, "/v1/devices")) { r->rt = R_DEVICES; return MHD_YES; }
+	if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/jobs/")) { r->rt = R_JOBS; return MHD_YES; }
+	if (strncmp(url, "/v1/jobs/", 9)) {
+		*answered = 1;
+		return http_error(c, r, 404, "not_found", "", "no such endpoint: %.200s (api/openapi.yaml lists them)", url);
+	}
+	const char *id = url + 9;
+	const char *slash = strchr(id, '/');
+	size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
+	if (!valid_uuid(id, idlen)) {
+		*answered = 1;
+		return http_error(c, r, 400, "invalid_id", "id", "job ids are lower-case UUIDs such as "
+				  "0b4f9c1e-5a8d-4f7e-9c2b-1d3e5f7a9b0c (got \"%.*s\")", (int)(idlen > 64 ? 64 : idlen), id);
+	}
+	memcpy(r->id, id, 36);
+	r->id[36] = '\0';
+	r->audit = 1;
+	if (!slash || !slash[1]) { r->rt = R_JOB; return MHD_YES; }
+	const char *rest = slash + 1;
+	if (!strcmp(rest, "projections")) { r->rt = R_PROJ; return MHD_YES; }
+	if (!strcmp(rest, "start")) { r->rt = R_START; return MHD_YES; }
+	if (!strcmp(rest, "events")) { r->rt = R_EVENTS; return MHD_YES; }
+	if (!strcmp(rest, "volume")) { r->rt = R_VOLUME; return MHD_YES; }
+	if (!strncmp(rest, "projections/", 12)) {
+		const char *ks = rest + 12;
+		size_t n = strlen(ks);
+		int ok = n >= 1 && n <= 9;
+		for (size_t i = 0; i < n && ok; i++)
+			ok = ks[i] >= '0' && ks[i] <= '9';
+		if (!ok) {
+			*answered = 1;
+			return http_error(c, r, 400, "invalid_argument", "k",
+					  "the view index must be a whole number 0 <= k < views_expected (got \"%.32s\")", ks);
+		}
+		r->k = atoi(ks);
+		r->rt = R_VIEW;
+		return MHD_YES;
+	}
+	*answered = 1;
+	return http_error(c, r, 404, "not_found", "", "no such endpoint: %.200s", url);
+}
+
+/* Minimum role of each route and method; -1 = method not allowed. */
+static int needed_role(route rt, const char *m, const char **allow)
+{
+	int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+	switch (rt) {
+	case R_HEALTHZ: case R_READYZ: case R_METRICS:
+		*allow = "GET, HEAD";
+		return get ? ROLE_NONE : -1;
+	case R_DEVICES: case R_EVENTS: case R_VOLUME:
+		*allow = "GET, HEAD";
+		return get ? ROLE_READ : -1;
+	case R_JOBS:
+		*allow = "GET, HEAD, POST";
+		return get ? ROLE_READ : !strcmp(m, "POST") ? ROLE_SUBMIT : -1;
+	case R_JOB:
+		*allow = "GET, HEAD, DELETE";
+		return get ? ROLE_READ : !strcmp(m, "DELETE") ? ROLE_SUBMIT : -1;
+	case R_PROJ: case R_VIEW:
+		*allow = "PUT";
+		return !strcmp(m, "PUT") ? ROLE_SUBMIT : -1;
+	case R_START:
+		*allow = "POST";
+		return !strcmp(m, "POST") ? ROLE_SUBMIT : -1;
+	default:
+		*allow = "";
+		return -1;
+	}
+}
+
+static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *url, const char *method)
+{
+	int answered;
+	enum MHD_Result ret = route_of(c, r, url, &answered);
+	if (answered)
+		return ret;
+	const char *allow = "";
+	int need = needed_role(r->rt, method, &allow);
+	if (need < 0) {
+		struct MHD_Response *resp;
+		json_t *e = json_pack("{s{ssss}}", "error", "code", "method_not_allowed", "message",
+				      "this method is not allowed here; see the Allow header");
+		char *s = json_dumps(e, JSON_COMPACT);
+		json_decref(e);
+		resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(resp, "Allow", allow);
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		return http_answer(c, r, 405, resp);
+	}
+	if (atomic_load(&r->a->stopping) && r->rt != R_HEALTHZ)
+		return http_error(c, r, 503, "unavailable", "", "recond is shutting down; retry shortly");
+	if (need > ROLE_NONE && auth_count(r->a->auth) > 0) {
+		const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		if (auth_check(r->a->auth, h, &r->role, r->who)) {
+			struct MHD_Response *resp;
+			json_t *e = json_pack("{s{ssss}}", "error", "code", "unauthorized", "message",
+					      h ? "the bearer token is not known" : "this endpoint needs an Authorization: Bearer TOKEN header");
+			char *s = json_dumps(e, JSON_COMPACT);
+			json_decref(e);
+			resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+			MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"recond\"");
+			MHD_add_response_header(resp, "Content-Type", "application/json");
+			return http_answer(c, r, 401, resp);
+		}
+		if ((int)r->role < need)
+			return http_error(c, r, 403, "forbidden", "", "the token \"%s\" has role %s; this needs %s", r->who,
+					  auth_role_name(r->role), auth_role_name((auth_role)need));
+	} else {
+		r->role = ROLE_ADMIN; /* no tokens: loopback only, everything allowed */
+		snprintf(r->who, sizeof r->who, "-");
+	}
+	switch (r->rt) {
+	case R_HEALTHZ: return misc_health(c, r, 0);
+	case R_READYZ: return misc_health(c, r, 1);
+	case R_METRICS: return misc_metrics(c, r);
+	case R_DEVICES: return misc_devices(c, r);
+	case R_JOBS:
+		if (!strcmp(method, "POST")) {
+			r->audit = 1;
+			return jobs_create_begin(c, r);
+		}
+		return jobs_list(c, r);
+	case R_JOB: return !strcmp(method, "DELETE") ? jobs_delete(c, r) : jobs_get(c, r);
+	case R_PROJ: case R_VIEW: return upload_begin(c, r);
+	case R_START: return jobs_start(c, r);
+	case R_EVENTS: return events_get(c, r);
+	case R_VOLUME: return volume_get(c, r);
+	default: return http_error(c, r, 404, "not_found", "", "no such endpoint");
+	}
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *data, size_t *data_size, void **con_cls)
+{
+	(void)version;
+	app *a = cls;
+	req *r = *con_cls;
+	if (!r) {
+		r = calloc(1, sizeof *r);
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		r->a = a;
+		snprintf(r->method, sizeof r->method, "%s", method);
+		snprintf(r->path, sizeof r->path, "%s", url);
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		snprintf(r->client, sizeof r->client, "-");
+		if (ci && ci->client_addr) {
+			const struct sockaddr *sa = ci->client_addr;
+			if (sa->sa_family == AF_INET)
+				inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->client, sizeof r->client);
+			else if (sa->sa_family == AF_INET6)
+				inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->client, sizeof r->client);
+		}
+		return first_call(c, r, url, method);
+	}
+	if (*data_size) {
+		size_t n = *data_size;
+		*data_size = 0;
+		if (r->answered)
+			return MHD_YES;
+		if (r->rt == R_JOBS)
+			return jobs_create_body(r, data, n);
+		if (r->up)
+			upload_data(r, data, n);
+		return MHD_YES;
+	}
+	if (r->answered)
+		return MHD_YES;
+	if (r->rt == R_JOBS)
+		return jobs_create_end(c, r);
+	if (r->up)
+		return upload_end(c, r);
+	return http_error(c, r, 500, "internal_error", "", "request ended without an answer");
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)c;
+	app *a = cls;
+	req *r = *con_cls;
+	if (!r)
+		return;
+	unsigned status = r->answered ? r->status : 0;
+	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->up && !r->answered)
+		rlog(LOG_P_WARNING, "upload_aborted", "id=%s k=%d client=%s (not acknowledged; its views stay absent)",
+		     r->id, r->k, r->client);
+	metrics_request(a->met, status);
+	if (r->audit)
+		audit_log(a->audit, r->client, r->who, r->method, r->path, status);
+	upload_free(r);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	rlog(LOG_P_WARNING, "http", "msg=\"%s\"", msg);
+}
+
+static char *slurp(const char *path, rc_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb) || sb.st_size > (1 << 20)) {
+		if (fd >= 0)
+			close(fd);
+		rc_fail(err, RC_EIO, "tls", "cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char *b = calloc(1, (size_t)sb.st_size + 1);
+	if (b && read(fd, b, (size_t)sb.st_size) != sb.st_size) {
+		free(b);
+		b = NULL;
+		rc_fail(err, RC_EIO, "tls", "cannot read %s", path);
+	}
+	close(fd);
+	return b;
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return 0;
+}
+
+int http_start(app *a, http **ret, int *ret_port, rc_err *err)
+{
+	const config *cfg = a->cfg;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	char port[16];
+	snprintf(port, sizeof port, "%d", cfg->listen_port);
+	const char *host = cfg->listen_host;
+	char h6[256];
+	if (host[0] == '[') { /* [::1]:8080 */
+		snprintf(h6, sizeof h6, "%s", host + 1);
+		h6[strcspn(h6, "]")] = '\0';
+		host = h6;
+	}
+	int e = getaddrinfo(host, port, &hints, &ai);
+	if (e)
+		return rc_fail(err, RC_EINVAL, "listen", "cannot resolve listen address %s: %s", cfg->listen_host, gai_strerror(e));
+	struct sockaddr_storage ss;
+	memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	if (auth_count(a->auth) == 0 && !is_loopback(&ss))
+		return rc_fail(err, RC_EINVAL, "listen",
+			       "refusing to listen on %s without tokens: anyone on the network could read patient data. "
+			       "Configure bearer tokens (\"tokens\" or --token-file) or listen on 127.0.0.1", cfg->listen_host);
+	http *h = calloc(1, sizeof *h);
+	if (!h)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory");
+	h->a = a;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	int tls = cfg->tls_cert[0] || cfg->tls_key[0];
+	if (tls) {
+		if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
+			free(h);
+			return rc_fail(err, RC_EINVAL, "tls", "HTTPS needs both tls_cert and tls_key");
+		}
+		if (!(h->cert = slurp(cfg->tls_cert, err)) || !(h->key = slurp(cfg->tls_key, err))) {
+			free(h->cert);
+			free(h);
+			return err->code;
+		}
+		flags |= MHD_USE_TLS;
+	}
+	struct MHD_OptionItem opts[] = {
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
+		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
+		{ MHD_OPTION_CONNECTION_LIMIT, cfg->threads, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_ip, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s, NULL },
+		/* Bigger reads per call into the upload handler: fewer pwrite calls. */
+		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
+		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->cert },
+		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (!h->d) {
+		free(h->cert);
+		free(h->key);
+		free(h);
+		return rc_fail(err, RC_EIO, "listen", "cannot listen on %s:%d (in use, or not an address of this host)",
+			       cfg->listen_host, cfg->listen_port);
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	*ret_port = di ? di->port : cfg->listen_port;
+	*ret = h;
+	return 0;
+}
+
+void http_stop(http *h, double grace_s)
+{
+	if (!h)
+		return;
+	MHD_quiesce_daemon(h->d);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		double el = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+		if (!di || di->num_connections == 0 || el > grace_s)
+			break;
+		usleep(50000);
+	}
+	MHD_stop_daemon(h->d);
+	free(h->cert);
+	free(h->key);
+	free(h);
+}

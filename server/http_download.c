@@ -1,0 +1,205 @@
+/*
+ * http_download: GET /v1/jobs/{id}/volume?format=raw|nifti|mha.
+ *
+ * The answer is header (empty for raw) + volume.f32, produced by a reader
+ * callback that copies from the header in memory and preads the file, so a
+ * download never holds the volume in memory.  One byte range
+ * (bytes=a-b, a-, -n) gives 206 with Content-Range; a range past the end is
+ * 416; several ranges are answered with the whole body (allowed by RFC 9110).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "http_internal.h"
+#include "spec.h"
+#include "volume_format.h"
+
+struct dl {
+	int fd;
+	unsigned char *hdr;
+	size_t hdr_len;
+	uint64_t start; /* first byte of the answer within header + data */
+};
+
+static ssize_t dl_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct dl *d = cls;
+	uint64_t at = d->start + pos;
+	size_t done = 0;
+	if (at < d->hdr_len) {
+		size_t n = (size_t)(d->hdr_len - at);
+		if (n > max)
+			n = max;
+		memcpy(buf, d->hdr + at, n);
+		done = n;
+		at += n;
+	}
+	while (done < max) {
+		ssize_t r = pread(d->fd, buf + done, max - done, (off_t)(at - d->hdr_len));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return done ? (ssize_t)done : MHD_CONTENT_READER_END_WITH_ERROR;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+		at += (uint64_t)r;
+	}
+	return done ? (ssize_t)done : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void dl_free(void *cls)
+{
+	struct dl *d = cls;
+	close(d->fd);
+	free(d->hdr);
+	free(d);
+}
+
+/* 1 = one satisfiable range in [*a, *b]; 0 = no (usable) Range; -1 = unsatisfiable. */
+static int parse_range(const char *h, uint64_t total, uint64_t *a, uint64_t *b)
+{
+	if (!h || strncmp(h, "bytes=", 6) || strchr(h, ','))
+		return 0;
+	const char *s = h + 6;
+	char *end;
+	if (*s == '-') {
+		unsigned long long n = strtoull(s + 1, &end, 10);
+		if (*end || s[1] == '\0')
+			return 0;
+		if (n == 0)
+			return -1;
+		*a = n >= total ? 0 : total - n;
+		*b = total - 1;
+		return 1;
+	}
+	unsigned long long x = strtoull(s, &end, 10);
+	if (end == s || *end != '-')
+		return 0;
+	const char *t = end + 1;
+	unsigned long long y = total - 1;
+	if (*t) {
+		y = strtoull(t, &end, 10);
+		if (*end)
+			return 0;
+		if (y < x)
+			return 0;
+	}
+	if (x >= total)
+		return -1;
+	if (y >= total)
+		y = total - 1;
+	*a = x;
+	*b = y;
+	return 1;
+}
+
+static int load_volume_desc(app *a, const char *id, rc_volume_desc *v, rc_err *err)
+{
+	char path[4200];
+	store_job_path(a->st, id, "spec.json", path, sizeof path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		if (fd >= 0)
+			close(fd);
+		return rc_fail(err, RC_EIO, "", "cannot read the job's spec: %s", strerror(errno));
+	}
+	char *buf = malloc((size_t)sb.st_size + 1);
+	ssize_t n = buf ? read(fd, buf, (size_t)sb.st_size) : -1;
+	close(fd);
+	job_spec *s = NULL;
+	int rc = n == sb.st_size ? job_spec_parse(buf, (size_t)n, 0, &s, err)
+				 : rc_fail(err, RC_EIO, "", "cannot read the job's spec");
+	free(buf);
+	if (!rc)
+		*v = s->r.vol;
+	job_spec_free(s);
+	return rc;
+}
+
+enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
+	const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+	if (!fmt || !*fmt)
+		fmt = "raw";
+	int kind = !strcmp(fmt, "raw") ? 0 : !strcmp(fmt, "nifti") ? 1 : !strcmp(fmt, "mha") ? 2 : -1;
+	if (kind < 0)
+		return http_error(c, r, 400, "invalid_argument", "format", "format must be raw, nifti or mha (got \"%.32s\")", fmt);
+	job_row row;
+	rc_err err;
+	if (store_get(a->st, r->id, 0, &row, &err))
+		return http_error_rc(c, r, &err);
+	job_state st = row.state;
+	uint64_t vol_bytes = row.vol_bytes;
+	job_row_clear(&row);
+	if (st != JOB_SUCCEEDED)
+		return http_error(c, r, 409, "conflict", "state", "job %s is %s; the volume exists once it has succeeded",
+				  r->id, job_state_name(st));
+	struct dl *d = calloc(1, sizeof *d);
+	if (!d)
+		return MHD_NO;
+	char path[4200];
+	store_job_path(a->st, r->id, "volume.f32", path, sizeof path);
+	d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (d->fd < 0 || fstat(d->fd, &sb) || (uint64_t)sb.st_size != vol_bytes) {
+		if (d->fd >= 0)
+			close(d->fd);
+		free(d);
+		return http_error(c, r, 500, "io_error", "", "the volume file of job %s is missing or has the wrong size", r->id);
+	}
+	if (kind) {
+		rc_volume_desc v;
+		int rc = load_volume_desc(a, r->id, &v, &err);
+		if (!rc)
+			rc = kind == 1 ? volume_nifti_header(&v, &d->hdr, &d->hdr_len) : volume_mha_header(&v, &d->hdr, &d->hdr_len);
+		if (rc) {
+			close(d->fd);
+			free(d->hdr);
+			free(d);
+			return http_error(c, r, 500, "internal_error", "", "cannot build the %s header", fmt);
+		}
+	}
+	uint64_t total = d->hdr_len + vol_bytes, first = 0, last = total - 1;
+	int rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE), total, &first, &last);
+	if (rr < 0) {
+		dl_free(d);
+		char cr[64];
+		snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)total);
+		json_t *e = json_pack("{s{ssss}}", "error", "code", "range_not_satisfiable", "message",
+				      "the range starts past the end of the volume");
+		char *s = json_dumps(e, JSON_COMPACT);
+		json_decref(e);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(resp, "Content-Range", cr);
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		return http_answer(c, r, 416, resp);
+	}
+	d->start = first;
+	struct MHD_Response *resp = MHD_create_response_from_callback(last - first + 1, 256 * 1024, dl_read, d, dl_free);
+	if (!resp) {
+		dl_free(d);
+		return MHD_NO;
+	}
+	static const char *const ext[] = { "f32", "nii", "mha" };
+	char disp[96];
+	snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", r->id, ext[kind]);
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	MHD_add_response_header(resp, "Content-Disposition", disp);
+	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+	if (rr > 0) {
+		char cr[96];
+		snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)first, (unsigned long long)last,
+			 (unsigned long long)total);
+		MHD_add_response_header(resp, "Content-Range", cr);
+		return http_answer(c, r, 206, resp);
+	}
+	return http_answer(c, r, 200, resp);
+}

@@ -1,0 +1,78 @@
+/*
+ * http_internal: what the route files (http_jobs.c, http_upload.c,
+ * http_download.c, http_sse.c, http_misc.c) share with http.c: the request
+ * context kept in MHD's con_cls and the answer helpers.  Every answer goes
+ * through http_answer so its status reaches the metrics and the audit log.
+ */
+#ifndef RC_HTTP_INTERNAL_H
+#define RC_HTTP_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "app.h"
+
+typedef enum route {
+	R_NONE = 0,
+	R_HEALTHZ, R_READYZ, R_METRICS, R_DEVICES,
+	R_JOBS,          /* /v1/jobs */
+	R_JOB,           /* /v1/jobs/{id} */
+	R_PROJ,          /* /v1/jobs/{id}/projections */
+	R_VIEW,          /* /v1/jobs/{id}/projections/{k} */
+	R_START, R_EVENTS, R_VOLUME,
+} route;
+
+struct upload;
+
+typedef struct req {
+	app *a;
+	route rt;
+	char method[8];
+	char path[256];
+	char id[37];
+	int k;
+	auth_role role;
+	char who[64];
+	char client[64];
+	int audit;
+	int answered;
+	unsigned status;
+	/* JSON body (POST /v1/jobs) */
+	char *body;
+	size_t body_len, body_cap;
+	int body_too_big;
+	/* projection upload */
+	struct upload *up;
+} req;
+
+enum MHD_Result http_answer(struct MHD_Connection *c, req *r, unsigned status, struct MHD_Response *resp);
+enum MHD_Result http_json(struct MHD_Connection *c, req *r, unsigned status, json_t *j);
+enum MHD_Result http_error(struct MHD_Connection *c, req *r, unsigned status, const char *code,
+			   const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Maps an rc_err to its status and code (rc_error.h's table). */
+enum MHD_Result http_error_rc(struct MHD_Connection *c, req *r, const rc_err *e);
+/* The job as JSON (200) or the error of loading it. */
+enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id);
+
+/* Routes (first call: no body yet). */
+enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_create_body(req *r, const char *data, size_t len);
+enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_list(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_get(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_start(struct MHD_Connection *c, req *r);
+
+enum MHD_Result upload_begin(struct MHD_Connection *c, req *r);
+void upload_data(req *r, const char *data, size_t len);
+enum MHD_Result upload_end(struct MHD_Connection *c, req *r);
+void upload_free(req *r);
+
+enum MHD_Result volume_get(struct MHD_Connection *c, req *r);
+enum MHD_Result events_get(struct MHD_Connection *c, req *r);
+enum MHD_Result misc_devices(struct MHD_Connection *c, req *r);
+enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready);
+enum MHD_Result misc_metrics(struct MHD_Connection *c, req *r);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * http_jobs: POST /v1/jobs (create), GET /v1/jobs (list), GET and DELETE
+ * /v1/jobs/{id}, POST /v1/jobs/{id}/start.  The spec body is capped by its
+ * declared length before it is read and again while it arrives (chunked
+ * bodies), then parsed once by spec.c; nothing is stored unless it is valid.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+#include "http_internal.h"
+#include "log.h"
+#include "spec.h"
+
+enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > r->a->cfg->max_body)
+		return http_error(c, r, 413, "too_big", "", "the job spec is %s bytes; the limit is %llu", cl,
+				  (unsigned long long)r->a->cfg->max_body);
+	return MHD_YES;
+}
+
+enum MHD_Result jobs_create_body(req *r, const char *data, size_t len)
+{
+	if (r->body_too_big || r->body_len + len > r->a->cfg->max_body) {
+		r->body_too_big = 1;
+		return MHD_YES; /* keep draining; answer at the end */
+	}
+	if (r->body_len + len + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		while (cap < r->body_len + len + 1)
+			cap *= 2;
+		char *nb = realloc(r->body, cap);
+		if (!nb)
+			return MHD_NO;
+		r->body = nb;
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, data, len);
+	r->body_len += len;
+	return MHD_YES;
+}
+
+static char *summary_json(const job_spec *s)
+{
+	static const char *const types[] = { "cone", "matrices", "fan", "parallel" };
+	const rc_recon_spec *p = &s->r;
+	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssiss}", "geometry", types[p->geom.type], "detector", s->nu, s->rows,
+			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
+			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
+			      "engine", p->engine);
+	char *out = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return out;
+}
+
+enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
+	if (r->body_too_big)
+		return http_error(c, r, 413, "too_big", "", "the job spec is longer than the limit of %llu bytes",
+				  (unsigned long long)a->cfg->max_body);
+	if (!r->body_len)
+		return http_error(c, r, 400, "invalid_json", "", "the body must be a JSON job spec (api/openapi.yaml JobSpec)");
+	job_spec *spec = NULL;
+	rc_err err;
+	rc_err_clear(&err);
+	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err)) {
+		if (err.code == RC_ETOOBIG)
+			return http_error(c, r, 400, "too_big", err.field, "%s", err.msg);
+		return http_error_rc(c, r, &err);
+	}
+	uuid_t u;
+	char id[37];
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, id);
+	char *summary = summary_json(spec);
+	int rc = store_create(a->st, id, spec, r->body, r->body_len, summary ? summary : "{}", &err);
+	free(summary);
+	if (rc) {
+		rlog(LOG_P_ERR, "job_create_failed", "error=\"%s\"", err.msg);
+		job_spec_free(spec);
+		if (rc == RC_ETOOBIG)
+			return http_error(c, r, 507, "too_big", "", "%s", err.msg);
+		return http_error_rc(c, r, &err);
+	}
+	rlog(LOG_P_INFO, "job_created", "id=%s label=\"%s\" views=%d bytes=%llu client=%s token=%s", id, spec->label,
+	     spec->nviews, (unsigned long long)spec->proj_bytes, r->client, r->who);
+	job_spec_free(spec);
+	snprintf(r->id, sizeof r->id, "%s", id);
+	snprintf(r->path, sizeof r->path, "/v1/jobs/%s", id);
+	app_job_changed(a, id);
+
+	job_row row;
+	if (store_get(a->st, id, 1, &row, &err))
+		return http_error_rc(c, r, &err);
+	json_t *j = app_job_json(a, &row);
+	job_row_clear(&row);
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		return MHD_NO;
+	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+	char loc[64];
+	snprintf(loc, sizeof loc, "/v1/jobs/%s", id);
+	MHD_add_response_header(resp, "Location", loc);
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	return http_answer(c, r, 201, resp);
+}
+
+static int parse_int_arg(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	if (!s || !*s)
+		return 0;
+	long v = strtol(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
+{
+	long limit = 100, offset = 0;
+	int state = -1;
+	const char *st = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
+	if (parse_int_arg(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit"), 1, 1000, &limit))
+		return http_error(c, r, 400, "invalid_argument", "limit", "limit must be a whole number from 1 to 1000");
+	if (parse_int_arg(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"), 0, 1L << 30, &offset))
+		return http_error(c, r, 400, "invalid_argument", "offset", "offset must be a whole number of at least 0");
+	if (st) {
+		job_state s;
+		if (job_state_parse(st, &s))
+			return http_error(c, r, 400, "invalid_argument", "state",
+					  "state must be one of created, receiving, queued, running, succeeded, failed, cancelled");
+		state = (int)s;
+	}
+	job_row *rows = NULL;
+	int n = 0, total = 0;
+	rc_err err;
+	if (store_list(r->a->st, state, (int)limit, (int)offset, &rows, &n, &total, &err))
+		return http_error_rc(c, r, &err);
+	json_t *arr = json_array();
+	for (int i = 0; i < n; i++) {
+		json_array_append_new(arr, app_job_json(r->a, &rows[i]));
+		job_row_clear(&rows[i]);
+	}
+	free(rows);
+	return http_json(c, r, 200, json_pack("{sosisisi}", "jobs", arr, "total", total, "limit", (int)limit,
+					      "offset", (int)offset));
+}
+
+enum MHD_Result jobs_get(struct MHD_Connection *c, req *r)
+{
+	return http_job(c, r, 200, r->id);
+}
+
+enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
+	job_row row;
+	rc_err err;
+	if (store_get(a->st, r->id, 0, &row, &err))
+		return http_error_rc(c, r, &err);
+	job_state s = row.state;
+	job_row_clear(&row);
+	if (JOB_BIT(s) & JOB_FINAL) {
+		if (r->role < ROLE_ADMIN)
+			return http_error(c, r, 403, "forbidden", "", "deleting a finished job and its data needs the admin role");
+		if (store_delete(a->st, r->id, &err))
+			return http_error_rc(c, r, &err);
+		rlog(LOG_P_INFO, "job_deleted", "id=%s client=%s token=%s", r->id, r->client, r->who);
+		hub_publish(a->hub, r->id, "deleted", "{}");
+		return http_answer(c, r, 204, MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT));
+	}
+	job_state after;
+	if (store_cancel(a->st, r->id, &after, &err))
+		return http_error_rc(c, r, &err);
+	if (after == JOB_RUNNING)
+		runner_cancel(a->run, r->id);
+	else if (JOB_BIT(after) & JOB_FINAL && !(JOB_BIT(s) & JOB_FINAL))
+		rlog(LOG_P_INFO, "job_cancelled", "id=%s client=%s token=%s", r->id, r->client, r->who);
+	app_job_changed(a, r->id);
+	return http_job(c, r, after == JOB_RUNNING ? 202 : 200, r->id);
+}
+
+enum MHD_Result jobs_start(struct MHD_Connection *c, req *r)
+{
+	int changed = 0;
+	rc_err err;
+	if (store_start(r->a->st, r->id, &changed, &err))
+		return http_error_rc(c, r, &err);
+	if (changed) {
+		rlog(LOG_P_INFO, "job_queued", "id=%s", r->id);
+		app_job_changed(r->a, r->id);
+		runner_kick(r->a->run);
+	}
+	return http_job(c, r, changed ? 202 : 200, r->id);
+}

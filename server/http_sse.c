@@ -1,0 +1,136 @@
+/*
+ * http_sse: GET /v1/jobs/{id}/events, server-sent events.
+ *
+ * The stream starts with a "state" event (the whole job), then relays the
+ * hub's events for this job: "state" per change, "progress" per iteration.
+ * The reader callback blocks on the hub (this connection has its own thread)
+ * for up to KEEPALIVE_MS and sends a ": keep-alive" comment when nothing
+ * happened, which also keeps proxies and MHD's idle timeout from closing it.
+ * It ends after the state event of a final state, on "deleted", and at
+ * shutdown.  The hub position is taken before the initial state is read, so
+ * no change between the two is lost (at worst one is sent twice).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_internal.h"
+
+#define KEEPALIVE_MS 15000
+
+struct sse {
+	app *a;
+	char id[37];
+	unsigned long long seq;
+	char *pending;      /* formatted text not yet sent */
+	size_t pend_len, pend_off;
+	int done;           /* end after the pending text */
+};
+
+static int final_state(const char *data)
+{
+	json_t *j = json_loads(data, 0, NULL);
+	const char *s = j ? json_string_value(json_object_get(j, "state")) : NULL;
+	int fin = s && (!strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+	json_decref(j);
+	return fin;
+}
+
+static void set_pending(struct sse *e, const char *ev, const char *data)
+{
+	free(e->pending);
+	e->pending = NULL;
+	e->pend_len = e->pend_off = 0;
+	size_t n = strlen(data) + strlen(ev) + 32;
+	e->pending = malloc(n);
+	if (!e->pending)
+		return;
+	if (ev[0] == ':')
+		e->pend_len = (size_t)snprintf(e->pending, n, "%s\n\n", ev);
+	else
+		e->pend_len = (size_t)snprintf(e->pending, n, "event: %s\ndata: %s\n\n", ev, data);
+}
+
+/* The current job as a state event; 0 or -1 when the job is gone. */
+static int state_event(struct sse *e)
+{
+	job_row row;
+	if (store_get(e->a->st, e->id, 1, &row, NULL)) {
+		set_pending(e, "deleted", "{}");
+		e->done = 1;
+		return -1;
+	}
+	json_t *j = app_job_json(e->a, &row);
+	e->done = (JOB_BIT(row.state) & JOB_FINAL) != 0;
+	job_row_clear(&row);
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	set_pending(e, "state", s ? s : "{}");
+	free(s);
+	return 0;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct sse *e = cls;
+	while (!e->pending || e->pend_off == e->pend_len) {
+		if (e->done || atomic_load(&e->a->stopping))
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		char ev[32], *data = NULL;
+		int rc = hub_next(e->a->hub, e->id, &e->seq, KEEPALIVE_MS, ev, &data);
+		if (rc == 0) {
+			set_pending(e, ev, data);
+			if (!strcmp(ev, "deleted") || (!strcmp(ev, "state") && final_state(data)))
+				e->done = 1;
+			free(data);
+		} else if (rc == RC_ENOTFOUND) {
+			set_pending(e, ": keep-alive", "");
+		} else if (rc == RC_ETOOBIG) {
+			state_event(e); /* fell behind the ring: resend the whole state */
+		} else {
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		if (!e->pending)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	size_t n = e->pend_len - e->pend_off;
+	if (n > max)
+		n = max;
+	memcpy(buf, e->pending + e->pend_off, n);
+	e->pend_off += n;
+	return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+	struct sse *e = cls;
+	free(e->pending);
+	free(e);
+}
+
+enum MHD_Result events_get(struct MHD_Connection *c, req *r)
+{
+	struct sse *e = calloc(1, sizeof *e);
+	if (!e)
+		return MHD_NO;
+	e->a = r->a;
+	snprintf(e->id, sizeof e->id, "%s", r->id);
+	e->seq = hub_head(r->a->hub);
+	job_row row;
+	rc_err err;
+	if (store_get(r->a->st, r->id, 0, &row, &err)) {
+		free(e);
+		return http_error_rc(c, r, &err);
+	}
+	job_row_clear(&row);
+	state_event(e);
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, e, sse_free);
+	if (!resp) {
+		sse_free(e);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	return http_answer(c, r, 200, resp);
+}

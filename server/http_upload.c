@@ -1,0 +1,247 @@
+/*
+ * http_upload: PUT /v1/jobs/{id}/projections (the whole stack) and
+ * PUT /v1/jobs/{id}/projections/{k} (one view).
+ *
+ * Bytes go straight from MHD's connection buffer to the preallocated spool
+ * file with pwrite at their final offset, so memory does not grow with the
+ * upload.  A whole stack lands contiguously; one view of a cone/matrices
+ * geometry too; one view of fan/parallel is scattered into its rows
+ * ([slice][view][u]).  Before any byte is written the declared length is
+ * checked against the spec (413 longer, 422 shorter, 411 none) and the
+ * views about to be overwritten are marked absent (committed), so a crash
+ * mid-upload never leaves a half-written view marked present.  At the end:
+ * fdatasync, then the views are marked present (committed), then 200.
+ *
+ * Two uploads that would write the same view at once are refused (409): the
+ * in-flight table below holds (job, view) pairs, view -1 for a whole stack.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http_internal.h"
+#include "log.h"
+
+struct upload {
+	int fd;
+	int k;                /* -1 = whole stack */
+	uint64_t expected, got;
+	uint64_t row_bytes;   /* nu * 4 */
+	job_row geo;          /* strides and sizes of the job */
+	int io_errno;
+	int registered;
+};
+
+#define MAX_INFLIGHT 1024
+static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { char id[37]; int k; int used; } inflight[MAX_INFLIGHT];
+
+/* 0 = registered; -1 = conflicts with an upload in flight; -2 = table full. */
+static int inflight_add(const char *id, int k)
+{
+	int rc = 0, slot = -1;
+	pthread_mutex_lock(&inflight_lock);
+	for (int i = 0; i < MAX_INFLIGHT; i++) {
+		if (!inflight[i].used) {
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (!strcmp(inflight[i].id, id) && (k < 0 || inflight[i].k < 0 || inflight[i].k == k)) {
+			rc = -1;
+			break;
+		}
+	}
+	if (!rc && slot < 0)
+		rc = -2;
+	if (!rc) {
+		snprintf(inflight[slot].id, sizeof inflight[slot].id, "%s", id);
+		inflight[slot].k = k;
+		inflight[slot].used = 1;
+	}
+	pthread_mutex_unlock(&inflight_lock);
+	return rc;
+}
+
+static void inflight_del(const char *id, int k)
+{
+	pthread_mutex_lock(&inflight_lock);
+	for (int i = 0; i < MAX_INFLIGHT; i++)
+		if (inflight[i].used && inflight[i].k == k && !strcmp(inflight[i].id, id)) {
+			inflight[i].used = 0;
+			break;
+		}
+	pthread_mutex_unlock(&inflight_lock);
+}
+
+static int bit(const job_row *r, int k) { return (r->present[k >> 3] >> (k & 7)) & 1; }
+
+enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (!cl)
+		return http_error(c, r, 411, "length_required", "",
+				  "uploads need a Content-Length header (no chunked transfer): the length is checked against the spec first");
+	char *end;
+	errno = 0;
+	unsigned long long len = strtoull(cl, &end, 10);
+	if (*end || errno || cl[0] == '-')
+		return http_error(c, r, 400, "invalid_argument", "Content-Length", "Content-Length is not a number");
+	job_row row;
+	rc_err err;
+	if (store_get(a->st, r->id, 1, &row, &err))
+		return http_error_rc(c, r, &err);
+	enum MHD_Result ret;
+	if (!(JOB_BIT(row.state) & JOB_UPLOADABLE)) {
+		ret = http_error(c, r, 409, "conflict", "state", "job %s is %s and no longer accepts projections",
+				 r->id, job_state_name(row.state));
+		goto out;
+	}
+	if (r->k >= row.views_expected) {
+		ret = http_error(c, r, 400, "invalid_argument", "k", "view %d does not exist: the job has views 0..%d",
+				 r->k, row.views_expected - 1);
+		goto out;
+	}
+	uint64_t expected = r->k < 0 ? row.proj_bytes : row.view_bytes;
+	if (len != expected) {
+		const char *what = r->k < 0 ? "the whole stack" : "one view";
+		if (r->k < 0)
+			ret = http_error(c, r, len > expected ? 413 : 422, len > expected ? "too_big" : "wrong_length", "Content-Length",
+					 "%s is %llu bytes (%d views x %d rows x %d pixels x 4 bytes of float32); got Content-Length %llu",
+					 what, (unsigned long long)expected, row.views_expected, row.rows, row.nu, len);
+		else
+			ret = http_error(c, r, len > expected ? 413 : 422, len > expected ? "too_big" : "wrong_length", "Content-Length",
+					 "%s is %llu bytes (%d rows x %d pixels x 4 bytes of float32); got Content-Length %llu",
+					 what, (unsigned long long)expected, row.rows, row.nu, len);
+		goto out;
+	}
+	int ir = inflight_add(r->id, r->k);
+	if (ir) {
+		ret = ir == -1 ? http_error(c, r, 409, "conflict", "", "another upload to %s of job %s is in progress",
+					    r->k < 0 ? "the views" : "this view", r->id)
+			       : http_error(c, r, 503, "unavailable", "", "too many uploads in progress; retry shortly");
+		goto out;
+	}
+	struct upload *up = calloc(1, sizeof *up);
+	if (!up) {
+		inflight_del(r->id, r->k);
+		ret = MHD_NO;
+		goto out;
+	}
+	up->registered = 1;
+	up->fd = -1;
+	up->k = r->k;
+	up->expected = expected;
+	up->row_bytes = 4 * (uint64_t)row.nu;
+	r->up = up;
+	/* Views about to be overwritten stop being "present" first. */
+	int clear = r->k < 0 ? row.views_present > 0 : bit(&row, r->k);
+	if (clear && store_views_clear(a->st, r->id, r->k < 0 ? 0 : r->k, r->k < 0 ? row.views_expected : r->k + 1, &err)) {
+		ret = http_error_rc(c, r, &err);
+		goto out;
+	}
+	char path[4200];
+	store_job_path(a->st, r->id, "projections.f32", path, sizeof path);
+	up->fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (up->fd < 0) {
+		ret = http_error(c, r, 500, "io_error", "", "cannot open the spool file: %s", strerror(errno));
+		goto out;
+	}
+	up->geo = row;
+	up->geo.summary = up->geo.report = NULL;
+	up->geo.present = NULL;
+	ret = MHD_YES;
+out:
+	job_row_clear(&row);
+	return ret;
+}
+
+static int pwrite_all(int fd, const char *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+void upload_data(req *r, const char *data, size_t len)
+{
+	struct upload *up = r->up;
+	if (up->io_errno || up->fd < 0)
+		return;
+	if (up->got + len > up->expected)
+		len = (size_t)(up->expected - up->got); /* MHD enforces Content-Length; belt and braces */
+	if (up->k < 0) {
+		if (pwrite_all(up->fd, data, len, up->got))
+			up->io_errno = errno ? errno : EIO;
+	} else {
+		/* Row by row: row j of view k lives at row_offset(k, j). */
+		size_t done = 0;
+		while (done < len) {
+			uint64_t pos = up->got + done;
+			uint64_t j = pos / up->row_bytes, within = pos % up->row_bytes;
+			size_t n = (size_t)(up->row_bytes - within);
+			if (n > len - done)
+				n = len - done;
+			uint64_t off = 4 * ((uint64_t)up->k * up->geo.view_stride + j * up->geo.row_stride) + within;
+			if (pwrite_all(up->fd, data + done, n, off)) {
+				up->io_errno = errno ? errno : EIO;
+				return;
+			}
+			done += n;
+		}
+	}
+	up->got += len;
+	metrics_bytes_received(r->a->met, len);
+}
+
+enum MHD_Result upload_end(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
+	struct upload *up = r->up;
+	rc_err err;
+	if (up->io_errno)
+		return http_error(c, r, up->io_errno == ENOSPC ? 507 : 500, "io_error", "",
+				  "writing the projections failed: %s; nothing was acknowledged, upload again",
+				  strerror(up->io_errno));
+	if (up->got != up->expected)
+		return http_error(c, r, 422, "wrong_length", "", "received %llu of %llu bytes",
+				  (unsigned long long)up->got, (unsigned long long)up->expected);
+	if (fdatasync(up->fd))
+		return http_error(c, r, 500, "io_error", "", "fsync of the projections failed: %s", strerror(errno));
+	job_state ns;
+	int first = up->k < 0 ? 0 : up->k, last = up->k < 0 ? up->geo.views_expected : up->k + 1;
+	if (store_views_set(a->st, r->id, first, last, &ns, &err))
+		return http_error_rc(c, r, &err);
+	rlog(LOG_P_INFO, "views_stored", "id=%s first=%d last=%d bytes=%llu state=%s", r->id, first, last - 1,
+	     (unsigned long long)up->got, job_state_name(ns));
+	app_job_changed(a, r->id);
+	if (ns == JOB_QUEUED)
+		runner_kick(a->run);
+	return http_job(c, r, 200, r->id);
+}
+
+void upload_free(req *r)
+{
+	struct upload *up = r->up;
+	if (!up)
+		return;
+	if (up->fd >= 0)
+		close(up->fd);
+	if (up->registered)
+		inflight_del(r->id, up->k);
+	free(up);
+	r->up = NULL;
+}

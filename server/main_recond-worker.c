@@ -1,0 +1,205 @@
+/*
+ * recond-worker: reconstructs one job directory (spec.json +
+ * projections.f32 -> volume.f32).  The daemon runs it per job (runner.c) so
+ * that whatever happens here ends this job only; it works the same from the
+ * command line:
+ *
+ *   recond-worker var/jobs/ID              progress lines on stdout
+ *   recond-worker --progress-fd 3 DIR      (as the daemon runs it)
+ *
+ * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
+ * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
+ * written to a temporary, fsynced, renamed, and the directory fsynced, so a
+ * volume.f32 that exists is always complete.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "recon.h"
+#include "spec.h"
+#include "store.h"
+#include "worker_proto.h"
+
+static atomic_int cancel_flag;
+static FILE *out;
+static rc_progress last;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&cancel_flag, 1);
+}
+
+static void emit(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	if (s) {
+		fprintf(out, "%s\n", s);
+		fflush(out);
+		free(s);
+	}
+	json_decref(j);
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static void on_progress(void *ud, const rc_progress *p)
+{
+	(void)ud;
+	last = *p;
+	emit(json_pack("{sssisisoso}", "type", "progress", "iteration", p->iteration, "of", p->of,
+		       "residual", num(p->residual), "elapsed_s", num(p->elapsed_s)));
+}
+
+static void emit_report(const rc_recon_report *rep)
+{
+	json_t *plan = json_array();
+	for (int i = 0; i < rep->ndevices && i < RC_RECON_MAX_DEVICES; i++) {
+		const rc_recon_device_report *d = &rep->dev[i];
+		json_array_append_new(plan, json_pack("{sssss{sisi}s{soso}s{soso}}", "name", d->name, "device_id", d->device_id,
+			"views", "forward", d->views[RC_TASK_FORWARD], "back", d->views[RC_TASK_BACK],
+			"predicted_ms", "forward", d->predicted_ms[RC_TASK_FORWARD] < 0 ? json_null() : num(d->predicted_ms[RC_TASK_FORWARD]),
+			"back", d->predicted_ms[RC_TASK_BACK] < 0 ? json_null() : num(d->predicted_ms[RC_TASK_BACK]),
+			"measured_ms", "forward", num(d->measured_ms[RC_TASK_FORWARD]), "back", num(d->measured_ms[RC_TASK_BACK])));
+	}
+	json_t *matrix = json_null();
+	if (rep->matrix.present)
+		matrix = json_pack("{sssIsfsfsI}", "fragment", rep->matrix.fragment, "nnz", (json_int_t)rep->matrix.nnz,
+				   "blocks_pct_before", rep->matrix.blocks_pct_before, "blocks_pct_after",
+				   rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes);
+	emit(json_pack("{sssssosositsos{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
+		       "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
+		       "progress", "iteration", last.iteration, "of", last.of, "residual", num(last.residual),
+		       "elapsed_s", num(last.elapsed_s)));
+}
+
+static int fail(const rc_err *e)
+{
+	emit(json_pack("{ssssssss}", "type", "error", "code", rc_code_name(e->code), "field", e->field,
+		       "message", e->msg));
+	fprintf(stderr, "recond-worker: %s%s%s\n", e->field, e->field[0] ? ": " : "", e->msg);
+	return e->code == RC_ECANCELLED ? WORKER_EXIT_CANCELLED : WORKER_EXIT_FAILED;
+}
+
+static int read_file(const char *path, char **buf, size_t *len, rc_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		if (fd >= 0)
+			close(fd);
+		return rc_fail(err, RC_EIO, "", "cannot read %s: %s", path, strerror(errno));
+	}
+	*buf = malloc((size_t)sb.st_size + 1);
+	ssize_t r = *buf ? read(fd, *buf, (size_t)sb.st_size) : -1;
+	close(fd);
+	if (r != sb.st_size) {
+		free(*buf);
+		return rc_fail(err, RC_EIO, "", "cannot read %s", path);
+	}
+	*len = (size_t)r;
+	return 0;
+}
+
+static int write_volume(const char *dir, const float *vol, size_t bytes, rc_err *err)
+{
+	return store_write_file_durable(dir, "volume.f32", vol, bytes, err);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "progress-fd", required_argument, NULL, 'p' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int progress_fd = STDOUT_FILENO, threads = -1, o;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == 'p')
+			progress_fd = atoi(optarg);
+		else if (o == 't')
+			threads = atoi(optarg);
+		else {
+			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] JOBDIR\n");
+			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] JOBDIR\n");
+		return WORKER_EXIT_FAILED;
+	}
+	const char *dir = argv[optind];
+	out = progress_fd == STDOUT_FILENO ? stdout : fdopen(progress_fd, "w");
+	if (!out) {
+		fprintf(stderr, "recond-worker: cannot open progress fd %d: %s\n", progress_fd, strerror(errno));
+		return WORKER_EXIT_FAILED;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc_err err;
+	rc_err_clear(&err);
+	char path[4200], *json = NULL;
+	size_t len = 0;
+	job_spec *spec = NULL;
+	snprintf(path, sizeof path, "%s/spec.json", dir);
+	if (read_file(path, &json, &len, &err))
+		return fail(&err);
+	int rc = job_spec_parse(json, len, 0, &spec, &err);
+	free(json);
+	if (rc)
+		return fail(&err);
+	if (threads >= 0)
+		spec->r.threads = threads;
+
+	snprintf(path, sizeof path, "%s/projections.f32", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb) || (uint64_t)sb.st_size != spec->proj_bytes) {
+		rc_fail(&err, RC_EIO, "projections", "%s must hold %llu bytes (%s)", path,
+			(unsigned long long)spec->proj_bytes, fd < 0 ? strerror(errno) : "size differs");
+		job_spec_free(spec);
+		return fail(&err);
+	}
+	const float *proj = mmap(NULL, spec->proj_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	float *vol = malloc(spec->vol_bytes);
+	if (proj == MAP_FAILED || !vol) {
+		rc_fail(&err, RC_ENOMEM, "", "cannot map the projections or allocate the %llu-byte volume",
+			(unsigned long long)spec->vol_bytes);
+		free(vol);
+		job_spec_free(spec);
+		return fail(&err);
+	}
+	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag };
+	rc_recon_report rep;
+	memset(&rep, 0, sizeof rep);
+	rc = rc_recon_run(&spec->r, proj, vol, &hooks, &rep, &err);
+	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
+	emit_report(&rep);
+	if (!rc && atomic_load(&cancel_flag))
+		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
+	if (!rc)
+		rc = write_volume(dir, vol, spec->vol_bytes, &err);
+	munmap((void *)proj, spec->proj_bytes);
+	free(vol);
+	job_spec_free(spec);
+	if (rc)
+		return fail(&err);
+	return 0;
+}

@@ -1,0 +1,421 @@
+/*
+ * runner: the queue's consumer (runner.h).
+ *
+ * One thread.  Loop: take the next queued job from the store (it becomes
+ * running in the same transaction), fork + exec the worker with the job
+ * directory and a pipe on fd 3, read its JSON lines while polling for cancel
+ * and shutdown, reap it, and record the outcome.  Everything the HTTP
+ * threads read (the live progress, the running id) is behind r->lock.
+ */
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "log.h"
+#include "worker_proto.h"
+
+#define CANCEL_GRACE_S 10.0   /* SIGTERM -> SIGKILL: one iteration of a large job fits */
+#define EXPIRE_EVERY_S 60.0
+
+struct runner {
+	app *a;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stop, kicked;
+	char current[37];        /* running job, "" when idle */
+	char cancel_id[37];      /* cancel asked for this id */
+	run_progress prog;
+	double prog_wall;        /* monotonic time of the last progress line */
+	atomic_llong heartbeat;  /* monotonic ms of the last loop */
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int runner_new(app *a, runner **ret, rc_err *err)
+{
+	runner *r = calloc(1, sizeof *r);
+	if (!r)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory");
+	r->a = a;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+	*ret = r;
+	return 0;
+}
+
+void runner_free(runner *r)
+{
+	if (!r)
+		return;
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+void runner_kick(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->kicked = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void runner_cancel(runner *r, const char *id)
+{
+	pthread_mutex_lock(&r->lock);
+	snprintf(r->cancel_id, sizeof r->cancel_id, "%s", id);
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+int runner_progress(runner *r, const char *id, run_progress *out)
+{
+	pthread_mutex_lock(&r->lock);
+	int rc = strcmp(r->current, id) ? RC_ENOTFOUND : 0;
+	if (!rc)
+		*out = r->prog;
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int runner_healthy(runner *r)
+{
+	long long hb = atomic_load(&r->heartbeat);
+	return mono() * 1000 - (double)hb < 10000;
+}
+
+int runner_busy(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int b = r->current[0] != '\0';
+	pthread_mutex_unlock(&r->lock);
+	return b;
+}
+
+struct outcome {
+	char err_code[32];
+	char err_msg[512];
+	char *report;        /* JSON text of the report line */
+	int saw_error;
+	int lines;
+};
+
+static void handle_line(runner *r, const char *id, char *line, struct outcome *oc, double *last_elapsed)
+{
+	json_t *j = json_loads(line, 0, NULL);
+	if (!j)
+		return;
+	oc->lines++;
+	const char *type = json_string_value(json_object_get(j, "type"));
+	if (type && !strcmp(type, "progress")) {
+		run_progress p;
+		p.iteration = (int)json_integer_value(json_object_get(j, "iteration"));
+		p.of = (int)json_integer_value(json_object_get(j, "of"));
+		json_t *res = json_object_get(j, "residual");
+		p.residual = json_is_number(res) ? json_number_value(res) : NAN;
+		p.elapsed_s = json_number_value(json_object_get(j, "elapsed_s"));
+		p.eta_s = p.iteration > 0 && p.of >= p.iteration ? p.elapsed_s / p.iteration * (p.of - p.iteration) : NAN;
+		metrics_iteration(r->a->met, p.elapsed_s - *last_elapsed);
+		*last_elapsed = p.elapsed_s;
+		pthread_mutex_lock(&r->lock);
+		r->prog = p;
+		r->prog_wall = mono();
+		pthread_mutex_unlock(&r->lock);
+		json_t *ev = json_pack("{sisisosfso}", "iteration", p.iteration, "of", p.of,
+				       "residual", isfinite(p.residual) ? json_real(p.residual) : json_null(),
+				       "fraction", p.of ? (double)p.iteration / p.of : 0.0,
+				       "eta_s", isfinite(p.eta_s) ? json_real(p.eta_s) : json_null());
+		json_object_set_new(ev, "elapsed_s", json_real(p.elapsed_s));
+		char *s = json_dumps(ev, JSON_COMPACT);
+		if (s)
+			hub_publish(r->a->hub, id, "progress", s);
+		free(s);
+		json_decref(ev);
+	} else if (type && !strcmp(type, "report")) {
+		json_object_del(j, "type");
+		free(oc->report);
+		oc->report = json_dumps(j, JSON_COMPACT);
+	} else if (type && !strcmp(type, "error")) {
+		oc->saw_error = 1;
+		const char *c = json_string_value(json_object_get(j, "code"));
+		const char *f = json_string_value(json_object_get(j, "field"));
+		const char *m = json_string_value(json_object_get(j, "message"));
+		snprintf(oc->err_code, sizeof oc->err_code, "%s", c ? c : "internal_error");
+		if (f && *f && m && !strstr(m, f))
+			snprintf(oc->err_msg, sizeof oc->err_msg, "%s: %s", f, m);
+		else
+			snprintf(oc->err_msg, sizeof oc->err_msg, "%s", m ? m : "the worker failed");
+	}
+	json_decref(j);
+}
+
+static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC))
+		return rc_fail(err, RC_EIO, "", "pipe: %s", strerror(errno));
+	const config *c = r->a->cfg;
+	char threads[16];
+	snprintf(threads, sizeof threads, "%d", c->worker_threads);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return rc_fail(err, RC_EIO, "", "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		/* Child: only async-signal-safe calls until exec.  fd 3 is the
+		 * pipe (dup2 clears its close-on-exec); everything else the
+		 * daemon has open is O_CLOEXEC and vanishes at exec. */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull >= 0 && devnull != 0) {
+			dup2(devnull, 0);
+			close(devnull);
+		}
+		if (p[1] != 3) {
+			if (dup2(p[1], 3) < 0)
+				_exit(127);
+		} else {
+			fcntl(3, F_SETFD, 0);
+		}
+		char *argv[] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads, (char *)dir, NULL };
+		execv(c->worker, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	*ret_fd = p[0];
+	return pid;
+}
+
+static void describe_exit(int status, struct outcome *oc, const char *worker)
+{
+	if (WIFSIGNALED(status)) {
+		snprintf(oc->err_code, sizeof oc->err_code, "worker_crashed");
+		snprintf(oc->err_msg, sizeof oc->err_msg,
+			 "the worker process was killed by signal %d (%s); the job's data is intact and it can be resubmitted",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	} else if (WEXITSTATUS(status) == 127 && !oc->lines) {
+		snprintf(oc->err_code, sizeof oc->err_code, "internal_error");
+		snprintf(oc->err_msg, sizeof oc->err_msg, "the worker %.200s could not be started (check the worker path)", worker);
+	} else if (!oc->saw_error) {
+		snprintf(oc->err_code, sizeof oc->err_code, "worker_crashed");
+		snprintf(oc->err_msg, sizeof oc->err_msg, "the worker process exited with status %d without a report",
+			 WEXITSTATUS(status));
+	}
+}
+
+static void run_job(runner *r, const char *id)
+{
+	app *a = r->a;
+	char dir[4200], vol[4300];
+	struct outcome oc;
+	memset(&oc, 0, sizeof oc);
+	store_job_path(a->st, id, NULL, dir, sizeof dir);
+	snprintf(vol, sizeof vol, "%s/volume.f32", dir);
+	unlink(vol); /* a volume from an interrupted earlier run is not this run's */
+
+	pthread_mutex_lock(&r->lock);
+	snprintf(r->current, sizeof r->current, "%s", id);
+	memset(&r->prog, 0, sizeof r->prog);
+	r->prog.residual = r->prog.eta_s = NAN;
+	pthread_mutex_unlock(&r->lock);
+	app_job_changed(a, id);
+
+	rc_err err;
+	int fd = -1;
+	double t0 = mono();
+	pid_t pid = spawn(r, dir, &fd, &err);
+	if (pid < 0) {
+		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
+		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, err.msg);
+		goto out;
+	}
+	rlog(LOG_P_INFO, "job_running", "id=%s pid=%d worker=%s", id, (int)pid, a->cfg->worker);
+
+	char buf[65536];
+	size_t used = 0;
+	double last_elapsed = 0, term_at = 0;
+	int cancelled = 0, stopping = 0, status = 0;
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int n = poll(&pfd, 1, 250);
+		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+		pthread_mutex_lock(&r->lock);
+		int want_cancel = !strcmp(r->cancel_id, id);
+		int want_stop = r->stop;
+		pthread_mutex_unlock(&r->lock);
+		if ((want_cancel || want_stop) && !term_at) {
+			cancelled = want_cancel;
+			stopping = want_stop;
+			kill(pid, SIGTERM);
+			term_at = mono();
+		} else if (term_at && mono() - term_at > CANCEL_GRACE_S) {
+			kill(pid, SIGKILL);
+		}
+		if (n <= 0)
+			continue;
+		ssize_t got = read(fd, buf + used, sizeof buf - 1 - used);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		used += (size_t)got;
+		buf[used] = '\0';
+		char *start = buf, *nl;
+		while ((nl = strchr(start, '\n'))) {
+			*nl = '\0';
+			handle_line(r, id, start, &oc, &last_elapsed);
+			start = nl + 1;
+		}
+		used = (size_t)(buf + used - start);
+		memmove(buf, start, used);
+		if (used == sizeof buf - 1)
+			used = 0; /* a line longer than the buffer is not ours: drop it */
+	}
+	close(fd);
+	/* EOF: the worker closed the pipe, normally by exiting.  Keep the
+	 * SIGKILL deadline while waiting, for a worker that closed fd 3 and hangs. */
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		pthread_mutex_lock(&r->lock);
+		int want = !strcmp(r->cancel_id, id) || r->stop;
+		pthread_mutex_unlock(&r->lock);
+		if (want && !term_at) {
+			kill(pid, SIGTERM);
+			term_at = mono();
+		} else if (term_at && mono() - term_at > CANCEL_GRACE_S) {
+			kill(pid, SIGKILL);
+		}
+		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+		usleep(50000);
+	}
+	double secs = mono() - t0;
+	metrics_device_busy(a->met, "cpu", secs);
+
+	job_state final;
+	if (stopping && !cancelled) {
+		final = JOB_QUEUED;
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
+		final = JOB_SUCCEEDED;
+	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
+		final = JOB_CANCELLED;
+		snprintf(oc.err_code, sizeof oc.err_code, "cancelled");
+		snprintf(oc.err_msg, sizeof oc.err_msg, "cancelled by request");
+	} else {
+		final = JOB_FAILED;
+		describe_exit(status, &oc, a->cfg->worker);
+		if (!strcmp(oc.err_code, "worker_crashed"))
+			metrics_worker_crash(a->met);
+	}
+	if (store_finish(a->st, id, final, oc.err_code, oc.err_msg, oc.report, &err))
+		rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
+	if (final != JOB_QUEUED)
+		metrics_job_finished(a->met, final);
+	if (final == JOB_FAILED)
+		rlog(LOG_P_ERR, "job_failed", "id=%s seconds=%.3f code=%s error=\"%s\"", id, secs, oc.err_code, oc.err_msg);
+	else
+		rlog(LOG_P_INFO, final == JOB_QUEUED ? "job_requeued" : "job_finished", "id=%s state=%s seconds=%.3f",
+		     id, job_state_name(final), secs);
+out:
+	pthread_mutex_lock(&r->lock);
+	r->current[0] = '\0';
+	if (!strcmp(r->cancel_id, id))
+		r->cancel_id[0] = '\0';
+	pthread_mutex_unlock(&r->lock);
+	free(oc.report);
+	app_job_changed(a, id);
+}
+
+static void *runner_main(void *arg)
+{
+	runner *r = arg;
+	double last_expire = 0;
+	for (;;) {
+		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+		pthread_mutex_lock(&r->lock);
+		int stop = r->stop;
+		r->kicked = 0;
+		pthread_mutex_unlock(&r->lock);
+		if (stop)
+			break;
+		if (mono() - last_expire > EXPIRE_EVERY_S) {
+			int n = 0;
+			rc_err err;
+			if (store_expire(r->a->st, r->a->cfg->retention_s, &n, &err))
+				rlog(LOG_P_ERR, "expire_failed", "error=\"%s\"", err.msg);
+			else if (n)
+				rlog(LOG_P_INFO, "jobs_expired", "count=%d retention_s=%.0f", n, r->a->cfg->retention_s);
+			last_expire = mono();
+		}
+		char id[37];
+		rc_err err;
+		int rc = store_take_next(r->a->st, id, &err);
+		if (rc == 0) {
+			run_job(r, id);
+			continue;
+		}
+		if (rc != RC_ENOTFOUND)
+			rlog(LOG_P_ERR, "queue_error", "error=\"%s\"", err.msg);
+		pthread_mutex_lock(&r->lock);
+		if (!r->kicked && !r->stop) {
+			struct timespec dl;
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += 1;
+			pthread_cond_timedwait(&r->cond, &r->lock, &dl);
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
+	return NULL;
+}
+
+int runner_start(runner *r, rc_err *err)
+{
+	int e = pthread_create(&r->thread, NULL, runner_main, r);
+	if (e)
+		return rc_fail(err, RC_EINTERNAL, "", "cannot start the runner thread: %s", strerror(e));
+	r->started = 1;
+	return 0;
+}
+
+void runner_stop(runner *r)
+{
+	if (!r || !r->started)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stop = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	r->started = 0;
+}

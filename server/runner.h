@@ -1,0 +1,46 @@
+/*
+ * runner: takes queued jobs one at a time (priority, then first queued) and
+ * runs each in a worker process: fork + exec of the configured worker with
+ * the job directory, progress read as JSON lines from a pipe (worker_proto.h).
+ *
+ * The worker is another process so that a crash, a signal or a device fault
+ * ends that job only: the runner records "failed" with what it learnt (exit
+ * status, signal, the worker's last error line) and takes the next job.
+ * Cancel sends SIGTERM (the worker sets the algorithm's cancel flag and stops
+ * within one iteration), SIGKILL after a grace period; the process exit frees
+ * every byte the job held.  runner_stop (daemon shutdown) stops the worker
+ * the same way and puts its job back in the queue.
+ */
+#ifndef RC_RUNNER_H
+#define RC_RUNNER_H
+
+#include "rc_error.h"
+
+struct app;
+typedef struct runner runner;
+
+typedef struct run_progress {
+	int iteration, of;
+	double residual;    /* NAN when unknown */
+	double elapsed_s;
+	double eta_s;       /* NAN when unknown */
+} run_progress;
+
+int runner_new(struct app *a, runner **ret, rc_err *err);
+int runner_start(runner *r, rc_err *err);
+/* Stops the thread; a running job is stopped and re-queued. */
+void runner_stop(runner *r);
+void runner_free(runner *r);
+
+/* Something was queued: look at the queue now. */
+void runner_kick(runner *r);
+/* Asks the running job id (if it is the one running, or about to be) to stop. */
+void runner_cancel(runner *r, const char *id);
+/* Live progress of job id; 0 when it is the running job. */
+int runner_progress(runner *r, const char *id, run_progress *out);
+/* True while the runner thread has looped recently (watchdog). */
+int runner_healthy(runner *r);
+/* True while a job runs. */
+int runner_busy(runner *r);
+
+#endif

@@ -1,0 +1,400 @@
+/*
+ * spec: job JSON -> job_spec (spec.h).  One function per object of the
+ * schema (geometry, detector, volume, algorithm, execution); each checks its
+ * keys against a list, reads every member through jfield, and leaves the
+ * geometric consistency (source outside the volume, detector seeing it,
+ * invertible matrices, buffer sizes) to rc_geom_new, so the checks live in
+ * one place for the daemon, the worker and core's own callers.
+ */
+#include "spec.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jfield.h"
+
+#define DIST_MAX 1e6   /* mm: 1 km, well past any scanner */
+#define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
+
+static int parse_detector(const json_t *d, rc_geom_type type, rc_detector_desc *det, rc_err *err)
+{
+	static const char *const cone_keys[] = { "nu", "nv", "du_mm", "dv_mm", "offset_u_mm", "offset_v_mm", NULL };
+	static const char *const flat_keys[] = { "nu", "du_mm", "offset_u_mm", NULL };
+	static const char *const mat_keys[] = { "nu", "nv", NULL };
+	const char *p = "geometry.detector";
+	int is2d = type == RC_GEOM_FAN || type == RC_GEOM_PARALLEL;
+	const char *const *keys = type == RC_GEOM_MATRICES ? mat_keys : is2d ? flat_keys : cone_keys;
+	long long nu = 0, nv = 1;
+	int rc;
+	if ((rc = jf_check_keys(d, p, keys, err)))
+		return rc;
+	if ((rc = jf_int(d, p, "nu", 1, 1, 65536, &nu, err)))
+		return rc;
+	if (!is2d && (rc = jf_int(d, p, "nv", 1, 1, 65536, &nv, err)))
+		return rc;
+	det->nu = (int)nu;
+	det->nv = (int)nv;
+	det->du = det->dv = 1.0;
+	det->offset_u = det->offset_v = 0.0;
+	if (type == RC_GEOM_MATRICES)
+		return 0;
+	if ((rc = jf_num(d, p, "du_mm", 1, 0, 1, DIST_MAX, &det->du, err)))
+		return rc;
+	if ((rc = jf_num(d, p, "offset_u_mm", 0, -DIST_MAX, 0, DIST_MAX, &det->offset_u, err)))
+		return rc;
+	if (is2d)
+		return 0;
+	if ((rc = jf_num(d, p, "dv_mm", 1, 0, 1, DIST_MAX, &det->dv, err)))
+		return rc;
+	return jf_num(d, p, "offset_v_mm", 0, -DIST_MAX, 0, DIST_MAX, &det->offset_v, err);
+}
+
+static int parse_angles(const json_t *g, job_spec *s, rc_err *err)
+{
+	json_t *a = json_object_get(g, "angles");
+	json_t *list = json_object_get(g, "angles_deg");
+	int rc;
+	if (a && list)
+		return rc_fail(err, RC_EINVAL, "geometry.angles",
+			       "give either geometry.angles or geometry.angles_deg, not both");
+	if (!a && !list)
+		return rc_fail(err, RC_EINVAL, "geometry.angles",
+			       "geometry.angles ({start_deg, step_deg, count}) or geometry.angles_deg (a list) is required");
+	if (a) {
+		static const char *const keys[] = { "start_deg", "step_deg", "count", NULL };
+		const char *p = "geometry.angles";
+		double start = 0, step = 0;
+		long long count = 0;
+		if (!json_is_object(a))
+			return rc_fail(err, RC_EINVAL, p, "geometry.angles must be an object {start_deg, step_deg, count}");
+		if ((rc = jf_check_keys(a, p, keys, err)) ||
+		    (rc = jf_num(a, p, "start_deg", 1, -ANGLE_MAX, 0, ANGLE_MAX, &start, err)) ||
+		    (rc = jf_num(a, p, "step_deg", 1, -ANGLE_MAX, 0, ANGLE_MAX, &step, err)) ||
+		    (rc = jf_int(a, p, "count", 1, 1, SPEC_MAX_VIEWS, &count, err)))
+			return rc;
+		s->nviews = (int)count;
+		s->angles = malloc(sizeof(double) * (size_t)count);
+		if (!s->angles)
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for %lld angles", count);
+		for (long long k = 0; k < count; k++)
+			s->angles[k] = start + (double)k * step;
+		return 0;
+	}
+	if (!json_is_array(list) || json_array_size(list) < 1 || json_array_size(list) > SPEC_MAX_VIEWS)
+		return rc_fail(err, RC_EINVAL, "geometry.angles_deg",
+			       "geometry.angles_deg must be a list of 1 to %d numbers", SPEC_MAX_VIEWS);
+	size_t n = json_array_size(list);
+	s->nviews = (int)n;
+	s->angles = malloc(sizeof(double) * n);
+	if (!s->angles)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %zu angles", n);
+	for (size_t k = 0; k < n; k++) {
+		char path[64];
+		snprintf(path, sizeof path, "geometry.angles_deg[%zu]", k);
+		if ((rc = jf_num_value(json_array_get(list, k), path, -ANGLE_MAX, 0, ANGLE_MAX, &s->angles[k], err)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_matrices(const json_t *g, job_spec *s, rc_err *err)
+{
+	json_t *m = json_object_get(g, "matrices");
+	if (!m)
+		return rc_fail(err, RC_EINVAL, "geometry.matrices", "geometry.matrices is required for type \"matrices\"");
+	if (!json_is_array(m) || json_array_size(m) < 1 || json_array_size(m) > SPEC_MAX_VIEWS)
+		return rc_fail(err, RC_EINVAL, "geometry.matrices",
+			       "geometry.matrices must be a list of 1 to %d matrices of 12 numbers", SPEC_MAX_VIEWS);
+	size_t n = json_array_size(m);
+	s->nviews = (int)n;
+	s->matrices = malloc(sizeof(double) * 12 * n);
+	if (!s->matrices)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %zu matrices", n);
+	for (size_t k = 0; k < n; k++) {
+		json_t *row = json_array_get(m, k);
+		char path[64];
+		snprintf(path, sizeof path, "geometry.matrices[%zu]", k);
+		if (!json_is_array(row) || json_array_size(row) != 12)
+			return rc_fail(err, RC_EINVAL, path, "%s must be a list of 12 numbers (3x4, row-major)", path);
+		for (size_t i = 0; i < 12; i++) {
+			char ep[80];
+			snprintf(ep, sizeof ep, "%s[%zu]", path, i);
+			int rc = jf_num_value(json_array_get(row, i), ep, -1e12, 0, 1e12, &s->matrices[12 * k + i], err);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices, rc_err *err)
+{
+	static const char *const keys[] = { "type", "source_isocenter_mm", "source_detector_mm", "angles",
+					    "angles_deg", "matrices", "slices", "detector", NULL };
+	const char *p = "geometry";
+	rc_geom_spec *gs = &s->r.geom;
+	const char *type = NULL;
+	json_t *det = NULL;
+	int rc;
+	if ((rc = jf_check_keys(g, p, keys, err)) || (rc = jf_str(g, p, "type", 1, 32, &type, err)))
+		return rc;
+	if (!strcmp(type, "cone"))
+		gs->type = RC_GEOM_CONE;
+	else if (!strcmp(type, "matrices"))
+		gs->type = RC_GEOM_MATRICES;
+	else if (!strcmp(type, "fan"))
+		gs->type = RC_GEOM_FAN;
+	else if (!strcmp(type, "parallel"))
+		gs->type = RC_GEOM_PARALLEL;
+	else
+		return rc_fail(err, RC_EINVAL, "geometry.type",
+			       "geometry.type must be one of cone, matrices, fan, parallel (got \"%s\")", type);
+
+	int has_dist = gs->type == RC_GEOM_CONE || gs->type == RC_GEOM_FAN;
+	int is2d = gs->type == RC_GEOM_FAN || gs->type == RC_GEOM_PARALLEL;
+	static const struct { const char *key; int when; } only[] = {
+		{ "source_isocenter_mm", 1 }, { "source_detector_mm", 1 },
+		{ "angles", 2 }, { "angles_deg", 2 }, { "matrices", 3 }, { "slices", 4 },
+	};
+	for (size_t i = 0; i < sizeof only / sizeof only[0]; i++) {
+		int allowed = only[i].when == 1 ? has_dist : only[i].when == 2 ? gs->type != RC_GEOM_MATRICES
+			    : only[i].when == 3 ? gs->type == RC_GEOM_MATRICES : is2d;
+		if (!allowed && json_object_get(g, only[i].key)) {
+			char path[64];
+			jf_path(path, sizeof path, p, only[i].key);
+			return rc_fail(err, RC_EINVAL, path, "%s does not apply to geometry.type \"%s\"", path, type);
+		}
+	}
+	if (has_dist &&
+	    ((rc = jf_num(g, p, "source_isocenter_mm", 1, 0, 1, DIST_MAX, &gs->source_isocenter_mm, err)) ||
+	     (rc = jf_num(g, p, "source_detector_mm", 1, 0, 1, DIST_MAX, &gs->source_detector_mm, err))))
+		return rc;
+	if ((rc = jf_obj(g, p, "detector", 1, &det, err)) || (rc = parse_detector(det, gs->type, &gs->det, err)))
+		return rc;
+	if (gs->type == RC_GEOM_MATRICES)
+		rc = parse_matrices(g, s, err);
+	else
+		rc = parse_angles(g, s, err);
+	if (rc)
+		return rc;
+	gs->nviews = s->nviews;
+	gs->angles_deg = s->angles;
+	gs->matrices = s->matrices;
+	if (is2d) {
+		long long slices = nz_for_slices;
+		if ((rc = jf_int(g, p, "slices", 0, 1, 65536, &slices, err)))
+			return rc;
+		if (slices != nz_for_slices)
+			return rc_fail(err, RC_EINVAL, "geometry.slices",
+				       "geometry.slices (%lld) must equal volume.nz (%lld): one slice per volume plane",
+				       slices, nz_for_slices);
+	}
+	return 0;
+}
+
+static int parse_volume(const json_t *v, rc_volume_desc *vol, rc_err *err)
+{
+	static const char *const keys[] = { "nx", "ny", "nz", "voxel_mm", "center_mm", NULL };
+	const char *p = "volume";
+	long long n[3] = { 0, 0, 0 };
+	int rc;
+	if ((rc = jf_check_keys(v, p, keys, err)) || (rc = jf_int(v, p, "nx", 1, 1, 65536, &n[0], err)) ||
+	    (rc = jf_int(v, p, "ny", 1, 1, 65536, &n[1], err)) || (rc = jf_int(v, p, "nz", 1, 1, 65536, &n[2], err)))
+		return rc;
+	vol->nx = (int)n[0];
+	vol->ny = (int)n[1];
+	vol->nz = (int)n[2];
+	double sp[3], c[3] = { 0, 0, 0 };
+	json_t *vm = json_object_get(v, "voxel_mm");
+	if (!vm)
+		return rc_fail(err, RC_EINVAL, "volume.voxel_mm", "volume.voxel_mm is required (a number or [vx, vy, vz])");
+	if (json_is_array(vm)) {
+		if (json_array_size(vm) != 3)
+			return rc_fail(err, RC_EINVAL, "volume.voxel_mm", "volume.voxel_mm must be a number or a list of 3 numbers");
+		for (int a = 0; a < 3; a++) {
+			char path[32];
+			snprintf(path, sizeof path, "volume.voxel_mm[%d]", a);
+			if ((rc = jf_num_value(json_array_get(vm, (size_t)a), path, 0, 1, DIST_MAX, &sp[a], err)))
+				return rc;
+		}
+	} else {
+		if ((rc = jf_num_value(vm, "volume.voxel_mm", 0, 1, DIST_MAX, &sp[0], err)))
+			return rc;
+		sp[1] = sp[2] = sp[0];
+	}
+	json_t *cm = json_object_get(v, "center_mm");
+	if (cm) {
+		if (!json_is_array(cm) || json_array_size(cm) != 3)
+			return rc_fail(err, RC_EINVAL, "volume.center_mm", "volume.center_mm must be a list of 3 numbers");
+		for (int a = 0; a < 3; a++) {
+			char path[32];
+			snprintf(path, sizeof path, "volume.center_mm[%d]", a);
+			if ((rc = jf_num_value(json_array_get(cm, (size_t)a), path, -DIST_MAX, 0, DIST_MAX, &c[a], err)))
+				return rc;
+		}
+	}
+	vol->vx = sp[0]; vol->vy = sp[1]; vol->vz = sp[2];
+	vol->cx = c[0]; vol->cy = c[1]; vol->cz = c[2];
+	return 0;
+}
+
+static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_err *err)
+{
+	static const char *const keys[] = { "name", "iterations", "relaxation", "subsets", "nonnegative",
+					    "window", "cutoff", "scan", NULL };
+	const char *p = "algorithm";
+	const char *name = NULL, *window = NULL, *scan = NULL;
+	rc_algo_name an;
+	int rc;
+	if ((rc = jf_check_keys(a, p, keys, err)) || (rc = jf_str(a, p, "name", 1, 32, &name, err)))
+		return rc;
+	if (rc_algo_name_parse(name, &an))
+		return rc_fail(err, RC_EINVAL, "algorithm.name",
+			       "algorithm.name must be one of sart, sirt, cgls, fdk, mlem (got \"%s\")", name);
+	rc_algo_params_default(ap, an);
+	long long it = ap->iterations, subsets = ap->subsets;
+	if ((rc = jf_int(a, p, "iterations", 0, 1, 10000, &it, err)))
+		return rc;
+	if (an == RC_ALGO_FDK && it != 1)
+		return rc_fail(err, RC_EINVAL, "algorithm.iterations", "algorithm.iterations must be 1 for fdk (got %lld)", it);
+	ap->iterations = (int)it;
+	if ((rc = jf_num(a, p, "relaxation", 0, 0, 1, 2, &ap->relaxation, err)))
+		return rc;
+	if (ap->relaxation >= 2)
+		return rc_fail(err, RC_EINVAL, "algorithm.relaxation",
+			       "algorithm.relaxation must be greater than 0 and less than 2 (got %g)", ap->relaxation);
+	if ((rc = jf_int(a, p, "subsets", 0, 1, nviews, &subsets, err)))
+		return rc;
+	ap->subsets = (int)subsets;
+	if ((rc = jf_bool(a, p, "nonnegative", 0, &ap->nonnegative, err)) ||
+	    (rc = jf_str(a, p, "window", 0, 32, &window, err)))
+		return rc;
+	if (window && rc_filter_window_parse(window, &ap->window))
+		return rc_fail(err, RC_EINVAL, "algorithm.window",
+			       "algorithm.window must be one of ram-lak, shepp-logan, hann (got \"%s\")", window);
+	if ((rc = jf_num(a, p, "cutoff", 0, 0, 1, 1, &ap->cutoff, err)) ||
+	    (rc = jf_str(a, p, "scan", 0, 16, &scan, err)))
+		return rc;
+	if (scan) {
+		if (!strcmp(scan, "auto"))
+			ap->scan = RC_SCAN_AUTO;
+		else if (!strcmp(scan, "full"))
+			ap->scan = RC_SCAN_FULL;
+		else if (!strcmp(scan, "short"))
+			ap->scan = RC_SCAN_SHORT;
+		else
+			return rc_fail(err, RC_EINVAL, "algorithm.scan",
+				       "algorithm.scan must be one of auto, full, short (got \"%s\")", scan);
+	}
+	return 0;
+}
+
+static int parse_execution(const json_t *e, rc_recon_spec *r, rc_err *err)
+{
+	static const char *const keys[] = { "engine", "precision", "threads", NULL };
+	static const char *const engines[] = { "auto", "cpu", "opencl", "cuda", "tensor", "trigeneous", NULL };
+	const char *p = "execution";
+	const char *engine = NULL, *prec = NULL;
+	long long threads = 0;
+	int rc;
+	if ((rc = jf_check_keys(e, p, keys, err)) || (rc = jf_str(e, p, "engine", 0, 15, &engine, err)) ||
+	    (rc = jf_str(e, p, "precision", 0, 7, &prec, err)) ||
+	    (rc = jf_int(e, p, "threads", 0, 0, 1024, &threads, err)))
+		return rc;
+	if (engine) {
+		int ok = 0;
+		for (const char *const *n = engines; *n; n++)
+			ok |= !strcmp(*n, engine);
+		if (!ok)
+			return rc_fail(err, RC_EINVAL, "execution.engine",
+				       "execution.engine must be one of auto, cpu, opencl, cuda, tensor, trigeneous (got \"%s\")",
+				       engine);
+		snprintf(r->engine, sizeof r->engine, "%s", engine);
+	}
+	if (prec) {
+		if (strcmp(prec, "fp32") && strcmp(prec, "mixed"))
+			return rc_fail(err, RC_EINVAL, "execution.precision",
+				       "execution.precision must be fp32 or mixed (got \"%s\")", prec);
+		snprintf(r->precision, sizeof r->precision, "%s", prec);
+	}
+	r->threads = (int)threads;
+	return 0;
+}
+
+static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_err *err)
+{
+	static const char *const keys[] = { "label", "geometry", "volume", "algorithm", "execution",
+					    "priority", "autostart", NULL };
+	json_t *g, *v, *a, *e;
+	const char *label = "";
+	long long prio = 5;
+	int rc;
+	if (!json_is_object(root))
+		return rc_fail(err, RC_EINVAL, "json", "the job spec must be a JSON object");
+	if ((rc = jf_check_keys(root, "", keys, err)) || (rc = jf_str(root, "", "label", 0, SPEC_LABEL_MAX, &label, err)) ||
+	    (rc = jf_int(root, "", "priority", 0, 0, 9, &prio, err)) ||
+	    (rc = jf_bool(root, "", "autostart", 0, &s->autostart, err)))
+		return rc;
+	snprintf(s->label, sizeof s->label, "%s", label);
+	s->priority = (int)prio;
+	/* The volume first: fan/parallel take their slice count from it. */
+	if ((rc = jf_obj(root, "", "volume", 1, &v, err)) || (rc = parse_volume(v, &s->r.vol, err)))
+		return rc;
+	if ((rc = jf_obj(root, "", "geometry", 1, &g, err)) || (rc = parse_geometry(g, s, s->r.vol.nz, err)))
+		return rc;
+	if ((rc = jf_obj(root, "", "algorithm", 1, &a, err)) || (rc = parse_algorithm(a, s->nviews, &s->r.algo, err)))
+		return rc;
+	if ((rc = jf_obj(root, "", "execution", 0, &e, err)) || (e && (rc = parse_execution(e, &s->r, err))))
+		return rc;
+
+	s->r.limits.max_bytes = max_bytes;
+	rc_geom *geom = NULL;
+	if ((rc = rc_geom_new(&s->r.geom, &s->r.vol, &s->r.limits, &geom, err)))
+		return rc;
+	s->nu = s->r.geom.det.nu;
+	s->rows = rc_geom_is_2d(geom) ? s->r.vol.nz : s->r.geom.det.nv;
+	s->view_stride = rc_geom_view_stride(geom);
+	s->row_stride = rc_geom_row_stride(geom);
+	s->view_bytes = 4 * (uint64_t)rc_geom_view_count(geom);
+	s->proj_bytes = 4 * (uint64_t)rc_geom_proj_count(geom);
+	s->vol_bytes = 4 * (uint64_t)rc_volume_count(&s->r.vol);
+	rc_geom_free(geom);
+	return 0;
+}
+
+int job_spec_parse(const char *buf, size_t len, uint64_t max_bytes, job_spec **ret, rc_err *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return rc_fail(err, RC_EINVAL, "json", "the body is not valid JSON: %s (line %d, column %d)",
+			       jerr.text, jerr.line, jerr.column);
+	job_spec *s = calloc(1, sizeof *s);
+	int rc;
+	if (!s) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
+		goto out_decref;
+	}
+	rc_recon_spec_default(&s->r);
+	rc = parse_root(root, max_bytes, s, err);
+	if (rc) {
+		job_spec_free(s);
+		goto out_decref;
+	}
+	*ret = s;
+out_decref:
+	json_decref(root);
+	return rc;
+}
+
+void job_spec_free(job_spec *s)
+{
+	if (!s)
+		return;
+	free(s->angles);
+	free(s->matrices);
+	free(s);
+}

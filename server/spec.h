@@ -1,0 +1,55 @@
+/*
+ * spec: the job spec (JSON, api/openapi.yaml JobSpec) parsed and validated
+ * into rc_recon_spec plus what the server needs around it (label, priority,
+ * autostart, byte sizes of a view, the stack and the volume).
+ *
+ * Invariants of a parsed job_spec: every field was type- and range-checked
+ * with a message naming it, unknown keys were rejected, and rc_geom_new
+ * accepted the geometry under the memory cap.  r.geom.angles_deg and
+ * r.geom.matrices point into storage owned by the job_spec.
+ *
+ * The same parser runs in the daemon (POST /v1/jobs) and in the worker
+ * (spec.json of the job directory), so both agree on every size.
+ */
+#ifndef RC_SPEC_H
+#define RC_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recon.h"
+
+#define SPEC_LABEL_MAX 128
+#define SPEC_MAX_VIEWS 100000
+
+typedef struct job_spec {
+	rc_recon_spec r;
+	char label[SPEC_LABEL_MAX + 1];
+	int priority;          /* 0..9, higher first */
+	int autostart;
+	int nviews;
+	int rows;              /* detector rows per view: nv, or nz for fan/parallel */
+	int nu;
+	uint64_t view_stride;  /* floats between views k and k+1 (geometry.h layout) */
+	uint64_t row_stride;   /* floats between rows j and j+1 of one view */
+	uint64_t view_bytes;   /* bytes of one view upload: rows * nu * 4 */
+	uint64_t proj_bytes;   /* bytes of the whole stack */
+	uint64_t vol_bytes;    /* bytes of the raw volume */
+	double *angles;        /* owned */
+	double *matrices;      /* owned */
+} job_spec;
+
+/* Parses and validates len bytes of JSON.  max_bytes caps projections +
+ * volume (0 = no cap).  Errors: RC_EINVAL (field named, or field "" with a
+ * JSON syntax message: err->field is "json" for syntax errors), RC_ETOOBIG. */
+int job_spec_parse(const char *buf, size_t len, uint64_t max_bytes,
+		   job_spec **ret, rc_err *err);
+void job_spec_free(job_spec *s);
+
+/* File offset (bytes) of row j of view k in the stack. */
+static inline uint64_t job_spec_row_offset(const job_spec *s, int k, int j)
+{
+	return 4 * ((uint64_t)k * s->view_stride + (uint64_t)j * s->row_stride);
+}
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * store: the durable job table (SQLite, WAL, synchronous=FULL) and the spool
+ * directory {dir}/jobs/{id}/ with spec.json, projections.f32 (preallocated to
+ * its final size at creation) and volume.f32 (written by the worker).
+ *
+ * Durability contract: every function that changes state returns 0 only once
+ * the change is on disk: files and their directory fsynced before the row
+ * that refers to them is committed.  The per-view presence record is a bitmap
+ * in the job row; a view's bit is set only after its bytes were fsynced, and
+ * cleared (committed) before an acknowledged view is overwritten, so after any
+ * crash every bit that is set describes bytes that are on disk.
+ *
+ * Threads: one connection behind the store's mutex; any thread may call.
+ * Life cycle: store_open (creates the schema and directories), store_recover
+ * once at start, store_close.
+ */
+#ifndef RC_STORE_H
+#define RC_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rc_error.h"
+#include "spec.h"
+
+typedef enum job_state {
+	JOB_CREATED = 0,
+	JOB_RECEIVING,
+	JOB_QUEUED,
+	JOB_RUNNING,
+	JOB_SUCCEEDED,
+	JOB_FAILED,
+	JOB_CANCELLED,
+	JOB_NSTATES
+} job_state;
+
+#define JOB_BIT(s) (1u << (s))
+#define JOB_UPLOADABLE (JOB_BIT(JOB_CREATED) | JOB_BIT(JOB_RECEIVING))
+#define JOB_FINAL (JOB_BIT(JOB_SUCCEEDED) | JOB_BIT(JOB_FAILED) | JOB_BIT(JOB_CANCELLED))
+
+const char *job_state_name(job_state s);
+int job_state_parse(const char *s, job_state *ret);
+
+typedef struct job_row {
+	char id[37];
+	job_state state;
+	char label[SPEC_LABEL_MAX + 1];
+	int priority, autostart, cancel_requested;
+	double created, updated, queued, started, finished; /* unix seconds; 0 = not yet */
+	int views_expected, views_present;
+	int nu, rows;
+	uint64_t view_stride, row_stride;   /* floats */
+	uint64_t view_bytes, proj_bytes, vol_bytes;
+	char error_code[32];
+	char error_message[512];
+	char *summary;   /* JSON text, owned */
+	char *report;    /* JSON text from the worker (plan, engine, ...), owned; NULL = none */
+	uint8_t *present;/* bitmap of views_expected bits, owned; only with store_get(..., 1) */
+} job_row;
+
+void job_row_clear(job_row *r);
+
+typedef struct store store;
+
+int store_open(const char *dir, store **ret, rc_err *err);
+void store_close(store *st);
+const char *store_dir(const store *st);
+/* {dir}/jobs/{id}[/name] into buf. */
+void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n);
+
+/* Re-queues running jobs, removes spool directories without a row and rows
+ * whose directory vanished (marked failed).  Counts may be NULL. */
+int store_recover(store *st, int *requeued, int *orphans, rc_err *err);
+
+/* Creates the spool directory (spec.json, preallocated projections.f32) and
+ * the row, in state created.  summary is JSON text kept with the row. */
+int store_create(store *st, const char *id, const job_spec *spec, const char *spec_json,
+		 size_t spec_len, const char *summary, rc_err *err);
+
+/* Loads a job (RC_ENOTFOUND when there is none). */
+int store_get(store *st, const char *id, int with_bitmap, job_row *out, rc_err *err);
+
+/* Newest first; state < 0 = all.  *rows is an array of *n rows (free each
+ * with job_row_clear, then free the array). */
+int store_list(store *st, int state, int limit, int offset, job_row **rows, int *n,
+	       int *total, rc_err *err);
+
+/* Counts of jobs by state. */
+int store_counts(store *st, int counts[JOB_NSTATES], rc_err *err);
+
+/* Marks views [first, last) absent (before they are overwritten).  Fails
+ * with RC_ESTATE when the job is not in an uploadable state. */
+int store_views_clear(store *st, const char *id, int first, int last, rc_err *err);
+/* Marks views [first, last) present after their bytes were fsynced; the job
+ * goes created -> receiving, and to queued when every view is present and
+ * autostart is set.  RC_ESTATE when the job is no longer uploadable.
+ * *ret_state (may be NULL) gets the new state. */
+int store_views_set(store *st, const char *id, int first, int last, job_state *ret_state, rc_err *err);
+
+/* POST start: queued when every view is present.  RC_ESTATE with a message
+ * otherwise; *ret_changed says whether the state changed. */
+int store_start(store *st, const char *id, int *ret_changed, rc_err *err);
+
+/* The next job to run (priority, then first queued); moves it to running.
+ * Returns RC_ENOTFOUND when the queue is empty. */
+int store_take_next(store *st, char id[37], rc_err *err);
+int store_queue_depth(store *st);
+
+/* Cancel: created/receiving/queued -> cancelled; running -> cancel_requested.
+ * *ret_state gets the state after the call. */
+int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err);
+
+/* running -> state (succeeded, failed, cancelled, or queued when the daemon
+ * stops), with the error and the worker's report (both may be NULL). */
+int store_finish(store *st, const char *id, job_state state, const char *err_code,
+		 const char *err_msg, const char *report, rc_err *err);
+
+/* Removes a finished job: row first, then its files.  RC_ESTATE when the job
+ * has not finished. */
+int store_delete(store *st, const char *id, rc_err *err);
+
+/* Deletes finished jobs whose finish time is older than now - retention_s;
+ * ids of deleted jobs are not reported, only the count. */
+int store_expire(store *st, double retention_s, int *ret_n, rc_err *err);
+
+/* fsync helpers shared with the upload and worker code. */
+int store_fsync_dir(const char *path);
+int store_write_file_durable(const char *dir, const char *name, const void *buf, size_t len, rc_err *err);
+
+double store_now(void);
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * Tests of server/spec.c: a valid spec of each geometry type parses to the
+ * numbers it says, and a table of bad specs each fails with RC_EINVAL (or
+ * RC_ETOOBIG) naming the field at fault.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "spec.h"
+
+#define CONE_GEOM "\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000, \"source_detector_mm\": 1500," \
+	" \"angles\": {\"start_deg\": 0, \"step_deg\": 2, \"count\": 180}," \
+	" \"detector\": {\"nu\": 64, \"nv\": 48, \"du_mm\": 1.0, \"dv_mm\": 1.0}}"
+#define VOL "\"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 16, \"voxel_mm\": [0.5, 0.5, 0.5]}"
+#define ALG "\"algorithm\": {\"name\": \"sart\", \"iterations\": 3, \"relaxation\": 0.5}"
+
+static int parse(const char *json, uint64_t cap, job_spec **s, rc_err *err)
+{
+	rc_err_clear(err);
+	return job_spec_parse(json, strlen(json), cap, s, err);
+}
+
+static void test_cone_ok(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	const char *j = "{\"label\": \"phantom\", " CONE_GEOM ", " VOL ", " ALG
+			", \"execution\": {\"engine\": \"cpu\"}, \"priority\": 7, \"autostart\": true}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_string_equal(s->label, "phantom");
+	assert_int_equal(s->priority, 7);
+	assert_int_equal(s->autostart, 1);
+	assert_int_equal(s->nviews, 180);
+	assert_int_equal(s->rows, 48);
+	assert_int_equal(s->nu, 64);
+	assert_true(s->view_bytes == 64u * 48u * 4u);
+	assert_true(s->proj_bytes == 180u * 64u * 48u * 4u);
+	assert_true(s->vol_bytes == 32u * 32u * 16u * 4u);
+	assert_true(s->angles[179] == 358.0);
+	assert_int_equal(s->r.algo.name, RC_ALGO_SART);
+	assert_int_equal(s->r.algo.iterations, 3);
+	assert_true(s->r.algo.relaxation == 0.5);
+	assert_string_equal(s->r.engine, "cpu");
+	assert_true(job_spec_row_offset(s, 2, 1) == 4u * (2u * 64u * 48u + 64u));
+	job_spec_free(s);
+}
+
+static void test_parallel_layout(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	const char *j = "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0, 45, 90, 135],"
+			" \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", \"algorithm\": {\"name\": \"cgls\"}}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_int_equal(s->nviews, 4);
+	assert_int_equal(s->rows, 16); /* one row per slice */
+	assert_true(s->view_bytes == 40u * 16u * 4u);
+	/* [slice][view][u]: row j of view k at (j * nviews + k) * nu floats */
+	assert_true(job_spec_row_offset(s, 3, 2) == 4u * (2u * 4u * 40u + 3u * 40u));
+	assert_int_equal(s->priority, 5);
+	assert_int_equal(s->autostart, 0);
+	job_spec_free(s);
+}
+
+static void test_matrices_ok(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	/* Two views of the cone above at 0 and 90 degrees, D=1000, S=1500, 1 mm pixels, 32x32 detector. */
+	const char *j = "{\"geometry\": {\"type\": \"matrices\", \"detector\": {\"nu\": 32, \"nv\": 32},"
+			" \"matrices\": [[15.5, 1500, 0, -15500, 15.5, 0, 1500, -15500, 1, 0, 0, -1000],"
+			" [-1500, 15.5, 0, -15500, 0, 15.5, 1500, -15500, 0, 1, 0, -1000]]},"
+			" \"volume\": {\"nx\": 16, \"ny\": 16, \"nz\": 16, \"voxel_mm\": 0.5}, \"algorithm\": {\"name\": \"sirt\"}}";
+	int rc = parse(j, 0, &s, &err);
+	if (rc)
+		print_error("%s: %s\n", err.field, err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(s->nviews, 2);
+	assert_true(s->proj_bytes == 2u * 32u * 32u * 4u);
+	job_spec_free(s);
+}
+
+struct bad_case {
+	const char *name;
+	const char *json;
+	int code;
+	const char *field; /* substring expected in err.field */
+};
+
+#define G_ANG(a) "\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000, \"source_detector_mm\": 1500," \
+	" \"angles\": " a ", \"detector\": {\"nu\": 64, \"nv\": 48, \"du_mm\": 1.0, \"dv_mm\": 1.0}}"
+#define G_DET(d) "\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000, \"source_detector_mm\": 1500," \
+	" \"angles\": {\"start_deg\": 0, \"step_deg\": 2, \"count\": 180}, \"detector\": " d "}"
+#define G_SID(x) "\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": " x ", \"source_detector_mm\": 1500," \
+	" \"angles\": {\"start_deg\": 0, \"step_deg\": 2, \"count\": 180}," \
+	" \"detector\": {\"nu\": 64, \"nv\": 48, \"du_mm\": 1.0, \"dv_mm\": 1.0}}"
+
+static const struct bad_case bad[] = {
+	{ "not json", "{\"label\": ", RC_EINVAL, "json" },
+	{ "not an object", "[1, 2]", RC_EINVAL, "json" },
+	{ "duplicate key", "{\"label\": \"a\", \"label\": \"b\", " CONE_GEOM ", " VOL ", " ALG "}", RC_EINVAL, "json" },
+	{ "NaN literal", "{" G_SID("NaN") ", " VOL ", " ALG "}", RC_EINVAL, "json" },
+	{ "overflowing number", "{" G_SID("1e999") ", " VOL ", " ALG "}", RC_EINVAL, "json" },
+	{ "negative distance", "{" G_SID("-5") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
+	{ "zero distance", "{" G_SID("0") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
+	{ "huge distance", "{" G_SID("1e300") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
+	{ "distance as string", "{" G_SID("\"1000\"") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
+	{ "source inside the volume", "{" G_SID("2") ", " VOL ", " ALG "}", RC_EINVAL, "geometry" },
+	{ "unknown algorithm", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"art\"}}", RC_EINVAL, "algorithm.name" },
+	{ "unknown engine", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"engine\": \"gpu\"}}", RC_EINVAL, "execution.engine" },
+	{ "unknown precision", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"precision\": \"fp64\"}}", RC_EINVAL, "execution.precision" },
+	{ "unknown top key", "{" CONE_GEOM ", " VOL ", " ALG ", \"priorty\": 3}", RC_EINVAL, "priorty" },
+	{ "unknown nested key", "{" G_DET("{\"nu\": 64, \"nv\": 48, \"du_mm\": 1, \"dv_mm\": 1, \"pitch\": 2}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.pitch" },
+	{ "missing geometry", "{" VOL ", " ALG "}", RC_EINVAL, "geometry" },
+	{ "missing volume", "{" CONE_GEOM ", " ALG "}", RC_EINVAL, "volume" },
+	{ "missing algorithm", "{" CONE_GEOM ", " VOL "}", RC_EINVAL, "algorithm" },
+	{ "unknown type", "{\"geometry\": {\"type\": \"helical\", \"detector\": {\"nu\": 4}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.type" },
+	{ "nu zero", "{" G_DET("{\"nu\": 0, \"nv\": 48, \"du_mm\": 1, \"dv_mm\": 1}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.nu" },
+	{ "nu real", "{" G_DET("{\"nu\": 64.5, \"nv\": 48, \"du_mm\": 1, \"dv_mm\": 1}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.nu" },
+	{ "nu huge", "{" G_DET("{\"nu\": 10000000000, \"nv\": 48, \"du_mm\": 1, \"dv_mm\": 1}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.nu" },
+	{ "du negative", "{" G_DET("{\"nu\": 64, \"nv\": 48, \"du_mm\": -1, \"dv_mm\": 1}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.du_mm" },
+	{ "dv missing", "{" G_DET("{\"nu\": 64, \"nv\": 48, \"du_mm\": 1}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.dv_mm" },
+	{ "count zero", "{" G_ANG("{\"start_deg\": 0, \"step_deg\": 1, \"count\": 0}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.angles.count" },
+	{ "count huge", "{" G_ANG("{\"start_deg\": 0, \"step_deg\": 1, \"count\": 100000000}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.angles.count" },
+	{ "angles not object", "{" G_ANG("[0, 1]") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.angles" },
+	{ "angle list bad element", "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0, \"x\"], \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.angles_deg[1]" },
+	{ "both angle forms", "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0], \"angles\": {\"start_deg\": 0, \"step_deg\": 1, \"count\": 2}, \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.angles" },
+	{ "distance on parallel", "{\"geometry\": {\"type\": \"parallel\", \"source_isocenter_mm\": 5, \"angles_deg\": [0], \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
+	{ "slices mismatch", "{\"geometry\": {\"type\": \"parallel\", \"slices\": 3, \"angles_deg\": [0], \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.slices" },
+	{ "matrix short", "{\"geometry\": {\"type\": \"matrices\", \"detector\": {\"nu\": 8, \"nv\": 8}, \"matrices\": [[1, 2, 3]]}, " VOL ", " ALG "}", RC_EINVAL, "geometry.matrices[0]" },
+	{ "matrix singular", "{\"geometry\": {\"type\": \"matrices\", \"detector\": {\"nu\": 8, \"nv\": 8}, \"matrices\": [[0,0,0,1,0,0,0,1,0,0,0,1]]}, " VOL ", " ALG "}", RC_EINVAL, "geometry" },
+	{ "voxel zero", "{" CONE_GEOM ", \"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 16, \"voxel_mm\": 0}, " ALG "}", RC_EINVAL, "volume.voxel_mm" },
+	{ "voxel two numbers", "{" CONE_GEOM ", \"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 16, \"voxel_mm\": [1, 1]}, " ALG "}", RC_EINVAL, "volume.voxel_mm" },
+	{ "nx negative", "{" CONE_GEOM ", \"volume\": {\"nx\": -1, \"ny\": 32, \"nz\": 16, \"voxel_mm\": 1}, " ALG "}", RC_EINVAL, "volume.nx" },
+	{ "iterations zero", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"iterations\": 0}}", RC_EINVAL, "algorithm.iterations" },
+	{ "fdk iterations", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"iterations\": 5}}", RC_EINVAL, "algorithm.iterations" },
+	{ "relaxation 2", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"relaxation\": 2}}", RC_EINVAL, "algorithm.relaxation" },
+	{ "subsets > views", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"subsets\": 181}}", RC_EINVAL, "algorithm.subsets" },
+	{ "window unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"window\": \"box\"}}", RC_EINVAL, "algorithm.window" },
+	{ "priority high", "{" CONE_GEOM ", " VOL ", " ALG ", \"priority\": 10}", RC_EINVAL, "priority" },
+	{ "autostart string", "{" CONE_GEOM ", " VOL ", " ALG ", \"autostart\": \"yes\"}", RC_EINVAL, "autostart" },
+	{ "label number", "{\"label\": 5, " CONE_GEOM ", " VOL ", " ALG "}", RC_EINVAL, "label" },
+	{ "memory cap", "{" CONE_GEOM ", \"volume\": {\"nx\": 4096, \"ny\": 4096, \"nz\": 4096, \"voxel_mm\": 0.001}, " ALG "}", RC_ETOOBIG, "" },
+};
+
+static void test_bad(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		job_spec *s = NULL;
+		rc_err err;
+		int rc = parse(bad[i].json, 1ull << 30, &s, &err);
+		if (rc != bad[i].code || !strstr(err.field, bad[i].field) || !err.msg[0]) {
+			print_error("case \"%s\": rc %d field \"%s\" msg \"%s\" (want %d, field ~ \"%s\")\n",
+				    bad[i].name, rc, err.field, err.msg, bad[i].code, bad[i].field);
+			fail();
+		}
+		assert_null(s);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cone_ok),
+		cmocka_unit_test(test_parallel_layout),
+		cmocka_unit_test(test_matrices_ok),
+		cmocka_unit_test(test_bad),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,211 @@
+/*
+ * Tests of server/store.c: the job life cycle through the store (views,
+ * autostart, start, queue order, cancel, finish, delete, expiry) and
+ * recovery after a crash (running jobs re-queued, partial uploads kept with
+ * their presence record, orphan spool directories removed).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "spec.h"
+#include "store.h"
+
+static const char *spec_json(int prio, int autostart)
+{
+	static char buf[1024];
+	snprintf(buf, sizeof buf,
+		 "{\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000, \"source_detector_mm\": 1500,"
+		 " \"angles\": {\"start_deg\": 0, \"step_deg\": 30, \"count\": 12},"
+		 " \"detector\": {\"nu\": 16, \"nv\": 8, \"du_mm\": 1, \"dv_mm\": 1}},"
+		 " \"volume\": {\"nx\": 8, \"ny\": 8, \"nz\": 4, \"voxel_mm\": 1},"
+		 " \"algorithm\": {\"name\": \"sirt\"}, \"priority\": %d, \"autostart\": %s}",
+		 prio, autostart ? "true" : "false");
+	return buf;
+}
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/test_store.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void create(store *st, const char *id, int prio, int autostart)
+{
+	job_spec *s = NULL;
+	rc_err err;
+	const char *j = spec_json(prio, autostart);
+	assert_int_equal(job_spec_parse(j, strlen(j), 0, &s, &err), 0);
+	assert_int_equal(store_create(st, id, s, j, strlen(j), "{}", &err), 0);
+	job_spec_free(s);
+}
+
+static job_state state_of(store *st, const char *id)
+{
+	job_row r;
+	assert_int_equal(store_get(st, id, 0, &r, NULL), 0);
+	job_state s = r.state;
+	job_row_clear(&r);
+	return s;
+}
+
+#define ID1 "11111111-1111-4111-8111-111111111111"
+#define ID2 "22222222-2222-4222-8222-222222222222"
+#define ID3 "33333333-3333-4333-8333-333333333333"
+
+static void test_lifecycle(void **state)
+{
+	(void)state;
+	store *st = NULL;
+	rc_err err;
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	create(st, ID1, 5, 0);
+	char path[512];
+	struct stat sb;
+	store_job_path(st, ID1, "projections.f32", path, sizeof path);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal((long)sb.st_size, 12 * 16 * 8 * 4); /* preallocated */
+
+	job_row r;
+	assert_int_equal(store_get(st, ID1, 1, &r, &err), 0);
+	assert_int_equal(r.state, JOB_CREATED);
+	assert_int_equal(r.views_expected, 12);
+	assert_true(r.view_bytes == 16 * 8 * 4);
+	job_row_clear(&r);
+
+	int changed;
+	assert_int_equal(store_start(st, ID1, &changed, &err), RC_ESTATE); /* no views yet */
+	job_state ns;
+	assert_int_equal(store_views_set(st, ID1, 3, 4, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RECEIVING);
+	assert_int_equal(store_views_set(st, ID1, 12, 13, &ns, &err), RC_EINVAL);
+	assert_int_equal(store_views_set(st, ID1, 0, 12, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RECEIVING); /* no autostart */
+	assert_int_equal(store_views_clear(st, ID1, 5, 6, &err), 0);
+	assert_int_equal(store_start(st, ID1, &changed, &err), RC_ESTATE); /* view 5 missing */
+	assert_non_null(strstr(err.msg, "missing 1"));
+	assert_int_equal(store_views_set(st, ID1, 5, 6, &ns, &err), 0);
+	assert_int_equal(store_start(st, ID1, &changed, &err), 0);
+	assert_int_equal(changed, 1);
+	assert_int_equal(state_of(st, ID1), JOB_QUEUED);
+	assert_int_equal(store_views_set(st, ID1, 0, 1, &ns, &err), RC_ESTATE); /* queued: no uploads */
+
+	/* Queue order: priority first, then first queued. */
+	create(st, ID2, 5, 1);
+	create(st, ID3, 9, 1);
+	assert_int_equal(store_views_set(st, ID2, 0, 12, &ns, &err), 0);
+	assert_int_equal(ns, JOB_QUEUED); /* autostart */
+	assert_int_equal(store_views_set(st, ID3, 0, 12, &ns, &err), 0);
+	assert_int_equal(store_queue_depth(st), 3);
+	char id[37];
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_string_equal(id, ID3);
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_string_equal(id, ID1);
+
+	/* Cancel: a running job only gets the request; a queued one is cancelled. */
+	assert_int_equal(store_cancel(st, ID1, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RUNNING);
+	assert_int_equal(store_cancel(st, ID2, &ns, &err), 0);
+	assert_int_equal(ns, JOB_CANCELLED);
+	assert_int_equal(store_take_next(st, id, &err), RC_ENOTFOUND);
+
+	assert_int_equal(store_finish(st, ID1, JOB_CANCELLED, "cancelled", "by request", NULL, &err), 0);
+	assert_int_equal(store_finish(st, ID3, JOB_SUCCEEDED, NULL, NULL, "{\"engine\":\"cpu\"}", &err), 0);
+	assert_int_equal(store_get(st, ID3, 0, &r, &err), 0);
+	assert_string_equal(r.report, "{\"engine\":\"cpu\"}");
+	assert_true(r.finished >= r.started && r.started > 0);
+	job_row_clear(&r);
+
+	/* Delete removes row and files; unfinished jobs cannot be deleted. */
+	create(st, "44444444-4444-4444-8444-444444444444", 5, 0);
+	assert_int_equal(store_delete(st, "44444444-4444-4444-8444-444444444444", &err), RC_ESTATE);
+	assert_int_equal(store_delete(st, ID3, &err), 0);
+	assert_int_equal(store_get(st, ID3, 0, &r, &err), RC_ENOTFOUND);
+	store_job_path(st, ID3, NULL, path, sizeof path);
+	assert_int_not_equal(stat(path, &sb), 0);
+
+	/* Expiry: finished jobs older than the retention go. */
+	int n;
+	assert_int_equal(store_expire(st, 3600, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_expire(st, -1, &n, &err), 0);
+	assert_int_equal(n, 2); /* ID1, ID2 */
+	job_row *rows;
+	int cnt, total;
+	assert_int_equal(store_list(st, -1, 10, 0, &rows, &cnt, &total, &err), 0);
+	assert_int_equal(total, 1);
+	for (int i = 0; i < cnt; i++)
+		job_row_clear(&rows[i]);
+	free(rows);
+	store_close(st);
+}
+
+static void test_recovery(void **state)
+{
+	(void)state;
+	store *st = NULL;
+	rc_err err;
+	job_state ns;
+	char id[37];
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	create(st, ID1, 5, 1);
+	create(st, ID2, 5, 0);
+	assert_int_equal(store_views_set(st, ID1, 0, 12, &ns, &err), 0);
+	assert_int_equal(store_take_next(st, id, &err), 0); /* ID1 running when "the daemon dies" */
+	assert_int_equal(store_views_set(st, ID2, 2, 5, &ns, &err), 0);
+	assert_int_equal(store_views_set(st, ID2, 9, 10, &ns, &err), 0);
+	store_close(st); /* no orderly shutdown: the rows stay as they were */
+
+	/* An orphan: a spool directory whose create never committed. */
+	char orphan[512];
+	snprintf(orphan, sizeof orphan, "%s/jobs/55555555-5555-4555-8555-555555555555", dir);
+	assert_int_equal(mkdir(orphan, 0750), 0);
+
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	int requeued, orphans;
+	assert_int_equal(store_recover(st, &requeued, &orphans, &err), 0);
+	assert_int_equal(requeued, 1);
+	assert_int_equal(orphans, 1);
+	struct stat sb;
+	assert_int_not_equal(stat(orphan, &sb), 0);
+	assert_int_equal(state_of(st, ID1), JOB_QUEUED);
+	job_row r;
+	assert_int_equal(store_get(st, ID2, 1, &r, &err), 0);
+	assert_int_equal(r.state, JOB_RECEIVING);
+	assert_int_equal(r.views_present, 4);
+	for (int k = 0; k < 12; k++)
+		assert_int_equal((r.present[k >> 3] >> (k & 7)) & 1, (k >= 2 && k < 5) || k == 9);
+	job_row_clear(&r);
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_string_equal(id, ID1);
+	store_close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
