@@ -35,7 +35,7 @@ static void show(watch_ctx *w, const rctl_job_view *v)
 	} else if (!w->a->json && !w->a->quiet && v->state && strcmp(v->state, w->last_state)) {
 		fprintf(stderr, "reconctl: %s\n", text);
 	}
-	if (v->state)
+	if (v->state && v->state != w->last_state) /* progress events borrow last_state */
 		snprintf(w->last_state, sizeof w->last_state, "%s", v->state);
 }
 
@@ -65,7 +65,8 @@ static int on_event(void *ctx, const char *event, const char *data)
 		stop = rctl_state_terminal(v.state);
 	}
 	json_decref(j);
-	return stop;
+	/* "deleted": the job is gone; the GET that follows reports it. */
+	return stop || !strcmp(event, "deleted");
 }
 
 int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id)
