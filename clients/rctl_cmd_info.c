@@ -132,8 +132,11 @@ int rctl_cmd_cancel(rctl_conn *c, const rctl_args *a)
 	if (a->json) {
 		rctl_print_json(j);
 	} else {
+		/* A running job answers 202 and stops within one iteration. */
 		rctl_job_view_of(j, &v);
-		printf("%s %s\n", a->pos[0], v.state ? v.state : "cancelled");
+		int pending = json_is_true(json_object_get(j, "cancel_requested")) &&
+			      !(v.state && !strcmp(v.state, "cancelled"));
+		printf("%s %s\n", a->pos[0], pending ? "cancelling" : v.state ? v.state : "cancelled");
 	}
 	json_decref(j);
 	return RCTL_EXIT_OK;
@@ -162,7 +165,7 @@ static void print_devices(json_t *body)
 {
 	json_t *items = rctl_list_items(body, "devices"), *d;
 	size_t i;
-	printf("%-12s  %-8s  %-10s  %10s  %s\n", "ID", "ENGINE", "STATE", "MEMORY MB", "NAME");
+	printf("%-32s  %-8s  %-12s  %10s  %s\n", "NAME", "ENGINE", "STATE", "MEMORY MB", "DEVICE ID");
 	json_array_foreach(items, i, d) {
 		json_t *mem = json_object_get(d, "memory_bytes");
 		if (!mem)
@@ -170,8 +173,8 @@ static void print_devices(json_t *body)
 		char mb[32] = "-";
 		if (json_is_number(mem))
 			snprintf(mb, sizeof mb, "%.0f", json_number_value(mem) / 1048576.0);
-		printf("%-12s  %-8s  %-10s  %10s  %s\n", str_or(d, "id", "-"),
-		       str_or(d, "engine", "-"), str_or(d, "state", "-"), mb, str_or(d, "name", "-"));
+		printf("%-32s  %-8s  %-12s  %10s  %s\n", str_or(d, "name", "-"),
+		       str_or(d, "engine", "-"), str_or(d, "state", "-"), mb, str_or(d, "device_id", "-"));
 	}
 }
 

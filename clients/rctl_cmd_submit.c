@@ -1,8 +1,10 @@
 /*
  * submit: POST the spec, stream the projection file to the job, then queue
  * it (unless the spec autostarts or --no-start).  A job whose upload failed
- * is deleted again, so that a failed submit leaves nothing behind; the job id
- * goes to stdout only once everything worked.
+ * is removed again (DELETE cancels it, a second DELETE removes the cancelled
+ * job; with tokens that needs the admin role, else it stays cancelled), so
+ * that a failed submit leaves nothing running or half-made behind; the job
+ * id goes to stdout only once everything worked.
  */
 #include "rctl_cmd.h"
 
@@ -28,6 +30,19 @@ static int open_projections(const char *path, FILE **ret_fp, uint64_t *ret_size)
 	*ret_fp = fp;
 	*ret_size = (uint64_t)st.st_size;
 	return 0;
+}
+
+static void discard_job(rctl_conn *c, const char *id)
+{
+	char path[128];
+	rctl_fail tmp;
+	snprintf(path, sizeof path, "/v1/jobs/%s", id);
+	if (rctl_request(c, "DELETE", path, NULL, NULL, &tmp) < 0)
+		fprintf(stderr, "reconctl: upload failed; job %s is left as it is\n", id);
+	else if (rctl_request(c, "DELETE", path, NULL, NULL, &tmp) < 0)
+		fprintf(stderr, "reconctl: upload failed; job %s cancelled\n", id);
+	else
+		fprintf(stderr, "reconctl: upload failed; job %s removed\n", id);
 }
 
 int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
@@ -72,12 +87,7 @@ int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
 	rctl_progress_init(&pb, "upload", rctl_show_progress(a));
 	snprintf(path, sizeof path, "/v1/jobs/%s/projections", id);
 	if (rctl_upload(c, path, fp, size, &pb, NULL, &f) < 0) {
-		rctl_fail tmp;
-		snprintf(path, sizeof path, "/v1/jobs/%s", id);
-		if (rctl_request(c, "DELETE", path, NULL, NULL, &tmp) == 0)
-			fprintf(stderr, "reconctl: upload failed; job %s deleted\n", id);
-		else
-			fprintf(stderr, "reconctl: upload failed; job %s is left in the store\n", id);
+		discard_job(c, id);
 		goto out_fail;
 	}
 

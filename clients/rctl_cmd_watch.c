@@ -65,7 +65,8 @@ static int on_event(void *ctx, const char *event, const char *data)
 		stop = rctl_state_terminal(v.state);
 	}
 	json_decref(j);
-	return stop;
+	/* "deleted": the job is gone; the GET that follows reports it. */
+	return stop || !strcmp(event, "deleted");
 }
 
 int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id)

@@ -7,17 +7,23 @@
  */
 #include "engine_cuda.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void rc_cuda_options_default(rc_cuda_options *o)
 {
 	memset(o, 0, sizeof *o);
-	o->interp = RC_CUDA_INTERP_HW;
+	o->fp_interp = RC_CUDA_INTERP_AUTO;
+	o->bp_interp = RC_CUDA_INTERP_AUTO;
 	o->views_per_launch = 32;
 }
 
 #ifndef RC_HAVE_CUDA
+
+void *rc_cuda_host_alloc(size_t bytes) { return malloc(bytes); }
+void rc_cuda_host_free(void *p) { free(p); }
 
 static int no_cuda(rc_err *err)
 {
@@ -75,6 +81,37 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g,
 #include <cuda_runtime_api.h>
 
 int rc_engine_cuda_built(void) { return 1; }
+
+/* A small header in front of the block says how it was allocated, so that
+ * rc_cuda_host_free needs no bookkeeping (64 bytes keep the alignment). */
+#define HOST_HDR 64
+
+void *rc_cuda_host_alloc(size_t bytes)
+{
+	unsigned char *p = NULL;
+	int pinned = 0;
+	if (bytes > SIZE_MAX - HOST_HDR)
+		return NULL;
+	if (rc_engine_cuda_count() > 0 && cudaMallocHost((void **)&p, bytes + HOST_HDR) == cudaSuccess)
+		pinned = 1;
+	else
+		(void)cudaGetLastError();
+	if (!pinned && !(p = aligned_alloc(HOST_HDR, (bytes + 2 * HOST_HDR - 1) / HOST_HDR * HOST_HDR)))
+		return NULL;
+	p[0] = (unsigned char)pinned;
+	return p + HOST_HDR;
+}
+
+void rc_cuda_host_free(void *q)
+{
+	if (!q)
+		return;
+	unsigned char *p = (unsigned char *)q - HOST_HDR;
+	if (p[0])
+		(void)cudaFreeHost(p);
+	else
+		free(p);
+}
 
 int rc_engine_cuda_count(void)
 {

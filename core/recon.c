@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "engine_cpu.h"
+#include "tensor.h"
 
 void rc_recon_spec_default(rc_recon_spec *s)
 {
@@ -40,6 +41,12 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (rc)
 		goto out;
+	/* the tensor path (paper 001): asked for, or a 2-D CGLS job left to auto */
+	if (!strcmp(s->engine, "tensor") ||
+	    (!strcmp(s->engine, "auto") && rc_geom_is_2d(g) && s->algo.name == RC_ALGO_CGLS)) {
+		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
+		goto out;
+	}
 	if (strcmp(s->engine, "auto") && strcmp(s->engine, "cpu")) {
 		rc = rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 			     "execution.engine \"%s\" is not available in this build", s->engine);

@@ -22,6 +22,7 @@ typedef struct rc_recon_spec {
 	int threads;         /* CPU threads, 0 = all cores */
 	rc_limits limits;
 	const char *model_dir; /* where fitted performance models are kept; NULL = none */
+	const char *cache_dir; /* tensor: system matrices cached per geometry; NULL = none */
 } rc_recon_spec;
 
 /* What ran, for the job's status: per device, the views of each task, the

@@ -23,7 +23,7 @@ EXTRA_CORE_OBJS += $(CUDA_OBJS)
 CPPFLAGS     += -DRC_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 LDLIBS       += -L$(CUDA_HOME)/lib64 -lcudart -lcusparse -Wl,-rpath,$(CUDA_HOME)/lib64 -lstdc++
 
-$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh) $(GEN_HEADERS)
+$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh) core/cuda_kernels.h $(GEN_HEADERS)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -Icore -Ikernels/cuda -I$(BUILD)/gen -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -DRC_HAVE_CUDA=1 -Icore -Ikernels/cuda -I$(BUILD)/gen -c $< -o $@
 endif

@@ -8,7 +8,7 @@ pkgs=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev
   libnifti2-dev nettle-dev
-  python3 python3-yaml python3-jsonschema curl
+  python3 python3-yaml python3-jsonschema curl jq
 )
 missing=()
 for p in "${pkgs[@]}"; do

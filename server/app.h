@@ -13,7 +13,7 @@
 #include "auth.h"
 #include "config.h"
 #include "hub.h"
-#include "metrics.h"
+#include "prom.h"
 #include "runner.h"
 #include "store.h"
 

@@ -491,7 +491,7 @@ int store_list(store *st, int state, int limit, int offset, job_row **rows, int 
 	pthread_mutex_lock(&st->lock);
 	const char *sql = state < 0
 		? "SELECT " ROW_COLS " FROM jobs ORDER BY seq DESC LIMIT ? OFFSET ?"
-		: "SELECT " ROW_COLS " FROM jobs WHERE state=?3 ORDER BY seq DESC LIMIT ? OFFSET ?";
+		: "SELECT " ROW_COLS " FROM jobs WHERE state=?3 ORDER BY seq DESC LIMIT ?1 OFFSET ?2";
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "list");
 		goto out;

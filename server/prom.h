@@ -1,10 +1,10 @@
 /*
- * metrics: the daemon's counters for GET /metrics (Prometheus text format
+ * prom: the daemon's counters for GET /metrics (Prometheus text format
  * 0.0.4).  Counters are atomics or behind one mutex; gauges that the store
  * knows (jobs by state, queue depth) are read from it at scrape time.
  */
-#ifndef RC_METRICS_H
-#define RC_METRICS_H
+#ifndef RC_PROM_H
+#define RC_PROM_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
-/* metrics: counters and the Prometheus text rendering (metrics.h). */
-#include "metrics.h"
+/* prom: counters and the Prometheus text rendering (prom.h). */
+#include "prom.h"
 
 #include <pthread.h>
 #include <stdarg.h>

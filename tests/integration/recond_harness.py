@@ -1,0 +1,511 @@
+"""Shared machinery of the integration tests (tests/integration/test_*.py).
+
+- Daemon: starts build/bin/recond on a free loopback port with a temporary
+  store (and optionally a tokens config or another worker binary), waits for
+  /readyz, stops it (SIGTERM, then SIGKILL), kills it with -9 on demand, and
+  keeps its stderr in a log file that is printed when a check fails.
+- Api: one request at a time over http.client, returning (status, headers,
+  body, parsed JSON); every JSON answer of an operation in api/openapi.yaml is
+  validated against the schema of its status (OpenAPI 3.0 -> JSON Schema
+  draft 4: `nullable` becomes a union with null, $refs of
+  #/components/... are resolved).
+- Checks: check(name, ok, detail) prints one line per check ("ok - ..." or
+  "FAIL - ..."); finish() exits 0, 1 (a check failed) or 77 (skipped).
+- Every wait is bounded (deadline()); Daemon and temporary directories are
+  cleaned up by atexit even when a test dies with an exception.
+
+Daemon flags come from `recond --help` (server/config.c): --listen
+127.0.0.1:0 with --port-file (no race for a free port), --store DIR,
+--config FILE, --worker PATH, --token-file FILE.
+"""
+
+import atexit
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+BUILD = os.environ.get("RECOND_BUILD") or os.path.join(ROOT, "build")
+BIN = os.path.join(BUILD, "bin")
+RECOND = os.path.join(BIN, "recond")
+WORKER = os.path.join(BIN, "recond-worker")
+RECONCTL = os.path.join(BIN, "reconctl")
+OPENAPI = os.path.join(ROOT, "api", "openapi.yaml")
+
+_failed = []
+_passed = [0]
+_cleanups = []
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(name, ok, detail=""):
+    if isinstance(detail, (bytes, bytearray)):
+        detail = detail.decode("utf-8", "replace")
+    detail = str(detail)
+    if ok:
+        _passed[0] += 1
+        log("ok - %s%s" % (name, (": " + detail) if detail else ""))
+    else:
+        _failed.append(name)
+        log("FAIL - %s%s" % (name, (": " + detail) if detail else ""))
+        for d in Daemon.running:
+            d.dump_log(tail=40)
+    return ok
+
+
+def skip(reason):
+    log("SKIP: %s" % reason)
+    if _failed:
+        finish()  # a check that already failed is not hidden by the skip
+    sys.exit(77)
+
+
+def require_binaries(*paths):
+    for p in paths or (RECOND, WORKER):
+        if not os.access(p, os.X_OK):
+            skip("%s is not built yet" % p)
+
+
+def finish():
+    log("%d checks passed, %d failed%s" % (_passed[0], len(_failed),
+                                           (": " + "; ".join(_failed)) if _failed else ""))
+    sys.exit(1 if _failed else 0)
+
+
+def run_main(fn):
+    """Runs a test body; an exception is one failed check, not a traceback with daemons left behind."""
+    try:
+        fn()
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - report anything, then clean up
+        traceback.print_exc()
+        check("test body ran to the end", False, "%s: %s" % (type(e).__name__, e))
+    finish()
+
+
+def _cleanup_all():
+    for d in list(Daemon.running):
+        d.stop()
+    for fn in reversed(_cleanups):
+        try:
+            fn()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+atexit.register(_cleanup_all)
+for _sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(_sig, lambda s, f: sys.exit(128 + s))
+
+
+def tempdir(prefix="recond-it-"):
+    d = tempfile.mkdtemp(prefix=prefix)
+    _cleanups.append(lambda: shutil.rmtree(d, ignore_errors=True))
+    return d
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def deadline(seconds):
+    t = time.monotonic() + seconds
+    return lambda: time.monotonic() < t
+
+
+class Daemon:
+    running = []
+
+    def __init__(self, store=None, config=None, worker=None, extra=None):
+        self.store = store or tempdir("recond-store-")
+        self.config = config
+        self.worker = worker
+        self.extra = list(extra or [])
+        self.port = None
+        self.portfile = None
+        self.proc = None
+        self.logdir = tempdir("recond-log-")
+        self.logpath = None
+        self.starts = 0
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def args(self):
+        a = [RECOND, "--listen", "127.0.0.1:0", "--port-file", self.portfile, "--store", self.store]
+        if self.config:
+            a += ["--config", self.config]
+        if self.worker:
+            a += ["--worker", self.worker]
+        return a + self.extra
+
+    def start(self, timeout=30):
+        """Starts on a port the daemon picks (--listen 127.0.0.1:0, --port-file) and waits for /readyz."""
+        self.starts += 1
+        self.portfile = os.path.join(self.logdir, "port-%d" % self.starts)
+        self.logpath = os.path.join(self.logdir, "recond-%d.log" % self.starts)
+        with open(self.logpath, "wb") as lf:
+            self.proc = subprocess.Popen(self.args(), stdout=lf, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        Daemon.running.append(self)
+        alive = deadline(timeout)
+        while alive() and self.proc.poll() is None:
+            try:
+                with open(self.portfile) as f:
+                    self.port = int(f.read().strip())
+                st, _, _, _ = Api(self.url, validate=False).get("/readyz", timeout=2)
+                if st == 200:
+                    return self
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        self.dump_log()
+        self._reap()
+        raise RuntimeError("recond did not become ready within %d s (exit %s, args %s)"
+                           % (timeout, self.proc.poll(), " ".join(self.args())))
+
+    def read_log(self):
+        try:
+            with open(self.logpath, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except (OSError, TypeError):
+            return ""
+
+    def dump_log(self, tail=60):
+        lines = self.read_log().splitlines()[-tail:]
+        log("---- recond log (%s, last %d lines) ----" % (self.logpath, len(lines)))
+        for ln in lines:
+            log("  | " + ln)
+        log("---- end of log ----")
+
+    def _reap(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        if self in Daemon.running:
+            Daemon.running.remove(self)
+
+    def stop(self, timeout=20):
+        """SIGTERM, then SIGKILL after timeout; returns the exit status."""
+        if not self.proc:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._reap()
+        return self.proc.returncode
+
+    def kill9(self):
+        """kill -9 the daemon and its whole process group is NOT touched: workers
+        are the daemon's business (they must notice the parent is gone)."""
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self._reap()
+
+    def api(self, token=None):
+        return Api(self.url, token=token)
+
+
+# -- OpenAPI validation --------------------------------------------------------
+
+class _Spec:
+    doc = None
+    routes = None
+
+    @classmethod
+    def load(cls):
+        if cls.doc is not None or not os.path.exists(OPENAPI):
+            return cls.doc
+        import yaml  # python3-yaml
+        with open(OPENAPI) as f:
+            cls.doc = yaml.safe_load(f)
+        cls.routes = []
+        for path, item in cls.doc.get("paths", {}).items():
+            rx = "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$"
+            cls.routes.append((re.compile(rx), path, item))
+        return cls.doc
+
+    @classmethod
+    def convert(cls, node):
+        """OpenAPI 3.0 schema -> JSON Schema draft 4, with $refs inlined."""
+        if isinstance(node, list):
+            return [cls.convert(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = cls.doc
+            for part in node["$ref"].lstrip("#/").split("/"):
+                target = target[part]
+            return cls.convert(target)
+        out = {k: cls.convert(v) for k, v in node.items()
+               if k not in ("nullable", "description", "example", "format", "default")}
+        if node.get("nullable"):
+            return {"anyOf": [out, {"type": "null"}]}
+        return out
+
+    @classmethod
+    def response_schema(cls, method, path, status):
+        """(found_operation, schema or None) for an answer."""
+        if cls.load() is None:
+            return False, None
+        for rx, _tmpl, item in cls.routes:
+            if rx.match(path):
+                op = item.get(method.lower())
+                if not op:
+                    return False, None
+                resp = op.get("responses", {}).get(str(status))
+                if resp is None:
+                    return True, "undocumented"
+                while "$ref" in resp:
+                    resp = cls._deref(resp["$ref"])
+                sch = resp.get("content", {}).get("application/json", {}).get("schema")
+                return True, cls.convert(sch) if sch else None
+        return False, None
+
+    @classmethod
+    def _deref(cls, ref):
+        target = cls.doc
+        for part in ref.lstrip("#/").split("/"):
+            target = target[part]
+        return target
+
+
+class Validation:
+    """Counts of answers validated against api/openapi.yaml, per test process."""
+    validated = 0
+    problems = []
+
+    @classmethod
+    def report(cls):
+        if _Spec.load() is None:
+            check("openapi: api/openapi.yaml exists", False, OPENAPI)
+            return
+        check("openapi: %d answers match api/openapi.yaml" % cls.validated, not cls.problems,
+              "; ".join(cls.problems[:5]))
+
+
+def validate_answer(method, path, status, ctype, doc):
+    import jsonschema  # python3-jsonschema
+    p = urllib.parse.urlsplit(path).path
+    found, schema = _Spec.response_schema(method, p, status)
+    if not found:
+        return
+    if schema == "undocumented":
+        Validation.problems.append("%s %s answered %d, which the contract does not list" % (method, p, status))
+        return
+    if schema is None:
+        return
+    if "json" not in (ctype or ""):
+        Validation.problems.append("%s %s %d: Content-Type %s, not JSON" % (method, p, status, ctype))
+        return
+    try:
+        jsonschema.Draft4Validator(schema).validate(doc)
+        Validation.validated += 1
+    except jsonschema.ValidationError as e:
+        Validation.problems.append("%s %s %d: %s at %s" % (method, p, status, e.message[:200],
+                                                           "/".join(str(x) for x in e.absolute_path)))
+
+
+# -- HTTP ------------------------------------------------------------------------
+
+class Api:
+    """Requests to one daemon.  Each returns (status, headers dict lower-cased, body bytes, json or None)."""
+
+    def __init__(self, url, token=None, validate=True):
+        u = urllib.parse.urlsplit(url)
+        self.host, self.port = u.hostname, u.port
+        self.token = token
+        self.validate = validate
+
+    def request(self, method, path, body=None, headers=None, timeout=30, token=Ellipsis):
+        h = dict(headers or {})
+        tok = self.token if token is Ellipsis else token
+        if tok:
+            h["Authorization"] = "Bearer " + tok
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            try:
+                c.request(method, path, body=body, headers=h)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon may answer (413, 401, ...) before it has read the whole body
+            r = c.getresponse()
+            data = r.read()
+            hdrs = {k.lower(): v for k, v in r.getheaders()}
+            status = r.status
+        finally:
+            c.close()
+        doc = None
+        ctype = hdrs.get("content-type", "")
+        if data and "json" in ctype:
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                doc = None
+        if self.validate:
+            validate_answer(method, path, status, ctype, doc)
+        return status, hdrs, data, doc
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post_json(self, path, doc, **kw):
+        body = doc if isinstance(doc, (bytes, str)) else json.dumps(doc)
+        if isinstance(body, str):
+            body = body.encode()
+        return self.request("POST", path, body=body, headers={"Content-Type": "application/json"}, **kw)
+
+    def put(self, path, data, **kw):
+        return self.request("PUT", path, body=data, headers={"Content-Type": "application/octet-stream"}, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    # conveniences over the API
+    def create(self, spec):
+        st, _, body, doc = self.post_json("/v1/jobs", spec)
+        if st != 201:
+            raise RuntimeError("POST /v1/jobs answered %d: %s" % (st, body[:300]))
+        return doc
+
+    def job(self, jid):
+        st, _, body, doc = self.get("/v1/jobs/" + jid)
+        if st != 200:
+            raise RuntimeError("GET job answered %d: %s" % (st, body[:300]))
+        return doc
+
+    def wait_state(self, jid, states, timeout=120, poll=0.1):
+        """Polls until the job is in one of states; returns the job (or the last one seen on timeout)."""
+        alive = deadline(timeout)
+        j = self.job(jid)
+        while j["state"] not in states and alive():
+            time.sleep(poll)
+            j = self.job(jid)
+        return j
+
+    def job_ids(self):
+        st, _, body, doc = self.get("/v1/jobs?limit=1000")
+        if st != 200:
+            raise RuntimeError("GET /v1/jobs answered %d: %s" % (st, body[:300]))
+        return [(j["id"], j["state"], j.get("views_present")) for j in doc["jobs"]]
+
+
+def store_files(store):
+    """Names and sizes of every file under the store except SQLite's own (they change on reads)."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(store):
+        for f in files:
+            if re.search(r"\.(db|sqlite3?)(-wal|-shm|-journal)?$", f) or f.endswith(("-wal", "-shm")):
+                continue
+            if f.startswith("audit.log"):
+                continue  # the audit log records refused requests too, by design
+            p = os.path.join(dirpath, f)
+            try:
+                out[os.path.relpath(p, store)] = os.path.getsize(p)
+            except OSError:
+                pass
+    return out
+
+
+def f32(values):
+    import array
+    return array.array("f", values).tobytes()
+
+
+def read_f32(data):
+    import array
+    a = array.array("f")
+    a.frombytes(data)
+    return a
+
+
+def small_spec(n=16, views=24, nu=24, nv=24, algorithm=None, autostart=False, label="small"):
+    """A small, cheap cone job (spec dict)."""
+    import phantom
+    s = phantom.cone_spec(n=n, voxel=2.0, views=views, nu=nu, nv=nv, du=3.0, dv=3.0,
+                          algorithm=algorithm or {"name": "sirt", "iterations": 3}, label=label)
+    s["autostart"] = autostart
+    return s
+
+
+def proj_bytes(spec):
+    g = spec["geometry"]
+    return 4 * g["angles"]["count"] * g["detector"]["nu"] * g["detector"]["nv"]
+
+
+# -- engine availability and fake workers --------------------------------------------
+
+_engine = {}
+
+
+def engine_ready(api):
+    """(True, "") when a tiny job reconstructs; (False, why) when the worker
+    says the engine is not available (unsupported) - a reason to skip the
+    checks that need a result, not a failure of the daemon."""
+    if "ok" in _engine:
+        return _engine["ok"], _engine["why"]
+    spec = small_spec(n=8, views=8, nu=8, nv=8, label="engine-probe")
+    j = api.create(spec)
+    api.put("/v1/jobs/%s/projections" % j["id"], b"\0" * proj_bytes(spec))
+    api.post_json("/v1/jobs/%s/start" % j["id"], b"")
+    j = api.wait_state(j["id"], ("succeeded", "failed", "cancelled"), timeout=60)
+    err = j.get("error") or {}
+    ok = j["state"] == "succeeded"
+    why = "" if ok else "%s: %s" % (err.get("code"), err.get("message"))
+    if not ok and err.get("code") != "unsupported":
+        check("engine probe job succeeds", False, why)
+    api.delete("/v1/jobs/%s" % j["id"])
+    _engine.update(ok=ok, why=why)
+    return ok, why
+
+
+def fake_worker(kind):
+    """A stand-in for recond-worker (daemon option --worker), as a shell script:
+    crash      SIGSEGV at once
+    crash-once SIGSEGV on the first run, then exec the real worker
+    exit7      exit status 7 without a report (neither failed nor cancelled)
+    slow       one progress line per 0.1 s on fd 3 for 60 s; SIGTERM -> exit 3
+               (cancelled), as the real worker's protocol says (worker_proto.h)"""
+    d = tempdir("recond-fake-")
+    mark = os.path.join(d, "crashed-once")
+    body = {
+        "crash": "kill -SEGV $$\n",
+        "crash-once": "if [ ! -e '%s' ]; then touch '%s'; kill -SEGV $$; fi\nexec '%s' \"$@\"\n"
+                      % (mark, mark, WORKER),
+        "exit7": "exit 7\n",
+        "slow": "trap 'exit 3' TERM INT\ni=0\nwhile [ $i -lt 600 ]; do\n"
+                "  echo \"{\\\"type\\\":\\\"progress\\\",\\\"iteration\\\":$i,\\\"of\\\":600,"
+                "\\\"elapsed_s\\\":0}\" >&3\n  sleep 0.1\n  i=$((i+1))\ndone\nexit 2\n",
+    }[kind]
+    path = os.path.join(d, "worker-%s.sh" % kind)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body)
+    os.chmod(path, 0o700)
+    return path

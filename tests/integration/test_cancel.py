@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Cancel of a queued and of a running job: the queued one is cancelled at
+once (200), the running one is asked to stop (202, cancel_requested) and is
+cancelled within about one iteration; its worker is gone, the runner is free
+(the next job runs), and DELETE of a cancelled job removes it and its files."""
+
+import os
+import time
+
+import phantom
+from recond_harness import (Daemon, Validation, check, deadline, engine_ready, fake_worker, log, proj_bytes,
+                            require_binaries, run_main, small_spec)
+
+
+def main():
+    require_binaries()
+    d = Daemon().start()
+    api = d.api()
+    real, why = engine_ready(api)
+    if not real:
+        log("no reconstruction engine (%s): the jobs run a stand-in worker (worker-slow.sh)" % why)
+        d.stop()
+        d = Daemon(worker=fake_worker("slow")).start()
+        api = d.api()
+    lspec = small_spec(n=32, views=60, nu=32, nv=32, label="long",
+                       algorithm={"name": "sirt", "iterations": 2000})
+    lproj = phantom.project_cone(lspec)
+    long_job = api.create(lspec)
+    api.put("/v1/jobs/%s/projections" % long_job["id"], lproj)
+    api.post_json("/v1/jobs/%s/start" % long_job["id"], b"")
+    sspec = small_spec(label="queued")
+    queued = api.create(sspec)
+    api.put("/v1/jobs/%s/projections" % queued["id"], b"\0" * proj_bytes(sspec))
+    api.post_json("/v1/jobs/%s/start" % queued["id"], b"")
+
+    j = api.wait_state(long_job["id"], ("running",), timeout=60, poll=0.02)
+    alive = deadline(60)
+    while alive() and j["progress"]["iteration"] < 2:
+        time.sleep(0.05)
+        j = api.job(long_job["id"])
+    check("long job running", j["state"] == "running", j["state"])
+    q = api.job(queued["id"])
+    check("second job queued behind it", q["state"] == "queued", q["state"])
+
+    st, _, _, doc = api.delete("/v1/jobs/%s" % queued["id"])
+    check("DELETE a queued job: 200, cancelled", st == 200 and doc["state"] == "cancelled", "%d %s" % (st, doc))
+
+    t_iter = None
+    if j["progress"].get("elapsed_s") and j["progress"]["iteration"]:
+        t_iter = j["progress"]["elapsed_s"] / j["progress"]["iteration"]
+    t0 = time.monotonic()
+    st, _, _, doc = api.delete("/v1/jobs/%s" % long_job["id"])
+    check("DELETE a running job: 202, cancel_requested", st == 202 and doc.get("cancel_requested") is True,
+          "%d %s" % (st, doc and doc.get("state")))
+    j = api.wait_state(long_job["id"], ("cancelled", "failed", "succeeded"), timeout=60, poll=0.02)
+    dt = time.monotonic() - t0
+    check("running job cancelled", j["state"] == "cancelled", j["state"])
+    bound = max(2.0, 3 * (t_iter or 0.5))
+    check("cancelled within about one iteration (< %.1f s)" % bound, dt < bound,
+          "%.2f s, %.3f s per iteration" % (dt, t_iter or -1))
+    log("cancel of a running job took %.2f s (%.3f s per iteration; iteration %s of %s)" %
+        (dt, t_iter or -1, j["progress"]["iteration"], j["progress"]["of"]))
+    check("cancelled job stopped early", j["progress"]["iteration"] < j["progress"]["of"], str(j["progress"]))
+
+    nxt = small_spec(label="after-cancel")
+    n = api.create(nxt)
+    api.put("/v1/jobs/%s/projections" % n["id"], b"\0" * proj_bytes(nxt))
+    api.post_json("/v1/jobs/%s/start" % n["id"], b"")
+    if real:
+        n = api.wait_state(n["id"], ("succeeded", "failed", "cancelled"), timeout=60)
+        check("the next job runs after the cancel", n["state"] == "succeeded", n["state"])
+    else:
+        n = api.wait_state(n["id"], ("running", "succeeded", "failed", "cancelled"), timeout=30)
+        check("the next job runs after the cancel", n["state"] == "running", n["state"])
+        api.delete("/v1/jobs/%s" % n["id"])
+        api.wait_state(n["id"], ("cancelled", "failed"), timeout=30)
+
+    st, _, _, _ = api.delete("/v1/jobs/%s" % long_job["id"])
+    check("DELETE a cancelled job: 204", st == 204, str(st))
+    st, _, _, _ = api.get("/v1/jobs/%s" % long_job["id"])
+    check("deleted job is 404", st == 404, str(st))
+    leftovers = [p for p, _, fs in os.walk(d.store) for f in fs if long_job["id"] in os.path.join(p, f)]
+    check("deleted job's files are gone", not leftovers, str(leftovers[:3]))
+    Validation.report()
+    d.stop()
+
+
+run_main(main)

@@ -1,0 +1,326 @@
+/*
+ * test_bsr: binary16 coding (against the compiler's _Float16 where it has
+ * one, and against hand-checked values), BSR structure under permutations
+ * (decoded back equals the permuted, fp16-rounded matrix), the CPU products
+ * against a double reference and each other (adjoint), and the block
+ * statistics of paper 001 Table 3 (the ordering must cut non-empty blocks
+ * about 2x for every fragment shape).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bsr.h"
+#include "morton.h"
+#include "tensor_phantom.h"
+
+static unsigned lcg(unsigned *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return *s >> 8;
+}
+
+static float bits_f(uint32_t x)
+{
+	float f;
+	memcpy(&f, &x, sizeof f);
+	return f;
+}
+
+static void test_f16_known(void **state)
+{
+	(void)state;
+	static const struct { float f; uint16_t h; } t[] = {
+		{ 0.0f, 0x0000 },          { -0.0f, 0x8000 },        { 1.0f, 0x3c00 },
+		{ -2.0f, 0xc000 },         { 65504.0f, 0x7bff },     { 65519.99f, 0x7bff },
+		{ 65520.0f, 0x7c00 },      { 1e9f, 0x7c00 },         { 0x1p-24f, 0x0001 },
+		{ 0x1p-25f, 0x0000 },      { 0x1.8p-25f, 0x0001 },   { 0x1p-14f, 0x0400 },
+		{ 0x1.ff8p-15f, 0x03ff }, { 0x1.ffcp-15f, 0x0400 }, /* tie: up into the normals */
+		{ 1.0f + 0x1p-11f, 0x3c00 }, /* tie -> even */
+		{ 1.0f + 0x3p-11f, 0x3c02 }, /* tie -> even (up) */
+		{ 1.0f + 0x1.2p-11f, 0x3c01 }, { 0.1f, 0x2e66 }, { 3.14159265f, 0x4248 },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		assert_int_equal(rc_f32_to_f16(t[i].f), t[i].h);
+	}
+	assert_int_equal(rc_f32_to_f16(INFINITY), 0x7c00);
+	assert_int_equal(rc_f32_to_f16(-INFINITY), 0xfc00);
+	assert_true((rc_f32_to_f16(NAN) & 0x7fff) > 0x7c00);
+	assert_true(rc_f16_to_f32(0x3c00) == 1.0f);
+	assert_true(rc_f16_to_f32(0x0001) == 0x1p-24f);
+	assert_true(rc_f16_to_f32(0x7bff) == 65504.0f);
+	assert_true(isinf(rc_f16_to_f32(0x7c00)));
+	assert_true(isnan(rc_f16_to_f32(0x7e00)));
+	/* every finite half survives the round trip */
+	for (uint32_t h = 0; h < 65536; h++) {
+		if ((h & 0x7c00) == 0x7c00)
+			continue;
+		assert_int_equal(rc_f32_to_f16(rc_f16_to_f32((uint16_t)h)), h);
+	}
+}
+
+static void test_f16_vs_compiler(void **state)
+{
+	(void)state;
+#if defined(__FLT16_MAX__)
+	for (uint32_t h = 0; h < 65536; h++) {
+		uint16_t hh = (uint16_t)h;
+		_Float16 x;
+		memcpy(&x, &hh, 2);
+		float want = (float)x, got = rc_f16_to_f32(hh);
+		if (isnan(want))
+			assert_true(isnan(got));
+		else
+			assert_memory_equal(&want, &got, 4);
+	}
+	unsigned s = 12345;
+	for (int i = 0; i < 2000000; i++) {
+		/* random bit patterns cover every exponent, including the
+		 * subnormal, overflow and tie cases */
+		uint32_t x = (lcg(&s) << 8) ^ lcg(&s) ^ (lcg(&s) << 20);
+		if (i & 1) /* concentrate on the half range */
+			x = (x & 0x807fffffu) | ((uint32_t)(96 + lcg(&s) % 64) << 23);
+		float f = bits_f(x);
+		if (isnan(f))
+			continue;
+		_Float16 c = (_Float16)f;
+		uint16_t want;
+		memcpy(&want, &c, 2);
+		assert_int_equal(rc_f32_to_f16(f), want);
+	}
+#else
+	skip();
+#endif
+}
+
+/* Random sparse matrix with values in [0.1, 1] (none rounds to zero). */
+static rc_csr *random_csr(int rows, int cols, double density, unsigned seed)
+{
+	rc_csr *m = calloc(1, sizeof *m);
+	m->rows = rows;
+	m->cols = cols;
+	m->row_ptr = calloc((size_t)rows + 1, sizeof *m->row_ptr);
+	int64_t cap = (int64_t)rows * cols;
+	m->col = malloc(sizeof *m->col * (size_t)cap);
+	m->val = malloc(sizeof *m->val * (size_t)cap);
+	unsigned s = seed;
+	for (int r = 0; r < rows; r++) {
+		for (int c = 0; c < cols; c++)
+			if ((lcg(&s) % 100000) < density * 100000) {
+				m->col[m->nnz] = c;
+				m->val[m->nnz] = 0.1f + (float)(lcg(&s) % 9000) / 10000.0f;
+				m->nnz++;
+			}
+		m->row_ptr[r + 1] = m->nnz;
+	}
+	return m;
+}
+
+static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *cp, rc_frag f)
+{
+	rc_bsr *b = NULL;
+	rc_err err;
+	assert_int_equal(rc_bsr_build(m, rp, cp, f, 2, &b, &err), 0);
+	const rc_frag_info *fi = rc_frag_get(f);
+	assert_int_equal(b->bm, fi->m);
+	assert_int_equal(b->bk, 16);
+	int64_t R = rc_bsr_rows_pad(b), C = rc_bsr_cols_pad(b);
+	float *dense = calloc((size_t)(R * C), sizeof *dense), *want = calloc((size_t)(R * C), sizeof *want);
+	for (int br = 0; br < b->mb; br++) {
+		for (int64_t i = b->row_ptr[br]; i < b->row_ptr[br + 1]; i++) {
+			if (i > b->row_ptr[br])
+				assert_true(b->col_idx[i] > b->col_idx[i - 1]);
+			assert_int_equal(b->blk_row[i], br);
+			int nz = 0;
+			for (int r = 0; r < b->bm; r++)
+				for (int k = 0; k < b->bk; k++) {
+					float v = rc_f16_to_f32(b->blocks[(i * b->bm + r) * b->bk + k]);
+					dense[(br * b->bm + r) * C + b->col_idx[i] * b->bk + k] = v;
+					nz += v != 0;
+				}
+			assert_true(nz > 0); /* stored blocks are non-empty */
+		}
+	}
+	for (int r = 0; r < m->rows; r++)
+		for (int64_t i = m->row_ptr[r]; i < m->row_ptr[r + 1]; i++)
+			want[(int64_t)(rp ? rp[r] : r) * C + (cp ? cp[m->col[i]] : m->col[i])] =
+				rc_f16_to_f32(rc_f32_to_f16(m->val[i]));
+	assert_memory_equal(dense, want, sizeof(float) * (size_t)(R * C));
+	/* the column index lists every block once, block rows ascending */
+	int64_t seen = 0;
+	for (int c = 0; c < b->nb; c++)
+		for (int64_t j = b->tcol_ptr[c]; j < b->tcol_ptr[c + 1]; j++) {
+			assert_int_equal(b->col_idx[b->tblk[j]], c);
+			if (j > b->tcol_ptr[c])
+				assert_true(b->blk_row[b->tblk[j]] > b->blk_row[b->tblk[j - 1]]);
+			seen++;
+		}
+	assert_int_equal(seen, b->neb);
+	int64_t neb, total;
+	assert_int_equal(rc_bsr_count(m, rp, cp, f, 1, &neb, &total, &err), 0);
+	assert_int_equal(neb, b->neb);
+	assert_int_equal(total, (int64_t)b->mb * b->nb);
+
+	/* products against a double reference over the decoded matrix */
+	int nc = 5;
+	float *x = malloc(sizeof(float) * (size_t)(C * nc)), *y = malloc(sizeof(float) * (size_t)(R * nc));
+	float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *aty = malloc(sizeof(float) * (size_t)(C * nc));
+	unsigned s = 99;
+	for (int64_t i = 0; i < C * nc; i++)
+		x[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
+	for (int64_t i = 0; i < R * nc; i++)
+		y[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
+	assert_int_equal(rc_bsr_mul(b, x, ax, nc, 2), 0);
+	assert_int_equal(rc_bsr_mul_t(b, y, aty, nc, 2), 0);
+	for (int c = 0; c < nc; c++) {
+		for (int64_t r = 0; r < R; r++) {
+			double acc = 0, mag = 0;
+			for (int64_t k = 0; k < C; k++) {
+				acc += (double)want[r * C + k] * x[k * nc + c];
+				mag += fabs((double)want[r * C + k] * x[k * nc + c]);
+			}
+			assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+		}
+		for (int64_t k = 0; k < C; k++) {
+			double acc = 0, mag = 0;
+			for (int64_t r = 0; r < R; r++) {
+				acc += (double)want[r * C + k] * y[r * nc + c];
+				mag += fabs((double)want[r * C + k] * y[r * nc + c]);
+			}
+			assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+		}
+	}
+	free(x);
+	free(y);
+	free(ax);
+	free(aty);
+	free(dense);
+	free(want);
+	rc_bsr_free(b);
+}
+
+static void test_structure_and_products(void **state)
+{
+	(void)state;
+	rc_csr *m = random_csr(70, 45, 0.08, 3);
+	int32_t *rp = NULL, *cp = NULL;
+	rc_err err;
+	assert_int_equal(rc_morton_perm(10, 7, 4, 2, &rp, &err), 0);
+	assert_int_equal(rc_morton_perm(9, 5, 4, 2, &cp, &err), 0);
+	for (int f = 0; f < RC_FRAG_COUNT; f++) {
+		check_structure(m, NULL, NULL, (rc_frag)f);
+		check_structure(m, rp, cp, (rc_frag)f);
+	}
+	free(rp);
+	free(cp);
+	rc_csr_free(m);
+}
+
+static void test_frag_names(void **state)
+{
+	(void)state;
+	rc_frag f;
+	assert_int_equal(rc_frag_parse("32.8.16", &f), 0);
+	assert_int_equal(f, RC_FRAG_32_8_16);
+	assert_int_equal(rc_frag_get(f)->m, 32);
+	assert_int_equal(rc_frag_get(f)->n, 8);
+	assert_int_equal(rc_frag_parse("8.32.16", &f), 0);
+	assert_int_equal(rc_frag_get(f)->m, 8);
+	assert_int_equal(rc_frag_get(f)->n, 32);
+	assert_int_equal(rc_frag_parse("16.8.32", &f), RC_EINVAL);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define T3_N 64
+#define T3_VIEWS 90
+#else
+#define T3_N 256
+#define T3_VIEWS 360
+#endif
+
+/* Table 3 at a reduced size (the full 512^2 / 720 x 512 figures come from
+ * bench-tensor): the fan geometry of the benchmark, rows ordered with u as
+ * Alg. 2's a and the view as b, columns with x as a and y as b. */
+static void test_table3_ordering(void **state)
+{
+	(void)state;
+	rc_geom *g;
+	int nu = T3_N;
+	assert_int_equal(tp_geom(RC_GEOM_FAN, T3_N, 1.0, T3_VIEWS, nu, 1, 0, &g), 0);
+	int32_t *rp = NULL, *cp = NULL;
+	rc_err err;
+	assert_int_equal(rc_morton_perm(nu, T3_VIEWS, 4, 2, &rp, &err), 0);
+	assert_int_equal(rc_morton_perm(T3_N, T3_N, 4, 2, &cp, &err), 0);
+	int64_t nb[RC_FRAG_COUNT], tb[RC_FRAG_COUNT], na[RC_FRAG_COUNT], ta[RC_FRAG_COUNT];
+	assert_int_equal(rc_dd_block_stats(g, NULL, NULL, 0, nb, tb, &err), 0);
+	assert_int_equal(rc_dd_block_stats(g, rp, cp, 0, na, ta, &err), 0);
+	for (int f = 0; f < RC_FRAG_COUNT; f++) {
+		double before = 100.0 * (double)nb[f] / (double)tb[f], after = 100.0 * (double)na[f] / (double)ta[f];
+		printf("%dx%d image, %dx%d projections, %-8s: non-empty blocks %.2f%% -> %.2f%% (%.2fx)\n", T3_N,
+		       T3_N, T3_VIEWS, nu, rc_frag_get((rc_frag)f)->name, before, after, before / after);
+		assert_true(before / after >= 1.8);
+	}
+	/* the streaming count agrees with the blocks the BSR build makes */
+	rc_csr *m = NULL;
+	assert_int_equal(rc_dd_build(g, 0, &m, &err), 0);
+	for (int f = 0; f < RC_FRAG_COUNT; f++) {
+		int64_t neb, total;
+		assert_int_equal(rc_bsr_count(m, rp, cp, (rc_frag)f, 0, &neb, &total, &err), 0);
+		assert_int_equal(neb, na[f]);
+		assert_int_equal(total, ta[f]);
+		assert_int_equal(rc_bsr_count(m, NULL, NULL, (rc_frag)f, 0, &neb, &total, &err), 0);
+		assert_int_equal(neb, nb[f]);
+	}
+	/* fp16 values: the ordered BSR product, brought back, is the fp32 CSR
+	 * product within fp16 rounding */
+	rc_bsr *b = NULL;
+	assert_int_equal(rc_bsr_build(m, rp, cp, RC_FRAG_8_32_16, 0, &b, &err), 0);
+	int nc = 2;
+	float *img = malloc(sizeof(float) * (size_t)m->cols * nc), *xo = malloc(sizeof(float) * (size_t)rc_bsr_cols_pad(b) * nc);
+	float *yo = malloc(sizeof(float) * (size_t)rc_bsr_rows_pad(b) * nc), *y = malloc(sizeof(float) * (size_t)m->rows * nc);
+	float *yref = malloc(sizeof(float) * (size_t)m->rows * nc);
+	tp_pixelize(rc_geom_volume(g), 2, T3_N / 128.0, img);
+	for (int i = m->cols - 1; i >= 0; i--) { /* two slices: phantom and its negative */
+		float v = img[i];
+		img[2 * i] = v;
+		img[2 * i + 1] = -0.5f * v;
+	}
+	rc_perm_apply(cp, m->cols, rc_bsr_cols_pad(b), nc, img, xo);
+	assert_int_equal(rc_bsr_mul(b, xo, yo, nc, 0), 0);
+	rc_perm_unapply(rp, m->rows, nc, yo, y);
+	assert_int_equal(rc_csr_mul(m, img, yref, nc, 0, &err), 0);
+	double num = 0, den = 0;
+	for (int64_t i = 0; i < (int64_t)m->rows * nc; i++) {
+		num += (double)(y[i] - yref[i]) * (y[i] - yref[i]);
+		den += (double)yref[i] * yref[i];
+	}
+	printf("fp16 BSR vs fp32 CSR forward projection: relative L2 difference %.2e\n", sqrt(num / den));
+	assert_true(sqrt(num / den) < 1e-3);
+	assert_true(sqrt(num / den) > 0); /* the values really are rounded */
+	free(img);
+	free(xo);
+	free(yo);
+	free(y);
+	free(yref);
+	rc_bsr_free(b);
+	rc_csr_free(m);
+	free(rp);
+	free(cp);
+	rc_geom_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_f16_known),       cmocka_unit_test(test_f16_vs_compiler),
+		cmocka_unit_test(test_frag_names),      cmocka_unit_test(test_structure_and_products),
+		cmocka_unit_test(test_table3_ordering),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
