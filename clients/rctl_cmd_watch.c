@@ -35,7 +35,7 @@ static void show(watch_ctx *w, const rctl_job_view *v)
 	} else if (!w->a->json && !w->a->quiet && v->state && strcmp(v->state, w->last_state)) {
 		fprintf(stderr, "reconctl: %s\n", text);
 	}
-	if (v->state)
+	if (v->state && v->state != w->last_state) /* progress events borrow last_state */
 		snprintf(w->last_state, sizeof w->last_state, "%s", v->state);
 }
 

@@ -413,7 +413,7 @@ struct bstat {
 	int32_t **cols;
 	float **vals;
 	int32_t **stamp; /* per worker: [frag][nbk] */
-	int64_t *neb;    /* per worker: [frag] */
+	int64_t *neb;    /* per worker: [frag + 1], the last slot counts entries */
 };
 
 static int bstat_group(int64_t grp, int worker, void *ud)
@@ -422,7 +422,7 @@ static int bstat_group(int64_t grp, int worker, void *ud)
 	int32_t *cols = s->cols[worker];
 	float *vals = s->vals[worker];
 	int32_t *stamp = s->stamp[worker];
-	int64_t *neb = s->neb + (int64_t)worker * RC_FRAG_COUNT;
+	int64_t *neb = s->neb + (int64_t)worker * (RC_FRAG_COUNT + 1);
 	for (int r = 0; r < STAT_ROWS; r++) {
 		int64_t orow = grp * STAT_ROWS + r;
 		int32_t nr = s->irow[orow];
@@ -431,6 +431,7 @@ static int bstat_group(int64_t grp, int worker, void *ud)
 		int n = rc_dd_row(s->g, nr / s->nu, nr % s->nu, cols, vals, s->cap);
 		if (n < 0)
 			return RC_EINTERNAL;
+		neb[RC_FRAG_COUNT] += n;
 		for (int f = 0; f < RC_FRAG_COUNT; f++) {
 			const rc_frag_info *fi = rc_frag_get((rc_frag)f);
 			int32_t br = (int32_t)(orow / fi->m);
@@ -449,7 +450,7 @@ static int bstat_group(int64_t grp, int worker, void *ud)
 }
 
 int rc_dd_block_stats(const rc_geom *g, const int32_t *rperm, const int32_t *cperm, int threads,
-		      int64_t neb[RC_FRAG_COUNT], int64_t total[RC_FRAG_COUNT], rc_err *err)
+		      int64_t neb[RC_FRAG_COUNT], int64_t total[RC_FRAG_COUNT], int64_t *ret_nnz, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	int nu = rc_geom_detector(g)->nu;
@@ -463,7 +464,7 @@ int rc_dd_block_stats(const rc_geom *g, const int32_t *rperm, const int32_t *cpe
 	s.cols = calloc((size_t)nt, sizeof *s.cols);
 	s.vals = calloc((size_t)nt, sizeof *s.vals);
 	s.stamp = calloc((size_t)nt, sizeof *s.stamp);
-	s.neb = calloc((size_t)nt * RC_FRAG_COUNT, sizeof *s.neb);
+	s.neb = calloc((size_t)nt * (RC_FRAG_COUNT + 1), sizeof *s.neb);
 	if (!s.irow || !s.cols || !s.vals || !s.stamp || !s.neb) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the block statistics");
 		goto out;
@@ -494,8 +495,13 @@ int rc_dd_block_stats(const rc_geom *g, const int32_t *rperm, const int32_t *cpe
 		const rc_frag_info *fi = rc_frag_get((rc_frag)f);
 		neb[f] = 0;
 		for (int t = 0; t < nt; t++)
-			neb[f] += s.neb[(int64_t)t * RC_FRAG_COUNT + f];
+			neb[f] += s.neb[(int64_t)t * (RC_FRAG_COUNT + 1) + f];
 		total[f] = ((rows + fi->m - 1) / fi->m) * ((cols + fi->k - 1) / fi->k);
+	}
+	if (ret_nnz) {
+		*ret_nnz = 0;
+		for (int t = 0; t < nt; t++)
+			*ret_nnz += s.neb[(int64_t)t * (RC_FRAG_COUNT + 1) + RC_FRAG_COUNT];
 	}
 out:
 	for (int t = 0; t < nt; t++) {

@@ -85,8 +85,9 @@ int rc_bsr_mul_t(const rc_bsr *b, const float *Y, float *X, int ncols, int threa
 /* Table 3 without holding the matrix: the non-empty blocks of the DD matrix
  * of g for every fragment shape, with rows and columns renumbered by
  * rperm/cperm (NULL = natural), generating rows on the fly.  neb[f] and
- * total[f] (all blocks of the padded matrix) per rc_frag. */
+ * total[f] (all blocks of the padded matrix) per rc_frag; *ret_nnz (may be
+ * NULL) the matrix's entries. */
 int rc_dd_block_stats(const rc_geom *g, const int32_t *rperm, const int32_t *cperm, int threads,
-		      int64_t neb[RC_FRAG_COUNT], int64_t total[RC_FRAG_COUNT], rc_err *err);
+		      int64_t neb[RC_FRAG_COUNT], int64_t total[RC_FRAG_COUNT], int64_t *ret_nnz, rc_err *err);
 
 #endif

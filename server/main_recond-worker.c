@@ -78,7 +78,7 @@ static void emit_report(const rc_recon_report *rep)
 		matrix = json_pack("{sssIsfsfsI}", "fragment", rep->matrix.fragment, "nnz", (json_int_t)rep->matrix.nnz,
 				   "blocks_pct_before", rep->matrix.blocks_pct_before, "blocks_pct_after",
 				   rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes);
-	emit(json_pack("{sssssosositsos{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
+	emit(json_pack("{sssssososisfs{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
 		       "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
 		       "progress", "iteration", last.iteration, "of", last.of, "residual", num(last.residual),
 		       "elapsed_s", num(last.elapsed_s)));

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,6 +184,7 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 	const config *c = r->a->cfg;
 	char threads[16];
 	snprintf(threads, sizeof threads, "%d", c->worker_threads);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(p[0]);
@@ -192,7 +194,14 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 	if (pid == 0) {
 		/* Child: only async-signal-safe calls until exec.  fd 3 is the
 		 * pipe (dup2 clears its close-on-exec); everything else the
-		 * daemon has open is O_CLOEXEC and vanishes at exec. */
+		 * daemon has open is O_CLOEXEC and vanishes at exec.
+		 * If the daemon dies (kill -9), SIGTERM cancels the worker, so
+		 * that it does not go on writing into a job directory that the
+		 * restarted daemon re-queues; the runner thread that forks lives
+		 * as long as the daemon.  getppid() closes the race with a
+		 * parent that died before prctl. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(127);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);

@@ -87,6 +87,13 @@ void rc_tk_scale_cols(float *v, int64_t rows, int nc, const float *scale, cudaSt
 
 /* ---- WMMA ------------------------------------------------------------------ */
 
+/* Blocks in flight per warp: the loop is bound by the stream of blocks from
+ * memory, and one dependent load -> mma chain per warp leaves the memory
+ * system idle between blocks; FWD_UNROLL independent loads are issued
+ * before their mma (the fragment arrays are indexed by unrolled constants
+ * only, so they stay in registers). */
+#define FWD_UNROLL 4
+
 template <int M, int N>
 __global__ void k_wmma_fwd(rc_dbsr a, const __half *xh, float *y, int nc)
 {
@@ -95,15 +102,26 @@ __global__ void k_wmma_fwd(rc_dbsr a, const __half *xh, float *y, int nc)
 	int br = warp / nbatch, bt = warp % nbatch;
 	if (br >= a.mb)
 		return; /* the whole warp leaves together */
-	wmma::fragment<wmma::matrix_a, M, N, 16, __half, wmma::row_major> fa;
-	wmma::fragment<wmma::matrix_b, M, N, 16, __half, wmma::row_major> fb;
+	wmma::fragment<wmma::matrix_a, M, N, 16, __half, wmma::row_major> fa[FWD_UNROLL];
+	wmma::fragment<wmma::matrix_b, M, N, 16, __half, wmma::row_major> fb[FWD_UNROLL];
 	wmma::fragment<wmma::accumulator, M, N, 16, float> acc;
 	wmma::fill_fragment(acc, 0.0f);
 	const __half *xt = xh + (int64_t)bt * a.cols_pad * N;
-	for (int i = a.row_ptr[br]; i < a.row_ptr[br + 1]; i++) {
-		wmma::load_matrix_sync(fa, a.blocks + (int64_t)i * M * 16, 16);
-		wmma::load_matrix_sync(fb, xt + (int64_t)a.col_idx[i] * 16 * N, N);
-		wmma::mma_sync(acc, fa, fb, acc);
+	int i = a.row_ptr[br], end = a.row_ptr[br + 1];
+	for (; i + FWD_UNROLL <= end; i += FWD_UNROLL) {
+#pragma unroll
+		for (int u = 0; u < FWD_UNROLL; u++) {
+			wmma::load_matrix_sync(fa[u], a.blocks + (int64_t)(i + u) * M * 16, 16);
+			wmma::load_matrix_sync(fb[u], xt + (int64_t)a.col_idx[i + u] * 16 * N, N);
+		}
+#pragma unroll
+		for (int u = 0; u < FWD_UNROLL; u++)
+			wmma::mma_sync(acc, fa[u], fb[u], acc);
+	}
+	for (; i < end; i++) {
+		wmma::load_matrix_sync(fa[0], a.blocks + (int64_t)i * M * 16, 16);
+		wmma::load_matrix_sync(fb[0], xt + (int64_t)a.col_idx[i] * 16 * N, N);
+		wmma::mma_sync(acc, fa[0], fb[0], acc);
 	}
 	wmma::store_matrix_sync(y + (int64_t)br * M * nc + bt * N, acc, nc, wmma::mem_row_major);
 }

@@ -127,4 +127,5 @@ def main():
           "exit %d: %s" % (p.returncode, msg[-300:]))
 
 
-run_main(main)
+if __name__ == "__main__":
+    run_main(main)

@@ -9,8 +9,10 @@ Bounds: at 32^3 (1 mm voxels), 90 views, the voxelised phantom itself has
 edge (partial-volume) structure that no reconstruction from 48x48 detector
 pixels of 0.75 mm at isocentre recovers exactly; the bounds below leave room
 for that and for FDK's cone-beam approximation but stay well under the 0.25+
-error of an x-flipped phantom (phantom.self_check), so a wrong orientation,
-angle direction or scale fails.
+error of an x-flipped phantom (phantom.self_check; the SART result flipped
+along x, y or z is 0.30-0.33 off), so a wrong orientation, angle direction or
+scale fails.  An algorithm this build does not have (answer `unsupported`) is
+reported as skipped.
 """
 
 import struct
@@ -21,8 +23,8 @@ from recond_harness import (Daemon, Validation, check, engine_ready, log, read_f
                             run_main, skip)
 from recond_client import Client, RecondError
 
-FDK_BOUND = 0.20
-SART_BOUND = 0.20
+FDK_BOUND = 0.20   # not measured yet: FDK had not landed when this was written
+SART_BOUND = 0.15  # measured 0.094 (CPU engine; SIRT 30 it.: 0.085, CGLS 10 it.: 0.095)
 MEAN_TOL = 0.10   # relative, mean attenuation inside the big ellipsoid's core
 
 
@@ -78,21 +80,29 @@ def main():
     ref = phantom.voxelise(spec)
     log("analytic projections and voxelised phantom in %.1f s" % (time.monotonic() - t0))
 
-    # FDK
-    jid, final, events = run_job(c, spec, proj, "fdk")
-    raw = c.get(jid, fmt="raw")
-    check("fdk: raw volume has volume_bytes", len(raw) == final["volume_bytes"] == 4 * 32 ** 3,
-          "%d bytes, job says %s" % (len(raw), final.get("volume_bytes")))
-    vol = read_f32(raw)
-    err = phantom.rel_error(vol, ref)
-    check("fdk: relative L2 error vs voxelised phantom < %.2f" % FDK_BOUND, err < FDK_BOUND, "%.4f" % err)
-    m = phantom.mean_in_ball(vol, spec, (0.0, 0.0, 6.0), 2.5)
-    check("fdk: mean in the big ellipsoid's core within %d%% of 0.02" % (MEAN_TOL * 100),
+    # SART (ordered subsets: with subsets 1 it is a simultaneous update, SIRT's pace).
+    sspec = dict(spec, label="flow-sart",
+                 algorithm={"name": "sart", "iterations": 10, "relaxation": 0.5, "subsets": 15})
+    jid2, final2, events2 = run_job(c, sspec, proj, "sart")
+    nprog = events2.count("progress")
+    check("sart: one progress event per iteration (10)", nprog == 10, "%d progress events" % nprog)
+    check("sart: progress says 10 of 10", final2["progress"]["iteration"] == 10 and final2["progress"]["of"] == 10,
+          str(final2["progress"]))
+    check("sart: the job reports the engine that ran and its plan", final2.get("engine") and
+          len(final2.get("plan") or []) >= 1, "engine %s plan %s" % (final2.get("engine"), final2.get("plan")))
+    raw = c.get(jid2, fmt="raw")
+    check("sart: raw volume has volume_bytes", len(raw) == final2["volume_bytes"] == 4 * 32 ** 3,
+          "%d bytes, job says %s" % (len(raw), final2.get("volume_bytes")))
+    vol2 = read_f32(raw)
+    err2 = phantom.rel_error(vol2, ref)
+    check("sart: relative L2 error vs voxelised phantom < %.2f" % SART_BOUND, err2 < SART_BOUND, "%.4f" % err2)
+    m = phantom.mean_in_ball(vol2, sspec, (0.0, 0.0, 6.0), 2.5)
+    check("sart: mean in the big ellipsoid's core within %d%% of 0.02" % (MEAN_TOL * 100),
           abs(m - 0.02) < MEAN_TOL * 0.02, "%.5f" % m)
-    log("fdk: relative error %.4f, core mean %.5f (true 0.02)" % (err, m))
+    log("sart: relative error %.4f, core mean %.5f (true 0.02); timings %s" % (err2, m, final2.get("timings")))
 
     # Formats and ranges of the same result.
-    nii = c.get(jid, fmt="nifti")
+    nii = c.get(jid2, fmt="nifti")
     hdr = nifti_header(nii)
     check("nifti: header size 348, magic n+1", hdr[0] == 348 and hdr[5] in (b"n+1\0",), str(hdr[0]) + str(hdr[5]))
     check("nifti: dims 3 x 32^3, float32 (16)", hdr[1][:4] == (3, 32, 32, 32) and hdr[2] == 16, str(hdr[1:3]))
@@ -100,39 +110,43 @@ def main():
     off = int(hdr[4])
     check("nifti: data after vox_offset equals the raw volume", nii[off:off + len(raw)] == raw and
           len(nii) == off + len(raw), "vox_offset %d, file %d" % (off, len(nii)))
-    mha = c.get(jid, fmt="mha")
+    mha = c.get(jid2, fmt="mha")
     hend = mha.find(b"ElementDataFile = LOCAL\n")
     head = mha[:hend].decode("ascii", "replace") if hend > 0 else ""
     check("mha: header has DimSize 32 32 32, ElementSpacing 1 1 1, MET_FLOAT",
           "DimSize = 32 32 32" in head and "MET_FLOAT" in head and "ElementSpacing = 1 1 1" in head, head[:300])
     check("mha: data equals the raw volume", hend > 0 and mha[hend + len(b"ElementDataFile = LOCAL\n"):] == raw)
-    st, h, body, _ = api.request("GET", "/v1/jobs/%s/volume?format=raw" % jid, headers={"Range": "bytes=100-199"})
+    st, h, body, _ = api.request("GET", "/v1/jobs/%s/volume?format=raw" % jid2, headers={"Range": "bytes=100-199"})
     check("range: bytes=100-199 gives 206 and those bytes", st == 206 and body == raw[100:200] and
           h.get("content-range", "").startswith("bytes 100-199/"), "%d %s" % (st, h.get("content-range")))
-    st, h, body, _ = api.request("GET", "/v1/jobs/%s/volume" % jid, headers={"Range": "bytes=-16"})
+    st, h, body, _ = api.request("GET", "/v1/jobs/%s/volume" % jid2, headers={"Range": "bytes=-16"})
     check("range: bytes=-16 gives the last 16 bytes", st == 206 and body == raw[-16:], str(st))
-    n = c.get(jid, fmt="raw", byte_range=(0, 4095))
+    n = c.get(jid2, fmt="raw", byte_range=(0, 4095))
     check("python: get with byte_range", n == raw[:4096])
 
-    # SART on the same projections.
-    sspec = dict(spec, label="flow-sart", algorithm={"name": "sart", "iterations": 10, "relaxation": 0.5})
-    jid2, final2, events2 = run_job(c, sspec, proj, "sart")
-    nprog = events2.count("progress")
-    check("sart: one progress event per iteration (10)", nprog == 10, "%d progress events" % nprog)
-    check("sart: progress says 10 of 10", final2["progress"]["iteration"] == 10 and final2["progress"]["of"] == 10,
-          str(final2["progress"]))
-    vol2 = read_f32(c.get(jid2, fmt="raw"))
-    err2 = phantom.rel_error(vol2, ref)
-    check("sart: relative L2 error vs voxelised phantom < %.2f" % SART_BOUND, err2 < SART_BOUND, "%.4f" % err2)
-    log("sart: relative error %.4f; timings %s" % (err2, final2.get("timings")))
+    # FDK on the same projections.
+    job = c.submit(spec, proj)
+    final = c.wait(job["id"], timeout=240)
+    jid = job["id"]
+    if final["state"] == "failed" and (final.get("error") or {}).get("code") == "unsupported":
+        log("SKIP - fdk: %s" % final["error"]["message"])
+    else:
+        check("fdk: job succeeded", final["state"] == "succeeded", "%s %s" % (final["state"], final.get("error")))
+        vol = read_f32(c.get(jid, fmt="raw"))
+        err = phantom.rel_error(vol, ref)
+        check("fdk: relative L2 error vs voxelised phantom < %.2f" % FDK_BOUND, err < FDK_BOUND, "%.4f" % err)
+        m = phantom.mean_in_ball(vol, spec, (0.0, 0.0, 6.0), 2.5)
+        check("fdk: mean in the big ellipsoid's core within %d%% of 0.02" % (MEAN_TOL * 100),
+              abs(m - 0.02) < MEAN_TOL * 0.02, "%.5f" % m)
+        log("fdk: relative error %.4f, core mean %.5f (true 0.02); timings %s" % (err, m, final.get("timings")))
 
     # The other verbs of the module.
     lst = c.list(limit=10)
     ids = [j["id"] for j in lst["jobs"]]
-    check("python: list() newest first", ids[:2] == [jid2, jid], str(ids[:3]))
+    check("python: list() newest first", ids[:2] == [jid, jid2], str(ids[:3]))
     succ = c.list(state="succeeded")["jobs"]
     check("python: list(state=succeeded)", {j["state"] for j in succ} == {"succeeded"} and
-          {jid, jid2} <= {j["id"] for j in succ}, str([(j["id"], j["state"]) for j in succ]))
+          jid2 in {j["id"] for j in succ}, str([(j["id"], j["state"]) for j in succ]))
     j3 = c.create(dict(spec, label="to-cancel"))
     j3c = c.cancel(j3["id"])
     check("python: cancel() of a created job", j3c["state"] == "cancelled", j3c["state"])
@@ -152,4 +166,5 @@ def main():
     d.stop()
 
 
-run_main(main)
+if __name__ == "__main__":
+    run_main(main)

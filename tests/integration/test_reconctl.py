@@ -6,9 +6,12 @@ codes scripts rely on (0, 1, 2, 3, 4, 5)."""
 import json
 import os
 import subprocess
+import threading
+import time
 
 from recond_harness import (RECONCTL, Daemon, check, engine_ready, fake_worker, proj_bytes, require_binaries,
                             run_main, skip, small_spec, tempdir)
+from recond_client import Client
 
 UNKNOWN = "0d6c9e4a-1111-4222-8333-444455556666"
 
@@ -129,8 +132,50 @@ def main():
     check("submit --watch of a job whose worker crashes: exit 4", rc == 4 and "failed" in out,
           "rc %d out %r err %r" % (rc, out, err))
     d2.stop()
+
+    # The event stream of a running job (a stand-in worker that reports a
+    # progress line every 0.1 s): reconctl and the Python module follow it,
+    # and a cancel ends both with "cancelled" (reconctl exit 5).
+    d3 = Daemon(worker=fake_worker("slow")).start()
+    rc, out, err = ctl(d3, "submit", spec_path, "--projections", proj_path)
+    sid = out.strip()
+    api = d3.api()
+    api.wait_state(sid, ("running",), timeout=30, poll=0.02)
+    w = subprocess.Popen([RECONCTL, "--url", d3.url, "--json", "watch", sid], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    seen = []
+
+    def follow():
+        for ev, data in Client(d3.url).watch(sid, timeout=60):
+            seen.append((ev, data))
+    th = threading.Thread(target=follow)
+    th.start()
+    time.sleep(1.5)
+    api.delete("/v1/jobs/%s" % sid)
+    try:
+        out, err = w.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        w.kill()
+        out, err = w.communicate()
+    th.join(30)
+    lines = [json.loads(ln) for ln in out.decode().splitlines() if ln.strip()]
+    kinds = [ln["event"] for ln in lines]
+    check("watch --json of a running job: progress events arrive", kinds.count("progress") >= 3,
+          str(kinds[:8]))
+    check("watch --json: first event is the job's state", kinds[:1] == ["state"], str(kinds[:3]))
+    check("watch of a job cancelled while running: exit 5, ends with cancelled",
+          w.returncode == 5 and lines and lines[-1]["data"]["state"] == "cancelled",
+          "rc %s %s" % (w.returncode, err.decode()[-200:]))
+    pk = [ev for ev, _ in seen]
+    check("python watch(): progress events, then end/cancelled", pk.count("progress") >= 3 and
+          seen and seen[-1][0] == "end" and seen[-1][1]["state"] == "cancelled", str(pk[:6] + pk[-2:]))
+    prog = [data for ev, data in seen if ev == "progress"]
+    check("progress events count up", all(b["iteration"] > a["iteration"] for a, b in zip(prog, prog[1:])),
+          str([p["iteration"] for p in prog[:10]]))
+    d3.stop()
     if not real:
         skip("no reconstruction engine in this build (%s): downloads not checked" % why)
 
 
-run_main(main)
+if __name__ == "__main__":
+    run_main(main)

@@ -83,4 +83,5 @@ def main():
     d.stop()
 
 
-run_main(main)
+if __name__ == "__main__":
+    run_main(main)

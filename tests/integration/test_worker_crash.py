@@ -53,4 +53,5 @@ def main():
     d2.stop()
 
 
-run_main(main)
+if __name__ == "__main__":
+    run_main(main)

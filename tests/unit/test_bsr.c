@@ -258,8 +258,10 @@ static void test_table3_ordering(void **state)
 	assert_int_equal(rc_morton_perm(nu, T3_VIEWS, 4, 2, &rp, &err), 0);
 	assert_int_equal(rc_morton_perm(T3_N, T3_N, 4, 2, &cp, &err), 0);
 	int64_t nb[RC_FRAG_COUNT], tb[RC_FRAG_COUNT], na[RC_FRAG_COUNT], ta[RC_FRAG_COUNT];
-	assert_int_equal(rc_dd_block_stats(g, NULL, NULL, 0, nb, tb, &err), 0);
-	assert_int_equal(rc_dd_block_stats(g, rp, cp, 0, na, ta, &err), 0);
+	int64_t nnz0 = 0, nnz1 = 0;
+	assert_int_equal(rc_dd_block_stats(g, NULL, NULL, 0, nb, tb, &nnz0, &err), 0);
+	assert_int_equal(rc_dd_block_stats(g, rp, cp, 0, na, ta, &nnz1, &err), 0);
+	assert_int_equal(nnz0, nnz1);
 	for (int f = 0; f < RC_FRAG_COUNT; f++) {
 		double before = 100.0 * (double)nb[f] / (double)tb[f], after = 100.0 * (double)na[f] / (double)ta[f];
 		printf("%dx%d image, %dx%d projections, %-8s: non-empty blocks %.2f%% -> %.2f%% (%.2fx)\n", T3_N,
@@ -269,6 +271,7 @@ static void test_table3_ordering(void **state)
 	/* the streaming count agrees with the blocks the BSR build makes */
 	rc_csr *m = NULL;
 	assert_int_equal(rc_dd_build(g, 0, &m, &err), 0);
+	assert_int_equal(m->nnz, nnz0);
 	for (int f = 0; f < RC_FRAG_COUNT; f++) {
 		int64_t neb, total;
 		assert_int_equal(rc_bsr_count(m, rp, cp, (rc_frag)f, 0, &neb, &total, &err), 0);

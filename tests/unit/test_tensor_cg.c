@@ -208,6 +208,14 @@ static void test_job_path(void **state)
 	assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
 	assert_int_equal(rep.iterations_done, 8);
 	assert_true(rep.ndevices == 1 && rep.dev[0].measured_ms[0] > 0);
+	/* engine auto sends a 2-D CGLS job here too; fp32 runs the CSR */
+	snprintf(s.engine, sizeof s.engine, "auto");
+	snprintf(s.precision, sizeof s.precision, "fp32");
+	assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
+	assert_string_equal(rep.engine, "tensor");
+	assert_string_equal(rep.matrix.fragment, "csr.fp32");
+	snprintf(s.engine, sizeof s.engine, "tensor");
+	snprintf(s.precision, sizeof s.precision, "mixed");
 	/* other algorithms are refused by name */
 	rc_algo_params_default(&s.algo, RC_ALGO_SIRT);
 	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), RC_EUNSUPPORTED);
