@@ -186,6 +186,11 @@ int rc_dd_build(const rc_geom *g, int threads, rc_csr **ret, rc_err *err)
 	const rc_volume_desc *v = rc_geom_volume(g);
 	int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
 	int rc = 0;
+	/* rows and columns are int32 indices here and in the BSR and GPU copies */
+	if ((int64_t)v->nx * v->ny > INT32_MAX / 2 || (int64_t)nviews * nu > INT32_MAX / 2)
+		return rc_fail(err, RC_ETOOBIG, "volume",
+			       "the system matrix of a %dx%d image and %dx%d projections is too large for the tensor engine",
+			       v->nx, v->ny, nviews, nu);
 	int nt = rc_par_threads(threads, nviews);
 	struct build b = { .g = g, .nu = nu, .cap = rc_dd_row_cap(g), .nx = v->nx, .ny = v->ny };
 	rc_csr *m = calloc(1, sizeof *m);

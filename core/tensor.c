@@ -138,6 +138,9 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	int32_t *rperm = NULL, *cperm = NULL;
 	float *Y = NULL, *X = NULL, *Xref = NULL;
 	int rc = 0, done = 0, hit = 0;
+#ifdef RC_HAVE_CUDA
+	rc_tgpu *gt = NULL;
+#endif
 	snprintf(report->engine, sizeof report->engine, "tensor");
 	if (!rc_geom_is_2d(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
@@ -205,6 +208,25 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		snprintf(mr->fragment, sizeof mr->fragment, "csr.fp32");
 		mr->bytes = m->nnz * 8 + (int64_t)(m->rows + 1) * 8;
 	}
+#ifdef RC_HAVE_CUDA
+	char msg[256] = "";
+	if (use_gpu) {
+		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, (nz + 31) / 32 * 32, &gt, msg, sizeof msg);
+		if (rc == RC_ETOOBIG && o->gpu != 1) {
+			/* does not fit the device: the CPU path, in its own index space */
+			use_gpu = 0;
+			rc = 0;
+			if (!o->mixed) {
+				rows_pad = rows;
+				cols_pad = cols;
+				rp = cp = NULL;
+			}
+		} else if (rc) {
+			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
+			goto out;
+		}
+	}
+#endif
 	int nc = use_gpu ? (nz + 31) / 32 * 32 : nz;
 	Y = malloc((size_t)(rows_pad * nc) * sizeof *Y);
 	X = malloc((size_t)(cols_pad * nc) * sizeof *X);
@@ -232,16 +254,9 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		d->views[t] = nviews;
 		d->predicted_ms[t] = -1;
 	}
-	if (use_gpu) {
 #ifdef RC_HAVE_CUDA
-		char msg[256] = "";
-		rc_tgpu *gt = NULL;
+	if (use_gpu) {
 		rc_tgpu_kind kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
-		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, nc, &gt, msg, sizeof msg);
-		if (rc) {
-			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
-			goto out;
-		}
 		snprintf(d->name, sizeof d->name, "cuda-tensor");
 		snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
 		rc = rc_tgpu_cgls(gt, kind, Y, X, algo->iterations, on_gpu_iter, &pg, &done, msg, sizeof msg);
@@ -250,13 +265,13 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			rc_tgpu_time(gt, kind, 1, &msf, &msb, msg, sizeof msg);
 		d->measured_ms[RC_TASK_FORWARD] = msf;
 		d->measured_ms[RC_TASK_BACK] = msb;
-		rc_tgpu_free(gt);
 		if (rc == RC_ECANCELLED)
 			rc = rc_fail(err, RC_ECANCELLED, "", "the job was cancelled after %d iterations", done);
 		else if (rc)
 			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
+	}
 #endif
-	} else {
+	if (!use_gpu) {
 		if (!o->mixed) {
 			rc = rc_csr_transpose(m, &mt, err);
 			if (rc)
@@ -276,6 +291,9 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		scatter(X, nz, cols, cp, nc, vol);
 	report->iterations_done = done;
 out:
+#ifdef RC_HAVE_CUDA
+	rc_tgpu_free(gt);
+#endif
 	report->seconds = now_s() - t0;
 	free(Y);
 	free(X);

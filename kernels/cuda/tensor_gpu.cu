@@ -168,6 +168,22 @@ extern "C" int rc_tgpu_new(const rc_bsr *b, const rc_csr *csr, const int32_t *rp
 		cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, t->dev);
 		t->peak_gbs = 2.0 * clock_khz * 1e3 * (bus_bits / 8) / 1e9; /* DDR: two transfers per clock */
 	}
+	{
+		/* everything this object will hold, checked against the free
+		 * memory before the first allocation */
+		double need = (double)b->neb * b->bm * b->bk * 2 + (double)(b->mb + b->nb + 2) * 4 + 3.0 * b->neb * 4 +
+			      (double)ncols * (cols_pad * (4 + 2 + 3 * 4) + (rows_pad + 16) * 2 + rows_pad * (4 + 2 * 4)) +
+			      (csr ? (double)csr->nnz * 8 + (double)rows_pad * 4 : 0) +
+			      (geom ? (double)geom->nviews * geom->nu * 4 + (double)geom->nx * geom->ny * 4 : 0);
+		size_t free_b = 0, total_b = 0;
+		CK(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+		if (need > 0.9 * (double)free_b) {
+			snprintf(msg, msglen, "the matrix and %d slices need %.2f GB on %s, %.2f GB are free", ncols, need / 1e9,
+				 t->name, (double)free_b / 1e9);
+			rc = RC_ETOOBIG;
+			goto out;
+		}
+	}
 	CK(cudaStreamCreate(&t->st), "cudaStreamCreate");
 	t->nc = ncols;
 	t->neb = b->neb;
