@@ -16,4 +16,12 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
  * "avx512", "avx2" or "baseline" (for `make bench`). */
 const char *rc_engine_cpu_isa(void);
 
+/* Forces the back projector's path of engine e ("baseline", "avx2",
+ * "avx512"; RC_EUNSUPPORTED when this CPU lacks it), for tests and the
+ * benchmark.  e must come from rc_engine_cpu_new. */
+int rc_engine_cpu_set_isa(rc_engine *e, const char *isa, rc_err *err);
+
+/* Threads of engine e's pool. */
+int rc_engine_cpu_threads(const rc_engine *e);
+
 #endif

@@ -1,0 +1,169 @@
+/*
+ * bench-cpu: the CPU engine's projectors on the RabbitCT shape.
+ *
+ * Back projection (RC_BP_VOXEL): 496 views of 1248x960 pixels of 0.308 mm
+ * into 256^3 (1 mm) and 512^3 (0.5 mm) voxels, cone geometry D = 750 mm,
+ * S = 1200 mm over 360 degrees (RabbitCT's sizes; its own matrices are a
+ * C-arm's, ours are a circle, which takes the same loop).  GUPS = views x
+ * voxels / seconds / 1e9, for 1 thread and for all threads.
+ * Forward projection: rays per second (detector pixels per second) of
+ * RC_FP_RAYCAST and RC_FP_ROTATE into the 256^3 volume, over 2 views.
+ * Also RC_BP_MATCHED (the transpose of RAYCAST) as rays per second.
+ * Peak memory is getrusage's ru_maxrss; the ISA path is what the voxel back
+ * projector dispatched to.
+ *
+ * RECOND_BENCH_QUICK=1: 64^3 and 96^3 from 32 views of 312x240 (seconds).
+ * RECOND_BENCH_THREADS=n: the "all threads" count (default: one per core).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "engine_cpu.h"
+#include "geometry.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct shape {
+	int nviews, nu, nv;
+	double du;
+};
+
+static rc_geom *make_geom(const struct shape *s, int n, double fov_mm)
+{
+	double *ang = malloc((size_t)s->nviews * sizeof *ang);
+	if (!ang)
+		return NULL;
+	for (int k = 0; k < s->nviews; k++)
+		ang[k] = 360.0 * k / s->nviews;
+	rc_volume_desc v = { n, n, n, fov_mm / n, fov_mm / n, fov_mm / n, 0, 0, 0 };
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = s->nviews, .det = { s->nu, s->nv, s->du, s->du, 0, 0 },
+			    .source_isocenter_mm = 750, .source_detector_mm = 1200, .angles_deg = ang };
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&sp, &v, NULL, &g, &err))
+		fprintf(stderr, "bench-cpu: geometry: %s\n", err.msg);
+	free(ang);
+	return g;
+}
+
+static void fill(float *p, size_t n, unsigned seed)
+{
+	/* smooth-ish positive data: the values do not change the work */
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)(1.0 + 0.5 * sin(0.001 * (double)(i + seed)));
+}
+
+static double peak_mib(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss / 1024.0;
+}
+
+int main(void)
+{
+	int quick = getenv("RECOND_BENCH_QUICK") && atoi(getenv("RECOND_BENCH_QUICK"));
+	int all = getenv("RECOND_BENCH_THREADS") ? atoi(getenv("RECOND_BENCH_THREADS")) : 0;
+	struct shape full = { 496, 1248, 960, 0.308 }, small = { 32, 312, 240, 1.232 };
+	const struct shape *s = quick ? &small : &full;
+	int sizes[2] = { quick ? 64 : 256, quick ? 96 : 512 };
+	const double fov = 256.0;
+	int rc = 0;
+
+	rc_geom *g0 = make_geom(s, sizes[0], fov);
+	if (!g0)
+		return 1;
+	size_t np = rc_geom_proj_count(g0);
+	float *proj = malloc(np * sizeof(float));
+	if (!proj) {
+		fprintf(stderr, "bench-cpu: out of memory for %zu MiB of projections\n", np * 4 >> 20);
+		return 1;
+	}
+	fill(proj, np, 1);
+	rc_geom_free(g0);
+
+	printf("bench-cpu: %d views of %dx%d%s; CPU ISA path: %s\n", s->nviews, s->nu, s->nv,
+	       quick ? " (RECOND_BENCH_QUICK)" : " (RabbitCT shape)", rc_engine_cpu_isa());
+	printf("| %-34s | %7s | %9s | %12s | %9s |\n", "task", "threads", "seconds", "rate", "unit");
+	printf("|%s|%s|%s|%s|%s|\n", "------------------------------------", "---------", "-----------",
+	       "--------------", "-----------");
+	for (int si = 0; si < 2; si++) {
+		int n = sizes[si];
+		rc_geom *g = make_geom(s, n, fov);
+		if (!g)
+			return 1;
+		size_t nvox = rc_volume_count(rc_geom_volume(g));
+		float *vol = malloc(nvox * sizeof(float));
+		if (!vol) {
+			fprintf(stderr, "bench-cpu: out of memory for a %d^3 volume\n", n);
+			return 1;
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			int threads = pass == 0 ? 1 : all;
+			rc_engine *e = NULL;
+			rc_err err;
+			if (rc_engine_cpu_new(g, threads, &e, &err)) {
+				fprintf(stderr, "bench-cpu: %s\n", err.msg);
+				return 1;
+			}
+			int nt = rc_engine_cpu_threads(e);
+			double t0 = now_s();
+			rc = rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, s->nviews, &err);
+			double dt = now_s() - t0;
+			if (rc) {
+				fprintf(stderr, "bench-cpu: %s\n", err.msg);
+				return 1;
+			}
+			char name[64];
+			snprintf(name, sizeof name, "back projection voxel %d^3", n);
+			printf("| %-34s | %7d | %9.2f | %12.3f | %9s |\n", name, nt, dt,
+			       (double)nvox * s->nviews / dt / 1e9, "GUPS");
+			fflush(stdout);
+			rc_engine_free(e);
+		}
+		if (si == 0) {
+			/* forward projectors and the matched transpose, all threads */
+			rc_engine *e = NULL;
+			rc_err err;
+			if (rc_engine_cpu_new(g, all, &e, &err))
+				return 1;
+			int nt = rc_engine_cpu_threads(e);
+			fill(vol, nvox, 7);
+			const int nfv = 2;
+			static const char *names[3] = { "forward raycast", "forward rotate", "back matched (raycast^T)" };
+			for (int kind = 0; kind < 3; kind++) {
+				double t0 = now_s();
+				if (kind < 2)
+					rc = rc_engine_forward(e, (rc_fp_kind)kind, vol, proj, 0, nfv, &err);
+				else
+					rc = rc_engine_back(e, RC_BP_MATCHED, proj, vol, 0, nfv, &err);
+				double dt = now_s() - t0;
+				if (rc) {
+					fprintf(stderr, "bench-cpu: %s\n", err.msg);
+					return 1;
+				}
+				char name[64];
+				snprintf(name, sizeof name, "%s %d^3", names[kind], n);
+				printf("| %-34s | %7d | %9.2f | %12.3g | %9s |\n", name, nt, dt,
+				       (double)nfv * s->nu * s->nv / dt, "rays/s");
+				fflush(stdout);
+			}
+			rc_engine_free(e);
+			fill(proj, np, 1);
+		}
+		free(vol);
+		rc_geom_free(g);
+	}
+	printf("peak memory (ru_maxrss): %.0f MiB\n", peak_mib());
+	free(proj);
+	return 0;
+}

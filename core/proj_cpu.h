@@ -1,0 +1,61 @@
+/*
+ * proj_cpu: the CPU projectors behind engine_cpu.c (not a public contract;
+ * tests and the benchmark call them through the engine).
+ *
+ *   proj_raycast.c  RC_FP_RAYCAST and its exact adjoint RC_BP_MATCHED
+ *   proj_rotate.c   RC_FP_ROTATE (paper 000 §3.2: rotation kernel + projection
+ *                   kernel, Approach B)
+ *   proj_voxel.c    RC_BP_VOXEL (paper 002 Eq. 1), the inner loops in
+ *                   proj_voxel_tile.h compiled three times: baseline x86-64
+ *                   (proj_voxel.c), AVX2 (proj_voxel_avx2.c), AVX-512
+ *                   (proj_voxel_avx512.c), chosen at run time.
+ *
+ * Every projector runs views [first, last) of a cone or matrices geometry
+ * (the caller checks the type and range), splits its work over the pool and
+ * writes disjoint outputs per task, so results do not depend on the number
+ * of threads (RAYCAST, MATCHED, ROTATE: bit-identical; VOXEL: identical too,
+ * each voxel is summed in view order by one task).
+ */
+#ifndef RC_PROJ_CPU_H
+#define RC_PROJ_CPU_H
+
+#include "geometry.h"
+#include "threadpool.h"
+
+typedef enum rc_cpu_isa {
+	RC_ISA_BASELINE = 0,
+	RC_ISA_AVX2,
+	RC_ISA_AVX512,
+	RC_ISA_COUNT
+} rc_cpu_isa;
+
+/* The widest path this CPU runs; RECOND_CPU_ISA=baseline|avx2|avx512 in the
+ * environment caps it (for comparisons). */
+rc_cpu_isa rc_cpu_isa_best(void);
+int rc_cpu_isa_supported(rc_cpu_isa isa);
+const char *rc_cpu_isa_name(rc_cpu_isa isa);
+
+/* Ray casting: fixed step of half the smallest voxel size (mm), midpoint
+ * samples t_in + (k + 1/2) step < t_out between where the ray enters and
+ * leaves the volume's box (its voxel faces); trilinear, zero outside. */
+double rc_raycast_step_mm(const rc_volume_desc *v);
+void rc_fp_raycast(const rc_geom *g, rc_pool *pool, const float *vol, float *proj,
+		   int first, int last);
+void rc_bp_matched(const rc_geom *g, rc_pool *pool, const float *proj, float *vol,
+		   int first, int last);
+
+/* Rotation + projection; owns its rotated-volume buffer (cone only). */
+typedef struct rc_rotate rc_rotate;
+int rc_rotate_new(const rc_geom *g, rc_rotate **ret, rc_err *err);
+void rc_rotate_free(rc_rotate *r);
+void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
+		  int first, int last);
+
+/* Voxel-driven back projection; owns padded view blocks and per-thread rows. */
+typedef struct rc_bpv rc_bpv;
+int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err);
+void rc_bpv_free(rc_bpv *b);
+void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
+		 float *vol, int first, int last);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+ * proj_voxel: voxel-driven back projection (paper 002 Eq. 1),
+ *   f(x) = sum_k  p_k(u_k(x), v_k(x)) / w_k(x)^2,
+ * bilinear in the detector with zero outside, w the depth in mm (geometry.h).
+ *
+ * Views go in blocks of RC_BPV_BLOCK: each block is copied into zero-padded
+ * images (so the inner loop needs no bounds test), then the volume is swept
+ * once, tile by tile (RC_BPV_BY x RC_BPV_BZ rows of x), each tile adding the
+ * block's views for its voxels in a row buffer that stays in L1 before one
+ * read-modify-write of the volume row.  Tiles are the pool's tasks: each
+ * voxel is written by one task, in view order, so the result is the same for
+ * any number of threads.  The loops themselves are in proj_voxel_tile.h,
+ * compiled per ISA; this file picks the widest one the CPU has.
+ */
+#include "proj_cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define RC_BPV_TILE rc_bpv_tile_baseline
+#define RC_BPV_SUFFIX baseline
+#include "proj_voxel_tile.h"
+
+struct rc_bpv {
+	const rc_geom *g;
+	int threads;
+	int Wp, Hp;
+	float *img;        /* RC_BPV_BLOCK padded images */
+	float *scratch;
+	size_t scratch_floats;
+};
+
+static int isa_cpu_has(rc_cpu_isa isa)
+{
+	__builtin_cpu_init();
+	switch (isa) {
+	case RC_ISA_BASELINE: return 1;
+	case RC_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	case RC_ISA_AVX512:
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+		       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	default: return 0;
+	}
+}
+
+int rc_cpu_isa_supported(rc_cpu_isa isa) { return (int)isa >= 0 && (int)isa < RC_ISA_COUNT && isa_cpu_has(isa); }
+
+const char *rc_cpu_isa_name(rc_cpu_isa isa)
+{
+	static const char *names[RC_ISA_COUNT] = { "baseline", "avx2", "avx512" };
+	return (int)isa >= 0 && (int)isa < RC_ISA_COUNT ? names[isa] : "unknown";
+}
+
+rc_cpu_isa rc_cpu_isa_best(void)
+{
+	rc_cpu_isa cap = RC_ISA_AVX512;
+	const char *env = getenv("RECOND_CPU_ISA");
+	if (env)
+		for (int i = 0; i < RC_ISA_COUNT; i++)
+			if (!strcasecmp(env, rc_cpu_isa_name((rc_cpu_isa)i)))
+				cap = (rc_cpu_isa)i;
+	for (int i = cap; i > 0; i--)
+		if (isa_cpu_has((rc_cpu_isa)i))
+			return (rc_cpu_isa)i;
+	return RC_ISA_BASELINE;
+}
+
+int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err)
+{
+	int rc;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const rc_detector_desc *d = rc_geom_detector(g);
+	rc_bpv *b = calloc(1, sizeof *b);
+	if (!b)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the back projector");
+	b->g = g;
+	b->threads = threads;
+	b->Wp = d->nu + 3;
+	b->Hp = d->nv + 3;
+	/* a tile's sums, then fu, v0, dv, wt, col for one row (general: iw) */
+	b->scratch_floats = ((size_t)RC_BPV_BY * RC_BPV_BZ + 5) * RC_BPV_BX;
+	b->scratch_floats = (b->scratch_floats + 15) & ~(size_t)15;
+	(void)v;
+	size_t img_bytes = (size_t)RC_BPV_BLOCK * (size_t)b->Wp * (size_t)b->Hp * sizeof(float);
+	size_t scr_bytes = (size_t)threads * b->scratch_floats * sizeof(float);
+	b->img = aligned_alloc(64, (img_bytes + 63) & ~(size_t)63);
+	b->scratch = aligned_alloc(64, scr_bytes);
+	if (!b->img || !b->scratch) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the back projector's buffers (%zu MiB)",
+			     (img_bytes + scr_bytes) >> 20);
+		goto out_free;
+	}
+	*ret = b;
+	return 0;
+out_free:
+	rc_bpv_free(b);
+	return rc;
+}
+
+void rc_bpv_free(rc_bpv *b)
+{
+	if (!b)
+		return;
+	free(b->img);
+	free(b->scratch);
+	free(b);
+}
+
+struct pad_ctx {
+	const rc_bpv *b;
+	const float *proj;
+	int first;
+};
+
+static void pad_task(void *arg, long k, int worker)
+{
+	struct pad_ctx *c = arg;
+	(void)worker;
+	const rc_bpv *b = c->b;
+	int nu = b->Wp - 3, nv = b->Hp - 3;
+	float *img = b->img + (size_t)k * (size_t)b->Wp * (size_t)b->Hp;
+	memset(img, 0, (size_t)b->Wp * sizeof(float));
+	for (int j = 0; j < nv; j++) {
+		float *row = img + (size_t)(j + 1) * b->Wp;
+		row[0] = 0;
+		memcpy(row + 1, c->proj + rc_geom_row_offset(b->g, c->first + (int)k, j), (size_t)nu * sizeof(float));
+		row[nu + 1] = row[nu + 2] = 0;
+	}
+	memset(img + (size_t)(nv + 1) * b->Wp, 0, 2 * (size_t)b->Wp * sizeof(float));
+}
+
+struct tile_ctx {
+	const struct rc_bpv_job *job;
+	void (*fn)(const struct rc_bpv_job *, long, int);
+};
+
+static void tile_task(void *arg, long task, int worker)
+{
+	struct tile_ctx *c = arg;
+	c->fn(c->job, task, worker);
+}
+
+void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
+		 int first, int last)
+{
+	const rc_volume_desc *v = rc_geom_volume(b->g);
+	static void (*const fns[RC_ISA_COUNT])(const struct rc_bpv_job *, long, int) = {
+		rc_bpv_tile_baseline, rc_bpv_tile_avx2, rc_bpv_tile_avx512
+	};
+	if (last <= first) {
+		memset(vol, 0, rc_volume_count(v) * sizeof(float));
+		return;
+	}
+	if (!rc_cpu_isa_supported(isa))
+		isa = RC_ISA_BASELINE;
+	struct rc_bpv_job job = { 0 }, *J = &job;
+	J->nx = v->nx;
+	J->ny = v->ny;
+	J->nz = v->nz;
+	J->nu = b->Wp - 3;
+	J->nv = b->Hp - 3;
+	J->Wp = b->Wp;
+	J->img_stride = (size_t)b->Wp * (size_t)b->Hp;
+	J->img = b->img;
+	J->vol = vol;
+	rc_volume_voxel_pos(v, 0, 0, 0, J->x0);
+	J->s[0] = v->vx;
+	J->s[1] = v->vy;
+	J->s[2] = v->vz;
+	J->nxb = (v->nx + RC_BPV_BX - 1) / RC_BPV_BX;
+	J->nyb = (v->ny + RC_BPV_BY - 1) / RC_BPV_BY;
+	J->nzb = (v->nz + RC_BPV_BZ - 1) / RC_BPV_BZ;
+	J->scratch = b->scratch;
+	J->scratch_floats = b->scratch_floats;
+	struct tile_ctx tc = { .job = J, .fn = fns[isa] };
+	for (int k0 = first; k0 < last; k0 += RC_BPV_BLOCK) {
+		int K = last - k0 < RC_BPV_BLOCK ? last - k0 : RC_BPV_BLOCK;
+		struct pad_ctx pc = { .b = b, .proj = proj, .first = k0 };
+		rc_pool_run(pool, K, pad_task, &pc);
+		J->K = K;
+		J->cone = 1;
+		for (int k = 0; k < K; k++) {
+			memcpy(J->P[k], rc_geom_view(b->g, k0 + k)->P, sizeof J->P[k]);
+			if (J->P[k][2] != 0 || J->P[k][10] != 0)
+				J->cone = 0;
+		}
+		J->overwrite = k0 == first;
+		rc_pool_run(pool, (long)J->nxb * J->nyb * J->nzb, tile_task, &tc);
+	}
+}

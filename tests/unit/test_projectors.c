@@ -1,0 +1,572 @@
+/*
+ * CPU projectors (core/proj_*.c) through the CPU engine, each against a
+ * reference that does not share its code:
+ *  - RAYCAST of a voxelised ball against the closed-form chord 2 sqrt(r^2 -
+ *    d^2) mu, rays built here from API.md (cone) or from the test's own
+ *    tilted matrices (matrices); and against the analytic Shepp-Logan line
+ *    integrals of core/phantom.h;
+ *  - <A x, y> = <x, A^T y> for RAYCAST / MATCHED with random x, y;
+ *  - VOXEL against a double-precision per-voxel loop written here (project
+ *    with P, bilinear with zero outside, 1/w^2), on an odd-sized, offset,
+ *    anisotropic volume, for the cone fast path and the general-matrix path,
+ *    for every ISA path this CPU has and for view sub-ranges;
+ *  - ROTATE against RAYCAST; view-range splits and 1 vs 3 threads.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine_cpu.h"
+#include "phantom.h"
+
+#define NV 12 /* views */
+
+/* --- geometries ------------------------------------------------------------ */
+
+static const rc_volume_desc VOL_BALL = { 40, 40, 36, 0.8, 0.8, 0.8, 0, 0, 0 };
+/* odd sizes spanning two back-projection tiles per axis, offsets,
+ * anisotropic voxels */
+static const rc_volume_desc VOL_ODD = { 37, 34, 33, 1.1, 0.9, 1.3, 1.3, -0.7, 0.9 };
+
+static const double D = 150, S = 300;
+static const rc_detector_desc DET = { 52, 44, 1.5, 1.5, 1.2, -0.9 };
+static const double TILT_DEG = 12; /* matrices: gantry tilted about x */
+
+static void angles(double *a, int n, double start)
+{
+	for (int k = 0; k < n; k++)
+		a[k] = start + 360.0 * k / n;
+}
+
+/* Source, detector centre and axes of view k as API.md writes them, then
+ * rotated by `tilt` about the x axis (0 for the plain cone). */
+struct frame {
+	double s[3], d[3], eu[3], ev[3], n[3];
+};
+
+static void rotx(double *v, double t)
+{
+	double y = v[1], z = v[2];
+	v[1] = cos(t) * y - sin(t) * z;
+	v[2] = sin(t) * y + cos(t) * z;
+}
+
+static void frame_of(double ang_deg, double tilt_deg, struct frame *f)
+{
+	double t = ang_deg * M_PI / 180, c = cos(t), s = sin(t);
+	double sv[3] = { D * c, D * s, 0 }, dv[3] = { -(S - D) * c, -(S - D) * s, 0 };
+	double eu[3] = { -s, c, 0 }, ev[3] = { 0, 0, 1 }, n[3] = { -c, -s, 0 };
+	memcpy(f->s, sv, sizeof sv);
+	memcpy(f->d, dv, sizeof dv);
+	memcpy(f->eu, eu, sizeof eu);
+	memcpy(f->ev, ev, sizeof ev);
+	memcpy(f->n, n, sizeof n);
+	double tt = tilt_deg * M_PI / 180;
+	rotx(f->s, tt);
+	rotx(f->d, tt);
+	rotx(f->eu, tt);
+	rotx(f->ev, tt);
+	rotx(f->n, tt);
+}
+
+static void pixel_centre(const struct frame *f, int i, int j, double *p)
+{
+	double um = (i - (DET.nu - 1) / 2.0) * DET.du + DET.offset_u;
+	double vm = (j - (DET.nv - 1) / 2.0) * DET.dv + DET.offset_v;
+	for (int a = 0; a < 3; a++)
+		p[a] = f->d[a] + um * f->eu[a] + vm * f->ev[a];
+}
+
+/* The 3x4 matrix of a (tilted) frame, built here from the pinhole model. */
+static void matrix_of(const struct frame *f, double *P)
+{
+	double cu = (DET.nu - 1) / 2.0 - DET.offset_u / DET.du, cv = (DET.nv - 1) / 2.0 - DET.offset_v / DET.dv;
+	for (int a = 0; a < 3; a++) {
+		P[a] = S / DET.du * f->eu[a] + cu * f->n[a];
+		P[4 + a] = S / DET.dv * f->ev[a] + cv * f->n[a];
+		P[8 + a] = f->n[a];
+	}
+	for (int r = 0; r < 3; r++)
+		P[4 * r + 3] = -(P[4 * r] * f->s[0] + P[4 * r + 1] * f->s[1] + P[4 * r + 2] * f->s[2]);
+}
+
+static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *vol, int nviews)
+{
+	double ang[64], mats[64 * 12];
+	angles(ang, nviews, 7);
+	rc_geom_spec sp = { .type = type, .nviews = nviews, .det = DET, .source_isocenter_mm = D,
+			    .source_detector_mm = S, .angles_deg = ang, .matrices = mats };
+	for (int k = 0; k < nviews; k++) {
+		struct frame f;
+		frame_of(ang[k], TILT_DEG, &f);
+		matrix_of(&f, mats + 12 * k);
+	}
+	rc_geom *g = NULL;
+	rc_err err;
+	int rc = rc_geom_new(&sp, vol, NULL, &g, &err);
+	if (rc)
+		fail_msg("geometry: %s", err.msg);
+	return g;
+}
+
+static rc_engine *make_engine(const rc_geom *g, int threads)
+{
+	rc_engine *e = NULL;
+	rc_err err;
+	if (rc_engine_cpu_new(g, threads, &e, &err))
+		fail_msg("engine: %s", err.msg);
+	return e;
+}
+
+static float *falloc(size_t n)
+{
+	float *p = calloc(n, sizeof(float));
+	assert_non_null(p);
+	return p;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* --- ball: closed-form chords ---------------------------------------------- */
+
+static const double BALL_C[3] = { 2.0, -3.0, 1.5 }, BALL_R = 9.0, BALL_MU = 0.02;
+
+/* Mean density over each voxel from 6^3 sub-samples. */
+static void voxelize_ball(const rc_volume_desc *v, float *vol)
+{
+	const int ss = 6;
+	for (int z = 0; z < v->nz; z++)
+		for (int y = 0; y < v->ny; y++)
+			for (int x = 0; x < v->nx; x++) {
+				int in = 0;
+				for (int c = 0; c < ss * ss * ss; c++) {
+					double p[3];
+					rc_volume_voxel_pos(v, x + ((c % ss) + 0.5) / ss - 0.5,
+							    y + ((c / ss % ss) + 0.5) / ss - 0.5,
+							    z + ((c / ss / ss) + 0.5) / ss - 0.5, p);
+					double r2 = 0;
+					for (int a = 0; a < 3; a++)
+						r2 += (p[a] - BALL_C[a]) * (p[a] - BALL_C[a]);
+					in += r2 <= BALL_R * BALL_R;
+				}
+				vol[((size_t)z * v->ny + y) * v->nx + x] = (float)(BALL_MU * in / (ss * ss * ss));
+			}
+}
+
+/* Chord through the ball of the line a -> b, times mu; *dist gets the
+ * distance of the line from the centre. */
+static double chord(const double *a, const double *b, double *dist)
+{
+	double d[3], w[3], dd = 0, wd = 0, ww = 0;
+	for (int i = 0; i < 3; i++) {
+		d[i] = b[i] - a[i];
+		w[i] = BALL_C[i] - a[i];
+		dd += d[i] * d[i];
+		wd += w[i] * d[i];
+		ww += w[i] * w[i];
+	}
+	double dist2 = ww - wd * wd / dd;
+	*dist = sqrt(fmax(dist2, 0));
+	return dist2 < BALL_R * BALL_R ? 2 * sqrt(BALL_R * BALL_R - dist2) * BALL_MU : 0;
+}
+
+/* Voxelising the ball and sampling it trilinearly blurs its surface over
+ * about one voxel, which no projector can undo, so the check is in two
+ * parts: rays within r/2 of the centre (which cross the surface at most 30
+ * degrees off its normal) must match the chord within
+ * interior_bound (relative, per ray), and all rays together within
+ * l2_bound (relative L2, dominated by the blurred rim).  The blur also
+ * lowers central chords by about sigma^2 / r^2 (0.2 % here), and their mean
+ * relative error must stay under 0.5 %: a wrong step length or ray would
+ * show as a bias.  Bounds are about 1.4 times what these sizes reach. */
+static void ball_case(rc_geom_type type, rc_fp_kind kind, double interior_bound, double l2_bound)
+{
+	rc_geom *g = make_geom(type, &VOL_BALL, NV);
+	rc_engine *e = make_engine(g, 0);
+	float *vol = falloc(rc_volume_count(&VOL_BALL)), *proj = falloc(rc_geom_proj_count(g));
+	voxelize_ball(&VOL_BALL, vol);
+	rc_err err;
+	assert_int_equal(rc_engine_forward(e, kind, vol, proj, 0, NV, &err), 0);
+	double ang[NV], num = 0, den = 0, maxin = 0, bias = 0;
+	int nin = 0;
+	angles(ang, NV, 7);
+	for (int k = 0; k < NV; k++) {
+		struct frame f;
+		frame_of(ang[k], type == RC_GEOM_MATRICES ? TILT_DEG : 0, &f);
+		for (int j = 0; j < DET.nv; j++)
+			for (int i = 0; i < DET.nu; i++) {
+				double p[3], dist;
+				pixel_centre(&f, i, j, p);
+				double ref = chord(f.s, p, &dist), got = proj[((size_t)k * DET.nv + j) * DET.nu + i];
+				num += (got - ref) * (got - ref);
+				den += ref * ref;
+				if (dist < BALL_R / 2) {
+					maxin = fmax(maxin, fabs(got - ref) / ref);
+					bias += (got - ref) / ref;
+					nin++;
+				}
+			}
+	}
+	double rel = sqrt(num / den);
+	bias /= nin > 0 ? nin : 1;
+	print_message("ball %s %s: interior rays (%d) max relative error %.4g (bound %.3g), mean %.3g (bound 5e-3), "
+		      "all rays relative L2 %.4g (bound %.3g)\n",
+		      type == RC_GEOM_CONE ? "cone" : "matrices", kind == RC_FP_RAYCAST ? "raycast" : "rotate",
+		      nin, maxin, interior_bound, bias, rel, l2_bound);
+	assert_true(nin > 100);
+	assert_true(maxin < interior_bound);
+	assert_true(fabs(bias) < 5e-3);
+	assert_true(rel < l2_bound);
+	free(vol);
+	free(proj);
+	rc_engine_free(e);
+	rc_geom_free(g);
+}
+
+static void test_ball_cone_raycast(void **s) { (void)s; ball_case(RC_GEOM_CONE, RC_FP_RAYCAST, 0.015, 0.05); }
+static void test_ball_matrices_raycast(void **s) { (void)s; ball_case(RC_GEOM_MATRICES, RC_FP_RAYCAST, 0.015, 0.05); }
+static void test_ball_cone_rotate(void **s) { (void)s; ball_case(RC_GEOM_CONE, RC_FP_ROTATE, 0.017, 0.06); }
+
+/* --- Shepp-Logan: analytic line integrals ------------------------------------ */
+
+/* The voxelised Shepp-Logan differs from the analytic one mostly at the
+ * thin skull (0.4 mm for a 30 mm field), so the projection error is first
+ * order in the voxel size: it must be under a bound at each size and halve
+ * (ratio < 0.6) when the voxels halve.  A wrong geometry, step length or
+ * interpolation leaves an error that does not shrink. */
+static double shepp_logan_error(int n, double vs, rc_fp_kind kind)
+{
+	rc_volume_desc v = { n, n, n, vs, vs, vs, 0, 0, 0 };
+	rc_geom *g = make_geom(RC_GEOM_CONE, &v, 6);
+	rc_engine *e = make_engine(g, 0);
+	rc_phantom *ph = NULL;
+	rc_err err;
+	assert_int_equal(rc_phantom_shepp_logan(30.0, &ph, &err), 0);
+	size_t np = rc_geom_proj_count(g);
+	float *vol = falloc(rc_volume_count(&v)), *proj = falloc(np), *ref = falloc(np);
+	assert_int_equal(rc_phantom_voxelize(ph, &v, 4, 0, vol, &err), 0);
+	assert_int_equal(rc_phantom_project(ph, g, 0, ref, &err), 0);
+	assert_int_equal(rc_engine_forward(e, kind, vol, proj, 0, 6, &err), 0);
+	double num = 0, den = 0;
+	for (size_t i = 0; i < np; i++) {
+		num += ((double)proj[i] - ref[i]) * ((double)proj[i] - ref[i]);
+		den += (double)ref[i] * ref[i];
+	}
+	rc_phantom_free(ph);
+	free(vol);
+	free(proj);
+	free(ref);
+	rc_engine_free(e);
+	rc_geom_free(g);
+	return sqrt(num / den);
+}
+
+static void test_shepp_logan(void **s)
+{
+	(void)s;
+#if defined(__SANITIZE_ADDRESS__)
+	const int n = 32; /* sanitizers: smaller, same field of view */
+#else
+	const int n = 48;
+#endif
+	/* measured at 48^3 / 96^3: raycast 0.112 / 0.056, rotate 0.126 / 0.066 */
+	const double bc[2] = { 0.12, 0.135 }, bf[2] = { 0.06, 0.07 };
+	for (int kind = 0; kind < 2; kind++) {
+		double vs = 32.0 / n, scale = 48.0 / n;
+		double coarse = shepp_logan_error(n, vs, (rc_fp_kind)kind);
+		double fine = shepp_logan_error(2 * n, vs / 2, (rc_fp_kind)kind);
+		print_message("Shepp-Logan %s vs analytic: %d^3 relative L2 %.4g (bound %.3g), %d^3 %.4g (bound %.3g), "
+			      "ratio %.3f (bound 0.6)\n", kind == 0 ? "raycast" : "rotate", n, coarse, bc[kind] * scale,
+			      2 * n, fine, bf[kind] * scale, fine / coarse);
+		assert_true(coarse < bc[kind] * scale);
+		assert_true(fine < bf[kind] * scale);
+		assert_true(fine / coarse < 0.6);
+	}
+}
+
+/* --- adjoint ------------------------------------------------------------------ */
+
+static void adjoint_case(rc_geom_type type)
+{
+	rc_geom *g = make_geom(type, &VOL_ODD, NV);
+	rc_engine *e = make_engine(g, 0);
+	size_t nvox = rc_volume_count(&VOL_ODD), np = rc_geom_proj_count(g);
+	float *x = falloc(nvox), *ax = falloc(np), *y = falloc(np), *aty = falloc(nvox);
+	for (size_t i = 0; i < nvox; i++)
+		x[i] = (float)urand();
+	for (size_t i = 0; i < np; i++)
+		y[i] = (float)urand();
+	rc_err err;
+	assert_int_equal(rc_engine_forward(e, RC_FP_RAYCAST, x, ax, 0, NV, &err), 0);
+	assert_int_equal(rc_engine_back(e, RC_BP_MATCHED, y, aty, 0, NV, &err), 0);
+	double l = 0, r = 0;
+	for (size_t i = 0; i < np; i++)
+		l += (double)ax[i] * y[i];
+	for (size_t i = 0; i < nvox; i++)
+		r += (double)x[i] * aty[i];
+	double gap = fabs(l - r) / fabs(l);
+	print_message("adjoint %s: <Ax,y> = %.9g, <x,A^T y> = %.9g, relative gap %.3g (bound 1e-5)\n",
+		      type == RC_GEOM_CONE ? "cone" : "matrices", l, r, gap);
+	assert_true(l > 0);
+	assert_true(gap < 1e-5);
+	free(x);
+	free(ax);
+	free(y);
+	free(aty);
+	rc_engine_free(e);
+	rc_geom_free(g);
+}
+
+static void test_adjoint_cone(void **s) { (void)s; adjoint_case(RC_GEOM_CONE); }
+static void test_adjoint_matrices(void **s) { (void)s; adjoint_case(RC_GEOM_MATRICES); }
+
+/* --- voxel back projection against a double reference ------------------------ */
+
+static double pix(const float *img, int i, int j)
+{
+	return i < 0 || j < 0 || i >= DET.nu || j >= DET.nv ? 0.0 : img[(size_t)j * DET.nu + i];
+}
+
+static void bp_reference(const rc_geom *g, const float *proj, int first, int last, double *out)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	size_t nvox = rc_volume_count(v);
+	memset(out, 0, nvox * sizeof *out);
+	for (int k = first; k < last; k++) {
+		const double *P = rc_geom_view(g, k)->P;
+		const float *img = proj + (size_t)k * DET.nu * DET.nv;
+		for (int z = 0; z < v->nz; z++)
+			for (int y = 0; y < v->ny; y++)
+				for (int x = 0; x < v->nx; x++) {
+					double X[3];
+					rc_volume_voxel_pos(v, x, y, z, X);
+					double h[3];
+					for (int r = 0; r < 3; r++)
+						h[r] = P[4 * r] * X[0] + P[4 * r + 1] * X[1] + P[4 * r + 2] * X[2] + P[4 * r + 3];
+					if (h[2] <= 0)
+						continue;
+					double u = h[0] / h[2], vv = h[1] / h[2];
+					int i0 = (int)floor(u), j0 = (int)floor(vv);
+					double fu = u - i0, fv = vv - j0;
+					double val = (1 - fv) * ((1 - fu) * pix(img, i0, j0) + fu * pix(img, i0 + 1, j0)) +
+						     fv * ((1 - fu) * pix(img, i0, j0 + 1) + fu * pix(img, i0 + 1, j0 + 1));
+					out[((size_t)z * v->ny + y) * v->nx + x] += val / (h[2] * h[2]);
+				}
+	}
+}
+
+/* max |got - ref| / max |ref| */
+static double max_rel(const float *got, const double *ref, size_t n)
+{
+	double m = 0, e = 0;
+	for (size_t i = 0; i < n; i++) {
+		m = fmax(m, fabs(ref[i]));
+		e = fmax(e, fabs(got[i] - ref[i]));
+	}
+	return m > 0 ? e / m : INFINITY;
+}
+
+static void voxel_case(rc_geom_type type)
+{
+	static const char *isas[] = { "baseline", "avx2", "avx512" };
+	rc_geom *g = make_geom(type, &VOL_ODD, NV);
+	rc_engine *e = make_engine(g, 2);
+	size_t nvox = rc_volume_count(&VOL_ODD), np = rc_geom_proj_count(g);
+	float *proj = falloc(np), *vol = falloc(nvox), *base = falloc(nvox);
+	double *ref = calloc(nvox, sizeof *ref);
+	assert_non_null(ref);
+	for (size_t i = 0; i < np; i++)
+		proj[i] = (float)urand();
+	/* the whole range and a sub-range that starts and ends mid-way */
+	const int ranges[2][2] = { { 0, NV }, { 3, 10 } };
+	rc_err err;
+	for (int r = 0; r < 2; r++) {
+		bp_reference(g, proj, ranges[r][0], ranges[r][1], ref);
+		int ran = 0;
+		for (int i = 0; i < 3; i++) {
+			if (rc_engine_cpu_set_isa(e, isas[i], &err)) {
+				print_message("voxel BP: no %s path on this CPU (%s)\n", isas[i], err.msg);
+				continue;
+			}
+			for (size_t q = 0; q < nvox; q++)
+				vol[q] = NAN; /* must be overwritten */
+			assert_int_equal(rc_engine_back(e, RC_BP_VOXEL, proj, vol, ranges[r][0], ranges[r][1], &err), 0);
+			double ev = max_rel(vol, ref, nvox);
+			print_message("voxel BP %s %s views [%d,%d): max error %.3g of the peak (bound 2e-5)\n",
+				      type == RC_GEOM_CONE ? "cone" : "matrices", isas[i], ranges[r][0], ranges[r][1], ev);
+			assert_true(ev < 2e-5);
+			if (i == 0)
+				memcpy(base, vol, nvox * sizeof *vol);
+			ran++;
+		}
+		assert_true(ran >= 1);
+	}
+	/* the tilted matrices must take the general path: P[2] != 0 */
+	if (type == RC_GEOM_MATRICES)
+		assert_true(fabs(rc_geom_view(g, 0)->P[2]) > 1e-3 || fabs(rc_geom_view(g, 0)->P[10]) > 1e-3);
+	free(proj);
+	free(vol);
+	free(base);
+	free(ref);
+	rc_engine_free(e);
+	rc_geom_free(g);
+}
+
+static void test_voxel_cone(void **s) { (void)s; voxel_case(RC_GEOM_CONE); }
+static void test_voxel_matrices(void **s) { (void)s; voxel_case(RC_GEOM_MATRICES); }
+
+/* A volume much wider than RC_BPV_BLOCK views and the tiles: 70 views. */
+static void test_voxel_many_views(void **s)
+{
+	(void)s;
+	rc_geom *g = make_geom(RC_GEOM_CONE, &VOL_ODD, 64);
+	rc_engine *e = make_engine(g, 0);
+	size_t nvox = rc_volume_count(&VOL_ODD), np = rc_geom_proj_count(g);
+	float *proj = falloc(np), *vol = falloc(nvox);
+	double *ref = calloc(nvox, sizeof *ref);
+	assert_non_null(ref);
+	for (size_t i = 0; i < np; i++)
+		proj[i] = (float)urand();
+	rc_err err;
+	bp_reference(g, proj, 1, 64, ref);
+	assert_int_equal(rc_engine_back(e, RC_BP_VOXEL, proj, vol, 1, 64, &err), 0);
+	double ev = max_rel(vol, ref, nvox);
+	print_message("voxel BP 63 views: max error %.3g of the peak (bound 2e-5)\n", ev);
+	assert_true(ev < 2e-5);
+	free(proj);
+	free(vol);
+	free(ref);
+	rc_engine_free(e);
+	rc_geom_free(g);
+}
+
+/* --- ROTATE vs RAYCAST ------------------------------------------------------------ */
+
+static void test_rotate_vs_raycast(void **s)
+{
+	(void)s;
+	rc_geom *g = make_geom(RC_GEOM_CONE, &VOL_BALL, NV);
+	rc_engine *e = make_engine(g, 0);
+	size_t nvox = rc_volume_count(&VOL_BALL), np = rc_geom_proj_count(g);
+	float *vol = falloc(nvox), *a = falloc(np), *b = falloc(np);
+	/* a smooth object: a Gaussian blob off-centre plus a weaker wide one */
+	for (int z = 0; z < VOL_BALL.nz; z++)
+		for (int y = 0; y < VOL_BALL.ny; y++)
+			for (int x = 0; x < VOL_BALL.nx; x++) {
+				double p[3];
+				rc_volume_voxel_pos(&VOL_BALL, x, y, z, p);
+				double r1 = (p[0] - 3) * (p[0] - 3) + (p[1] + 2) * (p[1] + 2) + (p[2] - 1) * (p[2] - 1);
+				double r2 = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
+				vol[((size_t)z * VOL_BALL.ny + y) * VOL_BALL.nx + x] =
+					(float)(0.02 * exp(-r1 / 18.0) + 0.01 * exp(-r2 / 60.0));
+			}
+	rc_err err;
+	assert_int_equal(rc_engine_forward(e, RC_FP_RAYCAST, vol, a, 0, NV, &err), 0);
+	assert_int_equal(rc_engine_forward(e, RC_FP_ROTATE, vol, b, 0, NV, &err), 0);
+	double num = 0, den = 0;
+	for (size_t i = 0; i < np; i++) {
+		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		den += (double)a[i] * a[i];
+	}
+	double rel = sqrt(num / den);
+	print_message("rotate vs raycast (smooth object): relative L2 difference %.4g (bound 5e-3)\n", rel);
+	assert_true(den > 0);
+	assert_true(rel < 5e-3);
+	free(vol);
+	free(a);
+	free(b);
+	rc_engine_free(e);
+	rc_geom_free(g);
+}
+
+/* --- splits and threads ------------------------------------------------------------ */
+
+static void test_splits_and_threads(void **s)
+{
+	(void)s;
+	rc_geom *g = make_geom(RC_GEOM_CONE, &VOL_ODD, NV);
+	rc_engine *e1 = make_engine(g, 1), *e3 = make_engine(g, 3);
+	size_t nvox = rc_volume_count(&VOL_ODD), np = rc_geom_proj_count(g);
+	float *vol = falloc(nvox), *p1 = falloc(np), *p2 = falloc(np), *proj = falloc(np);
+	float *v1 = falloc(nvox), *v2 = falloc(nvox), *va = falloc(nvox), *vb = falloc(nvox);
+	for (size_t i = 0; i < nvox; i++)
+		vol[i] = (float)urand();
+	for (size_t i = 0; i < np; i++)
+		proj[i] = (float)urand();
+	rc_err err;
+	for (int kind = 0; kind < 2; kind++) {
+		/* forward: one call vs three ranges, 1 vs 3 threads: bit-identical */
+		assert_int_equal(rc_engine_forward(e1, (rc_fp_kind)kind, vol, p1, 0, NV, &err), 0);
+		assert_int_equal(rc_engine_forward(e3, (rc_fp_kind)kind, vol, p2, 0, 5, &err), 0);
+		assert_int_equal(rc_engine_forward(e3, (rc_fp_kind)kind, vol, p2, 5, 6, &err), 0);
+		assert_int_equal(rc_engine_forward(e3, (rc_fp_kind)kind, vol, p2, 6, NV, &err), 0);
+		assert_memory_equal(p1, p2, np * sizeof(float));
+	}
+	for (int kind = 0; kind < 2; kind++) {
+		/* back: 1 vs 3 threads bit-identical; a split sums to one call */
+		assert_int_equal(rc_engine_back(e1, (rc_bp_kind)kind, proj, v1, 0, NV, &err), 0);
+		assert_int_equal(rc_engine_back(e3, (rc_bp_kind)kind, proj, v2, 0, NV, &err), 0);
+		assert_memory_equal(v1, v2, nvox * sizeof(float));
+		assert_int_equal(rc_engine_back(e3, (rc_bp_kind)kind, proj, va, 0, 4, &err), 0);
+		assert_int_equal(rc_engine_back(e3, (rc_bp_kind)kind, proj, vb, 4, NV, &err), 0);
+		double m = 0, d = 0;
+		for (size_t i = 0; i < nvox; i++) {
+			m = fmax(m, fabs(v1[i]));
+			d = fmax(d, fabs(v1[i] - (va[i] + vb[i])));
+		}
+		print_message("back %s: split [0,4)+[4,%d) vs one call: max difference %.3g of %.3g\n",
+			      kind == 0 ? "voxel" : "matched", NV, d, m);
+		assert_true(m > 0);
+		/* regrouping a float sum of ~100 samples x 12 views per voxel: a
+		 * few ulps of the peak (2^-23 = 1.2e-7) per term group */
+		assert_true(d <= 5e-6 * m);
+	}
+	/* an empty range zeroes the volume */
+	assert_int_equal(rc_engine_back(e3, RC_BP_VOXEL, proj, v1, 4, 4, &err), 0);
+	assert_int_equal(rc_engine_back(e3, RC_BP_MATCHED, proj, v2, 4, 4, &err), 0);
+	for (size_t i = 0; i < nvox; i++)
+		assert_true(v1[i] == 0 && v2[i] == 0);
+	free(vol);
+	free(p1);
+	free(p2);
+	free(proj);
+	free(v1);
+	free(v2);
+	free(va);
+	free(vb);
+	rc_engine_free(e1);
+	rc_engine_free(e3);
+	rc_geom_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ball_cone_raycast),
+		cmocka_unit_test(test_ball_matrices_raycast),
+		cmocka_unit_test(test_ball_cone_rotate),
+		cmocka_unit_test(test_shepp_logan),
+		cmocka_unit_test(test_adjoint_cone),
+		cmocka_unit_test(test_adjoint_matrices),
+		cmocka_unit_test(test_voxel_cone),
+		cmocka_unit_test(test_voxel_matrices),
+		cmocka_unit_test(test_voxel_many_views),
+		cmocka_unit_test(test_rotate_vs_raycast),
+		cmocka_unit_test(test_splits_and_threads),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
