@@ -19,6 +19,7 @@ void rctl_progress_init(rctl_progress *p, const char *label, int enabled)
 	p->label = label;
 	p->enabled = enabled;
 	p->drawn = 0;
+	p->full = 0;
 	p->t0 = now_s();
 	p->last = 0;
 }
@@ -51,8 +52,10 @@ static void draw_bar(double f)
 
 void rctl_progress_bytes(rctl_progress *p, uint64_t done, uint64_t total)
 {
-	if (!due(p, total && done >= total))
+	int full = total && done >= total;
+	if (p->full || !due(p, full))
 		return;
+	p->full = full;
 	double el = now_s() - p->t0;
 	double mb = done / 1e6;
 	fprintf(stderr, "\r%s ", p->label);
@@ -77,4 +80,5 @@ void rctl_progress_end(rctl_progress *p)
 	if (p->enabled && p->drawn)
 		fputc('\n', stderr);
 	p->drawn = 0;
+	p->full = 0;
 }

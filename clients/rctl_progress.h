@@ -15,6 +15,7 @@ typedef struct rctl_progress {
 	const char *label;
 	int enabled;
 	int drawn;
+	int full;        /* the 100 % state was drawn: redraw it no more */
 	double t0, last;
 } rctl_progress;
 

@@ -24,9 +24,11 @@
 #define RC_OCL_BP_CHUNK 32
 #define RC_VIEW_FLOATS 26 /* kernels/opencl/common.cl */
 
-enum { K_BP = 0, K_FP, K_COUNT };
-static const char *const kernel_names[K_COUNT] = { "bp_voxel", "fp_raycast" };
-static const char *const kernel_short[K_COUNT] = { "bp", "fp" };
+enum { K_BP = 0, K_FP, K_BPM, K_ROT, K_PRJ, K_COUNT };
+static const char *const kernel_names[K_COUNT] = { "bp_voxel", "fp_raycast", "bp_matched",
+						   "rotate_view", "project_view" };
+/* only bp and fp are tuned; bp_matched runs fp's shape with fp's groups */
+static const char *const kernel_short[K_COUNT] = { "bp", "fp", "bpm", "rot", "prj" };
 
 typedef struct ocl_engine {
 	rc_engine base;
@@ -40,6 +42,10 @@ typedef struct ocl_engine {
 	cl_mem proj;       /* projection buffer: fp output, bp input without images */
 	cl_mem vol_img;    /* images variant: fp input */
 	cl_mem proj_img;   /* images variant: bp input */
+	cl_mem rot;        /* rotated volume of RC_FP_ROTATE, allocated at first use */
+	int rot_nmax;      /* grid points per in-plane axis of rot */
+	float rot_h;
+	cl_float4 ctr;     /* volume centre (mm) */
 	int gpu, images, from_cache;
 	size_t local[K_COUNT][3]; /* 0s: runtime's choice */
 	int nx, ny, nz, nu, nv, nviews;
@@ -102,8 +108,16 @@ static void device_info(cl_platform_id plat, cl_device_id d, int pi, int di, rc_
 	snprintf(o->device_id, sizeof o->device_id, "opencl:%.30s:%.60s:%.24s", pn, dn, dv);
 	/* The cpu engine and a CPU OpenCL device run on the same cores. */
 	cl_uint bus = 0, slot = 0;
+	unsigned char u[16]; /* CL_UUID_SIZE_KHR */
 	if (o->is_cpu)
 		snprintf(o->hw_group, sizeof o->hw_group, "host-cpu");
+	else if (strstr(o->vendor, "NVIDIA") &&
+		 clGetDeviceInfo(d, 0x106A /* CL_DEVICE_UUID_KHR */, sizeof u, u, NULL) == CL_SUCCESS)
+		/* the CUDA engine's identity (engine_cuda.h): one GPU, one group */
+		snprintf(o->hw_group, sizeof o->hw_group,
+			 "cuda:GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+			 u[14], u[15]);
 	else if (clGetDeviceInfo(d, 0x4008 /* CL_DEVICE_PCI_BUS_ID_NV */, sizeof bus, &bus, NULL) == CL_SUCCESS &&
 		 clGetDeviceInfo(d, 0x4009 /* CL_DEVICE_PCI_SLOT_ID_NV */, sizeof slot, &slot, NULL) == CL_SUCCESS)
 		snprintf(o->hw_group, sizeof o->hw_group, "pci:0000:%02x:%02x.0", bus & 0xff, (slot >> 3) & 0x1f);
@@ -278,6 +292,111 @@ static int bp_voxel(ocl_engine *x, int first, int last, const size_t *local, rc_
 	return 0;
 }
 
+static int bp_matched(ocl_engine *x, int first, int last, const size_t *local, rc_err *err)
+{
+	float zero = 0.0f;
+	cl_int e = clEnqueueFillBuffer(x->q, x->vol, &zero, sizeof zero, 0,
+				       (size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "clEnqueueFillBuffer (volume)");
+	cl_kernel kk = x->k[K_BPM];
+	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
+		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
+		e = 0;
+		SETARG(kk, 0, x->vol);
+		SETARG(kk, 1, x->proj);
+		SETARG(kk, 2, x->views);
+		SETARG(kk, 3, c);
+		SETARG(kk, 4, x->n);
+		SETARG(kk, 5, x->org);
+		SETARG(kk, 6, x->sp);
+		SETARG(kk, 7, x->lo);
+		SETARG(kk, 8, x->hi);
+		SETARG(kk, 9, x->step);
+		SETARG(kk, 10, x->nu);
+		SETARG(kk, 11, x->nv);
+		if (e != CL_SUCCESS)
+			return rc_cl_fail(err, e, "clSetKernelArg (bp_matched)");
+		size_t g[3] = { (size_t)x->nu, (size_t)x->nv, (size_t)(cl - c) };
+		int rc = launch(x, K_BPM, 3, g, local, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* RC_FP_ROTATE, view by view: the grid sizes of core/proj_rotate.c. */
+static int fp_rotate(ocl_engine *x, const float *vol, float *proj, int first, int last, rc_err *err)
+{
+	const rc_volume_desc *v = rc_geom_volume(x->base.geom);
+	double h = fmin(v->vx, v->vy);
+	double hx = (v->nx + 1) * v->vx / 2, hy = (v->ny + 1) * v->vy / 2;
+	cl_int e;
+	if (!x->rot) {
+		x->rot_nmax = 2 * (int)ceil(sqrt(hx * hx + hy * hy) / h) + 3;
+		x->rot_h = (float)h;
+		x->rot = clCreateBuffer(x->ctx, CL_MEM_READ_WRITE,
+					(size_t)x->rot_nmax * x->rot_nmax * x->nz * sizeof(float), NULL, &e);
+		if (e != CL_SUCCESS)
+			return rc_fail(err, RC_ETOOBIG, "", "OpenCL device cannot hold the rotated volume (%s)",
+				       rc_cl_strerror(e));
+	}
+	e = clEnqueueWriteBuffer(x->q, x->vol, CL_FALSE, 0, (size_t)x->nx * x->ny * x->nz * sizeof(float),
+				 vol, 0, NULL, NULL);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "write of the volume");
+	for (int k = first; k < last; k++) {
+		double t = rc_geom_view(x->base.geom, k)->angle_rad;
+		double ca = cos(t), sa = sin(t);
+		double ea = hx * fabs(ca) + hy * fabs(sa), eb = hx * fabs(sa) + hy * fabs(ca);
+		int na = 2 * (int)ceil(ea / h) + 3, nb = 2 * (int)ceil(eb / h) + 3;
+		if (na > x->rot_nmax)
+			na = x->rot_nmax;
+		if (nb > x->rot_nmax)
+			nb = x->rot_nmax;
+		float fca = (float)ca, fsa = (float)sa;
+		cl_kernel kr = x->k[K_ROT], kp = x->k[K_PRJ];
+		e = 0;
+		SETARG(kr, 0, x->rot);
+		SETARG(kr, 1, x->vol);
+		SETARG(kr, 2, x->n);
+		SETARG(kr, 3, fca);
+		SETARG(kr, 4, fsa);
+		SETARG(kr, 5, na);
+		SETARG(kr, 6, nb);
+		SETARG(kr, 7, x->sp);
+		SETARG(kr, 8, x->rot_h);
+		SETARG(kp, 0, x->proj);
+		SETARG(kp, 1, x->rot);
+		SETARG(kp, 2, x->views);
+		SETARG(kp, 3, k);
+		SETARG(kp, 4, x->n);
+		SETARG(kp, 5, fca);
+		SETARG(kp, 6, fsa);
+		SETARG(kp, 7, na);
+		SETARG(kp, 8, nb);
+		SETARG(kp, 9, x->sp);
+		SETARG(kp, 10, x->ctr);
+		SETARG(kp, 11, x->rot_h);
+		SETARG(kp, 12, x->nu);
+		SETARG(kp, 13, x->nv);
+		if (e != CL_SUCCESS)
+			return rc_cl_fail(err, e, "clSetKernelArg (rotate_view/project_view)");
+		size_t gr[3] = { (size_t)na, (size_t)nb, (size_t)x->nz }, gp[2] = { (size_t)x->nu, (size_t)x->nv };
+		int rc = launch(x, K_ROT, 3, gr, NULL, err);
+		if (!rc)
+			rc = launch(x, K_PRJ, 2, gp, NULL, err);
+		if (rc)
+			return rc;
+	}
+	size_t vsz = (size_t)x->nu * x->nv;
+	e = clEnqueueReadBuffer(x->q, x->proj, CL_TRUE, (size_t)first * vsz * sizeof(float),
+				(size_t)(last - first) * vsz * sizeof(float), proj + (size_t)first * vsz, 0, NULL, NULL);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "read of the projections");
+	return 0;
+}
+
 /* --- engine ops ---------------------------------------------------------------- */
 
 static int check_range(ocl_engine *x, int first, int last, rc_err *err)
@@ -294,12 +413,16 @@ static int ocl_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
-	if (kind != RC_FP_RAYCAST)
+	if (kind == RC_FP_ROTATE && rc_geom_type_of(e->geom) != RC_GEOM_CONE)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "the OpenCL engine has no rotation forward projector (RC_FP_ROTATE): use the cpu engine");
+			       "the rotation forward projector (RC_FP_ROTATE) needs a cone geometry");
+	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE)
+		return rc_fail(err, RC_EINVAL, "", "unknown forward projector %d", (int)kind);
 	if (first == last)
 		return 0;
 	cl_int ce;
+	if (kind == RC_FP_ROTATE)
+		return fp_rotate(x, vol, proj, first, last, err);
 	if (x->images) {
 		size_t o[3] = { 0, 0, 0 }, r[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
 		ce = clEnqueueWriteImage(x->q, x->vol_img, CL_FALSE, o, r, 0, 0, vol, 0, NULL, NULL);
@@ -328,9 +451,8 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
-	if (kind != RC_BP_VOXEL)
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "the OpenCL engine has no matched back projector (RC_BP_MATCHED): use the cpu engine");
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	size_t nvox = (size_t)x->nx * x->ny * x->nz;
 	if (first == last) {
 		memset(vol, 0, nvox * sizeof(float));
@@ -338,7 +460,14 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	}
 	size_t vsz = (size_t)x->nu * x->nv;
 	cl_int ce;
-	if (x->images) {
+	if (kind == RC_BP_MATCHED) {
+		ce = clEnqueueWriteBuffer(x->q, x->proj, CL_FALSE, (size_t)first * vsz * sizeof(float),
+					  (size_t)(last - first) * vsz * sizeof(float), proj + (size_t)first * vsz,
+					  0, NULL, NULL);
+		if (ce != CL_SUCCESS)
+			return rc_cl_fail(err, ce, "write of the projections");
+		rc = bp_matched(x, first, last, x->local[K_FP], err);
+	} else if (x->images) {
 		size_t o[3] = { 0, 0, (size_t)first }, r[3] = { (size_t)x->nu, (size_t)x->nv, (size_t)(last - first) };
 		ce = clEnqueueWriteImage(x->q, x->proj_img, CL_FALSE, o, r, 0, 0, proj + (size_t)first * vsz,
 					 0, NULL, NULL);
@@ -349,7 +478,8 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	}
 	if (ce != CL_SUCCESS)
 		return rc_cl_fail(err, ce, "write of the projections");
-	rc = bp_voxel(x, first, last, x->local[K_BP], err);
+	if (kind == RC_BP_VOXEL)
+		rc = bp_voxel(x, first, last, x->local[K_BP], err);
 	if (rc)
 		return rc;
 	ce = clEnqueueReadBuffer(x->q, x->vol, CL_TRUE, 0, nvox * sizeof(float), vol, 0, NULL, NULL);
@@ -363,7 +493,7 @@ static void ocl_free(rc_engine *e)
 	ocl_engine *x = (ocl_engine *)e;
 	if (!x)
 		return;
-	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img };
+	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img, x->rot };
 	for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
 		if (mems[i])
 			clReleaseMemObject(mems[i]);
@@ -474,10 +604,11 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 	rc_volume_voxel_pos(v, 0, 0, 0, o0);
 	x->org = (cl_float4){ { (float)o0[0], (float)o0[1], (float)o0[2], 0 } };
 	x->sp = (cl_float4){ { (float)v->vx, (float)v->vy, (float)v->vz, 0 } };
-	x->lo = (cl_float4){ { (float)(o0[0] - 0.5 * v->vx), (float)(o0[1] - 0.5 * v->vy),
-			       (float)(o0[2] - 0.5 * v->vz), 0 } };
-	x->hi = (cl_float4){ { (float)(o0[0] + (x->nx - 0.5) * v->vx), (float)(o0[1] + (x->ny - 0.5) * v->vy),
-			       (float)(o0[2] + (x->nz - 0.5) * v->vz), 0 } };
+	/* rays are clipped to the trilinear support, voxel index -1 .. n */
+	x->lo = (cl_float4){ { (float)(o0[0] - v->vx), (float)(o0[1] - v->vy), (float)(o0[2] - v->vz), 0 } };
+	x->hi = (cl_float4){ { (float)(o0[0] + x->nx * v->vx), (float)(o0[1] + x->ny * v->vy),
+			       (float)(o0[2] + x->nz * v->vz), 0 } };
+	x->ctr = (cl_float4){ { (float)v->cx, (float)v->cy, (float)v->cz, 0 } };
 	/* half the smallest voxel: the step of paper 002 Alg. 2 */
 	x->step = (float)(0.5 * fmin(v->vx, fmin(v->vy, v->vz)));
 
@@ -578,7 +709,7 @@ int rc_engine_opencl_tune(rc_engine *e, rc_err *err)
 					 { 8, 8, 1 }, { 128, 1, 1 } };
 	int nb = x->nviews < 4 ? x->nviews : 4;
 	int nf = x->nviews < 2 ? x->nviews : 2;
-	for (int k = 0; k < K_COUNT; k++) {
+	for (int k = K_BP; k <= K_FP; k++) {
 		const size_t (*cand)[3] = k == K_FP ? fp3 : x->gpu ? gpu3 : cpu2;
 		int nc = k == K_FP ? (int)(sizeof fp3 / sizeof fp3[0])
 			 : x->gpu ? (int)(sizeof gpu3 / sizeof gpu3[0]) : (int)(sizeof cpu2 / sizeof cpu2[0]);

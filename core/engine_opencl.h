@@ -16,9 +16,11 @@
  * device when the engine opens and stay there for the whole job; each call
  * moves only its input and its output views.
  *
- * Supported: cone and matrices geometries; RC_BP_VOXEL and RC_FP_RAYCAST.
- * RC_FP_ROTATE and RC_BP_MATCHED answer RC_EUNSUPPORTED (the planner in
- * recon.c never schedules them on OpenCL; docs/opencl-planner.md).
+ * Supported: cone and matrices geometries (fan and parallel run on the cpu
+ * engine); every projector of engine.h with the CPU engine's definitions:
+ * RC_FP_RAYCAST, RC_FP_ROTATE (cone only), RC_BP_VOXEL, and RC_BP_MATCHED as
+ * a scatter with compare-and-swap float atomics (order-free, so equal to the
+ * CPU engine within float rounding, not bit for bit).
  */
 #ifndef RC_ENGINE_OPENCL_H
 #define RC_ENGINE_OPENCL_H

@@ -6,7 +6,10 @@
  * in its own thread (engine 0 on the calling thread), then, for back
  * projection, adds the partial volumes into vol in engine order.  Partial
  * volumes are allocated at the first back projection and kept, so an
- * iterative run allocates nothing per iteration.
+ * iterative run allocates nothing per iteration.  A share that fails with
+ * a device error drops its engine (exec.h), re-plans and reruns the call:
+ * forward shares write disjoint views and back projection rebuilds every
+ * partial volume, so a rerun leaves no trace of the failed attempt.
  */
 #include "exec.h"
 
@@ -24,6 +27,10 @@ struct rc_exec {
 	int last_views[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	double total_s[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	long total_views[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
+	int dead[RC_EXEC_MAX_ENGINES];
+	rc_err failure[RC_EXEC_MAX_ENGINES];
+	rc_exec_replan_fn replan;
+	void *replan_ud;
 };
 
 struct share {
@@ -85,6 +92,8 @@ int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
 	for (int i = 0; i < x->n; i++) {
 		if (views[i] < 0)
 			return rc_fail(err, RC_EINVAL, "", "a split cannot give engine %d a negative view count", i);
+		if (views[i] > 0 && x->dead[i])
+			return rc_fail(err, RC_EINVAL, "", "a split cannot give views to engine %d: it was dropped", i);
 		sum += views[i];
 	}
 	if (sum != rc_geom_nviews(rc_exec_geom(x)))
@@ -128,8 +137,93 @@ static void *run_share(void *arg)
 	return NULL;
 }
 
+void rc_exec_set_replan(rc_exec *x, rc_exec_replan_fn fn, void *ud)
+{
+	x->replan = fn;
+	x->replan_ud = ud;
+}
+
+int rc_exec_alive(const rc_exec *x, int i) { return !x->dead[i]; }
+const rc_err *rc_exec_failure(const rc_exec *x, int i) { return &x->failure[i]; }
+
+/* The dropped engine's views go to the living ones in proportion to what
+ * they already have (all to the first living one if they have none). */
+static int redistribute(void *ud, rc_exec *x, int failed, rc_err *err)
+{
+	(void)ud;
+	(void)failed;
+	for (int t = 0; t < RC_TASK_COUNT; t++) {
+		int v[RC_EXEC_MAX_ENGINES], nviews = rc_geom_nviews(rc_exec_geom(x));
+		long alive_sum = 0;
+		int first_alive = -1;
+		for (int i = 0; i < x->n; i++)
+			if (!x->dead[i]) {
+				alive_sum += x->split[t][i];
+				if (first_alive < 0)
+					first_alive = i;
+			}
+		long acc = 0;
+		int given = 0;
+		for (int i = 0; i < x->n; i++) {
+			v[i] = 0;
+			if (x->dead[i] || alive_sum == 0)
+				continue;
+			acc += x->split[t][i];
+			int upto = (int)((acc * nviews + alive_sum / 2) / alive_sum);
+			v[i] = upto - given;
+			given = upto;
+		}
+		if (alive_sum == 0)
+			v[first_alive] = nviews;
+		int rc = rc_exec_set_split(x, (rc_task)t, v, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int is_device_failure(int rc)
+{
+	return rc && rc != RC_EINVAL && rc != RC_ECANCELLED;
+}
+
+static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
+		    float *out, int first, int last, int *failed, rc_err *err);
+
 static int run_task(rc_exec *x, rc_task task, int kind, const float *in,
 		    float *out, int first, int last, rc_err *err)
+{
+	for (;;) {
+		int failed[RC_EXEC_MAX_ENGINES] = {0};
+		int rc = run_once(x, task, kind, in, out, first, last, failed, err);
+		if (!rc)
+			return 0;
+		int nfailed = 0, alive_after = 0;
+		for (int i = 0; i < x->n; i++) {
+			nfailed += failed[i];
+			alive_after += !x->dead[i] && !failed[i];
+		}
+		if (!nfailed || !alive_after)
+			return rc;
+		for (int i = 0; i < x->n; i++) {
+			if (!failed[i])
+				continue;
+			x->dead[i] = 1;
+			for (int t = 0; t < RC_TASK_COUNT; t++)
+				x->split[t][i] = 0; /* rebuilt below; never cut for a dead engine */
+		}
+		for (int i = 0; i < x->n; i++) {
+			if (!failed[i])
+				continue;
+			int r = x->replan ? x->replan(x->replan_ud, x, i, err) : redistribute(NULL, x, i, err);
+			if (r)
+				return r;
+		}
+	}
+}
+
+static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
+		    float *out, int first, int last, int *failed, rc_err *err)
 {
 	int nviews = rc_geom_nviews(rc_exec_geom(x));
 	if (first < 0 || last > nviews || first > last)
@@ -187,13 +281,20 @@ static int run_task(rc_exec *x, rc_task task, int kind, const float *in,
 		x->last_s[task][i] = nv > 0 ? sh[i].seconds : 0.0;
 		if (nv <= 0)
 			continue;
+		if (sh[i].rc) {
+			if (is_device_failure(sh[i].rc)) {
+				failed[i] = 1;
+				x->failure[i] = sh[i].err;
+			}
+			if (!rc) {
+				rc = sh[i].rc;
+				if (err)
+					*err = sh[i].err;
+			}
+			continue;
+		}
 		x->total_s[task][i] += sh[i].seconds;
 		x->total_views[task][i] += nv;
-		if (sh[i].rc && !rc) {
-			rc = sh[i].rc;
-			if (err)
-				*err = sh[i].err;
-		}
 	}
 	if (rc || task == RC_TASK_FORWARD)
 		return rc;

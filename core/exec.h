@@ -11,6 +11,13 @@
  * Life cycle: rc_exec_new(engines, n) borrows the engines (the caller frees
  * them after rc_exec_free); rc_exec_set_split sets the views per engine and
  * task (default: everything on engine 0).
+ *
+ * Failures: when an engine's share fails with a device error (anything but
+ * RC_EINVAL and RC_ECANCELLED) while another engine is still alive, the
+ * failed engine is dropped for the rest of the job, the replan hook (or, by
+ * default, a redistribution of its views in proportion to the others') sets
+ * new splits over the living engines, and the call is run again.  The error
+ * that dropped it is kept for the report.
  */
 #ifndef RC_EXEC_H
 #define RC_EXEC_H
@@ -31,7 +38,7 @@ rc_engine *rc_exec_engine(const rc_exec *x, int i);
 const rc_geom *rc_exec_geom(const rc_exec *x);
 
 /* views[i] views of each task go to engine i, in engine order; the counts
- * must add up to the number of views. */
+ * must add up to the number of views, and dropped engines get none. */
 int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err);
 void rc_exec_get_split(const rc_exec *x, rc_task task, int *views);
 
@@ -42,6 +49,14 @@ int rc_exec_forward(rc_exec *x, rc_fp_kind kind, const float *vol, float *proj,
 /* vol = sum of the back projections of views [first, last). */
 int rc_exec_back(rc_exec *x, rc_bp_kind kind, const float *proj, float *vol,
 		 int first, int last, rc_err *err);
+
+/* Called after engine `failed` was dropped: set new splits (every task) over
+ * the living engines with rc_exec_set_split; non-zero ends the job. */
+typedef int (*rc_exec_replan_fn)(void *ud, rc_exec *x, int failed, rc_err *err);
+void rc_exec_set_replan(rc_exec *x, rc_exec_replan_fn fn, void *ud);
+/* 0 once engine i was dropped; its error says why. */
+int rc_exec_alive(const rc_exec *x, int i);
+const rc_err *rc_exec_failure(const rc_exec *x, int i);
 
 /* Seconds engine i spent on its share of the last call of task, and the
  * number of views it had (for the model refit). */

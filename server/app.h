@@ -25,9 +25,22 @@ typedef struct app {
 	auth *auth;
 	audit *audit;
 	runner *run;
+	struct http *http;
 	atomic_int stopping;
 	double started;
 } app;
+
+struct http;
+
+/* Opens the store (recovering it), the hub, metrics, tokens, audit log and
+ * runner, then starts HTTP; *ret_port gets the bound port.  On failure
+ * everything opened is closed again. */
+int app_start(app *a, config *cfg, int *ret_port, rc_err *err);
+/* Orderly stop: refuse new requests, stop the runner (its job is re-queued),
+ * let requests in flight finish for up to grace_s, close everything. */
+void app_stop(app *a, double grace_s);
+/* Reloads the bearer tokens (SIGHUP). */
+int app_reload_tokens(app *a, rc_err *err);
 
 /* The Job resource of api/openapi.yaml for row r (live progress overlaid). */
 json_t *app_job_json(app *a, const job_row *r);

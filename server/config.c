@@ -61,7 +61,7 @@ static int copy_str(const json_t *o, const char *key, char *dst, size_t n, rc_er
 
 int config_load_file(config *c, const char *path, rc_err *err)
 {
-	static const char *const keys[] = { "listen", "store", "worker", "threads", "worker_threads", "max_body_bytes",
+	static const char *const keys[] = { "listen", "store", "worker", "probe_worker", "threads", "worker_threads", "max_body_bytes",
 					    "max_job_bytes", "retention_s", "max_connections_per_ip", "connection_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", NULL };
 	json_error_t je;
@@ -82,6 +82,7 @@ int config_load_file(config *c, const char *path, rc_err *err)
 		goto out;
 	if ((rc = copy_str(o, "store", c->store, sizeof c->store, err)) ||
 	    (rc = copy_str(o, "worker", c->worker, sizeof c->worker, err)) ||
+	    (rc = copy_str(o, "probe_worker", c->probe_worker, sizeof c->probe_worker, err)) ||
 	    (rc = copy_str(o, "tls_cert", c->tls_cert, sizeof c->tls_cert, err)) ||
 	    (rc = copy_str(o, "tls_key", c->tls_key, sizeof c->tls_key, err)) ||
 	    (rc = copy_str(o, "token_file", c->token_file, sizeof c->token_file, err)) ||
@@ -141,6 +142,8 @@ static void usage(void)
 	       "  --listen HOST:PORT     address to serve on (default 127.0.0.1:8080; port 0 = any free port)\n"
 	       "  --store DIR            job database and spool directory (default ./var)\n"
 	       "  --worker PATH          the worker program (default: recond-worker next to recond)\n"
+	       "  --probe-worker PATH    program run as `PATH --devices` at start to list the devices\n"
+	       "                         (default: recond-worker next to recond, whatever --worker says)\n"
 	       "  --threads N            maximum concurrent connections (default 256)\n"
 	       "  --worker-threads N     CPU threads per job (default 0 = all cores)\n"
 	       "  --max-body BYTES       cap on JSON request bodies (default 16 MiB)\n"
@@ -169,10 +172,11 @@ static int parse_u64(const char *s, const char *name, uint64_t lo, uint64_t *out
 int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 {
 	enum { O_CONFIG = 256, O_LISTEN, O_STORE, O_WORKER, O_THREADS, O_WTHREADS, O_MAXBODY, O_MAXJOB, O_RET,
-	       O_PERIP, O_TIMEOUT, O_TOKENS, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP };
+	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, O_CONFIG }, { "listen", required_argument, NULL, O_LISTEN },
 		{ "store", required_argument, NULL, O_STORE }, { "worker", required_argument, NULL, O_WORKER },
+		{ "probe-worker", required_argument, NULL, O_PROBE },
 		{ "threads", required_argument, NULL, O_THREADS }, { "worker-threads", required_argument, NULL, O_WTHREADS },
 		{ "max-body", required_argument, NULL, O_MAXBODY }, { "max-job-bytes", required_argument, NULL, O_MAXJOB },
 		{ "retention", required_argument, NULL, O_RET }, { "max-per-ip", required_argument, NULL, O_PERIP },
@@ -198,6 +202,7 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		case O_LISTEN: rc = config_parse_listen(optarg, c->listen_host, sizeof c->listen_host, &c->listen_port, err); break;
 		case O_STORE: snprintf(c->store, sizeof c->store, "%s", optarg); break;
 		case O_WORKER: snprintf(c->worker, sizeof c->worker, "%s", optarg); break;
+		case O_PROBE: snprintf(c->probe_worker, sizeof c->probe_worker, "%s", optarg); break;
 		case O_THREADS: if (!(rc = parse_u64(optarg, "threads", 1, &v, err))) c->threads = (int)v; break;
 		case O_WTHREADS: if (!(rc = parse_u64(optarg, "worker-threads", 0, &v, err))) c->worker_threads = (int)v; break;
 		case O_MAXBODY: rc = parse_u64(optarg, "max-body", 1024, &c->max_body, err); break;

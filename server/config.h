@@ -18,6 +18,7 @@ typedef struct config {
 	int listen_port;
 	char store[1024];
 	char worker[1024];
+	char probe_worker[1024];   /* runs `--devices` at start; "" = recond-worker next to recond */
 	int threads;               /* HTTP: maximum concurrent connections served (thread per connection) */
 	int worker_threads;        /* CPU threads per job (0 = all cores) */
 	uint64_t max_body;         /* JSON request body cap */

@@ -130,7 +130,11 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(url, "/readyz")) { r->rt = R_READYZ; return MHD_YES; }
 	if (!strcmp(url, "/metrics")) { r->rt = R_METRICS; return MHD_YES; }
 	if (!strcmp(url, "/v1/devices")) { r->rt = R_DEVICES; return MHD_YES; }
-	if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/jobs/")) { r->rt = R_JOBS; return MHD_YES; }
+	if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/jobs/")) { /* labels may name patients */
+		r->rt = R_JOBS;
+		r->audit = 1;
+		return MHD_YES;
+	}
 	if (strncmp(url, "/v1/jobs/", 9)) {
 		*answered = 1;
 		return http_error(c, r, 404, "not_found", "", "no such endpoint: %.200s (api/openapi.yaml lists them)", url);

@@ -38,14 +38,27 @@ static void cpu_model(char *buf, size_t n)
 
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
 {
-	char model[256];
-	cpu_model(model, sizeof model);
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	json_t *dev = json_pack("{sssssssIsiss}", "name", model, "engine", "cpu", "device_id", "cpu:0",
-				"memory_bytes", (json_int_t)pages * psz, "compute_units", (int)sysconf(_SC_NPROCESSORS_ONLN),
-				"state", runner_busy(r->a->run) ? "busy" : "idle");
-	json_object_set_new(dev, "model", json_null());
-	return http_json(c, r, 200, json_pack("{s[o]}", "devices", dev));
+	const char *state = runner_busy(r->a->run) ? "busy" : "idle";
+	json_t *probed = runner_devices(r->a->run);
+	json_t *out = json_array();
+	size_t i;
+	json_t *d;
+	json_array_foreach(probed, i, d) {
+		json_t *copy = json_deep_copy(d);
+		json_object_set_new(copy, "state", json_string(state));
+		json_object_set_new(copy, "model", json_null());
+		json_array_append_new(out, copy);
+	}
+	json_decref(probed);
+	if (json_array_size(out) == 0) { /* not probed (yet): the host CPU */
+		char model[256];
+		cpu_model(model, sizeof model);
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		json_array_append_new(out, json_pack("{sssssssIsisssn}", "name", model, "engine", "cpu", "device_id",
+						     "cpu:0", "memory_bytes", (json_int_t)pages * psz, "compute_units",
+						     (int)sysconf(_SC_NPROCESSORS_ONLN), "state", state, "model"));
+	}
+	return http_json(c, r, 200, json_pack("{so}", "devices", out));
 }
 
 enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready)
@@ -55,10 +68,14 @@ enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready)
 	int counts[JOB_NSTATES];
 	int store_ok = store_counts(r->a->st, counts, NULL) == 0;
 	int runner_ok = runner_healthy(r->a->run);
-	int ok = store_ok && runner_ok && !atomic_load(&r->a->stopping);
+	int probed = runner_probed(r->a->run);
+	json_t *devs = runner_devices(r->a->run);
+	int ndev = devs ? (int)json_array_size(devs) : 1;
+	json_decref(devs);
+	int ok = store_ok && runner_ok && probed && !atomic_load(&r->a->stopping);
 	return http_json(c, r, ok ? 200 : 503, json_pack("{sssssssiss}", "status", ok ? "ready" : "not_ready",
 							 "store", store_ok ? "ok" : "error", "runner",
-							 runner_ok ? "ok" : "stalled", "devices", 1, "version", "1.0.0"));
+							 runner_ok ? "ok" : "stalled", "devices", probed ? ndev : 0, "version", "1.0.0"));
 }
 
 enum MHD_Result misc_metrics(struct MHD_Connection *c, req *r)

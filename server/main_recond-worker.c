@@ -6,6 +6,7 @@
  *
  *   recond-worker var/jobs/ID              progress lines on stdout
  *   recond-worker --progress-fd 3 DIR      (as the daemon runs it)
+ *   recond-worker --devices                the devices of this build, as JSON
  *
  * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
  * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
@@ -26,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine_cuda.h"
+#include "engine_opencl.h"
 #include "recon.h"
 #include "spec.h"
 #include "store.h"
@@ -92,6 +95,56 @@ static int fail(const rc_err *e)
 	return e->code == RC_ECANCELLED ? WORKER_EXIT_CANCELLED : WORKER_EXIT_FAILED;
 }
 
+/* --devices: every device this build can use, as the daemon's /v1/devices
+ * lists them.  Probing happens here, not in the daemon, so that drivers are
+ * only ever loaded by the worker. */
+static int list_devices(void)
+{
+	json_t *devs = json_array();
+	char model[256] = "cpu";
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[512];
+	while (f && fgets(line, sizeof line, f)) {
+		char *p = strchr(line, ':');
+		if (!strncmp(line, "model name", 10) && p) {
+			p += 1 + strspn(p + 1, " ");
+			p[strcspn(p, "\n")] = '\0';
+			snprintf(model, sizeof model, "%s", p);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	json_array_append_new(devs, json_pack("{sssssssIsi}", "name", model, "engine", "cpu", "device_id", "cpu:0",
+					      "memory_bytes", (json_int_t)pages * psz, "compute_units",
+					      (int)sysconf(_SC_NPROCESSORS_ONLN)));
+	rc_opencl_device cl[RC_OPENCL_MAX_DEVICES];
+	int n = 0;
+	if (rc_opencl_devices(cl, RC_OPENCL_MAX_DEVICES, &n, NULL) == 0)
+		for (int i = 0; i < n; i++)
+			json_array_append_new(devs, json_pack("{sssssssIsiss}", "name", cl[i].name, "engine", "opencl",
+							      "device_id", cl[i].device_id, "memory_bytes",
+							      (json_int_t)cl[i].global_mem, "compute_units", cl[i].compute_units,
+							      "hw_group", cl[i].hw_group));
+	int nc = rc_engine_cuda_count();
+	for (int i = 0; i < nc; i++) {
+		rc_cuda_device_info info;
+		if (rc_engine_cuda_info(i, &info, NULL) == 0)
+			json_array_append_new(devs, json_pack("{sssssssIsi}", "name", info.name, "engine", "cuda", "device_id",
+							      info.device_id, "memory_bytes", (json_int_t)info.total_bytes,
+							      "compute_units", info.multiprocessors));
+	}
+	json_t *o = json_pack("{so}", "devices", devs);
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return WORKER_EXIT_FAILED;
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
+
 static int read_file(const char *path, char **buf, size_t *len, rc_err *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -122,6 +175,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "progress-fd", required_argument, NULL, 'p' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "devices", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -131,6 +185,8 @@ int main(int argc, char **argv)
 			progress_fd = atoi(optarg);
 		else if (o == 't')
 			threads = atoi(optarg);
+		else if (o == 'd')
+			return list_devices();
 		else {
 			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] JOBDIR\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;

@@ -23,16 +23,17 @@
 #include "http.h"
 #include "log.h"
 
-static void default_worker(config *c)
+/* recond-worker next to this binary. */
+static void default_worker(char *dst, size_t n)
 {
 	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0) {
-		snprintf(c->worker, sizeof c->worker, "recond-worker");
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (len <= 0) {
+		snprintf(dst, n, "recond-worker");
 		return;
 	}
-	self[n] = '\0';
-	snprintf(c->worker, sizeof c->worker, "%.1000s/recond-worker", dirname(self));
+	self[len] = '\0';
+	snprintf(dst, n, "%.1000s/recond-worker", dirname(self));
 }
 
 static void write_port_file(const char *path, int port)
@@ -61,7 +62,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!cfg.worker[0])
-		default_worker(&cfg);
+		default_worker(cfg.worker, sizeof cfg.worker);
+	/* The device probe runs the real worker even when --worker names a
+	 * stand-in (tests), so that stand-ins only ever see job directories. */
+	if (!cfg.probe_worker[0])
+		default_worker(cfg.probe_worker, sizeof cfg.probe_worker);
 	if (access(cfg.worker, X_OK))
 		rlog(LOG_P_WARNING, "worker_missing", "worker=%s error=\"%s\" (jobs will fail until it exists)", cfg.worker,
 		     strerror(errno));
@@ -79,33 +84,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	app a;
-	memset(&a, 0, sizeof a);
-	a.cfg = &cfg;
-	http *h = NULL;
-	int exit_code = 1, requeued = 0, orphans = 0, port = 0;
-	if (store_open(cfg.store, &a.st, &err) || store_recover(a.st, &requeued, &orphans, &err)) {
-		rlog(LOG_P_ERR, "store_failed", "store=%s error=\"%s\"", cfg.store, err.msg);
-		goto out;
-	}
-	rlog(LOG_P_INFO, "store_open", "store=%s requeued=%d orphans_removed=%d", cfg.store, requeued, orphans);
-	if (hub_new(&a.hub) || metrics_new(&a.met) || auth_new(&a.auth)) {
-		rlog(LOG_P_ERR, "startup_failed", "error=\"out of memory\"");
-		goto out;
-	}
-	if (auth_load(a.auth, cfg.tokens, &err)) {
-		rlog(LOG_P_ERR, "tokens_invalid", "error=\"%s\"", err.msg);
-		goto out;
-	}
-	if (audit_open(cfg.audit_log, &a.audit))
-		rlog(LOG_P_WARNING, "audit_unavailable", "path=%s error=\"%s\"", cfg.audit_log, strerror(errno));
-	if (runner_new(&a, &a.run, &err) || runner_start(a.run, &err)) {
-		rlog(LOG_P_ERR, "runner_failed", "error=\"%s\"", err.msg);
-		goto out;
-	}
-	if (http_start(&a, &h, &port, &err)) {
-		rlog(LOG_P_ERR, "listen_failed", "error=\"%s\"", err.msg);
+	int port = 0;
+	if (app_start(&a, &cfg, &port, &err)) {
+		rlog(LOG_P_ERR, "startup_failed", "error=\"%s\"", err.msg);
 		fprintf(stderr, "recond: %s\n", err.msg);
-		goto out;
+		config_clear(&cfg);
+		return 1;
 	}
 	if (cfg.port_file[0])
 		write_port_file(cfg.port_file, port);
@@ -123,12 +107,10 @@ int main(int argc, char **argv)
 		siginfo_t si;
 		int sig = sigtimedwait(&sigs, &si, &to);
 		if (sig == SIGHUP) {
-			json_t *t = NULL;
-			if (config_reload_tokens(&cfg, &t, &err) || auth_load(a.auth, t, &err))
+			if (app_reload_tokens(&a, &err))
 				rlog(LOG_P_ERR, "tokens_reload_failed", "error=\"%s\" (the previous tokens stay)", err.msg);
 			else
 				rlog(LOG_P_INFO, "tokens_reloaded", "tokens=%d", auth_count(a.auth));
-			json_decref(t);
 		} else if (sig == SIGTERM || sig == SIGINT) {
 			rlog(LOG_P_INFO, "stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
 			break;
@@ -139,22 +121,8 @@ int main(int argc, char **argv)
 			sd_notify(0, "WATCHDOG=1");
 	}
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-	atomic_store(&a.stopping, 1);
-	hub_shutdown(a.hub);
-	runner_stop(a.run);
-	http_stop(h, 5.0);
-	h = NULL;
-	exit_code = 0;
+	app_stop(&a, 5.0);
 	rlog(LOG_P_INFO, "stopped", "clean=yes");
-out:
-	http_stop(h, 0);
-	runner_stop(a.run);
-	runner_free(a.run);
-	audit_close(a.audit);
-	auth_free(a.auth);
-	metrics_free(a.met);
-	hub_free(a.hub);
-	store_close(a.st);
 	config_clear(&cfg);
-	return exit_code;
+	return 0;
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +45,11 @@ struct runner {
 	run_progress prog;
 	double prog_wall;        /* monotonic time of the last progress line */
 	atomic_llong heartbeat;  /* monotonic ms of the last loop */
+	json_t *devices;         /* from the probe; under lock */
+	int probed;
+	pthread_t probe_thread;
+	int probe_started;
+	pid_t probe_pid;         /* under lock; 0 when none */
 };
 
 static double mono(void)
@@ -74,6 +80,7 @@ void runner_free(runner *r)
 {
 	if (!r)
 		return;
+	json_decref(r->devices);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -176,6 +183,23 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 	json_decref(j);
 }
 
+/* Device busy time: the job's wall time for every device of its plan (the
+ * plan runs all of them for the whole job); "cpu" when the worker sent none. */
+static void busy_by_plan(app *a, const char *report, double secs)
+{
+	json_t *r = report ? json_loads(report, 0, NULL) : NULL;
+	json_t *plan = r ? json_object_get(r, "plan") : NULL;
+	size_t i, n = json_array_size(plan);
+	for (i = 0; i < n; i++) {
+		const char *name = json_string_value(json_object_get(json_array_get(plan, i), "name"));
+		if (name)
+			metrics_device_busy(a->met, name, secs);
+	}
+	if (!n)
+		metrics_device_busy(a->met, "cpu", secs);
+	json_decref(r);
+}
+
 static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 {
 	int p[2];
@@ -205,6 +229,12 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* A worker must not outlive a daemon killed with -9: the next
+		 * daemon re-queues the job and would run a second worker on the
+		 * same directory. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		int devnull = open("/dev/null", O_RDONLY);
 		if (devnull >= 0 && devnull != 0) {
 			dup2(devnull, 0);
@@ -223,6 +253,26 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 	close(p[1]);
 	*ret_fd = p[0];
 	return pid;
+}
+
+/* The report keeps the last progress the job reached (the worker's report
+ * has it; a worker that died before reporting did not send one). */
+static void with_last_progress(runner *r, struct outcome *oc)
+{
+	json_t *rep = oc->report ? json_loads(oc->report, 0, NULL) : NULL;
+	if (!rep)
+		rep = json_object();
+	if (!json_object_get(rep, "progress")) {
+		pthread_mutex_lock(&r->lock);
+		run_progress p = r->prog;
+		pthread_mutex_unlock(&r->lock);
+		json_object_set_new(rep, "progress", json_pack("{sisisoso}", "iteration", p.iteration, "of", p.of,
+							      "residual", isfinite(p.residual) ? json_real(p.residual) : json_null(),
+							      "elapsed_s", json_real(p.elapsed_s)));
+	}
+	free(oc->report);
+	oc->report = json_dumps(rep, JSON_COMPACT);
+	json_decref(rep);
 }
 
 static void describe_exit(int status, struct outcome *oc, const char *worker)
@@ -330,13 +380,13 @@ static void run_job(runner *r, const char *id)
 		usleep(50000);
 	}
 	double secs = mono() - t0;
-	metrics_device_busy(a->met, "cpu", secs);
+	busy_by_plan(a, oc.report, secs);
 
 	job_state final;
-	if (stopping && !cancelled) {
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
+		final = JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
+	} else if (stopping && !cancelled) {
 		final = JOB_QUEUED;
-	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
-		final = JOB_SUCCEEDED;
 	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
 		final = JOB_CANCELLED;
 		snprintf(oc.err_code, sizeof oc.err_code, "cancelled");
@@ -347,6 +397,7 @@ static void run_job(runner *r, const char *id)
 		if (!strcmp(oc.err_code, "worker_crashed"))
 			metrics_worker_crash(a->met);
 	}
+	with_last_progress(r, &oc);
 	if (store_finish(a->st, id, final, oc.err_code, oc.err_msg, oc.report, &err))
 		rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
 	if (final != JOB_QUEUED)
@@ -364,6 +415,93 @@ out:
 	pthread_mutex_unlock(&r->lock);
 	free(oc.report);
 	app_job_changed(a, id);
+}
+
+json_t *runner_devices(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	json_t *d = json_incref(r->devices);
+	pthread_mutex_unlock(&r->lock);
+	return d;
+}
+
+int runner_probed(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int p = r->probed;
+	pthread_mutex_unlock(&r->lock);
+	return p;
+}
+
+#define PROBE_TIMEOUT_S 20.0 /* CUDA + OpenCL enumeration; /readyz waits for it */
+
+/* Runs `worker --devices` and keeps its list.  Drivers are loaded only in
+ * that child, never in the daemon. */
+static void probe_devices(runner *r)
+{
+	int p[2];
+	json_t *devs = NULL;
+	if (pipe2(p, O_CLOEXEC) == 0) {
+		const char *prog = r->a->cfg->probe_worker[0] ? r->a->cfg->probe_worker : r->a->cfg->worker;
+		pid_t pid = fork();
+		if (pid == 0) {
+			sigset_t none;
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			dup2(p[1], 1);
+			char *argv[] = { (char *)prog, "--devices", NULL };
+			execv(prog, argv);
+			_exit(127);
+		}
+		close(p[1]);
+		pthread_mutex_lock(&r->lock);
+		r->probe_pid = pid > 0 ? pid : 0;
+		pthread_mutex_unlock(&r->lock);
+		char buf[65536];
+		size_t used = 0;
+		double t0 = mono();
+		while (pid > 0 && used < sizeof buf - 1 && mono() - t0 < PROBE_TIMEOUT_S) {
+			struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+			if (poll(&pfd, 1, 250) <= 0)
+				continue;
+			ssize_t n = read(p[0], buf + used, sizeof buf - 1 - used);
+			if (n <= 0)
+				break;
+			used += (size_t)n;
+		}
+		buf[used] = '\0';
+		close(p[0]);
+		if (pid > 0) {
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &st, 0);
+			}
+			pthread_mutex_lock(&r->lock);
+			r->probe_pid = 0;
+			pthread_mutex_unlock(&r->lock);
+			json_t *j = json_loads(buf, 0, NULL);
+			if (json_is_array(json_object_get(j, "devices")))
+				devs = json_incref(json_object_get(j, "devices"));
+			json_decref(j);
+		}
+	}
+	if (devs)
+		rlog(LOG_P_INFO, "devices_probed", "count=%zu", json_array_size(devs));
+	else
+		rlog(LOG_P_WARNING, "devices_probe_failed", "probe=%s (listing the CPU only)",
+		     r->a->cfg->probe_worker[0] ? r->a->cfg->probe_worker : r->a->cfg->worker);
+	pthread_mutex_lock(&r->lock);
+	r->devices = devs;
+	r->probed = 1;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *probe_main(void *arg)
+{
+	probe_devices(arg);
+	return NULL;
 }
 
 static void *runner_main(void *arg)
@@ -414,6 +552,11 @@ int runner_start(runner *r, rc_err *err)
 	if (e)
 		return rc_fail(err, RC_EINTERNAL, "", "cannot start the runner thread: %s", strerror(e));
 	r->started = 1;
+	/* Its own thread: a slow driver start delays /readyz, not the queue. */
+	if (pthread_create(&r->probe_thread, NULL, probe_main, r) == 0)
+		r->probe_started = 1;
+	else
+		r->probed = 1;
 	return 0;
 }
 
@@ -427,4 +570,12 @@ void runner_stop(runner *r)
 	pthread_mutex_unlock(&r->lock);
 	pthread_join(r->thread, NULL);
 	r->started = 0;
+	if (r->probe_started) {
+		pthread_mutex_lock(&r->lock);
+		if (r->probe_pid > 0)
+			kill(r->probe_pid, SIGKILL);
+		pthread_mutex_unlock(&r->lock);
+		pthread_join(r->probe_thread, NULL);
+		r->probe_started = 0;
+	}
 }

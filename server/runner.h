@@ -14,6 +14,8 @@
 #ifndef RC_RUNNER_H
 #define RC_RUNNER_H
 
+#include <jansson.h>
+
 #include "rc_error.h"
 
 struct app;
@@ -40,6 +42,11 @@ void runner_cancel(runner *r, const char *id);
 int runner_progress(runner *r, const char *id, run_progress *out);
 /* True while the runner thread has looped recently (watchdog). */
 int runner_healthy(runner *r);
+/* The devices the worker reported at start (`recond-worker --devices`), a
+ * new reference to a JSON array; NULL until probed or when probing failed. */
+json_t *runner_devices(runner *r);
+/* True once the device probe has finished (successfully or not). */
+int runner_probed(runner *r);
 /* True while a job runs. */
 int runner_busy(runner *r);
 

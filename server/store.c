@@ -502,7 +502,7 @@ int store_list(store *st, int state, int limit, int offset, job_row **rows, int 
 		sqlite3_bind_int(q, 3, state);
 	int s;
 	while (cnt < limit && (s = sqlite3_step(q)) == SQLITE_ROW)
-		read_row(q, 0, &out[cnt++]);
+		read_row(q, 1, &out[cnt++]); /* the bitmap: views_missing is part of every Job */
 	sqlite3_finalize(q);
 	q = NULL;
 	if (sqlite3_prepare_v2(st->db, state < 0 ? "SELECT COUNT(*) FROM jobs" : "SELECT COUNT(*) FROM jobs WHERE state=?",

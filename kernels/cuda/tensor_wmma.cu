@@ -28,12 +28,24 @@ using namespace nvcuda;
 
 /* ---- vector kernels ------------------------------------------------------ */
 
-__global__ void k_colmax(const float *v, int64_t n, int nc, float *scale)
+/* Block (32 slices, 8 row lanes) as k_coldot: per-thread maxima over a
+ * stride of rows, reduced in shared memory, one atomic per slice and block
+ * (an atomic per element would serialise on the ncols addresses). */
+__global__ void k_colmax(const float *v, int64_t rows, int nc, float *scale)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-		float a = fabsf(v[i]);
+	__shared__ float part[8][32];
+	int c = blockIdx.y * 32 + threadIdx.x;
+	float m = 0;
+	if (c < nc)
+		for (int64_t r = blockIdx.x * 8 + threadIdx.y; r < rows; r += (int64_t)gridDim.x * 8)
+			m = fmaxf(m, fabsf(v[r * nc + c]));
+	part[threadIdx.y][threadIdx.x] = m;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < nc) {
+		for (int l = 1; l < 8; l++)
+			m = fmaxf(m, part[l][threadIdx.x]);
 		/* non-negative floats order like their bit patterns */
-		atomicMax((int *)&scale[i % nc], __float_as_int(a));
+		atomicMax((int *)&scale[c], __float_as_int(m));
 	}
 }
 
@@ -53,7 +65,9 @@ static int grid_for(int64_t n, int threads)
 void rc_tk_colmax(const float *v, int64_t rows, int nc, float *scale, cudaStream_t st)
 {
 	cudaMemsetAsync(scale, 0, (size_t)nc * sizeof(float), st);
-	k_colmax<<<grid_for(rows * nc, 256), 256, 0, st>>>(v, rows * nc, nc, scale);
+	int64_t gx = (rows + 8 * 64 - 1) / (8 * 64);
+	dim3 grid((unsigned)(gx < 1 ? 1 : (gx > 4096 ? 4096 : gx)), (nc + 31) / 32), block(32, 8);
+	k_colmax<<<grid, block, 0, st>>>(v, rows, nc, scale);
 	k_fix_scale<<<(nc + 127) / 128, 128, 0, st>>>(scale, nc);
 }
 

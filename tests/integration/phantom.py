@@ -200,7 +200,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=32, help="volume n^3 (default 32)")
     ap.add_argument("--views", type=int, default=90)
     ap.add_argument("--algorithm", default="sart", choices=["sart", "sirt", "cgls", "fdk", "mlem"])
-    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--subsets", type=int, default=10, help="SART ordered subsets (default 10)")
     ap.add_argument("--autostart", action="store_true", help="queue the job when its last view arrives")
     a = ap.parse_args(argv)
     voxel = 32.0 / a.n  # the phantom spans about 30 mm whatever the grid
@@ -210,6 +211,7 @@ def main(argv=None):
         algo["iterations"] = a.iterations
     if a.algorithm == "sart":
         algo["relaxation"] = 0.5
+        algo["subsets"] = a.subsets
     spec = cone_spec(n=a.n, voxel=voxel, views=a.views, nu=det, nv=det, du=72.0 / det, dv=72.0 / det,
                      algorithm=algo, label="phantom-%d" % a.n)
     spec["execution"]["engine"] = "auto"

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from recond_harness import (RECONCTL, Daemon, check, engine_ready, fake_worker, proj_bytes, require_binaries,
+from recond_harness import (RECONCTL, ROOT, Daemon, check, engine_ready, fake_worker, proj_bytes, require_binaries,
                             run_main, skip, small_spec, tempdir)
 from recond_client import Client
 
@@ -114,6 +114,25 @@ def main():
     check("exit 1 for a spec file with duplicate keys", rc == 1)
     rc, _, err = ctl(None, "list")
     check("exit 3 when the daemon is unreachable", rc == 3, err)
+
+    # The PACS-style example script: one acquisition in an inbox.
+    inbox = tempdir()
+    acq = os.path.join(inbox, "acq1")
+    os.makedirs(acq)
+    with open(os.path.join(acq, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    with open(os.path.join(acq, "projections.f32"), "wb") as f:
+        f.write(b"\0\0\x80\x3f" * (proj_bytes(spec) // 4))
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "clients", "python", "example.py"), inbox],
+                       capture_output=True, timeout=120, env=dict(os.environ, RECOND_URL=d.url))
+    if real:
+        check("example.py: exit 0, volume.nii in done/", p.returncode == 0 and
+              os.path.getsize(os.path.join(inbox, "done", "acq1", "volume.nii")) > job["volume_bytes"],
+              "exit %d %s" % (p.returncode, p.stderr.decode()[-300:]))
+    else:
+        check("example.py: exit 1, acquisition in failed/ with the error", p.returncode == 1 and
+              os.path.exists(os.path.join(inbox, "failed", "acq1", "error.txt")),
+              "exit %d %s" % (p.returncode, p.stderr.decode()[-300:]))
 
     # 5: cancelled.
     rc, out, _ = ctl(d, "submit", spec_path, "--projections", proj_path, "--no-start")

@@ -12,7 +12,7 @@ import phantom
 from recond_harness import (Daemon, Validation, check, deadline, engine_ready, log, read_f32, require_binaries,
                             run_main, skip, small_spec)
 
-LONG_ITERS = 60
+LONG_ITERS = 20
 
 
 def half_put(d, path, total, sent):
@@ -104,7 +104,7 @@ def main():
           max(abs(x - y) for x, y in zip(va, vb)) <= 1e-5 * scale)
 
     # 2. kill -9 during a run.
-    lspec = small_spec(n=32, views=60, nu=32, nv=32, label="run-kill",
+    lspec = small_spec(n=24, views=40, nu=24, nv=24, label="run-kill",
                        algorithm={"name": "sirt", "iterations": LONG_ITERS})
     lj = api.create(lspec)
     lproj = phantom.project_cone(lspec)

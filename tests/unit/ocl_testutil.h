@@ -73,18 +73,21 @@ static inline double tu_vol_at(const float *f, const rc_volume_desc *v, int x, i
 	return f[((size_t)z * v->ny + y) * v->nx + x];
 }
 
-/* RC_FP_RAYCAST in double precision: clip to the box of voxel edges, sample
- * at (m + 1/2) h, h = half the smallest voxel, trilinear, times h. */
-static inline void tu_ref_fp(const rc_geom *g, const float *f, double *proj, int first, int last)
+/* RC_FP_RAYCAST in double precision: clip to the trilinear support, sample
+ * at (m + 1/2) h, h = half the smallest voxel, trilinear, times h.  With
+ * bpm != NULL it runs the transpose instead: bpm (the volume, zeroed by the
+ * caller) += h * pin(ray) * weight for every sample and corner. */
+static inline void tu_ref_ray(const rc_geom *g, const float *f, double *proj, int first, int last,
+			      const float *pin, double *bpm)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const rc_detector_desc *d = rc_geom_detector(g);
 	double o[3], lo[3], hi[3], sp[3] = { v->vx, v->vy, v->vz };
 	int n[3] = { v->nx, v->ny, v->nz };
 	rc_volume_voxel_pos(v, 0, 0, 0, o);
-	for (int a = 0; a < 3; a++) {
-		lo[a] = o[a] - 0.5 * sp[a];
-		hi[a] = o[a] + (n[a] - 0.5) * sp[a];
+	for (int a = 0; a < 3; a++) { /* the trilinear support: index -1 .. n */
+		lo[a] = o[a] - sp[a];
+		hi[a] = o[a] + n[a] * sp[a];
 	}
 	double h = 0.5 * fmin(v->vx, fmin(v->vy, v->vz));
 	for (int k = first; k < last; k++)
@@ -114,13 +117,34 @@ static inline void tu_ref_fp(const rc_geom *g, const float *f, double *proj, int
 						for (int b = 0; b < 8; b++) {
 							int bx = b & 1, by = (b >> 1) & 1, bz = b >> 2;
 							double wgt = (bx ? dx : 1 - dx) * (by ? dy : 1 - dy) * (bz ? dz : 1 - dz);
-							acc += wgt * tu_vol_at(f, v, x + bx, y + by, z + bz);
+							if (bpm) {
+								int X = x + bx, Y = y + by, Z = z + bz;
+								if (X >= 0 && Y >= 0 && Z >= 0 && X < v->nx && Y < v->ny && Z < v->nz)
+									bpm[((size_t)Z * v->ny + Y) * v->nx + X] +=
+										h * wgt * pin[((size_t)k * d->nv + j) * d->nu + i];
+							} else {
+								acc += wgt * tu_vol_at(f, v, x + bx, y + by, z + bz);
+							}
 						}
 						sum += acc;
 					}
 				}
-				proj[((size_t)k * d->nv + j) * d->nu + i] = sum * h;
+				if (!bpm)
+					proj[((size_t)k * d->nv + j) * d->nu + i] = sum * h;
 			}
+}
+
+static inline void tu_ref_fp(const rc_geom *g, const float *f, double *proj, int first, int last)
+{
+	tu_ref_ray(g, f, proj, first, last, NULL, NULL);
+}
+
+static inline void tu_ref_bpm(const rc_geom *g, const float *p, double *vol, int first, int last)
+{
+	size_t n = rc_volume_count(rc_geom_volume(g));
+	for (size_t i = 0; i < n; i++)
+		vol[i] = 0;
+	tu_ref_ray(g, NULL, NULL, first, last, p, vol);
 }
 
 /* ||a - b|| / ||b|| over n elements. */
