@@ -156,7 +156,8 @@ static void test_exec_split(void **s)
 			d = fmaxf(d, fabsf(v1[i] - v2[i]));
 		}
 		assert_true(m > 0);
-		assert_true(d <= 1e-6f * m);
+		/* the same sums regrouped at the split: float rounding only */
+		assert_true(d <= 5e-6f * m);
 		assert_int_equal(rc_exec_forward(one, (rc_fp_kind)kind, v1, proj, 0, 8, NULL), 0);
 		assert_int_equal(rc_exec_forward(two, (rc_fp_kind)kind, v1, p2, 0, 8, NULL), 0);
 		assert_memory_equal(proj, p2, np * sizeof(float));
