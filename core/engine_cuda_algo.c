@@ -229,7 +229,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 	}
 	CU_CHECK(cudaMemsetAsync(x, 0, r->V * sizeof(float), ks), "cudaMemsetAsync(x)");
 
-	int it_done = 0;
+	int it_done = 0, mid = 0; /* mid: cancelled between blocks, x is partial */
 	for (int it = 1; it <= r->p->iterations; it++) {
 		if (cancelled(r)) {
 			rc = RC_ECANCELLED;
@@ -242,6 +242,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 		for (int k = 0; k < m; k++) {
 			if (k > 0 && cancelled(r)) {
 				rc = RC_ECANCELLED;
+				mid = 1;
 				break;
 			}
 			int s = order[k];
@@ -272,7 +273,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 		progress(r, it, sqrt(r2));
 	}
 	{
-		int drc = download(r, rc == RC_ECANCELLED && xprev ? xprev : x, vol, err);
+		int drc = download(r, mid ? xprev : x, vol, err);
 		if (drc)
 			rc = drc;
 		else if (rc == RC_ECANCELLED)

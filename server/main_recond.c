@@ -119,6 +119,10 @@ int main(int argc, char **argv)
 		 * lets systemd restart the daemon. */
 		if (wd && runner_healthy(a.run))
 			sd_notify(0, "WATCHDOG=1");
+		int counts[JOB_NSTATES];
+		if (store_counts(a.st, counts, NULL) == 0)
+			sd_notifyf(0, "STATUS=serving on %s:%d; %d running, %d queued, %d receiving", cfg.listen_host, port,
+				   counts[JOB_RUNNING], counts[JOB_QUEUED], counts[JOB_RECEIVING] + counts[JOB_CREATED]);
 	}
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	app_stop(&a, 5.0);

@@ -9,8 +9,8 @@ import socket
 import time
 
 import phantom
-from recond_harness import (Daemon, Validation, check, deadline, engine_ready, log, read_f32, require_binaries,
-                            run_main, skip, small_spec)
+from recond_harness import (Daemon, Validation, check, deadline, engine_ready, fake_worker, log, read_f32,
+                            require_binaries, run_main, skip, small_spec)
 
 LONG_ITERS = 20
 
@@ -81,6 +81,38 @@ def main():
     for k in range(1, 24, 2):
         api.put("/v1/jobs/%s/projections/%d" % (jid, k), views[k])
     check("resumed upload: every view present", api.job(jid)["views_present"] == 24)
+
+    # SIGTERM with a job running and an upload half sent: the daemon exits
+    # cleanly and soon; after a restart the job is back in the queue and the
+    # half-sent view is not there.  (A stand-in worker, so this runs with or
+    # without an engine.)
+    ds = Daemon(worker=fake_worker("slow")).start()
+    sapi = ds.api()
+    tj = sapi.create(spec)
+    sapi.put("/v1/jobs/%s/projections" % tj["id"], b"".join(views))
+    sapi.post_json("/v1/jobs/%s/start" % tj["id"], b"")
+    sapi.wait_state(tj["id"], ("running",), timeout=30, poll=0.02)
+    uj = sapi.create(spec)
+    sapi.put("/v1/jobs/%s/projections/0" % uj["id"], views[0])
+    workers = children(ds.proc.pid)
+    hang = half_put(ds, "/v1/jobs/%s/projections/1" % uj["id"], len(views[1]), len(views[1]) // 2)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    rc = ds.stop(timeout=30)
+    dt = time.monotonic() - t0
+    hang.close()
+    check("SIGTERM: daemon exits 0 within 15 s despite a half-sent upload", rc == 0 and dt < 15,
+          "exit %s after %.1f s" % (rc, dt))
+    check("SIGTERM: the worker is gone", not alive_pids(workers), str(alive_pids(workers)))
+    ds.start()
+    sapi = ds.api()
+    t = sapi.job(tj["id"])
+    check("SIGTERM: the running job is back in the queue after restart", t["state"] in ("queued", "running"),
+          t["state"])
+    u = sapi.job(uj["id"])
+    check("SIGTERM: the acknowledged view is kept, the half-sent one is not", u["views_present"] == 1 and
+          u["views_missing"][:1] == [[1, 23]], "%s %s" % (u["views_present"], u["views_missing"]))
+    ds.stop()
     ok, why = engine_ready(api)
     if not ok:
         Validation.report()
