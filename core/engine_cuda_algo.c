@@ -229,7 +229,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 	}
 	CU_CHECK(cudaMemsetAsync(x, 0, r->V * sizeof(float), ks), "cudaMemsetAsync(x)");
 
-	int it_done = 0;
+	int it_done = 0, mid = 0; /* mid: cancelled between blocks, x is partial */
 	for (int it = 1; it <= r->p->iterations; it++) {
 		if (cancelled(r)) {
 			rc = RC_ECANCELLED;
@@ -242,6 +242,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 		for (int k = 0; k < m; k++) {
 			if (k > 0 && cancelled(r)) {
 				rc = RC_ECANCELLED;
+				mid = 1;
 				break;
 			}
 			int s = order[k];
@@ -272,7 +273,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 		progress(r, it, sqrt(r2));
 	}
 	{
-		int drc = download(r, rc == RC_ECANCELLED && xprev ? xprev : x, vol, err);
+		int drc = download(r, mid ? xprev : x, vol, err);
 		if (drc)
 			rc = drc;
 		else if (rc == RC_ECANCELLED)
@@ -372,6 +373,13 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 	if (p->iterations < 1)
 		return rc_fail(err, RC_EINVAL, "algorithm.iterations", "iterations must be >= 1 (got %d)",
 			       p->iterations);
+	if (p->name != RC_ALGO_CGLS && !(p->relaxation > 0 && p->relaxation < 2))
+		return rc_fail(err, RC_EINVAL, "algorithm.relaxation",
+			       "relaxation must be in (0, 2) (got %g)", p->relaxation);
+	if (p->name == RC_ALGO_SART && (p->subsets < 1 || p->subsets > rc_geom_nviews(g)))
+		return rc_fail(err, RC_EINVAL, "algorithm.subsets",
+			       "subsets must be between 1 and the number of views, %d (got %d)",
+			       rc_geom_nviews(g), p->subsets);
 	if (rc_engine_cuda_count() <= o->ordinal || o->ordinal < 0)
 		return rc_fail(err, RC_ENOTFOUND, "execution.engine", "no CUDA device %d on this machine",
 			       o->ordinal);

@@ -2,8 +2,8 @@
  * recon-demo: what `make run` starts until the daemon exists.  It builds the
  * exact cone-beam projections of the 3-D modified Shepp-Logan phantom
  * (64^3 voxels of 1 mm, 90 views of 80x80 pixels of 1.5 mm, D = 1000 mm,
- * S = 1500 mm), reconstructs them with FDK (when built) and SART on the CPU
- * engine, printing each iteration's residual and the relative error each
+ * S = 1500 mm), reconstructs them with FDK (when built) and SART (10
+ * ordered subsets, 4 iterations) on the CPU engine, printing each iteration's residual and the relative error each
  * algorithm reached against the voxelised phantom over a central cylinder.
  * Takes a few seconds.  Exit status 0 unless something failed.
  */
@@ -83,9 +83,12 @@ int main(void)
 	else
 		goto fail;
 
+	/* ordered subsets reach in 4 iterations what plain SART reaches in ~40 */
 	rc_algo_params_default(&p, RC_ALGO_SART);
-	p.iterations = 10;
-	printf("sart: %d iterations, lambda %.2g\n", p.iterations, p.relaxation);
+	p.iterations = 4;
+	p.subsets = 10;
+	printf("sart: %d iterations of %d ordered subsets, lambda %.2g\n", p.iterations, p.subsets,
+	       p.relaxation);
 	if (rc_algo_run(&p, x, proj, out, &hooks, &err))
 		goto fail;
 	printf("sart: relative error %.4f over the central cylinder\n",

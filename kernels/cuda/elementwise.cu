@@ -33,6 +33,10 @@ __global__ void rc_k_fill(float *x, float v, size_t n)
 /* block sum of a double into *out (one atomicAdd per block) */
 __device__ __forceinline__ void block_add(double v, double *out)
 {
+#ifdef RC_CUDA_EMU
+	/* tools/cuda-emu runs threads one after the other: no shuffles */
+	atomicAdd(out, v);
+#else
 	__shared__ double warp_sum[32];
 	for (int off = 16; off > 0; off >>= 1)
 		v += __shfl_down_sync(0xffffffffu, v, off);
@@ -47,6 +51,7 @@ __device__ __forceinline__ void block_add(double v, double *out)
 		if (lane == 0)
 			atomicAdd(out, v);
 	}
+#endif
 }
 
 __global__ void __launch_bounds__(256)

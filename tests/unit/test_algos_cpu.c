@@ -4,9 +4,9 @@
  * integrals through its ellipsoids (phantom.h), never our own projector, and
  * the reference is the phantom voxelised with 4^3 sub-samples.  The error
  * is the relative error over a central cylinder (metrics.h, paper 001
- * Eq. 4).  Sizes: 64^3 voxels of 1 mm from 90 views of 80x80 pixels of
- * 1.5 mm (magnification 1.5, so one pixel per voxel), D = 1000, S = 1500;
- * under ASan 32^3 from 45 views with the same field of view.
+ * Eq. 4).  Sizes: 32^3 voxels of 2 mm from 60 views of 40x40 pixels of
+ * 3 mm (magnification 1.5, so one pixel per voxel), D = 1000, S = 1500;
+ * under ASan 24^3 from 30 views with the same 64 mm field of view.
  *
  * Bounds: each algorithm's error after its iterations on this case, as a
  * correct implementation reaches it (docs/algorithms.md lists the measured
@@ -33,13 +33,18 @@
 #include "metrics.h"
 #include "phantom.h"
 
+/* Sizes keep the binary near 15 s of CPU time in release: one iteration
+ * costs one forward and one back projection, and the matched back
+ * projection of SIRT, CGLS and MLEM is the slow one. */
 #if defined(__SANITIZE_ADDRESS__)
-#define N 32
-#define NVIEWS 45
+#define N 24
+#define NVIEWS 30
+#define ITERS 4
 #define ASAN 1
 #else
-#define N 64
-#define NVIEWS 90
+#define N 32
+#define NVIEWS 60
+#define ITERS 10
 #define ASAN 0
 #endif
 #define FOV_MM 64.0
@@ -189,11 +194,23 @@ static void check(rc_algo_name name, int iters, int subsets, int falls, double b
 	free(vol);
 }
 
-static void test_sart(void **s) { (void)s; check(RC_ALGO_SART, 10, 1, 5, 1.0, 1.0); }
-static void test_sart_subsets(void **s) { (void)s; check(RC_ALGO_SART, 3, 10, 3, 1.0, 1.0); }
-static void test_sirt(void **s) { (void)s; check(RC_ALGO_SIRT, 10, 1, 5, 1.0, 1.0); }
-static void test_cgls(void **s) { (void)s; check(RC_ALGO_CGLS, 10, 1, 5, 1.0, 1.0); }
-static void test_mlem(void **s) { (void)s; check(RC_ALGO_MLEM, 10, 1, 5, 1.0, 1.0); }
+/* Measured with the CPU engine (release / ASan sizes):
+ *   SART, 10 / 4 iterations            0.375 / 0.466
+ *   SART, NVIEWS/6 subsets, 3 it.      0.239 / 0.280
+ *   SIRT, 10 / 4 iterations            0.375 / 0.466
+ *   CGLS, 5 / 4 iterations             0.269 / 0.284
+ *   MLEM, 10 / 4 iterations            0.239 / 0.377
+ * CGLS stops at 5: with exact data that are not in the range of the
+ * discrete model (analytic chords against trilinear rays) its error
+ * semi-converges, lowest near iteration 6 and rising after.  Ordered
+ * subsets use 6 views per subset: 3 views per subset with lambda = 1 ends
+ * in a limit cycle on these inconsistent data (the error rises at the
+ * third iteration). */
+static void test_sart(void **s) { (void)s; check(RC_ALGO_SART, ITERS, 1, ITERS, 0.43, 0.54); }
+static void test_sart_subsets(void **s) { (void)s; check(RC_ALGO_SART, 3, NVIEWS / 6, 3, 0.28, 0.32); }
+static void test_sirt(void **s) { (void)s; check(RC_ALGO_SIRT, ITERS, 1, ITERS, 0.43, 0.54); }
+static void test_cgls(void **s) { (void)s; check(RC_ALGO_CGLS, ITERS < 5 ? ITERS : 5, 1, ITERS < 5 ? ITERS : 5, 0.31, 0.33); }
+static void test_mlem(void **s) { (void)s; check(RC_ALGO_MLEM, ITERS, 1, ITERS, 0.28, 0.43); }
 
 /* The CGLS residual ||p - A x|| never rises (the data are analytic, not in
  * the range of A, so it settles at the model mismatch). */
@@ -202,7 +219,7 @@ static void test_cgls_residual(void **s)
 	(void)s;
 	rc_algo_params p;
 	rc_algo_params_default(&p, RC_ALGO_CGLS);
-	p.iterations = 12;
+	p.iterations = ITERS;
 	float *vol = malloc(F.nvox * sizeof(float));
 	assert_non_null(vol);
 	trace t;
@@ -217,7 +234,7 @@ static void test_cgls_residual(void **s)
 	print_message("\n");
 	for (int k = 1; k <= p.iterations; k++)
 		assert_true(t.res[k] <= t.res[k - 1]);
-	assert_true(t.res[p.iterations] < 0.1 * t.res[0]);
+	assert_true(t.res[p.iterations] < 0.2 * t.res[0]);
 	free(vol);
 }
 

@@ -29,7 +29,7 @@
 #include "metrics.h"
 #include "phantom.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(RC_TEST_SMALL)
 #define NVOX 20
 #define NVIEWS 24
 #else

@@ -340,6 +340,21 @@ static void test_views_and_run(void **state)
 	assert_true(h.srow_x[3] == -3.5f && h.srow_y[3] == -3.5f && h.srow_z[3] == 0.0f);
 	assert_true(h.srow_z[2] == 2.0f);
 	assert_memory_equal(r.body + 352, "abcdefgh", 8);
+	/* and libnifti reads it back with the same geometry */
+	char nii[300];
+	snprintf(nii, sizeof nii, "%s/v.nii", tmp);
+	FILE *f = fopen(nii, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(r.body, 1, r.len, f), r.len);
+	fclose(f);
+	nifti_image *nim = nifti_image_read(nii, 1);
+	assert_non_null(nim);
+	assert_int_equal(nim->nx, 8);
+	assert_int_equal(nim->nz, 4);
+	assert_true(nim->dz == 2.0f);
+	assert_true(nim->qto_xyz.m[2][3] == 0.0f && nim->qto_xyz.m[0][3] == -3.5f); /* qform == sform */
+	assert_memory_equal(nim->data, "abcdefgh", 8);
+	nifti_image_free(nim);
 	resp_free(&r);
 
 	snprintf(p, sizeof p, "/v1/jobs/%s/volume?format=mha", id);
@@ -357,6 +372,44 @@ static void test_views_and_run(void **state)
 	snprintf(p, sizeof p, "/v1/jobs/%s", id);
 	expect("DELETE", p, NULL, 0, NULL, 204, NULL);
 	expect("GET", p, NULL, 0, NULL, 404, "not_found");
+}
+
+/* One view of a parallel job is [slice][u]; it lands in the stack's rows
+ * (slice j, view k) of [slice][view][u], as the engines read it. */
+static void test_views_parallel(void **state)
+{
+	(void)state;
+	enum { V = 5, U = 7, Z = 3 };
+	const char *sp = "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0, 30, 60, 90, 120],"
+			 " \"detector\": {\"nu\": 7, \"du_mm\": 1}}, \"volume\": {\"nx\": 6, \"ny\": 6, \"nz\": 3,"
+			 " \"voxel_mm\": 1}, \"algorithm\": {\"name\": \"sirt\"}}";
+	struct resp r = call("POST", "/v1/jobs", sp, (long)strlen(sp), NULL);
+	assert_int_equal(r.status, 201);
+	json_t *j = jbody(&r);
+	char id[37], p[160];
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "id")));
+	assert_int_equal(json_integer_value(json_object_get(j, "view_bytes")), Z * U * 4);
+	json_decref(j);
+	resp_free(&r);
+	static float full[Z * V * U], view[Z * U];
+	for (int i = 0; i < Z * V * U; i++)
+		full[i] = (float)i;
+	static const int order[V] = { 3, 0, 4, 1, 2 };
+	for (int i = 0; i < V; i++) {
+		int k = order[i];
+		for (int z = 0; z < Z; z++)
+			memcpy(view + z * U, full + (z * V + k) * U, sizeof(float) * U);
+		snprintf(p, sizeof p, "/v1/jobs/%s/projections/%d", id, k);
+		expect("PUT", p, view, sizeof view, NULL, 200, NULL);
+	}
+	char path[512];
+	store_job_path(A.st, id, "projections.f32", path, sizeof path);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	static float got[Z * V * U];
+	assert_int_equal(fread(got, sizeof(float), Z * V * U, f), Z * V * U);
+	fclose(f);
+	assert_memory_equal(got, full, sizeof full);
 }
 
 static int count_jobs(void)
@@ -616,6 +669,7 @@ int main(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_views_and_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_views_parallel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_then_next, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
