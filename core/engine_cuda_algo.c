@@ -373,6 +373,13 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 	if (p->iterations < 1)
 		return rc_fail(err, RC_EINVAL, "algorithm.iterations", "iterations must be >= 1 (got %d)",
 			       p->iterations);
+	if (p->name != RC_ALGO_CGLS && !(p->relaxation > 0 && p->relaxation < 2))
+		return rc_fail(err, RC_EINVAL, "algorithm.relaxation",
+			       "relaxation must be in (0, 2) (got %g)", p->relaxation);
+	if (p->name == RC_ALGO_SART && (p->subsets < 1 || p->subsets > rc_geom_nviews(g)))
+		return rc_fail(err, RC_EINVAL, "algorithm.subsets",
+			       "subsets must be between 1 and the number of views, %d (got %d)",
+			       rc_geom_nviews(g), p->subsets);
 	if (rc_engine_cuda_count() <= o->ordinal || o->ordinal < 0)
 		return rc_fail(err, RC_ENOTFOUND, "execution.engine", "no CUDA device %d on this machine",
 			       o->ordinal);
