@@ -180,15 +180,15 @@ void rc_ramp_work_free(rc_ramp_work *w)
 	free(w);
 }
 
-void rc_ramp_apply(const rc_ramp *r, rc_ramp_work *w, float *rows, size_t stride,
-		   int nrows, const float *pre, float scale)
+void rc_ramp_apply(const rc_ramp *r, rc_ramp_work *w, const float *in, size_t in_stride,
+		   float *out, size_t out_stride, int nrows, const float *pre, float scale)
 {
 	const int nu = r->nu, n = r->n, nh = n / 2 + 1;
 	/* unused rows of the batch are zero: the plan always transforms `batch` rows */
 	for (int b = 0; b < r->batch; b++) {
 		float *dst = w->real + (size_t)b * n;
 		if (b < nrows) {
-			const float *src = rows + (size_t)b * stride;
+			const float *src = in + (size_t)b * in_stride;
 			if (pre) {
 				const float *pw = pre + (size_t)b * nu;
 				for (int i = 0; i < nu; i++)
@@ -212,7 +212,7 @@ void rc_ramp_apply(const rc_ramp *r, rc_ramp_work *w, float *rows, size_t stride
 	fftwf_execute_dft_c2r(r->inv, w->spec, w->real);
 	for (int b = 0; b < nrows; b++) {
 		const float *src = w->real + (size_t)b * n;
-		float *dst = rows + (size_t)b * stride;
+		float *dst = out + (size_t)b * out_stride;
 		for (int i = 0; i < nu; i++)
 			dst[i] = src[i] * scale;
 	}

@@ -51,11 +51,12 @@ double rc_ramp_response(const rc_ramp *r, int k);
 int rc_ramp_work_new(const rc_ramp *r, rc_ramp_work **ret, rc_err *err);
 void rc_ramp_work_free(rc_ramp_work *w);
 
-/* Filters nrows (<= batch) rows in place: row r starts at rows + r * stride
- * and has nu samples.  Each input sample is first multiplied by
- * pre[r * nu + i] when pre is non-NULL (FDK's cosine and Parker weights),
+/* Filters nrows (<= batch) rows: input row b starts at in + b * in_stride,
+ * output row b at out + b * out_stride, nu samples each (in == out with the
+ * same stride filters in place).  Each input sample is first multiplied by
+ * pre[b * nu + i] when pre is non-NULL (FDK's cosine and Parker weights),
  * each output by scale. */
-void rc_ramp_apply(const rc_ramp *r, rc_ramp_work *w, float *rows, size_t stride,
-		   int nrows, const float *pre, float scale);
+void rc_ramp_apply(const rc_ramp *r, rc_ramp_work *w, const float *in, size_t in_stride,
+		   float *out, size_t out_stride, int nrows, const float *pre, float scale);
 
 #endif

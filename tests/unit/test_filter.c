@@ -56,7 +56,7 @@ static void test_matches_direct_convolution(void **state)
 			x[i] = row[i];
 		}
 		direct(x, nu, y);
-		rc_ramp_apply(r, w, row, (size_t)nu, 1, NULL, 1.0f);
+		rc_ramp_apply(r, w, row, (size_t)nu, row, (size_t)nu, 1, NULL, 1.0f);
 		for (int i = 0; i < nu; i++)
 			assert_float_equal(row[i], y[i], 2e-6 * sqrt(nu));
 		free(x);
@@ -85,7 +85,7 @@ static void test_disc_projection(void **state)
 		double s = (i - (nu - 1) / 2) * T;
 		row[i] = fabs(s) < 1 ? (float)(2 * sqrt(1 - s * s)) : 0.0f;
 	}
-	rc_ramp_apply(r, w, row, (size_t)nu, 1, NULL, (float)(1.0 / T));
+	rc_ramp_apply(r, w, row, (size_t)nu, row, (size_t)nu, 1, NULL, (float)(1.0 / T));
 	double worst_in = 0, worst_out = 0;
 	for (int i = 0; i < nu; i++) {
 		double s = fabs((i - (nu - 1) / 2) * T);
@@ -144,7 +144,7 @@ static void test_windows(void **state)
 			/* impulse response of rc_ramp_apply: the naive inverse DFT of H */
 			float *row = calloc(nu, sizeof(float));
 			row[0] = 1;
-			rc_ramp_apply(r, w, row, (size_t)nu, 1, NULL, 1.0f);
+			rc_ramp_apply(r, w, row, (size_t)nu, row, (size_t)nu, 1, NULL, 1.0f);
 			for (int m = 0; m < nu; m++) {
 				double y = H[0];
 				for (int k = 1; k < n / 2; k++)
@@ -177,7 +177,7 @@ static void test_batch_stride_weights(void **state)
 		buf[i] = orig[i] = (float)urand(&seed, -1, 1);
 	for (int i = 0; i < nu * batch; i++)
 		pre[i] = (float)urand(&seed, 0.5, 1.5);
-	rc_ramp_apply(r, w, buf, stride, nrows, pre, 2.5f);
+	rc_ramp_apply(r, w, buf, stride, buf, stride, nrows, pre, 2.5f);
 	double x[33], y[33];
 	for (int b = 0; b < batch; b++) {
 		for (int i = 0; i < nu; i++)
