@@ -296,15 +296,22 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 	if (d) {
 		struct dirent *e;
 		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.' || id_exists(st, e->d_name))
+			if (e->d_name[0] == '.')
 				continue;
+			if (id_exists(st, e->d_name)) {
+				/* Temporaries of writes cut short (durable writes rename into place). */
+				static const char *const tmps[] = { ".volume.f32.tmp", ".spec.json.tmp" };
+				for (int i = 0; i < 2; i++)
+					if (pathf(path, sizeof path, "%s/jobs/%s/%s", st->dir, e->d_name, tmps[i]) == 0 &&
+					    unlink(path) == 0)
+						norph++;
+				continue;
+			}
 			if (pathf(path, sizeof path, "%s/jobs/%s", st->dir, e->d_name) == 0 && rm_rf(path) == 0)
 				norph++;
 		}
 		closedir(d);
 	}
-	/* Leftover temporaries from interrupted writes inside live job dirs are
-	 * harmless (.volume.f32.tmp) and overwritten by the next run. */
 	snprintf(path, sizeof path, "%s/jobs", st->dir);
 	store_fsync_dir(path);
 out:

@@ -68,8 +68,8 @@ const char *store_dir(const store *st);
 /* {dir}/jobs/{id}[/name] into buf. */
 void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n);
 
-/* Re-queues running jobs, removes spool directories without a row and rows
- * whose directory vanished (marked failed).  Counts may be NULL. */
+/* Re-queues running jobs, removes spool directories without a row and the
+ * temporaries of interrupted writes (*orphans counts both).  Counts may be NULL. */
 int store_recover(store *st, int *requeued, int *orphans, rc_err *err);
 
 /* Creates the spool directory (spec.json, preallocated projections.f32) and
