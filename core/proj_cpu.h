@@ -36,8 +36,8 @@ int rc_cpu_isa_supported(rc_cpu_isa isa);
 const char *rc_cpu_isa_name(rc_cpu_isa isa);
 
 /* Ray casting: fixed step of half the smallest voxel size (mm), midpoint
- * samples t_in + (k + 1/2) step < t_out between where the ray enters and
- * leaves the volume's box (its voxel faces); trilinear, zero outside. */
+ * samples from where the ray enters the support of the trilinear
+ * interpolant (voxel index -1..n on each axis) to where it leaves. */
 double rc_raycast_step_mm(const rc_volume_desc *v);
 void rc_fp_raycast(const rc_geom *g, rc_pool *pool, const float *vol, float *proj,
 		   int first, int last);

@@ -6,15 +6,11 @@
  * same sample points with the same weights:
  *   forward   p(ray) = step * sum_m sum_corners w_c(m) f[c]
  *   matched   f[c]  += step * p(ray) * w_c(m)        for every (ray, m, c).
- * Coordinates are continuous voxel indices (voxel centres at integers).
- * Rays are clipped to the volume's box, its voxel faces [-0.5, n - 0.5] per
- * axis, to [t_in, t_out]; samples sit at the midpoints t_k = t_in + (k + 1/2)
- * step for every k with t_k < t_out (step = rc_raycast_step_mm), each
- * standing for a length `step`; trilinear interpolation reads zero outside
- * the volume.  The OpenCL and CUDA engines use the same definition, so the
- * engines agree to float rounding.  Sample k sits at b + k*d, computed
- * directly rather than incrementally so that a slab of the transpose can
- * start at any k.
+ * Coordinates are continuous voxel indices (voxel centres at integers); the
+ * trilinear interpolant with zero outside is non-zero on (-1, n) per axis,
+ * so rays are clipped to that box.  Sample m sits at b + m*d (midpoints of
+ * steps of rc_raycast_step_mm from the entry point), computed directly rather
+ * than incrementally so that a slab of the transpose can start at any m.
  *
  * Parallel split: forward, one task per (view, detector row); transpose, one
  * task per z slab of the volume: each slab replays every ray but keeps only
@@ -66,11 +62,11 @@ static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
 		oi[a] = (o[a] - bx->x0[a]) / bx->s[a];
 		di[a] = dir[a] / bx->s[a];
 		if (fabs(di[a]) < 1e-12) {
-			if (oi[a] < -0.5 || oi[a] > bx->n[a] - 0.5)
+			if (oi[a] <= -1 || oi[a] >= bx->n[a])
 				return r->n = 0;
 			continue;
 		}
-		double t1 = (-0.5 - oi[a]) / di[a], t2 = (bx->n[a] - 0.5 - oi[a]) / di[a];
+		double t1 = (-1 - oi[a]) / di[a], t2 = (bx->n[a] - oi[a]) / di[a];
 		if (t1 > t2) {
 			double t = t1;
 			t1 = t2;
@@ -81,10 +77,7 @@ static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
 	}
 	if (!(tmax > tmin))
 		return r->n = 0;
-	/* every midpoint t_k = tmin + (k + 1/2) step with t_k < tmax */
-	double ns = ceil((tmax - tmin) / step - 0.5);
-	if (ns < 1)
-		return r->n = 0;
+	double ns = ceil((tmax - tmin) / step);
 	r->n = (int)ns;
 	for (int a = 0; a < 3; a++) {
 		r->b[a] = (float)(oi[a] + (tmin + 0.5 * step) * di[a]);
@@ -106,12 +99,12 @@ static inline int sample_at(const struct ray *r, int m, const int *n, struct tri
 	float px = r->b[0] + mf * r->d[0];
 	float py = r->b[1] + mf * r->d[1];
 	float pz = r->b[2] + mf * r->d[2];
-	/* floor by truncation: clipped samples have p > -1 (up to rounding, which
-	 * only moves a weight by ~1e-7 and is the same in both directions);
-	 * floorf without SSE4.1 costs a dozen instructions */
-	t->ix = (int)(px + 1.0f) - 1;
-	t->iy = (int)(py + 1.0f) - 1;
-	t->iz = (int)(pz + 1.0f) - 1;
+	/* floor by truncation, exact for p > -2: samples lie inside the support
+	 * box (-1, n) except the last, which may reach half a step (at most half
+	 * a voxel) past it; floorf without SSE4.1 costs a dozen instructions */
+	t->ix = (int)(px + 2.0f) - 2;
+	t->iy = (int)(py + 2.0f) - 2;
+	t->iz = (int)(pz + 2.0f) - 2;
 	t->fx = px - (float)t->ix;
 	t->fy = py - (float)t->iy;
 	t->fz = pz - (float)t->iz;
