@@ -121,10 +121,10 @@ $(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c tools/main_$$*.
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(filter %.c,$^) -o $@ $(LIBS_REL) $(LDLIBS)
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_REL)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -MF $@.d $< -o $@ $(LIBS_REL) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LIBS_REL) $(LDLIBS)
 $(BUILD)/asan/tests/%: tests/unit/%.c $(LIBS_ASAN)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d $< -o $@ $(LIBS_ASAN) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) $< -o $@ $(LIBS_ASAN) $(LDLIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

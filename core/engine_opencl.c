@@ -604,11 +604,10 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 	rc_volume_voxel_pos(v, 0, 0, 0, o0);
 	x->org = (cl_float4){ { (float)o0[0], (float)o0[1], (float)o0[2], 0 } };
 	x->sp = (cl_float4){ { (float)v->vx, (float)v->vy, (float)v->vz, 0 } };
-	/* rays are clipped to the voxel faces, index -0.5 .. n - 0.5: the CPU
-	 * and CUDA engines' definition (core/proj_raycast.c) */
-	x->lo = (cl_float4){ { (float)(o0[0] - 0.5 * v->vx), (float)(o0[1] - 0.5 * v->vy), (float)(o0[2] - 0.5 * v->vz), 0 } };
-	x->hi = (cl_float4){ { (float)(o0[0] + (x->nx - 0.5) * v->vx), (float)(o0[1] + (x->ny - 0.5) * v->vy),
-			       (float)(o0[2] + (x->nz - 0.5) * v->vz), 0 } };
+	/* rays are clipped to the trilinear support, voxel index -1 .. n */
+	x->lo = (cl_float4){ { (float)(o0[0] - v->vx), (float)(o0[1] - v->vy), (float)(o0[2] - v->vz), 0 } };
+	x->hi = (cl_float4){ { (float)(o0[0] + x->nx * v->vx), (float)(o0[1] + x->ny * v->vy),
+			       (float)(o0[2] + x->nz * v->vz), 0 } };
 	x->ctr = (cl_float4){ { (float)v->cx, (float)v->cy, (float)v->cz, 0 } };
 	/* half the smallest voxel: the step of paper 002 Alg. 2 */
 	x->step = (float)(0.5 * fmin(v->vx, fmin(v->vy, v->vz)));

@@ -3,10 +3,10 @@
  * RC_FP_RAYCAST) and its exact transpose (RC_BP_MATCHED).
  *
  * The ray of pixel (i, j) of view k leaves the source along
- * d = Minv (i, j, 1) / |.|.  It is clipped to the voxel faces, index
- * -0.5 .. n - 0.5 per axis (world lo..hi), to [t0, t1] and sampled at the
- * midpoints t0 + (m + 1/2) h that lie before t1, h = half the smallest voxel
- * (the CPU and CUDA engines' definition, core/proj_raycast.c):
+ * d = Minv (i, j, 1) / |.|.  It is clipped to the support of the trilinear
+ * interpolant, voxel index -1 .. n per axis (world lo..hi), to [t0, t1] and
+ * sampled at t0 + (m + 1/2) h, m = 0 .. ceil((t1 - t0)/h) - 1, h = half the
+ * smallest voxel (the CPU engine's definition, core/proj_raycast.c):
  *   forward   p(ray) = h * sum_m trilinear(f, x_m)
  *   matched   f[c]  += h * p(ray) * w_c(x_m)   for every ray, m and corner c.
  * One work-item per detector pixel (i fastest) in both variants.  The
@@ -40,7 +40,7 @@ static struct rc_ray ray_setup(__global const float *V, int i, int j, float4 org
 		t0 = fmax(t0, fmin(ta, tb));
 		t1 = fmin(t1, fmax(ta, tb));
 	}
-	r.m = t1 > t0 ? max(0, (int)ceil((t1 - t0) / h - 0.5f)) : 0;
+	r.m = t1 > t0 ? (int)ceil((t1 - t0) / h) : 0;
 	float3 isp = (float3)(1.0f / sp.x, 1.0f / sp.y, 1.0f / sp.z);
 	r.g = (s + (t0 + 0.5f * h) * d - (float3)(org.x, org.y, org.z)) * isp;
 	r.gd = h * d * isp;

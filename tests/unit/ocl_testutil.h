@@ -73,7 +73,7 @@ static inline double tu_vol_at(const float *f, const rc_volume_desc *v, int x, i
 	return f[((size_t)z * v->ny + y) * v->nx + x];
 }
 
-/* RC_FP_RAYCAST in double precision: clip to the voxel faces, sample
+/* RC_FP_RAYCAST in double precision: clip to the trilinear support, sample
  * at (m + 1/2) h, h = half the smallest voxel, trilinear, times h.  With
  * bpm != NULL it runs the transpose instead: bpm (the volume, zeroed by the
  * caller) += h * pin(ray) * weight for every sample and corner. */
@@ -85,9 +85,9 @@ static inline void tu_ref_ray(const rc_geom *g, const float *f, double *proj, in
 	double o[3], lo[3], hi[3], sp[3] = { v->vx, v->vy, v->vz };
 	int n[3] = { v->nx, v->ny, v->nz };
 	rc_volume_voxel_pos(v, 0, 0, 0, o);
-	for (int a = 0; a < 3; a++) { /* the voxel faces: index -0.5 .. n - 0.5 */
-		lo[a] = o[a] - 0.5 * sp[a];
-		hi[a] = o[a] + (n[a] - 0.5) * sp[a];
+	for (int a = 0; a < 3; a++) { /* the trilinear support: index -1 .. n */
+		lo[a] = o[a] - sp[a];
+		hi[a] = o[a] + n[a] * sp[a];
 	}
 	double h = 0.5 * fmin(v->vx, fmin(v->vy, v->vz));
 	for (int k = first; k < last; k++)
@@ -106,7 +106,7 @@ static inline void tu_ref_ray(const rc_geom *g, const float *f, double *proj, in
 					t1 = fmin(t1, fmax(ta, tb));
 				}
 				if (t1 > t0) {
-					int m = (int)ceil((t1 - t0) / h - 0.5); /* midpoints before t1 */
+					int m = (int)ceil((t1 - t0) / h);
 					for (int q = 0; q < m; q++) {
 						double t = t0 + (q + 0.5) * h, c[3];
 						for (int a = 0; a < 3; a++)
