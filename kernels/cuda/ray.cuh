@@ -2,12 +2,14 @@
  * ray: the sampling rule shared by the ray-casting forward projector and its
  * exact adjoint, so that both visit the same points with the same weights.
  *
- * In continuous voxel indices of the whole volume the box is
- * [-0.5, n - 0.5] per axis (voxel faces).  The ray x(t) = a + t*b, t in mm
- * along the unit world direction, enters at t_in and leaves at t_out;
- * samples sit at the midpoints t_k = t_in + (k + 1/2) * step for every k
- * with t_k < t_out, each standing for a length `step`.  Values outside the
- * volume are 0 (trilinear with zero padding).
+ * In continuous voxel indices of the whole volume the box is [-1, n] per
+ * axis: the support of the trilinear interpolant with zero outside, so a
+ * uniform volume integrates exactly (clipping at the voxel faces would lose
+ * a quarter voxel at each face).  The ray x(t) = a + t*b, t in mm along the
+ * unit world direction, enters at t_in and leaves at t_out; samples sit at
+ * the midpoints t_k = t_in + (k + 1/2) * step for k < ceil((t_out - t_in) /
+ * step), each standing for a length `step`.  This is the CPU and OpenCL
+ * engines' definition (core/proj_raycast.c, kernels/opencl/fp_raycast.cl).
  */
 #ifndef RC_RAY_CUH
 #define RC_RAY_CUH
@@ -50,12 +52,12 @@ __device__ __forceinline__ bool rc_ray_setup(const rc_cuda_ray_view &v, const rc
 	r->by = dy / L;
 	r->bz = dz / L;
 	float tmin = 0.0f, tmax = 3.0e38f;
-	if (!rc_clip_axis(r->ax, r->bx, -0.5f, rv.nx - 0.5f, &tmin, &tmax) ||
-	    !rc_clip_axis(r->ay, r->by, -0.5f, rv.ny - 0.5f, &tmin, &tmax) ||
-	    !rc_clip_axis(r->az, r->bz, -0.5f, rv.nz - 0.5f, &tmin, &tmax) || tmax <= tmin)
+	if (!rc_clip_axis(r->ax, r->bx, -1.0f, (float)rv.nx, &tmin, &tmax) ||
+	    !rc_clip_axis(r->ay, r->by, -1.0f, (float)rv.ny, &tmin, &tmax) ||
+	    !rc_clip_axis(r->az, r->bz, -1.0f, (float)rv.nz, &tmin, &tmax) || tmax <= tmin)
 		return false;
 	r->t_in = tmin;
-	r->n = (int)ceilf((tmax - tmin) / rv.step - 0.5f);
+	r->n = (int)ceilf((tmax - tmin) / rv.step);
 	return r->n > 0;
 }
 

@@ -104,11 +104,11 @@ static int ref_ray(int k, int i, int j, ray *r)
 		r->a[a] = (vw->src[a] - o[a]) / vox[a];
 		r->b[a] = d[a] / L / vox[a];
 		if (r->b[a] == 0) {
-			if (r->a[a] < -0.5 || r->a[a] > n[a] - 0.5)
+			if (r->a[a] < -1 || r->a[a] > n[a])
 				return 0;
 			continue;
 		}
-		double t1 = (-0.5 - r->a[a]) / r->b[a], t2 = (n[a] - 0.5 - r->a[a]) / r->b[a];
+		double t1 = (-1 - r->a[a]) / r->b[a], t2 = (n[a] - r->a[a]) / r->b[a];
 		tmin = fmax(tmin, fmin(t1, t2));
 		tmax = fmin(tmax, fmax(t1, t2));
 	}
@@ -116,7 +116,7 @@ static int ref_ray(int k, int i, int j, ray *r)
 		return 0;
 	r->step = 0.5 * fmin(v->vx, fmin(v->vy, v->vz));
 	r->t0 = tmin;
-	r->n = (int)ceil((tmax - tmin) / r->step - 0.5);
+	r->n = (int)ceil((tmax - tmin) / r->step); /* the trilinear support, as core/proj_raycast.c */
 	return r->n > 0;
 }
 
