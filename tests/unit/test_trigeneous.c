@@ -358,13 +358,24 @@ static void recon_trigeneous(void **state)
 	else
 		printf("  (calibration gave no model on this run: no prediction to check)\n");
 
+	/* the plan's result equals the device it chose run alone (engines of
+	 * different kinds are compared by test_engine_opencl, not here) */
+	char ran[16];
+	snprintf(ran, sizeof ran, "%s", rep.engine);
+	double d;
+	if (strcmp(ran, "trigeneous")) {
+		snprintf(s.engine, sizeof s.engine, "%s", ran);
+		assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
+		d = tu_rel_f_f(a, b, nvox);
+		printf("  trigeneous vs %s alone: %.3g\n", ran, d);
+		assert_true(d < 1e-6);
+	}
 	snprintf(s.engine, sizeof s.engine, "opencl");
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
 	assert_string_equal(rep.engine, "opencl");
 	assert_int_equal(rep.dev[0].views[0], NVIEWS);
-	double d = tu_rel_f_f(a, b, nvox);
-	printf("  trigeneous vs opencl alone: %.3g\n", d);
-	assert_true(d < 1e-4);
+	if (!strcmp(ran, "opencl"))
+		assert_true(tu_rel_f_f(a, b, nvox) < 1e-6);
 
 	/* auto reads the stored models (no calibration) and runs what they favour */
 	snprintf(s.engine, sizeof s.engine, "auto");
@@ -374,9 +385,11 @@ static void recon_trigeneous(void **state)
 	for (int i = 0; i < rep.ndevices; i++)
 		vsum += rep.dev[i].views[RC_TASK_BACK];
 	assert_int_equal(vsum, NVIEWS);
-	d = tu_rel_f_f(b, a, nvox);
-	printf("  auto vs trigeneous: %.3g\n", d);
-	assert_true(d < 1e-4);
+	if (!strcmp(rep.engine, ran)) {
+		d = tu_rel_f_f(b, a, nvox);
+		printf("  auto vs trigeneous (both %s): %.3g\n", ran, d);
+		assert_true(d < 1e-6);
+	}
 
 	snprintf(s.engine, sizeof s.engine, "nonsense");
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), RC_EINVAL);
