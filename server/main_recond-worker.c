@@ -5,7 +5,9 @@
  * command line:
  *
  *   recond-worker var/jobs/ID              progress lines on stdout
- *   recond-worker --progress-fd 3 DIR      (as the daemon runs it)
+ *   recond-worker --progress-fd 3 [--state-dir STORE] DIR   (as the daemon runs it)
+ *     --state-dir keeps fitted device models in STORE/models and system
+ *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *   recond-worker --devices                the devices of this build, as JSON
  *
  * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
@@ -176,10 +178,12 @@ int main(int argc, char **argv)
 		{ "progress-fd", required_argument, NULL, 'p' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "devices", no_argument, NULL, 'd' },
+		{ "state-dir", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int progress_fd = STDOUT_FILENO, threads = -1, o;
+	const char *state_dir = NULL;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'p')
 			progress_fd = atoi(optarg);
@@ -187,13 +191,15 @@ int main(int argc, char **argv)
 			threads = atoi(optarg);
 		else if (o == 'd')
 			return list_devices();
+		else if (o == 's')
+			state_dir = optarg;
 		else {
-			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] JOBDIR\n");
+			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] JOBDIR\n");
+		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n");
 		return WORKER_EXIT_FAILED;
 	}
 	const char *dir = argv[optind];
@@ -222,6 +228,16 @@ int main(int argc, char **argv)
 		return fail(&err);
 	if (threads >= 0)
 		spec->r.threads = threads;
+	char model_dir[4200], cache_dir[4200];
+	if (state_dir) {
+		/* best effort: without them a job still runs, only uncached */
+		snprintf(model_dir, sizeof model_dir, "%s/models", state_dir);
+		snprintf(cache_dir, sizeof cache_dir, "%s/matrices", state_dir);
+		if ((mkdir(model_dir, 0750) == 0 || errno == EEXIST))
+			spec->r.model_dir = model_dir;
+		if ((mkdir(cache_dir, 0750) == 0 || errno == EEXIST))
+			spec->r.cache_dir = cache_dir;
+	}
 
 	snprintf(path, sizeof path, "%s/projections.f32", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

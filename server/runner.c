@@ -246,7 +246,10 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 		} else {
 			fcntl(3, F_SETFD, 0);
 		}
-		char *argv[] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads, (char *)dir, NULL };
+		/* --state-dir: fitted device models and cached system matrices
+		 * live in the store, shared by every job */
+		char *argv[] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
+				 "--state-dir", (char *)c->store, (char *)dir, NULL };
 		execv(c->worker, argv);
 		_exit(127);
 	}
