@@ -64,11 +64,11 @@ deps:
 	@bash scripts/install-deps.sh
 
 run: deps
-	@$(MAKE) --no-print-directory _run
+	@$(MAKE) --no-print-directory -j$$(nproc) all && $(MAKE) --no-print-directory _run
 test: deps
-	@$(MAKE) --no-print-directory _test
+	@$(MAKE) --no-print-directory -j$$(nproc) all tests && $(MAKE) --no-print-directory _test
 bench: deps
-	@$(MAKE) --no-print-directory _bench
+	@$(MAKE) --no-print-directory -j$$(nproc) all && $(MAKE) --no-print-directory _bench
 
 _test: all tests
 	@bash scripts/run-tests.sh $(BUILD)
