@@ -374,8 +374,9 @@ static void recon_trigeneous(void **state)
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
 	assert_string_equal(rep.engine, "opencl");
 	assert_int_equal(rep.dev[0].views[0], NVIEWS);
-	if (!strcmp(ran, "opencl"))
-		assert_true(tu_rel_f_f(a, b, nvox) < 1e-6);
+	d = tu_rel_f_f(a, b, nvox);
+	printf("  trigeneous vs opencl alone: %.3g\n", d);
+	assert_true(d < (strcmp(ran, "opencl") ? 1e-4 : 1e-6)); /* engines agree to float rounding */
 
 	/* auto reads the stored models (no calibration) and runs what they favour */
 	snprintf(s.engine, sizeof s.engine, "auto");
@@ -385,11 +386,9 @@ static void recon_trigeneous(void **state)
 	for (int i = 0; i < rep.ndevices; i++)
 		vsum += rep.dev[i].views[RC_TASK_BACK];
 	assert_int_equal(vsum, NVIEWS);
-	if (!strcmp(rep.engine, ran)) {
-		d = tu_rel_f_f(b, a, nvox);
-		printf("  auto vs trigeneous (both %s): %.3g\n", ran, d);
-		assert_true(d < 1e-6);
-	}
+	d = tu_rel_f_f(b, a, nvox);
+	printf("  auto (%s) vs trigeneous (%s): %.3g\n", rep.engine, ran, d);
+	assert_true(d < (strcmp(rep.engine, ran) ? 1e-4 : 1e-6));
 
 	snprintf(s.engine, sizeof s.engine, "nonsense");
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), RC_EINVAL);
