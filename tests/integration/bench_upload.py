@@ -14,13 +14,12 @@ figure is a lower bound of what the daemon takes.
 
 import argparse
 import http.client
-import os
 import threading
 import time
 import urllib.parse
 
 import phantom
-from recond_harness import Api, Daemon, engine_ready, fake_worker, log, small_spec
+from recond_harness import Api, Daemon, require_engine, log, small_spec
 from test_pollers import CLIENTS, pct, poll
 
 CHUNK = 4 << 20
@@ -106,13 +105,7 @@ def main():
     api.delete("/v1/jobs/%s" % job["id"])
 
     # Status latency under 32 pollers while a job runs.
-    real, why = engine_ready(api)
-    if not real and d:
-        log("no reconstruction engine (%s): the job runs a stand-in worker (no CPU load)" % why)
-        d.stop()
-        d = Daemon(worker=fake_worker("slow")).start()
-        url = d.url
-        api = Api(url, validate=False)
+    require_engine(api)
     sspec = small_spec(n=32, views=60, nu=32, nv=32, label="bench-busy",
                        algorithm={"name": "sirt", "iterations": 5000})
     j = api.create(sspec)

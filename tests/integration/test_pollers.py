@@ -6,7 +6,7 @@ import threading
 import time
 
 import phantom
-from recond_harness import (Api, Daemon, Validation, check, engine_ready, fake_worker, log, require_binaries,
+from recond_harness import (Api, Daemon, Validation, check, require_engine, log, require_binaries,
                             run_main, small_spec)
 
 CLIENTS = 32
@@ -37,12 +37,7 @@ def main():
     require_binaries()
     d = Daemon().start()
     api = d.api()
-    real, why = engine_ready(api)
-    if not real:
-        log("no reconstruction engine (%s): the job runs a stand-in worker (worker-slow.sh)" % why)
-        d.stop()
-        d = Daemon(worker=fake_worker("slow")).start()
-        api = d.api()
+    require_engine(api)
     spec = small_spec(n=32, views=60, nu=32, nv=32, label="busy",
                       algorithm={"name": "sirt", "iterations": 2000})
     j = api.create(spec)

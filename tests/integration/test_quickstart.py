@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from recond_harness import (BIN, ROOT, Daemon, check, engine_ready, log, require_binaries, run_main, skip,
+from recond_harness import (BIN, ROOT, Daemon, check, require_engine, log, require_binaries, run_main,
                             tempdir)
 
 
@@ -19,9 +19,7 @@ def main():
     blocks = re.findall(r"```sh\n(.*?)```", md, re.S)
     check("quickstart has shell blocks", len(blocks) >= 5, str(len(blocks)))
     d = Daemon().start()
-    ok, why = engine_ready(d.api())
-    if not ok:
-        skip("no reconstruction engine in this build (%s)" % why)
+    require_engine(d.api())
     demo = tempdir()
     script = "set -eu -o pipefail\n" + "\n".join(blocks)
     # build/bin/reconctl in the text means the build the tests run against.

@@ -9,8 +9,8 @@ import socket
 import time
 
 import phantom
-from recond_harness import (Daemon, Validation, check, deadline, engine_ready, fake_worker, log, read_f32,
-                            require_binaries, run_main, skip, small_spec)
+from recond_harness import (Daemon, Validation, check, deadline, require_engine, fake_worker, log, read_f32,
+                            require_binaries, run_main, small_spec)
 
 LONG_ITERS = 20
 
@@ -113,10 +113,7 @@ def main():
     check("SIGTERM: the acknowledged view is kept, the half-sent one is not", u["views_present"] == 1 and
           u["views_missing"][:1] == [[1, 23]], "%s %s" % (u["views_present"], u["views_missing"]))
     ds.stop()
-    ok, why = engine_ready(api)
-    if not ok:
-        Validation.report()
-        skip("no reconstruction engine in this build (%s)" % why)
+    require_engine(api)
     st, _, _, _ = api.post_json("/v1/jobs/%s/start" % jid, b"")
     j = api.wait_state(jid, ("succeeded", "failed", "cancelled"), timeout=120)
     check("resumed upload: job succeeded", j["state"] == "succeeded", str(j.get("error")))

@@ -7,8 +7,8 @@ data uploaded as one stack, so the repeated view replaced the earlier one."""
 import random
 
 import phantom
-from recond_harness import (Daemon, Validation, check, engine_ready, proj_bytes, read_f32, require_binaries,
-                            run_main, skip, small_spec)
+from recond_harness import (Daemon, Validation, check, require_engine, proj_bytes, read_f32, require_binaries,
+                            run_main, small_spec)
 
 
 def main():
@@ -53,10 +53,7 @@ def main():
     check("last view: autostart queues the job", st == 200 and doc["state"] in ("queued", "running", "succeeded",
                                                                                  "failed")
           and doc["views_missing"] == [], str(doc and doc["state"]))
-    ok, why = engine_ready(api)
-    if not ok:
-        Validation.report()
-        skip("no reconstruction engine in this build (%s)" % why)
+    require_engine(api)
     fin = api.wait_state(jid, ("succeeded", "failed", "cancelled"), timeout=120)
     check("view-by-view job succeeded", fin["state"] == "succeeded", str(fin.get("error")))
 

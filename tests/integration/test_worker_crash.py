@@ -6,7 +6,7 @@ crashes on its first run and execs the real worker afterwards; a second
 daemon gets a worker that exits at once with status 7 (no report; 2 would
 be "failed" and 3 "cancelled" in worker_proto.h)."""
 
-from recond_harness import (Daemon, Validation, check, engine_ready, fake_worker, proj_bytes, require_binaries,
+from recond_harness import (Daemon, Validation, check, fake_worker, proj_bytes, require_binaries,
                             run_main, small_spec)
 
 
@@ -29,13 +29,8 @@ def main():
     st, _, _, _ = api.get("/readyz")
     check("crashing worker: daemon still ready", st == 200)
     j2 = run(api, small_spec(label="after-crash"))
-    ok, why = engine_ready(api)
-    if ok:
-        check("next job runs with the real worker and succeeds", j2["state"] == "succeeded",
-              "%s %s" % (j2["state"], j2.get("error")))
-    else:  # no engine: the real worker ran and said so, instead of crashing
-        check("next job runs with the real worker (no engine here: fails unsupported, no crash)",
-              j2["state"] == "failed" and (j2.get("error") or {}).get("code") == "unsupported", str(j2.get("error")))
+    check("next job runs with the real worker and succeeds", j2["state"] == "succeeded",
+          "%s %s" % (j2["state"], j2.get("error")))
     st, _, body, _ = api.get("/metrics")
     check("metrics count the worker crash", b"recond_worker_crashes_total 1" in body,
           [ln for ln in body.decode().splitlines() if "crash" in ln].__str__())
