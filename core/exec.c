@@ -23,7 +23,6 @@ struct rc_exec {
 	rc_engine *eng[RC_EXEC_MAX_ENGINES];
 	int split[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	float *partial[RC_EXEC_MAX_ENGINES]; /* [0] unused: engine 0 writes vol */
-	double last_s[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	int last_views[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	double total_s[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	long total_views[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
@@ -82,8 +81,6 @@ void rc_exec_free(rc_exec *x)
 	free(x);
 }
 
-int rc_exec_engine_count(const rc_exec *x) { return x->n; }
-rc_engine *rc_exec_engine(const rc_exec *x, int i) { return x->eng[i]; }
 const rc_geom *rc_exec_geom(const rc_exec *x) { return x->eng[0]->geom; }
 
 int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
@@ -107,6 +104,7 @@ void rc_exec_get_split(const rc_exec *x, rc_task task, int *views)
 {
 	memcpy(views, x->split[task], (size_t)x->n * sizeof views[0]);
 }
+
 
 /* Contiguous shares of [first, last) in the proportions of the split:
  * bounds[i]..bounds[i+1] goes to engine i. */
@@ -278,7 +276,6 @@ static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
 	for (int i = 0; i < x->n; i++) {
 		int nv = bounds[i + 1] - bounds[i];
 		x->last_views[task][i] = nv;
-		x->last_s[task][i] = nv > 0 ? sh[i].seconds : 0.0;
 		if (nv <= 0)
 			continue;
 		if (sh[i].rc) {
@@ -321,7 +318,6 @@ int rc_exec_back(rc_exec *x, rc_bp_kind kind, const float *proj, float *vol,
 	return run_task(x, RC_TASK_BACK, (int)kind, proj, vol, first, last, err);
 }
 
-double rc_exec_last_seconds(const rc_exec *x, rc_task task, int i) { return x->last_s[task][i]; }
 int rc_exec_last_views(const rc_exec *x, rc_task task, int i) { return x->last_views[task][i]; }
 double rc_exec_total_seconds(const rc_exec *x, rc_task task, int i) { return x->total_s[task][i]; }
 long rc_exec_total_views(const rc_exec *x, rc_task task, int i) { return x->total_views[task][i]; }

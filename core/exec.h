@@ -33,8 +33,6 @@ typedef struct rc_exec rc_exec;
 int rc_exec_new(rc_engine *const *engines, int n, rc_exec **ret, rc_err *err);
 void rc_exec_free(rc_exec *x);
 
-int rc_exec_engine_count(const rc_exec *x);
-rc_engine *rc_exec_engine(const rc_exec *x, int i);
 const rc_geom *rc_exec_geom(const rc_exec *x);
 
 /* views[i] views of each task go to engine i, in engine order; the counts
@@ -58,9 +56,7 @@ void rc_exec_set_replan(rc_exec *x, rc_exec_replan_fn fn, void *ud);
 int rc_exec_alive(const rc_exec *x, int i);
 const rc_err *rc_exec_failure(const rc_exec *x, int i);
 
-/* Seconds engine i spent on its share of the last call of task, and the
- * number of views it had (for the model refit). */
-double rc_exec_last_seconds(const rc_exec *x, rc_task task, int i);
+/* Views engine i had in the last call of task. */
 int rc_exec_last_views(const rc_exec *x, rc_task task, int i);
 /* Sum of seconds and views over all calls so far (for job reports). */
 double rc_exec_total_seconds(const rc_exec *x, rc_task task, int i);

@@ -113,7 +113,6 @@ void rc_phantom_free(rc_phantom *p)
 }
 
 int rc_phantom_count(const rc_phantom *p) { return p->n; }
-const rc_ellipsoid *rc_phantom_ellipsoid(const rc_phantom *p, int i) { return &p->ell[i].e; }
 
 /* x in the ellipsoid's unit-sphere frame (a direction when is_dir). */
 static void to_unit(const struct ell *q, const double x[3], int is_dir, double out[3])

@@ -56,7 +56,6 @@ int rc_phantom_ball(const double c[3], double r, double mu, rc_phantom **ret, rc
 void rc_phantom_free(rc_phantom *p);
 
 int rc_phantom_count(const rc_phantom *p);
-const rc_ellipsoid *rc_phantom_ellipsoid(const rc_phantom *p, int i);
 
 /* Density (1/mm) at point x (mm); points on a surface count as inside. */
 double rc_phantom_value(const rc_phantom *p, const double x[3]);
