@@ -207,7 +207,31 @@ void upload_data(req *r, const char *data, size_t len)
 	metrics_bytes_received(r->a->met, len);
 }
 
+/* Closes the spool file and frees the upload's slot; idempotent. */
+static void upload_release(req *r)
+{
+	struct upload *up = r->up;
+	if (up->fd >= 0)
+		close(up->fd);
+	up->fd = -1;
+	if (up->registered)
+		inflight_del(r->id, up->k);
+	up->registered = 0;
+}
+
+static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r);
+
+/* The slot is freed before the answer leaves (MHD sends the queued response
+ * after this returns): a client that uploads again as soon as it has its
+ * 200 must not find its own finished upload still "in progress". */
 enum MHD_Result upload_end(struct MHD_Connection *c, req *r)
+{
+	enum MHD_Result ret = upload_finish(c, r);
+	upload_release(r);
+	return ret;
+}
+
+static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	struct upload *up = r->up;
@@ -238,10 +262,7 @@ void upload_free(req *r)
 	struct upload *up = r->up;
 	if (!up)
 		return;
-	if (up->fd >= 0)
-		close(up->fd);
-	if (up->registered)
-		inflight_del(r->id, up->k);
+	upload_release(r);
 	free(up);
 	r->up = NULL;
 }
