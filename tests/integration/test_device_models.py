@@ -8,7 +8,9 @@ for the job's shape and each task it ran with finite a and b (ms), >= 2 samples
 and an update time.  A second job (auto: stored models only, no calibration)
 must change the stored samples of what it ran on: its measured time per call
 is added (or averaged into the sample at the same workload), so a, b or the
-sample count move, and the update time does not go back.
+sample count move, and the update time does not go back.  A third job with
+execution.engine "opencl" (when there is an OpenCL device: PoCL in CI) stores
+its measured times under the OpenCL device's id, which /v1/devices lists.
 
 (Calibration that times no rising line on a loaded machine leaves a device
 unplanned; the trigeneous job is then run again, at most 3 times.)
@@ -113,6 +115,9 @@ def main():
         u = used(st.get("plan"))
         check("the trigeneous job's plan names its devices", len(u) >= 1 and all(u), str(st.get("plan")))
         devs = devices(api)
+        opened = [p.get("device_id") for p in st.get("plan") or []]
+        check("every device the job opened is listed under its plan id", all(i in devs for i in opened),
+              "%s vs %s" % (opened, sorted(devs)))
         # Calibration on a loaded machine can time no rising line; the device
         # then runs unplanned and the next trigeneous job calibrates it again.
         # (A model that never gets fitted fails the checks below.)
@@ -163,6 +168,21 @@ def main():
                       "%s -> %s" % (b["updated"], m["updated"]))
                 moved += (m["a"], m["b"], m["samples"]) != (b["a"], b["b"], b["samples"])
     check("the second job's measured times changed the stored models", moved >= 1, "%d changed" % moved)
+
+    # an OpenCL device (PoCL in CI) run alone: its measured times land under its id too
+    if any(v["engine"] == "opencl" for v in devs.values()):
+        before = {k: models_of(v, SHAPE) for k, v in devs.items()}
+        st = run(c, "opencl", "models-opencl")
+        u3 = used(st.get("plan"))
+        devs = devices(api)
+        for dev_id, tasks in u3.items():
+            check("opencl job: plan device %s is listed under the same id" % dev_id, dev_id in devs, str(sorted(devs)))
+            ms, b = models_of(devs.get(dev_id, {}), SHAPE), before.get(dev_id, {})
+            for t in tasks:
+                m = ms.get(t)
+                log("  opencl refit %s %s: %s -> %s" % (dev_id, t, b.get(t), m))
+                check("opencl job: %s %s model stored from its measured time" % (dev_id, t),
+                      m is not None and m != b.get(t) and m["samples"] >= 1, str(m))
 
     # reconctl's table shows the same models, one line per shape and task
     p = subprocess.run([RECONCTL, "--url", d.url, "devices"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
