@@ -3,55 +3,16 @@
  */
 #include "devices.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "engine_cpu.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
 #include "opencl_util.h"
-
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '.' || *s == '-' || *s == '_' || *s == ':' || *s == '+'))
-			*s = '_';
-}
-
-static void cpu_identity(rc_device *d)
-{
-	char model[96] = "unknown";
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	if (f) {
-		char line[256];
-		while (fgets(line, sizeof line, f))
-			if (!strncmp(line, "model name", 10)) {
-				char *c = strchr(line, ':');
-				if (c) {
-					c++;
-					while (*c == ' ')
-						c++;
-					c[strcspn(c, "\n")] = 0;
-					snprintf(model, sizeof model, "%s", c);
-				}
-				break;
-			}
-		fclose(f);
-	}
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	snprintf(d->name, sizeof d->name, "%s (%ld cores)", model, ncpu);
-	sanitize(model);
-	snprintf(d->device_id, sizeof d->device_id, "cpu:%.96s:%ldc", model, ncpu);
-	snprintf(d->hw_group, sizeof d->hw_group, "host-cpu");
-}
 
 int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
 {
@@ -63,7 +24,8 @@ int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
 	d->kind = RC_DEVICE_CPU;
 	snprintf(d->engine, sizeof d->engine, "cpu");
 	snprintf(d->type, sizeof d->type, "cpu");
-	cpu_identity(d);
+	rc_cpu_identity(d->device_id, sizeof d->device_id, d->name, sizeof d->name);
+	snprintf(d->hw_group, sizeof d->hw_group, "host-cpu");
 
 	rc_opencl_device od[RC_OPENCL_MAX_DEVICES];
 	int no = 0;
@@ -141,141 +103,6 @@ void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len)
 	int t = (int)rc_geom_type_of(g);
 	snprintf(buf, len, "%s-%dx%dx%d-%dx%d-%s", t >= 0 && t < 4 ? types[t] : "other", v->nx, v->ny, v->nz,
 		 d->nu, d->nv, bp == RC_BP_MATCHED ? "matched" : "voxel");
-}
-
-/* --- model files --------------------------------------------------------- */
-
-static int device_dir(const char *model_dir, const char *device_id, char *buf, size_t len)
-{
-	char s[128];
-	snprintf(s, sizeof s, "%.100s", device_id);
-	sanitize(s);
-	/* the hash keeps ids that sanitise alike apart */
-	unsigned long long h = rc_fnv1a(RC_FNV_INIT, device_id, strlen(device_id));
-	return snprintf(buf, len, "%s/%s-%08llx", model_dir, s, h & 0xffffffffULL) >= (int)len ? -1 : 0;
-}
-
-struct samples {
-	int n[RC_TASK_COUNT];
-	double w[RC_TASK_COUNT][RC_MODEL_MAX_SAMPLES];
-	double t[RC_TASK_COUNT][RC_MODEL_MAX_SAMPLES];
-};
-
-static void read_samples(const char *path, struct samples *s)
-{
-	memset(s, 0, sizeof *s);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		int task;
-		double w, t;
-		if (sscanf(line, "sample %d %lf %lf", &task, &w, &t) == 3 && task >= 0 && task < RC_TASK_COUNT &&
-		    s->n[task] < RC_MODEL_MAX_SAMPLES && isfinite(w) && isfinite(t) && w > 0 && t >= 0) {
-			s->w[task][s->n[task]] = w;
-			s->t[task][s->n[task]++] = t;
-		}
-	}
-	fclose(f);
-}
-
-static void fit_samples(const struct samples *s, rc_model out[RC_TASK_COUNT])
-{
-	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		out[t] = (rc_model){ .valid = 0 };
-		if (s->n[t] >= 2 && rc_model_fit(s->w[t], s->t[t], s->n[t], 0, &out[t], NULL))
-			out[t] = (rc_model){ .valid = 0 };
-	}
-}
-
-static int model_path(const char *model_dir, const char *device_id, const char *shape,
-		      char *buf, size_t len, int make_dirs)
-{
-	char dir[2048];
-	if (device_dir(model_dir, device_id, dir, sizeof dir))
-		return -1;
-	if (make_dirs) {
-		mkdir(model_dir, 0755);
-		mkdir(dir, 0755);
-	}
-	char sh[64];
-	snprintf(sh, sizeof sh, "%s", shape);
-	sanitize(sh);
-	return snprintf(buf, len, "%s/%s.model", dir, sh) >= (int)len ? -1 : 0;
-}
-
-int rc_models_load(const char *model_dir, const char *device_id, const char *shape,
-		   rc_model out[RC_TASK_COUNT], rc_err *err)
-{
-	for (int t = 0; t < RC_TASK_COUNT; t++)
-		out[t] = (rc_model){ .valid = 0 };
-	if (!model_dir || !model_dir[0])
-		return 0;
-	char path[4096];
-	if (model_path(model_dir, device_id, shape, path, sizeof path, 0))
-		return rc_fail(err, RC_EINVAL, "", "model directory path too long: %s", model_dir);
-	struct samples s;
-	read_samples(path, &s);
-	fit_samples(&s, out);
-	return 0;
-}
-
-int rc_models_add(const char *model_dir, const char *device_id, const char *shape,
-		  rc_task task, const double *w, const double *t, int n, int replace,
-		  rc_model *ret, rc_err *err)
-{
-	char path[4096];
-	struct samples s;
-	memset(&s, 0, sizeof s);
-	int store = model_dir && model_dir[0];
-	if (store) {
-		if (model_path(model_dir, device_id, shape, path, sizeof path, 1))
-			return rc_fail(err, RC_EINVAL, "", "model directory path too long: %s", model_dir);
-		read_samples(path, &s);
-	}
-	if (replace)
-		s.n[task] = 0;
-	for (int i = 0; i < n; i++) {
-		if (!(w[i] > 0 && isfinite(t[i]) && t[i] >= 0))
-			continue;
-		int j;
-		for (j = 0; j < s.n[task] && s.w[task][j] != w[i]; j++)
-			;
-		if (j < s.n[task]) {
-			/* same workload again: follow the device, half old, half new */
-			s.t[task][j] = replace ? t[i] : 0.5 * (s.t[task][j] + t[i]);
-		} else if (s.n[task] < RC_MODEL_MAX_SAMPLES) {
-			s.w[task][s.n[task]] = w[i];
-			s.t[task][s.n[task]++] = t[i];
-		} else {
-			/* full: the new sample takes the oldest slot */
-			memmove(s.w[task], s.w[task] + 1, (RC_MODEL_MAX_SAMPLES - 1) * sizeof(double));
-			memmove(s.t[task], s.t[task] + 1, (RC_MODEL_MAX_SAMPLES - 1) * sizeof(double));
-			s.w[task][RC_MODEL_MAX_SAMPLES - 1] = w[i];
-			s.t[task][RC_MODEL_MAX_SAMPLES - 1] = t[i];
-		}
-	}
-	rc_model m[RC_TASK_COUNT];
-	fit_samples(&s, m);
-	if (store) {
-		size_t cap = 256 + (size_t)RC_TASK_COUNT * RC_MODEL_MAX_SAMPLES * 64;
-		char *buf = malloc(cap);
-		if (!buf)
-			return rc_fail(err, RC_ENOMEM, "", "out of memory for a model file");
-		size_t len = (size_t)snprintf(buf, cap, "device %s\nshape %s\n", device_id, shape);
-		for (int k = 0; k < RC_TASK_COUNT; k++)
-			for (int i = 0; i < s.n[k]; i++)
-				len += (size_t)snprintf(buf + len, cap - len, "sample %d %.17g %.17g\n", k,
-							s.w[k][i], s.t[k][i]);
-		int w_rc = rc_write_file_atomic(path, buf, len);
-		free(buf);
-		if (w_rc)
-			return rc_fail(err, RC_EIO, "", "cannot write the model file %s: %s", path, strerror(errno));
-	}
-	if (ret)
-		*ret = m[task];
-	return 0;
 }
 
 /* --- calibration ------------------------------------------------------------ */
@@ -360,30 +187,9 @@ int rc_devices_list(const char *model_dir, rc_device_listing *out, int max, int 
 		rc_device_listing *l = &out[(*n)++];
 		memset(l, 0, sizeof *l);
 		l->dev = devs[i];
-		if (!model_dir || !model_dir[0])
-			continue;
-		char dir[2048];
-		if (device_dir(model_dir, devs[i].device_id, dir, sizeof dir))
-			continue;
-		DIR *dp = opendir(dir);
-		if (!dp)
-			continue;
-		struct dirent *de;
-		while ((de = readdir(dp)) && l->nmodels < RC_DEVICES_MAX_MODELS) {
-			size_t len = strlen(de->d_name);
-			if (len < 7 || strcmp(de->d_name + len - 6, ".model"))
-				continue;
-			char path[4096];
-			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-			rc_device_model *m = &l->models[l->nmodels++];
-			snprintf(m->shape, sizeof m->shape, "%.*s", (int)(len - 6), de->d_name);
-			struct samples s;
-			read_samples(path, &s);
-			fit_samples(&s, m->model);
-			for (int t = 0; t < RC_TASK_COUNT; t++)
-				m->samples[t] = s.n[t];
-		}
-		closedir(dp);
+		/* a store that cannot be read lists the device without models */
+		if (rc_models_list(model_dir, devs[i].device_id, l->models, RC_DEVICES_MAX_MODELS, &l->nmodels, NULL))
+			l->nmodels = 0;
 	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
- * devices: the registry of this host's compute devices and of their fitted
- * performance models (plan.h).
+ * devices: the registry of this host's compute devices, their calibration,
+ * and the listing of each with its fitted performance models (models.h).
  *
  * Devices: the native CPU engine (always), every OpenCL device of every
  * platform (ICD loader), every CUDA device (engine_cuda.h; none in builds
@@ -10,24 +10,24 @@
  * CUDA identity "cuda:GPU-<uuid>" as its group when the driver reports the
  * UUID, so the planner never counts one piece of hardware twice.
  *
- * Models: one file per device and problem shape in model_dir
- * (<model_dir>/<device file name>/<shape>.model, plain "key values" lines),
- * holding the timed samples (views, seconds) per task.  Calibration
- * replaces them with fresh timed runs at >= 5 workloads; every real job adds
- * its measured times (a sample at the same workload is averaged with the
- * stored one, so the model follows the device) and the line is refitted.
- * Files are written atomically (temp, fsync, rename).
+ * The cpu engine's identity is rc_cpu_identity (engine_cpu.h), the same
+ * string the engine reports, so one device has one id everywhere.
+ *
+ * Models (models.h) are stored per device identity and problem shape as
+ * timed samples (views, seconds) per task.  Calibration replaces them with
+ * fresh timed runs at >= 5 workloads; every real job adds its measured times
+ * (recon.c) and the line is refitted.
  */
 #ifndef RC_DEVICES_H
 #define RC_DEVICES_H
 
 #include "engine.h"
 #include "exec.h"
+#include "models.h"
 #include "plan.h"
 
 #define RC_DEVICES_MAX 16
 #define RC_DEVICES_MAX_MODELS 16   /* shapes listed per device */
-#define RC_MODEL_MAX_SAMPLES 32    /* per device, shape and task */
 
 typedef enum rc_device_kind {
 	RC_DEVICE_CPU = 0,
@@ -63,19 +63,6 @@ int rc_device_open(const rc_device *d, const rc_geom *g, const rc_device_open_op
  * geometry type, volume, detector and back projector). */
 void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len);
 
-/* Loads the models of device_id for shape (both tasks).  A device or shape
- * without a file gives invalid models and returns 0. */
-int rc_models_load(const char *model_dir, const char *device_id, const char *shape,
-		   rc_model out[RC_TASK_COUNT], rc_err *err);
-
-/* Adds n samples (views w[i] took t[i] seconds) of task to the stored ones
- * (replace = 1 drops the old samples first: a calibration), refits, stores.
- * The new model is returned in *ret (may be NULL; invalid when the samples
- * cannot be fitted yet). */
-int rc_models_add(const char *model_dir, const char *device_id, const char *shape,
-		  rc_task task, const double *w, const double *t, int n, int replace,
-		  rc_model *ret, rc_err *err);
-
 /* Times forward (RC_FP_RAYCAST) and back (bp) projection on the
  * engine at RC_PLAN_MIN_WORKLOADS + 1 workloads from 1/16 to 1/2 of the
  * views (after one untimed warm-up; the faster of two runs each), fits both models, stores them
@@ -85,13 +72,7 @@ int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, con
 			 const char *shape, float *vol, float *proj, rc_model out[RC_TASK_COUNT],
 			 rc_err *err);
 
-/* For GET /v1/devices: each device with the models stored for it. */
-typedef struct rc_device_model {
-	char shape[64];
-	rc_model model[RC_TASK_COUNT];   /* .valid = 0: none for that task */
-	int samples[RC_TASK_COUNT];
-} rc_device_model;
-
+/* Each device with the models stored for it (models.h). */
 typedef struct rc_device_listing {
 	rc_device dev;
 	int nmodels;

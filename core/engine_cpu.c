@@ -9,9 +9,11 @@
  */
 #include "engine_cpu.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proj_cpu.h"
 #include "threadpool.h"
@@ -96,26 +98,34 @@ static void cpu_free(rc_engine *e)
 
 static const rc_engine_ops cpu_ops = { .forward = cpu_forward, .back = cpu_back, .free = cpu_free };
 
-/* "cpu:<model name>" from /proc/cpuinfo when readable. */
-static void cpu_identity(char *out, size_t n)
+void rc_cpu_identity(char *id, size_t idlen, char *name, size_t namelen)
 {
-	char line[256];
-	snprintf(out, n, "cpu");
+	char model[96] = "unknown";
 	FILE *f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
-		char *colon = strchr(line, ':');
-		if (!strncmp(line, "model name", 10) && colon) {
-			char *s = colon + 1;
-			while (*s == ' ' || *s == '\t')
-				s++;
-			s[strcspn(s, "\n")] = 0;
-			snprintf(out, n, "cpu:%s", s);
-			break;
+	if (f) {
+		char line[256];
+		while (fgets(line, sizeof line, f)) {
+			char *colon = strchr(line, ':');
+			if (!strncmp(line, "model name", 10) && colon) {
+				char *s = colon + 1;
+				while (*s == ' ' || *s == '\t')
+					s++;
+				s[strcspn(s, "\n")] = 0;
+				snprintf(model, sizeof model, "%s", s);
+				break;
+			}
 		}
+		fclose(f);
 	}
-	fclose(f);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (name)
+		snprintf(name, namelen, "%s (%ld cores)", model, ncpu);
+	/* a file-name-safe key: models are stored in a directory named after it */
+	for (char *p = model; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(".-_:+", *p))
+			*p = '_';
+	if (id)
+		snprintf(id, idlen, "cpu:%.96s:%ldc", model, ncpu);
 }
 
 int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *err)
@@ -131,7 +141,7 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	c->base.ops = &cpu_ops;
 	c->base.geom = g;
 	snprintf(c->base.name, sizeof c->base.name, "cpu");
-	cpu_identity(c->base.device_id, sizeof c->base.device_id);
+	rc_cpu_identity(c->base.device_id, sizeof c->base.device_id, NULL, 0);
 	snprintf(c->base.hw_group, sizeof c->base.hw_group, "host-cpu");
 	c->isa = rc_cpu_isa_best();
 	*ret = &c->base;

@@ -7,7 +7,16 @@
 #ifndef RC_ENGINE_CPU_H
 #define RC_ENGINE_CPU_H
 
+#include <stddef.h>
+
 #include "engine.h"
+
+/* This host's CPU as a device.  id: "cpu:<model name>:<cores>c" (characters
+ * outside [A-Za-z0-9.-_:+] become '_'), the one identity of the CPU: the
+ * engine's device_id, the device registry's (devices.h), the key its
+ * performance models are stored under and the `device_id` of GET
+ * /v1/devices.  name: "<model name> (<cores> cores)".  Either may be NULL. */
+void rc_cpu_identity(char *id, size_t idlen, char *name, size_t namelen);
 
 /* threads: 0 = one per online core.  The engine borrows g. */
 int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *err);

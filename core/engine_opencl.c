@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine_opencl_impl.h"
 #include "opencl_util.h"
 #include "rc_opencl_kernels.h"
 
@@ -47,6 +48,7 @@ typedef struct ocl_engine {
 	float rot_h;
 	cl_float4 ctr;     /* volume centre (mm) */
 	int gpu, images, from_cache;
+	int fp64;          /* cl_khr_fp64: reductions of elementwise.cl sum in double */
 	size_t local[K_COUNT][3]; /* 0s: runtime's choice */
 	int nx, ny, nz, nu, nv, nviews;
 	cl_int4 n;
@@ -234,12 +236,13 @@ static int launch(ocl_engine *x, int k, int dims, const size_t *global, const si
 
 #define SETARG(kern, i, v) e |= clSetKernelArg(kern, i, sizeof(v), &(v))
 
-static int fp_raycast(ocl_engine *x, int first, int last, const size_t *local, rc_err *err)
+/* out views [first, last) = A in; in is the volume image with images, else a buffer */
+static int fp_raycast(ocl_engine *x, cl_mem out, cl_mem in, int first, int last, const size_t *local,
+		      rc_err *err)
 {
 	cl_kernel kk = x->k[K_FP];
 	cl_int e = 0;
-	cl_mem in = x->images ? x->vol_img : x->vol;
-	SETARG(kk, 0, x->proj);
+	SETARG(kk, 0, out);
 	SETARG(kk, 1, in);
 	SETARG(kk, 2, x->views);
 	SETARG(kk, 3, first);
@@ -257,15 +260,16 @@ static int fp_raycast(ocl_engine *x, int first, int last, const size_t *local, r
 	return launch(x, K_FP, 3, g, local, err);
 }
 
-static int bp_voxel(ocl_engine *x, int first, int last, const size_t *local, rc_err *err)
+/* out = B_voxel in over views [first, last); in: the projection image with images */
+static int bp_voxel(ocl_engine *x, cl_mem out, cl_mem in, int first, int last, const size_t *local,
+		    rc_err *err)
 {
 	cl_kernel kk = x->k[K_BP];
-	cl_mem in = x->images ? x->proj_img : x->proj;
 	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
 		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
 		int acc = c > first;
 		cl_int e = 0;
-		SETARG(kk, 0, x->vol);
+		SETARG(kk, 0, out);
 		SETARG(kk, 1, in);
 		SETARG(kk, 2, x->views);
 		SETARG(kk, 3, c);
@@ -292,10 +296,12 @@ static int bp_voxel(ocl_engine *x, int first, int last, const size_t *local, rc_
 	return 0;
 }
 
-static int bp_matched(ocl_engine *x, int first, int last, const size_t *local, rc_err *err)
+/* out = A^T in over views [first, last) (in and out buffers) */
+static int bp_matched(ocl_engine *x, cl_mem out, cl_mem in, int first, int last, const size_t *local,
+		      rc_err *err)
 {
 	float zero = 0.0f;
-	cl_int e = clEnqueueFillBuffer(x->q, x->vol, &zero, sizeof zero, 0,
+	cl_int e = clEnqueueFillBuffer(x->q, out, &zero, sizeof zero, 0,
 				       (size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "clEnqueueFillBuffer (volume)");
@@ -303,8 +309,8 @@ static int bp_matched(ocl_engine *x, int first, int last, const size_t *local, r
 	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
 		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
 		e = 0;
-		SETARG(kk, 0, x->vol);
-		SETARG(kk, 1, x->proj);
+		SETARG(kk, 0, out);
+		SETARG(kk, 1, in);
 		SETARG(kk, 2, x->views);
 		SETARG(kk, 3, c);
 		SETARG(kk, 4, x->n);
@@ -432,7 +438,7 @@ static int ocl_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 	}
 	if (ce != CL_SUCCESS)
 		return rc_cl_fail(err, ce, "write of the volume");
-	rc = fp_raycast(x, first, last, x->local[K_FP], err);
+	rc = fp_raycast(x, x->proj, x->images ? x->vol_img : x->vol, first, last, x->local[K_FP], err);
 	if (rc)
 		return rc;
 	size_t vsz = (size_t)x->nu * x->nv;
@@ -466,7 +472,7 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 					  0, NULL, NULL);
 		if (ce != CL_SUCCESS)
 			return rc_cl_fail(err, ce, "write of the projections");
-		rc = bp_matched(x, first, last, x->local[K_FP], err);
+		rc = bp_matched(x, x->vol, x->proj, first, last, x->local[K_FP], err);
 	} else if (x->images) {
 		size_t o[3] = { 0, 0, (size_t)first }, r[3] = { (size_t)x->nu, (size_t)x->nv, (size_t)(last - first) };
 		ce = clEnqueueWriteImage(x->q, x->proj_img, CL_FALSE, o, r, 0, 0, proj + (size_t)first * vsz,
@@ -479,7 +485,7 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	if (ce != CL_SUCCESS)
 		return rc_cl_fail(err, ce, "write of the projections");
 	if (kind == RC_BP_VOXEL)
-		rc = bp_voxel(x, first, last, x->local[K_BP], err);
+		rc = bp_voxel(x, x->vol, x->images ? x->proj_img : x->proj, first, last, x->local[K_BP], err);
 	if (rc)
 		return rc;
 	ce = clEnqueueReadBuffer(x->q, x->vol, CL_TRUE, 0, nvox * sizeof(float), vol, 0, NULL, NULL);
@@ -510,6 +516,69 @@ static void ocl_free(rc_engine *e)
 }
 
 static const rc_engine_ops ocl_ops = { ocl_forward, ocl_back, ocl_free };
+
+/* --- device-buffer access for the resident runs (engine_opencl_impl.h) ---- */
+
+int rc_ocl_engine_handles(rc_engine *e, rc_ocl_handles *h)
+{
+	if (!e || e->ops != &ocl_ops)
+		return RC_EINVAL;
+	ocl_engine *x = (ocl_engine *)e;
+	h->ctx = x->ctx;
+	h->q = x->q;
+	h->dev = x->dev;
+	h->prog = x->prog;
+	h->vol = x->vol;
+	h->proj = x->proj;
+	h->fp64 = x->fp64;
+	h->gpu = x->gpu;
+	return 0;
+}
+
+int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int last, rc_err *err)
+{
+	ocl_engine *x = (ocl_engine *)e;
+	int rc = check_range(x, first, last, err);
+	if (rc || first == last)
+		return rc;
+	if (x->images) {
+		size_t o[3] = { 0, 0, 0 }, r[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
+		cl_int ce = clEnqueueCopyBufferToImage(x->q, vol, x->vol_img, 0, o, r, 0, NULL, NULL);
+		if (ce != CL_SUCCESS)
+			return rc_cl_fail(err, ce, "clEnqueueCopyBufferToImage (volume)");
+		vol = x->vol_img;
+	}
+	return fp_raycast(x, proj, vol, first, last, x->local[K_FP], err);
+}
+
+int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
+		    rc_err *err)
+{
+	ocl_engine *x = (ocl_engine *)e;
+	int rc = check_range(x, first, last, err);
+	if (rc)
+		return rc;
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
+	if (first == last) {
+		float zero = 0.0f;
+		cl_int ce = clEnqueueFillBuffer(x->q, vol, &zero, sizeof zero, 0,
+						(size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
+		return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "clEnqueueFillBuffer (volume)");
+	}
+	if (kind == RC_BP_MATCHED)
+		return bp_matched(x, vol, proj, first, last, x->local[K_FP], err);
+	if (x->images) {
+		size_t vsz = (size_t)x->nu * x->nv;
+		size_t o[3] = { 0, 0, (size_t)first }, r[3] = { (size_t)x->nu, (size_t)x->nv, (size_t)(last - first) };
+		cl_int ce = clEnqueueCopyBufferToImage(x->q, proj, x->proj_img, (size_t)first * vsz * sizeof(float),
+						       o, r, 0, NULL, NULL);
+		if (ce != CL_SUCCESS)
+			return rc_cl_fail(err, ce, "clEnqueueCopyBufferToImage (projections)");
+		proj = x->proj_img;
+	}
+	return bp_voxel(x, vol, proj, first, last, x->local[K_BP], err);
+}
 
 /* --- open ---------------------------------------------------------------------- */
 
@@ -636,8 +705,12 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc = rc_cl_fail(err, e, "clCreateCommandQueue");
 		goto fail;
 	}
+	cl_device_fp_config dfp = 0;
+	if (clGetDeviceInfo(dev, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dfp, &dfp, NULL) != CL_SUCCESS)
+		dfp = 0;
+	x->fp64 = dfp != 0;
 	char opts[128];
-	snprintf(opts, sizeof opts, "-DRC_GPU=%d -DRC_IMAGES=%d", x->gpu, x->images);
+	snprintf(opts, sizeof opts, "-DRC_GPU=%d -DRC_IMAGES=%d -DRC_FP64=%d", x->gpu, x->images, x->fp64);
 	rc = rc_cl_program(x->ctx, dev, rc_opencl_sources,
 			   (int)(sizeof rc_opencl_sources / sizeof rc_opencl_sources[0]), opts,
 			   x->cache_dir[0] ? x->cache_dir : NULL, &x->prog, &x->from_cache, err);
@@ -722,7 +795,8 @@ int rc_engine_opencl_tune(rc_engine *e, rc_err *err)
 			double t = INFINITY;
 			for (int rep = 0; rep < 2; rep++) { /* the first run warms caches */
 				double t0 = now_s();
-				int rc = k == K_FP ? fp_raycast(x, 0, nf, cand[c], err) : bp_voxel(x, 0, nb, cand[c], err);
+				int rc = k == K_FP ? fp_raycast(x, x->proj, x->images ? x->vol_img : x->vol, 0, nf, cand[c], err)
+						   : bp_voxel(x, x->vol, x->images ? x->proj_img : x->proj, 0, nb, cand[c], err);
 				if (rc)
 					return rc;
 				cl_int ce = clFinish(x->q);

@@ -3,7 +3,10 @@
  *
  * execution.engine picks the devices:
  *   cpu         the native CPU engine alone
- *   opencl      one OpenCL device alone (a GPU if there is one)
+ *   opencl      one OpenCL device alone (a GPU if there is one): SART, SIRT
+ *               and CGLS as the resident run of engine_opencl.h (element-
+ *               wise steps on the device too), other algorithms (and a run
+ *               too big to be resident) through its engine
  *   cuda        the first CUDA GPU: the resident whole-run path of
  *               engine_cuda.h when it runs the algorithm, else its engine
  *   trigeneous  every device (devices.h), each task split by the planner
@@ -345,6 +348,29 @@ static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const flo
 	return rc ? rc : 0;
 }
 
+/* execution.engine = "opencl" with SART, SIRT or CGLS: the resident run on
+ * the one engine open_devices chose.  RC_ETOOBIG: not run, take the engine
+ * path. */
+static int run_opencl_resident(struct job *j, const float *proj, float *vol, const rc_algo_hooks *hooks,
+			       rc_recon_report *report, rc_err *err)
+{
+	rc_err e1;
+	int rc = rc_opencl_run_algo(j->eng[0], &j->s->algo, proj, vol, hooks, &e1);
+	if (rc == RC_ETOOBIG)
+		return rc;
+	if (rc && err)
+		*err = e1;
+	snprintf(report->engine, sizeof report->engine, "opencl");
+	report->ndevices = 1;
+	snprintf(report->dev[0].name, sizeof report->dev[0].name, "%s", j->eng[0]->name);
+	snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", j->dev[0].device_id);
+	for (int t = 0; t < RC_TASK_COUNT; t++) {
+		report->dev[0].views[t] = rc_geom_nviews(j->g);
+		report->dev[0].predicted_ms[t] = -1;
+	}
+	return rc;
+}
+
 int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		 const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
 {
@@ -387,6 +413,12 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		snprintf(j.cache_dir, sizeof j.cache_dir, "%s/opencl-cache", s->model_dir);
 	if ((rc = open_devices(&j, mode, err)))
 		goto out;
+	if (!strcmp(mode, "opencl") && j.n == 1 && j.dev[0].kind == RC_DEVICE_OPENCL &&
+	    rc_opencl_algo_supported(&s->algo, g)) {
+		rc = run_opencl_resident(&j, proj, vol, hooks, report, err);
+		if (rc != RC_ETOOBIG)
+			goto out;
+	}
 	/* trigeneous calibrates what has no model (also a lone device: its
 	 * report then has predictions); auto only reads what is stored */
 	int trig = !strcmp(mode, "trigeneous");

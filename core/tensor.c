@@ -14,6 +14,8 @@
 
 #include "bsr.h"
 #include "dd_matrix.h"
+#include "engine_cpu.h"
+#include "engine_cuda.h"
 #include "morton.h"
 #include "tensor_cg.h"
 #include "tensor_gpu.h"
@@ -258,7 +260,12 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	if (use_gpu) {
 		rc_tgpu_kind kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
 		snprintf(d->name, sizeof d->name, "cuda-tensor");
-		snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
+		/* the device's one identity (devices.h); the current CUDA device is 0 */
+		rc_cuda_device_info ci;
+		if (rc_engine_cuda_info(0, &ci, NULL) == 0)
+			snprintf(d->device_id, sizeof d->device_id, "%s", ci.device_id);
+		else
+			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
 		rc = rc_tgpu_cgls(gt, kind, Y, X, algo->iterations, on_gpu_iter, &pg, &done, msg, sizeof msg);
 		double msf = 0, msb = 0;
 		if (!rc)
@@ -282,7 +289,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		rc_cg_opts copts = { .iterations = algo->iterations, .x_ref = Xref,
 				     .cancel = hooks ? hooks->cancel : NULL, .iter = on_iter, .ud = &pg };
 		snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
-		snprintf(d->device_id, sizeof d->device_id, "cpu");
+		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
 		rc = rc_cgls(&ops, Y, X, &copts, &done, err);
 		for (int t = 0; t < RC_TASK_COUNT; t++)
 			d->measured_ms[t] = co.calls[t] ? 1e3 * co.sec[t] / (double)co.calls[t] : 0;

@@ -1,62 +1,47 @@
 /*
  * http_misc: /v1/devices, /healthz, /readyz, /metrics.
  *
- * Devices: the CPU engine is always there; the engines of other builds
- * (OpenCL, CUDA) are listed by the worker's report per job.  A device
- * registry in core/ (issue 4) will replace this list; until then the CPU is
- * described from the host (cores, memory, model name).
+ * Devices: the list the worker's `--devices` probe printed at start (drivers
+ * are loaded only in workers), with the ids of core's device registry; the
+ * fitted models are read from STORE/models on every request (plain files, no
+ * driver), so the refit of the job that just ended shows at once.  Before the
+ * probe has answered: the host CPU alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "device_json.h"
+#include "engine_cpu.h"
 #include "http_internal.h"
-
-static void cpu_model(char *buf, size_t n)
-{
-	snprintf(buf, n, "cpu");
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof line, f)) {
-		if (!strncmp(line, "model name", 10)) {
-			char *p = strchr(line, ':');
-			if (p) {
-				p++;
-				while (*p == ' ')
-					p++;
-				p[strcspn(p, "\n")] = '\0';
-				snprintf(buf, n, "%s", p);
-			}
-			break;
-		}
-	}
-	fclose(f);
-}
 
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
 {
 	const char *state = runner_busy(r->a->run) ? "busy" : "idle";
+	char model_dir[1100];
+	snprintf(model_dir, sizeof model_dir, "%s/models", r->a->cfg->store);
 	json_t *probed = runner_devices(r->a->run);
 	json_t *out = json_array();
 	size_t i;
 	json_t *d;
 	json_array_foreach(probed, i, d) {
 		json_t *copy = json_deep_copy(d);
+		const char *id = json_string_value(json_object_get(copy, "device_id"));
 		json_object_set_new(copy, "state", json_string(state));
-		json_object_set_new(copy, "model", json_null());
+		json_object_set_new(copy, "models", device_models_json(id ? model_dir : NULL, id));
 		json_array_append_new(out, copy);
 	}
 	json_decref(probed);
 	if (json_array_size(out) == 0) { /* not probed (yet): the host CPU */
-		char model[256];
-		cpu_model(model, sizeof model);
+		char id[128], name[160];
+		rc_cpu_identity(id, sizeof id, name, sizeof name);
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		json_array_append_new(out, json_pack("{sssssssIsisssn}", "name", model, "engine", "cpu", "device_id",
-						     "cpu:0", "memory_bytes", (json_int_t)pages * psz, "compute_units",
-						     (int)sysconf(_SC_NPROCESSORS_ONLN), "state", state, "model"));
+		json_array_append_new(out, json_pack("{sssssssssssIsissso}", "name", name, "engine", "cpu", "type", "cpu",
+						     "device_id", id, "hw_group", "host-cpu", "memory_bytes",
+						     (json_int_t)pages * psz, "compute_units",
+						     (int)sysconf(_SC_NPROCESSORS_ONLN), "state", state, "models",
+						     device_models_json(model_dir, id)));
 	}
 	return http_json(c, r, 200, json_pack("{so}", "devices", out));
 }

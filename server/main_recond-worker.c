@@ -8,7 +8,8 @@
  *   recond-worker --progress-fd 3 [--state-dir STORE] DIR   (as the daemon runs it)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
- *   recond-worker --devices                the devices of this build, as JSON
+ *   recond-worker --devices [--state-dir STORE]   the devices of this build,
+ *     as JSON (ids as core's registry gives them; with STORE, their models)
  *
  * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
  * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
@@ -29,6 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device_json.h"
+#include "devices.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
 #include "recon.h"
@@ -98,44 +101,50 @@ static int fail(const rc_err *e)
 }
 
 /* --devices: every device this build can use, as the daemon's /v1/devices
- * lists them.  Probing happens here, not in the daemon, so that drivers are
- * only ever loaded by the worker. */
-static int list_devices(void)
+ * lists them, with the ids of core's registry (devices.h: the ids that
+ * models are stored under); with --state-dir also each one's stored models.
+ * Probing happens here, not in the daemon, so that drivers are only ever
+ * loaded by the worker. */
+static int list_devices(const char *model_dir)
 {
-	json_t *devs = json_array();
-	char model[256] = "cpu";
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	char line[512];
-	while (f && fgets(line, sizeof line, f)) {
-		char *p = strchr(line, ':');
-		if (!strncmp(line, "model name", 10) && p) {
-			p += 1 + strspn(p + 1, " ");
-			p[strcspn(p, "\n")] = '\0';
-			snprintf(model, sizeof model, "%s", p);
-			break;
-		}
+	rc_device dev[RC_DEVICES_MAX];
+	int nd = 0;
+	rc_err err;
+	if (rc_devices_enumerate(dev, RC_DEVICES_MAX, &nd, &err)) {
+		fprintf(stderr, "recond-worker: %s\n", err.msg);
+		return WORKER_EXIT_FAILED;
 	}
-	if (f)
-		fclose(f);
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	json_array_append_new(devs, json_pack("{sssssssIsi}", "name", model, "engine", "cpu", "device_id", "cpu:0",
-					      "memory_bytes", (json_int_t)pages * psz, "compute_units",
-					      (int)sysconf(_SC_NPROCESSORS_ONLN)));
 	rc_opencl_device cl[RC_OPENCL_MAX_DEVICES];
-	int n = 0;
-	if (rc_opencl_devices(cl, RC_OPENCL_MAX_DEVICES, &n, NULL) == 0)
-		for (int i = 0; i < n; i++)
-			json_array_append_new(devs, json_pack("{sssssssIsiss}", "name", cl[i].name, "engine", "opencl",
-							      "device_id", cl[i].device_id, "memory_bytes",
-							      (json_int_t)cl[i].global_mem, "compute_units", cl[i].compute_units,
-							      "hw_group", cl[i].hw_group));
-	int nc = rc_engine_cuda_count();
-	for (int i = 0; i < nc; i++) {
-		rc_cuda_device_info info;
-		if (rc_engine_cuda_info(i, &info, NULL) == 0)
-			json_array_append_new(devs, json_pack("{sssssssIsi}", "name", info.name, "engine", "cuda", "device_id",
-							      info.device_id, "memory_bytes", (json_int_t)info.total_bytes,
-							      "compute_units", info.multiprocessors));
+	int ncl = 0;
+	if (rc_opencl_devices(cl, RC_OPENCL_MAX_DEVICES, &ncl, NULL))
+		ncl = 0;
+	json_t *devs = json_array();
+	for (int i = 0; i < nd; i++) {
+		const rc_device *d = &dev[i];
+		long long mem = 0;
+		int units = 0;
+		if (d->kind == RC_DEVICE_CPU) {
+			mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+			units = (int)sysconf(_SC_NPROCESSORS_ONLN);
+		} else if (d->kind == RC_DEVICE_OPENCL) {
+			for (int k = 0; k < ncl; k++)
+				if (cl[k].platform == d->platform && cl[k].device == d->device) {
+					mem = (long long)cl[k].global_mem;
+					units = cl[k].compute_units;
+				}
+		} else {
+			rc_cuda_device_info ci;
+			if (rc_engine_cuda_info(d->ordinal, &ci, NULL) == 0) {
+				mem = (long long)ci.total_bytes;
+				units = ci.multiprocessors;
+			}
+		}
+		json_t *o = json_pack("{sssssssssssIsi}", "name", d->name, "engine", d->engine, "type", d->type,
+				      "device_id", d->device_id, "hw_group", d->hw_group, "memory_bytes", (json_int_t)mem,
+				      "compute_units", units);
+		if (model_dir)
+			json_object_set_new(o, "models", device_models_json(model_dir, d->device_id));
+		json_array_append_new(devs, o);
 	}
 	json_t *o = json_pack("{so}", "devices", devs);
 	char *s = json_dumps(o, JSON_COMPACT);
@@ -182,7 +191,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int progress_fd = STDOUT_FILENO, threads = -1, o;
+	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0;
 	const char *state_dir = NULL;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'p')
@@ -190,16 +199,21 @@ int main(int argc, char **argv)
 		else if (o == 't')
 			threads = atoi(optarg);
 		else if (o == 'd')
-			return list_devices();
+			devices = 1;
 		else if (o == 's')
 			state_dir = optarg;
 		else {
-			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n");
+			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
 		}
 	}
+	if (devices) {
+		char md[4200];
+		snprintf(md, sizeof md, "%s/models", state_dir ? state_dir : "");
+		return list_devices(state_dir ? md : NULL);
+	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n");
+		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n");
 		return WORKER_EXIT_FAILED;
 	}
 	const char *dir = argv[optind];

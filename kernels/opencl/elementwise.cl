@@ -1,0 +1,132 @@
+/*
+ * elementwise: the element-wise steps of SART, SIRT and CGLS for the
+ * resident runs (core/engine_opencl_algo.c through core/opencl_ew.c), each
+ * the loop of core/algo_util.c with the same float operations in the same
+ * order (FP_CONTRACT off, so no fused multiply-add the host loops lack).
+ *
+ * Map kernels take one element per work-item, the global size rounded up
+ * to the work-group size.  Reductions (dot products, the residual, the
+ * maximum of rc_vinv_guarded) let each work-item stride over the array by
+ * the global size, reduce the work-group in local memory (a power-of-two
+ * tree) and write one partial per work-group; the host adds the partials
+ * in double.  With RC_FP64 (cl_khr_fp64, set by the engine) the sums are
+ * double from the first term, as the CPU's blocks of 4096 floats are added
+ * in double; without it they are float (GPUs without fp64: the sums then
+ * carry about 1e-6 relative error per 1e6 terms).
+ *
+ * Indices are ulong: a 2048^2 x 1000 stack has more than 2^32 elements.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifndef RC_FP64
+#define RC_FP64 0
+#endif
+#if RC_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double rc_acc;
+#else
+typedef float rc_acc;
+#endif
+
+/* v += lambda * u * c, then max(v, 0) when nonneg (rc_vupdate); c from
+ * element coff on (SART's per-subset column sums share one buffer) */
+__kernel void ew_update(__global float *restrict v, __global const float *restrict u,
+			__global const float *restrict c, ulong coff, float lambda, int nonneg, ulong n)
+{
+	ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	float r = v[i] + lambda * u[i] * c[coff + i];
+	v[i] = nonneg ? (r > 0.0f ? r : 0.0f) : r;
+}
+
+/* a = a > eps && a > 0 ? 1 / a : 0 (rc_vinv_guarded, eps from ew_max).
+ * OpenCL allows 2.5 ulp for a float division without
+ * -cl-fp32-correctly-rounded-divide-sqrt: within the float rounding the
+ * paths are compared to, and the option would slow the projectors too. */
+__kernel void ew_inv_guarded(__global float *restrict a, float eps, ulong n)
+{
+	ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	float x = a[i];
+	a[i] = x > eps && x > 0.0f ? 1.0f / x : 0.0f;
+}
+
+/* y += a * x (rc_vaxpy) */
+__kernel void ew_axpy(__global float *restrict y, float a, __global const float *restrict x, ulong n)
+{
+	ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	y[i] += a * x[i];
+}
+
+/* y = x + a * y (rc_vxpay) */
+__kernel void ew_xpay(__global float *restrict y, __global const float *restrict x, float a, ulong n)
+{
+	ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	y[i] = x[i] + a * y[i];
+}
+
+/* the work-group's sum of v into partial[group] (local size a power of two) */
+static void group_sum(rc_acc v, __local rc_acc *scratch, __global rc_acc *partial)
+{
+	size_t l = get_local_id(0);
+	scratch[l] = v;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
+		if (l < s)
+			scratch[l] += scratch[l + s];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	if (l == 0)
+		partial[get_group_id(0)] = scratch[0];
+}
+
+/* partial sums of a . b */
+__kernel void ew_dot(__global const float *restrict a, __global const float *restrict b, ulong n,
+		     __local rc_acc *scratch, __global rc_acc *partial)
+{
+	rc_acc s = 0;
+	for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+		s += (rc_acc)a[i] * (rc_acc)b[i];
+	group_sum(s, scratch, partial);
+}
+
+/* Over elements [off, off + n): d = p - e, e = d * w; partial sums of d^2
+ * (rc_vresidual on one contiguous block of views). */
+__kernel void ew_residual(__global float *restrict e, __global const float *restrict p,
+			  __global const float *restrict w, ulong off, ulong n,
+			  __local rc_acc *scratch, __global rc_acc *partial)
+{
+	rc_acc s = 0;
+	for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+		ulong k = off + i;
+		float d = p[k] - e[k];
+		s += (rc_acc)d * (rc_acc)d;
+		e[k] = d * w[k];
+	}
+	group_sum(s, scratch, partial);
+}
+
+/* partial maxima of max(0, a) (the start value of rc_vinv_guarded's max) */
+__kernel void ew_max(__global const float *restrict a, ulong n, __local float *scratch,
+		     __global float *partial)
+{
+	float m = 0.0f;
+	for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+		m = a[i] > m ? a[i] : m;
+	size_t l = get_local_id(0);
+	scratch[l] = m;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
+		if (l < s)
+			scratch[l] = scratch[l + s] > scratch[l] ? scratch[l + s] : scratch[l];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	if (l == 0)
+		partial[get_group_id(0)] = scratch[0];
+}
