@@ -290,9 +290,9 @@ static void fp_task(void *arg, long task, int worker)
 			G.sum[l] = ray_part(c->vol, n, &r[l], 0, mb > ma ? ma : r[l].n, 0.0f);
 			G.ma[l] = ma;
 			G.mb[l] = mb;
-			for (int a = 0; a < 3; a++) {
-				G.b[a][l] = r[l].b[a];
-				G.d[a][l] = r[l].d[a];
+			for (int a = 0; a < 3; a++) { /* lanes with no run sit at voxel 0 */
+				G.b[a][l] = mb > ma ? r[l].b[a] : 0.0f;
+				G.d[a][l] = mb > ma ? r[l].d[a] : 0.0f;
 			}
 		}
 		if (c->group)
