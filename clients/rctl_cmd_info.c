@@ -5,6 +5,7 @@
  */
 #include "rctl_cmd.h"
 
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -175,6 +176,20 @@ static void print_devices(json_t *body)
 			snprintf(mb, sizeof mb, "%.0f", json_number_value(mem) / 1048576.0);
 		printf("%-32s  %-8s  %-12s  %10s  %s\n", str_or(d, "name", "-"),
 		       str_or(d, "engine", "-"), str_or(d, "state", "-"), mb, str_or(d, "device_id", "-"));
+		/* its fitted models, one line each: T = a * views + b ms */
+		json_t *m;
+		size_t k;
+		json_array_foreach(json_object_get(d, "models"), k, m) {
+			json_t *a = json_object_get(m, "a"), *b = json_object_get(m, "b");
+			if (json_is_number(a) && json_is_number(b))
+				printf("    model %s %-7s  %.4g ms/view %c %.4g ms  (%lld samples, %s)\n", str_or(m, "shape", "-"),
+				       str_or(m, "task", "-"), json_number_value(a), json_number_value(b) < 0 ? '-' : '+',
+				       fabs(json_number_value(b)),
+				       (long long)json_integer_value(json_object_get(m, "samples")), str_or(m, "updated", "-"));
+			else
+				printf("    model %s %-7s  not fitted yet  (%lld samples)\n", str_or(m, "shape", "-"),
+				       str_or(m, "task", "-"), (long long)json_integer_value(json_object_get(m, "samples")));
+		}
 	}
 }
 

@@ -10,6 +10,7 @@
  * cancel of a queued and a running job, server-sent events, Range
  * downloads, NIfTI and MetaImage headers, tokens and roles.
  */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include <nifti1_io.h>
 
 #include "app.h"
+#include "models.h"
 
 static char tmp[256];
 static char base[64];
@@ -498,10 +500,35 @@ static void test_bad_input(void **state)
 	assert_non_null(strstr(r.body, "recond_jobs{state=\"created\"} 1"));
 	assert_non_null(strstr(r.body, "recond_iteration_seconds_bucket{le=\"+Inf\"}"));
 	resp_free(&r);
+	/* models a worker stored for the probed device's id, read per request:
+	 * T = 2 ms/view * W + 10 ms forward (exact samples), one back sample */
+	char model_dir[1100];
+	snprintf(model_dir, sizeof model_dir, "%s/models", C.store);
+	double w[6] = { 4, 8, 12, 16, 24, 32 }, t[6];
+	for (int i = 0; i < 6; i++)
+		t[i] = 0.002 * w[i] + 0.010;
+	assert_int_equal(rc_models_add(model_dir, "fake:0", "cone-8x8x8-8x8-voxel", RC_TASK_FORWARD, w, t, 6, 1, NULL, NULL), 0);
+	assert_int_equal(rc_models_add(model_dir, "fake:0", "cone-8x8x8-8x8-voxel", RC_TASK_BACK, w, t, 1, 1, NULL, NULL), 0);
 	r = call("GET", "/v1/devices", NULL, 0, NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "\"name\":\"fake\"")); /* as the worker's --devices said */
 	assert_non_null(strstr(r.body, "\"state\":\"idle\""));
+	json_t *doc = json_loads(r.body, 0, NULL);
+	json_t *dev = json_array_get(json_object_get(doc, "devices"), 0);
+	assert_string_equal(json_string_value(json_object_get(dev, "device_id")), "fake:0");
+	json_t *models = json_object_get(dev, "models");
+	assert_int_equal(json_array_size(models), 2);
+	json_t *fw = json_array_get(models, 0), *bk = json_array_get(models, 1);
+	assert_string_equal(json_string_value(json_object_get(fw, "shape")), "cone-8x8x8-8x8-voxel");
+	assert_string_equal(json_string_value(json_object_get(fw, "task")), "forward");
+	assert_true(fabs(json_number_value(json_object_get(fw, "a")) - 2.0) < 1e-9);  /* ms per view */
+	assert_true(fabs(json_number_value(json_object_get(fw, "b")) - 10.0) < 1e-9); /* ms */
+	assert_int_equal(json_integer_value(json_object_get(fw, "samples")), 6);
+	assert_true(json_is_string(json_object_get(fw, "updated")));
+	assert_string_equal(json_string_value(json_object_get(bk, "task")), "back");
+	assert_true(json_is_null(json_object_get(bk, "a")) && json_is_null(json_object_get(bk, "b")));
+	assert_int_equal(json_integer_value(json_object_get(bk, "samples")), 1);
+	json_decref(doc);
 	resp_free(&r);
 }
 
