@@ -52,7 +52,7 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 		return rc;
 	switch (kind) {
 	case RC_FP_RAYCAST:
-		rc_fp_raycast(e->geom, c->pool, vol, proj, first, last);
+		rc_fp_raycast(e->geom, c->pool, c->isa, vol, proj, first, last);
 		return 0;
 	case RC_FP_ROTATE:
 		if (rc_geom_type_of(e->geom) != RC_GEOM_CONE)

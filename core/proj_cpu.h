@@ -2,7 +2,9 @@
  * proj_cpu: the CPU projectors behind engine_cpu.c (not a public contract;
  * tests and the benchmark call them through the engine).
  *
- *   proj_raycast.c  RC_FP_RAYCAST and its exact adjoint RC_BP_MATCHED
+ *   proj_raycast.c  RC_FP_RAYCAST and its exact adjoint RC_BP_MATCHED; the
+ *                   forward's lane loop in proj_raycast_group.h, compiled per
+ *                   ISA like the voxel back projector's
  *   proj_rotate.c   RC_FP_ROTATE (paper 000 §3.2: rotation kernel + projection
  *                   kernel, Approach B)
  *   proj_voxel.c    RC_BP_VOXEL (paper 002 Eq. 1), the inner loops in
@@ -39,7 +41,7 @@ const char *rc_cpu_isa_name(rc_cpu_isa isa);
  * samples from where the ray enters the support of the trilinear
  * interpolant (voxel index -1..n on each axis) to where it leaves. */
 double rc_raycast_step_mm(const rc_volume_desc *v);
-void rc_fp_raycast(const rc_geom *g, rc_pool *pool, const float *vol, float *proj,
+void rc_fp_raycast(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj,
 		   int first, int last);
 void rc_bp_matched(const rc_geom *g, rc_pool *pool, const float *proj, float *vol,
 		   int first, int last);

@@ -112,18 +112,12 @@ static inline int sample_at(const struct ray *r, int m, const int *n, struct tri
 	       (unsigned)t->iz < (unsigned)(n[2] - 1);
 }
 
-static inline float gather8(const float *vol, const int *n, const struct tri *t, int inside)
+/* The eight corners of a sample next to the support's edge, each tested:
+ * out of line, so that the inner loops keep their registers. */
+static __attribute__((noinline)) float gather8_edge(const float *vol, const int *n, const struct tri *t)
 {
-	size_t sx = 1, sy = (size_t)n[0], sz = (size_t)n[0] * (size_t)n[1];
+	size_t sy = (size_t)n[0], sz = (size_t)n[0] * (size_t)n[1];
 	float gx = 1 - t->fx, gy = 1 - t->fy, gz = 1 - t->fz;
-	if (inside) {
-		const float *p = vol + (size_t)t->iz * sz + (size_t)t->iy * sy + (size_t)t->ix;
-		float c00 = gx * p[0] + t->fx * p[sx];
-		float c01 = gx * p[sy] + t->fx * p[sy + sx];
-		float c10 = gx * p[sz] + t->fx * p[sz + sx];
-		float c11 = gx * p[sz + sy] + t->fx * p[sz + sy + sx];
-		return gz * (gy * c00 + t->fy * c01) + t->fz * (gy * c10 + t->fy * c11);
-	}
 	float sum = 0;
 	for (int c = 0; c < 8; c++) {
 		int x = t->ix + (c & 1), y = t->iy + ((c >> 1) & 1), z = t->iz + (c >> 2);
@@ -133,6 +127,20 @@ static inline float gather8(const float *vol, const int *n, const struct tri *t,
 		sum += w * vol[(size_t)z * sz + (size_t)y * sy + (size_t)x];
 	}
 	return sum;
+}
+
+static inline float gather8(const float *vol, const int *n, const struct tri *t, int inside)
+{
+	if (!inside)
+		return gather8_edge(vol, n, t);
+	size_t sx = 1, sy = (size_t)n[0], sz = (size_t)n[0] * (size_t)n[1];
+	float gx = 1 - t->fx, gy = 1 - t->fy, gz = 1 - t->fz;
+	const float *p = vol + (size_t)t->iz * sz + (size_t)t->iy * sy + (size_t)t->ix;
+	float c00 = gx * p[0] + t->fx * p[sx];
+	float c01 = gx * p[sy] + t->fx * p[sy + sx];
+	float c10 = gx * p[sz] + t->fx * p[sz + sx];
+	float c11 = gx * p[sz + sy] + t->fx * p[sz + sy + sx];
+	return gz * (gy * c00 + t->fy * c01) + t->fz * (gy * c10 + t->fy * c11);
 }
 
 /* Scatter v into the corners of t whose z lies in [z0, z1). */
@@ -198,6 +206,9 @@ static void pixel_range(const rc_geom *g, const struct box *bx, int k, const dou
 
 /* --- forward ------------------------------------------------------------- */
 
+#define RC_FPR_GROUP rc_fpr_group_baseline
+#include "proj_raycast_group.h"
+
 struct fp_ctx {
 	const rc_geom *g;
 	struct box bx;
@@ -205,37 +216,109 @@ struct fp_ctx {
 	const float *vol;
 	float *proj;
 	int first, nv, nu;
+	void (*group)(const float *, int, int, struct rc_fpr_group *); /* NULL: scalar only */
 };
 
+/* The run [ma, mb) of samples of ray r whose eight corners all lie inside
+ * the volume.  Each coordinate b + m d is monotone in m (float rounding is
+ * monotone), so the inside samples form one run; its ends are estimated in
+ * double and then settled with sample_at's own test.  An estimate that is
+ * off only moves samples between the run and the checked head or tail. */
+static void inside_run(const struct ray *r, const int *n, int *ma, int *mb)
+{
+	double lo = 0, hi = r->n;
+	struct tri t;
+	for (int a = 0; a < 3; a++) {
+		if (fabsf(r->d[a]) < 1e-12f) {
+			if (!(r->b[a] >= 0 && r->b[a] < n[a] - 1))
+				hi = 0;
+			continue;
+		}
+		double t1 = (0 - r->b[a]) / r->d[a], t2 = (n[a] - 1 - r->b[a]) / r->d[a];
+		lo = fmax(lo, fmin(t1, t2));
+		hi = fmin(hi, fmax(t1, t2));
+	}
+	*ma = *mb = 0;
+	if (!(hi > lo))
+		return;
+	int a = (int)fmax(0, floor(lo) - 2), b;
+	int stop = (int)fmin(r->n, ceil(hi) + 3);
+	while (a < stop && !sample_at(r, a, n, &t))
+		a++;
+	if (a >= stop)
+		return;
+	b = (int)fmax(a + 1, fmin(r->n, ceil(hi) + 2));
+	while (b > a && !sample_at(r, b - 1, n, &t))
+		b--;
+	*ma = a;
+	*mb = b;
+}
+
+/* Sum of samples [m0, m1) of ray r, each checked (the head and tail). */
+static float ray_part(const float *vol, const int *n, const struct ray *r, int m0, int m1, float sum)
+{
+	for (int m = m0; m < m1; m++) {
+		struct tri t;
+		int in = sample_at(r, m, n, &t);
+		sum += gather8(vol, n, &t, in);
+	}
+	return sum;
+}
+
+/* One task: one detector row of one view, RC_FPR_LANES rays at a time: the
+ * checked heads, the runs in the vectorised group loop, the checked tails,
+ * so that each ray adds its samples in order, as one scalar loop would. */
 static void fp_task(void *arg, long task, int worker)
 {
 	struct fp_ctx *c = arg;
 	(void)worker;
 	int k = c->first + (int)(task / c->nv), j = (int)(task % c->nv);
 	float *row = c->proj + rc_geom_row_offset(c->g, k, j);
+	const int *n = c->bx.n;
 	float step = (float)c->step;
-	for (int i = 0; i < c->nu; i++) {
-		struct ray r;
-		float sum = 0;
-		if (ray_setup(c->g, &c->bx, c->step, k, i, j, &r)) {
-			for (int m = 0; m < r.n; m++) {
-				struct tri t;
-				int in = sample_at(&r, m, c->bx.n, &t);
-				sum += gather8(c->vol, c->bx.n, &t, in);
+	for (int i0 = 0; i0 < c->nu; i0 += RC_FPR_LANES) {
+		struct rc_fpr_group G;
+		struct ray r[RC_FPR_LANES];
+		int nl = c->nu - i0 < RC_FPR_LANES ? c->nu - i0 : RC_FPR_LANES;
+		for (int l = 0; l < RC_FPR_LANES; l++) {
+			r[l].n = 0;
+			if (l < nl)
+				ray_setup(c->g, &c->bx, c->step, k, i0 + l, j, &r[l]);
+			int ma = 0, mb = 0;
+			if (r[l].n && c->group)
+				inside_run(&r[l], n, &ma, &mb);
+			G.sum[l] = ray_part(c->vol, n, &r[l], 0, mb > ma ? ma : r[l].n, 0.0f);
+			G.ma[l] = ma;
+			G.mb[l] = mb;
+			for (int a = 0; a < 3; a++) { /* lanes with no run sit at voxel 0 */
+				G.b[a][l] = mb > ma ? r[l].b[a] : 0.0f;
+				G.d[a][l] = mb > ma ? r[l].d[a] : 0.0f;
 			}
 		}
-		row[i] = sum * step;
+		if (c->group)
+			c->group(c->vol, n[0], n[1], &G);
+		for (int l = 0; l < nl; l++) {
+			float sum = G.mb[l] > G.ma[l] ? ray_part(c->vol, n, &r[l], G.mb[l], r[l].n, G.sum[l]) : G.sum[l];
+			row[i0 + l] = sum * step;
+		}
 	}
 }
 
-void rc_fp_raycast(const rc_geom *g, rc_pool *pool, const float *vol, float *proj,
+void rc_fp_raycast(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj,
 		   int first, int last)
 {
+	static void (*const groups[RC_ISA_COUNT])(const float *, int, int, struct rc_fpr_group *) = {
+		rc_fpr_group_baseline, rc_fpr_group_avx2, rc_fpr_group_avx512
+	};
 	struct fp_ctx c = { .g = g, .vol = vol, .proj = proj, .first = first };
 	box_of(rc_geom_volume(g), &c.bx);
 	c.step = rc_raycast_step_mm(rc_geom_volume(g));
 	c.nu = rc_geom_detector(g)->nu;
 	c.nv = rc_geom_detector(g)->nv;
+	if (!rc_cpu_isa_supported(isa))
+		isa = RC_ISA_BASELINE;
+	if ((long long)c.bx.n[0] * c.bx.n[1] * c.bx.n[2] < RC_FPR_MAX_VOXELS)
+		c.group = groups[isa];
 	rc_pool_run(pool, (long)(last - first) * c.nv, fp_task, &c);
 }
 

@@ -4,8 +4,9 @@
  * bilinear in the detector with zero outside, w the depth in mm (geometry.h).
  *
  * Views go in blocks of RC_BPV_BLOCK: each block is copied into zero-padded
- * images (so the inner loop needs no bounds test), then the volume is swept
- * once, tile by tile (RC_BPV_BY x RC_BPV_BZ rows of x), each tile adding the
+ * transposed images (so the inner loop needs no bounds test, and a voxel
+ * column along z reads contiguous detector columns), then the volume is swept
+ * once, tile by tile (RC_BPV_BX x RC_BPV_BY voxel columns), each tile adding the
  * block's views for its voxels in a row buffer that stays in L1 before one
  * read-modify-write of the volume row.  Tiles are the pool's tasks: each
  * voxel is written by one task, in view order, so the result is the same for
@@ -25,9 +26,11 @@
 struct rc_bpv {
 	const rc_geom *g;
 	int threads;
-	int Wp, Hp;
-	float *img;        /* RC_BPV_BLOCK padded images */
+	int Hs;            /* column stride of a padded transposed image: nv + 3 */
+	size_t img_stride; /* floats per padded image, RC_BPV_TAIL included */
+	float *img;        /* RC_BPV_BLOCK padded transposed images */
 	float *scratch;
+	int bz;            /* tile depth */
 	size_t scratch_floats;
 };
 
@@ -77,13 +80,11 @@ int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the back projector");
 	b->g = g;
 	b->threads = threads;
-	b->Wp = d->nu + 3;
-	b->Hp = d->nv + 3;
-	/* a tile's sums, then fu, v0, dv, wt, col for one row (general: iw) */
-	b->scratch_floats = ((size_t)RC_BPV_BY * RC_BPV_BZ + 5) * RC_BPV_BX;
-	b->scratch_floats = (b->scratch_floats + 15) & ~(size_t)15;
-	(void)v;
-	size_t img_bytes = (size_t)RC_BPV_BLOCK * (size_t)b->Wp * (size_t)b->Hp * sizeof(float);
+	b->Hs = d->nv + 3;
+	b->img_stride = (size_t)b->Hs * (size_t)(d->nu + 3) + RC_BPV_TAIL;
+	b->bz = v->nz < RC_BPV_BZMAX ? v->nz : RC_BPV_BZMAX;
+	b->scratch_floats = (RC_BPV_SCRATCH_FLOATS(b->bz) + 15) & ~(size_t)15;
+	size_t img_bytes = (size_t)RC_BPV_BLOCK * b->img_stride * sizeof(float);
 	size_t scr_bytes = (size_t)threads * b->scratch_floats * sizeof(float);
 	b->img = aligned_alloc(64, (img_bytes + 63) & ~(size_t)63);
 	b->scratch = aligned_alloc(64, scr_bytes);
@@ -114,21 +115,31 @@ struct pad_ctx {
 	int first;
 };
 
+/* Copies view first + k into its padded transposed image, in 32 x 32
+ * blocks so that both the reads and the writes stay in cache lines. */
 static void pad_task(void *arg, long k, int worker)
 {
 	struct pad_ctx *c = arg;
 	(void)worker;
 	const rc_bpv *b = c->b;
-	int nu = b->Wp - 3, nv = b->Hp - 3;
-	float *img = b->img + (size_t)k * (size_t)b->Wp * (size_t)b->Hp;
-	memset(img, 0, (size_t)b->Wp * sizeof(float));
-	for (int j = 0; j < nv; j++) {
-		float *row = img + (size_t)(j + 1) * b->Wp;
-		row[0] = 0;
-		memcpy(row + 1, c->proj + rc_geom_row_offset(b->g, c->first + (int)k, j), (size_t)nu * sizeof(float));
-		row[nu + 1] = row[nu + 2] = 0;
+	const rc_detector_desc *d = rc_geom_detector(b->g);
+	const int nu = d->nu, nv = d->nv, Hs = b->Hs;
+	float *img = b->img + (size_t)k * b->img_stride;
+	memset(img, 0, (size_t)Hs * sizeof(float));
+	memset(img + (size_t)(nu + 1) * Hs, 0, (2 * (size_t)Hs + RC_BPV_TAIL) * sizeof(float));
+	for (int i = 0; i < nu; i++) {
+		float *col = img + (size_t)(i + 1) * Hs;
+		col[0] = col[nv + 1] = col[nv + 2] = 0;
 	}
-	memset(img + (size_t)(nv + 1) * b->Wp, 0, 2 * (size_t)b->Wp * sizeof(float));
+	for (int j0 = 0; j0 < nv; j0 += 32)
+		for (int i0 = 0; i0 < nu; i0 += 32) {
+			int j1 = j0 + 32 < nv ? j0 + 32 : nv, i1 = i0 + 32 < nu ? i0 + 32 : nu;
+			for (int j = j0; j < j1; j++) {
+				const float *row = c->proj + rc_geom_row_offset(b->g, c->first + (int)k, j);
+				for (int i = i0; i < i1; i++)
+					img[(size_t)(i + 1) * Hs + j + 1] = row[i];
+			}
+		}
 }
 
 struct tile_ctx {
@@ -159,10 +170,10 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	J->nx = v->nx;
 	J->ny = v->ny;
 	J->nz = v->nz;
-	J->nu = b->Wp - 3;
-	J->nv = b->Hp - 3;
-	J->Wp = b->Wp;
-	J->img_stride = (size_t)b->Wp * (size_t)b->Hp;
+	J->nu = rc_geom_detector(b->g)->nu;
+	J->nv = rc_geom_detector(b->g)->nv;
+	J->Hs = b->Hs;
+	J->img_stride = b->img_stride;
 	J->img = b->img;
 	J->vol = vol;
 	rc_volume_voxel_pos(v, 0, 0, 0, J->x0);
@@ -171,7 +182,8 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	J->s[2] = v->vz;
 	J->nxb = (v->nx + RC_BPV_BX - 1) / RC_BPV_BX;
 	J->nyb = (v->ny + RC_BPV_BY - 1) / RC_BPV_BY;
-	J->nzb = (v->nz + RC_BPV_BZ - 1) / RC_BPV_BZ;
+	J->bz = b->bz;
+	J->nzb = (v->nz + b->bz - 1) / b->bz;
 	J->scratch = b->scratch;
 	J->scratch_floats = b->scratch_floats;
 	struct tile_ctx tc = { .job = J, .fn = fns[isa] };

@@ -1,18 +1,23 @@
 /*
  * proj_voxel_tile: the inner loops of the voxel-driven back projector
  * (proj_voxel.c), included once per ISA file with RC_BPV_TILE naming the
- * function, so the same C is compiled for baseline x86-64, AVX2 and AVX-512
- * and the compiler vectorises each (gathers for the four detector reads).
+ * function, so the same C is compiled for baseline x86-64, AVX2 and AVX-512.
  *
- * One call does one tile: RC_BPV_BY rows y times RC_BPV_BZ slices z of the
- * volume, all x, for the block of K views in job->img.  Loops run x fastest.
+ * One call does one tile of RC_BPV_BX x RC_BPV_BY x bz voxels (bz: the whole
+ * depth up to RC_BPV_BZMAX, so that the per-column set-up is paid once per
+ * column, not once per slab) for the block of K views in job->img.  Images are stored transposed (column-major:
+ * v fastest) and padded (one zero column/row before, two after), and u, v are
+ * clamped to [-1, n], which makes bilinear interpolation with zero outside the
+ * detector exact without any test per voxel.
  *
- * Cone path (P[2] = P[10] = 0 for every view of the block): w and u depend on
- * (x, y) only, so per (view, y) one row pass computes 1/w, the weight 1/w^2,
- * the column and fraction of u, and v = v0 + z * dv with v0, dv already
- * divided by w; the per-voxel loop is then FMAs, a clamp, a truncation and
- * four gathers, no division.  Those rows are recomputed per tile (once per
- * RC_BPV_BZ slices), so their divisions cost 1/RC_BPV_BZ of an update each.
+ * Cone path (P[2] = P[10] = 0 for every view of the block): u and w depend on
+ * (x, y) only, so a voxel column along z reads one pair of detector columns,
+ * at v = v0 + z dv.  Per (view, y) one pass computes, for every x, 1/w, the
+ * weight 1/w^2, the column and fraction of u, and v0, dv already divided by
+ * w; then z runs innermost over contiguous detector memory.  The sums of the
+ * tile are kept z-fastest ([y][x][z]) and transposed into the volume once
+ * per block of views.  An ISA file may define RC_BPV_CONE_COLUMN to replace
+ * the portable column loop (proj_voxel_avx512.c: no gathers, see there).
  *
  * General path (any 3x4 matrix): per (view, z, y) row w(x) = aw + bw x is
  * linear in x.  One division gives r0 = 1/w at the row's centre; three
@@ -22,10 +27,6 @@
  * are RC_BPV_BX voxels, so d is about 16 |bw| / w, 0.01 for RabbitCT-like
  * C-arms.  Rows beyond that bound or with w <= 0 take a per-voxel division
  * path (never the case for real C-arm or CT matrices).
- *
- * Images are padded (one zero column/row before, two after) and u, v are
- * clamped to [-1, n], which makes bilinear interpolation with zero outside
- * the detector exact without any test per voxel.
  */
 #ifndef RC_PROJ_VOXEL_JOB
 #define RC_PROJ_VOXEL_JOB
@@ -36,11 +37,12 @@
 #include <string.h>
 
 #define RC_BPV_BLOCK 32 /* views per sweep of the volume: docs/cpu-engine.md */
-#ifndef RC_BPV_BX       /* tile of BX x BY x BZ voxels: docs/cpu-engine.md */
-#define RC_BPV_BX 32
-#define RC_BPV_BY 32
-#define RC_BPV_BZ 32
+#ifndef RC_BPV_BX       /* tile of BX x BY x bz voxels: docs/cpu-engine.md */
+#define RC_BPV_BX 8
+#define RC_BPV_BY 8
 #endif
+#define RC_BPV_BZMAX 1024 /* deepest tile: bounds the per-worker scratch */
+#define RC_BPV_TAIL 128       /* floats after the last column: window over-reads */
 #define RC_BPV_NEWTON_MAX 0.1 /* |w - w_centre| / w_centre along a tile row */
 #define RC_BPV_CAT2(a, b) a##_##b
 #define RC_BPV_CAT(a, b) RC_BPV_CAT2(a, b)
@@ -48,18 +50,23 @@
 struct rc_bpv_job {
 	int nx, ny, nz, nu, nv;
 	int K;              /* views in this block */
-	int Wp;             /* padded image width nu + 3; height nv + 3 */
-	size_t img_stride;  /* Wp * (nv + 3) */
-	const float *img;   /* K padded images, pixel (i, j) at (j+1)*Wp + i+1 */
+	int Hs;             /* column stride of a padded image: nv + 3 */
+	size_t img_stride;  /* Hs * (nu + 3) + RC_BPV_TAIL */
+	const float *img;   /* K padded transposed images, pixel (i, j) at (i+1)*Hs + j+1 */
 	double P[RC_BPV_BLOCK][12];
 	int cone;           /* every view of the block has P[2] = P[10] = 0 */
 	int overwrite;      /* first block of a call: vol = sum, else vol += sum */
 	float *vol;
 	double x0[3], s[3]; /* world position of voxel 0, voxel size */
+	int bz;             /* tile depth: min(nz, RC_BPV_BZMAX) */
 	int nxb, nyb, nzb;  /* tiles along x, y and z */
 	float *scratch;     /* scratch_floats per worker, 64-byte aligned */
 	size_t scratch_floats;
 };
+
+/* Scratch floats per worker for tiles bz deep: the tile's sums, seven row
+ * arrays, z positions. */
+#define RC_BPV_SCRATCH_FLOATS(bz) ((size_t)RC_BPV_BX * RC_BPV_BY * (size_t)(bz) + 7 * RC_BPV_BX + (size_t)(bz) + 16)
 
 void rc_bpv_tile_baseline(const struct rc_bpv_job *J, long task, int worker);
 void rc_bpv_tile_avx2(const struct rc_bpv_job *J, long task, int worker);
@@ -69,62 +76,73 @@ void rc_bpv_tile_avx512(const struct rc_bpv_job *J, long task, int worker);
 
 #ifdef RC_BPV_TILE
 
-/* Row set-up of the cone path for view P, row y, voxels x0..x0+n-1. */
+/* Row set-up of the cone path for view P, row y, voxels x0..x0+n-1: the
+ * padded column, its fraction, v at z = 0 (padded), dv/dz, 1/w^2, and the
+ * tile's slices [za, zb) whose voxels land on the detector (v in (0, vmax)
+ * padded; one voxel of margin each side).  Voxels behind the source or off
+ * the detector's columns get za = zb = 0: they contribute nothing.  Written
+ * without branches so that it vectorises. */
 static void RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, const double *P, double yw, int x0,
-						 int n, float *restrict fu, float *restrict v0, float *restrict dv,
-						 float *restrict wt, int32_t *restrict col)
+						 int n, int nzt, float zw0, float *restrict fu, float *restrict v0,
+						 float *restrict dv, float *restrict wt, int32_t *restrict col,
+						 int32_t *restrict za, int32_t *restrict zb)
 {
-	double umax = J->nu;
+	const double umax = J->nu, vmax = J->nv + 1, zinv = 1.0 / J->s[2];
+	const double rp6 = P[6] != 0 ? 1.0 / P[6] : 0;
 	for (int i = 0; i < n; i++) {
 		double xw = J->x0[0] + (x0 + i) * J->s[0];
 		double w = P[8] * xw + P[9] * yw + P[11];
-		if (!(w > 0)) { /* behind the source: contributes nothing */
-			fu[i] = 0;
-			col[i] = 0;
-			v0[i] = 0;
-			dv[i] = 0;
-			wt[i] = 0;
-			continue;
-		}
-		double iw = 1.0 / w;
+		int ok = w > 0;
+		double iw = 1.0 / (ok ? w : 1.0);
 		double u = (P[0] * xw + P[1] * yw + P[3]) * iw;
-		u = u < -1 ? -1 : u > umax ? umax : u;
+		ok = ok && u > -1 && u < umax;
+		u = ok ? u : 0;
 		double fl = floor(u);
-		col[i] = (int32_t)fl + 1;
+		double v = (P[4] * xw + P[5] * yw + P[7]) * iw + 1; /* +1: padded row */
+		/* z where v crosses 0 and vmax: zw = (v' - v) / dv, 1/dv = w / P[6] */
+		double z1 = (0 - v) * w * rp6, z2 = (vmax - v) * w * rp6;
+		double lo = (z1 < z2 ? z1 : z2) - zw0, hi = (z1 < z2 ? z2 : z1) - zw0;
+		lo = rp6 != 0 ? lo * zinv - 1 : 0;
+		hi = rp6 != 0 ? hi * zinv + 2 : nzt;
+		lo = lo < 0 ? 0 : lo > nzt ? nzt : lo;
+		hi = hi < 0 ? 0 : hi > nzt ? nzt : hi;
+		col[i] = ok ? (int32_t)fl + 1 : 0;
 		fu[i] = (float)(u - fl);
-		v0[i] = (float)((P[4] * xw + P[5] * yw + P[7]) * iw + 1); /* +1: padded row */
+		v0[i] = (float)v;
 		dv[i] = (float)(P[6] * iw);
-		wt[i] = (float)(iw * iw);
+		wt[i] = ok ? (float)(iw * iw) : 0.0f;
+		za[i] = ok ? (int32_t)lo : 0;
+		zb[i] = ok ? (int32_t)hi : 0;
 	}
 }
 
-/* The per-voxel loop of the cone path: one view, one (y, z) row.  A
- * function of its own with restrict arguments, so that GCC proves the
- * loads independent of acc and vectorises it (four gathers). */
-static inline void RC_BPV_CAT(cone_row, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
-						       const float *restrict kv0, const float *restrict kdv,
-						       const float *restrict kfu, const float *restrict kwt,
-						       const int32_t *restrict kcol, float zw, float vmax, int Wp)
+/* The portable loop of the cone path: one view, one voxel column of n z
+ * positions zw, detector columns c0 and c1 = c0 + Hs. */
+static inline void RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict c0,
+							 const float *restrict c1, const float *restrict zw, float v0,
+							 float dv, float fu, float wt, float vmax)
 {
-	for (int x = 0; x < n; x++) {
-		float v = kv0[x] + zw * kdv[x];
+	for (int z = 0; z < n; z++) {
+		float v = v0 + zw[z] * dv;
 		v = v < 0.0f ? 0.0f : v;
 		v = v > vmax ? vmax : v;
 		int32_t iv = (int32_t)v;
 		float fv = v - (float)iv;
-		int32_t idx = iv * Wp + kcol[x];
-		float a = img[idx], b = img[idx + 1];
-		float c = img[idx + Wp], d = img[idx + Wp + 1];
-		float top = a + kfu[x] * (b - a), bot = c + kfu[x] * (d - c);
-		acc[x] += kwt[x] * (top + fv * (bot - top));
+		float a = c0[iv], b = c1[iv], c = c0[iv + 1], d = c1[iv + 1];
+		float top = a + fu * (b - a), bot = c + fu * (d - c);
+		acc[z] += wt * (top + fv * (bot - top));
 	}
 }
+
+#ifndef RC_BPV_CONE_COLUMN
+#define RC_BPV_CONE_COLUMN RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)
+#endif
 
 /* The per-voxel loop of the general path: w = aw + bw x, 1/w by three
  * Newton steps r <- r (2 - w r) from the row centre's 1/w (see the top). */
 static inline void RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
 						      float aw, float bw, float r0, float au, float bu, float av,
-						      float bv, float umax, float vmax, int Wp)
+						      float bv, float umax, float vmax, int Hs)
 {
 	for (int x = 0; x < n; x++) {
 		float w = aw + bw * (float)x, r = r0;
@@ -138,9 +156,9 @@ static inline void RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(int n, float *restrict acc
 		v = v > vmax ? vmax : v;
 		int32_t iu = (int32_t)u, iv = (int32_t)v;
 		float fu = u - (float)iu, fv = v - (float)iv;
-		int32_t idx = iv * Wp + iu;
-		float a = img[idx], b = img[idx + 1];
-		float c = img[idx + Wp], d = img[idx + Wp + 1];
+		int32_t idx = iu * Hs + iv;
+		float a = img[idx], b = img[idx + Hs];
+		float c = img[idx + 1], d = img[idx + Hs + 1];
 		float top = a + fu * (b - a), bot = c + fu * (d - c);
 		acc[x] += r * r * (top + fv * (bot - top));
 	}
@@ -152,7 +170,7 @@ static void RC_BPV_CAT(gen_row_div, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, c
 						   double bw, double au, double bu, double av, double bv,
 						   float *restrict acc)
 {
-	const int Wp = J->Wp;
+	const int Hs = J->Hs;
 	for (int x = 0; x < n; x++) {
 		double w = aw + bw * x;
 		if (!(w > 0))
@@ -163,13 +181,13 @@ static void RC_BPV_CAT(gen_row_div, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, c
 		v = v < 0 ? 0 : v > J->nv + 1 ? J->nv + 1 : v;
 		int iu = (int)u, iv = (int)v;
 		float fu = (float)(u - iu), fv = (float)(v - iv);
-		const float *p = img + (size_t)iv * Wp + iu;
-		float top = p[0] + fu * (p[1] - p[0]), bot = p[Wp] + fu * (p[Wp + 1] - p[Wp]);
+		const float *p = img + (size_t)iu * Hs + iv;
+		float top = p[0] + fu * (p[Hs] - p[0]), bot = p[1] + fu * (p[Hs + 1] - p[1]);
 		acc[x] += (float)(iw * iw) * (top + fv * (bot - top));
 	}
 }
 
-/* General path, view k: every (y, z) row of the tile. */
+/* General path, view k: every (y, z) row of the tile; sums [z][y][x]. */
 static void RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int k, int x0, int nxt, int y0, int y1,
 						int z0, int z1, float *acc)
 {
@@ -191,7 +209,31 @@ static void RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 				continue;
 			}
 			RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(nxt, row, img, (float)aw, (float)bw, (float)(1.0 / wc),
-							   (float)au, (float)bu, (float)av, (float)bv, umax, vmax, J->Wp);
+							   (float)au, (float)bu, (float)av, (float)bv, umax, vmax, J->Hs);
+		}
+	}
+}
+
+/* Cone path, view k: per y the row set-up, then every voxel column of the
+ * tile; sums [y][x][z], z positions zw[0..bz) (beyond the tile the
+ * sequence goes on, so that a vector may read a whole chunk). */
+static void RC_BPV_CAT(cone_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int k, int x0, int nxt, int y0, int y1,
+						 int nzt, const float *zw, float *rowbuf, float *acc)
+{
+	const float *restrict img = J->img + (size_t)k * J->img_stride;
+	const float vmax = (float)(J->nv + 1);
+	const int Hs = J->Hs;
+	float *fu = rowbuf, *v0 = fu + RC_BPV_BX, *dv = v0 + RC_BPV_BX, *wt = dv + RC_BPV_BX;
+	int32_t *col = (int32_t *)(wt + RC_BPV_BX), *za = col + RC_BPV_BX, *zb = za + RC_BPV_BX;
+	for (int y = y0; y < y1; y++) {
+		RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(J, J->P[k], J->x0[1] + y * J->s[1], x0, nxt, nzt, zw[0], fu, v0,
+						     dv, wt, col, za, zb);
+		for (int x = 0; x < nxt; x++) {
+			if (za[x] >= zb[x])
+				continue;
+			const float *c0 = img + (size_t)col[x] * Hs;
+			float *a = acc + ((size_t)(y - y0) * RC_BPV_BX + x) * (size_t)J->bz + za[x];
+			RC_BPV_CONE_COLUMN(zb[x] - za[x], a, c0, c0 + Hs, zw + za[x], v0[x], dv[x], fu[x], wt[x], vmax);
 		}
 	}
 }
@@ -202,38 +244,35 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 	int xb = (int)(task % J->nxb), yb = (int)(task / J->nxb % J->nyb), zb = (int)(task / J->nxb / J->nyb);
 	int x0 = xb * RC_BPV_BX, x1 = x0 + RC_BPV_BX < J->nx ? x0 + RC_BPV_BX : J->nx;
 	int y0 = yb * RC_BPV_BY, y1 = y0 + RC_BPV_BY < J->ny ? y0 + RC_BPV_BY : J->ny;
-	int z0 = zb * RC_BPV_BZ, z1 = z0 + RC_BPV_BZ < J->nz ? z0 + RC_BPV_BZ : J->nz;
-	const int nxt = x1 - x0, nyt = y1 - y0, Wp = J->Wp;
+	const int bz = J->bz;
+	int z0 = zb * bz, z1 = z0 + bz < J->nz ? z0 + bz : J->nz;
+	const int nxt = x1 - x0, nyt = y1 - y0, nzt = z1 - z0;
 	float *S = J->scratch + (size_t)worker * J->scratch_floats;
-	/* scratch: acc[z][y][BX] of the tile, then the row buffers */
+	/* scratch: the tile's sums, then the row buffers, then z positions */
 	float *acc = S;
-	float *fu = acc + (size_t)RC_BPV_BY * RC_BPV_BZ * RC_BPV_BX;
-	float *v0 = fu + RC_BPV_BX, *dv = v0 + RC_BPV_BX, *wt = dv + RC_BPV_BX;
-	int32_t *col = (int32_t *)(wt + RC_BPV_BX);
-	memset(acc, 0, sizeof(float) * RC_BPV_BY * RC_BPV_BZ * RC_BPV_BX);
-	const float vmax = (float)(J->nv + 1);
+	float *rowbuf = acc + (size_t)RC_BPV_BY * RC_BPV_BX * bz;
+	float *zw = rowbuf + 7 * RC_BPV_BX;
+	memset(acc, 0, sizeof(float) * RC_BPV_BY * RC_BPV_BX * bz);
+	for (int z = 0; z < bz + 16; z++) /* + 16: a chunk may start anywhere */
+		zw[z] = (float)(J->x0[2] + (z0 + z) * J->s[2]);
 	/* Views outermost: the tile's sums stay in L1/L2 while one view's
-	 * detector rows for the tile are read, so the caches hold one view's
-	 * footprint of the tile, not the block's. */
+	 * detector footprint of the tile is read. */
 	for (int k = 0; k < J->K; k++) {
-		if (!J->cone) {
+		if (J->cone)
+			RC_BPV_CAT(cone_view, RC_BPV_SUFFIX)(J, k, x0, nxt, y0, y1, nzt, zw, rowbuf, acc);
+		else
 			RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(J, k, x0, nxt, y0, y1, z0, z1, acc);
-			continue;
-		}
-		const float *restrict img = J->img + (size_t)k * J->img_stride;
-		for (int y = y0; y < y1; y++) {
-			RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(J, J->P[k], J->x0[1] + y * J->s[1], x0, nxt, fu, v0, dv, wt, col);
-			for (int z = z0; z < z1; z++) {
-				float zw = (float)(J->x0[2] + z * J->s[2]);
-				float *row = acc + ((size_t)(z - z0) * nyt + (y - y0)) * RC_BPV_BX;
-				RC_BPV_CAT(cone_row, RC_BPV_SUFFIX)(nxt, row, img, v0, dv, fu, wt, col, zw, vmax, Wp);
-			}
-		}
 	}
 	for (int z = z0; z < z1; z++)
 		for (int y = y0; y < y1; y++) {
-			const float *restrict row = acc + ((size_t)(z - z0) * nyt + (y - y0)) * RC_BPV_BX;
 			float *restrict out = J->vol + ((size_t)z * (size_t)J->ny + (size_t)y) * (size_t)J->nx + x0;
+			if (J->cone) {
+				const float *restrict col = acc + (size_t)(y - y0) * RC_BPV_BX * bz + (z - z0);
+				for (int x = 0; x < nxt; x++)
+					out[x] = J->overwrite ? col[(size_t)x * bz] : out[x] + col[(size_t)x * bz];
+				continue;
+			}
+			const float *restrict row = acc + ((size_t)(z - z0) * nyt + (y - y0)) * RC_BPV_BX;
 			if (J->overwrite)
 				memcpy(out, row, (size_t)nxt * sizeof(float));
 			else
