@@ -544,6 +544,47 @@ static void test_cancel(void **s)
 	free(a), free(b);
 }
 
+/* The GPU variant with images (PoCL has images): the resident run copies
+ * its device buffers into the engine's images before each projection; it
+ * agrees with the host path on that engine and with the CPU variant. */
+static void test_images_variant(void **s)
+{
+	(void)s;
+	rc_opencl_options o;
+	rc_opencl_options_default(&o);
+	o.variant = RC_OPENCL_VARIANT_GPU;
+	o.images = 1;
+	o.cache_dir = TEST_CACHE;
+	rc_engine *e = NULL;
+	rc_exec *x = NULL;
+	rc_err err;
+	int rc = rc_engine_opencl_new(F.g, &o, &e, &err);
+	if (rc == RC_EUNSUPPORTED) {
+		print_message("images unsupported on this device (%s): not run\n", err.msg);
+		return;
+	}
+	assert_int_equal(rc, 0);
+	assert_string_equal(rc_engine_opencl_variant(e), "gpu+images");
+	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_SART);
+	p.iterations = 2;
+	p.subsets = 4;
+	float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
+	float *c = malloc(F.nvox * sizeof(float));
+	assert_int_equal(rc_opencl_run_algo(e, &p, F.proj, a, NULL, &err), 0);
+	assert_int_equal(rc_algo_run(&p, x, F.proj, b, NULL, &err), 0);
+	trace t;
+	assert_int_equal(run_on(ON_OCL_RESIDENT, &p, c, &t, 0, NULL), 0);
+	double dh = rc_metric_rel_error(a, b, NULL, F.nvox), dv = rc_metric_rel_error(a, c, NULL, F.nvox);
+	print_message("gpu+images SART (4 subsets, 2 it.): vs its host path %.2g, vs the cpu variant %.2g\n", dh, dv);
+	assert_true(dh < 1e-5);
+	assert_true(dv < 1e-4);
+	free(a), free(b), free(c);
+	rc_exec_free(x);
+	rc_engine_free(e);
+}
+
 static void test_params(void **s)
 {
 	(void)s;
@@ -580,7 +621,8 @@ int main(void)
 		cmocka_unit_test(test_ew_residual),  cmocka_unit_test(test_sart),
 		cmocka_unit_test(test_sart_subsets), cmocka_unit_test(test_sirt),
 		cmocka_unit_test(test_cgls),         cmocka_unit_test(test_sart_nonnegative),
-		cmocka_unit_test(test_cancel),       cmocka_unit_test(test_params),
+		cmocka_unit_test(test_cancel),       cmocka_unit_test(test_images_variant),
+		cmocka_unit_test(test_params),
 	};
 	if (setup(NULL)) {
 		fprintf(stderr, "test set-up failed (geometry, phantom or engines)\n");

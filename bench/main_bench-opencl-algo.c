@@ -1,0 +1,206 @@
+/*
+ * bench-opencl-algo: milliseconds per iteration of SART (all views, and
+ * ordered subsets), SIRT and CGLS on the first OpenCL device three ways:
+ *   resident   rc_opencl_run_algo: buffers on the device, element-wise
+ *              steps as kernels (kernels/opencl/elementwise.cl)
+ *   host ew    rc_algo_run over the same OpenCL engine: the projections on
+ *              the device, each call moving its input and output through
+ *              the host, element-wise steps on the host (algo_util.c)
+ *   cpu        rc_algo_run over the native CPU engine, for scale
+ * and, separately, the element-wise steps of one SART iteration alone (the
+ * residual over the stack and the update over the volume): device kernels
+ * (to completion) against the host loops.  Per-iteration times are the
+ * steady ones, the fastest of iterations 2..4 (progress elapsed_s
+ * differences), so the row and column sums, PoCL's first-launch compiles
+ * and some of the shared machine's noise are left out.
+ * Data: analytic Shepp-Logan projections (phantom.h).
+ * RECOND_BENCH_QUICK=1: only 32^3 from 30 views (seconds).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "algo.h"
+#include "algo_util.h"
+#include "engine_cpu.h"
+#include "engine_opencl.h"
+#include "engine_opencl_impl.h"
+#include "exec.h"
+#include "geometry.h"
+#include "opencl_ew.h"
+#include "phantom.h"
+
+#define ITERS 4
+
+typedef struct timing {
+	double t[ITERS + 1];
+} timing;
+
+static void on_progress(void *ud, const rc_progress *p)
+{
+	timing *tm = ud;
+	if (p->iteration <= ITERS)
+		tm->t[p->iteration] = p->elapsed_s;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ms of the steady iteration, or -1 on failure */
+static double per_iter(int where, rc_engine *ocl, rc_exec *xo, rc_exec *xc, const rc_algo_params *p,
+		       const float *proj, float *vol)
+{
+	timing tm;
+	memset(&tm, 0, sizeof tm);
+	rc_algo_hooks h = { .progress = on_progress, .ud = &tm };
+	rc_err err;
+	int rc = where == 0 ? rc_opencl_run_algo(ocl, p, proj, vol, &h, &err)
+				     : rc_algo_run(p, where == 1 ? xo : xc, proj, vol, &h, &err);
+	if (rc) {
+		fprintf(stderr, "run: %s\n", err.msg);
+		return -1;
+	}
+	double best = tm.t[2] - tm.t[1];
+	for (int k = 3; k <= ITERS; k++)
+		best = tm.t[k] - tm.t[k - 1] < best ? tm.t[k] - tm.t[k - 1] : best;
+	return 1e3 * best;
+}
+
+/* median ms of one SART iteration's element-wise steps, device and host */
+static int ew_times(rc_engine *ocl, const rc_geom *g, double *dev_ms, double *host_ms)
+{
+	size_t P = rc_geom_proj_count(g), V = rc_volume_count(rc_geom_volume(g));
+	rc_ocl_handles h;
+	rc_ocl_ew *w = NULL;
+	rc_err err;
+	if (rc_ocl_engine_handles(ocl, &h) || rc_ocl_ew_new(ocl, &w, &err))
+		return -1;
+	float *e = calloc(P, sizeof *e), *pp = calloc(P, sizeof *pp), *wt = calloc(P, sizeof *wt);
+	float *v = calloc(V, sizeof *v), *u = calloc(V, sizeof *u), *c = calloc(V, sizeof *c);
+	cl_mem m[3] = { 0 };
+	cl_int ce = 0;
+	for (int i = 0; i < 3; i++)
+		m[i] = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, P * sizeof(float), NULL, &ce);
+	int rc = !e || !pp || !wt || !v || !u || !c || ce != CL_SUCCESS;
+	enum { REPS = 21 };
+	double td[REPS], th[REPS];
+	for (int r = 0; r < REPS && !rc; r++) {
+		double s2, t0 = now_s();
+		rc = rc_ocl_ew_residual(w, m[0], m[1], m[2], 0, P, &s2, &err) ||
+		     rc_ocl_ew_update(w, h.vol, m[1], m[2], 0, 0.5f, 0, V, &err) || clFinish(h.q) != CL_SUCCESS;
+		td[r] = now_s() - t0;
+		t0 = now_s();
+		rc_seg sg = { .start = 0, .len = P, .stride = 0, .n = 1 };
+		s2 = rc_vresidual(&sg, e, pp, wt);
+		rc_vupdate(v, u, c, 0.5f, 0, V);
+		th[r] = now_s() - t0 + 0.0 * s2;
+	}
+	if (!rc) {
+		qsort(td, REPS, sizeof td[0], cmp_d);
+		qsort(th, REPS, sizeof th[0], cmp_d);
+		*dev_ms = 1e3 * td[REPS / 2];
+		*host_ms = 1e3 * th[REPS / 2];
+	}
+	for (int i = 0; i < 3; i++)
+		if (m[i])
+			clReleaseMemObject(m[i]);
+	free(e), free(pp), free(wt), free(v), free(u), free(c);
+	rc_ocl_ew_free(w);
+	return rc ? -1 : 0;
+}
+
+static int one_case(int n, int nviews, int nd)
+{
+	double *angles = malloc((size_t)nviews * sizeof(double));
+	if (!angles)
+		return 1;
+	for (int k = 0; k < nviews; k++)
+		angles[k] = 360.0 * k / nviews;
+	double vx = 64.0 / n;
+	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
+			    .det = { .nu = nd, .nv = nd, .du = 1.5 * vx * n * 5 / 4 / nd, .dv = 1.5 * vx * n * 5 / 4 / nd },
+			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = angles };
+	rc_geom *g = NULL;
+	rc_engine *ocl = NULL, *cpu = NULL;
+	rc_exec *xo = NULL, *xc = NULL;
+	rc_phantom *ph = NULL;
+	float *proj = NULL, *v = NULL;
+	rc_err err;
+	int rc = 1;
+	if (rc_geom_new(&sp, &vol, NULL, &g, &err) || rc_phantom_shepp_logan(0.94 * 64.0, &ph, &err))
+		goto out;
+	proj = malloc(rc_geom_proj_count(g) * sizeof *proj);
+	v = malloc(rc_volume_count(&vol) * sizeof *v);
+	if (!proj || !v || rc_phantom_project(ph, g, 0, proj, &err))
+		goto out;
+	if (rc_engine_opencl_new(g, NULL, &ocl, &err) || rc_engine_cpu_new(g, 0, &cpu, &err) ||
+	    rc_exec_new(&ocl, 1, &xo, &err) || rc_exec_new(&cpu, 1, &xc, &err))
+		goto out;
+	static const struct { rc_algo_name a; int subsets; const char *label; } algs[] = {
+		{ RC_ALGO_SART, 1, "SART" }, { RC_ALGO_SART, 0, "SART, subsets of 6 views" },
+		{ RC_ALGO_SIRT, 1, "SIRT" }, { RC_ALGO_CGLS, 1, "CGLS" } };
+	for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
+		rc_algo_params p;
+		rc_algo_params_default(&p, algs[i].a);
+		p.iterations = ITERS;
+		p.subsets = algs[i].subsets ? algs[i].subsets : nviews / 6;
+		double t[3];
+		for (int w = 0; w < 3; w++)
+			t[w] = per_iter(w, ocl, xo, xc, &p, proj, v);
+		printf("| %d^3, %d views of %dx%d | %s | %.1f | %.1f | %.1f |\n", n, nviews, nd, nd, algs[i].label, t[0],
+		       t[1], t[2]);
+	}
+	double dm, hm;
+	if (ew_times(ocl, g, &dm, &hm) == 0)
+		printf("| %d^3, %d views of %dx%d | element-wise steps of one SART iteration | %.2f | %.2f (host loops) | |\n",
+		       n, nviews, nd, nd, dm, hm);
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "bench-opencl-algo: %s\n", err.msg);
+	rc_exec_free(xo);
+	rc_exec_free(xc);
+	rc_engine_free(ocl);
+	rc_engine_free(cpu);
+	rc_phantom_free(ph);
+	rc_geom_free(g);
+	free(proj);
+	free(v);
+	free(angles);
+	return rc;
+}
+
+int main(void)
+{
+	const char *q = getenv("RECOND_BENCH_QUICK");
+	int quick = q && *q && strcmp(q, "0") != 0;
+	rc_opencl_device d[RC_OPENCL_MAX_DEVICES];
+	int nd = 0;
+	rc_err err;
+	if (rc_opencl_devices(d, RC_OPENCL_MAX_DEVICES, &nd, &err) || nd == 0) {
+		printf("bench-opencl-algo: no OpenCL device\n");
+		return 0;
+	}
+	printf("bench-opencl-algo on %s (%s), ms per iteration (steady: fastest of iterations 2..%d)%s\n\n", d[0].name,
+	       d[0].platform_name, ITERS, quick ? " (RECOND_BENCH_QUICK)" : "");
+	printf("| case | algorithm | OpenCL resident | OpenCL, host element-wise | cpu engine |\n");
+	printf("| --- | --- | --- | --- | --- |\n");
+	int rc = one_case(32, 30, 40);
+	if (!quick && !rc)
+		rc = one_case(32, 60, 40);
+	if (!quick && !rc)
+		rc = one_case(64, 120, 80);
+	return rc;
+}
