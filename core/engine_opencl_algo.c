@@ -168,7 +168,8 @@ static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 			}
 			size_t off = (size_t)f * r->view, cnt = (size_t)(l - f) * r->view;
 			if (!cache) {
-				/* C_b of this block into the one slot; upd is free until the update */
+				/* C_b of this block into the one slot; views f..l of res hold
+				 * ones until the forward projection below overwrites them */
 				if ((rc = rc_ocl_ew_fill(w, res, 1.0f, off, cnt, err)) ||
 				    (rc = rc_ocl_back_dev(r->e, bp, res, cinv, f, l, err)) ||
 				    (rc = rc_ocl_ew_inv_guarded(w, cinv, r->V, COLSUM_REL_EPS, err)))
