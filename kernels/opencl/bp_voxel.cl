@@ -8,6 +8,8 @@
  * Arguments: out [z][y][x]; n = (nx, ny, nz); org = world mm of voxel
  * (0, 0, 0); sp = voxel size; accumulate = 0 overwrites out.
  */
+#define RC_BP_CHUNK 64 /* voxels of a row whose sums a CPU work-item keeps */
+
 __kernel void bp_voxel(__global float *restrict out, RC_PROJ_ARG,
 		       __global const float *restrict views, int first, int last,
 		       int accumulate, int4 n, float4 org, float4 sp, int nu, int nv)
@@ -28,32 +30,35 @@ __kernel void bp_voxel(__global float *restrict out, RC_PROJ_ARG,
 	size_t idx = ((size_t)iz * n.y + iy) * n.x + ix;
 	out[idx] = accumulate ? out[idx] + acc : acc;
 #else
-	/* One row of voxels per work-item, four at a time: the terms that do
-	 * not depend on x are hoisted out of the row. */
+	/* One row of voxels per work-item, in chunks of RC_BP_CHUNK voxels
+	 * whose sums stay in private memory: views outside, x inside, so that
+	 * one view's detector row is read along x while it is in cache (views
+	 * inside x would touch every view's image for every few voxels).  Each
+	 * voxel still adds its views in order. */
 	int iy = get_global_id(0), iz = get_global_id(1);
 	if (iy >= n.y || iz >= n.z)
 		return;
 	float y = org.y + iy * sp.y, z = org.z + iz * sp.z;
 	__global float *row = out + ((size_t)iz * n.y + iy) * n.x;
-	for (int ix = 0; ix < n.x; ix += 4) {
-		float4 x = org.x + (float4)(ix, ix + 1, ix + 2, ix + 3) * sp.x;
-		float4 acc = (float4)(0.0f);
+	for (int x0 = 0; x0 < n.x; x0 += RC_BP_CHUNK) {
+		int nc = n.x - x0 < RC_BP_CHUNK ? n.x - x0 : RC_BP_CHUNK;
+		float acc[RC_BP_CHUNK];
+		for (int i = 0; i < RC_BP_CHUNK; i++)
+			acc[i] = 0.0f;
 		for (int k = first; k < last; k++) {
 			__global const float *P = views + (size_t)k * RC_VIEW_FLOATS;
 			float ru = P[1] * y + P[2] * z + P[3];
 			float rv = P[5] * y + P[6] * z + P[7];
 			float rw = P[9] * y + P[10] * z + P[11];
-			float4 iw = 1.0f / (P[8] * x + rw);
-			float4 u = (P[0] * x + ru) * iw, v = (P[4] * x + rv) * iw;
-			float4 wt = iw * iw;
-			acc.s0 += bilinear(proj, k, u.s0, v.s0, nu, nv) * wt.s0;
-			acc.s1 += bilinear(proj, k, u.s1, v.s1, nu, nv) * wt.s1;
-			acc.s2 += bilinear(proj, k, u.s2, v.s2, nu, nv) * wt.s2;
-			acc.s3 += bilinear(proj, k, u.s3, v.s3, nu, nv) * wt.s3;
+			for (int i = 0; i < nc; i++) {
+				float x = org.x + (x0 + i) * sp.x;
+				float iw = 1.0f / (P[8] * x + rw);
+				float u = (P[0] * x + ru) * iw, v = (P[4] * x + rv) * iw;
+				acc[i] += bilinear(proj, k, u, v, nu, nv) * (iw * iw);
+			}
 		}
-		float a[4] = { acc.s0, acc.s1, acc.s2, acc.s3 };
-		for (int l = 0; l < 4 && ix + l < n.x; l++)
-			row[ix + l] = accumulate ? row[ix + l] + a[l] : a[l];
+		for (int i = 0; i < nc; i++)
+			row[x0 + i] = accumulate ? row[x0 + i] + acc[i] : acc[i];
 	}
 #endif
 }
