@@ -54,6 +54,7 @@ typedef struct run {
 	const rc_algo_params *p;
 	const rc_algo_hooks *hooks;
 	size_t V, P, view;
+	size_t cache_bytes; /* per-subset column sums kept up to this */
 	int n;
 	cl_mem mem[8]; /* what this run allocated, released at the end */
 	int nmem;
@@ -110,7 +111,7 @@ static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 {
 	const int S = r->p->name == RC_ALGO_SART ? r->p->subsets : 1;
 	const rc_bp_kind bp = r->p->name == RC_ALGO_SART ? RC_BP_VOXEL : RC_BP_MATCHED;
-	const int cache = S == 1 || (size_t)S <= SUBSET_CACHE_BYTES / (r->V * sizeof(float));
+	const int cache = S == 1 || (size_t)S <= r->cache_bytes / (r->V * sizeof(float));
 	const float lambda = (float)r->p->relaxation;
 	rc_ocl_ew *w = r->w;
 	cl_mem res = r->h.proj, upd = r->h.vol, b, rinv, x, cinv, prev = NULL;
@@ -296,17 +297,23 @@ static int check_params(const rc_algo_params *p, const rc_geom *g, const float *
 }
 
 /* Bytes the run allocates besides the engine's own buffers. */
-static size_t run_bytes(const rc_algo_params *p, size_t V, size_t P)
+static size_t run_bytes(const rc_algo_params *p, size_t V, size_t P, size_t cache_bytes)
 {
 	if (p->name == RC_ALGO_CGLS)
 		return (P + 2 * V) * sizeof(float);
 	int S = p->name == RC_ALGO_SART ? p->subsets : 1;
-	int cache = S == 1 || (size_t)S <= SUBSET_CACHE_BYTES / (V * sizeof(float));
+	int cache = S == 1 || (size_t)S <= cache_bytes / (V * sizeof(float));
 	return (2 * P + V + (cache ? (size_t)S : 1) * V + (S > 1 ? V : 0)) * sizeof(float);
 }
 
 int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
 		       const rc_algo_hooks *hooks, rc_err *err)
+{
+	return rc_ocl_run_algo_cache(e, p, proj, vol, hooks, SUBSET_CACHE_BYTES, err);
+}
+
+int rc_ocl_run_algo_cache(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
+			  const rc_algo_hooks *hooks, size_t cache_bytes, rc_err *err)
 {
 	run r;
 	memset(&r, 0, sizeof r);
@@ -328,7 +335,8 @@ int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj,
 	 * later) is refused up front; recon.c then takes the engine path */
 	cl_ulong gmem = 0;
 	clGetDeviceInfo(r.h.dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
-	size_t need = run_bytes(p, r.V, r.P) + (r.V + r.P) * sizeof(float);
+	r.cache_bytes = cache_bytes;
+	size_t need = run_bytes(p, r.V, r.P, cache_bytes) + (r.V + r.P) * sizeof(float);
 	if (gmem && need > gmem)
 		return rc_fail(err, RC_ETOOBIG, "volume",
 			       "the resident OpenCL run needs %.1f MiB and the device has %.1f MiB; run it "

@@ -9,6 +9,7 @@
 #ifndef RC_ENGINE_OPENCL_IMPL_H
 #define RC_ENGINE_OPENCL_IMPL_H
 
+#include "algo.h"
 #include "engine.h"
 #include "opencl_util.h"
 
@@ -35,5 +36,12 @@ int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int las
  * Enqueued only. */
 int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
 		    rc_err *err);
+
+/* rc_opencl_run_algo with SART's per-subset column sums kept only while
+ * they fit in cache_bytes (rc_opencl_run_algo: 256 MiB, as algo_sart.c);
+ * beyond that each subset's are recomputed before its update.  Tests force
+ * the recomputing path with a small cache_bytes. */
+int rc_ocl_run_algo_cache(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
+			  const rc_algo_hooks *hooks, size_t cache_bytes, rc_err *err);
 
 #endif
