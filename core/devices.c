@@ -121,7 +121,8 @@ int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, con
 	const rc_geom *g = e->geom;
 	int nviews = rc_geom_nviews(g);
 	/* 1/16 .. 1/2 of the views: past a GPU's flat start on large jobs,
-	 * and cheap (1.3 times one full task per device and task) */
+	 * and cheap (about 4 full tasks per device and task with the ranges
+	 * below; 1.5 of them before the first is timed is not) */
 	static const double frac[] = { 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2 };
 	enum { NW = sizeof frac / sizeof frac[0] };
 	double w[NW], t[NW];
@@ -149,15 +150,25 @@ int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, con
 		if (rc)
 			return rc;
 		for (int i = 0; i < nw; i++) {
-			t[i] = INFINITY;
-			for (int rep = 0; rep < 2; rep++) { /* the faster of two: less noise from other load */
+			/* A view's cost depends on its angle (rays through a cube
+			 * are longest at 45 degrees), so one range at the start
+			 * of the orbit would fit the cost of its first few
+			 * degrees.  Each workload is timed at m ranges spread
+			 * over the orbit (their starts fall at different phases
+			 * of a 90-degree period) and the mean is kept. */
+			int wi = (int)w[i], m = 4 * wi <= nviews ? 4 : 2;
+			double sum = 0;
+			for (int r = 0; r < m; r++) {
+				int first = (int)((long)r * (nviews - wi) / (m - 1));
 				double t0 = now_s();
-				rc = task == RC_TASK_FORWARD ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, 0, (int)w[i], err)
-							     : rc_engine_back(e, bp, proj, vol, 0, (int)w[i], err);
+				rc = task == RC_TASK_FORWARD
+					     ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, first, first + wi, err)
+					     : rc_engine_back(e, bp, proj, vol, first, first + wi, err);
 				if (rc)
 					return rc;
-				t[i] = fmin(t[i], now_s() - t0);
+				sum += now_s() - t0;
 			}
+			t[i] = sum / m;
 		}
 		rc_model m;
 		rc = rc_model_fit(w, t, nw, nw >= RC_PLAN_MIN_WORKLOADS, &m, err);
