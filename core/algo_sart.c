@@ -46,31 +46,6 @@
 /* Per-subset column sums kept in memory up to this size. */
 #define SUBSET_CACHE_BYTES ((size_t)256 << 20)
 
-/* Block b of S covers views [b*n/S, (b+1)*n/S). */
-static void block_range(int b, int S, int n, int *first, int *last)
-{
-	*first = (int)((long)b * n / S);
-	*last = (int)((long)(b + 1) * n / S);
-}
-
-/* Bit-reversed order of 0..S-1 (indices >= S of the enclosing power of two
- * skipped): 0, S/2, S/4, 3S/4, ... so that consecutive blocks are far apart. */
-static void spread_order(int S, int *order)
-{
-	int bits = 0;
-	while ((1 << bits) < S)
-		bits++;
-	int k = 0;
-	for (int i = 0; i < (1 << bits); i++) {
-		int r = 0;
-		for (int b = 0; b < bits; b++)
-			if (i & (1 << b))
-				r |= 1 << (bits - 1 - b);
-		if (r < S)
-			order[k++] = r;
-	}
-}
-
 static int colsum_inverse(rc_exec *x, rc_bp_kind bp, float *ones_proj, float *c,
 			  size_t nvox, int first, int last, rc_err *err)
 {
@@ -104,7 +79,7 @@ int rc_sart_core(const rc_algo_params *p, rc_exec *x, const float *proj, float *
 			     rc_algo_name_str(p->name), np, nvox);
 		goto out_free;
 	}
-	spread_order(S, order);
+	rc_subset_order(S, order);
 
 	/* R = 1 / A(1) over all views (a ray's sum does not depend on the block) */
 	rc_vfill(upd, 1.0f, nvox);
@@ -116,7 +91,7 @@ int rc_sart_core(const rc_algo_params *p, rc_exec *x, const float *proj, float *
 	rc_vfill(res, 1.0f, np);
 	for (int b = 0; b < (cache ? S : 0); b++) {
 		int f, l;
-		block_range(b, S, nviews, &f, &l);
+		rc_subset_range(b, S, nviews, &f, &l);
 		if ((rc = colsum_inverse(x, bp, res, cinv + (size_t)b * nvox, nvox, f, l, err)))
 			goto out_free;
 	}
@@ -132,7 +107,7 @@ int rc_sart_core(const rc_algo_params *p, rc_exec *x, const float *proj, float *
 		double r2 = 0.0;
 		for (int k = 0; k < S; k++) {
 			int b = order[k], f, l;
-			block_range(b, S, nviews, &f, &l);
+			rc_subset_range(b, S, nviews, &f, &l);
 			const float *c = cinv + (cache ? (size_t)b * nvox : 0);
 			if (k > 0 && rc_algo_cancelled(hooks)) {
 				memcpy(vol, prev, nvox * sizeof(float));

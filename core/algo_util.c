@@ -222,3 +222,25 @@ double rc_vresidual(const rc_seg *s, float *restrict e, const float *restrict p,
 	}
 	return total;
 }
+
+void rc_subset_range(int b, int S, int n, int *first, int *last)
+{
+	*first = (int)((long)b * n / S);
+	*last = (int)((long)(b + 1) * n / S);
+}
+
+void rc_subset_order(int S, int *order)
+{
+	int bits = 0;
+	while ((1 << bits) < S)
+		bits++;
+	int k = 0;
+	for (int i = 0; i < (1 << bits); i++) {
+		int r = 0;
+		for (int b = 0; b < bits; b++)
+			if (i & (1 << b))
+				r |= 1 << (bits - 1 - b);
+		if (r < S)
+			order[k++] = r;
+	}
+}

@@ -35,6 +35,17 @@ void rc_algo_report(const rc_algo_hooks *h, int iteration, int of,
 int rc_algo_check(const rc_algo_params *p, rc_exec *x, const float *proj,
 		  const float *vol, int check_lambda, int check_subsets, rc_err *err);
 
+/* ---- ordered subsets ----------------------------------------------------- */
+
+/* Subset b of S over n views: views [first, last), contiguous, sizes
+ * differing by at most one. */
+void rc_subset_range(int b, int S, int n, int *first, int *last);
+
+/* Bit-reversed order of 0..S-1 (indices >= S of the enclosing power of two
+ * skipped): 0, S/2, S/4, 3S/4, ... so that consecutive subsets are far
+ * apart.  Shared by the host SART and the resident CUDA and OpenCL runs. */
+void rc_subset_order(int S, int *order);
+
 /* ---- view ranges of the projection stack -------------------------------- */
 
 /* Views [first, last) occupy n blocks of len elements starting at

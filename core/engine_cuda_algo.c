@@ -176,23 +176,6 @@ out:
 	return rc;
 }
 
-/* bit-reversed block order (algo_sart.c spread_order) */
-static void spread_order(int S, int *order)
-{
-	int bits = 0;
-	while ((1 << bits) < S)
-		bits++;
-	int k = 0;
-	for (int i = 0; i < (1 << bits); i++) {
-		int rv = 0;
-		for (int b = 0; b < bits; b++)
-			if (i & (1 << b))
-				rv |= 1 << (bits - 1 - b);
-		if (rv < S)
-			order[k++] = rv;
-	}
-}
-
 static int run_sart(run *r, float *vol, rc_err *err)
 {
 	int rc = 0;
@@ -207,7 +190,7 @@ static int run_sart(run *r, float *vol, rc_err *err)
 	float *host = malloc((r->P > r->V ? r->P : r->V) * sizeof(float));
 	if (!host)
 		return rc_fail(err, RC_ENOMEM, "", "out of host memory for the row and column sums");
-	spread_order(m, order);
+	rc_subset_order(m, order);
 
 	/* R = 1 / A(1) over all views */
 	CU_CHECK((cudaError_t)rc_cuda_fill(x, 1.0f, r->V, ks), "launch of fill");

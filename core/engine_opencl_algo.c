@@ -84,29 +84,6 @@ static int finish(run *r, rc_err *err)
 	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clFinish");
 }
 
-/* Bit-reversed order of 0..S-1 (algo_sart.c spread_order). */
-static void spread_order(int S, int *order)
-{
-	int bits = 0;
-	while ((1 << bits) < S)
-		bits++;
-	int k = 0;
-	for (int i = 0; i < (1 << bits); i++) {
-		int rv = 0;
-		for (int b = 0; b < bits; b++)
-			if (i & (1 << b))
-				rv |= 1 << (bits - 1 - b);
-		if (rv < S)
-			order[k++] = rv;
-	}
-}
-
-static void block_range(int b, int S, int n, int *first, int *last)
-{
-	*first = (int)((long)b * n / S);
-	*last = (int)((long)(b + 1) * n / S);
-}
-
 static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 {
 	const int S = r->p->name == RC_ALGO_SART ? r->p->subsets : 1;
@@ -122,7 +99,7 @@ static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 	if ((rc = alloc(r, r->P, &b, err)) || (rc = alloc(r, r->P, &rinv, err)) || (rc = alloc(r, r->V, &x, err)) ||
 	    (rc = alloc(r, (cache ? (size_t)S : 1) * r->V, &cinv, err)) || (S > 1 && (rc = alloc(r, r->V, &prev, err))))
 		goto out;
-	spread_order(S, order);
+	rc_subset_order(S, order);
 	if ((rc = rc_ocl_ew_write(w, b, proj, r->P, err)))
 		goto out;
 
@@ -136,7 +113,7 @@ static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 		goto out;
 	for (int k = 0; k < (cache ? S : 0); k++) {
 		int f, l;
-		block_range(k, S, r->n, &f, &l);
+		rc_subset_range(k, S, r->n, &f, &l);
 		if ((rc = rc_ocl_back_dev(r->e, bp, res, upd, f, l, err)) ||
 		    (rc = rc_ocl_ew_inv_guarded(w, upd, r->V, COLSUM_REL_EPS, err)))
 			goto out;
@@ -161,7 +138,7 @@ static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 		double r2 = 0.0;
 		for (int k = 0; k < S; k++) {
 			int blk = order[k], f, l;
-			block_range(blk, S, r->n, &f, &l);
+			rc_subset_range(blk, S, r->n, &f, &l);
 			if (k > 0 && cancelled(r)) {
 				rc = RC_ECANCELLED;
 				mid = 1;
