@@ -34,7 +34,10 @@ __kernel void bp_voxel(__global float *restrict out, RC_PROJ_ARG,
 	 * whose sums stay in private memory: views outside, x inside, so that
 	 * one view's detector row is read along x while it is in cache (views
 	 * inside x would touch every view's image for every few voxels).  Each
-	 * voxel still adds its views in order. */
+	 * voxel still adds its views in order.  Scalar on purpose: PoCL
+	 * vectorises across work-items, and the same loop written with float4
+	 * (as paper 002's CPU version does) measured 4682 ms against 1751 ms on
+	 * paper 000's case (docs/opencl-planner.md). */
 	int iy = get_global_id(0), iz = get_global_id(1);
 	if (iy >= n.y || iz >= n.z)
 		return;
