@@ -57,7 +57,12 @@ __attribute__((optimize("no-trapping-math"))) void RC_FPR_GROUP(const float *res
 			int ix = (int)(px + 2.0f) - 2, iy = (int)(py + 2.0f) - 2, iz = (int)(pz + 2.0f) - 2;
 			float fx = px - (float)ix, fy = py - (float)iy, fz = pz - (float)iz;
 			float gx = 1 - fx, gy = 1 - fy, gz = 1 - fz;
-			int o = (iz * sz + iy * sy + ix) & -act;
+			/* a lane outside its run may stand far outside the volume:
+			 * zero its indices before they are multiplied */
+			ix &= -act;
+			iy &= -act;
+			iz &= -act;
+			int o = iz * sz + iy * sy + ix;
 			float c00 = gx * vol[o] + fx * vol[o + 1];
 			float c01 = gx * vol[o + sy] + fx * vol[o + sy + 1];
 			float c10 = gx * vol[o + sz] + fx * vol[o + sz + 1];

@@ -88,7 +88,7 @@ static void RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, con
 						 int32_t *restrict za, int32_t *restrict zb)
 {
 	const double umax = J->nu, vmax = J->nv + 1, zinv = 1.0 / J->s[2];
-	const double rp6 = P[6] != 0 ? 1.0 / P[6] : 0;
+	const double rp6 = P[6] != 0 && isfinite(1.0 / P[6]) ? 1.0 / P[6] : 0;
 	for (int i = 0; i < n; i++) {
 		double xw = J->x0[0] + (x0 + i) * J->s[0];
 		double w = P[8] * xw + P[9] * yw + P[11];
