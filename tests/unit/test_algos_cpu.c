@@ -32,6 +32,7 @@
 #include "geometry.h"
 #include "metrics.h"
 #include "phantom.h"
+#include "shepp_case.h"
 
 /* Sizes keep the binary near 15 s of CPU time in release: one iteration
  * costs one forward and one back projection, and the matched back
@@ -61,33 +62,17 @@ static fixture F;
 static int setup(void **state)
 {
 	(void)state;
-	static double angles[NVIEWS];
-	for (int k = 0; k < NVIEWS; k++)
-		angles[k] = 360.0 * k / NVIEWS;
-	double vx = FOV_MM / N;
-	rc_volume_desc vol = { .nx = N, .ny = N, .nz = N, .vx = vx, .vy = vx, .vz = vx };
-	int nd = N * 5 / 4;
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = NVIEWS,
-			    .det = { .nu = nd, .nv = nd, .du = 1.5 * vx, .dv = 1.5 * vx },
-			    .source_isocenter_mm = 1000, .source_detector_mm = 1500,
-			    .angles_deg = angles };
-	rc_err err;
-	if (rc_geom_new(&sp, &vol, NULL, &F.g, &err))
+	shepp_case c;
+	if (shepp_case_new(N, NVIEWS, FOV_MM, &c)) {
+		shepp_case_free(&c);
 		return -1;
-	F.np = rc_geom_proj_count(F.g);
-	F.nvox = rc_volume_count(&vol);
-	F.proj = malloc(F.np * sizeof(float));
-	F.ref = malloc(F.nvox * sizeof(float));
-	F.mask = malloc(F.nvox);
-	rc_phantom *ph;
-	if (!F.proj || !F.ref || !F.mask || rc_phantom_shepp_logan(0.94 * FOV_MM, &ph, &err))
-		return -1;
-	int rc = rc_phantom_project(ph, F.g, 0, F.proj, &err);
-	rc = rc ? rc : rc_phantom_voxelize(ph, &vol, 4, 0, F.ref, &err);
-	rc_phantom_free(ph);
-	if (rc)
-		return -1;
-	rc_mask_cylinder(&vol, 0.45 * FOV_MM, 0.35 * FOV_MM, F.mask);
+	}
+	F.g = c.g;
+	F.proj = c.proj;
+	F.ref = c.ref;
+	F.mask = c.mask;
+	F.np = c.np;
+	F.nvox = c.nvox;
 	return 0;
 }
 

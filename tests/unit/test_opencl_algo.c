@@ -42,6 +42,7 @@
 #include "ocl_testutil.h"
 #include "opencl_ew.h"
 #include "phantom.h"
+#include "shepp_case.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define N 24
@@ -72,32 +73,19 @@ static fixture F;
 static int setup(void **state)
 {
 	(void)state;
-	static double angles[NVIEWS];
-	for (int k = 0; k < NVIEWS; k++)
-		angles[k] = 360.0 * k / NVIEWS;
-	double vx = FOV_MM / N;
-	rc_volume_desc vol = { .nx = N, .ny = N, .nz = N, .vx = vx, .vy = vx, .vz = vx };
-	int nd = N * 5 / 4;
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = NVIEWS,
-			    .det = { .nu = nd, .nv = nd, .du = 1.5 * vx, .dv = 1.5 * vx },
-			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = angles };
+	shepp_case c;
+	if (shepp_case_new(N, NVIEWS, FOV_MM, &c)) {
+		shepp_case_free(&c);
+		return -1;
+	}
+	F.g = c.g;
+	F.proj = c.proj;
+	F.ref = c.ref;
+	F.mask = c.mask;
+	F.np = c.np;
+	F.nvox = c.nvox;
+	int nd = c.nd;
 	rc_err err;
-	if (rc_geom_new(&sp, &vol, NULL, &F.g, &err))
-		return -1;
-	F.np = rc_geom_proj_count(F.g);
-	F.nvox = rc_volume_count(&vol);
-	F.proj = malloc(F.np * sizeof(float));
-	F.ref = malloc(F.nvox * sizeof(float));
-	F.mask = malloc(F.nvox);
-	rc_phantom *ph;
-	if (!F.proj || !F.ref || !F.mask || rc_phantom_shepp_logan(0.94 * FOV_MM, &ph, &err))
-		return -1;
-	int rc = rc_phantom_project(ph, F.g, 0, F.proj, &err);
-	rc = rc ? rc : rc_phantom_voxelize(ph, &vol, 4, 0, F.ref, &err);
-	rc_phantom_free(ph);
-	if (rc)
-		return -1;
-	rc_mask_cylinder(&vol, 0.45 * FOV_MM, 0.35 * FOV_MM, F.mask);
 	rc_opencl_options o;
 	rc_opencl_options_default(&o);
 	o.cache_dir = TEST_CACHE;
