@@ -261,10 +261,51 @@ extern "C" int64_t rc_tgpu_matrix_bytes(const rc_tgpu *t, rc_tgpu_kind kind)
 	}
 }
 
+/* out = op(A) in with cuSPARSE (CSR, fp32), nc columns: the baseline of
+ * both directions; one work buffer, grown to the larger of their needs. */
+static int csr_spmm(rc_tgpu *t, cusparseOperation_t op, const float *in, int in_rows, float *out, int out_rows,
+		    char *msg, size_t msglen)
+{
+	int rc = 0, nc = t->nc;
+	const char *dir = op == CUSPARSE_OPERATION_TRANSPOSE ? " (transposed)" : "";
+	char what[64];
+	if (!t->has_csr) {
+		snprintf(msg, msglen, "no CSR matrix was uploaded for the cuSPARSE product");
+		return RC_EINVAL;
+	}
+	cusparseDnMatDescr_t din = NULL, dout = NULL;
+	float one = 1, zero = 0;
+	size_t need = 0;
+	CKS(cusparseCreateDnMat(&din, in_rows, nc, nc, (void *)in, CUDA_R_32F, CUSPARSE_ORDER_ROW), "cusparseCreateDnMat");
+	CKS(cusparseCreateDnMat(&dout, out_rows, nc, nc, out, CUDA_R_32F, CUSPARSE_ORDER_ROW), "cusparseCreateDnMat");
+	snprintf(what, sizeof what, "cusparseSpMM_bufferSize%s", dir);
+	CKS(cusparseSpMM_bufferSize(t->sp, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, t->spA, din, &zero, dout,
+				    CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &need),
+	    what);
+	if (need > t->spbuf_size) {
+		if (t->spbuf)
+			cudaFree(t->spbuf);
+		t->spbuf = NULL;
+		t->spbuf_size = 0;
+		CK(cudaMalloc(&t->spbuf, need), "cudaMalloc cuSPARSE buffer");
+		t->spbuf_size = need;
+	}
+	snprintf(what, sizeof what, "cusparseSpMM%s", dir);
+	CKS(cusparseSpMM(t->sp, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, t->spA, din, &zero, dout, CUDA_R_32F,
+			 CUSPARSE_SPMM_ALG_DEFAULT, t->spbuf),
+	    what);
+out:
+	if (din)
+		cusparseDestroyDnMat(din);
+	if (dout)
+		cusparseDestroyDnMat(dout);
+	return rc;
+}
+
 /* y = A x on device vectors. */
 static int dev_fwd(rc_tgpu *t, rc_tgpu_kind kind, const float *x, float *y, char *msg, size_t msglen)
 {
-	int rc = 0, nc = t->nc;
+	int nc = t->nc;
 	switch (kind) {
 	case RC_TGPU_WMMA:
 	case RC_TGPU_HALF2:
@@ -276,37 +317,8 @@ static int dev_fwd(rc_tgpu *t, rc_tgpu_kind kind, const float *x, float *y, char
 			rc_tk_half2_fwd(&t->a, t->Xh, y, nc, t->st);
 		rc_tk_scale_cols(y, t->a.rows_pad, nc, t->scale, t->st);
 		break;
-	case RC_TGPU_CUSPARSE: {
-		if (!t->has_csr) {
-			snprintf(msg, msglen, "no CSR matrix was uploaded for the cuSPARSE product");
-			return RC_EINVAL;
-		}
-		cusparseDnMatDescr_t dx = NULL, dy = NULL;
-		float one = 1, zero = 0;
-		size_t need = 0;
-		CKS(cusparseCreateDnMat(&dx, t->a.cols_pad, nc, nc, (void *)x, CUDA_R_32F, CUSPARSE_ORDER_ROW), "cusparseCreateDnMat");
-		CKS(cusparseCreateDnMat(&dy, t->a.rows_pad, nc, nc, y, CUDA_R_32F, CUSPARSE_ORDER_ROW), "cusparseCreateDnMat");
-		CKS(cusparseSpMM_bufferSize(t->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
-					    t->spA, dx, &zero, dy, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &need),
-		    "cusparseSpMM_bufferSize");
-		if (need > t->spbuf_size) {
-			if (t->spbuf)
-				cudaFree(t->spbuf);
-			t->spbuf = NULL;
-			t->spbuf_size = 0;
-			CK(cudaMalloc(&t->spbuf, need), "cudaMalloc cuSPARSE buffer");
-			t->spbuf_size = need;
-		}
-		CKS(cusparseSpMM(t->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, t->spA, dx,
-				 &zero, dy, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, t->spbuf),
-		    "cusparseSpMM");
-	out:
-		if (dx)
-			cusparseDestroyDnMat(dx);
-		if (dy)
-			cusparseDestroyDnMat(dy);
-		return rc;
-	}
+	case RC_TGPU_CUSPARSE:
+		return csr_spmm(t, CUSPARSE_OPERATION_NON_TRANSPOSE, x, t->a.cols_pad, y, t->a.rows_pad, msg, msglen);
 	case RC_TGPU_ONTHEFLY:
 		if (!t->has_geom) {
 			snprintf(msg, msglen, "no geometry was uploaded for the on-the-fly product");
@@ -332,7 +344,7 @@ static int dev_fwd(rc_tgpu *t, rc_tgpu_kind kind, const float *x, float *y, char
 /* x = A^T y on device vectors. */
 static int dev_back(rc_tgpu *t, rc_tgpu_kind kind, const float *y, float *x, char *msg, size_t msglen)
 {
-	int rc = 0, nc = t->nc;
+	int nc = t->nc;
 	switch (kind) {
 	case RC_TGPU_WMMA:
 	case RC_TGPU_HALF2:
@@ -344,37 +356,8 @@ static int dev_back(rc_tgpu *t, rc_tgpu_kind kind, const float *y, float *x, cha
 			rc_tk_half2_back(&t->a, t->Yh, x, nc, t->st);
 		rc_tk_scale_cols(x, t->a.cols_pad, nc, t->scale, t->st);
 		break;
-	case RC_TGPU_CUSPARSE: {
-		if (!t->has_csr) {
-			snprintf(msg, msglen, "no CSR matrix was uploaded for the cuSPARSE product");
-			return RC_EINVAL;
-		}
-		cusparseDnMatDescr_t dx = NULL, dy = NULL;
-		float one = 1, zero = 0;
-		size_t need = 0;
-		CKS(cusparseCreateDnMat(&dy, t->a.rows_pad, nc, nc, (void *)y, CUDA_R_32F, CUSPARSE_ORDER_ROW), "cusparseCreateDnMat");
-		CKS(cusparseCreateDnMat(&dx, t->a.cols_pad, nc, nc, x, CUDA_R_32F, CUSPARSE_ORDER_ROW), "cusparseCreateDnMat");
-		CKS(cusparseSpMM_bufferSize(t->sp, CUSPARSE_OPERATION_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
-					    t->spA, dy, &zero, dx, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &need),
-		    "cusparseSpMM_bufferSize (transposed)");
-		if (need > t->spbuf_size) { /* one buffer for both directions */
-			if (t->spbuf)
-				cudaFree(t->spbuf);
-			t->spbuf = NULL;
-			t->spbuf_size = 0;
-			CK(cudaMalloc(&t->spbuf, need), "cudaMalloc cuSPARSE buffer");
-			t->spbuf_size = need;
-		}
-		CKS(cusparseSpMM(t->sp, CUSPARSE_OPERATION_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, t->spA, dy,
-				 &zero, dx, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, t->spbuf),
-		    "cusparseSpMM (transposed)");
-	out:
-		if (dx)
-			cusparseDestroyDnMat(dx);
-		if (dy)
-			cusparseDestroyDnMat(dy);
-		return rc;
-	}
+	case RC_TGPU_CUSPARSE:
+		return csr_spmm(t, CUSPARSE_OPERATION_TRANSPOSE, y, t->a.rows_pad, x, t->a.cols_pad, msg, msglen);
 	case RC_TGPU_ONTHEFLY:
 		if (!t->has_geom) {
 			snprintf(msg, msglen, "no geometry was uploaded for the on-the-fly product");
