@@ -54,8 +54,10 @@ struct rc_bpv_job {
 	size_t img_stride;  /* Hs * (nu + 3) + RC_BPV_TAIL */
 	const float *img;   /* K padded transposed images, pixel (i, j) at (i+1)*Hs + j+1 */
 	double P[RC_BPV_BLOCK][12];
-	int cone;           /* every view of the block has P[2] = P[10] = 0 */
+	int cone;           /* every view of the call has P[2] = P[10] = 0 */
 	int overwrite;      /* first block of a call: vol = sum, else vol += sum */
+	float *tiles;       /* NULL, or every tile's sums kept across the call's blocks */
+	int first_block, last_block; /* with tiles: zero the sums / write them out */
 	float *vol;
 	double x0[3], s[3]; /* world position of voxel 0, voxel size */
 	int bz;             /* tile depth: min(nz, RC_BPV_BZMAX) */
@@ -63,6 +65,9 @@ struct rc_bpv_job {
 	float *scratch;     /* scratch_floats per worker, 64-byte aligned */
 	size_t scratch_floats;
 };
+
+/* Floats of one tile's sums (RC_BPV_TILE_FLOATS(bz) per task in tiles). */
+#define RC_BPV_TILE_FLOATS(bz) ((size_t)RC_BPV_BX * RC_BPV_BY * (size_t)(bz))
 
 /* Scratch floats per worker for tiles bz deep: the tile's sums, seven row
  * arrays, z positions. */
@@ -248,11 +253,13 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 	int z0 = zb * bz, z1 = z0 + bz < J->nz ? z0 + bz : J->nz;
 	const int nxt = x1 - x0, nyt = y1 - y0, nzt = z1 - z0;
 	float *S = J->scratch + (size_t)worker * J->scratch_floats;
-	/* scratch: the tile's sums, then the row buffers, then z positions */
-	float *acc = S;
-	float *rowbuf = acc + (size_t)RC_BPV_BY * RC_BPV_BX * bz;
+	/* scratch: the tile's sums (unless they persist in J->tiles), then
+	 * the row buffers, then z positions */
+	float *acc = J->tiles ? J->tiles + (size_t)task * RC_BPV_TILE_FLOATS(bz) : S;
+	float *rowbuf = S + RC_BPV_TILE_FLOATS(bz);
 	float *zw = rowbuf + 7 * RC_BPV_BX;
-	memset(acc, 0, sizeof(float) * RC_BPV_BY * RC_BPV_BX * bz);
+	if (!J->tiles || J->first_block)
+		memset(acc, 0, sizeof(float) * RC_BPV_TILE_FLOATS(bz));
 	for (int z = 0; z < bz + 16; z++) /* + 16: a chunk may start anywhere */
 		zw[z] = (float)(J->x0[2] + (z0 + z) * J->s[2]);
 	/* Views outermost: the tile's sums stay in L1/L2 while one view's
@@ -263,6 +270,8 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 		else
 			RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(J, k, x0, nxt, y0, y1, z0, z1, acc);
 	}
+	if (J->tiles && !J->last_block)
+		return;
 	for (int z = z0; z < z1; z++)
 		for (int y = y0; y < y1; y++) {
 			float *restrict out = J->vol + ((size_t)z * (size_t)J->ny + (size_t)y) * (size_t)J->nx + x0;
