@@ -127,10 +127,18 @@ static inline void RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)(int n, float *restrict 
 							 const float *restrict c1, const float *restrict zw, float v0,
 							 float dv, float fu, float wt, float vmax)
 {
+	/* v is monotone in z: the voxels whose v is off [0, vmax] (clamped,
+	 * they would add exactly zero) are at the ends; dropping them leaves
+	 * a loop with no clamps.  v is computed here exactly as in the loop. */
+	while (n > 0 && !(v0 + zw[0] * dv >= 0.0f && v0 + zw[0] * dv <= vmax)) {
+		zw++;
+		acc++;
+		n--;
+	}
+	while (n > 0 && !(v0 + zw[n - 1] * dv >= 0.0f && v0 + zw[n - 1] * dv <= vmax))
+		n--;
 	for (int z = 0; z < n; z++) {
 		float v = v0 + zw[z] * dv;
-		v = v < 0.0f ? 0.0f : v;
-		v = v > vmax ? vmax : v;
 		int32_t iv = (int32_t)v;
 		float fv = v - (float)iv;
 		float a = c0[iv], b = c1[iv], c = c0[iv + 1], d = c1[iv + 1];
