@@ -81,7 +81,7 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		rc_bp_voxel(c->bpv, c->pool, c->isa, proj, vol, first, last);
 		return 0;
 	case RC_BP_MATCHED:
-		rc_bp_matched(e->geom, c->pool, proj, vol, first, last);
+		rc_bp_matched(e->geom, c->pool, c->isa, proj, vol, first, last);
 		return 0;
 	}
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown back projector %d", (int)kind);

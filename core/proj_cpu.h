@@ -43,7 +43,7 @@ const char *rc_cpu_isa_name(rc_cpu_isa isa);
 double rc_raycast_step_mm(const rc_volume_desc *v);
 void rc_fp_raycast(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj,
 		   int first, int last);
-void rc_bp_matched(const rc_geom *g, rc_pool *pool, const float *proj, float *vol,
+void rc_bp_matched(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
 		   int first, int last);
 
 /* Rotation + projection; owns its rotated-volume buffer (cone only). */

@@ -143,29 +143,20 @@ static inline float gather8(const float *vol, const int *n, const struct tri *t,
 	return gz * (gy * c00 + t->fy * c01) + t->fz * (gy * c10 + t->fy * c11);
 }
 
-/* Scatter v into the corners of t whose z lies in [z0, z1). */
-static inline void scatter8(float *vol, const int *n, const struct tri *t, float v, int z0, int z1, int inside)
+/* Scatter v into the corners of sample (ix, iy, iz) + (fx, fy, fz) that lie
+ * in the volume and in the slices [z0, z1): the samples next to the
+ * volume's or the slab's edge (out of line: rare, and the inner loop keeps
+ * its registers).  The weights are the same products as the inner loop's. */
+__attribute__((noinline)) void rc_bpm_scatter_edge(float *vol, const int *n, int ix, int iy, int iz, float fx,
+						   float fy, float fz, float v, int z0, int z1)
 {
 	size_t sy = (size_t)n[0], sz = (size_t)n[0] * (size_t)n[1];
-	float gx = 1 - t->fx, gy = 1 - t->fy, gz = 1 - t->fz;
-	if (inside && t->iz >= z0 && t->iz + 1 < z1) {
-		float *p = vol + (size_t)t->iz * sz + (size_t)t->iy * sy + (size_t)t->ix;
-		float w00 = gz * gy * v, w01 = gz * t->fy * v, w10 = t->fz * gy * v, w11 = t->fz * t->fy * v;
-		p[0] += gx * w00;
-		p[1] += t->fx * w00;
-		p[sy] += gx * w01;
-		p[sy + 1] += t->fx * w01;
-		p[sz] += gx * w10;
-		p[sz + 1] += t->fx * w10;
-		p[sz + sy] += gx * w11;
-		p[sz + sy + 1] += t->fx * w11;
-		return;
-	}
+	float gx = 1 - fx, gy = 1 - fy, gz = 1 - fz;
 	for (int c = 0; c < 8; c++) {
-		int x = t->ix + (c & 1), y = t->iy + ((c >> 1) & 1), z = t->iz + (c >> 2);
+		int x = ix + (c & 1), y = iy + ((c >> 1) & 1), z = iz + (c >> 2);
 		if (z < z0 || z >= z1 || (unsigned)x >= (unsigned)n[0] || (unsigned)y >= (unsigned)n[1])
 			continue;
-		float w = (c & 1 ? t->fx : gx) * ((c & 4 ? t->fz : gz) * (c & 2 ? t->fy : gy) * v);
+		float w = (c & 1 ? fx : gx) * ((c & 4 ? fz : gz) * (c & 2 ? fy : gy) * v);
 		vol[(size_t)z * sz + (size_t)y * sy + (size_t)x] += w;
 	}
 }
@@ -207,6 +198,7 @@ static void pixel_range(const rc_geom *g, const struct box *bx, int k, const dou
 /* --- forward ------------------------------------------------------------- */
 
 #define RC_FPR_GROUP rc_fpr_group_baseline
+#define RC_BPM_RAY rc_bpm_ray_baseline
 #include "proj_raycast_group.h"
 
 struct fp_ctx {
@@ -331,6 +323,7 @@ struct bp_ctx {
 	const float *proj;
 	float *vol;
 	int first, last, slab;
+	void (*ray)(float *, const struct rc_bpm_ray *);
 };
 
 static void bp_task(void *arg, long task, int worker)
@@ -354,7 +347,9 @@ static void bp_task(void *arg, long task, int worker)
 				float v = row[i] * step;
 				if (v == 0 || !ray_setup(c->g, &c->bx, c->step, k, i, j, &r))
 					continue;
-				int m0 = 0, m1 = r.n;
+				struct rc_bpm_ray R = { .b = { r.b[0], r.b[1], r.b[2] }, .d = { r.d[0], r.d[1], r.d[2] },
+							.v = v, .m0 = 0, .m1 = r.n, .n = { n[0], n[1], n[2] },
+							.z0 = z0, .z1 = z1 };
 				if (fabsf(r.d[2]) > 1e-12f) {
 					/* z(m) = b + m d in [z0-1, z1) ; margin of 2 samples for rounding */
 					double ma = (z0 - 1 - r.b[2]) / r.d[2], mb = (z1 - r.b[2]) / r.d[2];
@@ -363,27 +358,27 @@ static void bp_task(void *arg, long task, int worker)
 						ma = mb;
 						mb = t;
 					}
-					m0 = (int)fmax(0, floor(ma) - 2);
-					m1 = (int)fmin(r.n, ceil(mb) + 3);
+					R.m0 = (int)fmax(0, floor(ma) - 2);
+					R.m1 = (int)fmin(r.n, ceil(mb) + 3);
 				} else if (r.b[2] < z0 - 2 || r.b[2] > z1 + 1) {
 					continue;
 				}
-				for (int m = m0; m < m1; m++) {
-					struct tri t;
-					int in = sample_at(&r, m, n, &t);
-					if (t.iz < z0 - 1 || t.iz >= z1)
-						continue;
-					scatter8(c->vol, n, &t, v, z0, z1, in);
-				}
+				c->ray(c->vol, &R);
 			}
 		}
 	}
 }
 
-void rc_bp_matched(const rc_geom *g, rc_pool *pool, const float *proj, float *vol,
+void rc_bp_matched(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
 		   int first, int last)
 {
+	static void (*const rays[RC_ISA_COUNT])(float *, const struct rc_bpm_ray *) = {
+		rc_bpm_ray_baseline, rc_bpm_ray_avx2, rc_bpm_ray_avx512
+	};
 	struct bp_ctx c = { .g = g, .proj = proj, .vol = vol, .first = first, .last = last };
+	if (!rc_cpu_isa_supported(isa))
+		isa = RC_ISA_BASELINE;
+	c.ray = rays[isa];
 	box_of(rc_geom_volume(g), &c.bx);
 	c.step = rc_raycast_step_mm(rc_geom_volume(g));
 	/* Slabs: enough tasks to balance the pool; each replays every ray's
