@@ -198,7 +198,7 @@ static void pixel_range(const rc_geom *g, const struct box *bx, int k, const dou
 /* --- forward ------------------------------------------------------------- */
 
 #define RC_FPR_GROUP rc_fpr_group_baseline
-#define RC_BPM_RAY rc_bpm_ray_baseline
+#define RC_BPM_GROUP rc_bpm_group_baseline
 #include "proj_raycast_group.h"
 
 struct fp_ctx {
@@ -323,47 +323,67 @@ struct bp_ctx {
 	const float *proj;
 	float *vol;
 	int first, last, slab;
-	void (*ray)(float *, const struct rc_bpm_ray *);
+	void (*group)(float *, const struct rc_bpm_group *);
 };
+
+/* Lane q of G: ray (k, i, j) if it may reach the slab [z0, z1), else no samples. */
+static void bp_lane(const struct bp_ctx *c, const float *row, int k, int i, int j, int q, struct rc_bpm_group *G)
+{
+	struct ray r;
+	float v = row[i] * (float)c->step;
+	G->m0[q] = G->m1[q] = 0;
+	if (v == 0 || !ray_setup(c->g, &c->bx, c->step, k, i, j, &r))
+		return;
+	int m0 = 0, m1 = r.n, z0 = G->z0, z1 = G->z1;
+	if (fabsf(r.d[2]) > 1e-12f) {
+		/* samples with floor(z) in [z0-1, z1-1], with a margin of 2 for rounding */
+		double ma = (z0 - 1 - r.b[2]) / r.d[2], mb = (z1 - r.b[2]) / r.d[2];
+		if (ma > mb) {
+			double t = ma;
+			ma = mb;
+			mb = t;
+		}
+		m0 = (int)fmax(0, floor(ma) - 2);
+		m1 = (int)fmin(r.n, ceil(mb) + 3);
+	} else if (r.b[2] < z0 - 2 || r.b[2] > z1 + 1) {
+		return;
+	}
+	for (int a = 0; a < 3; a++) {
+		G->b[a][q] = r.b[a];
+		G->d[a][q] = r.d[a];
+	}
+	G->v[q] = v;
+	G->m0[q] = m0;
+	G->m1[q] = m1;
+}
 
 static void bp_task(void *arg, long task, int worker)
 {
 	struct bp_ctx *c = arg;
 	(void)worker;
 	const int *n = c->bx.n;
-	int z0 = (int)task * c->slab, z1 = z0 + c->slab < n[2] ? z0 + c->slab : n[2];
+	struct rc_bpm_group G = { .n = { n[0], n[1], n[2] } };
+	G.z0 = (int)task * c->slab;
+	G.z1 = G.z0 + c->slab < n[2] ? G.z0 + c->slab : n[2];
 	size_t sz = (size_t)n[0] * (size_t)n[1];
-	memset(c->vol + (size_t)z0 * sz, 0, (size_t)(z1 - z0) * sz * sizeof(float));
+	memset(c->vol + (size_t)G.z0 * sz, 0, (size_t)(G.z1 - G.z0) * sz * sizeof(float));
 	/* samples with floor(z) in [z0-1, z1-1] touch the slab */
-	double lo[3] = { -1, -1, z0 - 1 }, hi[3] = { n[0], n[1], z1 };
-	float step = (float)c->step;
+	double lo[3] = { -1, -1, G.z0 - 1 }, hi[3] = { n[0], n[1], G.z1 };
 	for (int k = c->first; k < c->last; k++) {
 		int i0, i1, j0, j1;
 		pixel_range(c->g, &c->bx, k, lo, hi, &i0, &i1, &j0, &j1);
 		for (int j = j0; j < j1; j++) {
 			const float *row = c->proj + rc_geom_row_offset(c->g, k, j);
-			for (int i = i0; i < i1; i++) {
-				struct ray r;
-				float v = row[i] * step;
-				if (v == 0 || !ray_setup(c->g, &c->bx, c->step, k, i, j, &r))
-					continue;
-				struct rc_bpm_ray R = { .b = { r.b[0], r.b[1], r.b[2] }, .d = { r.d[0], r.d[1], r.d[2] },
-							.v = v, .m0 = 0, .m1 = r.n, .n = { n[0], n[1], n[2] },
-							.z0 = z0, .z1 = z1 };
-				if (fabsf(r.d[2]) > 1e-12f) {
-					/* z(m) = b + m d in [z0-1, z1) ; margin of 2 samples for rounding */
-					double ma = (z0 - 1 - r.b[2]) / r.d[2], mb = (z1 - r.b[2]) / r.d[2];
-					if (ma > mb) {
-						double t = ma;
-						ma = mb;
-						mb = t;
-					}
-					R.m0 = (int)fmax(0, floor(ma) - 2);
-					R.m1 = (int)fmin(r.n, ceil(mb) + 3);
-				} else if (r.b[2] < z0 - 2 || r.b[2] > z1 + 1) {
-					continue;
+			/* groups of columns aligned to RC_BPM_RAYS whatever the slab's
+			 * pixel range: the order of the sums does not depend on it */
+			for (int ig = i0 - i0 % RC_BPM_RAYS; ig < i1; ig += RC_BPM_RAYS) {
+				for (int q = 0; q < RC_BPM_RAYS; q++) {
+					if (ig + q >= i0 && ig + q < i1)
+						bp_lane(c, row, k, ig + q, j, q, &G);
+					else
+						G.m0[q] = G.m1[q] = 0;
 				}
-				c->ray(c->vol, &R);
+				c->group(c->vol, &G);
 			}
 		}
 	}
@@ -372,13 +392,13 @@ static void bp_task(void *arg, long task, int worker)
 void rc_bp_matched(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
 		   int first, int last)
 {
-	static void (*const rays[RC_ISA_COUNT])(float *, const struct rc_bpm_ray *) = {
-		rc_bpm_ray_baseline, rc_bpm_ray_avx2, rc_bpm_ray_avx512
+	static void (*const groups[RC_ISA_COUNT])(float *, const struct rc_bpm_group *) = {
+		rc_bpm_group_baseline, rc_bpm_group_avx2, rc_bpm_group_avx512
 	};
 	struct bp_ctx c = { .g = g, .proj = proj, .vol = vol, .first = first, .last = last };
 	if (!rc_cpu_isa_supported(isa))
 		isa = RC_ISA_BASELINE;
-	c.ray = rays[isa];
+	c.group = groups[isa];
 	box_of(rc_geom_volume(g), &c.bx);
 	c.step = rc_raycast_step_mm(rc_geom_volume(g));
 	/* Slabs: enough tasks to balance the pool; each replays every ray's

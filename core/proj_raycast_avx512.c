@@ -2,5 +2,5 @@
  * (proj_raycast_group.h); called only when the CPU has them. */
 #pragma GCC target("prefer-vector-width=512")
 #define RC_FPR_GROUP rc_fpr_group_avx512
-#define RC_BPM_RAY rc_bpm_ray_avx512
+#define RC_BPM_GROUP rc_bpm_group_avx512
 #include "proj_raycast_group.h"

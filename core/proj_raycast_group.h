@@ -33,21 +33,23 @@ void rc_fpr_group_baseline(const float *vol, int nx, int ny, struct rc_fpr_group
 void rc_fpr_group_avx2(const float *vol, int nx, int ny, struct rc_fpr_group *G);
 void rc_fpr_group_avx512(const float *vol, int nx, int ny, struct rc_fpr_group *G);
 
-/* The matched transpose's inner loop: samples [m0, m1) of one ray scattered
- * into the slices [z0, z1) of vol (see bp_task in proj_raycast.c). */
-#define RC_BPM_LANES 16
+/* The matched transpose's inner loop: the samples [m0, m1) of a group of
+ * RC_BPM_RAYS neighbouring rays of one detector row, scattered into the
+ * slices [z0, z1) of vol (see bp_task in proj_raycast.c). */
+#define RC_BPM_LANES 16 /* samples per chunk */
+#define RC_BPM_RAYS 16  /* rays per group */
 
-struct rc_bpm_ray {
-	float b[3], d[3]; /* sample m at b + m d */
-	float v;          /* step * p(ray) */
-	int m0, m1;       /* the samples that may touch the slab */
+struct rc_bpm_group {
+	float b[3][RC_BPM_RAYS], d[3][RC_BPM_RAYS]; /* sample m at b + m d */
+	float v[RC_BPM_RAYS];                       /* step * p(ray) */
+	int m0[RC_BPM_RAYS], m1[RC_BPM_RAYS];       /* samples that may touch the slab; m0 == m1: none */
 	int n[3];
-	int z0, z1;       /* the slab */
+	int z0, z1; /* the slab */
 };
 
-void rc_bpm_ray_baseline(float *vol, const struct rc_bpm_ray *r);
-void rc_bpm_ray_avx2(float *vol, const struct rc_bpm_ray *r);
-void rc_bpm_ray_avx512(float *vol, const struct rc_bpm_ray *r);
+void rc_bpm_group_baseline(float *vol, const struct rc_bpm_group *G);
+void rc_bpm_group_avx2(float *vol, const struct rc_bpm_group *G);
+void rc_bpm_group_avx512(float *vol, const struct rc_bpm_group *G);
 /* The checked scatter of one sample (proj_raycast.c): corners outside the
  * volume or the slab are left out. */
 void rc_bpm_scatter_edge(float *vol, const int *n, int ix, int iy, int iz, float fx, float fy, float fz,
@@ -98,82 +100,104 @@ __attribute__((optimize("no-trapping-math"))) void RC_FPR_GROUP(const float *res
 }
 #endif
 
-#ifdef RC_BPM_RAY
-/* RC_BPM_LANES consecutive samples at a time: positions, corner indices and
- * the eight weights in a lane loop the compiler vectorises (the same
- * expressions as sample_at and the scalar scatter, so the same values on
- * every ISA), then the adds one sample after another, in m order, scalar:
- * neighbouring samples share corners.  Samples whose corners lie in the
- * volume in x and y and whose z corners both (or one: the slab's first or
- * last slice) lie in the slab take unchecked adds, the others (the ends of
- * the ray) the checked rc_bpm_scatter_edge.  No SLP vectorisation: pairing
- * p[0] and p[1] into one 8-byte load and store makes the next sample's
- * load straddle two earlier stores when it moves one voxel in x, which
- * defeats store-to-load forwarding. */
-__attribute__((optimize("no-trapping-math", "no-tree-slp-vectorize"))) void RC_BPM_RAY(float *restrict vol, const struct rc_bpm_ray *restrict r)
+#ifdef RC_BPM_GROUP
+/* Chunk by chunk (samples [c, c + RC_BPM_LANES), c a multiple of
+ * RC_BPM_LANES), ray by ray: neighbouring rays visit the same cache lines
+ * at the same m, so a chunk of the whole group stays in L1 (one ray after
+ * the other would stream its whole path, 4 lines per sample for a ray
+ * along y, through L1 for every ray).  Every voxel therefore sums its
+ * samples in (chunk, ray, m) order, which does not depend on the slab.
+ * Per ray and chunk: positions, corner indices and the eight weights in a
+ * lane loop the compiler vectorises (the same expressions as sample_at,
+ * so the same values on every ISA), then the adds one sample after
+ * another, scalar.  Samples whose corners lie in the volume in x and y and
+ * whose z corners both (or one: the slab's first or last slice) lie in the
+ * slab take unchecked adds, the others (the ends of the ray)
+ * rc_bpm_scatter_edge.  No SLP vectorisation: pairing p[0] and p[1] into
+ * one 8-byte load and store makes the next sample's load straddle two
+ * earlier stores when it moves one voxel in x, which defeats store-to-load
+ * forwarding. */
+__attribute__((optimize("no-trapping-math", "no-tree-slp-vectorize"))) void RC_BPM_GROUP(float *restrict vol, const struct rc_bpm_group *restrict G)
 {
-	const int nx = r->n[0], ny = r->n[1], z0 = r->z0, z1 = r->z1;
+	const int nx = G->n[0], ny = G->n[1], z0 = G->z0, z1 = G->z1;
 	const ptrdiff_t sy = nx, sz = (ptrdiff_t)nx * ny;
-	const float bx = r->b[0], by = r->b[1], bz = r->b[2], dx = r->d[0], dy = r->d[1], dz = r->d[2], v = r->v;
-	for (int m = r->m0; m < r->m1; m += RC_BPM_LANES) {
-		int ix[RC_BPM_LANES], iy[RC_BPM_LANES], iz[RC_BPM_LANES], kind[RC_BPM_LANES];
-		float fx[RC_BPM_LANES], fy[RC_BPM_LANES], fz[RC_BPM_LANES], w[8][RC_BPM_LANES];
-		for (int l = 0; l < RC_BPM_LANES; l++) {
-			const float mf = (float)(m + l);
-			float px = bx + mf * dx, py = by + mf * dy, pz = bz + mf * dz;
-			int jx = (int)(px + 2.0f) - 2, jy = (int)(py + 2.0f) - 2, jz = (int)(pz + 2.0f) - 2;
-			float gx, gy, gz;
-			ix[l] = jx;
-			iy[l] = jy;
-			iz[l] = jz;
-			fx[l] = px - (float)jx;
-			fy[l] = py - (float)jy;
-			fz[l] = pz - (float)jz;
-			gx = 1 - fx[l];
-			gy = 1 - fy[l];
-			gz = 1 - fz[l];
-			/* 3: all eight corners in the slab; 1: the lower four (the
-			 * slab's last slice); 2: the upper four (its first); 0: check */
-			int xy = ((unsigned)jx < (unsigned)(nx - 1)) & ((unsigned)jy < (unsigned)(ny - 1));
-			int lo = (jz >= z0) & (jz < z1), hi = (jz + 1 >= z0) & (jz + 1 < z1);
-			kind[l] = xy * (lo + 2 * hi);
-			float w00 = gz * gy * v, w01 = gz * fy[l] * v, w10 = fz[l] * gy * v, w11 = fz[l] * fy[l] * v;
-			w[0][l] = gx * w00;
-			w[1][l] = fx[l] * w00;
-			w[2][l] = gx * w01;
-			w[3][l] = fx[l] * w01;
-			w[4][l] = gx * w10;
-			w[5][l] = fx[l] * w10;
-			w[6][l] = gx * w11;
-			w[7][l] = fx[l] * w11;
-		}
-		const int cnt = r->m1 - m < RC_BPM_LANES ? r->m1 - m : RC_BPM_LANES;
-		for (int l = 0; l < cnt; l++) {
-			const ptrdiff_t o = (ptrdiff_t)iy[l] * sy + ix[l];
-			if (kind[l] == 3) {
-				float *p = vol + (ptrdiff_t)iz[l] * sz + o;
-				p[0] += w[0][l];
-				p[1] += w[1][l];
-				p[sy] += w[2][l];
-				p[sy + 1] += w[3][l];
-				p[sz] += w[4][l];
-				p[sz + 1] += w[5][l];
-				p[sz + sy] += w[6][l];
-				p[sz + sy + 1] += w[7][l];
-			} else if (kind[l] == 1) {
-				float *p = vol + (ptrdiff_t)iz[l] * sz + o;
-				p[0] += w[0][l];
-				p[1] += w[1][l];
-				p[sy] += w[2][l];
-				p[sy + 1] += w[3][l];
-			} else if (kind[l] == 2) {
-				float *p = vol + (ptrdiff_t)(iz[l] + 1) * sz + o;
-				p[0] += w[4][l];
-				p[1] += w[5][l];
-				p[sy] += w[6][l];
-				p[sy + 1] += w[7][l];
-			} else if (iz[l] >= z0 - 1 && iz[l] < z1) {
-				rc_bpm_scatter_edge(vol, r->n, ix[l], iy[l], iz[l], fx[l], fy[l], fz[l], v, z0, z1);
+	int lo = -1, hi = 0;
+	for (int q = 0; q < RC_BPM_RAYS; q++) {
+		if (G->m1[q] <= G->m0[q])
+			continue;
+		lo = lo < 0 || G->m0[q] < lo ? G->m0[q] : lo;
+		hi = G->m1[q] > hi ? G->m1[q] : hi;
+	}
+	if (lo < 0)
+		return;
+	for (int m = lo - lo % RC_BPM_LANES; m < hi; m += RC_BPM_LANES) {
+		for (int q = 0; q < RC_BPM_RAYS; q++) {
+			const int a = G->m0[q] > m ? G->m0[q] - m : 0;
+			const int e = G->m1[q] < m + RC_BPM_LANES ? G->m1[q] - m : RC_BPM_LANES;
+			if (a >= e)
+				continue;
+			const float bx = G->b[0][q], by = G->b[1][q], bz = G->b[2][q];
+			const float dx = G->d[0][q], dy = G->d[1][q], dz = G->d[2][q], v = G->v[q];
+			int ix[RC_BPM_LANES], iy[RC_BPM_LANES], iz[RC_BPM_LANES], kind[RC_BPM_LANES];
+			float fx[RC_BPM_LANES], fy[RC_BPM_LANES], fz[RC_BPM_LANES], w[8][RC_BPM_LANES];
+			for (int l = 0; l < RC_BPM_LANES; l++) {
+				const float mf = (float)(m + l);
+				float px = bx + mf * dx, py = by + mf * dy, pz = bz + mf * dz;
+				int jx = (int)(px + 2.0f) - 2, jy = (int)(py + 2.0f) - 2, jz = (int)(pz + 2.0f) - 2;
+				float gx, gy, gz;
+				ix[l] = jx;
+				iy[l] = jy;
+				iz[l] = jz;
+				fx[l] = px - (float)jx;
+				fy[l] = py - (float)jy;
+				fz[l] = pz - (float)jz;
+				gx = 1 - fx[l];
+				gy = 1 - fy[l];
+				gz = 1 - fz[l];
+				/* 3: all eight corners in the slab; 1: the lower four
+				 * (the slab's last slice); 2: the upper four (its
+				 * first); 0: check */
+				int xy = ((unsigned)jx < (unsigned)(nx - 1)) & ((unsigned)jy < (unsigned)(ny - 1));
+				int zlo = (jz >= z0) & (jz < z1), zhi = (jz + 1 >= z0) & (jz + 1 < z1);
+				kind[l] = xy * (zlo + 2 * zhi);
+				float w00 = gz * gy * v, w01 = gz * fy[l] * v, w10 = fz[l] * gy * v, w11 = fz[l] * fy[l] * v;
+				w[0][l] = gx * w00;
+				w[1][l] = fx[l] * w00;
+				w[2][l] = gx * w01;
+				w[3][l] = fx[l] * w01;
+				w[4][l] = gx * w10;
+				w[5][l] = fx[l] * w10;
+				w[6][l] = gx * w11;
+				w[7][l] = fx[l] * w11;
+			}
+			for (int l = a; l < e; l++) {
+				const ptrdiff_t o = (ptrdiff_t)iy[l] * sy + ix[l];
+				if (kind[l] == 3) {
+					float *p = vol + (ptrdiff_t)iz[l] * sz + o;
+					p[0] += w[0][l];
+					p[1] += w[1][l];
+					p[sy] += w[2][l];
+					p[sy + 1] += w[3][l];
+					p[sz] += w[4][l];
+					p[sz + 1] += w[5][l];
+					p[sz + sy] += w[6][l];
+					p[sz + sy + 1] += w[7][l];
+				} else if (kind[l] == 1) {
+					float *p = vol + (ptrdiff_t)iz[l] * sz + o;
+					p[0] += w[0][l];
+					p[1] += w[1][l];
+					p[sy] += w[2][l];
+					p[sy + 1] += w[3][l];
+				} else if (kind[l] == 2) {
+					float *p = vol + (ptrdiff_t)(iz[l] + 1) * sz + o;
+					p[0] += w[4][l];
+					p[1] += w[5][l];
+					p[sy] += w[6][l];
+					p[sy + 1] += w[7][l];
+				} else if (iz[l] >= z0 - 1 && iz[l] < z1) {
+					rc_bpm_scatter_edge(vol, G->n, ix[l], iy[l], iz[l], fx[l], fy[l], fz[l], v, z0,
+							    z1);
+				}
 			}
 		}
 	}
