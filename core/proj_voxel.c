@@ -15,6 +15,7 @@
  */
 #include "proj_cpu.h"
 
+#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -118,8 +119,11 @@ struct pad_ctx {
 	int first;
 };
 
-/* Copies view first + k into its padded transposed image, in 32 x 32
- * blocks so that both the reads and the writes stay in cache lines. */
+/* Copies view first + k into its padded transposed image: 32 x 32 blocks
+ * so that both the reads and the writes stay in cache lines, each block
+ * as 4 x 4 SSE transposes (baseline x86-64; the scalar element-by-element
+ * copy took about 10 cycles per pixel, an eighth of the whole 256^3 back
+ * projection). */
 static void pad_task(void *arg, long k, int worker)
 {
 	struct pad_ctx *c = arg;
@@ -134,15 +138,32 @@ static void pad_task(void *arg, long k, int worker)
 		float *col = img + (size_t)(i + 1) * Hs;
 		col[0] = col[nv + 1] = col[nv + 2] = 0;
 	}
-	for (int j0 = 0; j0 < nv; j0 += 32)
+	const float *rows[32];
+	for (int j0 = 0; j0 < nv; j0 += 32) {
+		int j1 = j0 + 32 < nv ? j0 + 32 : nv;
+		for (int j = j0; j < j1; j++)
+			rows[j - j0] = c->proj + rc_geom_row_offset(b->g, c->first + (int)k, j);
 		for (int i0 = 0; i0 < nu; i0 += 32) {
-			int j1 = j0 + 32 < nv ? j0 + 32 : nv, i1 = i0 + 32 < nu ? i0 + 32 : nu;
-			for (int j = j0; j < j1; j++) {
-				const float *row = c->proj + rc_geom_row_offset(b->g, c->first + (int)k, j);
-				for (int i = i0; i < i1; i++)
-					img[(size_t)(i + 1) * Hs + j + 1] = row[i];
-			}
+			int i1 = i0 + 32 < nu ? i0 + 32 : nu;
+			int j4 = j0 + ((j1 - j0) & ~3), i4 = i0 + ((i1 - i0) & ~3);
+			for (int j = j0; j < j4; j += 4)
+				for (int i = i0; i < i4; i += 4) {
+					const float *const *r = rows + (j - j0);
+					__m128 a = _mm_loadu_ps(r[0] + i), bb = _mm_loadu_ps(r[1] + i);
+					__m128 cc = _mm_loadu_ps(r[2] + i), dd = _mm_loadu_ps(r[3] + i);
+					_MM_TRANSPOSE4_PS(a, bb, cc, dd);
+					float *o = img + (size_t)(i + 1) * Hs + j + 1;
+					_mm_storeu_ps(o, a);
+					_mm_storeu_ps(o + Hs, bb);
+					_mm_storeu_ps(o + 2 * (size_t)Hs, cc);
+					_mm_storeu_ps(o + 3 * (size_t)Hs, dd);
+				}
+			/* the block's last rows and columns (sizes not multiples of 4) */
+			for (int j = j0; j < j1; j++)
+				for (int i = j < j4 ? i4 : i0; i < i1; i++)
+					img[(size_t)(i + 1) * Hs + j + 1] = rows[j - j0][i];
 		}
+	}
 }
 
 struct tile_ctx {

@@ -100,11 +100,11 @@ static void matrix_of(const struct frame *f, double *P)
 		P[4 * r + 3] = -(P[4 * r] * f->s[0] + P[4 * r + 1] * f->s[1] + P[4 * r + 2] * f->s[2]);
 }
 
-static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *vol, int nviews)
+static rc_geom *make_geom_det(rc_geom_type type, const rc_volume_desc *vol, int nviews, const rc_detector_desc *det)
 {
 	double ang[64], mats[64 * 12];
 	angles(ang, nviews, 7);
-	rc_geom_spec sp = { .type = type, .nviews = nviews, .det = DET, .source_isocenter_mm = D,
+	rc_geom_spec sp = { .type = type, .nviews = nviews, .det = *det, .source_isocenter_mm = D,
 			    .source_detector_mm = S, .angles_deg = ang, .matrices = mats };
 	for (int k = 0; k < nviews; k++) {
 		struct frame f;
@@ -117,6 +117,11 @@ static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *vol, int nvie
 	if (rc)
 		fail_msg("geometry: %s", err.msg);
 	return g;
+}
+
+static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *vol, int nviews)
+{
+	return make_geom_det(type, vol, nviews, &DET);
 }
 
 static rc_engine *make_engine(const rc_geom *g, int threads)
@@ -425,19 +430,20 @@ static void test_adjoint_matrices(void **s) { (void)s; adjoint_case(RC_GEOM_MATR
 
 /* --- voxel back projection against a double reference ------------------------ */
 
-static double pix(const float *img, int i, int j)
+static double pix(const float *img, const rc_detector_desc *d, int i, int j)
 {
-	return i < 0 || j < 0 || i >= DET.nu || j >= DET.nv ? 0.0 : img[(size_t)j * DET.nu + i];
+	return i < 0 || j < 0 || i >= d->nu || j >= d->nv ? 0.0 : img[(size_t)j * d->nu + i];
 }
 
 static void bp_reference(const rc_geom *g, const float *proj, int first, int last, double *out)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
+	const rc_detector_desc *d = rc_geom_detector(g);
 	size_t nvox = rc_volume_count(v);
 	memset(out, 0, nvox * sizeof *out);
 	for (int k = first; k < last; k++) {
 		const double *P = rc_geom_view(g, k)->P;
-		const float *img = proj + (size_t)k * DET.nu * DET.nv;
+		const float *img = proj + (size_t)k * d->nu * d->nv;
 		for (int z = 0; z < v->nz; z++)
 			for (int y = 0; y < v->ny; y++)
 				for (int x = 0; x < v->nx; x++) {
@@ -451,8 +457,8 @@ static void bp_reference(const rc_geom *g, const float *proj, int first, int las
 					double u = h[0] / h[2], vv = h[1] / h[2];
 					int i0 = (int)floor(u), j0 = (int)floor(vv);
 					double fu = u - i0, fv = vv - j0;
-					double val = (1 - fv) * ((1 - fu) * pix(img, i0, j0) + fu * pix(img, i0 + 1, j0)) +
-						     fv * ((1 - fu) * pix(img, i0, j0 + 1) + fu * pix(img, i0 + 1, j0 + 1));
+					double val = (1 - fv) * ((1 - fu) * pix(img, d, i0, j0) + fu * pix(img, d, i0 + 1, j0)) +
+						     fv * ((1 - fu) * pix(img, d, i0, j0 + 1) + fu * pix(img, d, i0 + 1, j0 + 1));
 					out[((size_t)z * v->ny + y) * v->nx + x] += val / (h[2] * h[2]);
 				}
 	}
@@ -526,6 +532,18 @@ static void voxel_case(rc_geom_type type)
 }
 
 static void test_voxel_cone(void **s) { (void)s; voxel_case(RC_GEOM_CONE); }
+
+/* A detector whose sizes are multiples of neither 4 nor 32: the padded
+ * images are built by 4 x 4 transposes in 32 x 32 blocks plus the leftover
+ * rows and columns (proj_voxel.c pad_task). */
+static void test_voxel_odd_detector(void **s)
+{
+	(void)s;
+	const rc_detector_desc det = { 53, 47, 1.5, 1.5, 1.2, -0.9 };
+	rc_geom *g = make_geom_det(RC_GEOM_CONE, &VOL_ODD, NV, &det);
+	bp_isas_random(g, 0, NV, "cone, 53 x 47 detector");
+	rc_geom_free(g);
+}
 static void test_voxel_matrices(void **s) { (void)s; voxel_case(RC_GEOM_MATRICES); }
 
 /* Every ISA path of the cone loop on every window the AVX-512 path picks:
@@ -705,6 +723,7 @@ int main(void)
 		cmocka_unit_test(test_voxel_matrices),
 		cmocka_unit_test(test_voxel_many_views),
 		cmocka_unit_test(test_voxel_cone_windows),
+		cmocka_unit_test(test_voxel_odd_detector),
 		cmocka_unit_test(test_rotate_vs_raycast),
 		cmocka_unit_test(test_splits_and_threads),
 	};
