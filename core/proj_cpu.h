@@ -3,8 +3,9 @@
  * tests and the benchmark call them through the engine).
  *
  *   proj_raycast.c  RC_FP_RAYCAST and its exact adjoint RC_BP_MATCHED; the
- *                   forward's lane loop in proj_raycast_group.h, compiled per
- *                   ISA like the voxel back projector's
+ *                   forward's lane loop and the adjoint's group loop in
+ *                   proj_raycast_group.h, compiled per ISA like the voxel
+ *                   back projector's
  *   proj_rotate.c   RC_FP_ROTATE (paper 000 §3.2: rotation kernel + projection
  *                   kernel, Approach B)
  *   proj_voxel.c    RC_BP_VOXEL (paper 002 Eq. 1), the inner loops in

@@ -2,7 +2,8 @@
  * proj_raycast: ray casting with trilinear sampling (paper 002 Alg. 2) and its
  * exact transpose.
  *
- * Both directions share ray_setup and sample_at, so the transpose visits the
+ * Both directions share ray_setup and sample_at's expressions (the lane
+ * loops of proj_raycast_group.h repeat them), so the transpose visits the
  * same sample points with the same weights:
  *   forward   p(ray) = step * sum_m sum_corners w_c(m) f[c]
  *   matched   f[c]  += step * p(ray) * w_c(m)        for every (ray, m, c).
@@ -15,10 +16,12 @@
  * Parallel split: forward, one task per (view, detector row); transpose, one
  * task per z slab of the volume: each slab replays every ray but keeps only
  * the samples that touch its slices and scatters only into them.  Every
- * voxel is therefore summed by one task, in ray order, whatever the number
- * of threads: no races, no partial volumes, and results identical for 1 or
- * N threads.  Detector rows/columns whose rays cannot meet a slab are
- * skipped by projecting the slab's corners.
+ * voxel is therefore summed by one task, in an order fixed by the rays
+ * (view, row, group of 16 columns, chunk of 16 samples, ray, sample; see
+ * RC_BPM_GROUP) whatever the number of threads: no races, no partial
+ * volumes, and results identical for 1 or N threads.  Detector rows/columns
+ * whose rays cannot meet a slab are skipped by projecting the slab's
+ * corners.
  */
 #include "proj_cpu.h"
 
