@@ -16,7 +16,6 @@
  * whose window is wider than 32 rows, or with dv < 0, take the portable
  * loop. */
 #include <immintrin.h>
-#include <math.h>
 
 #include "proj_voxel_tile.h"
 
@@ -115,15 +114,7 @@ static inline void cone_col_avx2(int n, float *restrict acc, const float *restri
 		cone_col_c_avx2(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
 		return;
 	}
-	/* Drop the voxels whose v (computed exactly as the vector lanes do)
-	 * lies outside [0, vmax]: they add zero (see proj_voxel_avx512.c). */
-	while (n > 0 && !(fmaf(zw[0], dv, v0) >= 0.0f)) {
-		zw++;
-		acc++;
-		n--;
-	}
-	while (n > 0 && !(fmaf(zw[n - 1], dv, v0) <= vmax))
-		n--;
+	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
 	if (span <= 16.0f)
 		cone_col_win8(2, n, acc, c0, c1, zw, v0, dv, fu, wt);
 	else

@@ -15,7 +15,6 @@
  * arithmetic is the portable loop's (plus one FMA for v). */
 #pragma GCC target("tune=skylake-avx512,prefer-vector-width=512")
 #include <immintrin.h>
-#include <math.h>
 
 #include "proj_voxel_tile.h"
 
@@ -144,17 +143,7 @@ static inline void cone_col_avx512(int n, float *restrict acc, const float *rest
 		cone_col_c_avx512(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
 		return;
 	}
-	/* Drop the voxels whose v (computed exactly as the vector lanes do)
-	 * lies outside [0, vmax]: clamped, they would add exactly zero.  v
-	 * grows with z (dv >= 0, fma is monotone), so they are at the ends,
-	 * and no chunk needs a clamp. */
-	while (n > 0 && !(fmaf(zw[0], dv, v0) >= 0.0f)) {
-		zw++;
-		acc++;
-		n--;
-	}
-	while (n > 0 && !(fmaf(zw[n - 1], dv, v0) <= vmax))
-		n--;
+	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
 	if (span <= 32.0f)
 		cone_col_win(2, n, acc, c0, c1, zw, v0, dv, fu, wt);
 	else if (span <= 64.0f)

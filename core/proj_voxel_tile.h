@@ -74,6 +74,25 @@ struct rc_bpv_job {
  * arrays of per-column set-up, z positions. */
 #define RC_BPV_SCRATCH_FLOATS(bz) ((size_t)RC_BPV_BX * RC_BPV_BY * ((size_t)(bz) + 7) + (size_t)(bz) + 16)
 
+/* The vector column loops (proj_voxel_avx2.c, proj_voxel_avx512.c) compute
+ * v = fma(zw, dv, v0) and do not clamp it.  This drops the voxels at both
+ * ends of a column whose v lies outside [0, vmax]: clamped, they would add
+ * exactly zero, and with dv >= 0 v grows with z (fma is monotone), so they
+ * are all at the ends.  Returns the voxels left; *zw and *acc move past the
+ * dropped first ones. */
+static inline int rc_bpv_drop_off_detector(int n, const float *restrict *zw, float *restrict *acc, float v0, float dv,
+					   float vmax)
+{
+	while (n > 0 && !(fmaf((*zw)[0], dv, v0) >= 0.0f)) {
+		++*zw;
+		++*acc;
+		n--;
+	}
+	while (n > 0 && !(fmaf((*zw)[n - 1], dv, v0) <= vmax))
+		n--;
+	return n;
+}
+
 void rc_bpv_tile_baseline(const struct rc_bpv_job *J, long task, int worker);
 void rc_bpv_tile_avx2(const struct rc_bpv_job *J, long task, int worker);
 void rc_bpv_tile_avx512(const struct rc_bpv_job *J, long task, int worker);
