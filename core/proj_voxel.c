@@ -16,6 +16,7 @@
 #include "proj_cpu.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -166,6 +167,29 @@ static void pad_task(void *arg, long k, int worker)
 	}
 }
 
+/* A view takes the column loops (proj_voxel_tile.h) when it is a cone view
+ * (P[2] = P[10] = 0: u and w constant along a voxel column) or close to one,
+ * as a C-arm's calibrated matrices are: w > 0 on the whole volume, and w
+ * changes along a voxel column by at most RC_BPV_NEWTON_MAX of its value at
+ * the column's centre, so that three Newton steps from there give 1/w to
+ * float precision (the bound of the general row path).  Other views (a
+ * strongly tilted gantry) take the general row path. */
+static int view_cone_like(const double *P, const rc_volume_desc *v)
+{
+	if (P[2] == 0 && P[10] == 0)
+		return 1;
+	double wmin = INFINITY;
+	for (int c = 0; c < 8; c++) {
+		double X[3];
+		rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
+		double w = P[8] * X[0] + P[9] * X[1] + P[10] * X[2] + P[11];
+		wmin = w < wmin ? w : wmin;
+	}
+	/* half the change of w along a column; the centre's w is >= wmin */
+	double half = fabs(P[10]) * (v->nz - 1) * v->vz / 2;
+	return wmin > 0 && half <= RC_BPV_NEWTON_MAX * wmin;
+}
+
 struct tile_ctx {
 	const struct rc_bpv_job *job;
 	void (*fn)(const struct rc_bpv_job *, long, int);
@@ -211,13 +235,12 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	J->scratch = b->scratch;
 	J->scratch_floats = b->scratch_floats;
 	long ntiles = (long)J->nxb * J->nyb * J->nzb;
-	/* One layout of the sums for the whole call: cone only if every view is */
+	/* One layout of the sums for the whole call: columns if every view is
+	 * cone-like, else rows (the general path) */
 	J->cone = 1;
-	for (int k = first; k < last; k++) {
-		const double *P = rc_geom_view(b->g, k)->P;
-		if (P[2] != 0 || P[10] != 0)
+	for (int k = first; k < last; k++)
+		if (!view_cone_like(rc_geom_view(b->g, k)->P, v))
 			J->cone = 0;
-	}
 	/* Several blocks: the sums stay in tiles across blocks and reach the
 	 * volume once; writing them out per block was a fifth of the time
 	 * (one scattered read-modify-write of the volume per 32 views).

@@ -55,7 +55,8 @@ struct rc_bpv_job {
 	size_t img_stride;  /* Hs * (nu + 3) + RC_BPV_TAIL */
 	const float *img;   /* K padded transposed images, pixel (i, j) at (i+1)*Hs + j+1 */
 	double P[RC_BPV_BLOCK][12];
-	int cone;           /* every view of the call has P[2] = P[10] = 0 */
+	int cone;           /* column layout: every view of the call is cone-like
+			     * (P[2] = P[10] = 0, or near enough: proj_voxel.c) */
 	int overwrite;      /* first block of a call: vol = sum, else vol += sum */
 	float *tiles;       /* NULL, or every tile's sums kept across the call's blocks */
 	int first_block, last_block; /* with tiles: zero the sums / write them out */
@@ -171,6 +172,84 @@ static inline void RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)(int n, float *restrict 
 #define RC_BPV_CONE_COLUMN RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)
 #endif
 
+/* Column set-up of a general matrix (P[2] or P[10] not 0, e.g. a C-arm's
+ * calibrated matrices) for row y, voxels x0..x0+n-1: along a voxel column
+ * w = aw + bw z, u w = au + bu z, v w = av + bv z (z the position in mm;
+ * the b's are P[10], P[2], P[6] for every column), r0 = 1/w at the tile
+ * column's centre zc, and the slices [za, zb) where the voxel may land on the
+ * detector: u and v are monotone along a column (w > 0 on it), so each
+ * crosses its limits at most once; one voxel of margin each side (the
+ * column loop clamps, so the margin only needs to be conservative). */
+static void RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, const double *P, double yw, int x0,
+						int n, int nzt, double zw0, double zc, float *restrict aw,
+						float *restrict au, float *restrict av, float *restrict r0,
+						int32_t *restrict za, int32_t *restrict zb)
+{
+	const double lim[2][2] = { { -1, J->nu }, { -1, J->nv } };
+	for (int i = 0; i < n; i++) {
+		double xw = J->x0[0] + (x0 + i) * J->s[0];
+		double a[3] = { P[0] * xw + P[1] * yw + P[3], P[4] * xw + P[5] * yw + P[7], P[8] * xw + P[9] * yw + P[11] };
+		double b[3] = { P[2], P[6], P[10] };
+		/* z range (mm) where lim[d][0] < (a[d] + b[d] z) / w(z) < lim[d][1] */
+		double lo = zw0 - J->s[2], hi = zw0 + nzt * J->s[2];
+		for (int d = 0; d < 2; d++)
+			for (int e = 0; e < 2; e++) {
+				double c = lim[d][e], den = b[d] - c * b[2], num = c * a[2] - a[d];
+				/* f(z) - c has the sign of (a[d] - c a[2]) + den z, times w > 0 */
+				double f_lo = a[d] - c * a[2] + den * lo;
+				int inside_above = e == 0; /* f > lim[0] wanted, f < lim[1] wanted */
+				if (den == 0) {
+					if ((f_lo > 0) != inside_above)
+						hi = lo; /* never inside */
+					continue;
+				}
+				double zc_ = num / den;
+				/* f - c grows with z when den > 0 */
+				if ((den > 0) == inside_above)
+					lo = zc_ > lo ? zc_ : lo;
+				else
+					hi = zc_ < hi ? zc_ : hi;
+			}
+		double zl = (lo - zw0) / J->s[2] - 1, zh = (hi - zw0) / J->s[2] + 2;
+		zl = zl < 0 ? 0 : zl > nzt ? nzt : zl;
+		zh = zh < 0 ? 0 : zh > nzt ? nzt : zh;
+		za[i] = hi > lo ? (int32_t)zl : 0;
+		zb[i] = hi > lo ? (int32_t)zh : 0;
+		aw[i] = (float)a[2];
+		au[i] = (float)a[0];
+		av[i] = (float)a[1];
+		r0[i] = (float)(1.0 / (a[2] + b[2] * zc));
+	}
+}
+
+/* The column loop of a general matrix: w = aw + bw zw, 1/w by three Newton
+ * steps from the column centre's r0 (as gen_row does along x), u and v
+ * clamped to the padded detector, bilinear, weight 1/w^2. */
+static inline void RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
+						      const float *restrict zw, float aw, float bw, float au,
+						      float bu, float av, float bv, float r0, float umax, float vmax,
+						      int Hs)
+{
+	for (int z = 0; z < n; z++) {
+		float w = aw + bw * zw[z], r = r0;
+		r = r * (2.0f - w * r);
+		r = r * (2.0f - w * r);
+		r = r * (2.0f - w * r);
+		float u = (au + bu * zw[z]) * r + 1.0f, v = (av + bv * zw[z]) * r + 1.0f;
+		u = u < 0.0f ? 0.0f : u;
+		u = u > umax ? umax : u;
+		v = v < 0.0f ? 0.0f : v;
+		v = v > vmax ? vmax : v;
+		int32_t iu = (int32_t)u, iv = (int32_t)v;
+		float fu = u - (float)iu, fv = v - (float)iv;
+		int32_t idx = iu * Hs + iv;
+		float a = img[idx], b = img[idx + Hs];
+		float c = img[idx + 1], d = img[idx + Hs + 1];
+		float top = a + fu * (b - a), bot = c + fu * (d - c);
+		acc[z] += r * r * (top + fv * (bot - top));
+	}
+}
+
 /* The per-voxel loop of the general path: w = aw + bw x, 1/w by three
  * Newton steps r <- r (2 - w r) from the row centre's 1/w (see the top). */
 static inline void RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
@@ -247,31 +326,39 @@ static void RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	}
 }
 
-/* Cone path, view k: the set-up of every voxel column of the tile, then
- * the columns in the order that keeps the detector in L1: columns that share
- * detector columns run one after the other.  A tile's columns read a few
- * dozen detector columns of 4-8 KiB each; along x (rays near the y axis)
- * u changes faster than along y, so then y runs innermost, else x (the
- * wrong order measured 4-16 % slower).  Sums [y][x][z], z positions
- * zw[0..bz) (beyond the tile the sequence goes on, so that a vector may read
- * a whole chunk). */
-static void RC_BPV_CAT(cone_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int k, int x0, int nxt, int y0, int y1,
-						 int nzt, const float *zw, float *rowbuf, float *acc)
+/* Column layout, view k: the set-up of every voxel column of the tile (cone
+ * or general), then the columns in the order that keeps the detector in L1:
+ * columns that share detector columns run one after the other.  A tile's
+ * columns read a few dozen detector columns of 4-8 KiB each; along x (rays
+ * near the y axis) u changes faster than along y, so then y runs innermost,
+ * else x (the wrong order measured 4-16 % slower).  Sums [y][x][z], z
+ * positions zw[0..bz) (beyond the tile the sequence goes on, so that a
+ * vector may read a whole chunk). */
+static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int k, int x0, int nxt, int y0, int y1,
+						int z0, int nzt, const float *zw, float *rowbuf, float *acc)
 {
 	const float *restrict img = J->img + (size_t)k * J->img_stride;
-	const float vmax = (float)(J->nv + 1);
+	const float umax = (float)(J->nu + 1), vmax = (float)(J->nv + 1);
 	const int Hs = J->Hs, T = RC_BPV_BX * RC_BPV_BY;
 	const double *P = J->P[k];
-	float *fu = rowbuf, *v0 = fu + T, *dv = v0 + T, *wt = dv + T;
-	int32_t *col = (int32_t *)(wt + T), *za = col + T, *zb = za + T;
+	const int cone = P[2] == 0 && P[10] == 0;
+	/* cone: fu, v0, dv, wt, col; general: aw, au, av, r0 (in the same arrays) */
+	float *f0 = rowbuf, *f1 = f0 + T, *f2 = f1 + T, *f3 = f2 + T;
+	int32_t *col = (int32_t *)(f3 + T), *za = col + T, *zb = za + T;
+	double zw0 = J->x0[2] + z0 * J->s[2], zc = zw0 + 0.5 * (nzt - 1) * J->s[2];
 	for (int y = y0; y < y1; y++) {
 		int r = (y - y0) * RC_BPV_BX;
-		RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(J, P, J->x0[1] + y * J->s[1], x0, nxt, nzt, zw[0], fu + r, v0 + r,
-						     dv + r, wt + r, col + r, za + r, zb + r);
+		double yw = J->x0[1] + y * J->s[1];
+		if (cone)
+			RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r,
+							     f3 + r, col + r, za + r, zb + r);
+		else
+			RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw0, zc, f0 + r, f1 + r, f2 + r,
+							    f3 + r, za + r, zb + r);
 	}
 	/* du/dx and du/dy (times w) at the tile's centre */
 	double xc = J->x0[0] + (x0 + 0.5 * (nxt - 1)) * J->s[0], yc = J->x0[1] + 0.5 * (y0 + y1 - 1) * J->s[1];
-	double w = P[8] * xc + P[9] * yc + P[11], u = (P[0] * xc + P[1] * yc + P[3]) / w;
+	double w = P[8] * xc + P[9] * yc + P[10] * zc + P[11], u = (P[0] * xc + P[1] * yc + P[2] * zc + P[3]) / w;
 	int y_inner = fabs((P[1] - u * P[9]) * J->s[1]) < fabs((P[0] - u * P[8]) * J->s[0]);
 	const int nyt = y1 - y0, n_out = y_inner ? nxt : nyt, n_in = y_inner ? nyt : nxt;
 	for (int o = 0; o < n_out; o++)
@@ -279,9 +366,16 @@ static void RC_BPV_CAT(cone_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int
 			int x = y_inner ? o : i, y = y_inner ? i : o, c = y * RC_BPV_BX + x;
 			if (za[c] >= zb[c])
 				continue;
-			const float *c0 = img + (size_t)col[c] * Hs;
 			float *a = acc + (size_t)c * (size_t)J->bz + za[c];
-			RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], v0[c], dv[c], fu[c], wt[c], vmax);
+			if (cone) {
+				const float *c0 = img + (size_t)col[c] * Hs;
+				RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], f1[c], f2[c], f0[c], f3[c],
+						   vmax);
+			} else {
+				RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(zb[c] - za[c], a, img, zw + za[c], f0[c], (float)P[10],
+								   f1[c], (float)P[2], f2[c], (float)P[6], f3[c], umax,
+								   vmax, Hs);
+			}
 		}
 }
 
@@ -308,7 +402,7 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 	 * detector footprint of the tile is read. */
 	for (int k = 0; k < J->K; k++) {
 		if (J->cone)
-			RC_BPV_CAT(cone_view, RC_BPV_SUFFIX)(J, k, x0, nxt, y0, y1, nzt, zw, rowbuf, acc);
+			RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(J, k, x0, nxt, y0, y1, z0, nzt, zw, rowbuf, acc);
 		else
 			RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(J, k, x0, nxt, y0, y1, z0, z1, acc);
 	}

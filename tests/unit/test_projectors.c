@@ -100,7 +100,8 @@ static void matrix_of(const struct frame *f, double *P)
 		P[4 * r + 3] = -(P[4 * r] * f->s[0] + P[4 * r + 1] * f->s[1] + P[4 * r + 2] * f->s[2]);
 }
 
-static rc_geom *make_geom_det(rc_geom_type type, const rc_volume_desc *vol, int nviews, const rc_detector_desc *det)
+static rc_geom *make_geom_full(rc_geom_type type, const rc_volume_desc *vol, int nviews, const rc_detector_desc *det,
+			       double tilt_deg)
 {
 	double ang[64], mats[64 * 12];
 	angles(ang, nviews, 7);
@@ -108,7 +109,7 @@ static rc_geom *make_geom_det(rc_geom_type type, const rc_volume_desc *vol, int 
 			    .source_detector_mm = S, .angles_deg = ang, .matrices = mats };
 	for (int k = 0; k < nviews; k++) {
 		struct frame f;
-		frame_of(ang[k], TILT_DEG, &f);
+		frame_of(ang[k], tilt_deg, &f);
 		matrix_of(&f, mats + 12 * k);
 	}
 	rc_geom *g = NULL;
@@ -121,7 +122,7 @@ static rc_geom *make_geom_det(rc_geom_type type, const rc_volume_desc *vol, int 
 
 static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *vol, int nviews)
 {
-	return make_geom_det(type, vol, nviews, &DET);
+	return make_geom_full(type, vol, nviews, &DET, TILT_DEG);
 }
 
 static rc_engine *make_engine(const rc_geom *g, int threads)
@@ -540,11 +541,52 @@ static void test_voxel_odd_detector(void **s)
 {
 	(void)s;
 	const rc_detector_desc det = { 53, 47, 1.5, 1.5, 1.2, -0.9 };
-	rc_geom *g = make_geom_det(RC_GEOM_CONE, &VOL_ODD, NV, &det);
+	rc_geom *g = make_geom_full(RC_GEOM_CONE, &VOL_ODD, NV, &det, 0);
 	bp_isas_random(g, 0, NV, "cone, 53 x 47 detector");
 	rc_geom_free(g);
 }
 static void test_voxel_matrices(void **s) { (void)s; voxel_case(RC_GEOM_MATRICES); }
+
+/* The largest relative change of w along a voxel column over the views: the
+ * back projector runs a view along columns when it is at most 0.1 (half the
+ * column's change over the smallest w, proj_voxel.c), else along rows. */
+static double column_w_change(const rc_geom *g)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	double worst = 0;
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		const double *P = rc_geom_view(g, k)->P;
+		double wmin = INFINITY;
+		for (int c = 0; c < 8; c++) {
+			double X[3];
+			rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
+			wmin = fmin(wmin, P[8] * X[0] + P[9] * X[1] + P[10] * X[2] + P[11]);
+		}
+		worst = fmax(worst, fabs(P[10]) * (v->nz - 1) * v->vz / 2 / wmin);
+	}
+	return worst;
+}
+
+/* Both general paths: the 12 degree tilt of test_voxel_matrices runs along
+ * voxel columns (w changes by a few % along one), a 50 degree tilt of a
+ * tall volume along rows. */
+static void test_voxel_matrices_paths(void **s)
+{
+	(void)s;
+	rc_geom *g = make_geom(RC_GEOM_MATRICES, &VOL_ODD, NV);
+	double d = column_w_change(g);
+	print_message("12 degree tilt: w changes by %.3f along a column (columns: <= 0.1)\n", d);
+	assert_true(d > 0.01 && d <= 0.1);
+	rc_geom_free(g);
+	rc_volume_desc tall = VOL_ODD;
+	tall.vz = 2.5;
+	g = make_geom_full(RC_GEOM_MATRICES, &tall, NV, &DET, 50);
+	d = column_w_change(g);
+	print_message("50 degree tilt, tall volume: w changes by %.3f along a column (rows: > 0.1)\n", d);
+	assert_true(d > 0.1);
+	bp_isas_random(g, 0, NV, "matrices, 50 degree tilt (rows)");
+	rc_geom_free(g);
+}
 
 /* Every ISA path of the cone loop on every window the AVX-512 path picks:
  * slices of 0.4 to 9 mm put 0.5 to 12 detector rows between neighbouring
@@ -724,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_voxel_many_views),
 		cmocka_unit_test(test_voxel_cone_windows),
 		cmocka_unit_test(test_voxel_odd_detector),
+		cmocka_unit_test(test_voxel_matrices_paths),
 		cmocka_unit_test(test_rotate_vs_raycast),
 		cmocka_unit_test(test_splits_and_threads),
 	};
