@@ -152,6 +152,95 @@ static inline void cone_col_avx512(int n, float *restrict acc, const float *rest
 		cone_col_win(8, n, acc, c0, c1, zw, v0, dv, fu, wt);
 }
 
+static inline void gen_col_avx512(int n, float *restrict acc, const float *restrict img, const float *restrict zw,
+				  float aw, float bw, float au, float bu, float av, float bv, float r0, float umax,
+				  float vmax, int Hs);
+
+static inline int lane_i32(__m512i x, int i)
+{
+	return _mm_cvtsi128_si32(_mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_set1_epi32(i), x)));
+}
+
+/* The four samples a = T(iu, iv), b = T(iu + 1, iv), c = T(iu, iv + 1),
+ * d = T(iu + 1, iv + 1) of a chunk whose voxels read columns c0 and c0 + Hs
+ * (lanes in hi: c0 + Hs and c0 + 2 Hs; only when cross), rows rel, rel1
+ * of a window of 16 NV rows. */
+static inline __attribute__((always_inline)) void gen_samples(int NV, const float *c0, int Hs, int cross,
+							      __mmask16 hi, __m512i rel, __m512i rel1, __m512 *a,
+							      __m512 *b, __m512 *c, __m512 *d)
+{
+	__m512 w[3][8], p[3], q[3];
+	for (int k = 0; k < 2 + cross; k++) {
+		for (int j = 0; j < NV; j++)
+			w[k][j] = _mm512_loadu_ps(c0 + (size_t)k * Hs + 16 * j);
+		p[k] = NV == 4 ? pick64(w[k], rel) : pick128(w[k], rel);
+		q[k] = NV == 4 ? pick64(w[k], rel1) : pick128(w[k], rel1);
+	}
+	if (!cross) {
+		*a = p[0], *b = p[1], *c = q[0], *d = q[1];
+		return;
+	}
+	*a = _mm512_mask_blend_ps(hi, p[0], p[1]);
+	*b = _mm512_mask_blend_ps(hi, p[1], p[2]);
+	*c = _mm512_mask_blend_ps(hi, q[0], q[1]);
+	*d = _mm512_mask_blend_ps(hi, q[1], q[2]);
+}
+
+/* The general column loop (a view close to a cone, proj_voxel_tile.h
+ * gen_col) without gathers: per chunk of 16 voxels w, 1/w (three Newton
+ * steps from the column centre's r0), u and v as the portable loop computes
+ * them; when the 16 voxels read at most three neighbouring detector
+ * columns (u crosses at most one pixel border, as along a slightly tilted
+ * column) and span at most 128 rows, the four samples are picked out of the
+ * windows like the cone loop's and blended per voxel (fu differs from voxel
+ * to voxel here).  Other chunks take the portable loop. */
+static inline void gen_col_win_avx512(int n, float *restrict acc, const float *restrict img,
+				      const float *restrict zw, float aw, float bw, float au, float bu, float av,
+				      float bv, float r0, float umax, float vmax, int Hs)
+{
+	const __m512 awv = _mm512_set1_ps(aw), bwv = _mm512_set1_ps(bw), auv = _mm512_set1_ps(au);
+	const __m512 buv = _mm512_set1_ps(bu), avv = _mm512_set1_ps(av), bvv = _mm512_set1_ps(bv);
+	const __m512 r0v = _mm512_set1_ps(r0), two = _mm512_set1_ps(2.0f), one = _mm512_set1_ps(1.0f);
+	const __m512 zero = _mm512_setzero_ps(), umaxv = _mm512_set1_ps(umax), vmaxv = _mm512_set1_ps(vmax);
+	for (int z = 0; z < n; z += 16) {
+		int m = n - z < 16 ? n - z : 16;
+		__m512 zv = _mm512_loadu_ps(zw + z);
+		__m512 w = _mm512_fmadd_ps(bwv, zv, awv), r = r0v;
+		for (int it = 0; it < 3; it++)
+			r = _mm512_mul_ps(r, _mm512_fnmadd_ps(w, r, two));
+		__m512 u = _mm512_fmadd_ps(_mm512_fmadd_ps(buv, zv, auv), r, one);
+		__m512 v = _mm512_fmadd_ps(_mm512_fmadd_ps(bvv, zv, avv), r, one);
+		u = _mm512_min_ps(_mm512_max_ps(u, zero), umaxv);
+		v = _mm512_min_ps(_mm512_max_ps(v, zero), vmaxv);
+		__m512i iu = _mm512_cvttps_epi32(u), iv = _mm512_cvttps_epi32(v);
+		int iu0 = lane_i32(iu, 0), iu1 = lane_i32(iu, m - 1);
+		int iv0 = lane_i32(iv, 0), iv1 = lane_i32(iv, m - 1), rows = iv1 + 2 - iv0;
+		if (iu1 - iu0 > 1 || iu0 - iu1 > 1 || iv1 < iv0 || rows > 128) {
+			gen_col_avx512(m, acc + z, img, zw + z, aw, bw, au, bu, av, bv, r0, umax, vmax, Hs);
+			continue;
+		}
+		__m512 fu = _mm512_sub_ps(u, _mm512_cvtepi32_ps(iu)), fv = _mm512_sub_ps(v, _mm512_cvtepi32_ps(iv));
+		__m512i rel = _mm512_sub_epi32(iv, _mm512_set1_epi32(iv0));
+		__m512i rel1 = _mm512_add_epi32(rel, _mm512_set1_epi32(1));
+		/* columns base, base + 1 and, when u crosses a pixel border in
+		 * this chunk, base + 2; lanes past the border (hi) read one
+		 * column further */
+		int base = iu0 < iu1 ? iu0 : iu1;
+		__mmask16 hi = _mm512_cmpeq_epi32_mask(iu, _mm512_set1_epi32(base + 1));
+		const float *c0 = img + (size_t)base * Hs + iv0;
+		__m512 a, b, c, d;
+		if (rows <= 64)
+			gen_samples(4, c0, Hs, iu0 != iu1, hi, rel, rel1, &a, &b, &c, &d);
+		else
+			gen_samples(8, c0, Hs, iu0 != iu1, hi, rel, rel1, &a, &b, &c, &d);
+		__m512 top = _mm512_fmadd_ps(fu, _mm512_sub_ps(b, a), a);
+		__m512 bot = _mm512_fmadd_ps(fu, _mm512_sub_ps(d, c), c);
+		__m512 val = _mm512_fmadd_ps(fv, _mm512_sub_ps(bot, top), top);
+		chunk_add(acc + z, m, _mm512_mul_ps(r, r), val);
+	}
+}
+
+#define RC_BPV_GEN_COLUMN gen_col_win_avx512
 #define RC_BPV_CONE_COLUMN cone_col_avx512
 #define RC_BPV_TILE rc_bpv_tile_avx512
 #define RC_BPV_SUFFIX avx512

@@ -567,9 +567,10 @@ static double column_w_change(const rc_geom *g)
 	return worst;
 }
 
-/* Both general paths: the 12 degree tilt of test_voxel_matrices runs along
+/* The general paths: the 12 degree tilt of test_voxel_matrices runs along
  * voxel columns (w changes by a few % along one), a 50 degree tilt of a
- * tall volume along rows. */
+ * tall volume along rows, a 1 degree tilt along columns through the
+ * vector loops' windows. */
 static void test_voxel_matrices_paths(void **s)
 {
 	(void)s;
@@ -585,6 +586,18 @@ static void test_voxel_matrices_paths(void **s)
 	print_message("50 degree tilt, tall volume: w changes by %.3f along a column (rows: > 0.1)\n", d);
 	assert_true(d > 0.1);
 	bp_isas_random(g, 0, NV, "matrices, 50 degree tilt (rows)");
+	rc_geom_free(g);
+	/* slight tilts (a C-arm's matrices): many chunks of 16 voxels read one
+	 * pair of detector columns, through the vector loops' windows of 64
+	 * (1.3 mm slices) and 128 rows (5 mm slices, 0.2 degrees: u moves by
+	 * about 0.4 pixel per 16 voxels) */
+	g = make_geom_full(RC_GEOM_MATRICES, &VOL_ODD, NV, &DET, 1);
+	bp_isas_random(g, 0, NV, "matrices, 1 degree tilt, 1.3 mm slices");
+	rc_geom_free(g);
+	rc_volume_desc thick = { 21, 19, 16, 1.1, 0.9, 5.0, 0.4, -0.3, 0.7 };
+	const rc_detector_desc tall_det = { 52, 120, 1.5, 1.5, 1.2, -0.9 }; /* all 16 slices on it */
+	g = make_geom_full(RC_GEOM_MATRICES, &thick, NV, &tall_det, 0.2);
+	bp_isas_random(g, 0, NV, "matrices, 0.2 degree tilt, 5 mm slices");
 	rc_geom_free(g);
 }
 
