@@ -5,21 +5,25 @@
  *
  * One call does one tile of RC_BPV_BX x RC_BPV_BY x bz voxels (bz: the whole
  * depth up to RC_BPV_BZMAX, so that the per-column set-up is paid once per
- * column, not once per slab) for the block of K views in job->img.  Images are stored transposed (column-major:
- * v fastest) and padded (one zero column/row before, two after), and u, v are
+ * column, not once per slab) for the block of K views in job->img.  Images
+ * are stored transposed (column-major: v fastest) and padded (one zero column/row before, two after), and u, v are
  * clamped to [-1, n], which makes bilinear interpolation with zero outside the
  * detector exact without any test per voxel.
  *
- * Cone path (P[2] = P[10] = 0 for every view of the block): u and w depend on
- * (x, y) only, so a voxel column along z reads one pair of detector columns,
- * at v = v0 + z dv.  Per (view, y) one pass computes, for every x, 1/w, the
- * weight 1/w^2, the column and fraction of u, and v0, dv already divided by
- * w; then z runs innermost over contiguous detector memory.  The sums of the
- * tile are kept z-fastest ([y][x][z]) and transposed into the volume once
- * per block of views.  An ISA file may define RC_BPV_CONE_COLUMN to replace
- * the portable column loop (proj_voxel_avx512.c: no gathers, see there).
+ * Column layout (every view of the call a cone view or close to one,
+ * proj_voxel.c): the sums of the tile are kept z-fastest ([y][x][z]) and
+ * reach the volume once per call (or per block, without the tiles buffer).
+ * Cone views (P[2] = P[10] = 0): u and w depend on (x, y) only, so a voxel
+ * column along z reads one pair of detector columns, at v = v0 + z dv.  Per
+ * (view, y) one pass computes, for every x, 1/w, the weight 1/w^2, the
+ * column and fraction of u, and v0, dv already divided by w; then z runs
+ * innermost over contiguous detector memory.  Views close to a cone (a
+ * C-arm's matrices) run along the same columns with w, u w and v w linear
+ * in z (gen_cols, gen_col).  An ISA file may define RC_BPV_CONE_COLUMN and
+ * RC_BPV_GEN_COLUMN to replace the portable column loops (no gathers: see
+ * proj_voxel_avx512.c, proj_voxel_avx2.c).
  *
- * General path (any 3x4 matrix): per (view, z, y) row w(x) = aw + bw x is
+ * Row layout (any other 3x4 matrix): per (view, z, y) row w(x) = aw + bw x is
  * linear in x.  One division gives r0 = 1/w at the row's centre; three
  * Newton steps r <- r (2 - w r) give 1/w at every voxel without division,
  * vectorised.  With d = |w - w_centre| / w_centre <= RC_BPV_NEWTON_MAX
@@ -250,6 +254,10 @@ static inline void RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(int n, float *restrict acc
 	}
 }
 
+#ifndef RC_BPV_GEN_COLUMN
+#define RC_BPV_GEN_COLUMN RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)
+#endif
+
 /* The per-voxel loop of the general path: w = aw + bw x, 1/w by three
  * Newton steps r <- r (2 - w r) from the row centre's 1/w (see the top). */
 static inline void RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
@@ -372,9 +380,8 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 				RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], f1[c], f2[c], f0[c], f3[c],
 						   vmax);
 			} else {
-				RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(zb[c] - za[c], a, img, zw + za[c], f0[c], (float)P[10],
-								   f1[c], (float)P[2], f2[c], (float)P[6], f3[c], umax,
-								   vmax, Hs);
+				RC_BPV_GEN_COLUMN(zb[c] - za[c], a, img, zw + za[c], f0[c], (float)P[10], f1[c],
+						  (float)P[2], f2[c], (float)P[6], f3[c], umax, vmax, Hs);
 			}
 		}
 }
