@@ -226,9 +226,11 @@ static void RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, cons
 	}
 }
 
-/* The column loop of a general matrix: w = aw + bw zw, 1/w by three Newton
- * steps from the column centre's r0 (as gen_row does along x), u and v
- * clamped to the padded detector, bilinear, weight 1/w^2. */
+/* The per-voxel loop of a general matrix along a voxel column (t = zw, z
+ * in mm) or a tile row of the row layout (t = x - x0): w = aw + bw t, 1/w by
+ * three Newton steps r <- r (2 - w r) from r0 = 1/w at the line's centre (see
+ * the top), u w = au + bu t, v w = av + bv t, u and v clamped to the padded
+ * detector, bilinear, weight 1/w^2. */
 static inline void RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
 						      const float *restrict zw, float aw, float bw, float au,
 						      float bu, float av, float bv, float r0, float umax, float vmax,
@@ -257,32 +259,6 @@ static inline void RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(int n, float *restrict acc
 #ifndef RC_BPV_GEN_COLUMN
 #define RC_BPV_GEN_COLUMN RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)
 #endif
-
-/* The per-voxel loop of the general path: w = aw + bw x, 1/w by three
- * Newton steps r <- r (2 - w r) from the row centre's 1/w (see the top). */
-static inline void RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict img,
-						      float aw, float bw, float r0, float au, float bu, float av,
-						      float bv, float umax, float vmax, int Hs)
-{
-	for (int x = 0; x < n; x++) {
-		float w = aw + bw * (float)x, r = r0;
-		r = r * (2.0f - w * r);
-		r = r * (2.0f - w * r);
-		r = r * (2.0f - w * r);
-		float u = (au + bu * (float)x) * r + 1.0f, v = (av + bv * (float)x) * r + 1.0f;
-		u = u < 0.0f ? 0.0f : u;
-		u = u > umax ? umax : u;
-		v = v < 0.0f ? 0.0f : v;
-		v = v > vmax ? vmax : v;
-		int32_t iu = (int32_t)u, iv = (int32_t)v;
-		float fu = u - (float)iu, fv = v - (float)iv;
-		int32_t idx = iu * Hs + iv;
-		float a = img[idx], b = img[idx + Hs];
-		float c = img[idx + 1], d = img[idx + Hs + 1];
-		float top = a + fu * (b - a), bot = c + fu * (d - c);
-		acc[x] += r * r * (top + fv * (bot - top));
-	}
-}
 
 /* One view, one (z, y) row of a general matrix, exact division per voxel
  * (the fallback for rows where the Newton path is not accurate). */
@@ -315,6 +291,9 @@ static void RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	const float *restrict img = J->img + (size_t)k * J->img_stride;
 	const float umax = (float)(J->nu + 1), vmax = (float)(J->nv + 1);
 	double xs = J->x0[0] + x0 * J->s[0];
+	float xi[RC_BPV_BX]; /* x - x0 of the row's voxels */
+	for (int x = 0; x < RC_BPV_BX; x++)
+		xi[x] = (float)x;
 	for (int z = z0; z < z1; z++) {
 		double zw = J->x0[2] + z * J->s[2];
 		for (int y = y0; y < y1; y++) {
@@ -328,8 +307,9 @@ static void RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 				RC_BPV_CAT(gen_row_div, RC_BPV_SUFFIX)(J, img, nxt, aw, bw, au, bu, av, bv, row);
 				continue;
 			}
-			RC_BPV_CAT(gen_row, RC_BPV_SUFFIX)(nxt, row, img, (float)aw, (float)bw, (float)(1.0 / wc),
-							   (float)au, (float)bu, (float)av, (float)bv, umax, vmax, J->Hs);
+			/* the column loop's arithmetic with x in place of z */
+			RC_BPV_CAT(gen_col, RC_BPV_SUFFIX)(nxt, row, img, xi, (float)aw, (float)bw, (float)au, (float)bu,
+							   (float)av, (float)bv, (float)(1.0 / wc), umax, vmax, J->Hs);
 		}
 	}
 }
