@@ -6,11 +6,12 @@
  * Views go in blocks of RC_BPV_BLOCK: each block is copied into zero-padded
  * transposed images (so the inner loop needs no bounds test, and a voxel
  * column along z reads contiguous detector columns), then the volume is swept
- * once, tile by tile (RC_BPV_BX x RC_BPV_BY voxel columns), each tile adding the
- * block's views for its voxels in a row buffer that stays in L1 before one
- * read-modify-write of the volume row.  Tiles are the pool's tasks: each
- * voxel is written by one task, in view order, so the result is the same for
- * any number of threads.  The loops themselves are in proj_voxel_tile.h,
+ * once, tile by tile (RC_BPV_BX x RC_BPV_BY voxel columns of the whole
+ * depth), each tile adding the block's views to its sums.  A call of several
+ * blocks keeps every tile's sums in one volume-sized buffer and writes the
+ * volume once, at its last block.  Tiles are the pool's tasks: each voxel is
+ * summed by one task, in view order, so the result is the same for any
+ * number of threads.  The loops themselves are in proj_voxel_tile.h,
  * compiled per ISA; this file picks the widest one the CPU has.
  */
 #include "proj_cpu.h"
