@@ -640,7 +640,7 @@ static void test_voxel_cone_windows(void **s)
 	rc_geom_free(g);
 }
 
-/* A volume much wider than RC_BPV_BLOCK views and the tiles: 70 views. */
+/* More views than RC_BPV_BLOCK (two blocks: the sums kept across them). */
 static void test_voxel_many_views(void **s)
 {
 	(void)s;
@@ -658,6 +658,15 @@ static void test_voxel_many_views(void **s)
 	double ev = max_rel(vol, ref, nvox);
 	print_message("voxel BP 63 views: max error %.3g of the peak (bound 2e-5)\n", ev);
 	assert_true(ev < 2e-5);
+	/* the sums kept across the two blocks: 1 and 3 threads agree exactly */
+	float *vol1 = falloc(nvox);
+	rc_engine *e1 = make_engine(g, 1), *e3 = make_engine(g, 3);
+	assert_int_equal(rc_engine_back(e1, RC_BP_VOXEL, proj, vol1, 1, 64, &err), 0);
+	assert_int_equal(rc_engine_back(e3, RC_BP_VOXEL, proj, vol, 1, 64, &err), 0);
+	assert_memory_equal(vol1, vol, nvox * sizeof *vol);
+	free(vol1);
+	rc_engine_free(e1);
+	rc_engine_free(e3);
 	free(proj);
 	free(vol);
 	free(ref);
