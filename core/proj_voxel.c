@@ -18,9 +18,11 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define RC_BPV_TILE rc_bpv_tile_baseline
 #define RC_BPV_SUFFIX baseline
@@ -36,7 +38,7 @@ struct rc_bpv {
 	int bz;            /* tile depth */
 	size_t scratch_floats;
 	float *tiles;      /* every tile's sums, for calls of several blocks */
-	int tiles_failed;  /* its allocation failed once: write back per block */
+	int tiles_failed;  /* over the limit or not allocated: write back per block */
 };
 
 static int isa_cpu_has(rc_cpu_isa isa)
@@ -191,6 +193,23 @@ static int view_cone_like(const double *P, const rc_volume_desc *v)
 	return wmin > 0 && half <= RC_BPV_NEWTON_MAX * wmin;
 }
 
+/* The most the tiles buffer may take: RECOND_BPV_TILES_MAX_MB (MiB) if set,
+ * else a quarter of physical memory.  A job near the memory cap must not be
+ * pushed into the kernel's out-of-memory killer (malloc rarely fails under
+ * overcommit) for a speed-up; over the limit the sums go out per block. */
+static size_t tiles_limit(void)
+{
+	const char *env = getenv("RECOND_BPV_TILES_MAX_MB");
+	if (env && *env) {
+		char *end;
+		unsigned long long mb = strtoull(env, &end, 10);
+		if (*end == 0)
+			return mb > SIZE_MAX >> 20 ? SIZE_MAX : (size_t)mb << 20;
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	return pages > 0 && page > 0 ? (size_t)pages / 4 * (size_t)page : 0;
+}
+
 struct tile_ctx {
 	const struct rc_bpv_job *job;
 	void (*fn)(const struct rc_bpv_job *, long, int);
@@ -247,7 +266,8 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	 * (one scattered read-modify-write of the volume per 32 views).
 	 * Without the memory for it, the sums are written out per block. */
 	if (last - first > RC_BPV_BLOCK && !b->tiles && !b->tiles_failed) {
-		b->tiles = aligned_alloc(64, (size_t)ntiles * RC_BPV_TILE_FLOATS(b->bz) * sizeof(float));
+		size_t bytes = (size_t)ntiles * RC_BPV_TILE_FLOATS(b->bz) * sizeof(float);
+		b->tiles = bytes <= tiles_limit() ? aligned_alloc(64, bytes) : NULL;
 		b->tiles_failed = !b->tiles;
 	}
 	J->tiles = last - first > RC_BPV_BLOCK ? b->tiles : NULL;
