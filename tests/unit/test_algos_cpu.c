@@ -50,39 +50,23 @@
 #endif
 #define FOV_MM 64.0
 
-typedef struct fixture {
-	rc_geom *g;
-	float *proj, *ref;
-	uint8_t *mask;
-	size_t np, nvox;
-} fixture;
-
-static fixture F;
+/* the test problem, built once for the group */
+static shepp_case F;
 
 static int setup(void **state)
 {
 	(void)state;
-	shepp_case c;
-	if (shepp_case_new(N, NVIEWS, FOV_MM, &c)) {
-		shepp_case_free(&c);
+	if (shepp_case_new(N, NVIEWS, FOV_MM, &F)) {
+		shepp_case_free(&F);
 		return -1;
 	}
-	F.g = c.g;
-	F.proj = c.proj;
-	F.ref = c.ref;
-	F.mask = c.mask;
-	F.np = c.np;
-	F.nvox = c.nvox;
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	free(F.proj);
-	free(F.ref);
-	free(F.mask);
-	rc_geom_free(F.g);
+	shepp_case_free(&F);
 	return 0;
 }
 

@@ -59,10 +59,7 @@
 #define TEST_CACHE "/tmp/recond-test-ocl-cache"
 
 typedef struct fixture {
-	rc_geom *g;
-	float *proj, *ref;
-	uint8_t *mask;
-	size_t np, nvox;
+	shepp_case c;    /* the test problem */
 	rc_engine *ocl;  /* default variant (PoCL: the CPU variant) */
 	rc_engine *cpu;
 	rc_exec *xcpu, *xocl;
@@ -73,27 +70,20 @@ static fixture F;
 static int setup(void **state)
 {
 	(void)state;
-	shepp_case c;
-	if (shepp_case_new(N, NVIEWS, FOV_MM, &c)) {
-		shepp_case_free(&c);
+	if (shepp_case_new(N, NVIEWS, FOV_MM, &F.c)) {
+		shepp_case_free(&F.c);
 		return -1;
 	}
-	F.g = c.g;
-	F.proj = c.proj;
-	F.ref = c.ref;
-	F.mask = c.mask;
-	F.np = c.np;
-	F.nvox = c.nvox;
-	int nd = c.nd;
+	int nd = F.c.nd;
 	rc_err err;
 	rc_opencl_options o;
 	rc_opencl_options_default(&o);
 	o.cache_dir = TEST_CACHE;
-	if (rc_engine_opencl_new(F.g, &o, &F.ocl, &err)) {
+	if (rc_engine_opencl_new(F.c.g, &o, &F.ocl, &err)) {
 		fprintf(stderr, "rc_engine_opencl_new: %s\n", err.msg);
 		return -1;
 	}
-	if (rc_engine_cpu_new(F.g, 0, &F.cpu, &err) || rc_exec_new(&F.cpu, 1, &F.xcpu, &err) ||
+	if (rc_engine_cpu_new(F.c.g, 0, &F.cpu, &err) || rc_exec_new(&F.cpu, 1, &F.xcpu, &err) ||
 	    rc_exec_new(&F.ocl, 1, &F.xocl, &err)) {
 		fprintf(stderr, "engines: %s\n", err.msg);
 		return -1;
@@ -109,10 +99,7 @@ static void teardown(void)
 	rc_exec_free(F.xcpu);
 	rc_engine_free(F.cpu);
 	rc_engine_free(F.ocl);
-	free(F.proj);
-	free(F.ref);
-	free(F.mask);
-	rc_geom_free(F.g);
+	shepp_case_free(&F.c);
 }
 
 /* ---- element-wise kernels ------------------------------------------------ */
@@ -416,9 +403,9 @@ static int run_on(int where, const rc_algo_params *p, float *vol, trace *t, int 
 	rc_err err;
 	rc_err_clear(&err);
 	double t0 = now_s();
-	int rc = where == ON_CPU        ? rc_algo_run(p, F.xcpu, F.proj, vol, &h, &err)
-		 : where == ON_OCL_HOST ? rc_algo_run(p, F.xocl, F.proj, vol, &h, &err)
-					: rc_opencl_run_algo(F.ocl, p, F.proj, vol, &h, &err);
+	int rc = where == ON_CPU        ? rc_algo_run(p, F.xcpu, F.c.proj, vol, &h, &err)
+		 : where == ON_OCL_HOST ? rc_algo_run(p, F.xocl, F.c.proj, vol, &h, &err)
+					: rc_opencl_run_algo(F.ocl, p, F.c.proj, vol, &h, &err);
 	if (sec)
 		*sec = now_s() - t0;
 	if (rc && rc != RC_ECANCELLED)
@@ -434,8 +421,8 @@ static void compare(rc_algo_name name, int iters, int subsets, int with_host, do
 	rc_algo_params_default(&p, name);
 	p.iterations = iters;
 	p.subsets = subsets;
-	float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
-	float *c = malloc(F.nvox * sizeof(float));
+	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
+	float *c = malloc(F.c.nvox * sizeof(float));
 	assert_true(a && b && c);
 	trace ta, tb, tc;
 	double sa, sb, sc = 0;
@@ -444,12 +431,12 @@ static void compare(rc_algo_name name, int iters, int subsets, int with_host, do
 	if (with_host)
 		assert_int_equal(run_on(ON_OCL_HOST, &p, c, &tc, 0, &sc), 0);
 	else
-		memcpy(c, a, F.nvox * sizeof(float));
+		memcpy(c, a, F.c.nvox * sizeof(float));
 	assert_int_equal(ta.calls, iters);
-	double d_cpu = rc_metric_rel_error(a, b, NULL, F.nvox);
-	double d_host = rc_metric_rel_error(a, c, NULL, F.nvox);
-	double ea = rc_metric_rel_error(a, F.ref, F.mask, F.nvox);
-	double eb = rc_metric_rel_error(b, F.ref, F.mask, F.nvox);
+	double d_cpu = rc_metric_rel_error(a, b, NULL, F.c.nvox);
+	double d_host = rc_metric_rel_error(a, c, NULL, F.c.nvox);
+	double ea = rc_metric_rel_error(a, F.c.ref, F.c.mask, F.c.nvox);
+	double eb = rc_metric_rel_error(b, F.c.ref, F.c.mask, F.c.nvox);
 	double worst_res = 0;
 	for (int k = 1; k <= iters; k++)
 		worst_res = fmax(worst_res, fabs(ta.res[k] - tb.res[k]) / tb.res[k]);
@@ -483,16 +470,16 @@ static void test_sart_nonnegative(void **s)
 	p.subsets = 4;
 	p.relaxation = 1.5;
 	p.nonnegative = 1;
-	float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
+	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
 	trace t;
 	assert_int_equal(run_on(ON_OCL_RESIDENT, &p, a, &t, 0, NULL), 0);
 	assert_int_equal(run_on(ON_OCL_HOST, &p, b, &t, 0, NULL), 0);
 	size_t zeros = 0;
-	for (size_t i = 0; i < F.nvox; i++) {
+	for (size_t i = 0; i < F.c.nvox; i++) {
 		assert_true(a[i] >= 0.0f);
 		zeros += a[i] == 0.0f;
 	}
-	double d = rc_metric_rel_error(a, b, NULL, F.nvox);
+	double d = rc_metric_rel_error(a, b, NULL, F.c.nvox);
 	print_message("nonnegative SART: %zu voxels clamped, vs opencl+host %.2g\n", zeros, d);
 	assert_true(zeros > 0);
 	assert_true(d < 1e-5);
@@ -509,16 +496,16 @@ static void test_sart_subsets_uncached(void **s)
 	rc_algo_params_default(&p, RC_ALGO_SART);
 	p.iterations = 1;
 	p.subsets = 5;
-	float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
+	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
 	trace t;
 	rc_err err;
 	assert_int_equal(run_on(ON_OCL_RESIDENT, &p, a, &t, 0, NULL), 0);
 	/* room for fewer than 5 volumes: every subset recomputes */
-	assert_int_equal(rc_ocl_run_algo_cache(F.ocl, &p, F.proj, b, NULL, 4 * F.nvox * sizeof(float), &err), 0);
-	double d = rc_metric_rel_error(b, a, NULL, F.nvox);
+	assert_int_equal(rc_ocl_run_algo_cache(F.ocl, &p, F.c.proj, b, NULL, 4 * F.c.nvox * sizeof(float), &err), 0);
+	double d = rc_metric_rel_error(b, a, NULL, F.c.nvox);
 	print_message("SART 5 subsets, column sums recomputed per subset vs kept: %.2g\n", d);
 	assert_true(d < 1e-6);
-	double e = rc_metric_rel_error(b, F.ref, F.mask, F.nvox);
+	double e = rc_metric_rel_error(b, F.c.ref, F.c.mask, F.c.nvox);
 	assert_true(e < 0.7); /* it did reconstruct (0 gives 1) */
 	free(a), free(b);
 }
@@ -532,7 +519,7 @@ static void test_cancel(void **s)
 	static const struct {
 		int n, subsets, at;
 	} cases[] = { { RC_ALGO_SART, 1, 1 }, { RC_ALGO_SART, 5, 2 }, { RC_ALGO_CGLS, 1, 1 } };
-	float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
+	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		rc_algo_params p;
 		const int at = cases[i].at;
@@ -544,13 +531,13 @@ static void test_cancel(void **s)
 		p.iterations = 50;
 		assert_int_equal(run_on(ON_OCL_RESIDENT, &p, a, &t, at, NULL), RC_ECANCELLED);
 		assert_int_equal(t.calls, at);
-		double d = rc_metric_rel_error(a, b, NULL, F.nvox);
+		double d = rc_metric_rel_error(a, b, NULL, F.c.nvox);
 		print_message("%s/%d cancelled at %d vs %d iterations: %.2g\n", rc_algo_name_str(p.name), p.subsets, at,
 			      at, d);
 		assert_true(d < 1e-5); /* CGLS: the matched back projection's atomics add in any order */
 		assert_int_equal(run_on(ON_OCL_RESIDENT, &p, a, &t, -1, NULL), RC_ECANCELLED);
 		assert_int_equal(t.calls, 0);
-		for (size_t k = 0; k < F.nvox; k++)
+		for (size_t k = 0; k < F.c.nvox; k++)
 			assert_true(a[k] == 0.0f);
 	}
 	free(a), free(b);
@@ -570,7 +557,7 @@ static void test_images_variant(void **s)
 	rc_engine *e = NULL;
 	rc_exec *x = NULL;
 	rc_err err;
-	int rc = rc_engine_opencl_new(F.g, &o, &e, &err);
+	int rc = rc_engine_opencl_new(F.c.g, &o, &e, &err);
 	if (rc == RC_EUNSUPPORTED) {
 		print_message("images unsupported on this device (%s): not run\n", err.msg);
 		return;
@@ -582,13 +569,13 @@ static void test_images_variant(void **s)
 	rc_algo_params_default(&p, RC_ALGO_SART);
 	p.iterations = 2;
 	p.subsets = 4;
-	float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
-	float *c = malloc(F.nvox * sizeof(float));
-	assert_int_equal(rc_opencl_run_algo(e, &p, F.proj, a, NULL, &err), 0);
-	assert_int_equal(rc_algo_run(&p, x, F.proj, b, NULL, &err), 0);
+	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
+	float *c = malloc(F.c.nvox * sizeof(float));
+	assert_int_equal(rc_opencl_run_algo(e, &p, F.c.proj, a, NULL, &err), 0);
+	assert_int_equal(rc_algo_run(&p, x, F.c.proj, b, NULL, &err), 0);
 	trace t;
 	assert_int_equal(run_on(ON_OCL_RESIDENT, &p, c, &t, 0, NULL), 0);
-	double dh = rc_metric_rel_error(a, b, NULL, F.nvox), dv = rc_metric_rel_error(a, c, NULL, F.nvox);
+	double dh = rc_metric_rel_error(a, b, NULL, F.c.nvox), dv = rc_metric_rel_error(a, c, NULL, F.c.nvox);
 	print_message("gpu+images SART (4 subsets, 2 it.): vs its host path %.2g, vs the cpu variant %.2g\n", dh, dv);
 	assert_true(dh < 1e-5);
 	assert_true(dv < 1e-4);
@@ -600,27 +587,27 @@ static void test_images_variant(void **s)
 static void test_params(void **s)
 {
 	(void)s;
-	float *v = malloc(F.nvox * sizeof(float));
+	float *v = malloc(F.c.nvox * sizeof(float));
 	rc_algo_params p;
 	rc_err err;
 	rc_algo_params_default(&p, RC_ALGO_SART);
 	p.relaxation = 2.0;
-	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.proj, v, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.relaxation");
 	rc_algo_params_default(&p, RC_ALGO_SART);
 	p.subsets = NVIEWS + 1;
-	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.proj, v, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.subsets");
 	rc_algo_params_default(&p, RC_ALGO_CGLS);
 	p.iterations = 0;
-	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.proj, v, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.iterations");
 	rc_algo_params_default(&p, RC_ALGO_MLEM);
-	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.proj, v, NULL, &err), RC_EUNSUPPORTED);
-	assert_int_equal(rc_opencl_algo_supported(&p, F.g), 0);
+	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_opencl_algo_supported(&p, F.c.g), 0);
 	rc_algo_params_default(&p, RC_ALGO_SART);
-	assert_int_equal(rc_opencl_algo_supported(&p, F.g), 1);
-	assert_int_equal(rc_opencl_run_algo(F.cpu, &p, F.proj, v, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_opencl_algo_supported(&p, F.c.g), 1);
+	assert_int_equal(rc_opencl_run_algo(F.cpu, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	free(v);
 }
 
