@@ -3,7 +3,7 @@
  * (proj_voxel.c), included once per ISA file with RC_BPV_TILE naming the
  * function, so the same C is compiled for baseline x86-64, AVX2 and AVX-512.
  *
- * One call does one tile of RC_BPV_BX x RC_BPV_BY x bz voxels (bz: the whole
+ * One call does one tile of RC_BPV_BX x by x bz voxels (bz: the whole
  * depth up to RC_BPV_BZMAX, so that the per-column set-up is paid once per
  * column, not once per slab) for the block of K views in job->img.  Images
  * are stored transposed (column-major: v fastest) and padded (one zero column/row before, two after), and u, v are
@@ -42,10 +42,8 @@
 #include <string.h>
 
 #define RC_BPV_BLOCK 32 /* views per sweep of the volume: docs/cpu-engine.md */
-#ifndef RC_BPV_BX       /* tile of BX x BY x bz voxels: docs/cpu-engine.md */
-#define RC_BPV_BX 32 /* 32 x 16: 1.02-1.1x 16 x 16, which was 1.15-1.3x 8 x 8 */
-#define RC_BPV_BY 16
-#endif
+#define RC_BPV_BX 32 /* tile of BX x by x bz voxels: docs/cpu-engine.md */
+#define RC_BPV_BYMAX 64 /* by: 16, 32 or 64 (proj_voxel.c tile_rows) */
 #define RC_BPV_BZMAX 1024 /* deepest tile: bounds the per-worker scratch */
 #define RC_BPV_TAIL 128       /* floats after the last column: window over-reads */
 #define RC_BPV_NEWTON_MAX 0.1 /* |w - w_centre| / w_centre along a tile row */
@@ -66,18 +64,19 @@ struct rc_bpv_job {
 	int first_block, last_block; /* with tiles: zero the sums / write them out */
 	float *vol;
 	double x0[3], s[3]; /* world position of voxel 0, voxel size */
+	int by;             /* tile rows, <= RC_BPV_BYMAX */
 	int bz;             /* tile depth: min(nz, RC_BPV_BZMAX) */
 	int nxb, nyb, nzb;  /* tiles along x, y and z */
 	float *scratch;     /* scratch_floats per worker, 64-byte aligned */
 	size_t scratch_floats;
 };
 
-/* Floats of one tile's sums (RC_BPV_TILE_FLOATS(bz) per task in tiles). */
-#define RC_BPV_TILE_FLOATS(bz) ((size_t)RC_BPV_BX * RC_BPV_BY * (size_t)(bz))
+/* Floats of one tile's sums (RC_BPV_TILE_FLOATS(by, bz) per task in tiles). */
+#define RC_BPV_TILE_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * (size_t)(bz))
 
 /* Scratch floats per worker for tiles bz deep: the tile's sums, seven
  * arrays of per-column set-up, z positions. */
-#define RC_BPV_SCRATCH_FLOATS(bz) ((size_t)RC_BPV_BX * RC_BPV_BY * ((size_t)(bz) + 7) + (size_t)(bz) + 16)
+#define RC_BPV_SCRATCH_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * ((size_t)(bz) + 7) + (size_t)(bz) + 16)
 
 /* The vector column loops (proj_voxel_avx2.c, proj_voxel_avx512.c) compute
  * v = fma(zw, dv, v0) and do not clamp it.  This drops the voxels at both
@@ -327,7 +326,7 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 {
 	const float *restrict img = J->img + (size_t)k * J->img_stride;
 	const float umax = (float)(J->nu + 1), vmax = (float)(J->nv + 1);
-	const int Hs = J->Hs, T = RC_BPV_BX * RC_BPV_BY;
+	const int Hs = J->Hs, T = RC_BPV_BX * J->by;
 	const double *P = J->P[k];
 	const int cone = P[2] == 0 && P[10] == 0;
 	/* cone: fu, v0, dv, wt, col; general: aw, au, av, r0 (in the same arrays) */
@@ -371,18 +370,18 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 	/* task -> (xb, yb, zb), x fastest: neighbouring tasks share detector rows */
 	int xb = (int)(task % J->nxb), yb = (int)(task / J->nxb % J->nyb), zb = (int)(task / J->nxb / J->nyb);
 	int x0 = xb * RC_BPV_BX, x1 = x0 + RC_BPV_BX < J->nx ? x0 + RC_BPV_BX : J->nx;
-	int y0 = yb * RC_BPV_BY, y1 = y0 + RC_BPV_BY < J->ny ? y0 + RC_BPV_BY : J->ny;
+	int y0 = yb * J->by, y1 = y0 + J->by < J->ny ? y0 + J->by : J->ny;
 	const int bz = J->bz;
 	int z0 = zb * bz, z1 = z0 + bz < J->nz ? z0 + bz : J->nz;
 	const int nxt = x1 - x0, nyt = y1 - y0, nzt = z1 - z0;
 	float *S = J->scratch + (size_t)worker * J->scratch_floats;
 	/* scratch: the tile's sums (unless they persist in J->tiles), then
 	 * the row buffers, then z positions */
-	float *acc = J->tiles ? J->tiles + (size_t)task * RC_BPV_TILE_FLOATS(bz) : S;
-	float *rowbuf = S + RC_BPV_TILE_FLOATS(bz);
-	float *zw = rowbuf + 7 * RC_BPV_BX * RC_BPV_BY;
+	float *acc = J->tiles ? J->tiles + (size_t)task * RC_BPV_TILE_FLOATS(J->by, bz) : S;
+	float *rowbuf = S + RC_BPV_TILE_FLOATS(J->by, bz);
+	float *zw = rowbuf + 7 * RC_BPV_BX * J->by;
 	if (!J->tiles || J->first_block)
-		memset(acc, 0, sizeof(float) * RC_BPV_TILE_FLOATS(bz));
+		memset(acc, 0, sizeof(float) * RC_BPV_TILE_FLOATS(J->by, bz));
 	for (int z = 0; z < bz + 16; z++) /* + 16: a chunk may start anywhere */
 		zw[z] = (float)(J->x0[2] + (z0 + z) * J->s[2]);
 	/* Views outermost: the tile's sums stay in L1/L2 while one view's
