@@ -18,24 +18,33 @@
 
 #include "proj_voxel_tile.h"
 
-/* The 16 samples T[rel] of a window of 32, 64 or 128 rows held in t[0..2),
- * t[0..4) or t[0..8), rel in [0, rows).  The wider windows pick with
- * masked permutes (the lanes of one 32-row part each), which leave the
- * other lanes alone: no blends. */
-static inline __m512 pick32(const __m512 *t, __m512i rel) { return _mm512_permutex2var_ps(t[0], rel, t[1]); }
-
-static inline __m512 pick64(const __m512 *t, __m512i rel)
+/* The 16 samples T[rel] of a window of 16 NV rows held in t[0 .. NV),
+ * rel in [0, 16 NV), NV <= 8.  Each 32-row part (a pair of vectors; the
+ * last part of an odd NV is one vector, passed twice) is picked with a
+ * permute masked to the lanes whose rel falls in it: a lane's index stays
+ * in x until its part writes it, so the parts chain without blends. */
+static inline __attribute__((always_inline)) __m512 pick(int NV, const __m512 *t, __m512i rel)
 {
-	__mmask16 hi = _mm512_test_epi32_mask(rel, _mm512_set1_epi32(32));
-	__m512i x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[0], rel, (__mmask16)~hi, t[1]));
-	return _mm512_mask2_permutex2var_ps(t[2], x, hi, t[3]);
+	if (NV <= 2)
+		return _mm512_permutex2var_ps(t[0], rel, t[1]);
+	__mmask16 b5 = _mm512_test_epi32_mask(rel, _mm512_set1_epi32(32));
+	__m512i x = rel;
+	if (NV <= 4) {
+		x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[0], x, (__mmask16)~b5, t[1]));
+		return _mm512_mask2_permutex2var_ps(t[2], x, b5, t[NV == 3 ? 2 : 3]);
+	}
+	__mmask16 b6 = _mm512_test_epi32_mask(rel, _mm512_set1_epi32(64));
+	x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[0], x, _kor_mask16(b5, b6) ^ 0xffff, t[1]));
+	x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[2], x, _kandn_mask16(b6, b5), t[3]));
+	if (NV <= 6)
+		return _mm512_mask2_permutex2var_ps(t[4], x, b6, t[NV == 5 ? 4 : 5]);
+	x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[4], x, _kandn_mask16(b5, b6), t[5]));
+	return _mm512_mask2_permutex2var_ps(t[6], x, _kand_mask16(b5, b6), t[NV == 7 ? 6 : 7]);
 }
 
-static inline __m512 pick128(const __m512 *t, __m512i rel)
-{
-	__mmask16 hi = _mm512_test_epi32_mask(rel, _mm512_set1_epi32(64));
-	return _mm512_mask_blend_ps(hi, pick64(t, rel), pick64(t + 4, rel));
-}
+/* pick for the general loop's windows of 64 or 128 rows */
+static inline __m512 pick64(const __m512 *t, __m512i rel) { return pick(4, t, rel); }
+static inline __m512 pick128(const __m512 *t, __m512i rel) { return pick(8, t, rel); }
 
 /* A chunk of 16 voxels z .. z+15: the fraction of v = v0 + zw dv, the
  * window's first row ivmin (lane 0: v grows with z) and each lane's row in
@@ -71,17 +80,7 @@ static inline __attribute__((always_inline)) __m512 chunk_val(int NV, const stru
 		__m512 a = _mm512_loadu_ps(c0 + c->ivmin + 16 * j), b = _mm512_loadu_ps(c1 + c->ivmin + 16 * j);
 		t[j] = _mm512_fmadd_ps(fuv, _mm512_sub_ps(b, a), a);
 	}
-	__m512 top, bot;
-	if (NV == 2) {
-		top = pick32(t, c->rel);
-		bot = pick32(t, c->rel1);
-	} else if (NV == 4) {
-		top = pick64(t, c->rel);
-		bot = pick64(t, c->rel1);
-	} else {
-		top = pick128(t, c->rel);
-		bot = pick128(t, c->rel1);
-	}
+	__m512 top = pick(NV, t, c->rel), bot = pick(NV, t, c->rel1);
 	return _mm512_fmadd_ps(c->fv, _mm512_sub_ps(bot, top), top);
 }
 
@@ -144,12 +143,19 @@ static inline void cone_col_avx512(int n, float *restrict acc, const float *rest
 		return;
 	}
 	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
-	if (span <= 32.0f)
-		cone_col_win(2, n, acc, c0, c1, zw, v0, dv, fu, wt);
-	else if (span <= 64.0f)
-		cone_col_win(4, n, acc, c0, c1, zw, v0, dv, fu, wt);
-	else
-		cone_col_win(8, n, acc, c0, c1, zw, v0, dv, fu, wt);
+	/* the narrowest window of whole vectors: each vector is two loads,
+	 * a subtract and an FMA per chunk, each pair of vectors a permute */
+	switch ((int)((span + 15.0f) * (1.0f / 16.0f))) {
+	case 0:
+	case 1:
+	case 2: cone_col_win(2, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	case 3: cone_col_win(3, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	case 4: cone_col_win(4, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	case 5: cone_col_win(5, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	case 6: cone_col_win(6, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	case 7: cone_col_win(7, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	default: cone_col_win(8, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	}
 }
 
 static inline void gen_col_avx512(int n, float *restrict acc, const float *restrict img, const float *restrict zw,

@@ -603,17 +603,21 @@ static void test_voxel_matrices_paths(void **s)
 
 /* Every ISA path of the cone loop on every window the AVX-512 path picks:
  * slices of 0.4 to 9 mm put 0.5 to 12 detector rows between neighbouring
- * voxels of a column (16 voxels then span 32, 64, 128 rows or more), and a
- * detector whose v axis points down (-z, given as matrices: still the cone
- * path, with dv < 0).  Columns run past the detector's top and bottom. */
+ * voxels of a column (16 voxels then span 2 to 8 vectors of 16 rows, or
+ * more: the portable loop), and a detector whose v axis points down (-z,
+ * given as matrices: still the cone path, with dv < 0).  Columns run past
+ * the detector's top and bottom.  Last, a volume wide and shallow enough
+ * for tiles of 64 rows (proj_voxel.c tile_rows) with a partial last one. */
 static void test_voxel_cone_windows(void **s)
 {
 	(void)s;
-	const double vz[] = { 0.4, 2.6, 5.0, 9.0 };
-	for (int i = 0; i < 4; i++) {
-		int nz = (int)ceil(80 / vz[i]);
+	const double vz[] = { 0.4, 1.9, 2.6, 3.4, 4.2, 5.0, 5.8, 9.0 };
+	/* 495 mm tall: 40 slices of 5.8 mm on it, columns of whole chunks */
+	const rc_detector_desc tall = { 52, 330, 1.5, 1.5, 1.2, -0.9 };
+	for (int i = 0; i < 8; i++) {
+		int nz = (int)ceil(300 / vz[i]);
 		rc_volume_desc v = { 21, 19, nz < 150 ? nz : 150, 1.1, 0.9, vz[i], 0.4, -0.3, 0.7 };
-		rc_geom *g = make_geom(RC_GEOM_CONE, &v, NV);
+		rc_geom *g = make_geom_full(RC_GEOM_CONE, &v, NV, &tall, 0);
 		char what[64];
 		snprintf(what, sizeof what, "cone, %.1f mm slices (%.1f rows apart)", vz[i],
 			 rc_geom_view(g, 0)->P[6] / rc_geom_view(g, 0)->P[11] * vz[i]);
@@ -637,6 +641,10 @@ static void test_voxel_cone_windows(void **s)
 	assert_int_equal(rc_geom_new(&sp, &v, NULL, &g, &err), 0);
 	assert_true(rc_geom_view(g, 0)->P[2] == 0 && rc_geom_view(g, 0)->P[10] == 0 && rc_geom_view(g, 0)->P[6] < 0);
 	bp_isas_random(g, 0, NV, "cone, v axis down");
+	rc_geom_free(g);
+	rc_volume_desc wide = { 70, 130, 12, 0.5, 0.5, 1.3, 0.4, -0.3, 0.7 };
+	g = make_geom(RC_GEOM_CONE, &wide, NV);
+	bp_isas_random(g, 0, NV, "cone, 70 x 130 x 12 volume (tiles of 64 rows)");
 	rc_geom_free(g);
 }
 
