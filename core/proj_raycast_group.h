@@ -1,9 +1,11 @@
 /*
  * proj_raycast_group: the inner loop of the forward ray caster
  * (proj_raycast.c) over a group of RC_FPR_LANES neighbouring rays of one
- * detector row, included once per ISA file with RC_FPR_GROUP naming the
- * function, so the same C is compiled for baseline x86-64, AVX2 and AVX-512
- * and the compiler vectorises it across rays (one lane per ray).
+ * detector row, compiled from this C for baseline x86-64 (RC_FPR_GROUP
+ * naming the function; the compiler vectorises it across rays, one lane per
+ * ray) and written with intrinsics for AVX2 and AVX-512
+ * (proj_raycast_pairs.h), with the same arithmetic; and the matched
+ * transpose's loop, compiled from this C for every ISA (RC_BPM_GROUP).
  *
  * The caller has split every ray's samples into a head, a run [ma, mb) of
  * samples whose eight corners all lie inside the volume, and a tail; the
