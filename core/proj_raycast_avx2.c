@@ -23,7 +23,42 @@ static inline __m256 lerp_pairs(const __m128 *x, __m256 gx, __m256 fx)
 	return _mm256_add_ps(_mm256_mul_ps(gx, a), _mm256_mul_ps(fx, b));
 }
 
-/* Lanes h .. h + 7 of the group. */
+/* Lanes h .. h + 7 of the group: sample m at b + m d, in its run when
+ * ma <= m < mb */
+struct lanes {
+	__m256 bx, by, bz, dx, dy, dz;
+	__m256i ma, mb, sy, sz;
+};
+
+/* Sample m's fractions and active lanes (all ones); its lanes' voxel
+ * indices go to o (0 for lanes outside their run: such a lane may stand far
+ * outside the volume, and reads voxel 0). */
+struct sample {
+	__m256 fx, fy, fz;
+	__m256i act;
+};
+
+static inline struct sample sample_index(const struct lanes *L, int m, int32_t *o)
+{
+	const __m256 mf = _mm256_set1_ps((float)m), two = _mm256_set1_ps(2.0f);
+	const __m256i mv = _mm256_set1_epi32(m), two_i = _mm256_set1_epi32(2);
+	struct sample S;
+	S.act = _mm256_andnot_si256(_mm256_cmpgt_epi32(L->ma, mv), _mm256_cmpgt_epi32(L->mb, mv));
+	__m256 px = _mm256_add_ps(L->bx, _mm256_mul_ps(mf, L->dx));
+	__m256 py = _mm256_add_ps(L->by, _mm256_mul_ps(mf, L->dy));
+	__m256 pz = _mm256_add_ps(L->bz, _mm256_mul_ps(mf, L->dz));
+	__m256i ix = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(px, two)), two_i);
+	__m256i iy = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(py, two)), two_i);
+	__m256i iz = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(pz, two)), two_i);
+	S.fx = _mm256_sub_ps(px, _mm256_cvtepi32_ps(ix));
+	S.fy = _mm256_sub_ps(py, _mm256_cvtepi32_ps(iy));
+	S.fz = _mm256_sub_ps(pz, _mm256_cvtepi32_ps(iz));
+	__m256i oi = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, L->sz), _mm256_mullo_epi32(iy, L->sy)), ix);
+	_mm256_store_si256((__m256i *)o, _mm256_and_si256(S.act, oi));
+	return S;
+}
+
+/* Lanes h .. h + 7 of the group, over their own run of samples. */
 static void half_group(const float *restrict vol, int nx, int ny, struct rc_fpr_group *restrict G, int h)
 {
 	int m0 = G->ma[h], m1 = G->mb[h];
@@ -31,45 +66,35 @@ static void half_group(const float *restrict vol, int nx, int ny, struct rc_fpr_
 		m0 = G->ma[l] < m0 ? G->ma[l] : m0;
 		m1 = G->mb[l] > m1 ? G->mb[l] : m1;
 	}
+	if (m0 >= m1)
+		return;
 	const int sy = nx, sz = nx * ny;
 	const float *const row[4] = { vol, vol + sy, vol + sz, vol + sz + sy }; /* a cell's (y, z) rows */
-	const __m256 bx = _mm256_loadu_ps(G->b[0] + h), by = _mm256_loadu_ps(G->b[1] + h);
-	const __m256 bz = _mm256_loadu_ps(G->b[2] + h), dx = _mm256_loadu_ps(G->d[0] + h);
-	const __m256 dy = _mm256_loadu_ps(G->d[1] + h), dz = _mm256_loadu_ps(G->d[2] + h);
-	const __m256i ma = _mm256_loadu_si256((const __m256i *)(G->ma + h));
-	const __m256i mb = _mm256_loadu_si256((const __m256i *)(G->mb + h));
-	const __m256 two = _mm256_set1_ps(2.0f), one = _mm256_set1_ps(1.0f);
-	const __m256i two_i = _mm256_set1_epi32(2), syv = _mm256_set1_epi32(sy), szv = _mm256_set1_epi32(sz);
+	const struct lanes L = { _mm256_loadu_ps(G->b[0] + h), _mm256_loadu_ps(G->b[1] + h),
+				 _mm256_loadu_ps(G->b[2] + h), _mm256_loadu_ps(G->d[0] + h),
+				 _mm256_loadu_ps(G->d[1] + h), _mm256_loadu_ps(G->d[2] + h),
+				 _mm256_loadu_si256((const __m256i *)(G->ma + h)),
+				 _mm256_loadu_si256((const __m256i *)(G->mb + h)), _mm256_set1_epi32(sy),
+				 _mm256_set1_epi32(sz) };
+	const __m256 one = _mm256_set1_ps(1.0f);
 	__m256 sum = _mm256_loadu_ps(G->sum + h);
-	int32_t o[8] __attribute__((aligned(32)));
+	/* sample m's indices in o[m & 1], computed one sample ahead */
+	int32_t o[2][8] __attribute__((aligned(32)));
+	struct sample cur = sample_index(&L, m0, o[m0 & 1]), nxt = cur;
 	for (int m = m0; m < m1; m++) {
-		const __m256 mf = _mm256_set1_ps((float)m);
-		const __m256i mv = _mm256_set1_epi32(m);
-		/* all ones where ma <= m < mb */
-		__m256i act = _mm256_andnot_si256(_mm256_cmpgt_epi32(ma, mv), _mm256_cmpgt_epi32(mb, mv));
-		__m256 px = _mm256_add_ps(bx, _mm256_mul_ps(mf, dx));
-		__m256 py = _mm256_add_ps(by, _mm256_mul_ps(mf, dy));
-		__m256 pz = _mm256_add_ps(bz, _mm256_mul_ps(mf, dz));
-		__m256i ix = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(px, two)), two_i);
-		__m256i iy = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(py, two)), two_i);
-		__m256i iz = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(pz, two)), two_i);
-		__m256 fx = _mm256_sub_ps(px, _mm256_cvtepi32_ps(ix));
-		__m256 fy = _mm256_sub_ps(py, _mm256_cvtepi32_ps(iy));
-		__m256 fz = _mm256_sub_ps(pz, _mm256_cvtepi32_ps(iz));
-		__m256 gx = _mm256_sub_ps(one, fx), gy = _mm256_sub_ps(one, fy), gz = _mm256_sub_ps(one, fz);
-		/* a lane outside its run may stand far outside the volume: it
-		 * reads voxel 0 */
-		__m256i oi = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, szv), _mm256_mullo_epi32(iy, syv)),
-					      ix);
-		_mm256_store_si256((__m256i *)o, _mm256_and_si256(act, oi));
-		RC_FPR_INDICES_IN_MEMORY(o);
+		if (m + 1 < m1)
+			nxt = sample_index(&L, m + 1, o[(m + 1) & 1]);
+		const int32_t *oc = o[m & 1];
+		RC_FPR_INDICES_IN_MEMORY(oc);
+		const __m256 fx = cur.fx, fy = cur.fy, fz = cur.fz;
+		const __m256 gx = _mm256_sub_ps(one, fx), gy = _mm256_sub_ps(one, fy), gz = _mm256_sub_ps(one, fz);
 		/* each lane's index read once, for the four rows */
 		__m128 x[4][4];
 #pragma GCC unroll 4
 		for (int q = 0; q < 4; q++)
 #pragma GCC unroll 4
 			for (int r = 0; r < 4; r++)
-				x[r][q] = rc_fpr_pairs2(row[r], o[2 * q], o[2 * q + 1]);
+				x[r][q] = rc_fpr_pairs2(row[r], oc[2 * q], oc[2 * q + 1]);
 		__m256 c[4];
 		for (int r = 0; r < 4; r++)
 			c[r] = lerp_pairs(x[r], gx, fx);
@@ -77,7 +102,8 @@ static void half_group(const float *restrict vol, int nx, int ny, struct rc_fpr_
 		__m256 val = _mm256_add_ps(_mm256_mul_ps(gz, _mm256_add_ps(_mm256_mul_ps(gy, c[0]), _mm256_mul_ps(fy, c[1]))),
 					   _mm256_mul_ps(fz, _mm256_add_ps(_mm256_mul_ps(gy, c[2]), _mm256_mul_ps(fy, c[3]))));
 		/* sum += act ? val : 0 */
-		sum = _mm256_add_ps(sum, _mm256_and_ps(_mm256_castsi256_ps(act), val));
+		sum = _mm256_add_ps(sum, _mm256_and_ps(_mm256_castsi256_ps(cur.act), val));
+		cur = nxt;
 	}
 	_mm256_storeu_ps(G->sum + h, sum);
 }
