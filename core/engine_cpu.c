@@ -2,7 +2,8 @@
  * engine_cpu: engine.h's operations on the host CPU through the projectors
  * of proj_cpu.h and one thread pool created with the engine.  Buffers that
  * the projectors keep (padded view blocks and per-thread rows for RC_BP_VOXEL,
- * the rotated volume for RC_FP_ROTATE) are allocated at the first call that
+ * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
+ * RC_FP_RAYCAST) are allocated at the first call that
  * needs them and reused, so iterative algorithms allocate nothing per call.
  * Cone and matrices geometries only: fan and parallel belong to the tensor
  * engine (issue 6).
@@ -24,6 +25,7 @@ struct cpu_engine {
 	rc_cpu_isa isa;
 	rc_bpv *bpv;
 	rc_rotate *rot;
+	rc_fpr *fpr;
 };
 
 static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out,
@@ -52,7 +54,9 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 		return rc;
 	switch (kind) {
 	case RC_FP_RAYCAST:
-		rc_fp_raycast(e->geom, c->pool, c->isa, vol, proj, first, last);
+		if (!c->fpr && (rc = rc_fpr_new(e->geom, &c->fpr, err)))
+			return rc;
+		rc_fp_raycast(c->fpr, c->pool, c->isa, vol, proj, first, last);
 		return 0;
 	case RC_FP_ROTATE:
 		if (rc_geom_type_of(e->geom) != RC_GEOM_CONE)
@@ -92,6 +96,7 @@ static void cpu_free(rc_engine *e)
 	struct cpu_engine *c = (struct cpu_engine *)e;
 	rc_rotate_free(c->rot);
 	rc_bpv_free(c->bpv);
+	rc_fpr_free(c->fpr);
 	rc_pool_free(c->pool);
 	free(c);
 }

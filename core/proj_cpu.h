@@ -42,8 +42,12 @@ const char *rc_cpu_isa_name(rc_cpu_isa isa);
  * samples from where the ray enters the support of the trilinear
  * interpolant (voxel index -1..n on each axis) to where it leaves. */
 double rc_raycast_step_mm(const rc_volume_desc *v);
-void rc_fp_raycast(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj,
-		   int first, int last);
+/* The forward ray caster keeps a zero-bordered copy of the volume (so that
+ * no sample needs a bounds test), allocated at its first call and reused. */
+typedef struct rc_fpr rc_fpr;
+int rc_fpr_new(const rc_geom *g, rc_fpr **ret, rc_err *err);
+void rc_fpr_free(rc_fpr *f);
+void rc_fp_raycast(rc_fpr *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last);
 void rc_bp_matched(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
 		   int first, int last);
 
@@ -53,6 +57,12 @@ int rc_rotate_new(const rc_geom *g, rc_rotate **ret, rc_err *err);
 void rc_rotate_free(rc_rotate *r);
 void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
 		  int first, int last);
+
+/* The most a projector may keep for a speed-up (a buffer it can do
+ * without): env (MiB) if set, else a quarter of physical memory, so that a
+ * job near the memory cap is not pushed into the out-of-memory killer
+ * (malloc rarely fails under overcommit). */
+size_t rc_proj_keep_limit(const char *env);
 
 /* Voxel-driven back projection; owns padded view blocks and per-thread rows. */
 typedef struct rc_bpv rc_bpv;

@@ -26,6 +26,7 @@
 #include "proj_cpu.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct box {
@@ -55,8 +56,10 @@ static void box_of(const rc_volume_desc *v, struct box *bx)
 	bx->s[2] = v->vz;
 }
 
-static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
-		     int i, int j, struct ray *r)
+/* Ray (k, i, j) clipped to the support; sample m at b + m d in voxel
+ * indices plus shift (0, or RC_FPR_PAD for the zero-bordered copy). */
+static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k, int i, int j, double shift,
+		     struct ray *r)
 {
 	double o[3], dir[3], oi[3], di[3];
 	double tmin = 0, tmax = INFINITY; /* the ray starts at the source */
@@ -83,7 +86,7 @@ static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
 	double ns = ceil((tmax - tmin) / step);
 	r->n = (int)ns;
 	for (int a = 0; a < 3; a++) {
-		r->b[a] = (float)(oi[a] + (tmin + 0.5 * step) * di[a]);
+		r->b[a] = (float)(oi[a] + shift + (tmin + 0.5 * step) * di[a]);
 		r->d[a] = (float)(step * di[a]);
 	}
 	return r->n;
@@ -217,15 +220,64 @@ static void pixel_range(const rc_geom *g, const struct box *bx, int k, const dou
 #define RC_BPM_GROUP rc_bpm_group_baseline
 #include "proj_raycast_group.h"
 
+/* The zero-bordered copy: voxel (x, y, z) at (x, y, z) + RC_FPR_PAD.  The
+ * samples of a ray lie in the support (-1, n) but the last, which may reach
+ * half a voxel past it; with two voxels of zeros on every side each sample's
+ * eight corners lie in the copy, so no sample needs a test. */
+#define RC_FPR_PAD 2
+
+struct rc_fpr {
+	const rc_geom *g;
+	int np[3];   /* the copy's dimensions, n + 2 RC_FPR_PAD */
+	float *pad;  /* allocated zeroed at the first call that uses it */
+	int no_pad;  /* over the limit, too large for 32-bit indices, or not allocated */
+};
+
 struct fp_ctx {
 	const rc_geom *g;
 	struct box bx;
 	double step;
-	const float *vol;
+	const float *vol;   /* the volume, or its zero-bordered copy */
+	const int *nvol;    /* its dimensions */
+	double shift;       /* 0, or RC_FPR_PAD with the copy */
 	float *proj;
 	int first, nv, nu;
 	void (*group)(const float *, int, int, struct rc_fpr_group *); /* NULL: scalar only */
 };
+
+int rc_fpr_new(const rc_geom *g, rc_fpr **ret, rc_err *err)
+{
+	rc_fpr *f = calloc(1, sizeof *f);
+	if (!f)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the ray caster");
+	const rc_volume_desc *v = rc_geom_volume(g);
+	f->g = g;
+	f->np[0] = v->nx + 2 * RC_FPR_PAD;
+	f->np[1] = v->ny + 2 * RC_FPR_PAD;
+	f->np[2] = v->nz + 2 * RC_FPR_PAD;
+	*ret = f;
+	return 0;
+}
+
+void rc_fpr_free(rc_fpr *f)
+{
+	if (!f)
+		return;
+	free(f->pad);
+	free(f);
+}
+
+/* The whole ray as the run, when its first and last samples have all
+ * their corners in the zero-bordered copy (the coordinates are monotone
+ * along the ray, so then every sample has); else none, and the checked
+ * path takes it (it should not happen: the border holds them). */
+static void whole_run(const struct ray *r, const int *n, int *ma, int *mb)
+{
+	struct tri t;
+	int ok = r->n > 0 && sample_at(r, 0, n, &t) && sample_at(r, r->n - 1, n, &t);
+	*ma = 0;
+	*mb = ok ? r->n : 0;
+}
 
 /* The run [ma, mb) of samples of ray r whose eight corners all lie inside
  * the volume.  Each coordinate b + m d is monotone in m (float rounding is
@@ -282,11 +334,11 @@ static void fp_task(void *arg, long task, int worker)
 	(void)worker;
 	int k = c->first + (int)(task / c->nv), j = (int)(task % c->nv);
 	float *row = c->proj + rc_geom_row_offset(c->g, k, j);
-	const int *n = c->bx.n;
+	const int *n = c->nvol;
 	float step = (float)c->step;
 	/* pixels whose rays cannot meet the support (-1, n) get 0 without a
 	 * ray set-up (most of the detector in paper 000's case) */
-	const double lo[3] = { -1, -1, -1 }, hi[3] = { n[0], n[1], n[2] };
+	const double lo[3] = { -1, -1, -1 }, hi[3] = { c->bx.n[0], c->bx.n[1], c->bx.n[2] };
 	int ia, ib, ja, jb;
 	pixel_range(c->g, &c->bx, k, lo, hi, &ia, &ib, &ja, &jb);
 	if (j < ja || j >= jb)
@@ -300,9 +352,11 @@ static void fp_task(void *arg, long task, int worker)
 		for (int l = 0; l < RC_FPR_LANES; l++) {
 			r[l].n = 0;
 			if (l < nl)
-				ray_setup(c->g, &c->bx, c->step, k, i0 + l, j, &r[l]);
+				ray_setup(c->g, &c->bx, c->step, k, i0 + l, j, c->shift, &r[l]);
 			int ma = 0, mb = 0;
-			if (r[l].n && c->group)
+			if (r[l].n && c->group && c->shift)
+				whole_run(&r[l], n, &ma, &mb);
+			else if (r[l].n && c->group)
 				inside_run(&r[l], n, &ma, &mb);
 			G.sum[l] = ray_part(c->vol, n, &r[l], 0, mb > ma ? ma : r[l].n, 0.0f);
 			G.ma[l] = ma;
@@ -321,21 +375,72 @@ static void fp_task(void *arg, long task, int worker)
 	}
 }
 
-void rc_fp_raycast(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj,
-		   int first, int last)
+struct copy_ctx {
+	const rc_fpr *f;
+	const float *vol;
+};
+
+/* Slice z of the volume into the copy's interior (the border stays 0). */
+static void copy_task(void *arg, long z, int worker)
+{
+	const struct copy_ctx *c = arg;
+	(void)worker;
+	const int *np = c->f->np, nx = np[0] - 2 * RC_FPR_PAD, ny = np[1] - 2 * RC_FPR_PAD;
+	for (int y = 0; y < ny; y++)
+		memcpy(c->f->pad + (((size_t)z + RC_FPR_PAD) * (size_t)np[1] + (size_t)y + RC_FPR_PAD) * (size_t)np[0] +
+			       RC_FPR_PAD,
+		       c->vol + ((size_t)z * (size_t)ny + (size_t)y) * (size_t)nx, (size_t)nx * sizeof(float));
+}
+
+/* The zero-bordered copy of vol, or NULL for the checked path: when the
+ * copy is over its memory limit (RECOND_FPR_PAD_MAX_MB, default a quarter
+ * of physical memory) or when the detector has fewer pixels than the
+ * volume's cross-section (a copy per call would then cost about as much as
+ * the call's samples).  The choice depends on the geometry, not on the
+ * call, so that any split of the views gives the same projections. */
+static const float *padded_copy(rc_fpr *f, rc_pool *pool, const float *vol)
+{
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const rc_detector_desc *d = rc_geom_detector(f->g);
+	if ((double)d->nu * d->nv < (double)v->nx * v->ny)
+		f->no_pad = 1;
+	if (!f->pad && !f->no_pad) {
+		size_t count = (size_t)f->np[0] * (size_t)f->np[1] * (size_t)f->np[2];
+		int fits = (long long)count < RC_FPR_MAX_VOXELS &&
+			   count <= rc_proj_keep_limit("RECOND_FPR_PAD_MAX_MB") / sizeof(float);
+		f->pad = fits ? calloc(count, sizeof(float)) : NULL;
+		f->no_pad = !f->pad;
+	}
+	if (!f->pad)
+		return NULL;
+	struct copy_ctx cc = { .f = f, .vol = vol };
+	rc_pool_run(pool, v->nz, copy_task, &cc);
+	return f->pad;
+}
+
+void rc_fp_raycast(rc_fpr *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last)
 {
 	static void (*const groups[RC_ISA_COUNT])(const float *, int, int, struct rc_fpr_group *) = {
 		rc_fpr_group_baseline, rc_fpr_group_avx2, rc_fpr_group_avx512
 	};
+	const rc_geom *g = f->g;
 	struct fp_ctx c = { .g = g, .vol = vol, .proj = proj, .first = first };
 	box_of(rc_geom_volume(g), &c.bx);
+	c.nvol = c.bx.n;
 	c.step = rc_raycast_step_mm(rc_geom_volume(g));
 	c.nu = rc_geom_detector(g)->nu;
 	c.nv = rc_geom_detector(g)->nv;
 	if (!rc_cpu_isa_supported(isa))
 		isa = RC_ISA_BASELINE;
-	if ((long long)c.bx.n[0] * c.bx.n[1] * c.bx.n[2] < RC_FPR_MAX_VOXELS)
+	if ((long long)c.bx.n[0] * c.bx.n[1] * c.bx.n[2] < RC_FPR_MAX_VOXELS) {
 		c.group = groups[isa];
+		const float *pad = padded_copy(f, pool, vol);
+		if (pad) {
+			c.vol = pad;
+			c.nvol = f->np;
+			c.shift = RC_FPR_PAD;
+		}
+	}
 	rc_pool_run(pool, (long)(last - first) * c.nv, fp_task, &c);
 }
 
@@ -357,7 +462,7 @@ static void bp_lane(const struct bp_ctx *c, const float *row, int k, int i, int 
 	struct ray r;
 	float v = row[i] * (float)c->step;
 	G->m0[q] = G->m1[q] = 0;
-	if (v == 0 || !ray_setup(c->g, &c->bx, c->step, k, i, j, &r))
+	if (v == 0 || !ray_setup(c->g, &c->bx, c->step, k, i, j, 0, &r))
 		return;
 	int m0 = 0, m1 = r.n, z0 = G->z0, z1 = G->z1;
 	if (fabsf(r.d[2]) > 1e-12f) {

@@ -210,13 +210,9 @@ static int view_cone_like(const double *P, const rc_volume_desc *v)
 	return wmin > 0 && half <= RC_BPV_NEWTON_MAX * wmin;
 }
 
-/* The most the tiles buffer may take: RECOND_BPV_TILES_MAX_MB (MiB) if set,
- * else a quarter of physical memory.  A job near the memory cap must not be
- * pushed into the kernel's out-of-memory killer (malloc rarely fails under
- * overcommit) for a speed-up; over the limit the sums go out per block. */
-static size_t tiles_limit(void)
+size_t rc_proj_keep_limit(const char *env_name)
 {
-	const char *env = getenv("RECOND_BPV_TILES_MAX_MB");
+	const char *env = getenv(env_name);
 	if (env && *env) {
 		char *end;
 		unsigned long long mb = strtoull(env, &end, 10);
@@ -285,7 +281,7 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	 * Without the memory for it, the sums are written out per block. */
 	if (last - first > RC_BPV_BLOCK && !b->tiles && !b->tiles_failed) {
 		size_t bytes = (size_t)ntiles * RC_BPV_TILE_FLOATS(b->by, b->bz) * sizeof(float);
-		b->tiles = bytes <= tiles_limit() ? aligned_alloc(64, bytes) : NULL;
+		b->tiles = bytes <= rc_proj_keep_limit("RECOND_BPV_TILES_MAX_MB") ? aligned_alloc(64, bytes) : NULL;
 		b->tiles_failed = !b->tiles;
 	}
 	J->tiles = last - first > RC_BPV_BLOCK ? b->tiles : NULL;
