@@ -235,10 +235,16 @@ static inline void gen_col_win_avx512(int n, float *restrict acc, const float *r
 		__mmask16 hi = _mm512_cmpeq_epi32_mask(iu, _mm512_set1_epi32(base + 1));
 		const float *c0 = img + (size_t)base * Hs + iv0;
 		__m512 a, b, c, d;
-		if (rows <= 64)
-			gen_samples(4, c0, Hs, iu0 != iu1, hi, rel, rel1, &a, &b, &c, &d);
+		/* constant window sizes and column counts: the loops unroll and
+		 * the windows stay in registers (a run-time count spilled them) */
+		if (rows <= 64 && iu0 == iu1)
+			gen_samples(4, c0, Hs, 0, hi, rel, rel1, &a, &b, &c, &d);
+		else if (rows <= 64)
+			gen_samples(4, c0, Hs, 1, hi, rel, rel1, &a, &b, &c, &d);
+		else if (iu0 == iu1)
+			gen_samples(8, c0, Hs, 0, hi, rel, rel1, &a, &b, &c, &d);
 		else
-			gen_samples(8, c0, Hs, iu0 != iu1, hi, rel, rel1, &a, &b, &c, &d);
+			gen_samples(8, c0, Hs, 1, hi, rel, rel1, &a, &b, &c, &d);
 		__m512 top = _mm512_fmadd_ps(fu, _mm512_sub_ps(b, a), a);
 		__m512 bot = _mm512_fmadd_ps(fu, _mm512_sub_ps(d, c), c);
 		__m512 val = _mm512_fmadd_ps(fv, _mm512_sub_ps(bot, top), top);
