@@ -3,8 +3,10 @@
  * exact transpose.
  *
  * Both directions share ray_setup and sample_at's expressions (the lane
- * loops of proj_raycast_group.h repeat them), so the transpose visits the
- * same sample points with the same weights:
+ * loops repeat them), so the transpose visits the same sample points with
+ * the same weights, up to float rounding where the forward works in the
+ * shifted indices of its zero-bordered copy (the positions are rounded
+ * once more; measured adjoint gap 2e-9):
  *   forward   p(ray) = step * sum_m sum_corners w_c(m) f[c]
  *   matched   f[c]  += step * p(ray) * w_c(m)        for every (ray, m, c).
  * Coordinates are continuous voxel indices (voxel centres at integers); the
@@ -341,6 +343,8 @@ static void fp_task(void *arg, long task, int worker)
 	const double lo[3] = { -1, -1, -1 }, hi[3] = { c->bx.n[0], c->bx.n[1], c->bx.n[2] };
 	int ia, ib, ja, jb;
 	pixel_range(c->g, &c->bx, k, lo, hi, &ia, &ib, &ja, &jb);
+	ia = ia < 0 ? 0 : ia > c->nu ? c->nu : ia;
+	ib = ib < ia ? ia : ib > c->nu ? c->nu : ib;
 	if (j < ja || j >= jb)
 		ib = ia;
 	memset(row, 0, (size_t)ia * sizeof *row);

@@ -15,6 +15,7 @@
  * arithmetic is the portable loop's (plus one FMA for v). */
 #pragma GCC target("tune=skylake-avx512,prefer-vector-width=512")
 #include <immintrin.h>
+#include <math.h>
 
 #include "proj_voxel_tile.h"
 
@@ -143,9 +144,11 @@ static inline void cone_col_avx512(int n, float *restrict acc, const float *rest
 		return;
 	}
 	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
-	/* the narrowest window of whole vectors: each vector is two loads,
-	 * a subtract and an FMA per chunk, each pair of vectors a permute */
-	switch ((int)((span + 15.0f) * (1.0f / 16.0f))) {
+	/* the narrowest window of whole vectors that holds span rows (rounded
+	 * up: a span just over 16 NV needs NV + 1 vectors): each vector is two
+	 * loads, a subtract and an FMA per chunk, each pair of vectors a
+	 * permute */
+	switch ((int)ceilf(span * (1.0f / 16.0f))) {
 	case 0:
 	case 1:
 	case 2: cone_col_win(2, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
