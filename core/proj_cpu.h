@@ -59,9 +59,11 @@ void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
 		  int first, int last);
 
 /* The most a projector may keep for a speed-up (a buffer it can do
- * without): env (MiB) if set, else a quarter of physical memory, so that a
- * job near the memory cap is not pushed into the out-of-memory killer
- * (malloc rarely fails under overcommit). */
+ * without): env (MiB) if set, else a quarter of physical memory or of the
+ * process's cgroup limit (systemd's MemoryMax=, a container's), whichever
+ * is less, so that a job near the memory cap is not pushed into the
+ * out-of-memory killer (malloc rarely fails under overcommit).  Each such
+ * buffer has its own quarter. */
 size_t rc_proj_keep_limit(const char *env);
 
 /* Voxel-driven back projection; owns padded view blocks and per-thread rows. */

@@ -17,6 +17,7 @@
 #include "proj_cpu.h"
 
 #include <immintrin.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -210,6 +211,42 @@ static int view_cone_like(const double *P, const rc_volume_desc *v)
 	return wmin > 0 && half <= RC_BPV_NEWTON_MAX * wmin;
 }
 
+/* The memory limit of this process's cgroup (systemd's MemoryMax=, a
+ * container's limit) in bytes, or 0 if none is found: cgroup v2
+ * (memory.max, under /sys/fs/cgroup or, on hybrid systems,
+ * /sys/fs/cgroup/unified) or v1 (memory.limit_in_bytes). */
+static unsigned long long cgroup_memory_limit(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return 0;
+	char line[512], path[640];
+	unsigned long long limit = 0;
+	while (!limit && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		const char *v2 = !strncmp(line, "0::", 3) ? line + 3 : NULL;
+		const char *v1 = strstr(line, ":memory:");
+		const char *files[2][2] = { { "/sys/fs/cgroup", "memory.max" },
+					    { "/sys/fs/cgroup/unified", "memory.max" } };
+		for (int i = 0; i < 3 && !limit; i++) {
+			if (i < 2 && v2)
+				snprintf(path, sizeof path, "%s%s/%s", files[i][0], v2, files[i][1]);
+			else if (i == 2 && v1)
+				snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", v1 + 8);
+			else
+				continue;
+			FILE *m = fopen(path, "re");
+			unsigned long long x;
+			if (m && fscanf(m, "%llu", &x) == 1) /* "max": no limit */
+				limit = x;
+			if (m)
+				fclose(m);
+		}
+	}
+	fclose(f);
+	return limit;
+}
+
 size_t rc_proj_keep_limit(const char *env_name)
 {
 	const char *env = getenv(env_name);
@@ -220,7 +257,11 @@ size_t rc_proj_keep_limit(const char *env_name)
 			return mb > SIZE_MAX >> 20 ? SIZE_MAX : (size_t)mb << 20;
 	}
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	return pages > 0 && page > 0 ? (size_t)pages / 4 * (size_t)page : 0;
+	unsigned long long mem = pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
+	unsigned long long cg = cgroup_memory_limit();
+	if (cg && cg < mem)
+		mem = cg;
+	return mem / 4 > SIZE_MAX ? SIZE_MAX : (size_t)(mem / 4);
 }
 
 struct tile_ctx {
