@@ -80,8 +80,10 @@ static int ray_setup(const rc_geom *g, const struct box *bx, double step, int k,
 			t1 = t2;
 			t2 = t;
 		}
-		tmin = fmax(tmin, t1);
-		tmax = fmin(tmax, t2);
+		/* t1, t2 are finite here: plain compares, not libm's fmin/fmax
+		 * calls (their NaN rules cost a call per ray and axis) */
+		tmin = t1 > tmin ? t1 : tmin;
+		tmax = t2 < tmax ? t2 : tmax;
 	}
 	if (!(tmax > tmin))
 		return r->n = 0;
@@ -477,8 +479,11 @@ static void bp_lane(const struct bp_ctx *c, const float *row, int k, int i, int 
 			ma = mb;
 			mb = t;
 		}
-		m0 = (int)fmax(0, floor(ma) - 2);
-		m1 = (int)fmin(r.n, ceil(mb) + 3);
+		/* finite (|d| > 1e-12) but maybe far outside int: clamped to
+		 * [0, n] before the conversion */
+		double fa = floor(ma) - 2, fb = ceil(mb) + 3;
+		m0 = fa <= 0 ? 0 : fa < r.n ? (int)fa : r.n;
+		m1 = fb <= 0 ? 0 : fb < r.n ? (int)fb : r.n;
 	} else if (r.b[2] < z0 - 2 || r.b[2] > z1 + 1) {
 		return;
 	}
