@@ -7,8 +7,9 @@
  * consecutive z fall in a window of at most 15 |dv| + 3 consecutive rows.
  * The window of both columns is loaded with plain vector loads and blended,
  * T = c0 + fu (c1 - c0); each voxel's two samples T[iv], T[iv + 1] are
- * picked out of registers with two-source permutes (vpermt2ps, 32 entries;
- * masked per 32-row part for windows of 64 and 128 rows).  Voxels whose v
+ * picked out of registers with two-source permutes (vpermt2ps, 32 entries
+ * each; the window is the fewest vectors of 16 rows, 2 to 8, that hold it,
+ * one permute per 32-row part masked to its lanes).  Voxels whose v
  * is off the detector are dropped before the loop (they add zero), so no
  * chunk clamps.  Columns whose window is wider than 128 rows (voxels much
  * larger than pixels), or with dv < 0, take the portable loop.  The
