@@ -53,7 +53,7 @@
 struct rc_bpv_job {
 	int nx, ny, nz, nu, nv;
 	int K;              /* views in this block */
-	int Hs;             /* column stride of a padded image: nv + 3 */
+	int Hs;             /* column stride of a padded image: nv + 3 rounded up to 16 */
 	size_t img_stride;  /* Hs * (nu + 3) + RC_BPV_TAIL */
 	const float *img;   /* K padded transposed images, pixel (i, j) at (i+1)*Hs + j+1 */
 	double P[RC_BPV_BLOCK][12];
@@ -75,8 +75,9 @@ struct rc_bpv_job {
 #define RC_BPV_TILE_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * (size_t)(bz))
 
 /* Scratch floats per worker for tiles bz deep: the tile's sums, seven
- * arrays of per-column set-up, z positions. */
-#define RC_BPV_SCRATCH_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * ((size_t)(bz) + 7) + (size_t)(bz) + 16)
+ * arrays of per-column set-up, the column order, z positions. */
+#define RC_BPV_SCRATCH_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * ((size_t)(bz) + 8) + (size_t)(bz) + 16)
+#define RC_BPV_SORT_BINS 1024 /* bins of a tile's counting sort by detector column */
 
 /* The vector column loops (proj_voxel_avx2.c, proj_voxel_avx512.c) compute
  * v = fma(zw, dv, v0) and do not clamp it.  This drops the voxels at both
@@ -186,7 +187,7 @@ static inline void RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)(int n, float *restrict 
 static void RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, const double *P, double yw, int x0,
 						int n, int nzt, double zw0, double zc, float *restrict aw,
 						float *restrict au, float *restrict av, float *restrict r0,
-						int32_t *restrict za, int32_t *restrict zb)
+						int32_t *restrict col, int32_t *restrict za, int32_t *restrict zb)
 {
 	const double lim[2][2] = { { -1, J->nu }, { -1, J->nv } };
 	for (int i = 0; i < n; i++) {
@@ -222,6 +223,9 @@ static void RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, cons
 		au[i] = (float)a[0];
 		av[i] = (float)a[1];
 		r0[i] = (float)(1.0 / (a[2] + b[2] * zc));
+		/* the detector column at the column's centre, for col_order */
+		double uc = (a[0] + b[0] * zc) / (a[2] + b[2] * zc);
+		col[i] = uc > -1 && uc < J->nu ? (int32_t)floor(uc) + 1 : 0;
 	}
 }
 
@@ -313,12 +317,55 @@ static void RC_BPV_CAT(gen_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	}
 }
 
+/* The order of a view's voxel columns (c = y * RC_BPV_BX + x; those with
+ * za < zb only): sorted by detector column col (for a view close to a cone,
+ * the one at the column's centre), so that columns reading the same pair
+ * of detector columns follow each other and find it in L1.  Voxels several
+ * pixels wide (256^3 on the RabbitCT shape: 5 pixels) leave no two
+ * neighbouring voxel columns on the same detector column, whatever the
+ * direction; along the ray through the source they are.  A stable counting
+ * sort; a tile spanning more than RC_BPV_SORT_BINS detector columns (a
+ * volume near the source) is sorted by groups of 2, 4, ... columns.
+ * Returns the count. */
+static int RC_BPV_CAT(col_order, RC_BPV_SUFFIX)(const int32_t *col, const int32_t *za, const int32_t *zb, int nxt,
+						 int nyt, int32_t *order)
+{
+	int lo = INT32_MAX, hi = INT32_MIN;
+	for (int y = 0; y < nyt; y++)
+		for (int x = 0; x < nxt; x++) {
+			int c = y * RC_BPV_BX + x;
+			if (za[c] < zb[c]) {
+				lo = col[c] < lo ? col[c] : lo;
+				hi = col[c] > hi ? col[c] : hi;
+			}
+		}
+	if (hi < lo)
+		return 0;
+	int shift = 0;
+	while ((hi - lo) >> shift >= RC_BPV_SORT_BINS)
+		shift++;
+	int start[RC_BPV_SORT_BINS + 1];
+	memset(start, 0, sizeof(int) * (size_t)(((hi - lo) >> shift) + 2));
+	for (int y = 0; y < nyt; y++)
+		for (int x = 0; x < nxt; x++) {
+			int c = y * RC_BPV_BX + x;
+			if (za[c] < zb[c])
+				start[((col[c] - lo) >> shift) + 1]++;
+		}
+	for (int b = 1; b <= ((hi - lo) >> shift) + 1; b++)
+		start[b] += start[b - 1];
+	for (int y = 0; y < nyt; y++)
+		for (int x = 0; x < nxt; x++) {
+			int c = y * RC_BPV_BX + x;
+			if (za[c] < zb[c])
+				order[start[(col[c] - lo) >> shift]++] = c;
+		}
+	return start[(hi - lo) >> shift];
+}
+
 /* Column layout, view k: the set-up of every voxel column of the tile (cone
- * or general), then the columns in the order that keeps the detector in L1:
- * columns that share detector columns run one after the other.  A tile's
- * columns read a few dozen detector columns of 4-8 KiB each; along x (rays
- * near the y axis) u changes faster than along y, so then y runs innermost,
- * else x (the wrong order measured 4-16 % slower).  Sums [y][x][z], z
+ * or general), then the columns in the order that keeps the detector in L1
+ * (col_order).  Sums [y][x][z], z
  * positions zw[0..bz) (beyond the tile the sequence goes on, so that a
  * vector may read a whole chunk). */
 static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int k, int x0, int nxt, int y0, int y1,
@@ -329,7 +376,8 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	const int Hs = J->Hs, T = RC_BPV_BX * J->by;
 	const double *P = J->P[k];
 	const int cone = P[2] == 0 && P[10] == 0;
-	/* cone: fu, v0, dv, wt, col; general: aw, au, av, r0 (in the same arrays) */
+	/* cone: fu, v0, dv, wt; general: aw, au, av, r0 (in the same arrays); both:
+	 * the detector column col and the slices [za, zb) */
 	float *f0 = rowbuf, *f1 = f0 + T, *f2 = f1 + T, *f3 = f2 + T;
 	int32_t *col = (int32_t *)(f3 + T), *za = col + T, *zb = za + T;
 	double zw0 = J->x0[2] + z0 * J->s[2], zc = zw0 + 0.5 * (nzt - 1) * J->s[2];
@@ -341,28 +389,22 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 							     f3 + r, col + r, za + r, zb + r);
 		else
 			RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw0, zc, f0 + r, f1 + r, f2 + r,
-							    f3 + r, za + r, zb + r);
+							    f3 + r, col + r, za + r, zb + r);
 	}
-	/* du/dx and du/dy (times w) at the tile's centre */
-	double xc = J->x0[0] + (x0 + 0.5 * (nxt - 1)) * J->s[0], yc = J->x0[1] + 0.5 * (y0 + y1 - 1) * J->s[1];
-	double w = P[8] * xc + P[9] * yc + P[10] * zc + P[11], u = (P[0] * xc + P[1] * yc + P[2] * zc + P[3]) / w;
-	int y_inner = fabs((P[1] - u * P[9]) * J->s[1]) < fabs((P[0] - u * P[8]) * J->s[0]);
-	const int nyt = y1 - y0, n_out = y_inner ? nxt : nyt, n_in = y_inner ? nyt : nxt;
-	for (int o = 0; o < n_out; o++)
-		for (int i = 0; i < n_in; i++) {
-			int x = y_inner ? o : i, y = y_inner ? i : o, c = y * RC_BPV_BX + x;
-			if (za[c] >= zb[c])
-				continue;
-			float *a = acc + (size_t)c * (size_t)J->bz + za[c];
-			if (cone) {
-				const float *c0 = img + (size_t)col[c] * Hs;
-				RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], f1[c], f2[c], f0[c], f3[c],
-						   vmax);
-			} else {
-				RC_BPV_GEN_COLUMN(zb[c] - za[c], a, img, zw + za[c], f0[c], (float)P[10], f1[c],
-						  (float)P[2], f2[c], (float)P[6], f3[c], umax, vmax, Hs);
-			}
+	const int nyt = y1 - y0;
+	int32_t *order = zb + T;
+	int n = RC_BPV_CAT(col_order, RC_BPV_SUFFIX)(col, za, zb, nxt, nyt, order);
+	for (int i = 0; i < n; i++) {
+		int c = order[i];
+		float *a = acc + (size_t)c * (size_t)J->bz + za[c];
+		if (cone) {
+			const float *c0 = img + (size_t)col[c] * Hs;
+			RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], f1[c], f2[c], f0[c], f3[c], vmax);
+		} else {
+			RC_BPV_GEN_COLUMN(zb[c] - za[c], a, img, zw + za[c], f0[c], (float)P[10], f1[c], (float)P[2],
+					  f2[c], (float)P[6], f3[c], umax, vmax, Hs);
 		}
+	}
 }
 
 void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
@@ -379,7 +421,7 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 	 * the row buffers, then z positions */
 	float *acc = J->tiles ? J->tiles + (size_t)task * RC_BPV_TILE_FLOATS(J->by, bz) : S;
 	float *rowbuf = S + RC_BPV_TILE_FLOATS(J->by, bz);
-	float *zw = rowbuf + 7 * RC_BPV_BX * J->by;
+	float *zw = rowbuf + 8 * RC_BPV_BX * J->by;
 	if (!J->tiles || J->first_block)
 		memset(acc, 0, sizeof(float) * RC_BPV_TILE_FLOATS(J->by, bz));
 	for (int z = 0; z < bz + 16; z++) /* + 16: a chunk may start anywhere */
