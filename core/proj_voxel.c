@@ -32,9 +32,10 @@
 struct rc_bpv {
 	const rc_geom *g;
 	int threads;
-	int Hs;            /* column stride of a padded transposed image: nv + 3 */
+	int Hs;            /* column stride of a padded transposed image: nv + 3 rounded up to 16 */
 	size_t img_stride; /* floats per padded image, RC_BPV_TAIL included */
-	float *img;        /* RC_BPV_BLOCK padded transposed images */
+	float *img;        /* RC_BPV_BLOCK padded transposed images, at img_base + 15 */
+	float *img_base;
 	float *scratch;
 	int by, bz;        /* tile rows and depth */
 	size_t scratch_floats;
@@ -104,14 +105,18 @@ int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the back projector");
 	b->g = g;
 	b->threads = threads;
-	b->Hs = d->nv + 3;
+	/* Hs and img_stride multiples of 16 and img 15 floats past a 64-byte
+	 * boundary: every column's pixel rows 0, 16, 32, ... start a cache
+	 * line (pad_task's streaming stores) */
+	b->Hs = (d->nv + 3 + 15) & ~15;
 	b->img_stride = (size_t)b->Hs * (size_t)(d->nu + 3) + RC_BPV_TAIL;
 	b->bz = v->nz < RC_BPV_BZMAX ? v->nz : RC_BPV_BZMAX;
 	b->by = tile_rows(v, b->bz, threads);
 	b->scratch_floats = (RC_BPV_SCRATCH_FLOATS(b->by, b->bz) + 15) & ~(size_t)15;
 	size_t img_bytes = (size_t)RC_BPV_BLOCK * b->img_stride * sizeof(float);
 	size_t scr_bytes = (size_t)threads * b->scratch_floats * sizeof(float);
-	b->img = aligned_alloc(64, (img_bytes + 63) & ~(size_t)63);
+	b->img_base = aligned_alloc(64, (img_bytes + 64 + 63) & ~(size_t)63);
+	b->img = b->img_base ? b->img_base + 15 : NULL;
 	b->scratch = aligned_alloc(64, scr_bytes);
 	if (!b->img || !b->scratch) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the back projector's buffers (%zu MiB)",
@@ -129,7 +134,7 @@ void rc_bpv_free(rc_bpv *b)
 {
 	if (!b)
 		return;
-	free(b->img);
+	free(b->img_base);
 	free(b->scratch);
 	free(b->tiles);
 	free(b);
@@ -141,11 +146,24 @@ struct pad_ctx {
 	int first;
 };
 
-/* Copies view first + k into its padded transposed image: 32 x 32 blocks
- * so that both the reads and the writes stay in cache lines, each block
- * as 4 x 4 SSE transposes (baseline x86-64; the scalar element-by-element
- * copy took about 10 cycles per pixel, an eighth of the whole 256^3 back
- * projection). */
+/* Four vectors to four consecutive 16-byte slots starting at o (64-byte
+ * aligned): one whole cache line, written around the caches. */
+static inline void stream_line(float *o, __m128 a, __m128 b, __m128 c, __m128 d)
+{
+	_mm_stream_ps(o, a);
+	_mm_stream_ps(o + 4, b);
+	_mm_stream_ps(o + 8, c);
+	_mm_stream_ps(o + 12, d);
+}
+
+/* Copies view first + k into its padded transposed image.  Pixel (i, j)
+ * goes to (i + 1) Hs + j + 1, which is 64-byte aligned for j a multiple of
+ * 16 (rc_bpv_new), so each detector column's 16-row pieces are whole cache
+ * lines: blocks of 16 rows x 4 columns are transposed by 4 x 4 SSE
+ * transposes (baseline x86-64) and written with streaming stores, which do
+ * not first read the line they write.  The 32 x 32 blocks of ordinary
+ * stores before took 3 ms per RabbitCT view, 1 ms now, a tenth of the
+ * whole back projection at 256^3 (docs/cpu-engine.md). */
 static void pad_task(void *arg, long k, int worker)
 {
 	struct pad_ctx *c = arg;
@@ -154,38 +172,43 @@ static void pad_task(void *arg, long k, int worker)
 	const rc_detector_desc *d = rc_geom_detector(b->g);
 	const int nu = d->nu, nv = d->nv, Hs = b->Hs;
 	float *img = b->img + (size_t)k * b->img_stride;
+	/* the padding: column 0, rows 0 and nv + 1 .. Hs - 1 of each column,
+	 * the last two columns and the tail */
 	memset(img, 0, (size_t)Hs * sizeof(float));
 	memset(img + (size_t)(nu + 1) * Hs, 0, (2 * (size_t)Hs + RC_BPV_TAIL) * sizeof(float));
 	for (int i = 0; i < nu; i++) {
 		float *col = img + (size_t)(i + 1) * Hs;
-		col[0] = col[nv + 1] = col[nv + 2] = 0;
+		col[0] = 0;
+		memset(col + nv + 1, 0, (size_t)(Hs - nv - 1) * sizeof(float));
 	}
-	const float *rows[32];
-	for (int j0 = 0; j0 < nv; j0 += 32) {
-		int j1 = j0 + 32 < nv ? j0 + 32 : nv;
+	const float *rows[16];
+	const int i4 = nu & ~3;
+	for (int j0 = 0; j0 < nv; j0 += 16) {
+		int j1 = j0 + 16 < nv ? j0 + 16 : nv;
 		for (int j = j0; j < j1; j++)
 			rows[j - j0] = c->proj + rc_geom_row_offset(b->g, c->first + (int)k, j);
-		for (int i0 = 0; i0 < nu; i0 += 32) {
-			int i1 = i0 + 32 < nu ? i0 + 32 : nu;
-			int j4 = j0 + ((j1 - j0) & ~3), i4 = i0 + ((i1 - i0) & ~3);
-			for (int j = j0; j < j4; j += 4)
-				for (int i = i0; i < i4; i += 4) {
-					const float *const *r = rows + (j - j0);
-					__m128 a = _mm_loadu_ps(r[0] + i), bb = _mm_loadu_ps(r[1] + i);
-					__m128 cc = _mm_loadu_ps(r[2] + i), dd = _mm_loadu_ps(r[3] + i);
-					_MM_TRANSPOSE4_PS(a, bb, cc, dd);
-					float *o = img + (size_t)(i + 1) * Hs + j + 1;
-					_mm_storeu_ps(o, a);
-					_mm_storeu_ps(o + Hs, bb);
-					_mm_storeu_ps(o + 2 * (size_t)Hs, cc);
-					_mm_storeu_ps(o + 3 * (size_t)Hs, dd);
+		if (j1 - j0 == 16)
+			for (int i = 0; i < i4; i += 4) {
+				__m128 t[16];
+				for (int q = 0; q < 16; q += 4) {
+					t[q] = _mm_loadu_ps(rows[q] + i);
+					t[q + 1] = _mm_loadu_ps(rows[q + 1] + i);
+					t[q + 2] = _mm_loadu_ps(rows[q + 2] + i);
+					t[q + 3] = _mm_loadu_ps(rows[q + 3] + i);
+					_MM_TRANSPOSE4_PS(t[q], t[q + 1], t[q + 2], t[q + 3]);
 				}
-			/* the block's last rows and columns (sizes not multiples of 4) */
-			for (int j = j0; j < j1; j++)
-				for (int i = j < j4 ? i4 : i0; i < i1; i++)
-					img[(size_t)(i + 1) * Hs + j + 1] = rows[j - j0][i];
-		}
+				/* t[q + m]: column i + m, rows j0 + q .. j0 + q + 3 */
+				float *o = img + (size_t)(i + 1) * Hs + j0 + 1;
+				for (int m = 0; m < 4; m++)
+					stream_line(o + (size_t)m * Hs, t[m], t[4 + m], t[8 + m], t[12 + m]);
+			}
+		/* the last rows (nv not a multiple of 16) and columns (nu not a
+		 * multiple of 4) */
+		for (int j = j0; j < j1; j++)
+			for (int i = j1 - j0 == 16 ? i4 : 0; i < nu; i++)
+				img[(size_t)(i + 1) * Hs + j + 1] = rows[j - j0][i];
 	}
+	_mm_sfence(); /* streaming stores are weakly ordered: done before the tiles read them */
 }
 
 /* A view takes the column loops (proj_voxel_tile.h) when it is a cone view
