@@ -21,7 +21,8 @@
  * C-arm's matrices) run along the same columns with w, u w and v w linear
  * in z (gen_cols, gen_col).  An ISA file may define RC_BPV_CONE_COLUMN and
  * RC_BPV_GEN_COLUMN to replace the portable column loops (no gathers: see
- * proj_voxel_avx512.c, proj_voxel_avx2.c).
+ * proj_voxel_avx512.c, proj_voxel_avx2.c), and RC_BPV_CONE_ROWS to replace
+ * cone_rows.
  *
  * Row layout (any other 3x4 matrix): per (view, z, y) row w(x) = aw + bw x is
  * linear in x.  One division gives r0 = 1/w at the row's centre; three
@@ -106,6 +107,7 @@ void rc_bpv_tile_avx512(const struct rc_bpv_job *J, long task, int worker);
 
 #ifdef RC_BPV_TILE
 
+#ifndef RC_BPV_CONE_ROWS
 /* Row set-up of the cone path for view P, row y, voxels x0..x0+n-1: the
  * padded column, its fraction, v at z = 0 (padded), dv/dz, 1/w^2, and the
  * tile's slices [za, zb) whose voxels land on the detector (v in (0, vmax)
@@ -145,6 +147,9 @@ static void RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, con
 		zb[i] = ok ? (int32_t)hi : 0;
 	}
 }
+
+#define RC_BPV_CONE_ROWS RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)
+#endif
 
 /* The portable loop of the cone path: one view, one voxel column of n z
  * positions zw, detector columns c0 and c1 = c0 + Hs. */
@@ -385,8 +390,8 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 		int r = (y - y0) * RC_BPV_BX;
 		double yw = J->x0[1] + y * J->s[1];
 		if (cone)
-			RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r,
-							     f3 + r, col + r, za + r, zb + r);
+			RC_BPV_CONE_ROWS(J, P, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r, f3 + r, col + r,
+					 za + r, zb + r);
 		else
 			RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw0, zc, f0 + r, f1 + r, f2 + r,
 							    f3 + r, col + r, za + r, zb + r);
