@@ -26,7 +26,11 @@ WARN      := -Wall -Wextra -Werror
 CPPFLAGS  += -D_GNU_SOURCE -Icore -I$(BUILD)/gen -I/usr/include/nifti
 CPPFLAGS  += -DCL_TARGET_OPENCL_VERSION=120
 CFLAGS    ?= -O3 -g
-CFLAGS    += -std=c11 $(WARN) -pthread $(ARCHFLAGS)
+# `override`: a CFLAGS given on the command line (make CFLAGS=-O2) keeps
+# these.  -ffp-contract=off (also implied by -std=c11) keeps a*b+c two
+# roundings in C code: the ISA paths of the ray caster and its transpose are
+# tested to be bit-identical, which a contracted FMA in one of them breaks.
+override CFLAGS += -std=c11 -ffp-contract=off $(WARN) -pthread $(ARCHFLAGS)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz -lm -lpthread
 AVX2_FLAGS   := -mavx2 -mfma
