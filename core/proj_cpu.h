@@ -58,13 +58,16 @@ void rc_rotate_free(rc_rotate *r);
 void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
 		  int first, int last);
 
-/* The most a projector may keep for a speed-up (a buffer it can do
- * without): env (MiB) if set, else a quarter of physical memory or of the
+/* Memory a projector keeps for a speed-up (a buffer it can do without):
+ * reserves bytes if all such buffers of the process, these included, stay
+ * within env (MiB) if set, else a quarter of physical memory or of the
  * process's cgroup limit (systemd's MemoryMax=, a container's), whichever
  * is less, so that a job near the memory cap is not pushed into the
- * out-of-memory killer (malloc rarely fails under overcommit).  Each such
- * buffer has its own quarter. */
-size_t rc_proj_keep_limit(const char *env);
+ * out-of-memory killer (malloc rarely fails under overcommit).  Returns 1
+ * if reserved; rc_proj_keep_release gives the bytes back when the buffer
+ * is freed. */
+int rc_proj_keep_reserve(size_t bytes, const char *env);
+void rc_proj_keep_release(size_t bytes);
 
 /* Voxel-driven back projection; owns padded view blocks and per-thread rows. */
 typedef struct rc_bpv rc_bpv;

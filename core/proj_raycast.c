@@ -234,6 +234,7 @@ struct rc_fpr {
 	const rc_geom *g;
 	int np[3];   /* the copy's dimensions, n + 2 RC_FPR_PAD */
 	float *pad;  /* allocated zeroed at the first call that uses it */
+	size_t pad_bytes; /* reserved for pad (rc_proj_keep_reserve) */
 	int no_pad;  /* over the limit, too large for 32-bit indices, or not allocated */
 };
 
@@ -267,6 +268,8 @@ void rc_fpr_free(rc_fpr *f)
 {
 	if (!f)
 		return;
+	if (f->pad)
+		rc_proj_keep_release(f->pad_bytes);
 	free(f->pad);
 	free(f);
 }
@@ -399,8 +402,8 @@ static void copy_task(void *arg, long z, int worker)
 }
 
 /* The zero-bordered copy of vol, or NULL for the checked path: when the
- * copy is over its memory limit (RECOND_FPR_PAD_MAX_MB, default a quarter
- * of physical memory) or when the detector has fewer pixels than the
+ * copy is over the memory limit of kept buffers (rc_proj_keep_reserve,
+ * RECOND_FPR_PAD_MAX_MB) or when the detector has fewer pixels than the
  * volume's cross-section (a copy per call would then cost about as much as
  * the call's samples).  The choice depends on the geometry, not on the
  * call, so that any split of the views gives the same projections. */
@@ -412,9 +415,14 @@ static const float *padded_copy(rc_fpr *f, rc_pool *pool, const float *vol)
 		f->no_pad = 1;
 	if (!f->pad && !f->no_pad) {
 		size_t count = (size_t)f->np[0] * (size_t)f->np[1] * (size_t)f->np[2];
-		int fits = (long long)count < RC_FPR_MAX_VOXELS &&
-			   count <= rc_proj_keep_limit("RECOND_FPR_PAD_MAX_MB") / sizeof(float);
-		f->pad = fits ? calloc(count, sizeof(float)) : NULL;
+		size_t bytes = count * sizeof(float);
+		if ((long long)count < RC_FPR_MAX_VOXELS && rc_proj_keep_reserve(bytes, "RECOND_FPR_PAD_MAX_MB")) {
+			f->pad = calloc(count, sizeof(float));
+			if (f->pad)
+				f->pad_bytes = bytes;
+			else
+				rc_proj_keep_release(bytes);
+		}
 		f->no_pad = !f->pad;
 	}
 	if (!f->pad)

@@ -19,6 +19,7 @@
 #include <immintrin.h>
 #include <stdio.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ struct rc_bpv {
 	int by, bz;        /* tile rows and depth */
 	size_t scratch_floats;
 	float *tiles;      /* every tile's sums, for calls of several blocks */
+	size_t tiles_bytes; /* reserved for tiles (rc_proj_keep_reserve) */
 	int tiles_failed;  /* over the limit or not allocated: write back per block */
 };
 
@@ -136,6 +138,8 @@ void rc_bpv_free(rc_bpv *b)
 		return;
 	free(b->img_base);
 	free(b->scratch);
+	if (b->tiles)
+		rc_proj_keep_release(b->tiles_bytes);
 	free(b->tiles);
 	free(b);
 }
@@ -270,22 +274,35 @@ static unsigned long long cgroup_memory_limit(void)
 	return limit;
 }
 
-size_t rc_proj_keep_limit(const char *env_name)
+/* Bytes of kept buffers (rc_proj_keep_reserve) of the whole process. */
+static atomic_size_t kept_bytes;
+
+int rc_proj_keep_reserve(size_t bytes, const char *env_name)
 {
+	size_t limit = 0;
 	const char *env = getenv(env_name);
-	if (env && *env) {
-		char *end;
-		unsigned long long mb = strtoull(env, &end, 10);
-		if (*end == 0)
-			return mb > SIZE_MAX >> 20 ? SIZE_MAX : (size_t)mb << 20;
+	char *end = NULL;
+	unsigned long long mb = env && *env ? strtoull(env, &end, 10) : 0;
+	if (end && *end == 0) {
+		limit = mb > SIZE_MAX >> 20 ? SIZE_MAX : (size_t)mb << 20;
+	} else {
+		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+		unsigned long long mem =
+			pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
+		unsigned long long cg = cgroup_memory_limit();
+		if (cg && cg < mem)
+			mem = cg;
+		limit = mem / 4 > SIZE_MAX ? SIZE_MAX : (size_t)(mem / 4);
 	}
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	unsigned long long mem = pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
-	unsigned long long cg = cgroup_memory_limit();
-	if (cg && cg < mem)
-		mem = cg;
-	return mem / 4 > SIZE_MAX ? SIZE_MAX : (size_t)(mem / 4);
+	size_t cur = atomic_load(&kept_bytes);
+	do {
+		if (bytes > limit || cur > limit - bytes)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&kept_bytes, &cur, cur + bytes));
+	return 1;
 }
+
+void rc_proj_keep_release(size_t bytes) { atomic_fetch_sub(&kept_bytes, bytes); }
 
 struct tile_ctx {
 	const struct rc_bpv_job *job;
@@ -345,7 +362,13 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	 * Without the memory for it, the sums are written out per block. */
 	if (last - first > RC_BPV_BLOCK && !b->tiles && !b->tiles_failed) {
 		size_t bytes = (size_t)ntiles * RC_BPV_TILE_FLOATS(b->by, b->bz) * sizeof(float);
-		b->tiles = bytes <= rc_proj_keep_limit("RECOND_BPV_TILES_MAX_MB") ? aligned_alloc(64, bytes) : NULL;
+		if (rc_proj_keep_reserve(bytes, "RECOND_BPV_TILES_MAX_MB")) {
+			b->tiles = aligned_alloc(64, bytes);
+			if (b->tiles)
+				b->tiles_bytes = bytes;
+			else
+				rc_proj_keep_release(bytes);
+		}
 		b->tiles_failed = !b->tiles;
 	}
 	J->tiles = last - first > RC_BPV_BLOCK ? b->tiles : NULL;

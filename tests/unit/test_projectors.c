@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "engine_cpu.h"
+#include "proj_cpu.h"
 #include "phantom.h"
 
 #define NV 12 /* views */
@@ -848,6 +849,31 @@ static void test_splits_and_threads(void **s)
 	rc_geom_free(g);
 }
 
+/* Kept buffers (the voxel BP's tile sums, the ray caster's bordered copy)
+ * share one budget per process: a reservation counts against every later
+ * one until released. */
+static void test_keep_budget(void **state)
+{
+	(void)state;
+	setenv("RECOND_TEST_KEEP_MB", "1", 1);
+	const size_t half = 512u << 10;
+	assert_true(rc_proj_keep_reserve(half, "RECOND_TEST_KEEP_MB"));
+	assert_true(rc_proj_keep_reserve(half, "RECOND_TEST_KEEP_MB"));
+	assert_false(rc_proj_keep_reserve(1, "RECOND_TEST_KEEP_MB"));
+	rc_proj_keep_release(half);
+	assert_false(rc_proj_keep_reserve(half + 1, "RECOND_TEST_KEEP_MB"));
+	assert_true(rc_proj_keep_reserve(half, "RECOND_TEST_KEEP_MB"));
+	rc_proj_keep_release(half);
+	rc_proj_keep_release(half);
+	setenv("RECOND_TEST_KEEP_MB", "0", 1);
+	assert_false(rc_proj_keep_reserve(1, "RECOND_TEST_KEEP_MB"));
+	unsetenv("RECOND_TEST_KEEP_MB");
+	/* without the variable: a quarter of memory, more than 1 MiB here */
+	assert_true(rc_proj_keep_reserve(1u << 20, "RECOND_TEST_KEEP_MB"));
+	rc_proj_keep_release(1u << 20);
+	assert_false(rc_proj_keep_reserve(SIZE_MAX / 2, "RECOND_TEST_KEEP_MB"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -867,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_voxel_matrices_paths),
 		cmocka_unit_test(test_rotate_vs_raycast),
 		cmocka_unit_test(test_splits_and_threads),
+		cmocka_unit_test(test_keep_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
