@@ -604,6 +604,19 @@ static void test_voxel_odd_detector(void **s)
 	bp_isas_random(g, 0, NV, "cone, 53 x 47 detector");
 	rc_geom_free(g);
 }
+/* Pixels 40 times smaller than the voxels: a tile of 32 voxel columns
+ * spans about 1280 detector columns, more than the 1024 bins of the
+ * column sort (proj_voxel_tile.h col_order), which then sorts by pairs of
+ * columns. */
+static void test_voxel_wide_tile(void **s)
+{
+	(void)s;
+	const rc_volume_desc vol = { 40, 40, 3, 1.0, 1.0, 1.0, 0.3, -0.2, 0.1 };
+	const rc_detector_desc det = { 1800, 10, 0.05, 1.0, 0.7, -0.4 };
+	rc_geom *g = make_geom_full(RC_GEOM_CONE, &vol, NV, &det, 0);
+	bp_isas_random(g, 0, NV, "cone, 1800 x 10 detector of 0.05 mm pixels");
+	rc_geom_free(g);
+}
 static void test_voxel_matrices(void **s) { (void)s; voxel_case(RC_GEOM_MATRICES); }
 
 /* The largest relative change of w along a voxel column over the views: the
@@ -890,6 +903,7 @@ int main(void)
 		cmocka_unit_test(test_voxel_many_views),
 		cmocka_unit_test(test_voxel_cone_windows),
 		cmocka_unit_test(test_voxel_odd_detector),
+		cmocka_unit_test(test_voxel_wide_tile),
 		cmocka_unit_test(test_voxel_matrices_paths),
 		cmocka_unit_test(test_rotate_vs_raycast),
 		cmocka_unit_test(test_splits_and_threads),
