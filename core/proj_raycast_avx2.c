@@ -61,11 +61,8 @@ static inline struct sample sample_index(const struct lanes *L, int m, int32_t *
 /* Lanes h .. h + 7 of the group, over their own run of samples. */
 static void half_group(const float *restrict vol, int nx, int ny, struct rc_fpr_group *restrict G, int h)
 {
-	int m0 = G->ma[h], m1 = G->mb[h];
-	for (int l = h + 1; l < h + 8; l++) {
-		m0 = G->ma[l] < m0 ? G->ma[l] : m0;
-		m1 = G->mb[l] > m1 ? G->mb[l] : m1;
-	}
+	int m0, m1;
+	rc_fpr_group_span(G, h, 8, &m0, &m1);
 	if (m0 >= m1)
 		return;
 	const int sy = nx, sz = nx * ny;

@@ -70,11 +70,8 @@ static inline struct sample sample_index(const struct lanes *L, int m, int32_t *
 void rc_fpr_group_avx512(const float *restrict vol, int nx, int ny, struct rc_fpr_group *restrict G)
 {
 	_Static_assert(RC_FPR_LANES == 16, "one vector of lanes");
-	int m0 = G->ma[0], m1 = G->mb[0];
-	for (int l = 1; l < RC_FPR_LANES; l++) {
-		m0 = G->ma[l] < m0 ? G->ma[l] : m0;
-		m1 = G->mb[l] > m1 ? G->mb[l] : m1;
-	}
+	int m0, m1;
+	rc_fpr_group_span(G, 0, RC_FPR_LANES, &m0, &m1);
 	if (m0 >= m1)
 		return;
 	const int sy = nx, sz = nx * ny;

@@ -9,7 +9,8 @@
  *
  * The caller has split every ray's samples into a head, a run [ma, mb) of
  * samples whose eight corners all lie inside the volume, and a tail; the
- * head and tail take the checked scalar path, this loop takes the runs.  A
+ * head and tail take the checked scalar path, this loop takes the runs
+ * (through the zero-bordered copy the run is the whole ray).  A
  * lane outside its run reads voxel 0 and adds nothing.  Sample positions and
  * weights are computed exactly as sample_at and gather8 do (b + m d with
  * m a float, no contraction in ISO C), and each lane adds its samples in m
@@ -30,6 +31,20 @@ struct rc_fpr_group {
 
 /* Volumes with fewer voxels than this index with 32-bit integers. */
 #define RC_FPR_MAX_VOXELS ((long long)1 << 30)
+
+/* The samples [*m0, *m1) that lanes l0 .. l0 + nl - 1 of G span (empty
+ * when *m0 >= *m1): the vector loops run over them, each lane masked to
+ * its own run. */
+static inline void rc_fpr_group_span(const struct rc_fpr_group *G, int l0, int nl, int *m0, int *m1)
+{
+	int a = G->ma[l0], b = G->mb[l0];
+	for (int l = l0 + 1; l < l0 + nl; l++) {
+		a = G->ma[l] < a ? G->ma[l] : a;
+		b = G->mb[l] > b ? G->mb[l] : b;
+	}
+	*m0 = a;
+	*m1 = b;
+}
 
 void rc_fpr_group_baseline(const float *vol, int nx, int ny, struct rc_fpr_group *G);
 void rc_fpr_group_avx2(const float *vol, int nx, int ny, struct rc_fpr_group *G);
@@ -64,11 +79,8 @@ void rc_bpm_scatter_edge(float *vol, const int *n, int ix, int iy, int iz, float
  * never enable floating-point traps; no value changes) */
 __attribute__((optimize("no-trapping-math"))) void RC_FPR_GROUP(const float *restrict vol, int nx, int ny, struct rc_fpr_group *restrict G)
 {
-	int m0 = G->ma[0], m1 = G->mb[0];
-	for (int l = 1; l < RC_FPR_LANES; l++) {
-		m0 = G->ma[l] < m0 ? G->ma[l] : m0;
-		m1 = G->mb[l] > m1 ? G->mb[l] : m1;
-	}
+	int m0, m1;
+	rc_fpr_group_span(G, 0, RC_FPR_LANES, &m0, &m1);
 	const int sy = nx, sz = nx * ny;
 	float sum[RC_FPR_LANES];
 	for (int l = 0; l < RC_FPR_LANES; l++)
