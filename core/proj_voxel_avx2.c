@@ -1,39 +1,35 @@
 /* The voxel back projector's tile loops compiled for AVX2 + FMA
  * (proj_voxel_tile.h); called only when the CPU has them.
  *
- * The cone path's column loop is replaced by one without gathers, like the
- * AVX-512 one (proj_voxel_avx512.c): 8 consecutive voxels of a column fall
- * in a window of at most 7 |dv| + 3 rows of the two detector columns c0, c1.
- * The window (16 or 32 rows) is loaded with plain vector loads and
- * blended, T = c0 + fu (c1 - c0); each voxel's T[iv] and T[iv + 1] are
- * picked with vpermps (8 entries) per 8-row part and blends on the index
- * bits above 3.  The portable loop GCC vectorises with scalar loads
- * standing in for gathers (vgatherdps ran slower still, docs/cpu-engine.md)
- * spends four shuffles per voxel on inserting the loaded samples; the window
- * spends one or two.  Measured on the RabbitCT shape (docs/cpu-engine.md):
- * 1.3x the portable loop at 512^3 (32-row windows), but 0.66x at 256^3 with
- * 64-row windows (eight permutes and seven blends per pick), so columns
- * whose window is wider than 32 rows, or with dv < 0, take the portable
- * loop. */
+ * The cone path's column loop is replaced by two without gathers
+ * (vgatherdps ran slower than GCC's scalar loads standing in for them,
+ * docs/cpu-engine.md).  A voxel column reads one pair of detector columns
+ * c0, c1 at v = v0 + z dv.  Each voxel's samples are blended as
+ * T = c0 + fu (c1 - c0) and interpolated between T[iv] and T[iv + 1]:
+ * - voxels up to ~1.9 rows apart (8 of them within a window of 16 rows):
+ *   the window of both columns is loaded with plain vector loads and
+ *   blended, and T[iv], T[iv + 1] are picked with vpermps per 8-row half
+ *   and one blend on index bit 3;
+ * - voxels further apart: each voxel's pairs c0[iv], c0[iv + 1] and
+ *   c1[iv], c1[iv + 1] are loaded as 64-bit broadcasts, merged with blends
+ *   and blended as above; no shuffle but two per 8 voxels.  The window's
+ *   permutes and blends grow with its rows (32 rows: four permutes and three
+ *   blends per pick; 64 rows: eight and seven), the pairs' cost does not:
+ *   1.3-1.5x the portable loop at 256^3 (5.2 rows apart) and 1.03-1.18x the
+ *   32-row window at 512^3 (2.6 rows), but 0.63x the 16-row window at
+ *   1.3 rows apart (docs/cpu-engine.md).
+ * Columns with dv < 0 take the portable loop. */
 #include <immintrin.h>
 
 #include "proj_voxel_tile.h"
 
-/* The 8 samples T[rel] of a window of 8 NV rows held in t[0..NV), rel in
- * [0, 8 NV): vpermps picks within each 8-row part (index bits 0-2), blends
- * on bits 3 and up (moved to the sign bit, which blendv tests) choose the
- * part. */
-static inline __attribute__((always_inline)) __m256 pick(int NV, const __m256 *t, __m256i rel)
+/* The 8 samples T[rel] of a window of 16 rows t[0], t[1], rel in [0, 16):
+ * vpermps picks within each 8-row half (index bits 0-2), a blend on bit 3
+ * (moved to the sign bit, which blendv tests) chooses the half. */
+static inline __m256 pick16(const __m256 *t, __m256i rel)
 {
-	__m256 p[8];
-	for (int j = 0; j < NV; j++)
-		p[j] = _mm256_permutevar8x32_ps(t[j], rel);
-	for (int bit = 3, step = 1; step < NV; bit++, step *= 2) {
-		__m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(rel, 31 - bit));
-		for (int j = 0; j + step < NV; j += 2 * step)
-			p[j] = _mm256_blendv_ps(p[j], p[j + step], sel);
-	}
-	return p[0];
+	__m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(rel, 28));
+	return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t[0], rel), _mm256_permutevar8x32_ps(t[1], rel), sel);
 }
 
 /* A chunk of 8 voxels: the fraction of v = v0 + zw dv, the window's first
@@ -57,19 +53,9 @@ static inline struct chunk8 chunk8_idx(const float *zw, __m256 dvv, __m256 v0v)
 	return c;
 }
 
-/* acc[0 .. 8) += wt (top + fv (bot - top)) for the chunk c, the first n
- * lanes only when n < 8 */
-static inline __attribute__((always_inline)) void chunk8_add(int NV, const struct chunk8 *c, float *acc, int n,
-							     const float *restrict c0, const float *restrict c1,
-							     __m256 fuv, __m256 wtv)
+/* acc[0 .. 8) += wt val, the first n lanes only when n < 8 */
+static inline void chunk8_add(float *acc, int n, __m256 wtv, __m256 val)
 {
-	__m256 t[8];
-	for (int j = 0; j < NV; j++) {
-		__m256 a = _mm256_loadu_ps(c0 + c->ivmin + 8 * j), b = _mm256_loadu_ps(c1 + c->ivmin + 8 * j);
-		t[j] = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b, a), a);
-	}
-	__m256 top = pick(NV, t, c->rel), bot = pick(NV, t, c->rel1);
-	__m256 val = _mm256_fmadd_ps(c->fv, _mm256_sub_ps(bot, top), top);
 	if (n >= 8) {
 		_mm256_storeu_ps(acc, _mm256_fmadd_ps(wtv, val, _mm256_loadu_ps(acc)));
 		return;
@@ -78,14 +64,24 @@ static inline __attribute__((always_inline)) void chunk8_add(int NV, const struc
 	_mm256_maskstore_ps(acc, m, _mm256_fmadd_ps(wtv, val, _mm256_maskload_ps(acc, m)));
 }
 
-/* The column loop for a window of NV vectors, the next chunk's indices
- * computed before this chunk's picks (software pipelining, as in the
- * AVX-512 loop). */
-static inline __attribute__((always_inline)) void cone_col_win8(int NV, int n, float *restrict acc,
-								const float *restrict c0,
-								const float *restrict c1,
-								const float *restrict zw, float v0,
-								float dv, float fu, float wt)
+/* One chunk's value top + fv (bot - top) from its 16-row window */
+static inline __m256 chunk8_val(const struct chunk8 *c, const float *restrict c0, const float *restrict c1,
+				__m256 fuv)
+{
+	__m256 t[2];
+	for (int j = 0; j < 2; j++) {
+		__m256 a = _mm256_loadu_ps(c0 + c->ivmin + 8 * j), b = _mm256_loadu_ps(c1 + c->ivmin + 8 * j);
+		t[j] = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b, a), a);
+	}
+	__m256 top = pick16(t, c->rel), bot = pick16(t, c->rel1);
+	return _mm256_fmadd_ps(c->fv, _mm256_sub_ps(bot, top), top);
+}
+
+/* The column loop of 16-row windows, the next chunk's indices computed
+ * before this chunk's picks (software pipelining, as in the AVX-512
+ * loop). */
+static void cone_col_win8(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
+			  const float *restrict zw, float v0, float dv, float fu, float wt)
 {
 	const __m256 v0v = _mm256_set1_ps(v0), dvv = _mm256_set1_ps(dv);
 	const __m256 fuv = _mm256_set1_ps(fu), wtv = _mm256_set1_ps(wt);
@@ -96,7 +92,69 @@ static inline __attribute__((always_inline)) void cone_col_win8(int NV, int n, f
 		struct chunk8 c = next;
 		if (z + 8 < n)
 			next = chunk8_idx(zw + z + 8, dvv, v0v);
-		chunk8_add(NV, &c, acc + z, n - z, c0, c1, fuv, wtv);
+		chunk8_add(acc + z, n - z, wtv, chunk8_val(&c, c0, c1, fuv));
+	}
+}
+
+/* Two neighbouring samples c[i], c[i + 1] as one 64-bit lane, broadcast
+ * (a load with no shuffle) */
+static inline __m256d pair_at(const float *c, int32_t i)
+{
+	double d;
+	memcpy(&d, c + i, sizeof d);
+	return _mm256_set1_pd(d);
+}
+
+/* The pairs of voxels 0, 1, 4, 5 (lo) and 2, 3, 6, 7 (hi) of a chunk of
+ * column c, in 64-bit lanes: blends on any vector port, none on the
+ * shuffle port. */
+static inline void pairs8(const float *c, const int32_t *i, __m256 *lo, __m256 *hi)
+{
+	*lo = _mm256_castpd_ps(_mm256_blend_pd(_mm256_blend_pd(pair_at(c, i[0]), pair_at(c, i[1]), 2),
+					       _mm256_blend_pd(pair_at(c, i[4]), pair_at(c, i[5]), 8), 12));
+	*hi = _mm256_castpd_ps(_mm256_blend_pd(_mm256_blend_pd(pair_at(c, i[2]), pair_at(c, i[3]), 2),
+					       _mm256_blend_pd(pair_at(c, i[6]), pair_at(c, i[7]), 8), 12));
+}
+
+/* The indices iv (through memory: each addresses two loads) and fractions
+ * fv of the chunk of 8 voxels at zw.  v is clamped to vmax for the lanes
+ * past the column's end in its last chunk, so that they read inside the
+ * column; every other voxel's v is on the detector already. */
+static inline void pairs8_idx(const float *zw, __m256 dvv, __m256 v0v, __m256 vmaxv, int32_t *iv, __m256 *fv)
+{
+	__m256 v = _mm256_min_ps(_mm256_fmadd_ps(_mm256_loadu_ps(zw), dvv, v0v), vmaxv);
+	__m256i i = _mm256_cvttps_epi32(v);
+	_mm256_store_si256((__m256i *)iv, i);
+	*fv = _mm256_sub_ps(v, _mm256_cvtepi32_ps(i));
+}
+
+/* The column loop for voxels more than ~1.9 rows apart (windows wider than
+ * 16 rows): per voxel the pairs c0[iv], c0[iv + 1] and c1[iv], c1[iv + 1]
+ * are loaded, blended as the window is, T = c0 + fu (c1 - c0), and split
+ * into top and bottom by two in-lane shuffles, whose lanes are in the
+ * voxels' order because pairs8 placed them so.  The next chunk's indices
+ * are computed before this chunk's loads. */
+static void cone_col_pairs8(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
+			    const float *restrict zw, float v0, float dv, float fu, float wt, float vmax)
+{
+	const __m256 v0v = _mm256_set1_ps(v0), dvv = _mm256_set1_ps(dv), vmaxv = _mm256_set1_ps(vmax);
+	const __m256 fuv = _mm256_set1_ps(fu), wtv = _mm256_set1_ps(wt);
+	_Alignas(32) int32_t iv[2][8];
+	__m256 fv[2];
+	if (n <= 0)
+		return;
+	pairs8_idx(zw, dvv, v0v, vmaxv, iv[0], &fv[0]);
+	for (int z = 0, b = 0; z < n; z += 8, b ^= 1) {
+		if (z + 8 < n)
+			pairs8_idx(zw + z + 8, dvv, v0v, vmaxv, iv[b ^ 1], &fv[b ^ 1]);
+		__m256 a0, a1, b0, b1;
+		pairs8(c0, iv[b], &a0, &a1);
+		pairs8(c1, iv[b], &b0, &b1);
+		__m256 t0 = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b0, a0), a0);
+		__m256 t1 = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b1, a1), a1);
+		__m256 top = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
+		__m256 bot = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
+		chunk8_add(acc + z, n - z, wtv, _mm256_fmadd_ps(fv[b], _mm256_sub_ps(bot, top), top));
 	}
 }
 
@@ -110,15 +168,15 @@ static inline void cone_col_avx2(int n, float *restrict acc, const float *restri
 	/* rows spanned by 8 voxels, +1 for floor, +1 for the second sample,
 	 * +1 for rounding of v */
 	float span = dv * (zw[7] - zw[0]) + 3.0f;
-	if (!(dv >= 0) || !(span <= 32.0f)) {
+	if (!(dv >= 0)) {
 		cone_col_c_avx2(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
 		return;
 	}
 	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
 	if (span <= 16.0f)
-		cone_col_win8(2, n, acc, c0, c1, zw, v0, dv, fu, wt);
+		cone_col_win8(n, acc, c0, c1, zw, v0, dv, fu, wt);
 	else
-		cone_col_win8(4, n, acc, c0, c1, zw, v0, dv, fu, wt);
+		cone_col_pairs8(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
 }
 
 #define RC_BPV_CONE_COLUMN cone_col_avx2
