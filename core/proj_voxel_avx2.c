@@ -1,27 +1,29 @@
 /* The voxel back projector's tile loops compiled for AVX2 + FMA
  * (proj_voxel_tile.h); called only when the CPU has them.
  *
- * The cone path's column loop is replaced by two without gathers
- * (vgatherdps ran slower than GCC's scalar loads standing in for them,
- * docs/cpu-engine.md).  A voxel column reads one pair of detector columns
- * c0, c1 at v = v0 + z dv.  Each voxel's samples are blended as
- * T = c0 + fu (c1 - c0) and interpolated between T[iv] and T[iv + 1]:
+ * The column loops are replaced by ones without gathers (vgatherdps ran
+ * slower than GCC's scalar loads standing in for them, docs/cpu-engine.md).
+ * A cone view's voxel column reads one pair of detector columns c0, c1 at
+ * v = v0 + z dv; each voxel's samples are blended as T = c0 + fu (c1 - c0)
+ * and interpolated between T[iv] and T[iv + 1]:
  * - voxels up to ~1.9 rows apart (8 of them within a window of 16 rows):
  *   the window of both columns is loaded with plain vector loads and
  *   blended, and T[iv], T[iv + 1] are picked with vpermps per 8-row half
  *   and one blend on index bit 3;
- * - voxels further apart: each voxel's pairs c0[iv], c0[iv + 1] and
- *   c1[iv], c1[iv + 1] are loaded as 64-bit broadcasts, merged with blends
- *   and blended as above; no shuffle but two per 8 voxels.  The window's
- *   permutes and blends grow with its rows (32 rows: four permutes and three
- *   blends per pick; 64 rows: eight and seven), the pairs' cost does not:
- *   1.3-1.5x the portable loop at 256^3 (5.2 rows apart) and 1.03-1.18x the
- *   32-row window at 512^3 (2.6 rows), but 0.63x the 16-row window at
- *   1.3 rows apart (docs/cpu-engine.md).
- * Columns with dv < 0 take the portable loop. */
+ * - voxels further apart: each voxel's samples are loaded as pairs
+ *   (proj_voxel_pairs.h).  The window's permutes and blends grow with its
+ *   rows (32 rows: four permutes and three blends per pick; 64 rows: eight
+ *   and seven), the pairs' cost does not: 1.3-1.5x the portable loop at
+ *   256^3 (5.2 rows apart) and 1.03-1.18x the 32-row window at 512^3
+ *   (2.6 rows), but 0.63x the 16-row window at 1.3 rows apart.
+ * Columns with dv < 0 take the portable loop.  Views close to a cone (a
+ * C-arm's matrices) take the pairs along every column (1.4-1.8x the
+ * portable loop): each voxel addresses its own detector columns, so u may
+ * cross pixel borders anywhere. */
 #include <immintrin.h>
 
 #include "proj_voxel_tile.h"
+#include "proj_voxel_pairs.h"
 
 /* The 8 samples T[rel] of a window of 16 rows t[0], t[1], rel in [0, 16):
  * vpermps picks within each 8-row half (index bits 0-2), a blend on bit 3
@@ -51,17 +53,6 @@ static inline struct chunk8 chunk8_idx(const float *zw, __m256 dvv, __m256 v0v)
 	c.rel = _mm256_sub_epi32(iv, _mm256_set1_epi32(c.ivmin));
 	c.rel1 = _mm256_add_epi32(c.rel, _mm256_set1_epi32(1));
 	return c;
-}
-
-/* acc[0 .. 8) += wt val, the first n lanes only when n < 8 */
-static inline void chunk8_add(float *acc, int n, __m256 wtv, __m256 val)
-{
-	if (n >= 8) {
-		_mm256_storeu_ps(acc, _mm256_fmadd_ps(wtv, val, _mm256_loadu_ps(acc)));
-		return;
-	}
-	__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-	_mm256_maskstore_ps(acc, m, _mm256_fmadd_ps(wtv, val, _mm256_maskload_ps(acc, m)));
 }
 
 /* One chunk's value top + fv (bot - top) from its 16-row window */
@@ -96,68 +87,6 @@ static void cone_col_win8(int n, float *restrict acc, const float *restrict c0, 
 	}
 }
 
-/* Two neighbouring samples c[i], c[i + 1] as one 64-bit lane, broadcast
- * (a load with no shuffle) */
-static inline __m256d pair_at(const float *c, int32_t i)
-{
-	double d;
-	memcpy(&d, c + i, sizeof d);
-	return _mm256_set1_pd(d);
-}
-
-/* The pairs of voxels 0, 1, 4, 5 (lo) and 2, 3, 6, 7 (hi) of a chunk of
- * column c, in 64-bit lanes: blends on any vector port, none on the
- * shuffle port. */
-static inline void pairs8(const float *c, const int32_t *i, __m256 *lo, __m256 *hi)
-{
-	*lo = _mm256_castpd_ps(_mm256_blend_pd(_mm256_blend_pd(pair_at(c, i[0]), pair_at(c, i[1]), 2),
-					       _mm256_blend_pd(pair_at(c, i[4]), pair_at(c, i[5]), 8), 12));
-	*hi = _mm256_castpd_ps(_mm256_blend_pd(_mm256_blend_pd(pair_at(c, i[2]), pair_at(c, i[3]), 2),
-					       _mm256_blend_pd(pair_at(c, i[6]), pair_at(c, i[7]), 8), 12));
-}
-
-/* The indices iv (through memory: each addresses two loads) and fractions
- * fv of the chunk of 8 voxels at zw.  v is clamped to vmax for the lanes
- * past the column's end in its last chunk, so that they read inside the
- * column; every other voxel's v is on the detector already. */
-static inline void pairs8_idx(const float *zw, __m256 dvv, __m256 v0v, __m256 vmaxv, int32_t *iv, __m256 *fv)
-{
-	__m256 v = _mm256_min_ps(_mm256_fmadd_ps(_mm256_loadu_ps(zw), dvv, v0v), vmaxv);
-	__m256i i = _mm256_cvttps_epi32(v);
-	_mm256_store_si256((__m256i *)iv, i);
-	*fv = _mm256_sub_ps(v, _mm256_cvtepi32_ps(i));
-}
-
-/* The column loop for voxels more than ~1.9 rows apart (windows wider than
- * 16 rows): per voxel the pairs c0[iv], c0[iv + 1] and c1[iv], c1[iv + 1]
- * are loaded, blended as the window is, T = c0 + fu (c1 - c0), and split
- * into top and bottom by two in-lane shuffles, whose lanes are in the
- * voxels' order because pairs8 placed them so.  The next chunk's indices
- * are computed before this chunk's loads. */
-static void cone_col_pairs8(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
-			    const float *restrict zw, float v0, float dv, float fu, float wt, float vmax)
-{
-	const __m256 v0v = _mm256_set1_ps(v0), dvv = _mm256_set1_ps(dv), vmaxv = _mm256_set1_ps(vmax);
-	const __m256 fuv = _mm256_set1_ps(fu), wtv = _mm256_set1_ps(wt);
-	_Alignas(32) int32_t iv[2][8];
-	__m256 fv[2];
-	if (n <= 0)
-		return;
-	pairs8_idx(zw, dvv, v0v, vmaxv, iv[0], &fv[0]);
-	for (int z = 0, b = 0; z < n; z += 8, b ^= 1) {
-		if (z + 8 < n)
-			pairs8_idx(zw + z + 8, dvv, v0v, vmaxv, iv[b ^ 1], &fv[b ^ 1]);
-		__m256 a0, a1, b0, b1;
-		pairs8(c0, iv[b], &a0, &a1);
-		pairs8(c1, iv[b], &b0, &b1);
-		__m256 t0 = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b0, a0), a0);
-		__m256 t1 = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b1, a1), a1);
-		__m256 top = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
-		__m256 bot = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
-		chunk8_add(acc + z, n - z, wtv, _mm256_fmadd_ps(fv[b], _mm256_sub_ps(bot, top), top));
-	}
-}
-
 static inline void cone_col_c_avx2(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
 				   const float *restrict zw, float v0, float dv, float fu, float wt, float vmax);
 
@@ -179,6 +108,7 @@ static inline void cone_col_avx2(int n, float *restrict acc, const float *restri
 		cone_col_pairs8(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
 }
 
+#define RC_BPV_GEN_COLUMN gen_col_pairs8
 #define RC_BPV_CONE_COLUMN cone_col_avx2
 #define RC_BPV_TILE rc_bpv_tile_avx2
 #define RC_BPV_SUFFIX avx2
