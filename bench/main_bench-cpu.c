@@ -15,7 +15,9 @@
  * work the second is what the code achieves on the cores it was given.
  *
  * Last, the general (C-arm) path: the 512^3 back projection from matrices
- * tilted by 0.5 degrees, 62 views over the circle, all threads.
+ * tilted by 0.5 degrees, 62 views over the circle, all threads; then the
+ * narrower ISA paths this CPU also runs (AVX2, baseline x86-64: what a CPU
+ * without AVX-512 takes), the cone back projection from 62 views.
  * RECOND_BENCH_QUICK=1: 64^3 and 96^3 from 32 views of 312x240 (seconds).
  * RECOND_BENCH_THREADS=n: the "all threads" count (default: one per core).
  */
@@ -172,9 +174,9 @@ int main(void)
 
 	printf("bench-cpu: %d views of %dx%d%s; CPU ISA path: %s\n", s->nviews, s->nu, s->nv,
 	       quick ? " (RECOND_BENCH_QUICK)" : " (RabbitCT shape)", rc_engine_cpu_isa());
-	printf("| %-34s | %7s | %9s | %9s | %12s | %14s | %9s |\n", "task", "threads", "wall s", "CPU s", "rate (wall)",
+	printf("| %-36s | %7s | %9s | %9s | %12s | %14s | %9s |\n", "task", "threads", "wall s", "CPU s", "rate (wall)",
 	       "per CPU-second", "unit");
-	printf("|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------", "---------", "-----------",
+	printf("|%s|%s|%s|%s|%s|%s|%s|\n", "--------------------------------------", "---------", "-----------",
 	       "-----------", "--------------", "----------------", "-----------");
 	for (int si = 0; si < 2; si++) {
 		int n = sizes[si];
@@ -206,7 +208,7 @@ int main(void)
 			char name[64];
 			snprintf(name, sizeof name, "back projection voxel %d^3", n);
 			double upd = (double)nvox * s->nviews / 1e9;
-			printf("| %-34s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, nt, dt, dc, upd / dt,
+			printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, nt, dt, dc, upd / dt,
 			       upd / dc, "GUPS");
 			fflush(stdout);
 			rc_engine_free(e);
@@ -235,7 +237,7 @@ int main(void)
 				char name[64];
 				snprintf(name, sizeof name, "%s %d^3", names[kind], n);
 				double rays = (double)nfv * s->nu * s->nv;
-				printf("| %-34s | %7d | %9.2f | %9.2f | %12.3g | %14.3g | %9s |\n", name, nt, dt, dc,
+				printf("| %-36s | %7d | %9.2f | %9.2f | %12.3g | %14.3g | %9s |\n", name, nt, dt, dc,
 				       rays / dt, rays / dc, "rays/s");
 				fflush(stdout);
 			}
@@ -266,12 +268,43 @@ int main(void)
 		char name[64];
 		snprintf(name, sizeof name, "back proj. %d^3, C-arm %d views", n, nv8);
 		double upd = (double)nvox * nv8 / 1e9;
-		printf("| %-34s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, rc_engine_cpu_threads(e), dt,
+		printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, rc_engine_cpu_threads(e), dt,
 		       dc, upd / dt, upd / dc, "GUPS");
 		rc_engine_free(e);
 		free(vol);
 		rc_geom_free(g);
 	}
+	/* The narrower paths a CPU without AVX-512 (or AVX2) takes: the same
+	 * cone back projection, an eighth of the views, all threads */
+	static const char *const narrower[2] = { "avx2", "baseline" };
+	int below = !strcmp(rc_engine_cpu_isa(), "avx512") ? 0 : !strcmp(rc_engine_cpu_isa(), "avx2") ? 1 : 2;
+	for (int i = below; i < 2; i++)
+		for (int si = 0; si < 2; si++) {
+			int n = sizes[si], nv8 = s->nviews / 8;
+			rc_geom *g = make_geom(s, n, fov);
+			rc_engine *e = NULL;
+			rc_err err;
+			size_t nvox = (size_t)n * n * n;
+			float *vol = g ? malloc(nvox * sizeof(float)) : NULL;
+			if (!vol || rc_engine_cpu_new(g, all, &e, &err) || rc_engine_cpu_set_isa(e, narrower[i], &err))
+				return 1;
+			double t0 = now_s(), c0 = cpu_s();
+			rc = rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, nv8, &err);
+			double dt = now_s() - t0, dc = cpu_s() - c0;
+			if (rc) {
+				fprintf(stderr, "bench-cpu: %s\n", err.msg);
+				return 1;
+			}
+			char name[64];
+			snprintf(name, sizeof name, "back proj. %d^3, %s, %d views", n, narrower[i], nv8);
+			double upd = (double)nvox * nv8 / 1e9;
+			printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name,
+			       rc_engine_cpu_threads(e), dt, dc, upd / dt, upd / dc, "GUPS");
+			fflush(stdout);
+			rc_engine_free(e);
+			free(vol);
+			rc_geom_free(g);
+		}
 	printf("peak memory (ru_maxrss): %.0f MiB\n", peak_mib());
 	printf("calibration: %.1f GFLOP/s per CPU-second in an SSE multiply-add loop (a dedicated 2.5 GHz core: 20)\n",
 	       calibrate_gflops());
