@@ -150,6 +150,35 @@ static double peak_mib(void)
 	return ru.ru_maxrss / 1024.0;
 }
 
+/* One row of voxel back projection: views [0, nviews) of proj through g
+ * into vol, on threads threads (0: one per core) and the ISA path isa
+ * (NULL: the widest).  Returns 0, or 1 after printing why. */
+static int bp_row(const char *name, const rc_geom *g, const float *proj, float *vol, int nviews, int threads,
+		  const char *isa)
+{
+	rc_engine *e = NULL;
+	rc_err err;
+	size_t nvox = rc_volume_count(rc_geom_volume(g));
+	int rc = 1;
+	if (rc_engine_cpu_new(g, threads, &e, &err) || (isa && rc_engine_cpu_set_isa(e, isa, &err))) {
+		fprintf(stderr, "bench-cpu: %s\n", err.msg);
+		goto out;
+	}
+	double t0 = now_s(), c0 = cpu_s();
+	if (rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, nviews, &err)) {
+		fprintf(stderr, "bench-cpu: %s\n", err.msg);
+		goto out;
+	}
+	double dt = now_s() - t0, dc = cpu_s() - c0, upd = (double)nvox * nviews / 1e9;
+	printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, rc_engine_cpu_threads(e), dt, dc,
+	       upd / dt, upd / dc, "GUPS");
+	fflush(stdout);
+	rc = 0;
+out:
+	rc_engine_free(e);
+	return rc;
+}
+
 int main(void)
 {
 	int quick = getenv("RECOND_BENCH_QUICK") && atoi(getenv("RECOND_BENCH_QUICK"));
@@ -163,10 +192,12 @@ int main(void)
 	rc_geom *g0 = make_geom(s, sizes[0], fov);
 	if (!g0)
 		return 1;
-	size_t np = rc_geom_proj_count(g0);
-	float *proj = malloc(np * sizeof(float));
-	if (!proj) {
-		fprintf(stderr, "bench-cpu: out of memory for %zu MiB of projections\n", np * 4 >> 20);
+	size_t np = rc_geom_proj_count(g0), nvox_max = (size_t)sizes[1] * sizes[1] * sizes[1];
+	/* one volume of the larger size serves every row */
+	float *proj = malloc(np * sizeof(float)), *vol = malloc(nvox_max * sizeof(float));
+	if (!proj || !vol) {
+		fprintf(stderr, "bench-cpu: out of memory for %zu MiB of projections and volume\n",
+			(np + nvox_max) * 4 >> 20);
 		return 1;
 	}
 	fill(proj, np, 1);
@@ -184,35 +215,11 @@ int main(void)
 		if (!g)
 			return 1;
 		size_t nvox = rc_volume_count(rc_geom_volume(g));
-		float *vol = malloc(nvox * sizeof(float));
-		if (!vol) {
-			fprintf(stderr, "bench-cpu: out of memory for a %d^3 volume\n", n);
-			return 1;
-		}
-		for (int pass = 0; pass < 2; pass++) {
-			int threads = pass == 0 ? 1 : all;
-			rc_engine *e = NULL;
-			rc_err err;
-			if (rc_engine_cpu_new(g, threads, &e, &err)) {
-				fprintf(stderr, "bench-cpu: %s\n", err.msg);
+		char name[64];
+		snprintf(name, sizeof name, "back projection voxel %d^3", n);
+		for (int pass = 0; pass < 2; pass++)
+			if (bp_row(name, g, proj, vol, s->nviews, pass == 0 ? 1 : all, NULL))
 				return 1;
-			}
-			int nt = rc_engine_cpu_threads(e);
-			double t0 = now_s(), c0 = cpu_s();
-			rc = rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, s->nviews, &err);
-			double dt = now_s() - t0, dc = cpu_s() - c0;
-			if (rc) {
-				fprintf(stderr, "bench-cpu: %s\n", err.msg);
-				return 1;
-			}
-			char name[64];
-			snprintf(name, sizeof name, "back projection voxel %d^3", n);
-			double upd = (double)nvox * s->nviews / 1e9;
-			printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, nt, dt, dc, upd / dt,
-			       upd / dc, "GUPS");
-			fflush(stdout);
-			rc_engine_free(e);
-		}
 		if (si == 0) {
 			/* forward projectors and the matched transpose, all threads */
 			rc_engine *e = NULL;
@@ -244,70 +251,35 @@ int main(void)
 			rc_engine_free(e);
 			fill(proj, np, 1);
 		}
-		free(vol);
 		rc_geom_free(g);
 	}
-	{
-		/* C-arm-like matrices (0.5 degree tilt), an eighth of the views
-		 * over the whole circle, all threads */
-		int n = sizes[1], nv8 = s->nviews / 8;
-		rc_geom *g = make_geom_tilted(s, nv8, n, fov, 0.5 * M_PI / 180);
-		rc_engine *e = NULL;
-		rc_err err;
-		size_t nvox = (size_t)n * n * n;
-		float *vol = g ? malloc(nvox * sizeof(float)) : NULL;
-		if (!vol || rc_engine_cpu_new(g, all, &e, &err))
-			return 1;
-		double t0 = now_s(), c0 = cpu_s();
-		rc = rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, nv8, &err);
-		double dt = now_s() - t0, dc = cpu_s() - c0;
-		if (rc) {
-			fprintf(stderr, "bench-cpu: %s\n", err.msg);
-			return 1;
-		}
-		char name[64];
-		snprintf(name, sizeof name, "back proj. %d^3, C-arm %d views", n, nv8);
-		double upd = (double)nvox * nv8 / 1e9;
-		printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, rc_engine_cpu_threads(e), dt,
-		       dc, upd / dt, upd / dc, "GUPS");
-		rc_engine_free(e);
-		free(vol);
-		rc_geom_free(g);
-	}
+	/* C-arm-like matrices (0.5 degree tilt), an eighth of the views over
+	 * the whole circle, all threads */
+	const int nv8 = s->nviews / 8;
+	rc_geom *gt = make_geom_tilted(s, nv8, sizes[1], fov, 0.5 * M_PI / 180);
+	char name[64];
+	snprintf(name, sizeof name, "back proj. %d^3, C-arm %d views", sizes[1], nv8);
+	rc = !gt || bp_row(name, gt, proj, vol, nv8, all, NULL);
+	rc_geom_free(gt);
+	if (rc)
+		return 1;
 	/* The narrower paths a CPU without AVX-512 (or AVX2) takes: the same
 	 * cone back projection, an eighth of the views, all threads */
 	static const char *const narrower[2] = { "avx2", "baseline" };
 	int below = !strcmp(rc_engine_cpu_isa(), "avx512") ? 0 : !strcmp(rc_engine_cpu_isa(), "avx2") ? 1 : 2;
 	for (int i = below; i < 2; i++)
 		for (int si = 0; si < 2; si++) {
-			int n = sizes[si], nv8 = s->nviews / 8;
-			rc_geom *g = make_geom(s, n, fov);
-			rc_engine *e = NULL;
-			rc_err err;
-			size_t nvox = (size_t)n * n * n;
-			float *vol = g ? malloc(nvox * sizeof(float)) : NULL;
-			if (!vol || rc_engine_cpu_new(g, all, &e, &err) || rc_engine_cpu_set_isa(e, narrower[i], &err))
-				return 1;
-			double t0 = now_s(), c0 = cpu_s();
-			rc = rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, nv8, &err);
-			double dt = now_s() - t0, dc = cpu_s() - c0;
-			if (rc) {
-				fprintf(stderr, "bench-cpu: %s\n", err.msg);
-				return 1;
-			}
-			char name[64];
-			snprintf(name, sizeof name, "back proj. %d^3, %s, %d views", n, narrower[i], nv8);
-			double upd = (double)nvox * nv8 / 1e9;
-			printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name,
-			       rc_engine_cpu_threads(e), dt, dc, upd / dt, upd / dc, "GUPS");
-			fflush(stdout);
-			rc_engine_free(e);
-			free(vol);
+			rc_geom *g = make_geom(s, sizes[si], fov);
+			snprintf(name, sizeof name, "back proj. %d^3, %s, %d views", sizes[si], narrower[i], nv8);
+			rc = !g || bp_row(name, g, proj, vol, nv8, all, narrower[i]);
 			rc_geom_free(g);
+			if (rc)
+				return 1;
 		}
 	printf("peak memory (ru_maxrss): %.0f MiB\n", peak_mib());
 	printf("calibration: %.1f GFLOP/s per CPU-second in an SSE multiply-add loop (a dedicated 2.5 GHz core: 20)\n",
 	       calibrate_gflops());
+	free(vol);
 	free(proj);
 	return 0;
 }
