@@ -255,6 +255,62 @@ static inline __attribute__((always_inline)) void gen_samples(int NV, const floa
 	*d = _mm512_mask_blend_ps(hi, q[1], q[2]);
 }
 
+/* A chunk of the general loop, its indices computed ahead of its samples
+ * (gen_chunk_idx): the chain from z to the window's address (w, three
+ * Newton steps, u and v, the lanes' extremes) is long, so the next chunk's
+ * runs before this chunk's loads, as in the cone loop.  kind: the window
+ * (64 or 128 rows) and whether u crosses a pixel border (a third column),
+ * or GEN_PORTABLE when the chunk takes the portable loop. */
+enum { GEN_64, GEN_64_CROSS, GEN_128, GEN_128_CROSS, GEN_PORTABLE };
+
+struct gen_chunk {
+	__m512 fu, fv, wt;
+	__m512i rel, rel1;
+	__mmask16 hi;
+	int kind;
+	const float *c0;
+};
+
+struct gen_consts {
+	__m512 awv, bwv, auv, buv, avv, bvv, r0v, umaxv, vmaxv;
+	const float *img;
+	int Hs;
+};
+
+static inline struct gen_chunk gen_chunk_idx(const struct gen_consts *k, const float *zw, int m)
+{
+	const __m512 two = _mm512_set1_ps(2.0f), one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+	struct gen_chunk g;
+	__m512 zv = _mm512_loadu_ps(zw);
+	__m512 w = _mm512_fmadd_ps(k->bwv, zv, k->awv), r = k->r0v;
+	for (int it = 0; it < 3; it++)
+		r = _mm512_mul_ps(r, _mm512_fnmadd_ps(w, r, two));
+	__m512 u = _mm512_fmadd_ps(_mm512_fmadd_ps(k->buv, zv, k->auv), r, one);
+	__m512 v = _mm512_fmadd_ps(_mm512_fmadd_ps(k->bvv, zv, k->avv), r, one);
+	u = _mm512_min_ps(_mm512_max_ps(u, zero), k->umaxv);
+	v = _mm512_min_ps(_mm512_max_ps(v, zero), k->vmaxv);
+	__m512i iu = _mm512_cvttps_epi32(u), iv = _mm512_cvttps_epi32(v);
+	int iu0 = _mm_cvtsi128_si32(_mm512_castsi512_si128(iu)), iu1 = lane_i32(iu, m - 1);
+	int iv0 = _mm_cvtsi128_si32(_mm512_castsi512_si128(iv)), iv1 = lane_i32(iv, m - 1), rows = iv1 + 2 - iv0;
+	g.wt = _mm512_mul_ps(r, r);
+	if (iu1 - iu0 > 1 || iu0 - iu1 > 1 || iv1 < iv0 || rows > 128) {
+		g.kind = GEN_PORTABLE;
+		return g;
+	}
+	g.fu = _mm512_sub_ps(u, _mm512_cvtepi32_ps(iu));
+	g.fv = _mm512_sub_ps(v, _mm512_cvtepi32_ps(iv));
+	g.rel = _mm512_sub_epi32(iv, _mm512_set1_epi32(iv0));
+	g.rel1 = _mm512_add_epi32(g.rel, _mm512_set1_epi32(1));
+	/* columns base, base + 1 and, when u crosses a pixel border in this
+	 * chunk, base + 2; lanes past the border (hi) read one column
+	 * further */
+	int base = iu0 < iu1 ? iu0 : iu1;
+	g.hi = _mm512_cmpeq_epi32_mask(iu, _mm512_set1_epi32(base + 1));
+	g.c0 = k->img + (size_t)base * k->Hs + iv0;
+	g.kind = (rows <= 64 ? GEN_64 : GEN_128) + (iu0 != iu1);
+	return g;
+}
+
 /* The general column loop (a view close to a cone, proj_voxel_tile.h
  * gen_col) without gathers: per chunk of 16 voxels w, 1/w (three Newton
  * steps from the column centre's r0), u and v as the portable loop computes
@@ -267,51 +323,33 @@ static inline void gen_col_win_avx512(int n, float *restrict acc, const float *r
 				      const float *restrict zw, float aw, float bw, float au, float bu, float av,
 				      float bv, float r0, float umax, float vmax, int Hs)
 {
-	const __m512 awv = _mm512_set1_ps(aw), bwv = _mm512_set1_ps(bw), auv = _mm512_set1_ps(au);
-	const __m512 buv = _mm512_set1_ps(bu), avv = _mm512_set1_ps(av), bvv = _mm512_set1_ps(bv);
-	const __m512 r0v = _mm512_set1_ps(r0), two = _mm512_set1_ps(2.0f), one = _mm512_set1_ps(1.0f);
-	const __m512 zero = _mm512_setzero_ps(), umaxv = _mm512_set1_ps(umax), vmaxv = _mm512_set1_ps(vmax);
+	const struct gen_consts k = { _mm512_set1_ps(aw), _mm512_set1_ps(bw), _mm512_set1_ps(au),
+				      _mm512_set1_ps(bu), _mm512_set1_ps(av), _mm512_set1_ps(bv),
+				      _mm512_set1_ps(r0), _mm512_set1_ps(umax), _mm512_set1_ps(vmax), img, Hs };
+	if (n <= 0)
+		return;
+	struct gen_chunk next = gen_chunk_idx(&k, zw, n < 16 ? n : 16);
 	for (int z = 0; z < n; z += 16) {
 		int m = n - z < 16 ? n - z : 16;
-		__m512 zv = _mm512_loadu_ps(zw + z);
-		__m512 w = _mm512_fmadd_ps(bwv, zv, awv), r = r0v;
-		for (int it = 0; it < 3; it++)
-			r = _mm512_mul_ps(r, _mm512_fnmadd_ps(w, r, two));
-		__m512 u = _mm512_fmadd_ps(_mm512_fmadd_ps(buv, zv, auv), r, one);
-		__m512 v = _mm512_fmadd_ps(_mm512_fmadd_ps(bvv, zv, avv), r, one);
-		u = _mm512_min_ps(_mm512_max_ps(u, zero), umaxv);
-		v = _mm512_min_ps(_mm512_max_ps(v, zero), vmaxv);
-		__m512i iu = _mm512_cvttps_epi32(u), iv = _mm512_cvttps_epi32(v);
-		int iu0 = lane_i32(iu, 0), iu1 = lane_i32(iu, m - 1);
-		int iv0 = lane_i32(iv, 0), iv1 = lane_i32(iv, m - 1), rows = iv1 + 2 - iv0;
-		if (iu1 - iu0 > 1 || iu0 - iu1 > 1 || iv1 < iv0 || rows > 128) {
-			gen_col_avx512(m, acc + z, img, zw + z, aw, bw, au, bu, av, bv, r0, umax, vmax, Hs);
-			continue;
-		}
-		__m512 fu = _mm512_sub_ps(u, _mm512_cvtepi32_ps(iu)), fv = _mm512_sub_ps(v, _mm512_cvtepi32_ps(iv));
-		__m512i rel = _mm512_sub_epi32(iv, _mm512_set1_epi32(iv0));
-		__m512i rel1 = _mm512_add_epi32(rel, _mm512_set1_epi32(1));
-		/* columns base, base + 1 and, when u crosses a pixel border in
-		 * this chunk, base + 2; lanes past the border (hi) read one
-		 * column further */
-		int base = iu0 < iu1 ? iu0 : iu1;
-		__mmask16 hi = _mm512_cmpeq_epi32_mask(iu, _mm512_set1_epi32(base + 1));
-		const float *c0 = img + (size_t)base * Hs + iv0;
+		struct gen_chunk g = next;
+		if (z + 16 < n)
+			next = gen_chunk_idx(&k, zw + z + 16, n - z - 16 < 16 ? n - z - 16 : 16);
 		__m512 a, b, c, d;
 		/* constant window sizes and column counts: the loops unroll and
 		 * the windows stay in registers (a run-time count spilled them) */
-		if (rows <= 64 && iu0 == iu1)
-			gen_samples(4, c0, Hs, 0, hi, rel, rel1, &a, &b, &c, &d);
-		else if (rows <= 64)
-			gen_samples(4, c0, Hs, 1, hi, rel, rel1, &a, &b, &c, &d);
-		else if (iu0 == iu1)
-			gen_samples(8, c0, Hs, 0, hi, rel, rel1, &a, &b, &c, &d);
-		else
-			gen_samples(8, c0, Hs, 1, hi, rel, rel1, &a, &b, &c, &d);
-		__m512 top = _mm512_fmadd_ps(fu, _mm512_sub_ps(b, a), a);
-		__m512 bot = _mm512_fmadd_ps(fu, _mm512_sub_ps(d, c), c);
-		__m512 val = _mm512_fmadd_ps(fv, _mm512_sub_ps(bot, top), top);
-		chunk_add(acc + z, m, _mm512_mul_ps(r, r), val);
+		switch (g.kind) {
+		case GEN_64: gen_samples(4, g.c0, Hs, 0, g.hi, g.rel, g.rel1, &a, &b, &c, &d); break;
+		case GEN_64_CROSS: gen_samples(4, g.c0, Hs, 1, g.hi, g.rel, g.rel1, &a, &b, &c, &d); break;
+		case GEN_128: gen_samples(8, g.c0, Hs, 0, g.hi, g.rel, g.rel1, &a, &b, &c, &d); break;
+		case GEN_128_CROSS: gen_samples(8, g.c0, Hs, 1, g.hi, g.rel, g.rel1, &a, &b, &c, &d); break;
+		default:
+			gen_col_avx512(m, acc + z, img, zw + z, aw, bw, au, bu, av, bv, r0, umax, vmax, Hs);
+			continue;
+		}
+		__m512 top = _mm512_fmadd_ps(g.fu, _mm512_sub_ps(b, a), a);
+		__m512 bot = _mm512_fmadd_ps(g.fu, _mm512_sub_ps(d, c), c);
+		__m512 val = _mm512_fmadd_ps(g.fv, _mm512_sub_ps(bot, top), top);
+		chunk_add(acc + z, m, g.wt, val);
 	}
 }
 
