@@ -293,10 +293,6 @@ static inline struct gen_chunk gen_chunk_idx(const struct gen_consts *k, const f
 	int iu0 = _mm_cvtsi128_si32(_mm512_castsi512_si128(iu)), iu1 = lane_i32(iu, m - 1);
 	int iv0 = _mm_cvtsi128_si32(_mm512_castsi512_si128(iv)), iv1 = lane_i32(iv, m - 1), rows = iv1 + 2 - iv0;
 	g.wt = _mm512_mul_ps(r, r);
-	if (iu1 - iu0 > 1 || iu0 - iu1 > 1 || iv1 < iv0 || rows > 128) {
-		g.kind = GEN_PORTABLE;
-		return g;
-	}
 	g.fu = _mm512_sub_ps(u, _mm512_cvtepi32_ps(iu));
 	g.fv = _mm512_sub_ps(v, _mm512_cvtepi32_ps(iv));
 	g.rel = _mm512_sub_epi32(iv, _mm512_set1_epi32(iv0));
@@ -306,6 +302,11 @@ static inline struct gen_chunk gen_chunk_idx(const struct gen_consts *k, const f
 	 * further */
 	int base = iu0 < iu1 ? iu0 : iu1;
 	g.hi = _mm512_cmpeq_epi32_mask(iu, _mm512_set1_epi32(base + 1));
+	if (iu1 - iu0 > 1 || iu0 - iu1 > 1 || iv1 < iv0 || rows > 128) {
+		g.kind = GEN_PORTABLE;
+		g.c0 = k->img;
+		return g;
+	}
 	g.c0 = k->img + (size_t)base * k->Hs + iv0;
 	g.kind = (rows <= 64 ? GEN_64 : GEN_128) + (iu0 != iu1);
 	return g;
