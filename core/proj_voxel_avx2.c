@@ -13,7 +13,7 @@
  * - voxels further apart: each voxel's samples are loaded as pairs
  *   (proj_voxel_pairs.h).  The window's permutes and blends grow with its
  *   rows (32 rows: four permutes and three blends per pick; 64 rows: eight
- *   and seven), the pairs' cost does not: 1.3-1.5x the portable loop at
+ *   and seven), the pairs' cost does not: 1.27-1.52x the portable loop at
  *   256^3 (5.2 rows apart) and 1.03-1.18x the 32-row window at 512^3
  *   (2.6 rows), but 0.63x the 16-row window at 1.3 rows apart.
  * Columns with dv < 0 take the portable loop.  Views close to a cone (a

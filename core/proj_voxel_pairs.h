@@ -1,8 +1,9 @@
 /*
  * proj_voxel_pairs: the voxel back projector's column loops that load each
  * voxel's samples as pairs, included by proj_voxel_avx2.c (AVX2 + FMA).
- * The AVX-512 file keeps its windows: there the same loops measured 1.0x
- * (cone views, 7- and 8-vector windows) and 0.73x (C-arm views at 512^3).
+ * The AVX-512 file keeps its windows: there the same loops measured
+ * 0.95-1.07x (cone views, 7- and 8-vector windows) and 0.73x (C-arm views
+ * at 512^3).
  *
  * A voxel at detector position (u, v) reads the pixels (iu, iv),
  * (iu, iv + 1), (iu + 1, iv), (iu + 1, iv + 1) of a transposed image
@@ -103,8 +104,9 @@ static inline void cone_col_pairs8(int n, float *restrict acc, const float *rest
  * idx = iu Hs + iv, split into the four samples by in-lane shuffles.  u
  * may cross pixel borders anywhere along the column: each voxel addresses
  * its own columns. */
-static inline void gen_col_pairs8(int n, float *restrict acc, const float *restrict img, const float *restrict zw, float aw,
-			   float bw, float au, float bu, float av, float bv, float r0, float umax, float vmax, int Hs)
+static inline void gen_col_pairs8(int n, float *restrict acc, const float *restrict img, const float *restrict zw,
+				  float aw, float bw, float au, float bu, float av, float bv, float r0, float umax,
+				  float vmax, int Hs)
 {
 	const __m256 awv = _mm256_set1_ps(aw), bwv = _mm256_set1_ps(bw), auv = _mm256_set1_ps(au);
 	const __m256 buv = _mm256_set1_ps(bu), avv = _mm256_set1_ps(av), bvv = _mm256_set1_ps(bv);
