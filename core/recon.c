@@ -47,6 +47,25 @@ void rc_recon_spec_default(rc_recon_spec *s)
 	snprintf(s->precision, sizeof s->precision, "fp32");
 }
 
+int rc_recon_check(const rc_recon_spec *s, rc_err *err)
+{
+	const char *eng = s->engine;
+	int is2d = s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL;
+	if (is2d && s->algo.name == RC_ALGO_FDK)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
+			       "fan and parallel geometries run sart, sirt, cgls and mlem; fdk needs a cone or "
+			       "matrices geometry");
+	if (is2d && strcmp(eng, "auto") && strcmp(eng, "cpu") && strcmp(eng, "tensor"))
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "fan and parallel geometries run on execution.engine auto, cpu or tensor (got \"%s\")",
+			       eng);
+	if (!is2d && !strcmp(eng, "tensor"))
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "execution.engine \"tensor\" runs fan and parallel geometries; cone and matrices run "
+			       "on auto, cpu, opencl, cuda or trigeneous");
+	return 0;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;

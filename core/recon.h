@@ -54,6 +54,14 @@ typedef struct rc_recon_report {
 
 void rc_recon_spec_default(rc_recon_spec *s);
 
+/* Whether this build runs the spec's algorithm on its geometry type with its
+ * execution.engine: 0, or RC_EUNSUPPORTED with a message (field
+ * "execution.engine" or "algorithm.name") that names what is supported.
+ * Decided from the spec alone, without opening a device, so the daemon can
+ * refuse a job at creation instead of failing it when it runs; whether the
+ * host has the device is still decided when the job runs. */
+int rc_recon_check(const rc_recon_spec *s, rc_err *err);
+
 /* Validates the spec (messages name the field), builds the geometry, opens
  * the engines, runs the algorithm.  proj holds the whole stack
  * (rc_geom_proj_count floats); vol receives rc_volume_count floats.
