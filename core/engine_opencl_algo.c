@@ -168,7 +168,7 @@ static int run_sart(run *r, const float *proj, float *vol, rc_err *err)
 		if ((rc = finish(r, err)))
 			goto out;
 		it_done = it;
-		rc_algo_report(r->hooks, it, r->p->iterations, sqrt(r2), r->t0);
+		rc_algo_report(r->hooks, NULL, NULL, it, r->p->iterations, sqrt(r2), r->t0);
 	}
 	{
 		int drc = rc_ocl_ew_read(w, mid ? prev : x, vol, r->V, err);
@@ -226,7 +226,7 @@ static int run_cgls(run *r, const float *proj, float *vol, rc_err *err)
 			if (cancelled(r)) {
 				/* x and r form a complete iterate already */
 				it_done = it;
-				rc_algo_report(r->hooks, it, r->p->iterations, resn, r->t0);
+				rc_algo_report(r->hooks, NULL, NULL, it, r->p->iterations, resn, r->t0);
 				rc = RC_ECANCELLED;
 				break;
 			}
@@ -240,7 +240,7 @@ static int run_cgls(run *r, const float *proj, float *vol, rc_err *err)
 		if ((rc = finish(r, err)))
 			return rc;
 		it_done = it;
-		rc_algo_report(r->hooks, it, r->p->iterations, resn, r->t0);
+		rc_algo_report(r->hooks, NULL, NULL, it, r->p->iterations, resn, r->t0);
 	}
 	int drc = rc_ocl_ew_read(w, x, vol, r->V, err);
 	if (drc)

@@ -83,6 +83,8 @@ void rc_exec_free(rc_exec *x)
 
 const rc_geom *rc_exec_geom(const rc_exec *x) { return x->eng[0]->geom; }
 
+const char *rc_exec_name(const rc_exec *x) { return x->n > 1 ? "trigeneous" : x->eng[0]->name; }
+
 int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
 {
 	long sum = 0;

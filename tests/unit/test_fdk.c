@@ -323,7 +323,7 @@ static struct result run_fdk(const char *name, struct level *l, const struct sca
 	struct progress_log log = { 0 };
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = &log };
 	double t0 = now_s();
-	r.rc = rc_fdk_run(a, x, sc->proj, l->vol_buf, &hooks, &err);
+	r.rc = rc_algo_run(a, x, sc->proj, l->vol_buf, &hooks, &err);
 	r.seconds = now_s() - t0;
 	if (r.rc)
 		print_message("%s: %s\n", name, err.msg);
@@ -497,7 +497,7 @@ static struct result run_2d(const char *name, rc_geom_type type, int nviews, dou
 	rc_exec *x;
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	rc_algo_params a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
-	r.rc = rc_fdk_run(&a, x, proj, v, NULL, &err);
+	r.rc = rc_algo_run(&a, x, proj, v, NULL, &err);
 	if (r.rc)
 		print_message("%s: %s\n", name, err.msg);
 	assert_int_equal(r.rc, 0);
@@ -584,7 +584,7 @@ static void test_cancel(void **state)
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = &log, .cancel = &cancel };
 	rc_algo_params a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
 	rc_err err;
-	assert_int_equal(rc_fdk_run(&a, s.x, s.proj, s.vol_buf, &hooks, &err), RC_ECANCELLED);
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, &hooks, &err), RC_ECANCELLED);
 	assert_int_equal(log.calls, 0);
 	for (size_t i = 0; i < rc_volume_count(&s.vol); i++)
 		assert_float_equal(s.vol_buf[i], 0, 0);
@@ -607,7 +607,7 @@ static void test_invalid(void **state)
 	rc_engine *e = ref_new(g);
 	rc_exec *x;
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
-	assert_int_equal(rc_fdk_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_algo_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
 	assert_string_equal(err.field, "geometry.angles");
 	rc_exec_free(x);
 	rc_engine_free(e);
@@ -615,11 +615,11 @@ static void test_invalid(void **state)
 	small_close(&s);
 	/* a short scan of 120 degrees */
 	small_open(&s, RC_GEOM_CONE, 13, 10);
-	assert_int_equal(rc_fdk_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "geometry.angles");
 	/* a bad cutoff and window */
 	a.cutoff = 0;
-	assert_int_equal(rc_fdk_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.cutoff");
 	small_close(&s);
 	/* matrices whose detector rows are not horizontal: no FDK */
@@ -637,7 +637,7 @@ static void test_invalid(void **state)
 	e = ref_new(g);
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
-	assert_int_equal(rc_fdk_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_algo_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
 	assert_string_equal(err.field, "geometry.matrices");
 	rc_exec_free(x);
 	rc_engine_free(e);
