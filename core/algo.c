@@ -96,7 +96,7 @@ void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *
 	case RC_ALGO_CGLS: *nvol = 3, *nproj = 2; break;
 	case RC_ALGO_MLEM: *nvol = 3, *nproj = 2; break;
 	default: /* SART, SIRT */
-		*nvol = 2 + (S > 1) + (rc_sart_cache_all(S, rc_volume_count(rc_geom_volume(g))) ? S : 1);
+		*nvol = 2 + (S > 1) + (rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g))) ? S : 1);
 		*nproj = 3;
 		break;
 	}

@@ -22,6 +22,7 @@
 #define RC_ALGO_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "backend.h"
 #include "exec.h"
@@ -55,6 +56,10 @@ typedef struct rc_algo_params {
 	rc_filter_window window; /* FDK */
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
+	size_t subset_cache_bytes; /* SART: per-subset column sums kept up to
+	                              this many bytes, beyond it recomputed per
+	                              subset; 0 = RC_SUBSET_CACHE_BYTES (tests
+	                              force the recomputing path with it) */
 } rc_algo_params;
 
 /* Fills defaults: 10 iterations, lambda 1 (SART) , 1 subset, ram-lak, cutoff 1. */

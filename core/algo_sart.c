@@ -50,7 +50,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const rc_geom *g = b->geom;
 	const int nviews = rc_geom_nviews(g);
 	const float lambda = (float)p->relaxation;
-	const int cache = rc_sart_cache_all(S, rc_volume_count(rc_geom_volume(g)));
+	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
 	const int ncinv = cache ? S : 1;
 	const double t0 = rc_algo_now();
 	int rc = 0, it_done = 0, restore = 0;

@@ -71,7 +71,8 @@ void rc_subset_order(int S, int *order)
 	}
 }
 
-int rc_sart_cache_all(int S, size_t nvox)
+int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox)
 {
-	return S == 1 || (size_t)S <= RC_SUBSET_CACHE_BYTES / (nvox * sizeof(float));
+	size_t cap = p->subset_cache_bytes ? p->subset_cache_bytes : RC_SUBSET_CACHE_BYTES;
+	return S == 1 || (size_t)S <= cap / (nvox * sizeof(float));
 }

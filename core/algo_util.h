@@ -16,8 +16,9 @@
  * that small belong to voxels almost no ray sees (SART, SIRT, MLEM). */
 #define RC_ROWSUM_REL_EPS 1e-3
 #define RC_COLSUM_REL_EPS 1e-6
-/* SART's per-subset column sums are kept in memory up to this size;
- * beyond it each is recomputed before its block. */
+/* SART's per-subset column sums are kept in memory up to this size (unless
+ * rc_algo_params.subset_cache_bytes says otherwise); beyond it each is
+ * recomputed before its block. */
 #define RC_SUBSET_CACHE_BYTES ((size_t)256 << 20)
 
 /* ---- run bookkeeping ---------------------------------------------------- */
@@ -45,7 +46,7 @@ void rc_subset_range(int b, int S, int n, int *first, int *last);
 void rc_subset_order(int S, int *order);
 
 /* SART keeps every subset's column sums when this holds. */
-int rc_sart_cache_all(int S, size_t nvox);
+int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox);
 
 /* ---- the algorithms (algo.h's rc_algo_run_on dispatches) ----------------- */
 
