@@ -58,7 +58,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		return rc;
 	const int nviews = rc_geom_nviews(b->geom);
 	const int B = b->nbatch;
-	const double t0 = rc_algo_now();
+	const double t0 = rc_now_s();
 	int it_done = 0;
 	rc_vec *r = NULL, *q = NULL, *x = NULL, *s = NULL, *d = NULL;
 	struct coef c;

@@ -265,7 +265,7 @@ static void fdk_free(struct fdk *f)
 int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	       float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
-	double t0 = rc_algo_now();
+	double t0 = rc_now_s();
 	const rc_geom *g = b->geom;
 	rc_vec *vf = NULL, *vv = NULL;
 	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),

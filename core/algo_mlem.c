@@ -36,7 +36,7 @@ int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	const rc_geom *g = b->geom;
 	const int nviews = rc_geom_nviews(g);
 	const size_t np = rc_geom_proj_count(g);
-	const double t0 = rc_algo_now();
+	const double t0 = rc_now_s();
 	int it_done = 0;
 	rc_vec *meas = NULL, *ratio = NULL, *x = NULL, *sinv = NULL, *upd = NULL;
 	double *sums = malloc((size_t)b->nbatch * sizeof *sums);

@@ -52,7 +52,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const float lambda = (float)p->relaxation;
 	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
 	const int ncinv = cache ? S : 1;
-	const double t0 = rc_algo_now();
+	const double t0 = rc_now_s();
 	int rc = 0, it_done = 0, restore = 0;
 	rc_vec *meas = NULL, *rinv = NULL, *res = NULL, *x = NULL, *upd = NULL, *prev = NULL;
 	rc_vec **cinv = calloc((size_t)ncinv, sizeof *cinv);

@@ -2,14 +2,6 @@
 #include "algo_util.h"
 
 #include <math.h>
-#include <time.h>
-
-double rc_algo_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int rc_algo_cancelled(const rc_algo_hooks *h)
 {
@@ -23,7 +15,7 @@ int rc_algo_report(const rc_algo_hooks *h, rc_backend *b, const rc_vec *x, int i
 		return 0;
 	if (h->progress) {
 		rc_progress pr = { .iteration = iteration, .of = of, .residual = residual,
-				   .elapsed_s = rc_algo_now() - t0 };
+				   .elapsed_s = rc_now_s() - t0 };
 		h->progress(h->ud, &pr);
 	}
 	return h->iterate ? h->iterate(h->ud, b, x, iteration) : 0;

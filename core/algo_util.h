@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "algo.h"
+#include "rc_clock.h"
 
 /* Row sums below this fraction of the largest are rays that only graze the
  * volume grid (or miss it); dividing by them would amplify the residual of

@@ -31,13 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "devices.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
 #include "plan.h"
 #include "tensor.h"
+#include "rc_clock.h"
 
 void rc_recon_spec_default(rc_recon_spec *s)
 {
@@ -64,13 +64,6 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "execution.engine \"tensor\" runs fan and parallel geometries; cone and matrices run "
 			       "on auto, cpu, opencl, cuda or trigeneous");
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The back projector the algorithm runs (its forward is always RC_FP_RAYCAST). */
@@ -401,7 +394,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (!report)
 		report = &local;
 	memset(report, 0, sizeof *report);
-	double t0 = now_s();
+	double t0 = rc_now_s();
 
 	const char *mode = s->engine;
 	static const char *const modes[] = { "auto", "cpu", "opencl", "cuda", "tensor", "trigeneous" };
@@ -457,7 +450,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (!rc)
 		refit(&j);
 out:
-	report->seconds = now_s() - t0;
+	report->seconds = rc_now_s() - t0;
 	job_free(&j);
 	rc_geom_free(g);
 	return rc;

@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "parfor.h"
 #include "phantom.h"
+#include "rc_clock.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SMALL 1
@@ -221,17 +222,10 @@ static void make_scan(struct level *l, struct scan *sc, double start, double ste
 	assert_int_equal(rc_phantom_project(phantom, sc->g, 0, sc->proj, NULL), 0);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	assert_int_equal(rc_phantom_shepp_logan(60, &phantom, NULL), 0);
 	for (int i = 0; i < 2; i++) {
 		struct level *l = &L[i];
@@ -251,7 +245,7 @@ static int setup(void **state)
 		/* the detector's fan is 2 atan(128 / 1500) = 9.75 deg: 191 views of 1 deg cover 180 + 11 */
 		make_scan(l, &l->shrt, 30, 1.0, NVIEW_SHORT);
 	}
-	print_message("setup (phantom, truth, masks, analytic projections): %.2f s\n", now_s() - t0);
+	print_message("setup (phantom, truth, masks, analytic projections): %.2f s\n", rc_now_s() - t0);
 	return 0;
 }
 
@@ -322,9 +316,9 @@ static struct result run_fdk(const char *name, struct level *l, const struct sca
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	struct progress_log log = { 0 };
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = &log };
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	r.rc = rc_algo_run(a, x, sc->proj, l->vol_buf, &hooks, &err);
-	r.seconds = now_s() - t0;
+	r.seconds = rc_now_s() - t0;
 	if (r.rc)
 		print_message("%s: %s\n", name, err.msg);
 	assert_int_equal(r.rc, 0);

@@ -43,6 +43,7 @@
 #include "opencl_ew.h"
 #include "phantom.h"
 #include "shepp_case.h"
+#include "rc_clock.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define N 24
@@ -447,13 +448,6 @@ enum { ON_CPU, ON_OCL_HOST, ON_OCL_RESIDENT };
  * bound that only says it reconstructed (zeros give 1) */
 #define FDK_BOUND 0.9
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* one run; returns its rc, *sec its wall time */
 static int run_on(int where, const rc_algo_params *p, float *vol, trace *t, int cancel_at, double *sec)
 {
@@ -465,12 +459,12 @@ static int run_on(int where, const rc_algo_params *p, float *vol, trace *t, int 
 	rc_algo_hooks h = { .progress = on_progress, .ud = t, .cancel = &t->cancel };
 	rc_err err;
 	rc_err_clear(&err);
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	int rc = where == ON_CPU        ? rc_algo_run(p, F.xcpu, F.c.proj, vol, &h, &err)
 		 : where == ON_OCL_HOST ? rc_algo_run(p, F.xocl, F.c.proj, vol, &h, &err)
 					: rc_opencl_run_algo(F.ocl, p, F.c.proj, vol, &h, &err);
 	if (sec)
-		*sec = now_s() - t0;
+		*sec = rc_now_s() - t0;
 	if (rc && rc != RC_ECANCELLED)
 		print_error("run: %s\n", err.msg);
 	return rc;
