@@ -104,7 +104,7 @@ int store_write_file_durable(const char *dir, const char *name, const void *buf,
 			int e = errno;
 			close(fd);
 			unlink(tmp);
-			return rc_fail(err, RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
+			return rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
 		}
 		p += w;
 		left -= (size_t)w;
@@ -353,7 +353,7 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 	if (prealloc(fd, spec->proj_bytes)) {
 		int e = errno;
 		close(fd);
-		rc = rc_fail(err, e == ENOSPC ? RC_ETOOBIG : RC_EIO, "",
+		rc = rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "",
 			     "cannot reserve %llu bytes for the projections: %s",
 			     (unsigned long long)spec->proj_bytes, strerror(e));
 		goto out_rm;
