@@ -31,3 +31,13 @@ double rc_bk_total(const rc_backend *b, const double *per_batch)
 		t += per_batch[k];
 	return t;
 }
+
+void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds)
+{
+	int nv = rc_geom_nviews(b->geom);
+	if (last < 0 || last > nv)
+		last = nv;
+	b->stats.seconds[task] += seconds;
+	b->stats.calls[task]++;
+	b->stats.views[task] += last > first ? last - first : 0;
+}

@@ -42,7 +42,7 @@
 
 #include <stddef.h>
 
-#include "engine.h"
+#include "exec.h"
 
 typedef struct rc_backend rc_backend;
 typedef struct rc_vec rc_vec;
@@ -105,13 +105,27 @@ typedef struct rc_backend_ops {
 	void (*free)(rc_backend *b);
 } rc_backend_ops;
 
+/* What a backend's projections cost so far, per task (RC_TASK_FORWARD,
+ * RC_TASK_BACK: exec.h): for job reports and the refit of the performance
+ * models.  Backends that queue work wait for a projection before they stop
+ * its clock. */
+typedef struct rc_backend_stats {
+	double seconds[RC_TASK_COUNT];
+	long calls[RC_TASK_COUNT];
+	long views[RC_TASK_COUNT];
+} rc_backend_stats;
+
 /* Fields every backend fills; implementations embed this struct first. */
 struct rc_backend {
 	const rc_backend_ops *ops;
 	const rc_geom *geom; /* borrowed */
 	int nbatch;          /* independent problems per vector, >= 1 */
 	char name[32];       /* "cpu", "opencl", "cuda", "tensor", "trigeneous" */
+	rc_backend_stats stats;
 };
+
+/* Adds one projection of views [first, last) that took seconds to b->stats. */
+void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds);
 
 /* ---- calls (checked wrappers, so algorithms read as formulas) ------------ */
 
@@ -224,12 +238,11 @@ double rc_bk_total(const rc_backend *b, const double *per_batch);
 
 /* ---- the host backend --------------------------------------------------- */
 
-struct rc_exec;
-
 /* Vectors in host memory (borrowable), element-wise steps on the calling
  * thread, projections through x: one engine or the planner's split over
- * several (exec.h).  Borrows x; name is "cpu" or the single engine's name,
- * "trigeneous" for a split.  Batches: the slices of a 2-D geometry. */
-int rc_backend_host_new(struct rc_exec *x, rc_backend **ret, rc_err *err);
+ * several (exec.h, which also keeps each engine's times).  Borrows x; name
+ * is the single engine's name, "trigeneous" for a split.  One batch: an
+ * engine's 2-D projector need not keep the slices apart. */
+int rc_backend_host_new(rc_exec *x, rc_backend **ret, rc_err *err);
 
 #endif

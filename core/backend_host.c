@@ -9,9 +9,11 @@
  * caller's arrays, so the measured stack and the result volume are never
  * copied.
  *
- * Batches are the slices of a 2-D geometry: a volume's slice z and a
- * projection stack's slice z ([slice][view][u]) are each one contiguous
- * block, batch b of n elements is [b n / B, (b + 1) n / B).
+ * One batch: an engine behind the exec may couple the slices of a 2-D
+ * stack (test_algos' explicit matrix does), so CGLS keeps one step length.
+ * The per-batch loops stay general (batch b of n elements is
+ * [b n / B, (b + 1) n / B)) for a backend built on this one.  Projection
+ * times are exec.h's (per engine); the stats count them as a whole.
  */
 #include "backend.h"
 
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "rc_clock.h"
 #include "vec_host.h"
 
 struct rc_vec {
@@ -93,14 +96,20 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 		   rc_err *err)
 {
 	host *h = (host *)b;
-	return rc_exec_forward(h->x, kind, vol->p, proj->p, first, last, err);
+	double t0 = rc_now_s();
+	int rc = rc_exec_forward(h->x, kind, vol->p, proj->p, first, last, err);
+	rc_bk_count(b, RC_TASK_FORWARD, first, last, rc_now_s() - t0);
+	return rc;
 }
 
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
 		rc_err *err)
 {
 	host *h = (host *)b;
-	return rc_exec_back(h->x, kind, proj->p, vol->p, first, last, err);
+	double t0 = rc_now_s();
+	int rc = rc_exec_back(h->x, kind, proj->p, vol->p, first, last, err);
+	rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
+	return rc;
 }
 
 /* The blocks of v that views [first, last) cover (a volume: the whole). */
@@ -251,7 +260,7 @@ int rc_backend_host_new(rc_exec *x, rc_backend **ret, rc_err *err)
 	const rc_geom *g = rc_exec_geom(x);
 	h->base.ops = &host_ops;
 	h->base.geom = g;
-	h->base.nbatch = rc_geom_is_2d(g) ? rc_geom_volume(g)->nz : 1;
+	h->base.nbatch = 1;
 	snprintf(h->base.name, sizeof h->base.name, "%s", rc_exec_name(x));
 	h->x = x;
 	h->nvox = rc_volume_count(rc_geom_volume(g));

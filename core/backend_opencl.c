@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "engine_opencl_impl.h"
 #include "opencl_ew.h"
+#include "rc_clock.h"
 
 struct rc_vec {
 	cl_mem m;
@@ -80,18 +81,30 @@ static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 	return rc_ocl_ew_read(OB(b)->w, src->m, dst, src->n, err);
 }
 
+static int finish(rc_backend *b, rc_err *err);
+
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
 		   rc_err *err)
 {
 	if (kind != RC_FP_RAYCAST)
 		return rc_fail(err, RC_EUNSUPPORTED, "", "the OpenCL backend forward-projects by ray casting only");
-	return rc_ocl_forward_dev(OB(b)->e, vol->m, proj->m, first, last, err);
+	double t0 = rc_now_s();
+	int rc = rc_ocl_forward_dev(OB(b)->e, vol->m, proj->m, first, last, err);
+	/* the wait makes the time the projection's (the queue is in order:
+	 * it costs no overlap the next read-back would not cost anyway) */
+	if (!rc && (rc = finish(b, err)) == 0)
+		rc_bk_count(b, RC_TASK_FORWARD, first, last, rc_now_s() - t0);
+	return rc;
 }
 
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
 		rc_err *err)
 {
-	return rc_ocl_back_dev(OB(b)->e, kind, proj->m, vol->m, first, last, err);
+	double t0 = rc_now_s();
+	int rc = rc_ocl_back_dev(OB(b)->e, kind, proj->m, vol->m, first, last, err);
+	if (!rc && (rc = finish(b, err)) == 0)
+		rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
+	return rc;
 }
 
 /* Elements of views [first, last) of v (a volume: all of it). */
@@ -232,14 +245,11 @@ int rc_opencl_algo_supported(const rc_algo_params *p, const rc_geom *g)
 	return p && g && !rc_geom_is_2d(g);
 }
 
-int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
-		       const rc_algo_hooks *hooks, rc_err *err)
+int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err)
 {
 	rc_ocl_handles h;
 	if (!e || rc_ocl_engine_handles(e, &h))
 		return rc_fail(err, RC_EINVAL, "execution.engine", "the resident OpenCL run needs an OpenCL engine");
-	if (!p || !proj || !vol)
-		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, projections and a volume");
 	if (!rc_opencl_algo_supported(p, e->geom))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the OpenCL engine projects cone and matrices geometries");
@@ -256,9 +266,17 @@ int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj,
 		return rc_fail(err, RC_ETOOBIG, "volume",
 			       "the resident OpenCL run needs %.1f MiB and the device has %.1f MiB; run it "
 			       "through the engine path", need / 1048576.0, (double)gmem / 1048576.0);
+	return 0;
+}
+
+int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
+		       const rc_algo_hooks *hooks, rc_err *err)
+{
+	if (!p || !proj || !vol)
+		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, projections and a volume");
 	rc_backend *b = NULL;
-	int rc = rc_backend_opencl_new(e, &b, err);
-	if (rc)
+	int rc = rc_opencl_run_fits(e, p, err);
+	if (rc || (rc = rc_backend_opencl_new(e, &b, err)))
 		return rc;
 	rc = rc_algo_run_on(p, b, proj, vol, hooks, err);
 	rc_backend_free(b);

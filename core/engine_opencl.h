@@ -92,6 +92,12 @@ int rc_opencl_algo_supported(const rc_algo_params *p, const rc_geom *g);
  * Borrows e. */
 int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err);
 
+/* 0 when a resident run of p fits e's device: the vectors the algorithm
+ * allocates (rc_algo_vectors) and the engine's own buffers within its
+ * global memory; RC_ETOOBIG (run it through the engine path) or
+ * RC_EUNSUPPORTED otherwise. */
+int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err);
+
 /* A whole run of any algorithm on the OpenCL engine e (opened for the job's
  * geometry): rc_algo_run_on over e's backend, so every buffer stays on the
  * device; the same contract and the same iterates, up to float rounding,

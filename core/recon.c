@@ -360,26 +360,49 @@ static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const flo
 	return rc ? rc : 0;
 }
 
-/* execution.engine = "opencl" with SART, SIRT or CGLS: the resident run on
- * the one engine open_devices chose.  RC_ETOOBIG: not run, take the engine
- * path. */
+/* The report and the model refit of a run on one device backend: all views
+ * of every task on it, the measured time per call from the backend's
+ * stats (there is no prediction: the device ran alone). */
+static void report_single(const rc_recon_spec *s, const rc_backend *b, const char *device_id, const char *shape,
+			  rc_recon_report *report)
+{
+	const rc_backend_stats *st = &b->stats;
+	snprintf(report->engine, sizeof report->engine, "%.15s", b->name);
+	report->ndevices = 1;
+	snprintf(report->dev[0].name, sizeof report->dev[0].name, "%s", b->name);
+	snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", device_id);
+	for (int t = 0; t < RC_TASK_COUNT; t++) {
+		report->dev[0].views[t] = rc_geom_nviews(b->geom);
+		report->dev[0].predicted_ms[t] = -1;
+		report->dev[0].measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
+		if (!s->model_dir || !s->model_dir[0] || st->calls[t] < 1 || st->views[t] < 1)
+			continue;
+		double w = (double)st->views[t] / (double)st->calls[t], sec = st->seconds[t] / (double)st->calls[t];
+		/* a failure to store only loses this refinement */
+		(void)rc_models_add(s->model_dir, device_id, shape, (rc_task)t, &w, &sec, 1, 0, NULL, NULL);
+	}
+}
+
+/* execution.engine = "opencl": the resident run (rc_algo_run_on over the
+ * OpenCL backend) on the one engine open_devices chose.  RC_ETOOBIG: not
+ * run, take the engine path. */
 static int run_opencl_resident(struct job *j, const float *proj, float *vol, const rc_algo_hooks *hooks,
 			       rc_recon_report *report, rc_err *err)
 {
+	rc_backend *b = NULL;
 	rc_err e1;
-	int rc = rc_opencl_run_algo(j->eng[0], &j->s->algo, proj, vol, hooks, &e1);
+	int rc = rc_opencl_run_fits(j->eng[0], &j->s->algo, &e1);
+	if (!rc)
+		rc = rc_backend_opencl_new(j->eng[0], &b, &e1);
 	if (rc == RC_ETOOBIG)
 		return rc;
+	if (!rc)
+		rc = rc_algo_run_on(&j->s->algo, b, proj, vol, hooks, &e1);
 	if (rc && err)
 		*err = e1;
-	snprintf(report->engine, sizeof report->engine, "opencl");
-	report->ndevices = 1;
-	snprintf(report->dev[0].name, sizeof report->dev[0].name, "%s", j->eng[0]->name);
-	snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", j->dev[0].device_id);
-	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		report->dev[0].views[t] = rc_geom_nviews(j->g);
-		report->dev[0].predicted_ms[t] = -1;
-	}
+	if (b)
+		report_single(j->s, b, j->dev[0].device_id, j->shape, report);
+	rc_backend_free(b);
 	return rc;
 }
 
