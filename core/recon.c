@@ -1,17 +1,19 @@
 /*
- * recon: a job from spec to volume (recon.h).
+ * recon: a job from spec to volume (recon.h).  It picks the backend
+ * (backend.h) and runs the one algorithm code (rc_algo_run_on) on it.
  *
  * execution.engine picks the devices:
- *   cpu         the native CPU engine alone
- *   opencl      one OpenCL device alone (a GPU if there is one): SART, SIRT
- *               and CGLS as the resident run of engine_opencl.h (element-
- *               wise steps on the device too), other algorithms (and a run
- *               too big to be resident) through its engine
- *   cuda        the first CUDA GPU: the resident whole-run path of
- *               engine_cuda.h when it runs the algorithm, else its engine
+ *   cpu         the native CPU engine alone (the host backend)
+ *   opencl      one OpenCL device alone (a GPU if there is one): the OpenCL
+ *               backend, every buffer resident on the device; a run too big
+ *               for it goes through the engine (host backend, per-call
+ *               uploads)
+ *   cuda        the first CUDA GPU: the CUDA backend (resident), else the
+ *               CUDA engine through the host backend (z-slabs)
  *   trigeneous  every device (devices.h), each task split by the planner
  *               (plan.h) with the stored models, calibrating the devices
- *               that have none for this problem first
+ *               that have none for this problem first: the host backend
+ *               over an rc_exec of several engines is the split backend
  *   auto        the split when stored models predict it faster than any
  *               one device; otherwise the one device the models favour, and
  *               without models a CUDA GPU if present, else the CPU (the
