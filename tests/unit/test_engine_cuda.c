@@ -719,7 +719,7 @@ static void test_auto_interp(void **state)
 		rc_algo_params p;
 		rc_algo_params_default(&p, names[i]);
 		if (names[i] == RC_ALGO_SART) {
-			p.iterations = 4;
+			p.iterations = 8; /* run_pair's: below 0.6 at 40^3 too */
 			p.relaxation = 0.5;
 		}
 		rc_err err;
