@@ -15,7 +15,8 @@
  * element; the scalars an algorithm branches on (dot products, residual
  * and ratio sums) are read back, everything else stays on the device.
  * All work is queued in order on the context's kernel stream (ks); a call
- * that returns a scalar, download and finish wait for it.
+ * that returns a scalar, download and finish wait for it, and so does every
+ * projection, so that b->stats (backend.h) holds its own time.
  *
  * Interpolation: the backend does not know the algorithm, so its caller
  * chooses through rc_cuda_options, with the engine's meaning of AUTO:
@@ -42,6 +43,7 @@
 
 #ifdef RC_HAVE_CUDA
 #include "engine_cuda_impl.h"
+#include "rc_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +159,17 @@ static void clamp_views(const cuda_bk *k, int *first, int *last)
 		*first = *last;
 }
 
+/* The projection just queued is waited for, so that its time is its own
+ * (b->stats, backend.h): the queue is in order, and the next scalar read
+ * back would wait for it anyway. */
+static int count(cuda_bk *k, rc_task task, int first, int last, double t0, rc_err *err)
+{
+	int rc = sync_ks(k, "cudaStreamSynchronize(projection)", err);
+	if (!rc)
+		rc_bk_count(&k->base, task, first, last, rc_now_s() - t0);
+	return rc;
+}
+
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
 		   rc_err *err)
 {
@@ -171,12 +184,15 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 		return 0;
 	if (kind == RC_FP_ROTATE && !c->drot && (rc = cu_ctx_add_rot(c, err)))
 		return rc;
+	const double t0 = rc_now_s();
 	if ((rc = cu_upload_slab(c, vol->d, 0, c->nz, err)))
 		return rc;
 	float *out = proj->d + (size_t)first * k->view;
 	if (kind == RC_FP_ROTATE)
-		return cu_fp_rotate(c, out, first, last, k->exact_bp, err);
-	return cu_fp_ray(c, 0, c->nz, out, first, last, 0, k->exact_fp, err);
+		rc = cu_fp_rotate(c, out, first, last, k->exact_bp, err);
+	else
+		rc = cu_fp_ray(c, 0, c->nz, out, first, last, 0, k->exact_fp, err);
+	return rc ? rc : count(k, RC_TASK_FORWARD, first, last, t0, err);
 }
 
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
@@ -186,14 +202,19 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	BIND(k);
 	cu_ctx *c = &k->c;
 	int rc = 0;
-	clamp_views(k, &first, &last);
-	if (kind == RC_BP_VOXEL)
-		return cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
-	if (kind != RC_BP_MATCHED)
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
-	CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
-	if (first < last)
-		rc = cu_bp_matched(c, proj->d + (size_t)first * k->view, vol->d, 0, c->nz, first, last, err);
+	clamp_views(k, &first, &last);
+	const double t0 = rc_now_s();
+	if (kind == RC_BP_VOXEL) {
+		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
+	} else {
+		CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
+		if (first < last)
+			rc = cu_bp_matched(c, proj->d + (size_t)first * k->view, vol->d, 0, c->nz, first, last, err);
+	}
+	if (!rc)
+		rc = count(k, RC_TASK_BACK, first, last, t0, err);
 out:
 	return rc;
 }

@@ -133,7 +133,8 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g,
  * the caller will allocate (rc_algo_vectors), set aside before the
  * projector's textures are planned; RC_ETOOBIG, nothing allocated, when the
  * volume would not fit in one slab.  A vector that cannot be allocated
- * later is RC_ETOOBIG too.  Without CUDA: RC_EUNSUPPORTED. */
+ * later is RC_ETOOBIG too.  Every projection is waited for and counted in
+ * b->stats (backend.h).  Without CUDA: RC_EUNSUPPORTED. */
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve,
 			rc_backend **ret, rc_err *err);
 

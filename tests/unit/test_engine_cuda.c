@@ -925,6 +925,16 @@ static void test_backend_ops(void **state)
 		bpair_check(&bp, B, TOL_EXACT, kind ? "back matched [f, l)" : "back voxel [f, l)");
 	}
 	assert_int_equal(rc_bk_finish(bp.b[0], &err), 0);
+	/* every projection counted with its views (backend.h, rc_backend_stats) */
+	const rc_backend_stats *st = &bp.b[0]->stats;
+	printf("backend stats: forward %ld calls %ld views %.3g s, back %ld calls %ld views %.3g s\n",
+	       st->calls[RC_TASK_FORWARD], st->views[RC_TASK_FORWARD], st->seconds[RC_TASK_FORWARD],
+	       st->calls[RC_TASK_BACK], st->views[RC_TASK_BACK], st->seconds[RC_TASK_BACK]);
+	assert_int_equal(st->calls[RC_TASK_FORWARD], 1);
+	assert_int_equal(st->views[RC_TASK_FORWARD], l - f);
+	assert_int_equal(st->calls[RC_TASK_BACK], 2);
+	assert_int_equal(st->views[RC_TASK_BACK], 2 * (l - f));
+	assert_true(st->seconds[RC_TASK_FORWARD] > 0 && st->seconds[RC_TASK_BACK] > 0);
 	bpair_close(&bp);
 }
 
