@@ -525,8 +525,8 @@ uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g)
 	return ctx_bytes(g) + vector_bytes(p, g);
 }
 
-int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o,
-		     const float *proj, float *vol, const rc_algo_hooks *hooks, rc_err *err)
+int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
+			  rc_err *err)
 {
 	rc_cuda_options opt;
 	if (o)
@@ -562,8 +562,15 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 	} else {
 		opt.fp_interp = RC_CUDA_INTERP_EXACT;
 	}
+	return rc_backend_cuda_new(g, &opt, vector_bytes(p, g), ret, err);
+}
+
+int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o,
+		     const float *proj, float *vol, const rc_algo_hooks *hooks, rc_err *err)
+{
 	rc_backend *b = NULL;
-	if ((rc = rc_backend_cuda_new(g, &opt, vector_bytes(p, g), &b, err)))
+	int rc = rc_cuda_resident_open(p, g, o, &b, err);
+	if (rc)
 		return rc;
 	rc = rc_algo_run_on(p, b, proj, vol, hooks, err);
 	rc_backend_free(b);
@@ -571,6 +578,13 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_op
 }
 
 #else /* !RC_HAVE_CUDA: engine_cuda.c answers the rc_cuda_* calls */
+
+int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
+			  rc_err *err)
+{
+	(void)p;
+	return rc_backend_cuda_new(g, o, 0, ret, err);
+}
 
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_backend **ret,
 			rc_err *err)

@@ -112,6 +112,13 @@ int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g);
  * textures. */
 uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g);
 
+/* The backend of a resident run of p: the checks of rc_cuda_run_algo (its
+ * RC_ETOOBIG, RC_EUNSUPPORTED) and the interpolation AUTO resolves to for
+ * the algorithm, then rc_backend_cuda_new with the algorithm's vectors set
+ * aside.  For callers that read the backend's stats after the run. */
+int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
+			  rc_err *err);
+
 /* A whole run resident on one GPU: rc_algo_run_on over rc_backend_cuda_new,
  * so the same contract as rc_algo_run (vol overwritten, progress and cancel
  * once per iteration, RC_ECANCELLED leaves the last complete iterate).

@@ -338,30 +338,6 @@ static void refit(struct job *j)
 		}
 }
 
-static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
-			     const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
-{
-	if (rc_engine_cuda_count() < 1 || !rc_cuda_algo_supported(&s->algo, g))
-		return RC_ETOOBIG; /* not applicable: take the engine path */
-	rc_err e1;
-	int rc = rc_cuda_run_algo(&s->algo, g, NULL, proj, vol, hooks, &e1);
-	if (rc == RC_ETOOBIG)
-		return rc;
-	if (rc && err)
-		*err = e1;
-	rc_cuda_device_info ci;
-	snprintf(report->engine, sizeof report->engine, "cuda");
-	report->ndevices = 1;
-	snprintf(report->dev[0].name, sizeof report->dev[0].name, "cuda");
-	if (rc_engine_cuda_info(0, &ci, NULL) == 0)
-		snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", ci.device_id);
-	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		report->dev[0].views[t] = rc_geom_nviews(g);
-		report->dev[0].predicted_ms[t] = -1;
-	}
-	return rc ? rc : 0;
-}
-
 /* The report and the model refit of a run on one device backend: all views
  * of every task on it, the measured time per call from the backend's
  * stats (there is no prediction: the device ran alone). */
@@ -383,6 +359,34 @@ static void report_single(const rc_recon_spec *s, const rc_backend *b, const cha
 		/* a failure to store only loses this refinement */
 		(void)rc_models_add(s->model_dir, device_id, shape, (rc_task)t, &w, &sec, 1, 0, NULL, NULL);
 	}
+}
+
+/* execution.engine = "cuda": the resident run (rc_algo_run_on over the CUDA
+ * backend).  RC_ETOOBIG: not run, take the engine path. */
+static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
+			     const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
+{
+	if (rc_engine_cuda_count() < 1 || !rc_cuda_algo_supported(&s->algo, g))
+		return RC_ETOOBIG; /* not applicable: take the engine path */
+	rc_backend *b = NULL;
+	rc_err e1;
+	char shape[64];
+	rc_cuda_device_info ci;
+	int rc = rc_cuda_resident_open(&s->algo, g, NULL, &b, &e1);
+	if (rc == RC_ETOOBIG)
+		return rc;
+	if (!rc)
+		rc = rc_algo_run_on(&s->algo, b, proj, vol, hooks, &e1);
+	if (rc && err)
+		*err = e1;
+	if (b) {
+		rc_shape_key(g, algo_bp(s->algo.name), shape, sizeof shape);
+		if (rc_engine_cuda_info(0, &ci, NULL))
+			ci.device_id[0] = 0;
+		report_single(s, b, ci.device_id, shape, report);
+	}
+	rc_backend_free(b);
+	return rc;
 }
 
 /* execution.engine = "opencl": the resident run (rc_algo_run_on over the
