@@ -41,10 +41,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "bsr.h"
+#include "rc_clock.h"
 #include "tensor.h"
 #include "tensor_gpu.h"
 #include "vec_host.h"
@@ -63,17 +63,8 @@ typedef struct tbk {
 	int32_t *row_view;  /* rows_pad */
 	rc_vec *scratch;    /* projection-sized, for view subsets; on first use */
 	float *stage;       /* GPU: host staging for upload / download */
-	long calls[2];
-	double sec[2];
 	char msg[256];
 } tbk;
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int on_gpu(const tbk *t)
 {
@@ -267,9 +258,11 @@ static int scratch(tbk *t, rc_err *err)
 	return t->scratch ? 0 : vec_new(&t->base, RC_SPACE_PROJ, &t->scratch, err);
 }
 
+/* The CPU products, timed into the backend's stats (backend.h) as products
+ * of every view: a subset's product is a whole one. */
 static int mul_fwd(tbk *t, const float *x, float *y, rc_err *err)
 {
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	int rc;
 	if (t->m.bsr) {
 		rc = rc_bsr_mul(t->m.bsr, x, y, t->nc, t->m.threads);
@@ -278,14 +271,13 @@ static int mul_fwd(tbk *t, const float *x, float *y, rc_err *err)
 	} else {
 		rc = rc_csr_mul(t->m.csr, x, y, t->nc, t->m.threads, err);
 	}
-	t->sec[0] += now_s() - t0;
-	t->calls[0]++;
+	rc_bk_count(&t->base, RC_TASK_FORWARD, 0, t->nv, rc_now_s() - t0);
 	return rc;
 }
 
 static int mul_back(tbk *t, const float *y, float *x, rc_err *err)
 {
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	int rc;
 	if (t->m.bsr) {
 		rc = rc_bsr_mul_t(t->m.bsr, y, x, t->nc, t->m.threads);
@@ -294,8 +286,7 @@ static int mul_back(tbk *t, const float *y, float *x, rc_err *err)
 	} else {
 		rc = rc_csr_mul(t->m.csr_t, y, x, t->nc, t->m.threads, err);
 	}
-	t->sec[1] += now_s() - t0;
-	t->calls[1]++;
+	rc_bk_count(&t->base, RC_TASK_BACK, 0, t->nv, rc_now_s() - t0);
 	return rc;
 }
 
@@ -313,7 +304,6 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 	float *out = all ? proj->p : t->scratch->p;
 #ifdef RC_HAVE_CUDA
 	if (on_gpu(t)) {
-		t->calls[0]++;
 		rc = rc_tgpu_forward(t->m.gpu, (rc_tgpu_kind)t->m.gpu_kind, vol->p, out, t->msg, sizeof t->msg);
 		if (!rc && !all)
 			rc = rc_tgpu_vcopy_views(t->m.gpu, proj->p, out, first, last, 0, t->msg, sizeof t->msg);
@@ -352,7 +342,6 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	const float *in = all ? proj->p : t->scratch->p;
 #ifdef RC_HAVE_CUDA
 	if (on_gpu(t)) {
-		t->calls[1]++;
 		if (!all)
 			rc = rc_tgpu_vcopy_views(t->m.gpu, t->scratch->p, proj->p, first, last, 1, t->msg, sizeof t->msg);
 		if (!rc)
@@ -674,13 +663,4 @@ int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err)
 #endif
 	*ret = &t->base;
 	return 0;
-}
-
-void rc_backend_tensor_stats(const rc_backend *b, long calls[2], double sec[2])
-{
-	const tbk *t = (const tbk *)b;
-	for (int k = 0; k < 2; k++) {
-		calls[k] = t->calls[k];
-		sec[k] = t->sec[k];
-	}
 }

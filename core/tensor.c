@@ -13,27 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bsr.h"
 #include "dd_matrix.h"
 #include "engine_cpu.h"
 #include "engine_cuda.h"
-#include "morton.h"
 #include "backend.h"
+#include "morton.h"
+#include "rc_clock.h"
 #include "tensor_gpu.h"
 
 /* Alg. 2 block sizes: paper 001 §4.2, "we found the choice B_x = 4, B_y = 2
  * to give good sparsity patterns". */
 #define MORTON_BX 4
 #define MORTON_BY 2
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void rc_tensor_opts_default(rc_tensor_opts *o)
 {
@@ -111,7 +104,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	rc_recon_report local;
 	if (!report)
 		report = &local;
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	rc_csr *m = NULL, *mt = NULL;
 	rc_bsr *b = NULL;
 	int32_t *rperm = NULL, *cperm = NULL;
@@ -287,18 +280,16 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		d->measured_ms[RC_TASK_BACK] = msb;
 #endif
 	} else {
-		long calls[2];
-		double sec[2];
-		rc_backend_tensor_stats(bk, calls, sec);
-		for (int t = 0; t < RC_TASK_COUNT && t < 2; t++)
-			d->measured_ms[t] = calls[t] ? 1e3 * sec[t] / (double)calls[t] : 0;
+		const rc_backend_stats *st = &bk->stats;
+		for (int t = 0; t < RC_TASK_COUNT; t++)
+			d->measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
 	}
 out:
 	rc_backend_free(bk);
 #ifdef RC_HAVE_CUDA
 	rc_tgpu_free(gt);
 #endif
-	report->seconds = now_s() - t0;
+	report->seconds = rc_now_s() - t0;
 	free(w.cur);
 	free(w.prev);
 	free(rperm);

@@ -80,10 +80,9 @@ typedef struct rc_tensor_mat {
 	int gpu_kind;                     /* rc_tgpu_kind of the products */
 } rc_tensor_mat;
 
-/* Borrows everything m points to (it must outlive the backend). */
+/* Borrows everything m points to (it must outlive the backend).  The CPU
+ * path times its products into b->stats (a subset's product counts as one
+ * over every view: it is one); the GPU path queues them untimed. */
 int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err);
-/* Products so far: calls and seconds per forward [0] and back [1] (CPU
- * path: wall time per call; GPU path: launches only, not timed). */
-void rc_backend_tensor_stats(const rc_backend *b, long calls[2], double sec[2]);
 
 #endif
