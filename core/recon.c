@@ -437,10 +437,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (rc)
 		goto out;
 	j.g = g;
-	/* the tensor path (paper 001, helper "tensor"): asked for, or a 2-D
-	 * CGLS job left to auto */
+	/* the tensor backend (paper 001, helper "tensor"): asked for, or any
+	 * 2-D job on auto or cpu (the CPU engine's projectors are cone and
+	 * matrices only; cpu runs the tensor backend's CPU path) */
 	if (!strcmp(mode, "tensor") ||
-	    (!strcmp(mode, "auto") && rc_geom_is_2d(g) && s->algo.name == RC_ALGO_CGLS)) {
+	    (rc_geom_is_2d(g) && (!strcmp(mode, "auto") || !strcmp(mode, "cpu")))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
 		goto out;
 	}
