@@ -19,9 +19,11 @@
  *               without models a CUDA GPU if present, else the CPU (the
  *               first device that opens if that fails).  auto never spends
  *               job time on calibration and opens only the chosen devices.
- *   tensor      tensor.h's rc_tensor_run (paper 001); auto also sends
- *               2-D CGLS jobs there
- * Fan and parallel geometries run on the cpu engine only.
+ *   tensor      tensor.h's rc_tensor_run (paper 001): the tensor backend
+ *               over the distance-driven system matrix
+ * Fan and parallel geometries run on the tensor backend for auto, cpu (its
+ * CPU path, fp32 CSR unless precision is mixed) and tensor; rc_recon_check
+ * refuses them on the other engines, and fdk on them.
  *
  * After a run with a model directory every device's measured time per call
  * is added to its model (devices.h), so plans follow the hardware.  If a
