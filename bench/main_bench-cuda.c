@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "engine_cuda.h"
+#include "resident.h"
 
 #ifndef RC_HAVE_CUDA
 int main(void)

@@ -25,6 +25,7 @@
 #include "algo_util.h"
 #include "vec_host.h"
 #include "engine_cpu.h"
+#include "resident.h"
 #include "engine_opencl.h"
 #include "engine_opencl_impl.h"
 #include "exec.h"

@@ -1,6 +1,6 @@
 /*
  * backend_cuda: the backend (backend.h) whose vectors live in one GPU's
- * memory, and the resident run of engine_cuda.h (rc_cuda_run_algo) that
+ * memory, and the resident run of resident.h (rc_cuda_run_algo) that
  * runs the shared algorithms (algo_*.c) on it.
  *
  * Vectors are cudaMalloc'd float arrays in the host layouts (volume
@@ -24,7 +24,7 @@
  *              are EXACT (RC_BP_MATCHED is then its exact transpose)
  *   bp_interp  RC_BP_VOXEL and RC_FP_ROTATE: EXACT only when asked for;
  *              AUTO and HW are HW
- * rc_cuda_run_algo resolves AUTO per algorithm as engine_cuda.h says: the
+ * rc_cuda_run_algo (resident.c) resolves AUTO per algorithm: the
  * forward projection of SART is HW (its voxel back projector is no
  * transpose anyway), SIRT, CGLS and MLEM always get EXACT (the matched pair
  * must be transposes of each other).
@@ -425,9 +425,7 @@ static const rc_backend_ops cuda_ops = {
 	.free = bk_free,
 };
 
-/* The projector context of a backend: the volume's 3-D texture and two
- * layered textures of RC_CUDA_MAX_BATCH views, plus the scalars. */
-static uint64_t ctx_bytes(const rc_geom *g)
+uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g)
 {
 	return (uint64_t)rc_volume_count(rc_geom_volume(g)) * sizeof(float) +
 	       2 * (uint64_t)RC_CUDA_MAX_BATCH * rc_geom_view_count(g) * sizeof(float) + 64;
@@ -462,7 +460,7 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 			       "the CUDA backend needs the whole volume on the GPU: %.1f MiB of vectors and "
 			       "%.1f MiB of textures, %.1f MiB are free; run the job through the CUDA engine, "
 			       "which works in slabs",
-			       (double)reserve / 1048576.0, (double)ctx_bytes(g) / 1048576.0,
+			       (double)reserve / 1048576.0, (double)rc_backend_cuda_ctx_bytes(g) / 1048576.0,
 			       (double)budget / 1048576.0);
 	cuda_bk *k = calloc(1, sizeof *k);
 	if (!k)
@@ -493,97 +491,12 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 	return 0;
 }
 
-/* ---- the resident run (engine_cuda.h) ----------------------------------- */
-
-int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g)
-{
-	if (!p || !g || !cu_geom_ok(g, NULL))
-		return 0;
-	switch (p->name) {
-	case RC_ALGO_FDK:
-	case RC_ALGO_SART:
-	case RC_ALGO_SIRT:
-	case RC_ALGO_CGLS:
-	case RC_ALGO_MLEM: return 1;
-	}
-	return 0;
-}
-
-/* The vectors' bytes of a run of p (algo.h, rc_algo_vectors). */
-static uint64_t vector_bytes(const rc_algo_params *p, const rc_geom *g)
-{
-	int nvol, nproj;
-	rc_algo_vectors(p, g, &nvol, &nproj);
-	return ((uint64_t)nvol * rc_volume_count(rc_geom_volume(g)) + (uint64_t)nproj * rc_geom_proj_count(g)) *
-	       sizeof(float);
-}
-
-uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g)
-{
-	if (!rc_cuda_algo_supported(p, g))
-		return 0;
-	return ctx_bytes(g) + vector_bytes(p, g);
-}
-
-int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
-			  rc_err *err)
-{
-	rc_cuda_options opt;
-	if (o)
-		opt = *o;
-	else
-		rc_cuda_options_default(&opt);
-	if (!p || !g)
-		return rc_fail(err, RC_EINVAL, "", "a resident CUDA run needs parameters and a geometry");
-	if (!cu_geom_ok(g, err))
-		return err ? err->code : RC_EUNSUPPORTED;
-	if (!rc_cuda_algo_supported(p, g))
-		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name", "the resident CUDA path does not run %s",
-			       rc_algo_name_str(p->name));
-	if (opt.ordinal < 0 || opt.ordinal >= rc_engine_cuda_count())
-		return rc_fail(err, RC_ENOTFOUND, "execution.engine", "no CUDA device %d on this machine",
-			       opt.ordinal);
-	/* everything the run allocates against the free memory, before any
-	 * allocation: RC_ETOOBIG sends recon.c to the engine path */
-	uint64_t budget, need = rc_cuda_algo_bytes(p, g);
-	int rc = cu_budget(opt.ordinal, &opt, &budget, err);
-	if (rc)
-		return rc;
-	if (need > budget)
-		return rc_fail(err, RC_ETOOBIG, "volume",
-			       "the resident CUDA run needs %.1f MiB and %.1f MiB are free; run it through the "
-			       "CUDA engine, which works in slabs",
-			       (double)need / 1048576.0, (double)budget / 1048576.0);
-	/* AUTO per algorithm (engine_cuda.h): SART's forward projection HW;
-	 * the matched pair of SIRT, CGLS and MLEM always EXACT */
-	if (p->name == RC_ALGO_SART) {
-		if (opt.fp_interp == RC_CUDA_INTERP_AUTO)
-			opt.fp_interp = RC_CUDA_INTERP_HW;
-	} else {
-		opt.fp_interp = RC_CUDA_INTERP_EXACT;
-	}
-	return rc_backend_cuda_new(g, &opt, vector_bytes(p, g), ret, err);
-}
-
-int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o,
-		     const float *proj, float *vol, const rc_algo_hooks *hooks, rc_err *err)
-{
-	rc_backend *b = NULL;
-	int rc = rc_cuda_resident_open(p, g, o, &b, err);
-	if (rc)
-		return rc;
-	rc = rc_algo_run_on(p, b, proj, vol, hooks, err);
-	rc_backend_free(b);
-	return rc;
-}
-
 #else /* !RC_HAVE_CUDA: engine_cuda.c answers the rc_cuda_* calls */
 
-int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
-			  rc_err *err)
+uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g)
 {
-	(void)p;
-	return rc_backend_cuda_new(g, o, 0, ret, err);
+	(void)g;
+	return 0;
 }
 
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_backend **ret,

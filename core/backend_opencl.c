@@ -1,6 +1,6 @@
 /*
  * backend_opencl: the backend whose vectors are buffers on one OpenCL
- * device (backend.h), for whole runs resident on it (engine_opencl.h,
+ * device (backend.h), for whole runs resident on it (resident.h,
  * rc_opencl_run_algo).
  *
  * The measured projections go to the device once and the volume comes back
@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "algo_util.h"
 #include "backend.h"
 #include "engine_opencl_impl.h"
 #include "opencl_ew.h"
@@ -240,23 +239,13 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	return 0;
 }
 
-int rc_opencl_algo_supported(const rc_algo_params *p, const rc_geom *g)
-{
-	return p && g && !rc_geom_is_2d(g);
-}
-
-int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err)
+int rc_backend_opencl_fits(rc_engine *e, int nvol, int nproj, rc_err *err)
 {
 	rc_ocl_handles h;
 	if (!e || rc_ocl_engine_handles(e, &h))
-		return rc_fail(err, RC_EINVAL, "execution.engine", "the resident OpenCL run needs an OpenCL engine");
-	if (!rc_opencl_algo_supported(p, e->geom))
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the OpenCL engine projects cone and matrices geometries");
+		return rc_fail(err, RC_EINVAL, "execution.engine", "the OpenCL backend needs an OpenCL engine");
 	/* a device that would have to page (or that allocates lazily and fails
-	 * later) is refused up front; recon.c then takes the engine path */
-	int nvol, nproj;
-	rc_algo_vectors(p, e->geom, &nvol, &nproj);
+	 * later) is refused up front; the caller then takes the engine path */
 	size_t V = rc_volume_count(rc_geom_volume(e->geom)), P = rc_geom_proj_count(e->geom);
 	/* the engine keeps one volume and one stack of its own */
 	double need = ((double)(nvol + 1) * (double)V + (double)(nproj + 1) * (double)P) * sizeof(float);
@@ -267,18 +256,4 @@ int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err)
 			       "the resident OpenCL run needs %.1f MiB and the device has %.1f MiB; run it "
 			       "through the engine path", need / 1048576.0, (double)gmem / 1048576.0);
 	return 0;
-}
-
-int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
-		       const rc_algo_hooks *hooks, rc_err *err)
-{
-	if (!p || !proj || !vol)
-		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, projections and a volume");
-	rc_backend *b = NULL;
-	int rc = rc_opencl_run_fits(e, p, err);
-	if (rc || (rc = rc_backend_opencl_new(e, &b, err)))
-		return rc;
-	rc = rc_algo_run_on(p, b, proj, vol, hooks, err);
-	rc_backend_free(b);
-	return rc;
 }

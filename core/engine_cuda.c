@@ -58,26 +58,6 @@ int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o,
 
 int rc_engine_cuda_last_slabs(const rc_engine *e) { (void)e; return 0; }
 
-int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g)
-{
-	(void)p; (void)g;
-	return 0;
-}
-
-uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g)
-{
-	(void)p; (void)g;
-	return 0;
-}
-
-int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g,
-		     const rc_cuda_options *o, const float *proj, float *vol,
-		     const rc_algo_hooks *hooks, rc_err *err)
-{
-	(void)p; (void)g; (void)o; (void)proj; (void)vol; (void)hooks;
-	return no_cuda(err);
-}
-
 #else /* RC_HAVE_CUDA */
 
 #include <cuda_runtime_api.h>

@@ -32,7 +32,7 @@
 
 #include <stdint.h>
 
-#include "algo.h"
+#include "backend.h"
 #include "engine.h"
 
 /* Interpolation of the texture reads. */
@@ -102,34 +102,6 @@ int rc_engine_cuda_last_slabs(const rc_engine *e);
 void *rc_cuda_host_alloc(size_t bytes);
 void rc_cuda_host_free(void *p);
 
-/* 1 when rc_cuda_run_algo runs this algorithm on this geometry: every
- * algorithm (FDK, SART, SIRT, CGLS, MLEM) on cone and matrices geometries;
- * 0 for fan and parallel, and in builds without CUDA. */
-int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g);
-
-/* Bytes rc_cuda_run_algo needs on the device for this job (0 if
- * unsupported): the vectors rc_algo_vectors counts plus the projector's
- * textures. */
-uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g);
-
-/* The backend of a resident run of p: the checks of rc_cuda_run_algo (its
- * RC_ETOOBIG, RC_EUNSUPPORTED) and the interpolation AUTO resolves to for
- * the algorithm, then rc_backend_cuda_new with the algorithm's vectors set
- * aside.  For callers that read the backend's stats after the run. */
-int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
-			  rc_err *err);
-
-/* A whole run resident on one GPU: rc_algo_run_on over rc_backend_cuda_new,
- * so the same contract as rc_algo_run (vol overwritten, progress and cancel
- * once per iteration, RC_ECANCELLED leaves the last complete iterate).
- * RC_ETOOBIG when it does not fit (nothing was run: fall back to
- * rc_algo_run over a CUDA engine, which uses slabs); RC_EUNSUPPORTED for
- * geometries it does not run.  o may be NULL (defaults); its AUTO
- * interpolation is resolved per algorithm as rc_cuda_interp says. */
-int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g,
-		     const rc_cuda_options *o, const float *proj, float *vol,
-		     const rc_algo_hooks *hooks, rc_err *err);
-
 /* The CUDA backend (backend.h; core/backend_cuda.c): vectors in the memory
  * of device o->ordinal, nbatch 1, name "cuda"; cone and matrices geometries
  * (borrowed).  Interpolation from o with the engine's meaning of AUTO:
@@ -144,5 +116,10 @@ int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g,
  * b->stats (backend.h).  Without CUDA: RC_EUNSUPPORTED. */
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve,
 			rc_backend **ret, rc_err *err);
+
+/* Device bytes of the backend's projector context (the volume's 3-D texture,
+ * two layered textures of RC_CUDA_MAX_BATCH views, the scalars) besides
+ * its vectors; 0 without CUDA. */
+uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g);
 
 #endif

@@ -9,7 +9,6 @@
 #ifndef RC_ENGINE_OPENCL_IMPL_H
 #define RC_ENGINE_OPENCL_IMPL_H
 
-#include "algo.h"
 #include "engine.h"
 #include "opencl_util.h"
 

@@ -38,6 +38,7 @@
 
 #include "devices.h"
 #include "engine_cuda.h"
+#include "resident.h"
 #include "engine_opencl.h"
 #include "plan.h"
 #include "tensor.h"

@@ -31,6 +31,7 @@
 
 #include "algo.h"
 #include "engine_cpu.h"
+#include "resident.h"
 #include "engine_cuda.h"
 #include "exec.h"
 #include "metrics.h"

@@ -34,6 +34,7 @@
 
 #include "algo.h"
 #include "engine_cpu.h"
+#include "resident.h"
 #include "engine_opencl.h"
 #include "engine_opencl_impl.h"
 #include "exec.h"
