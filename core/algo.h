@@ -92,7 +92,8 @@ typedef struct rc_algo_hooks {
 
 /* Reconstructs vol (rc_volume_count floats, overwritten) from proj (the whole
  * stack) on backend b.  Returns RC_ECANCELLED when cancelled (vol then holds
- * the last complete iterate).  hooks may be NULL.  RC_ETOOBIG from a
+ * the last complete iterate); after any other error vol is unspecified
+ * (a device backend writes it only at the end).  hooks may be NULL.  RC_ETOOBIG from a
  * device backend that cannot hold the run's vectors comes before the first
  * iteration, so the caller can run it elsewhere. */
 int rc_algo_run_on(const rc_algo_params *p, rc_backend *b, const float *proj,

@@ -85,7 +85,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) || (rc = rc_bk_upload(b, r, proj, err)) ||
 	    (rc = rc_bk_back(b, RC_BP_MATCHED, r, s, 0, nviews, err)) || (rc = rc_bk_copy(b, d, s, err)) ||
 	    (rc = rc_bk_dot(b, s, s, c.gamma, err)) || (rc = rc_bk_dot(b, r, r, c.rr, err)))
-		goto out_download;
+		goto out_free;
 	double res = sqrt(rc_bk_total(b, c.rr));
 	for (int k = 0; k < B; k++)
 		c.active[k] = 1;
@@ -109,8 +109,11 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 				c.alpha[k] = c.active[k] ? (float)(c.gamma[k] / c.qq[k]) : 0.0f;
 				c.neg[k] = -c.alpha[k];
 			}
-			if ((rc = rc_bk_axpy(b, x, c.alpha, d, err)) || (rc = rc_bk_axpy(b, r, c.neg, q, err)) ||
-			    (rc = rc_bk_dot(b, r, r, c.rr, err)))
+			/* x and r change only while a batch is active (0 * d would
+			 * still turn an inf in d into a NaN in x) */
+			if (any_active(&c, B) &&
+			    ((rc = rc_bk_axpy(b, x, c.alpha, d, err)) || (rc = rc_bk_axpy(b, r, c.neg, q, err)) ||
+			     (rc = rc_bk_dot(b, r, r, c.rr, err))))
 				goto out_download;
 			res = sqrt(rc_bk_total(b, c.rr));
 		}
@@ -141,9 +144,10 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	}
 
 out_download:
-	{
-		int drc = rc_bk_download(b, x, vol, rc ? NULL : err);
-		if (!rc)
+	/* vol is written after a clean run or a cancel (algo.h) */
+	if (!rc || rc == RC_ECANCELLED) {
+		int drc = rc_bk_download(b, x, vol, err);
+		if (drc)
 			rc = drc;
 	}
 out_free:

@@ -5,9 +5,10 @@
  *
  * Start: the constant x0 = sum(p+) / sum(A 1) (p+ = max(p, 0)), whose
  * projections match the data in total; MLEM can never move a voxel away
- * from 0, so the start must be positive.  Voxels no ray sees (sensitivity
- * below the guard) start at x0 too but add nothing to A x, and the first
- * update, which multiplies by their inverse sensitivity 0, zeroes them.  Guards: negative data (noise on post-log values) counts as 0,
+ * from 0, so the start must be positive.  Voxels whose sensitivity is
+ * below the guard start at x0 too; the first update multiplies them by
+ * their inverse sensitivity 0.  Until then they add their (at most 1e-6 of
+ * the largest) column sums to A x: nothing where no ray sees them.  Guards: negative data (noise on post-log values) counts as 0,
  * the ratio is 0 where A x is (nearly) 0 (a ray that misses the volume) and
  * voxels whose sensitivity A^T(1) is nearly 0 stay 0.  A ray whose A x is
  * tiny but positive is harmless: its contribution to x_i is
@@ -90,11 +91,10 @@ int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0)))
 			break;
 	}
-	/* the iterate of the last complete iteration: a failure inside one
-	 * leaves x unspecified, so only a clean run or a cancel downloads */
+	/* vol is written after a clean run or a cancel (algo.h) */
 	if (!rc || rc == RC_ECANCELLED) {
-		int drc = rc_bk_download(b, x, vol, rc ? NULL : err);
-		if (!rc)
+		int drc = rc_bk_download(b, x, vol, err);
+		if (drc)
 			rc = drc;
 	}
 out_free:

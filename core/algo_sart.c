@@ -128,12 +128,21 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	}
 
 out_download:
-	/* the last complete iterate, also after a cancel or a failure mid-iteration */
-	if (restore && rc_bk_copy(b, x, prev, NULL))
-		restore = -1;
-	if (restore >= 0) {
-		int drc = rc_bk_download(b, x, vol, rc ? NULL : err);
-		if (!rc)
+	/* the last complete iterate (a host backend's x is vol itself, so the
+	 * restore also leaves it there after a failure); vol is written only
+	 * after a clean run or a cancel (algo.h) */
+	if (restore) {
+		rc_err e2;
+		int crc = rc_bk_copy(b, x, prev, &e2);
+		if (crc && rc == RC_ECANCELLED) {
+			rc = crc;
+			if (err)
+				*err = e2;
+		}
+	}
+	if (!rc || rc == RC_ECANCELLED) {
+		int drc = rc_bk_download(b, x, vol, err);
+		if (drc)
 			rc = drc;
 	}
 out_free:

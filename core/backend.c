@@ -32,11 +32,20 @@ double rc_bk_total(const rc_backend *b, const double *per_batch)
 	return t;
 }
 
-void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds)
+void rc_bk_views(const rc_backend *b, int *first, int *last)
 {
 	int nv = rc_geom_nviews(b->geom);
-	if (last < 0 || last > nv)
-		last = nv;
+	if (*last < 0 || *last > nv)
+		*last = nv;
+	if (*first < 0)
+		*first = 0;
+	if (*first > *last)
+		*first = *last;
+}
+
+void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds)
+{
+	rc_bk_views(b, &first, &last);
 	b->stats.seconds[task] += seconds;
 	b->stats.calls[task]++;
 	b->stats.views[task] += last > first ? last - first : 0;

@@ -124,6 +124,11 @@ struct rc_backend {
 	rc_backend_stats stats;
 };
 
+/* Normalises a view range as backend.h reads it: last < 0 or past the end
+ * is every view to the end, first < 0 is 0, an inverted range is empty
+ * (first == last).  Backends call it before they project or restrict. */
+void rc_bk_views(const rc_backend *b, int *first, int *last);
+
 /* Adds one projection of views [first, last) that took seconds to b->stats. */
 void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds);
 

@@ -96,6 +96,7 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 		   rc_err *err)
 {
 	host *h = (host *)b;
+	rc_bk_views(b, &first, &last);
 	double t0 = rc_now_s();
 	int rc = rc_exec_forward(h->x, kind, vol->p, proj->p, first, last, err);
 	rc_bk_count(b, RC_TASK_FORWARD, first, last, rc_now_s() - t0);
@@ -106,6 +107,7 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 		rc_err *err)
 {
 	host *h = (host *)b;
+	rc_bk_views(b, &first, &last);
 	double t0 = rc_now_s();
 	int rc = rc_exec_back(h->x, kind, proj->p, vol->p, first, last, err);
 	rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
@@ -117,12 +119,8 @@ static rc_seg span(const rc_backend *b, const rc_vec *v, int first, int last)
 {
 	if (v->space == RC_SPACE_VOLUME)
 		return (rc_seg){ .start = 0, .len = v->n, .stride = 0, .n = 1 };
-	int nv = rc_geom_nviews(b->geom);
-	if (last < 0 || last > nv)
-		last = nv;
-	if (first < 0)
-		first = 0;
-	if (first >= last)
+	rc_bk_views(b, &first, &last);
+	if (first == last)
 		return (rc_seg){ .n = 0 };
 	return rc_seg_views(b->geom, first, last);
 }

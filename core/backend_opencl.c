@@ -30,6 +30,7 @@ struct rc_vec {
 	cl_mem m;
 	size_t n;
 	rc_space space;
+	int lent; /* the engine's own buffer: not released here */
 };
 
 typedef struct ocl_backend {
@@ -38,6 +39,7 @@ typedef struct ocl_backend {
 	rc_ocl_handles h;
 	rc_ocl_ew *w;
 	size_t nvox, nproj, view;
+	int lent[2]; /* the engine's volume / stack buffer is in use as a vector */
 } ocl_backend;
 
 #define OB(b) ((ocl_backend *)(b))
@@ -50,6 +52,15 @@ static int vec_new(rc_backend *b, rc_space s, rc_vec **ret, rc_err *err)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for an OpenCL vector");
 	v->n = s == RC_SPACE_VOLUME ? o->nvox : o->nproj;
 	v->space = s;
+	/* the engine's own volume and stack serve as the first vector of each
+	 * space: its device-buffer projectors never use them, and a resident
+	 * run then needs no more memory than the run's other vectors */
+	if (!o->lent[s]) {
+		o->lent[s] = v->lent = 1;
+		v->m = s == RC_SPACE_VOLUME ? o->h.vol : o->h.proj;
+		*ret = v;
+		return 0;
+	}
 	cl_int e;
 	v->m = clCreateBuffer(o->h.ctx, CL_MEM_READ_WRITE, v->n * sizeof(float), NULL, &e);
 	if (e != CL_SUCCESS) {
@@ -65,8 +76,10 @@ static int vec_new(rc_backend *b, rc_space s, rc_vec **ret, rc_err *err)
 
 static void vec_free(rc_backend *b, rc_vec *v)
 {
-	(void)b;
-	clReleaseMemObject(v->m);
+	if (v->lent)
+		OB(b)->lent[v->space] = 0;
+	else
+		clReleaseMemObject(v->m);
 	free(v);
 }
 
@@ -87,10 +100,14 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 {
 	if (kind != RC_FP_RAYCAST)
 		return rc_fail(err, RC_EUNSUPPORTED, "", "the OpenCL backend forward-projects by ray casting only");
+	rc_bk_views(b, &first, &last);
+	if (first == last)
+		return 0;
 	double t0 = rc_now_s();
 	int rc = rc_ocl_forward_dev(OB(b)->e, vol->m, proj->m, first, last, err);
 	/* the wait makes the time the projection's (the queue is in order:
-	 * it costs no overlap the next read-back would not cost anyway) */
+	 * on a CPU device it costs nothing; on a GPU one launch latency per
+	 * projection, which events would save) */
 	if (!rc && (rc = finish(b, err)) == 0)
 		rc_bk_count(b, RC_TASK_FORWARD, first, last, rc_now_s() - t0);
 	return rc;
@@ -99,9 +116,10 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
 		rc_err *err)
 {
+	rc_bk_views(b, &first, &last);
 	double t0 = rc_now_s();
 	int rc = rc_ocl_back_dev(OB(b)->e, kind, proj->m, vol->m, first, last, err);
-	if (!rc && (rc = finish(b, err)) == 0)
+	if (!rc && first < last && (rc = finish(b, err)) == 0)
 		rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
 	return rc;
 }
@@ -109,17 +127,13 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 /* Elements of views [first, last) of v (a volume: all of it). */
 static void span(const rc_backend *b, const rc_vec *v, int first, int last, size_t *off, size_t *n)
 {
-	int nv = rc_geom_nviews(b->geom);
 	if (v->space == RC_SPACE_VOLUME) {
 		*off = 0, *n = v->n;
 		return;
 	}
-	if (last < 0 || last > nv)
-		last = nv;
-	if (first < 0)
-		first = 0;
+	rc_bk_views(b, &first, &last);
 	*off = (size_t)first * OB(b)->view;
-	*n = first < last ? (size_t)(last - first) * OB(b)->view : 0;
+	*n = (size_t)(last - first) * OB(b)->view;
 }
 
 static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
@@ -247,8 +261,9 @@ int rc_backend_opencl_fits(rc_engine *e, int nvol, int nproj, rc_err *err)
 	/* a device that would have to page (or that allocates lazily and fails
 	 * later) is refused up front; the caller then takes the engine path */
 	size_t V = rc_volume_count(rc_geom_volume(e->geom)), P = rc_geom_proj_count(e->geom);
-	/* the engine keeps one volume and one stack of its own */
-	double need = ((double)(nvol + 1) * (double)V + (double)(nproj + 1) * (double)P) * sizeof(float);
+	/* the engine's own volume and stack are the first vector of each space */
+	double need = ((double)(nvol > 1 ? nvol : 1) * (double)V + (double)(nproj > 1 ? nproj : 1) * (double)P) *
+		      sizeof(float);
 	cl_ulong gmem = 0;
 	clGetDeviceInfo(h.dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
 	if (gmem && need > (double)gmem)
