@@ -99,24 +99,13 @@ static int parse_range(const char *h, uint64_t total, uint64_t *a, uint64_t *b)
 	return 1;
 }
 
+/* The volume grid of job id, from its stored spec through spec.c's parser. */
 static int load_volume_desc(app *a, const char *id, rc_volume_desc *v, rc_err *err)
 {
 	char path[4200];
 	store_job_path(a->st, id, "spec.json", path, sizeof path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		if (fd >= 0)
-			close(fd);
-		return rc_fail(err, RC_EIO, "", "cannot read the job's spec: %s", strerror(errno));
-	}
-	char *buf = malloc((size_t)sb.st_size + 1);
-	ssize_t n = buf ? read(fd, buf, (size_t)sb.st_size) : -1;
-	close(fd);
 	job_spec *s = NULL;
-	int rc = n == sb.st_size ? job_spec_parse(buf, (size_t)n, 0, &s, err)
-				 : rc_fail(err, RC_EIO, "", "cannot read the job's spec");
-	free(buf);
+	int rc = job_spec_load(path, &s, err);
 	if (!rc)
 		*v = s->r.vol;
 	job_spec_free(s);

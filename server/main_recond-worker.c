@@ -156,26 +156,6 @@ static int list_devices(const char *model_dir)
 	return 0;
 }
 
-static int read_file(const char *path, char **buf, size_t *len, rc_err *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		if (fd >= 0)
-			close(fd);
-		return rc_fail(err, RC_EIO, "", "cannot read %s: %s", path, strerror(errno));
-	}
-	*buf = malloc((size_t)sb.st_size + 1);
-	ssize_t r = *buf ? read(fd, *buf, (size_t)sb.st_size) : -1;
-	close(fd);
-	if (r != sb.st_size) {
-		free(*buf);
-		return rc_fail(err, RC_EIO, "", "cannot read %s", path);
-	}
-	*len = (size_t)r;
-	return 0;
-}
-
 static int write_volume(const char *dir, const float *vol, size_t bytes, rc_err *err)
 {
 	return store_write_file_durable(dir, "volume.f32", vol, bytes, err);
@@ -230,14 +210,10 @@ int main(int argc, char **argv)
 
 	rc_err err;
 	rc_err_clear(&err);
-	char path[4200], *json = NULL;
-	size_t len = 0;
+	char path[4200];
 	job_spec *spec = NULL;
 	snprintf(path, sizeof path, "%s/spec.json", dir);
-	if (read_file(path, &json, &len, &err))
-		return fail(&err);
-	int rc = job_spec_parse(json, len, 0, &spec, &err);
-	free(json);
+	int rc = job_spec_load(path, &spec, &err);
 	if (rc)
 		return fail(&err);
 	if (threads >= 0)

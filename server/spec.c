@@ -1,5 +1,6 @@
 /*
- * spec: job JSON -> job_spec (spec.h).  One function per object of the
+ * spec: job JSON -> job_spec (spec.h), the stored spec read back
+ * (job_spec_load) and the job's summary.  One function per object of the
  * schema (geometry, detector, volume, algorithm, execution); each checks its
  * keys against a list, reads every member through jfield, and leaves the
  * geometric consistency (source outside the volume, detector seeing it,
@@ -8,11 +9,15 @@
  */
 #include "spec.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "jfield.h"
 
@@ -397,4 +402,44 @@ void job_spec_free(job_spec *s)
 	free(s->angles);
 	free(s->matrices);
 	free(s);
+}
+
+int job_spec_load(const char *path, job_spec **ret, rc_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return rc_fail(err, RC_EIO, "", "cannot read the job's spec %s: %s", path, strerror(e));
+	}
+	char *buf = malloc((size_t)sb.st_size + 1);
+	size_t len = 0;
+	while (buf && len < (size_t)sb.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)sb.st_size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	int rc = buf && len == (size_t)sb.st_size ? job_spec_parse(buf, len, 0, ret, err)
+						     : rc_fail(err, RC_EIO, "", "cannot read the job's spec %s", path);
+	free(buf);
+	return rc;
+}
+
+char *job_spec_summary(const job_spec *s)
+{
+	static const char *const types[] = { "cone", "matrices", "fan", "parallel" };
+	const rc_recon_spec *p = &s->r;
+	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssiss}", "geometry", types[p->geom.type], "detector", s->nu, s->rows,
+			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
+			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
+			      "engine", p->engine);
+	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return out;
 }
