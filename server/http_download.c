@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "http_internal.h"
+#include "names.h"
 #include "spec.h"
 #include "volume_format.h"
 
@@ -118,9 +119,12 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 	const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
 	if (!fmt || !*fmt)
 		fmt = "raw";
-	int kind = !strcmp(fmt, "raw") ? 0 : !strcmp(fmt, "nifti") ? 1 : !strcmp(fmt, "mha") ? 2 : -1;
-	if (kind < 0)
-		return http_error(c, r, 400, "invalid_argument", "format", "format must be raw, nifti or mha (got \"%.32s\")", fmt);
+	int kind;
+	if (rc_name_parse(RC_NAMES_FORMAT, fmt, &kind)) {
+		rc_err ferr;
+		rc_name_fail(&ferr, RC_NAMES_FORMAT, "format", fmt);
+		return http_error_rc(c, r, &ferr);
+	}
 	job_row row;
 	rc_err err;
 	if (store_get(a->st, r->id, 0, &row, &err))
@@ -144,11 +148,12 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		free(d);
 		return http_error(c, r, 500, "io_error", "", "the volume file of job %s is missing or has the wrong size", r->id);
 	}
-	if (kind) {
+	if (kind != RC_FORMAT_RAW) {
 		rc_volume_desc v;
 		int rc = load_volume_desc(a, r->id, &v, &err);
 		if (!rc)
-			rc = kind == 1 ? volume_nifti_header(&v, &d->hdr, &d->hdr_len) : volume_mha_header(&v, &d->hdr, &d->hdr_len);
+			rc = kind == RC_FORMAT_NIFTI ? volume_nifti_header(&v, &d->hdr, &d->hdr_len)
+						     : volume_mha_header(&v, &d->hdr, &d->hdr_len);
 		if (rc) {
 			close(d->fd);
 			free(d->hdr);
@@ -177,7 +182,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		dl_free(d);
 		return MHD_NO;
 	}
-	static const char *const ext[] = { "f32", "nii", "mha" };
+	static const char *const ext[] = { [RC_FORMAT_RAW] = "f32", [RC_FORMAT_NIFTI] = "nii", [RC_FORMAT_MHA] = "mha" };
 	char disp[96];
 	snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", r->id, ext[kind]);
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
