@@ -2,8 +2,9 @@
  * http_jobs: POST /v1/jobs (create), GET /v1/jobs (list), GET and DELETE
  * /v1/jobs/{id}, POST /v1/jobs/{id}/start.  The spec body is capped by its
  * declared length before it is read and again while it arrives (chunked
- * bodies), then parsed once by spec.c (which also gives the job's summary);
- * nothing is stored unless it is valid.
+ * bodies), then parsed once by spec.c (which also gives the job's summary)
+ * and checked by core's rc_recon_check (an engine runs the algorithm on the
+ * geometry); nothing is stored unless both pass.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,13 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err)) {
 		if (err.code == RC_ETOOBIG)
 			return http_error(c, r, 400, "too_big", err.field, "%s", err.msg);
+		return http_error_rc(c, r, &err);
+	}
+	/* A combination no engine runs (fdk on fan, opencl on parallel, tensor
+	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 400 "unsupported",
+	 * naming what runs), not accepted and failed by the worker later. */
+	if (rc_recon_check(&spec->r, &err)) {
+		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}
 	uuid_t u;
