@@ -1,5 +1,5 @@
 /*
- * Tests of server/spec.c: a valid spec of each geometry type parses to the
+ * Tests of server/worker/spec.c: a valid spec of each geometry type parses to the
  * numbers it says, and a table of bad specs each fails with RC_EINVAL (or
  * RC_ETOOBIG) naming the field at fault.
  */

@@ -34,12 +34,12 @@
 
 #include "device_json.h"
 #include "devices.h"
+#include "durable.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
 #include "names.h"
 #include "recon.h"
 #include "spec.h"
-#include "store.h"
 #include "worker_proto.h"
 
 static atomic_int cancel_flag;
@@ -187,7 +187,7 @@ static int print_names(void)
 
 static int write_volume(const char *dir, const float *vol, size_t bytes, rc_err *err)
 {
-	return store_write_file_durable(dir, "volume.f32", vol, bytes, err);
+	return durable_write_file(dir, "volume.f32", vol, bytes, err);
 }
 
 int main(int argc, char **argv)
