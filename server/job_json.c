@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "names.h"
+#include "runner.h"
 
 static json_t *ts_json(double t)
 {
