@@ -16,6 +16,8 @@
 #   tests/unit/test_*.c      -> build/tests/test_* and, with ASan+UBSan,
 #                               build/asan/tests/test_*
 #   bench/main_*.c           -> build/bin/*, run by `make bench`
+#   make check-layout        floors and include cycles (scripts/check-layout.sh);
+#                            `make test` runs it first
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -77,7 +79,7 @@ BENCHES     := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(BENCH_SRC)
 TESTS       := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 ASAN_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
 
-.PHONY: all deps run test bench install clean check-build _run _test _bench tests
+.PHONY: all deps run test bench install clean check-build check-layout _run _test _bench tests
 all: $(LIBS_REL) $(PROGS) $(BENCHES)
 tests: $(TESTS) $(ASAN_TESTS)
 
@@ -91,8 +93,13 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all && $(MAKE) --no-print-directory _bench
 
-_test: all tests
+_test: all tests check-layout
 	@bash scripts/run-tests.sh $(BUILD)
+
+# Floors and include cycles (docs/architecture.md): an include that goes up a
+# floor or closes a cycle fails, resolved with the -I directories above.
+check-layout:
+	@bash scripts/check-layout.sh $(filter-out -I/%,$(filter -I%,$(CPPFLAGS)))
 
 _bench: all
 	@bash scripts/run-bench.sh $(BUILD)
