@@ -117,6 +117,8 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 	const char *algo = rc_algo_name_str(s->algo.name);
 	const char *geom = rc_name_str(RC_NAMES_GEOMETRY, (int)s->geom.type);
 	char l1[128], l2[128];
+	if (!geom)
+		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type %d is not a geometry type", (int)s->geom.type);
 	struct combo on_geom = { -1, -1, (int)s->geom.type }, for_algo = { -1, (int)s->algo.name, -1 };
 	if (!keep_algo((int)s->algo.name, &on_geom))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
