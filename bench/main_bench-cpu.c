@@ -30,13 +30,7 @@
 
 #include "engine_cpu.h"
 #include "geometry.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "rc_clock.h"
 
 /* CPU seconds of all threads of this process: on a shared machine the rate
  * per CPU-second says what the code does on the cores it actually got. */
@@ -164,12 +158,12 @@ static int bp_row(const char *name, const rc_geom *g, const float *proj, float *
 		fprintf(stderr, "bench-cpu: %s\n", err.msg);
 		goto out;
 	}
-	double t0 = now_s(), c0 = cpu_s();
+	double t0 = rc_now_s(), c0 = cpu_s();
 	if (rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, nviews, &err)) {
 		fprintf(stderr, "bench-cpu: %s\n", err.msg);
 		goto out;
 	}
-	double dt = now_s() - t0, dc = cpu_s() - c0, upd = (double)nvox * nviews / 1e9;
+	double dt = rc_now_s() - t0, dc = cpu_s() - c0, upd = (double)nvox * nviews / 1e9;
 	printf("| %-36s | %7d | %9.2f | %9.2f | %12.3f | %14.3f | %9s |\n", name, rc_engine_cpu_threads(e), dt, dc,
 	       upd / dt, upd / dc, "GUPS");
 	fflush(stdout);
@@ -231,12 +225,12 @@ int main(void)
 			const int nfv = 2;
 			static const char *names[3] = { "forward raycast", "forward rotate", "back matched (raycast^T)" };
 			for (int kind = 0; kind < 3; kind++) {
-				double t0 = now_s(), c0 = cpu_s();
+				double t0 = rc_now_s(), c0 = cpu_s();
 				if (kind < 2)
 					rc = rc_engine_forward(e, (rc_fp_kind)kind, vol, proj, 0, nfv, &err);
 				else
 					rc = rc_engine_back(e, RC_BP_MATCHED, proj, vol, 0, nfv, &err);
-				double dt = now_s() - t0, dc = cpu_s() - c0;
+				double dt = rc_now_s() - t0, dc = cpu_s() - c0;
 				if (rc) {
 					fprintf(stderr, "bench-cpu: %s\n", err.msg);
 					return 1;

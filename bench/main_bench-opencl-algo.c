@@ -23,6 +23,7 @@
 
 #include "algo.h"
 #include "algo_util.h"
+#include "vec_host.h"
 #include "engine_cpu.h"
 #include "engine_opencl.h"
 #include "engine_opencl_impl.h"
@@ -30,6 +31,7 @@
 #include "geometry.h"
 #include "opencl_ew.h"
 #include "phantom.h"
+#include "rc_clock.h"
 
 #define ITERS 4
 
@@ -42,13 +44,6 @@ static void on_progress(void *ud, const rc_progress *p)
 	timing *tm = ud;
 	if (p->iteration <= ITERS)
 		tm->t[p->iteration] = p->elapsed_s;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -96,15 +91,15 @@ static int ew_times(rc_engine *ocl, const rc_geom *g, double *dev_ms, double *ho
 	enum { REPS = 21 };
 	double td[REPS], th[REPS];
 	for (int r = 0; r < REPS && !rc; r++) {
-		double s2, t0 = now_s();
+		double s2, t0 = rc_now_s();
 		rc = rc_ocl_ew_residual(w, m[0], m[1], m[2], 0, P, &s2, &err) ||
 		     rc_ocl_ew_update(w, h.vol, m[1], m[2], 0, 0.5f, 0, V, &err) || clFinish(h.q) != CL_SUCCESS;
-		td[r] = now_s() - t0;
-		t0 = now_s();
+		td[r] = rc_now_s() - t0;
+		t0 = rc_now_s();
 		rc_seg sg = { .start = 0, .len = P, .stride = 0, .n = 1 };
 		s2 = rc_vresidual(&sg, e, pp, wt);
 		rc_vupdate(v, u, c, 0.5f, 0, V);
-		th[r] = now_s() - t0 + 0.0 * s2;
+		th[r] = rc_now_s() - t0 + 0.0 * s2;
 	}
 	if (!rc) {
 		qsort(td, REPS, sizeof td[0], cmp_d);

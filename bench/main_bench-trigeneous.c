@@ -25,15 +25,9 @@
 #include "exec.h"
 #include "geometry.h"
 #include "plan.h"
+#include "rc_clock.h"
 
 #define MAXD RC_EXEC_MAX_ENGINES
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double pct(double pred, double meas) { return 100.0 * (pred - meas) / meas; }
 
@@ -52,14 +46,14 @@ static double run_split(rc_exec *x, rc_task t, const int *views, float *vol, flo
 	if (reps > 8)
 		reps = 8;
 	for (int r = 0; r < reps; r++) {
-		double t0 = now_s();
+		double t0 = rc_now_s();
 		int rc = t == RC_TASK_FORWARD ? rc_exec_forward(x, RC_FP_RAYCAST, vol, proj, 0, nviews, &err)
 					      : rc_exec_back(x, RC_BP_VOXEL, proj, vol, 0, nviews, &err);
 		if (rc) {
 			fprintf(stderr, "run: %s\n", err.msg);
 			return -1;
 		}
-		ts[r] = now_s() - t0;
+		ts[r] = rc_now_s() - t0;
 		for (int i = r; i > 0 && ts[i] < ts[i - 1]; i--) { /* insertion sort */
 			double tmp = ts[i];
 			ts[i] = ts[i - 1];

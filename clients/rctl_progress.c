@@ -3,16 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
+
+#include "rc_clock.h"
 
 #define BAR_WIDTH 30
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void rctl_progress_init(rctl_progress *p, const char *label, int enabled)
 {
@@ -20,7 +14,7 @@ void rctl_progress_init(rctl_progress *p, const char *label, int enabled)
 	p->enabled = enabled;
 	p->drawn = 0;
 	p->full = 0;
-	p->t0 = now_s();
+	p->t0 = rc_now_s();
 	p->last = 0;
 }
 
@@ -29,7 +23,7 @@ static int due(rctl_progress *p, int force)
 {
 	if (!p->enabled)
 		return 0;
-	double t = now_s();
+	double t = rc_now_s();
 	if (!force && p->drawn && t - p->last < 0.1)
 		return 0;
 	p->last = t;
@@ -56,7 +50,7 @@ void rctl_progress_bytes(rctl_progress *p, uint64_t done, uint64_t total)
 	if (p->full || !due(p, full))
 		return;
 	p->full = full;
-	double el = now_s() - p->t0;
+	double el = rc_now_s() - p->t0;
 	double mb = done / 1e6;
 	fprintf(stderr, "\r%s ", p->label);
 	if (total)

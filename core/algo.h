@@ -1,6 +1,7 @@
 /*
- * algo: the reconstruction algorithms, written once over rc_exec so that
- * every engine and every split of devices runs them.
+ * algo: the reconstruction algorithms, each written once over the backend
+ * interface (backend.h), so that every engine, every split of devices and
+ * the tensor path run the same code.
  *
  *   FDK   algo_fdk.c   cosine weight, ramp filter (FFTW) with a window,
  *                      Parker weights for a short scan, RC_BP_VOXEL
@@ -12,13 +13,18 @@
  *   MLEM  algo_mlem.c  multiplicative EM update
  *
  * Every iteration calls hooks->progress and checks hooks->cancel; all
- * buffers are allocated once per run, never per iteration.
+ * vectors are allocated once per run, never per iteration.  A backend whose
+ * vectors live on a device gets the measured projections once and returns
+ * the volume once; in between only the scalars an algorithm branches on
+ * cross (dot products, residuals).
  */
 #ifndef RC_ALGO_H
 #define RC_ALGO_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
+#include "backend.h"
 #include "exec.h"
 
 typedef enum rc_algo_name {
@@ -50,6 +56,10 @@ typedef struct rc_algo_params {
 	rc_filter_window window; /* FDK */
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
+	size_t subset_cache_bytes; /* SART: per-subset column sums kept up to
+	                              this many bytes, beyond it recomputed per
+	                              subset; 0 = RC_SUBSET_CACHE_BYTES (tests
+	                              force the recomputing path with it) */
 } rc_algo_params;
 
 /* Fills defaults: 10 iterations, lambda 1 (SART) , 1 subset, ram-lak, cutoff 1. */
@@ -74,24 +84,28 @@ typedef struct rc_algo_hooks {
 	/* Non-zero asks the run to stop; checked at least once per iteration
 	 * (and per subset / view block).  May be NULL. */
 	const atomic_int *cancel;
+	/* Called after every iteration with the current iterate (may be NULL):
+	 * for tests and benchmarks that follow the error per iteration
+	 * (rc_bk_download it).  A non-zero return stops the run with it. */
+	int (*iterate)(void *ud, rc_backend *b, const rc_vec *x, int iteration);
 } rc_algo_hooks;
 
 /* Reconstructs vol (rc_volume_count floats, overwritten) from proj (the whole
- * stack).  Returns RC_ECANCELLED when cancelled (vol then holds the last
- * complete iterate).  hooks may be NULL. */
+ * stack) on backend b.  Returns RC_ECANCELLED when cancelled (vol then holds
+ * the last complete iterate).  hooks may be NULL.  RC_ETOOBIG from a
+ * device backend that cannot hold the run's vectors comes before the first
+ * iteration, so the caller can run it elsewhere. */
+int rc_algo_run_on(const rc_algo_params *p, rc_backend *b, const float *proj,
+		   float *vol, const rc_algo_hooks *hooks, rc_err *err);
+
+/* rc_algo_run_on over the host backend of x (rc_backend_host_new). */
 int rc_algo_run(const rc_algo_params *p, rc_exec *x, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err);
 
-/* The algorithms themselves (same contract); rc_algo_run dispatches. */
-int rc_fdk_run(const rc_algo_params *p, rc_exec *x, const float *proj,
-	       float *vol, const rc_algo_hooks *hooks, rc_err *err);
-int rc_sart_run(const rc_algo_params *p, rc_exec *x, const float *proj,
-		float *vol, const rc_algo_hooks *hooks, rc_err *err);
-int rc_sirt_run(const rc_algo_params *p, rc_exec *x, const float *proj,
-		float *vol, const rc_algo_hooks *hooks, rc_err *err);
-int rc_cgls_run(const rc_algo_params *p, rc_exec *x, const float *proj,
-		float *vol, const rc_algo_hooks *hooks, rc_err *err);
-int rc_mlem_run(const rc_algo_params *p, rc_exec *x, const float *proj,
-		float *vol, const rc_algo_hooks *hooks, rc_err *err);
+/* Vectors a run of p allocates, volume-sized and projection-sized, on a
+ * backend that cannot borrow host memory: a device backend checks them
+ * against its free memory before the run (the result volume and the
+ * measured projections included). */
+void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *nproj);
 
 #endif

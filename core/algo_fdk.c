@@ -24,13 +24,12 @@
  * Delta = (range - pi) / 2 from the angular range the views cover, so that
  * every pair of rays along one line gets weights that add up to 1.
  */
-#include "algo.h"
+#include "algo_util.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "filter.h"
 #include "parfor.h"
@@ -56,13 +55,6 @@ struct fdk {
 	const atomic_int *cancel;
 	atomic_int stopped;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Parker's weight of the ray (beta, gamma) of a scan over [0, pi + 2 delta];
  * gamma is signed so that the ray (beta, gamma) and (beta + pi + 2 gamma,
@@ -270,11 +262,12 @@ static void fdk_free(struct fdk *f)
 	free(f->theta);
 }
 
-int rc_fdk_run(const rc_algo_params *p, rc_exec *x, const float *proj,
+int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	       float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
-	double t0 = now_s();
-	const rc_geom *g = rc_exec_geom(x);
+	double t0 = rc_now_s();
+	const rc_geom *g = b->geom;
+	rc_vec *vf = NULL, *vv = NULL;
 	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),
 			 .proj = proj, .cancel = hooks ? hooks->cancel : NULL };
 	const rc_volume_desc *v = rc_geom_volume(g);
@@ -317,17 +310,19 @@ int rc_fdk_run(const rc_algo_params *p, rc_exec *x, const float *proj,
 		rc = rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
 		goto out_zero;
 	}
-	if ((rc = rc_exec_back(x, RC_BP_VOXEL, f.filt, vol, 0, f.nviews, err)))
+	/* the filtered stack is uploaded once (a host backend borrows it) */
+	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, f.filt, &vf, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) ||
+	    (rc = rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, f.nviews, err)) || (rc = rc_bk_download(b, vv, vol, err)))
 		goto out;
-	if (hooks && hooks->progress) {
-		/* FDK is one pass: iteration 1 of 1; it computes no residual */
-		rc_progress pr = { .iteration = 1, .of = 1, .residual = 0.0, .elapsed_s = now_s() - t0 };
-		hooks->progress(hooks->ud, &pr);
-	}
+	/* FDK is one pass: iteration 1 of 1; it computes no residual */
+	rc = rc_algo_report(hooks, b, vv, 1, 1, 0.0, t0);
 	goto out;
 out_zero:
 	memset(vol, 0, sizeof(float) * rc_volume_count(v));
 out:
+	rc_bk_vec_free(b, vv);
+	rc_bk_vec_free(b, vf);
 	fdk_free(&f);
 	return rc;
 }

@@ -3,17 +3,19 @@
  * A^T = RC_BP_MATCHED, its exact transpose (the EM update and its monotone
  * likelihood rest on the transpose).
  *
- * Start: the constant x0 = sum(p+) / sum(A 1) (p+ = max(p, 0)), positive
- * wherever some ray sees the voxel, whose projections match the data in
- * total; MLEM can never move a voxel away from 0, so the start must be
- * positive.  Guards: negative data (noise on post-log values) counts as 0,
+ * Start: the constant x0 = sum(p+) / sum(A 1) (p+ = max(p, 0)), whose
+ * projections match the data in total; MLEM can never move a voxel away
+ * from 0, so the start must be positive.  Voxels no ray sees (sensitivity
+ * below the guard) start at x0 too but add nothing to A x, and the first
+ * update, which multiplies by their inverse sensitivity 0, zeroes them.  Guards: negative data (noise on post-log values) counts as 0,
  * the ratio is 0 where A x is (nearly) 0 (a ray that misses the volume) and
  * voxels whose sensitivity A^T(1) is nearly 0 stay 0.  A ray whose A x is
  * tiny but positive is harmless: its contribution to x_i is
  * x_i a_ij p_j / (A x)_j <= p_j because (A x)_j >= a_ij x_i.
  *
- * Buffers, allocated once per run: the ratio (projection stack), the
- * inverse sensitivity and the update (volume each).  The reported residual
+ * Vectors, allocated once per run: the measured stack and the ratio
+ * (projection-sized), the iterate, the inverse sensitivity and the update
+ * (volume-sized).  The reported residual
  * is ||p - A x|| of the iterate the iteration started from (measured in
  * passing, no extra projection).  relaxation and subsets are ignored; the
  * result is non-negative by construction.
@@ -25,51 +27,39 @@
 
 #define SENS_REL_EPS 1e-6
 
-/* e = p+ / e where e > eps (else 0); returns sum (p - e)^2 first.  Scalar:
- * GCC does not if-convert the guarded division under -ftrapping-math; one
- * pass costs ~20 ms at paper 000's size, small beside the projections. */
-static double ratio_block(float *restrict e, const float *restrict p, float eps, size_t n)
-{
-	double r2 = 0.0;
-	for (size_t i = 0; i < n; i++) {
-		float d = p[i] - e[i];
-		r2 += (double)d * d;
-		float pp = p[i] > 0.0f ? p[i] : 0.0f;
-		e[i] = e[i] > eps ? pp / e[i] : 0.0f;
-	}
-	return r2;
-}
-
-int rc_mlem_run(const rc_algo_params *p, rc_exec *x, const float *proj,
+int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
-	int rc = rc_algo_check(p, x, proj, vol, 0, 0, err);
+	int rc = rc_algo_check(p, b, proj, vol, 0, 0, err);
 	if (rc)
 		return rc;
-	const rc_geom *g = rc_exec_geom(x);
+	const rc_geom *g = b->geom;
 	const int nviews = rc_geom_nviews(g);
 	const size_t np = rc_geom_proj_count(g);
-	const size_t nvox = rc_volume_count(rc_geom_volume(g));
-	const double t0 = rc_algo_now();
-
-	float *ratio = malloc(np * sizeof(float));
-	float *sinv = malloc(nvox * sizeof(float));
-	float *upd = malloc(nvox * sizeof(float));
-	if (!ratio || !sinv || !upd) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the mlem buffers (%zu projection values, %zu voxels)",
-			     np, nvox);
+	const double t0 = rc_now_s();
+	int it_done = 0;
+	rc_vec *meas = NULL, *ratio = NULL, *x = NULL, *sinv = NULL, *upd = NULL;
+	double *sums = malloc((size_t)b->nbatch * sizeof *sums);
+	if (!sums) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", b->nbatch);
 		goto out_free;
 	}
+	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, proj, &meas, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &ratio, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &sinv, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &upd, err)))
+		goto out_free;
 
 	/* sensitivity 1 / A^T(1) */
-	rc_vfill(ratio, 1.0f, np);
-	if ((rc = rc_exec_back(x, RC_BP_MATCHED, ratio, sinv, 0, nviews, err)))
+	if ((rc = rc_bk_fill(b, ratio, 1.0f, RC_VIEWS_ALL, err)) ||
+	    (rc = rc_bk_back(b, RC_BP_MATCHED, ratio, sinv, 0, nviews, err)) ||
+	    (rc = rc_bk_inv_guarded(b, sinv, SENS_REL_EPS, err)))
 		goto out_free;
-	rc_vinv_guarded(sinv, nvox, SENS_REL_EPS);
 
 	/* x0 = sum(p+) / sum(A 1) */
-	rc_vfill(upd, 1.0f, nvox);
-	if ((rc = rc_exec_forward(x, RC_FP_RAYCAST, upd, ratio, 0, nviews, err)))
+	if ((rc = rc_bk_fill(b, upd, 1.0f, RC_VIEWS_ALL, err)) ||
+	    (rc = rc_bk_forward(b, RC_FP_RAYCAST, upd, ratio, 0, nviews, err)) ||
+	    (rc = rc_bk_dot(b, ratio, NULL, sums, err)))
 		goto out_free;
 	double psum = 0.0, pmax = 0.0;
 	for (size_t i = 0; i < np; i++) {
@@ -77,31 +67,42 @@ int rc_mlem_run(const rc_algo_params *p, rc_exec *x, const float *proj,
 			psum += proj[i];
 		pmax = proj[i] > pmax ? proj[i] : pmax;
 	}
-	double asum = rc_vsum(ratio, np);
+	double asum = rc_bk_total(b, sums);
 	float x0 = asum > 0.0 && isfinite(psum / asum) ? (float)(psum / asum) : 0.0f;
-	for (size_t i = 0; i < nvox; i++)
-		vol[i] = sinv[i] > 0.0f ? x0 : 0.0f;
+	if ((rc = rc_bk_fill(b, x, x0, RC_VIEWS_ALL, err)))
+		goto out_free;
 	/* A x below this is a ray the volume does not reach; it keeps p+/Ax
 	 * below 1e20 so that no inf enters the back projection */
 	const float eps = (float)(1e-20 * (pmax > 1.0 ? pmax : 1.0));
 
 	for (int it = 1; it <= p->iterations; it++) {
+		double r2;
 		if (rc_algo_cancelled(hooks)) {
-			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
-			goto out_free;
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
+			break;
 		}
-		if ((rc = rc_exec_forward(x, RC_FP_RAYCAST, vol, ratio, 0, nviews, err)))
-			goto out_free;
-		double r2 = ratio_block(ratio, proj, eps, np);
-		if ((rc = rc_exec_back(x, RC_BP_MATCHED, ratio, upd, 0, nviews, err)))
-			goto out_free;
-		rc_vmul2(vol, upd, sinv, nvox);
-		rc_algo_report(hooks, it, p->iterations, sqrt(r2), t0);
+		if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, x, ratio, 0, nviews, err)) ||
+		    (rc = rc_bk_ratio(b, ratio, meas, eps, &r2, err)) ||
+		    (rc = rc_bk_back(b, RC_BP_MATCHED, ratio, upd, 0, nviews, err)) ||
+		    (rc = rc_bk_mul(b, x, upd, sinv, err)) || (rc = rc_bk_finish(b, err)))
+			break;
+		it_done = it;
+		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0)))
+			break;
 	}
-
+	/* the iterate of the last complete iteration: a failure inside one
+	 * leaves x unspecified, so only a clean run or a cancel downloads */
+	if (!rc || rc == RC_ECANCELLED) {
+		int drc = rc_bk_download(b, x, vol, rc ? NULL : err);
+		if (!rc)
+			rc = drc;
+	}
 out_free:
-	free(upd);
-	free(sinv);
-	free(ratio);
+	rc_bk_vec_free(b, upd);
+	rc_bk_vec_free(b, sinv);
+	rc_bk_vec_free(b, x);
+	rc_bk_vec_free(b, ratio);
+	rc_bk_vec_free(b, meas);
+	free(sums);
 	return rc;
 }

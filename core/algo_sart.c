@@ -15,16 +15,17 @@
  * Ordered subsets (p->subsets = S > 1): the views are cut into S contiguous
  * blocks, visited in bit-reversed order so that consecutive updates come
  * from far-apart angles; each block has its own column sums C_s = 1 / B_s(1).
- * The C_s of all blocks are kept when they fit in SUBSET_CACHE_BYTES,
+ * The C_s of all blocks are kept when they fit in RC_SUBSET_CACHE_BYTES (algo_util.h),
  * otherwise each one is recomputed before its block (one extra back
  * projection per block, no extra memory).
  *
  * SIRT (algo_sirt.c) runs this same loop with B = RC_BP_MATCHED, the exact
  * transpose of A, and one block.
  *
- * Buffers, allocated once per run: R and the residual (projection stack
- * each), the update, C (or C_s) and, with subsets, the previous iterate
- * (so that a cancel between blocks can restore the last complete iterate).
+ * Vectors, allocated once per run on the backend: the measured stack, R
+ * and the residual (projection-sized each), the iterate, the update, C (or
+ * C_s) and, with subsets, the previous iterate (so that a cancel or a
+ * device failure between blocks can restore the last complete iterate).
  * The reported residual is ||p - A v|| summed over the blocks of the
  * iteration, each block measured just before its update (with S = 1: the
  * residual of the iterate the iteration started from); it costs no extra
@@ -33,124 +34,127 @@
 #include "algo_util.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
-/* Row sums below this fraction of the largest are rays that only graze the
- * volume grid (or miss it); dividing by them would amplify the residual of
- * a ray that carries almost no information about any voxel.  Column sums
- * that small belong to voxels almost no ray sees. */
-#define ROWSUM_REL_EPS 1e-3
-#define COLSUM_REL_EPS 1e-6
-/* Per-subset column sums kept in memory up to this size. */
-#define SUBSET_CACHE_BYTES ((size_t)256 << 20)
-
-static int colsum_inverse(rc_exec *x, rc_bp_kind bp, float *ones_proj, float *c,
-			  size_t nvox, int first, int last, rc_err *err)
+/* C = 1 / B(ones) over views [first, last) into c; ones holds ones there. */
+static int colsum_inverse(rc_backend *b, rc_bp_kind bp, const rc_vec *ones, rc_vec *c, int first, int last,
+			  rc_err *err)
 {
-	int rc = rc_exec_back(x, bp, ones_proj, c, first, last, err);
-	if (rc)
-		return rc;
-	rc_vinv_guarded(c, nvox, COLSUM_REL_EPS);
-	return 0;
+	int rc = rc_bk_back(b, bp, ones, c, first, last, err);
+	return rc ? rc : rc_bk_inv_guarded(b, c, RC_COLSUM_REL_EPS, err);
 }
 
-int rc_sart_core(const rc_algo_params *p, rc_exec *x, const float *proj, float *vol,
+int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, rc_err *err)
 {
-	const rc_geom *g = rc_exec_geom(x);
+	const rc_geom *g = b->geom;
 	const int nviews = rc_geom_nviews(g);
-	const size_t np = rc_geom_proj_count(g);
-	const size_t nvox = rc_volume_count(rc_geom_volume(g));
 	const float lambda = (float)p->relaxation;
-	const int cache = S == 1 || (size_t)S <= SUBSET_CACHE_BYTES / (nvox * sizeof(float));
-	const double t0 = rc_algo_now();
-	int rc = 0;
-
-	float *rinv = malloc(np * sizeof(float));
-	float *res = malloc(np * sizeof(float));
-	float *upd = malloc(nvox * sizeof(float));
-	float *cinv = malloc((cache ? (size_t)S : 1) * nvox * sizeof(float));
-	float *prev = S > 1 ? malloc(nvox * sizeof(float)) : NULL;
-	int *order = malloc((size_t)S * sizeof(int));
-	if (!rinv || !res || !upd || !cinv || (S > 1 && !prev) || !order) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the %s buffers (%zu projection values, %zu voxels)",
-			     rc_algo_name_str(p->name), np, nvox);
+	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
+	const int ncinv = cache ? S : 1;
+	const double t0 = rc_now_s();
+	int rc = 0, it_done = 0, restore = 0;
+	rc_vec *meas = NULL, *rinv = NULL, *res = NULL, *x = NULL, *upd = NULL, *prev = NULL;
+	rc_vec **cinv = calloc((size_t)ncinv, sizeof *cinv);
+	int *order = malloc((size_t)S * sizeof *order);
+	if (!cinv || !order) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d subsets", S);
 		goto out_free;
 	}
+	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, proj, &meas, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &rinv, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &res, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &upd, err)) ||
+	    (S > 1 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &prev, err))))
+		goto out_free;
+	for (int k = 0; k < ncinv; k++)
+		if ((rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &cinv[k], err)))
+			goto out_free;
 	rc_subset_order(S, order);
 
 	/* R = 1 / A(1) over all views (a ray's sum does not depend on the block) */
-	rc_vfill(upd, 1.0f, nvox);
-	if ((rc = rc_exec_forward(x, RC_FP_RAYCAST, upd, rinv, 0, nviews, err)))
+	if ((rc = rc_bk_fill(b, upd, 1.0f, RC_VIEWS_ALL, err)) ||
+	    (rc = rc_bk_forward(b, RC_FP_RAYCAST, upd, rinv, 0, nviews, err)) ||
+	    (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err)))
 		goto out_free;
-	rc_vinv_guarded(rinv, np, ROWSUM_REL_EPS);
-
 	/* res holds ones while the column sums are built */
-	rc_vfill(res, 1.0f, np);
-	for (int b = 0; b < (cache ? S : 0); b++) {
+	if ((rc = rc_bk_fill(b, res, 1.0f, RC_VIEWS_ALL, err)))
+		goto out_free;
+	for (int k = 0; k < (cache ? S : 0); k++) {
 		int f, l;
-		rc_subset_range(b, S, nviews, &f, &l);
-		if ((rc = colsum_inverse(x, bp, res, cinv + (size_t)b * nvox, nvox, f, l, err)))
+		rc_subset_range(k, S, nviews, &f, &l);
+		if ((rc = colsum_inverse(b, bp, res, cinv[k], f, l, err)))
 			goto out_free;
 	}
 
-	rc_vfill(vol, 0.0f, nvox);
+	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)))
+		goto out_free;
 	for (int it = 1; it <= p->iterations; it++) {
 		if (rc_algo_cancelled(hooks)) {
-			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
-			goto out_free;
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
+			goto out_download;
 		}
-		if (prev)
-			memcpy(prev, vol, nvox * sizeof(float));
+		if (prev && (rc = rc_bk_copy(b, prev, x, err)))
+			goto out_download;
+		restore = prev != NULL;
 		double r2 = 0.0;
 		for (int k = 0; k < S; k++) {
-			int b = order[k], f, l;
-			rc_subset_range(b, S, nviews, &f, &l);
-			const float *c = cinv + (cache ? (size_t)b * nvox : 0);
+			int blk = order[k], f, l;
+			rc_subset_range(blk, S, nviews, &f, &l);
+			rc_vec *c = cinv[cache ? blk : 0];
+			double s2;
 			if (k > 0 && rc_algo_cancelled(hooks)) {
-				memcpy(vol, prev, nvox * sizeof(float));
-				rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
-				goto out_free;
+				rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
+				goto out_download;
 			}
-			rc_seg sg = rc_seg_views(g, f, l);
-			if (!cache) {
-				for (int j = 0; j < sg.n; j++)
-					rc_vfill(res + sg.start + (size_t)j * sg.stride, 1.0f, sg.len);
-				if ((rc = colsum_inverse(x, bp, res, cinv, nvox, f, l, err)))
-					goto out_free_restore;
-			}
-			if ((rc = rc_exec_forward(x, RC_FP_RAYCAST, vol, res, f, l, err)))
-				goto out_free_restore;
-			r2 += rc_vresidual(&sg, res, proj, rinv);
-			if ((rc = rc_exec_back(x, bp, res, upd, f, l, err)))
-				goto out_free_restore;
-			rc_vupdate(vol, upd, c, lambda, p->nonnegative, nvox);
+			/* without the cache: C_b into the one slot; views f..l of res
+			 * hold ones until the forward projection overwrites them */
+			if (!cache && ((rc = rc_bk_fill(b, res, 1.0f, f, l, err)) ||
+				       (rc = colsum_inverse(b, bp, res, c, f, l, err))))
+				goto out_download;
+			if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, x, res, f, l, err)) ||
+			    (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err)) ||
+			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||
+			    (rc = rc_bk_update(b, x, upd, c, lambda, p->nonnegative, err)))
+				goto out_download;
+			r2 += s2;
 		}
-		rc_algo_report(hooks, it, p->iterations, sqrt(r2), t0);
+		if ((rc = rc_bk_finish(b, err)))
+			goto out_download;
+		restore = 0;
+		it_done = it;
+		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0)))
+			goto out_download;
 	}
-	goto out_free;
 
-out_free_restore:
-	/* an engine failed mid-iteration: leave the last complete iterate */
-	if (prev)
-		memcpy(vol, prev, nvox * sizeof(float));
+out_download:
+	/* the last complete iterate, also after a cancel or a failure mid-iteration */
+	if (restore && rc_bk_copy(b, x, prev, NULL))
+		restore = -1;
+	if (restore >= 0) {
+		int drc = rc_bk_download(b, x, vol, rc ? NULL : err);
+		if (!rc)
+			rc = drc;
+	}
 out_free:
+	for (int k = 0; cinv && k < ncinv; k++)
+		rc_bk_vec_free(b, cinv[k]);
+	rc_bk_vec_free(b, prev);
+	rc_bk_vec_free(b, upd);
+	rc_bk_vec_free(b, x);
+	rc_bk_vec_free(b, res);
+	rc_bk_vec_free(b, rinv);
+	rc_bk_vec_free(b, meas);
 	free(order);
-	free(prev);
 	free(cinv);
-	free(upd);
-	free(res);
-	free(rinv);
 	return rc;
 }
 
-int rc_sart_run(const rc_algo_params *p, rc_exec *x, const float *proj,
+int rc_sart_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
-	int rc = rc_algo_check(p, x, proj, vol, 1, 1, err);
+	int rc = rc_algo_check(p, b, proj, vol, 1, 1, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, x, proj, vol, hooks, RC_BP_VOXEL, p->subsets, err);
+	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_VOXEL, p->subsets, err);
 }

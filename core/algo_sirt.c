@@ -12,11 +12,11 @@
  */
 #include "algo_util.h"
 
-int rc_sirt_run(const rc_algo_params *p, rc_exec *x, const float *proj,
+int rc_sirt_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
-	int rc = rc_algo_check(p, x, proj, vol, 1, 0, err);
+	int rc = rc_algo_check(p, b, proj, vol, 1, 0, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, x, proj, vol, hooks, RC_BP_MATCHED, 1, err);
+	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_MATCHED, 1, err);
 }

@@ -2,41 +2,30 @@
 #include "algo_util.h"
 
 #include <math.h>
-#include <time.h>
-
-/* Elements summed in float lanes before the partial sum goes into a double:
- * 16 lanes of 256 terms each keep the float error near 1e-5 relative in
- * the worst case while the lane loop vectorises. */
-#define SUM_BLOCK 4096
-#define SUM_LANES 16
-
-double rc_algo_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int rc_algo_cancelled(const rc_algo_hooks *h)
 {
 	return h && h->cancel && atomic_load(h->cancel) != 0;
 }
 
-void rc_algo_report(const rc_algo_hooks *h, int iteration, int of,
-		    double residual, double t0)
+int rc_algo_report(const rc_algo_hooks *h, rc_backend *b, const rc_vec *x, int iteration, int of,
+		   double residual, double t0)
 {
-	if (!h || !h->progress)
-		return;
-	rc_progress pr = { .iteration = iteration, .of = of, .residual = residual,
-			   .elapsed_s = rc_algo_now() - t0 };
-	h->progress(h->ud, &pr);
+	if (!h)
+		return 0;
+	if (h->progress) {
+		rc_progress pr = { .iteration = iteration, .of = of, .residual = residual,
+				   .elapsed_s = rc_now_s() - t0 };
+		h->progress(h->ud, &pr);
+	}
+	return h->iterate ? h->iterate(h->ud, b, x, iteration) : 0;
 }
 
-int rc_algo_check(const rc_algo_params *p, rc_exec *x, const float *proj,
+int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 		  const float *vol, int check_lambda, int check_subsets, rc_err *err)
 {
-	if (!p || !x || !proj || !vol)
-		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, an executor, projections and a volume");
+	if (!p || !b || !proj || !vol)
+		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, a backend, projections and a volume");
 	if (p->iterations < 1)
 		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
 			       "algorithm.iterations must be at least 1 (got %d)", p->iterations);
@@ -44,183 +33,12 @@ int rc_algo_check(const rc_algo_params *p, rc_exec *x, const float *proj,
 		return rc_fail(err, RC_EINVAL, "algorithm.relaxation",
 			       "algorithm.relaxation must lie strictly between 0 and 2 (got %g)",
 			       p->relaxation);
-	int nviews = rc_geom_nviews(rc_exec_geom(x));
+	int nviews = rc_geom_nviews(b->geom);
 	if (check_subsets && (p->subsets < 1 || p->subsets > nviews))
 		return rc_fail(err, RC_EINVAL, "algorithm.subsets",
 			       "algorithm.subsets must be between 1 and the number of views, %d (got %d)",
 			       nviews, p->subsets);
 	return 0;
-}
-
-rc_seg rc_seg_views(const rc_geom *g, int first, int last)
-{
-	size_t vs = rc_geom_view_stride(g);
-	rc_seg s;
-	if (rc_geom_is_2d(g)) {
-		/* [slice][view][u]: one run of views per slice */
-		s.n = rc_geom_volume(g)->nz;
-		s.start = (size_t)first * vs;
-		s.len = (size_t)(last - first) * vs;
-		s.stride = rc_geom_row_stride(g);
-	} else {
-		s.n = 1;
-		s.start = (size_t)first * vs;
-		s.len = (size_t)(last - first) * vs;
-		s.stride = 0;
-	}
-	return s;
-}
-
-void rc_vfill(float *a, float v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		a[i] = v;
-}
-
-double rc_vdot(const float *a, const float *b, size_t n)
-{
-	double total = 0.0;
-	for (size_t s = 0; s < n; s += SUM_BLOCK) {
-		size_t e = n - s < SUM_BLOCK ? n : s + SUM_BLOCK;
-		float acc[SUM_LANES] = { 0 };
-		size_t i = s;
-		for (; i + SUM_LANES <= e; i += SUM_LANES)
-			for (int l = 0; l < SUM_LANES; l++)
-				acc[l] += a[i + l] * b[i + l];
-		double part = 0.0;
-		for (int l = 0; l < SUM_LANES; l++)
-			part += acc[l];
-		for (; i < e; i++)
-			part += (double)a[i] * b[i];
-		total += part;
-	}
-	return total;
-}
-
-double rc_vsum(const float *a, size_t n)
-{
-	double total = 0.0;
-	for (size_t s = 0; s < n; s += SUM_BLOCK) {
-		size_t e = n - s < SUM_BLOCK ? n : s + SUM_BLOCK;
-		float acc[SUM_LANES] = { 0 };
-		size_t i = s;
-		for (; i + SUM_LANES <= e; i += SUM_LANES)
-			for (int l = 0; l < SUM_LANES; l++)
-				acc[l] += a[i + l];
-		double part = 0.0;
-		for (int l = 0; l < SUM_LANES; l++)
-			part += acc[l];
-		for (; i < e; i++)
-			part += a[i];
-		total += part;
-	}
-	return total;
-}
-
-void rc_vaxpy(float *restrict y, float a, const float *restrict x, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		y[i] += a * x[i];
-}
-
-void rc_vxpay(float *restrict y, const float *restrict x, float a, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		y[i] = x[i] + a * y[i];
-}
-
-void rc_vinv_guarded(float *a, size_t n, double rel)
-{
-	float mx = 0.0f;
-	for (size_t i = 0; i < n; i++)
-		mx = a[i] > mx ? a[i] : mx;
-	float eps = (float)(rel * mx);
-	/* with mx == 0 nothing is above eps: everything becomes 0 */
-	for (size_t i = 0; i < n; i++)
-		a[i] = a[i] > eps && a[i] > 0.0f ? 1.0f / a[i] : 0.0f;
-}
-
-void rc_vupdate(float *restrict v, const float *restrict u, const float *restrict c,
-		float lambda, int nonneg, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		v[i] += lambda * u[i] * c[i];
-	if (nonneg)
-		for (size_t i = 0; i < n; i++)
-			v[i] = v[i] > 0.0f ? v[i] : 0.0f;
-}
-
-void rc_vmul2(float *restrict v, const float *restrict u, const float *restrict c, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		v[i] *= u[i] * c[i];
-}
-
-/* Residual of one contiguous block; weighted (w) and plain variants are
- * separate loops so that each vectorises without a branch inside. */
-static double residual_block(float *restrict e, const float *restrict p,
-			     const float *restrict w, size_t n)
-{
-	double total = 0.0;
-	for (size_t s = 0; s < n; s += SUM_BLOCK) {
-		size_t end = n - s < SUM_BLOCK ? n : s + SUM_BLOCK;
-		float acc[SUM_LANES] = { 0 };
-		size_t i = s;
-		for (; i + SUM_LANES <= end; i += SUM_LANES)
-			for (int l = 0; l < SUM_LANES; l++) {
-				float d = p[i + l] - e[i + l];
-				acc[l] += d * d;
-				e[i + l] = d * w[i + l];
-			}
-		double part = 0.0;
-		for (int l = 0; l < SUM_LANES; l++)
-			part += acc[l];
-		for (; i < end; i++) {
-			float d = p[i] - e[i];
-			part += (double)d * d;
-			e[i] = d * w[i];
-		}
-		total += part;
-	}
-	return total;
-}
-
-static double residual_block_plain(float *restrict e, const float *restrict p, size_t n)
-{
-	double total = 0.0;
-	for (size_t s = 0; s < n; s += SUM_BLOCK) {
-		size_t end = n - s < SUM_BLOCK ? n : s + SUM_BLOCK;
-		float acc[SUM_LANES] = { 0 };
-		size_t i = s;
-		for (; i + SUM_LANES <= end; i += SUM_LANES)
-			for (int l = 0; l < SUM_LANES; l++) {
-				float d = p[i + l] - e[i + l];
-				acc[l] += d * d;
-				e[i + l] = d;
-			}
-		double part = 0.0;
-		for (int l = 0; l < SUM_LANES; l++)
-			part += acc[l];
-		for (; i < end; i++) {
-			float d = p[i] - e[i];
-			part += (double)d * d;
-			e[i] = d;
-		}
-		total += part;
-	}
-	return total;
-}
-
-double rc_vresidual(const rc_seg *s, float *restrict e, const float *restrict p,
-		    const float *restrict w)
-{
-	double total = 0.0;
-	for (int b = 0; b < s->n; b++) {
-		size_t o = s->start + (size_t)b * s->stride;
-		total += w ? residual_block(e + o, p + o, w + o, s->len)
-			   : residual_block_plain(e + o, p + o, s->len);
-	}
-	return total;
 }
 
 void rc_subset_range(int b, int S, int n, int *first, int *last)
@@ -243,4 +61,10 @@ void rc_subset_order(int S, int *order)
 		if (r < S)
 			order[k++] = r;
 	}
+}
+
+int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox)
+{
+	size_t cap = p->subset_cache_bytes ? p->subset_cache_bytes : RC_SUBSET_CACHE_BYTES;
+	return S == 1 || (size_t)S <= cap / (nvox * sizeof(float));
 }

@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine_cpu.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
 #include "names.h"
 #include "opencl_util.h"
+#include "rc_clock.h"
 
 int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
 {
@@ -107,13 +107,6 @@ void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len)
 
 /* --- calibration ------------------------------------------------------------ */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, const char *device_id,
 			 const char *shape, float *vol, float *proj, rc_model out[RC_TASK_COUNT],
 			 rc_err *err)
@@ -160,13 +153,13 @@ int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, con
 			double sum = 0;
 			for (int r = 0; r < m; r++) {
 				int first = (int)((long)r * (nviews - wi) / (m - 1));
-				double t0 = now_s();
+				double t0 = rc_now_s();
 				rc = task == RC_TASK_FORWARD
 					     ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, first, first + wi, err)
 					     : rc_engine_back(e, bp, proj, vol, first, first + wi, err);
 				if (rc)
 					return rc;
-				sum += now_s() - t0;
+				sum += rc_now_s() - t0;
 			}
 			t[i] = sum / m;
 		}

@@ -24,6 +24,7 @@
 #include "engine_cuda_impl.h"
 
 #include "algo_util.h"
+#include "vec_host.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine_opencl_impl.h"
 #include "opencl_util.h"
 #include "rc_opencl_kernels.h"
+#include "rc_clock.h"
 
 /* Views per back-projection launch: 32 keeps a 512^3 launch on a mid-range
  * GPU well under the 2 s display watchdog (ASTRA/TIGRE launch 32 as well). */
@@ -748,13 +748,6 @@ fail:
 
 /* --- tuning ------------------------------------------------------------------ */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int fits_device(ocl_engine *x, int k, const size_t *l, int dims)
 {
 	size_t maxwg = 0, kwg = 0, items[3] = { 0, 0, 0 };
@@ -794,7 +787,7 @@ int rc_engine_opencl_tune(rc_engine *e, rc_err *err)
 				continue;
 			double t = INFINITY;
 			for (int rep = 0; rep < 2; rep++) { /* the first run warms caches */
-				double t0 = now_s();
+				double t0 = rc_now_s();
 				int rc = k == K_FP ? fp_raycast(x, x->proj, x->images ? x->vol_img : x->vol, 0, nf, cand[c], err)
 						   : bp_voxel(x, x->vol, x->images ? x->proj_img : x->proj, 0, nb, cand[c], err);
 				if (rc)
@@ -802,7 +795,7 @@ int rc_engine_opencl_tune(rc_engine *e, rc_err *err)
 				cl_int ce = clFinish(x->q);
 				if (ce != CL_SUCCESS)
 					return rc_cl_fail(err, ce, "clFinish (work-group search)");
-				t = fmin(t, now_s() - t0);
+				t = fmin(t, rc_now_s() - t0);
 			}
 			if (t < best_t) {
 				best_t = t;

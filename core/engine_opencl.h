@@ -83,19 +83,29 @@ int rc_engine_opencl_from_cache(const rc_engine *e);
 /* Work-group size chosen for "bp" or "fp" (0s = the runtime's choice). */
 void rc_engine_opencl_wg(const rc_engine *e, const char *kernel, size_t local[3]);
 
-/* 1 when rc_opencl_run_algo runs this algorithm on this geometry (SART,
- * SIRT and CGLS on cone and matrices geometries). */
+/* 1 when rc_opencl_run_algo runs this algorithm on this geometry: every
+ * algorithm on cone and matrices geometries. */
 int rc_opencl_algo_supported(const rc_algo_params *p, const rc_geom *g);
 
-/* A whole SART / SIRT / CGLS run on the OpenCL engine e (opened for the
- * job's geometry) with every buffer resident on its device and the
- * element-wise steps as kernels (kernels/opencl/elementwise.cl); the same
- * contract and the same iterates, up to float rounding, as rc_algo_run over
- * e: vol overwritten, progress and cancel once per iteration (and per
- * subset), RC_ECANCELLED leaves the last complete iterate.  vol is written
- * when the run ends, not during it.  RC_ETOOBIG when the device cannot hold
- * the run (nothing was run: use rc_algo_run over e); RC_EUNSUPPORTED for
- * other algorithms. */
+/* The backend (backend.h) whose vectors are buffers on e's device, with the
+ * engine's projectors and the element-wise kernels of elementwise.cl.
+ * Borrows e. */
+int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err);
+
+/* 0 when a resident run of p fits e's device: the vectors the algorithm
+ * allocates (rc_algo_vectors) and the engine's own buffers within its
+ * global memory; RC_ETOOBIG (run it through the engine path) or
+ * RC_EUNSUPPORTED otherwise. */
+int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err);
+
+/* A whole run of any algorithm on the OpenCL engine e (opened for the job's
+ * geometry): rc_algo_run_on over e's backend, so every buffer stays on the
+ * device; the same contract and the same iterates, up to float rounding,
+ * as rc_algo_run over e: vol overwritten, progress and cancel once per
+ * iteration (and per subset), RC_ECANCELLED leaves the last complete
+ * iterate.  vol is written when the run ends, not during it.  RC_ETOOBIG
+ * when the device cannot hold the run (nothing was run: use rc_algo_run
+ * over e); RC_EUNSUPPORTED for 2-D geometries. */
 int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
 		       const rc_algo_hooks *hooks, rc_err *err);
 

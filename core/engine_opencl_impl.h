@@ -1,6 +1,6 @@
 /*
- * engine_opencl_impl: what the resident OpenCL runs (engine_opencl_algo.c,
- * opencl_ew.c) need from an open OpenCL engine, internal to core/ and its
+ * engine_opencl_impl: what the OpenCL backend (backend_opencl.c,
+ * opencl_ew.c) needs from an open OpenCL engine, internal to core/ and its
  * tests: the engine's context, queue and program (elementwise.cl is built
  * into the same program as the projectors), its two work buffers, and the
  * projectors on device buffers, so a run never moves a volume or a stack
@@ -36,12 +36,5 @@ int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int las
  * Enqueued only. */
 int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
 		    rc_err *err);
-
-/* rc_opencl_run_algo with SART's per-subset column sums kept only while
- * they fit in cache_bytes (rc_opencl_run_algo: 256 MiB, as algo_sart.c);
- * beyond that each subset's are recomputed before its update.  Tests force
- * the recomputing path with a small cache_bytes. */
-int rc_ocl_run_algo_cache(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
-			  const rc_algo_hooks *hooks, size_t cache_bytes, rc_err *err);
 
 #endif

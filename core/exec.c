@@ -12,11 +12,11 @@
  * partial volume, so a rerun leaves no trace of the failed attempt.
  */
 #include "exec.h"
+#include "rc_clock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct rc_exec {
 	int n;
@@ -44,13 +44,6 @@ struct share {
 	rc_err err;
 	double seconds;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int rc_exec_new(rc_engine *const *engines, int n, rc_exec **ret, rc_err *err)
 {
@@ -82,6 +75,8 @@ void rc_exec_free(rc_exec *x)
 }
 
 const rc_geom *rc_exec_geom(const rc_exec *x) { return x->eng[0]->geom; }
+
+const char *rc_exec_name(const rc_exec *x) { return x->n > 1 ? "trigeneous" : x->eng[0]->name; }
 
 int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
 {
@@ -125,13 +120,13 @@ static void *run_share(void *arg)
 {
 	struct share *s = arg;
 	rc_engine *e = s->x->eng[s->i];
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	rc_err_clear(&s->err);
 	if (s->task == RC_TASK_FORWARD)
 		s->rc = rc_engine_forward(e, (rc_fp_kind)s->kind, s->in, s->out, s->first, s->last, &s->err);
 	else
 		s->rc = rc_engine_back(e, (rc_bp_kind)s->kind, s->in, s->out, s->first, s->last, &s->err);
-	s->seconds = now_s() - t0;
+	s->seconds = rc_now_s() - t0;
 	return NULL;
 }
 

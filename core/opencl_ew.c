@@ -15,9 +15,10 @@
 
 #include "engine_opencl_impl.h"
 
-enum { EW_UPDATE = 0, EW_INV, EW_AXPY, EW_XPAY, EW_DOT, EW_RESIDUAL, EW_MAX, EW_COUNT };
-static const char *const ew_names[EW_COUNT] = { "ew_update", "ew_inv_guarded", "ew_axpy", "ew_xpay",
-						"ew_dot",    "ew_residual",    "ew_max" };
+enum { EW_UPDATE = 0, EW_INV, EW_AXPY, EW_XPAY, EW_DOT, EW_RESIDUAL, EW_MAX, EW_SUM, EW_RATIO, EW_MUL2, EW_COUNT };
+static const char *const ew_names[EW_COUNT] = { "ew_update", "ew_inv_guarded", "ew_axpy",  "ew_xpay",
+						"ew_dot",    "ew_residual",    "ew_max",   "ew_sum",
+						"ew_ratio",  "ew_mul2" };
 
 struct rc_ocl_ew {
 	cl_command_queue q;
@@ -271,14 +272,16 @@ int rc_ocl_ew_residual(rc_ocl_ew *w, cl_mem er, cl_mem p, cl_mem wt, size_t off,
 {
 	cl_kernel k = w->k[EW_RESIDUAL];
 	cl_ulong oo = off, nn = n;
-	cl_int e = 0;
+	cl_int weighted = wt != NULL, e = 0;
+	cl_mem wbuf = wt ? wt : er; /* any valid buffer: not read unweighted */
 	SETARG(k, 0, er);
 	SETARG(k, 1, p);
-	SETARG(k, 2, wt);
-	SETARG(k, 3, oo);
-	SETARG(k, 4, nn);
-	e |= clSetKernelArg(k, 5, w->local * w->acc, NULL);
-	SETARG(k, 6, w->partial);
+	SETARG(k, 2, wbuf);
+	SETARG(k, 3, weighted);
+	SETARG(k, 4, oo);
+	SETARG(k, 5, nn);
+	e |= clSetKernelArg(k, 6, w->local * w->acc, NULL);
+	SETARG(k, 7, w->partial);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "clSetKernelArg (ew_residual)");
 	size_t ng;
@@ -286,4 +289,56 @@ int rc_ocl_ew_residual(rc_ocl_ew *w, cl_mem er, cl_mem p, cl_mem wt, size_t off,
 	if (!rc)
 		*sum2 = sum_partials(w, ng);
 	return rc;
+}
+
+int rc_ocl_ew_sum(rc_ocl_ew *w, cl_mem a, size_t n, double *ret, rc_err *err)
+{
+	cl_kernel k = w->k[EW_SUM];
+	cl_ulong nn = n;
+	cl_int e = 0;
+	SETARG(k, 0, a);
+	SETARG(k, 1, nn);
+	e |= clSetKernelArg(k, 2, w->local * w->acc, NULL);
+	SETARG(k, 3, w->partial);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "clSetKernelArg (ew_sum)");
+	size_t ng;
+	int rc = launch_reduce(w, EW_SUM, n, &ng, err);
+	if (!rc)
+		*ret = sum_partials(w, ng);
+	return rc;
+}
+
+int rc_ocl_ew_ratio(rc_ocl_ew *w, cl_mem y, cl_mem p, float eps, size_t n, double *sum2, rc_err *err)
+{
+	cl_kernel k = w->k[EW_RATIO];
+	cl_ulong nn = n;
+	cl_int e = 0;
+	SETARG(k, 0, y);
+	SETARG(k, 1, p);
+	SETARG(k, 2, eps);
+	SETARG(k, 3, nn);
+	e |= clSetKernelArg(k, 4, w->local * w->acc, NULL);
+	SETARG(k, 5, w->partial);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "clSetKernelArg (ew_ratio)");
+	size_t ng;
+	int rc = launch_reduce(w, EW_RATIO, n, &ng, err);
+	if (!rc)
+		*sum2 = sum_partials(w, ng);
+	return rc;
+}
+
+int rc_ocl_ew_mul2(rc_ocl_ew *w, cl_mem v, cl_mem u, cl_mem c, size_t n, rc_err *err)
+{
+	cl_kernel k = w->k[EW_MUL2];
+	cl_ulong nn = n;
+	cl_int e = 0;
+	SETARG(k, 0, v);
+	SETARG(k, 1, u);
+	SETARG(k, 2, c);
+	SETARG(k, 3, nn);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "clSetKernelArg (ew_mul2)");
+	return launch_map(w, EW_MUL2, n, err);
 }

@@ -1,7 +1,8 @@
 /*
  * opencl_ew: the element-wise steps of the iterative algorithms on device
  * buffers of an OpenCL engine (kernels/opencl/elementwise.cl), the device
- * side of algo_util.h's rc_v* loops.  Internal to core/ (and its tests).
+ * side of vec_host.h's rc_v* loops, for the OpenCL backend.  Internal to
+ * core/ (and its tests).
  *
  * Everything is enqueued on the engine's in-order queue; the functions that
  * return a number (dot, residual, inv_guarded's maximum) wait for it, the
@@ -42,8 +43,15 @@ int rc_ocl_ew_axpy(rc_ocl_ew *w, cl_mem y, float a, cl_mem x, size_t n, rc_err *
 int rc_ocl_ew_xpay(rc_ocl_ew *w, cl_mem y, cl_mem x, float a, size_t n, rc_err *err);
 /* *ret = a . b, summed in double */
 int rc_ocl_ew_dot(rc_ocl_ew *w, cl_mem a, cl_mem b, size_t n, double *ret, rc_err *err);
-/* rc_vresidual on [off, off+n): e = (p - e) * wt; *sum2 = sum of (p - e)^2 */
+/* rc_vresidual on [off, off+n): e = (p - e) * wt (wt NULL: weight 1);
+ * *sum2 = sum of (p - e)^2 */
 int rc_ocl_ew_residual(rc_ocl_ew *w, cl_mem e, cl_mem p, cl_mem wt, size_t off, size_t n,
 		       double *sum2, rc_err *err);
+/* *ret = sum of a, in double */
+int rc_ocl_ew_sum(rc_ocl_ew *w, cl_mem a, size_t n, double *ret, rc_err *err);
+/* rc_vratio: y = y > eps ? max(p, 0) / y : 0; *sum2 = sum (p - y)^2 before */
+int rc_ocl_ew_ratio(rc_ocl_ew *w, cl_mem y, cl_mem p, float eps, size_t n, double *sum2, rc_err *err);
+/* rc_vmul2: v *= u * c */
+int rc_ocl_ew_mul2(rc_ocl_ew *w, cl_mem v, cl_mem u, cl_mem c, size_t n, rc_err *err);
 
 #endif

@@ -40,6 +40,17 @@ const char *rc_code_name(int code)
 	case RC_ENOTFOUND: return "not_found";
 	case RC_ESTATE: return "conflict";
 	case RC_EINTERNAL: return "internal_error";
+	case RC_EBADJSON: return "invalid_json";
+	case RC_EBADID: return "invalid_id";
+	case RC_EBODYTOOBIG: return "body_too_large";
+	case RC_ENOSPACE: return "disk_full";
+	case RC_EWRONGLEN: return "wrong_length";
+	case RC_ENOLENGTH: return "length_required";
+	case RC_EUNAUTH: return "unauthorized";
+	case RC_EFORBIDDEN: return "forbidden";
+	case RC_EMETHOD: return "method_not_allowed";
+	case RC_EBADRANGE: return "range_not_satisfiable";
+	case RC_EUNAVAIL: return "unavailable";
 	}
 	return "unknown_error";
 }

@@ -23,7 +23,23 @@ typedef enum rc_code {
 	RC_ENOTFOUND = -8,    /* no such object */
 	RC_ESTATE = -9,       /* not allowed in the object's current state */
 	RC_EINTERNAL = -10,   /* a bug: an invariant broke */
+	/* Faults of a request that only the daemon meets (server/http_error.c
+	 * gives each its HTTP status; docs/api.md has the table). */
+	RC_EBADJSON = -11,    /* the body is not JSON, or not a JSON object */
+	RC_EBADID = -12,      /* a job id in the path is not a canonical UUID */
+	RC_EBODYTOOBIG = -13, /* a request body or upload longer than allowed */
+	RC_ENOSPACE = -14,    /* no space left on the store's disk */
+	RC_EWRONGLEN = -15,   /* an upload shorter than the spec says */
+	RC_ENOLENGTH = -16,   /* an upload without Content-Length */
+	RC_EUNAUTH = -17,     /* no bearer token, or an unknown one */
+	RC_EFORBIDDEN = -18,  /* the token's role does not allow this */
+	RC_EMETHOD = -19,     /* the method is not allowed on this path */
+	RC_EBADRANGE = -20,   /* a Range that starts past the end */
+	RC_EUNAVAIL = -21,    /* shutting down, or too busy: retry later */
 } rc_code;
+
+/* The lowest code: codes run from -1 down to it.  Move it when adding one. */
+#define RC_CODE_MIN RC_EUNAVAIL
 
 #define RC_ERR_FIELD_MAX 96
 #define RC_ERR_MSG_MAX 320
@@ -42,7 +58,8 @@ int rc_fail(rc_err *err, rc_code code, const char *field, const char *fmt, ...)
 /* Clears err to RC_OK with empty strings. */
 void rc_err_clear(rc_err *err);
 
-/* Stable snake_case name of a code ("invalid_argument"), for JSON errors. */
+/* Stable snake_case name of a code ("invalid_argument"), for JSON errors;
+ * "unknown_error" for a number that is no code. */
 const char *rc_code_name(int code);
 
 #endif

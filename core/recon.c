@@ -1,17 +1,19 @@
 /*
- * recon: a job from spec to volume (recon.h).
+ * recon: a job from spec to volume (recon.h).  It picks the backend
+ * (backend.h) and runs the one algorithm code (rc_algo_run_on) on it.
  *
  * execution.engine picks the devices:
- *   cpu         the native CPU engine alone
- *   opencl      one OpenCL device alone (a GPU if there is one): SART, SIRT
- *               and CGLS as the resident run of engine_opencl.h (element-
- *               wise steps on the device too), other algorithms (and a run
- *               too big to be resident) through its engine
- *   cuda        the first CUDA GPU: the resident whole-run path of
- *               engine_cuda.h when it runs the algorithm, else its engine
+ *   cpu         the native CPU engine alone (the host backend)
+ *   opencl      one OpenCL device alone (a GPU if there is one): the OpenCL
+ *               backend, every buffer resident on the device; a run too big
+ *               for it goes through the engine (host backend, per-call
+ *               uploads)
+ *   cuda        the first CUDA GPU: the CUDA backend (resident), else the
+ *               CUDA engine through the host backend (z-slabs)
  *   trigeneous  every device (devices.h), each task split by the planner
  *               (plan.h) with the stored models, calibrating the devices
- *               that have none for this problem first
+ *               that have none for this problem first: the host backend
+ *               over an rc_exec of several engines is the split backend
  *   auto        the split when stored models predict it faster than any
  *               one device; otherwise the one device the models favour, and
  *               without models a CUDA GPU if present, else the CPU (the
@@ -31,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "devices.h"
 #include "engine_cuda.h"
@@ -39,6 +40,7 @@
 #include "names.h"
 #include "plan.h"
 #include "tensor.h"
+#include "rc_clock.h"
 
 void rc_recon_spec_default(rc_recon_spec *s)
 {
@@ -132,13 +134,6 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The back projector the algorithm runs (its forward is always RC_FP_RAYCAST). */
@@ -435,26 +430,49 @@ static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const flo
 	return rc ? rc : 0;
 }
 
-/* execution.engine = "opencl" with SART, SIRT or CGLS: the resident run on
- * the one engine open_devices chose.  RC_ETOOBIG: not run, take the engine
- * path. */
+/* The report and the model refit of a run on one device backend: all views
+ * of every task on it, the measured time per call from the backend's
+ * stats (there is no prediction: the device ran alone). */
+static void report_single(const rc_recon_spec *s, const rc_backend *b, const char *device_id, const char *shape,
+			  rc_recon_report *report)
+{
+	const rc_backend_stats *st = &b->stats;
+	snprintf(report->engine, sizeof report->engine, "%.15s", b->name);
+	report->ndevices = 1;
+	snprintf(report->dev[0].name, sizeof report->dev[0].name, "%s", b->name);
+	snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", device_id);
+	for (int t = 0; t < RC_TASK_COUNT; t++) {
+		report->dev[0].views[t] = rc_geom_nviews(b->geom);
+		report->dev[0].predicted_ms[t] = -1;
+		report->dev[0].measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
+		if (!s->model_dir || !s->model_dir[0] || st->calls[t] < 1 || st->views[t] < 1)
+			continue;
+		double w = (double)st->views[t] / (double)st->calls[t], sec = st->seconds[t] / (double)st->calls[t];
+		/* a failure to store only loses this refinement */
+		(void)rc_models_add(s->model_dir, device_id, shape, (rc_task)t, &w, &sec, 1, 0, NULL, NULL);
+	}
+}
+
+/* execution.engine = "opencl": the resident run (rc_algo_run_on over the
+ * OpenCL backend) on the one engine open_devices chose.  RC_ETOOBIG: not
+ * run, take the engine path. */
 static int run_opencl_resident(struct job *j, const float *proj, float *vol, const rc_algo_hooks *hooks,
 			       rc_recon_report *report, rc_err *err)
 {
+	rc_backend *b = NULL;
 	rc_err e1;
-	int rc = rc_opencl_run_algo(j->eng[0], &j->s->algo, proj, vol, hooks, &e1);
+	int rc = rc_opencl_run_fits(j->eng[0], &j->s->algo, &e1);
+	if (!rc)
+		rc = rc_backend_opencl_new(j->eng[0], &b, &e1);
 	if (rc == RC_ETOOBIG)
 		return rc;
+	if (!rc)
+		rc = rc_algo_run_on(&j->s->algo, b, proj, vol, hooks, &e1);
 	if (rc && err)
 		*err = e1;
-	snprintf(report->engine, sizeof report->engine, "opencl");
-	report->ndevices = 1;
-	snprintf(report->dev[0].name, sizeof report->dev[0].name, "%s", j->eng[0]->name);
-	snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", j->dev[0].device_id);
-	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		report->dev[0].views[t] = rc_geom_nviews(j->g);
-		report->dev[0].predicted_ms[t] = -1;
-	}
+	if (b)
+		report_single(j->s, b, j->dev[0].device_id, j->shape, report);
+	rc_backend_free(b);
 	return rc;
 }
 
@@ -469,7 +487,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (!report)
 		report = &local;
 	memset(report, 0, sizeof *report);
-	double t0 = now_s();
+	double t0 = rc_now_s();
 
 	const char *mode = s->engine;
 	int known;
@@ -521,7 +539,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (!rc)
 		refit(&j);
 out:
-	report->seconds = now_s() - t0;
+	report->seconds = rc_now_s() - t0;
 	job_free(&j);
 	rc_geom_free(g);
 	return rc;

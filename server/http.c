@@ -60,40 +60,6 @@ enum MHD_Result http_json(struct MHD_Connection *c, req *r, unsigned status, jso
 	return http_answer(c, r, status, resp);
 }
 
-enum MHD_Result http_error(struct MHD_Connection *c, req *r, unsigned status, const char *code,
-			   const char *field, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	json_t *e = json_pack("{ssss}", "code", code, "message", msg);
-	if (field && *field && strcmp(field, "json"))
-		json_object_set_new(e, "field", json_string(field));
-	return http_json(c, r, status, json_pack("{so}", "error", e));
-}
-
-enum MHD_Result http_error_rc(struct MHD_Connection *c, req *r, const rc_err *e)
-{
-	unsigned status = 500;
-	const char *code = rc_code_name(e->code);
-	switch (e->code) {
-	case RC_EINVAL:
-		status = 400;
-		if (!strcmp(e->field, "json"))
-			code = "invalid_json";
-		break;
-	case RC_ETOOBIG: status = 413; break;
-	case RC_ENOTFOUND: status = 404; code = "not_found"; break;
-	case RC_ESTATE: status = 409; code = "conflict"; break;
-	case RC_EUNSUPPORTED: status = 400; break;
-	case RC_ENOMEM: status = 503; break;
-	default: status = 500; break;
-	}
-	return http_error(c, r, status, code, e->field, "%s", e->msg);
-}
-
 enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id)
 {
 	job_row row;
@@ -137,15 +103,15 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	}
 	if (strncmp(url, "/v1/jobs/", 9)) {
 		*answered = 1;
-		return http_error(c, r, 404, "not_found", "", "no such endpoint: %.200s (api/openapi.yaml lists them)", url);
+		return http_fail(c, r, RC_ENOTFOUND, "", "no such endpoint: %.200s (api/openapi.yaml lists them)", url);
 	}
 	const char *id = url + 9;
 	const char *slash = strchr(id, '/');
 	size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
 	if (!valid_uuid(id, idlen)) {
 		*answered = 1;
-		return http_error(c, r, 400, "invalid_id", "id", "job ids are lower-case UUIDs such as "
-				  "0b4f9c1e-5a8d-4f7e-9c2b-1d3e5f7a9b0c (got \"%.*s\")", (int)(idlen > 64 ? 64 : idlen), id);
+		return http_fail(c, r, RC_EBADID, "id", "job ids are lower-case UUIDs such as "
+				 "0b4f9c1e-5a8d-4f7e-9c2b-1d3e5f7a9b0c (got \"%.*s\")", (int)(idlen > 64 ? 64 : idlen), id);
 	}
 	memcpy(r->id, id, 36);
 	r->id[36] = '\0';
@@ -164,15 +130,15 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 			ok = ks[i] >= '0' && ks[i] <= '9';
 		if (!ok) {
 			*answered = 1;
-			return http_error(c, r, 400, "invalid_argument", "k",
-					  "the view index must be a whole number 0 <= k < views_expected (got \"%.32s\")", ks);
+			return http_fail(c, r, RC_EINVAL, "k",
+					 "the view index must be a whole number 0 <= k < views_expected (got \"%.32s\")", ks);
 		}
 		r->k = atoi(ks);
 		r->rt = R_VIEW;
 		return MHD_YES;
 	}
 	*answered = 1;
-	return http_error(c, r, 404, "not_found", "", "no such endpoint: %.200s", url);
+	return http_fail(c, r, RC_ENOTFOUND, "", "no such endpoint: %.200s", url);
 }
 
 /* Minimum role of each route and method; -1 = method not allowed. */
@@ -213,34 +179,21 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	const char *allow = "";
 	int need = needed_role(r->rt, method, &allow);
 	if (need < 0) {
-		struct MHD_Response *resp;
-		json_t *e = json_pack("{s{ssss}}", "error", "code", "method_not_allowed", "message",
-				      "this method is not allowed here; see the Allow header");
-		char *s = json_dumps(e, JSON_COMPACT);
-		json_decref(e);
-		resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(resp, "Allow", allow);
-		MHD_add_response_header(resp, "Content-Type", "application/json");
-		return http_answer(c, r, 405, resp);
+		rc_err e;
+		rc_fail(&e, RC_EMETHOD, "", "%.16s is not allowed here; the Allow header lists what is", method);
+		return http_error_rc_hdr(c, r, &e, "Allow", allow);
 	}
 	if (atomic_load(&r->a->stopping) && r->rt != R_HEALTHZ)
-		return http_error(c, r, 503, "unavailable", "", "recond is shutting down; retry shortly");
+		return http_fail(c, r, RC_EUNAVAIL, "", "recond is shutting down; retry shortly");
 	if (need > ROLE_NONE && auth_count(r->a->auth) > 0) {
 		const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		if (auth_check(r->a->auth, h, &r->role, r->who)) {
-			struct MHD_Response *resp;
-			json_t *e = json_pack("{s{ssss}}", "error", "code", "unauthorized", "message",
-					      h ? "the bearer token is not known" : "this endpoint needs an Authorization: Bearer TOKEN header");
-			char *s = json_dumps(e, JSON_COMPACT);
-			json_decref(e);
-			resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-			MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"recond\"");
-			MHD_add_response_header(resp, "Content-Type", "application/json");
-			return http_answer(c, r, 401, resp);
-		}
+		if (auth_check(r->a->auth, h, &r->role, r->who))
+			return http_fail(c, r, RC_EUNAUTH, "", "%s",
+					 h ? "the bearer token is not known"
+					   : "this endpoint needs an Authorization: Bearer TOKEN header");
 		if ((int)r->role < need)
-			return http_error(c, r, 403, "forbidden", "", "the token \"%s\" has role %s; this needs %s", r->who,
-					  auth_role_name(r->role), auth_role_name((auth_role)need));
+			return http_fail(c, r, RC_EFORBIDDEN, "", "the token \"%s\" has role %s; this needs %s", r->who,
+					 auth_role_name(r->role), auth_role_name((auth_role)need));
 	} else {
 		r->role = ROLE_ADMIN; /* no tokens: loopback only, everything allowed */
 		snprintf(r->who, sizeof r->who, "-");
@@ -261,7 +214,7 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	case R_START: return jobs_start(c, r);
 	case R_EVENTS: return events_get(c, r);
 	case R_VOLUME: return volume_get(c, r);
-	default: return http_error(c, r, 404, "not_found", "", "no such endpoint");
+	default: return http_fail(c, r, RC_ENOTFOUND, "", "no such endpoint");
 	}
 }
 
@@ -307,7 +260,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return jobs_create_end(c, r);
 	if (r->up)
 		return upload_end(c, r);
-	return http_error(c, r, 500, "internal_error", "", "request ended without an answer");
+	return http_fail(c, r, RC_EINTERNAL, "", "request ended without an answer");
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)

@@ -133,8 +133,8 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 	uint64_t vol_bytes = row.vol_bytes;
 	job_row_clear(&row);
 	if (st != JOB_SUCCEEDED)
-		return http_error(c, r, 409, "conflict", "state", "job %s is %s; the volume exists once it has succeeded",
-				  r->id, job_state_name(st));
+		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s; the volume exists once it has succeeded",
+				 r->id, job_state_name(st));
 	struct dl *d = calloc(1, sizeof *d);
 	if (!d)
 		return MHD_NO;
@@ -146,7 +146,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		if (d->fd >= 0)
 			close(d->fd);
 		free(d);
-		return http_error(c, r, 500, "io_error", "", "the volume file of job %s is missing or has the wrong size", r->id);
+		return http_fail(c, r, RC_EIO, "", "the volume file of job %s is missing or has the wrong size", r->id);
 	}
 	if (kind != RC_FORMAT_RAW) {
 		rc_volume_desc v;
@@ -158,7 +158,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 			close(d->fd);
 			free(d->hdr);
 			free(d);
-			return http_error(c, r, 500, "internal_error", "", "cannot build the %s header", fmt);
+			return http_fail(c, r, RC_EINTERNAL, "", "cannot build the %s header", fmt);
 		}
 	}
 	uint64_t total = d->hdr_len + vol_bytes, first = 0, last = total - 1;
@@ -167,14 +167,9 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		dl_free(d);
 		char cr[64];
 		snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)total);
-		json_t *e = json_pack("{s{ssss}}", "error", "code", "range_not_satisfiable", "message",
-				      "the range starts past the end of the volume");
-		char *s = json_dumps(e, JSON_COMPACT);
-		json_decref(e);
-		struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(resp, "Content-Range", cr);
-		MHD_add_response_header(resp, "Content-Type", "application/json");
-		return http_answer(c, r, 416, resp);
+		rc_fail(&err, RC_EBADRANGE, "Range", "the range starts past the end of the volume (%llu bytes)",
+			(unsigned long long)total);
+		return http_error_rc_hdr(c, r, &err, "Content-Range", cr);
 	}
 	d->start = first;
 	struct MHD_Response *resp = MHD_create_response_from_callback(last - first + 1, 256 * 1024, dl_read, d, dl_free);

@@ -2,7 +2,8 @@
  * http_internal: what the route files (http_jobs.c, http_upload.c,
  * http_download.c, http_sse.c, http_misc.c) share with http.c: the request
  * context kept in MHD's con_cls and the answer helpers.  Every answer goes
- * through http_answer so its status reaches the metrics and the audit log.
+ * through http_answer so its status reaches the metrics and the audit log;
+ * every error answer through http_error_rc, whose status is the code's.
  */
 #ifndef RC_HTTP_INTERNAL_H
 #define RC_HTTP_INTERNAL_H
@@ -49,10 +50,16 @@ typedef struct req {
 
 enum MHD_Result http_answer(struct MHD_Connection *c, req *r, unsigned status, struct MHD_Response *resp);
 enum MHD_Result http_json(struct MHD_Connection *c, req *r, unsigned status, json_t *j);
-enum MHD_Result http_error(struct MHD_Connection *c, req *r, unsigned status, const char *code,
-			   const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* Maps an rc_err to its status and code (rc_error.h's table). */
+/* Error answers (http_error.c).  The status comes from e->code alone
+ * (http_status_of), never from the route: a route says what went wrong. */
 enum MHD_Result http_error_rc(struct MHD_Connection *c, req *r, const rc_err *e);
+/* The same with one more header that only the route knows (Allow on 405,
+ * Content-Range on 416). */
+enum MHD_Result http_error_rc_hdr(struct MHD_Connection *c, req *r, const rc_err *e, const char *hname,
+				  const char *hval);
+/* Builds the rc_err (as rc_fail does) and answers it. */
+enum MHD_Result http_fail(struct MHD_Connection *c, req *r, rc_code code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* The job as JSON (200) or the error of loading it. */
 enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id);
 

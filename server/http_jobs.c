@@ -19,8 +19,8 @@ enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > r->a->cfg->max_body)
-		return http_error(c, r, 413, "too_big", "", "the job spec is %s bytes; the limit is %llu", cl,
-				  (unsigned long long)r->a->cfg->max_body);
+		return http_fail(c, r, RC_EBODYTOOBIG, "", "the job spec is %.24s bytes; the limit is %llu", cl,
+				 (unsigned long long)r->a->cfg->max_body);
 	return MHD_YES;
 }
 
@@ -49,20 +49,17 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	if (r->body_too_big)
-		return http_error(c, r, 413, "too_big", "", "the job spec is longer than the limit of %llu bytes",
-				  (unsigned long long)a->cfg->max_body);
+		return http_fail(c, r, RC_EBODYTOOBIG, "", "the job spec is longer than the limit of %llu bytes",
+				 (unsigned long long)a->cfg->max_body);
 	if (!r->body_len)
-		return http_error(c, r, 400, "invalid_json", "", "the body must be a JSON job spec (api/openapi.yaml JobSpec)");
+		return http_fail(c, r, RC_EBADJSON, "", "the body must be a JSON job spec (api/openapi.yaml JobSpec)");
 	job_spec *spec = NULL;
 	rc_err err;
 	rc_err_clear(&err);
-	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err)) {
-		if (err.code == RC_ETOOBIG)
-			return http_error(c, r, 400, "too_big", err.field, "%s", err.msg);
+	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err))
 		return http_error_rc(c, r, &err);
-	}
 	/* A combination no engine runs (fdk on fan, opencl on parallel, tensor
-	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 400 "unsupported",
+	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 422 "unsupported",
 	 * naming what runs), not accepted and failed by the worker later. */
 	if (rc_recon_check(&spec->r, &err)) {
 		job_spec_free(spec);
@@ -78,8 +75,6 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	if (rc) {
 		rlog(LOG_P_ERR, "job_create_failed", "error=\"%s\"", err.msg);
 		job_spec_free(spec);
-		if (rc == RC_ETOOBIG)
-			return http_error(c, r, 507, "too_big", "", "%s", err.msg);
 		return http_error_rc(c, r, &err);
 	}
 	rlog(LOG_P_INFO, "job_created", "id=%s label=\"%s\" views=%d bytes=%llu client=%s token=%s", id, spec->label,
@@ -124,14 +119,14 @@ enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
 	int state = -1;
 	const char *st = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
 	if (parse_int_arg(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit"), 1, 1000, &limit))
-		return http_error(c, r, 400, "invalid_argument", "limit", "limit must be a whole number from 1 to 1000");
+		return http_fail(c, r, RC_EINVAL, "limit", "limit must be a whole number from 1 to 1000");
 	if (parse_int_arg(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"), 0, 1L << 30, &offset))
-		return http_error(c, r, 400, "invalid_argument", "offset", "offset must be a whole number of at least 0");
+		return http_fail(c, r, RC_EINVAL, "offset", "offset must be a whole number of at least 0");
 	if (st) {
 		job_state s;
 		if (job_state_parse(st, &s))
-			return http_error(c, r, 400, "invalid_argument", "state",
-					  "state must be one of created, receiving, queued, running, succeeded, failed, cancelled");
+			return http_fail(c, r, RC_EINVAL, "state",
+					 "state must be one of created, receiving, queued, running, succeeded, failed, cancelled");
 		state = (int)s;
 	}
 	job_row *rows = NULL;
@@ -165,7 +160,7 @@ enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)
 	job_row_clear(&row);
 	if (JOB_BIT(s) & JOB_FINAL) {
 		if (r->role < ROLE_ADMIN)
-			return http_error(c, r, 403, "forbidden", "", "deleting a finished job and its data needs the admin role");
+			return http_fail(c, r, RC_EFORBIDDEN, "", "deleting a finished job and its data needs the admin role");
 		if (store_delete(a->st, r->id, &err))
 			return http_error_rc(c, r, &err);
 		rlog(LOG_P_INFO, "job_deleted", "id=%s client=%s token=%s", r->id, r->client, r->who);

@@ -85,46 +85,47 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 	app *a = r->a;
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (!cl)
-		return http_error(c, r, 411, "length_required", "",
-				  "uploads need a Content-Length header (no chunked transfer): the length is checked against the spec first");
+		return http_fail(c, r, RC_ENOLENGTH, "",
+				 "uploads need a Content-Length header (no chunked transfer): the length is checked against the spec first");
 	char *end;
 	errno = 0;
 	unsigned long long len = strtoull(cl, &end, 10);
 	if (*end || errno || cl[0] == '-')
-		return http_error(c, r, 400, "invalid_argument", "Content-Length", "Content-Length is not a number");
+		return http_fail(c, r, RC_EINVAL, "Content-Length", "Content-Length is not a number");
 	job_row row;
 	rc_err err;
 	if (store_get(a->st, r->id, 1, &row, &err))
 		return http_error_rc(c, r, &err);
 	enum MHD_Result ret;
 	if (!(JOB_BIT(row.state) & JOB_UPLOADABLE)) {
-		ret = http_error(c, r, 409, "conflict", "state", "job %s is %s and no longer accepts projections",
-				 r->id, job_state_name(row.state));
+		ret = http_fail(c, r, RC_ESTATE, "state", "job %s is %s and no longer accepts projections",
+				r->id, job_state_name(row.state));
 		goto out;
 	}
 	if (r->k >= row.views_expected) {
-		ret = http_error(c, r, 400, "invalid_argument", "k", "view %d does not exist: the job has views 0..%d",
-				 r->k, row.views_expected - 1);
+		ret = http_fail(c, r, RC_EINVAL, "k", "view %d does not exist: the job has views 0..%d",
+				r->k, row.views_expected - 1);
 		goto out;
 	}
 	uint64_t expected = r->k < 0 ? row.proj_bytes : row.view_bytes;
 	if (len != expected) {
-		const char *what = r->k < 0 ? "the whole stack" : "one view";
+		rc_code code = len > expected ? RC_EBODYTOOBIG : RC_EWRONGLEN;
 		if (r->k < 0)
-			ret = http_error(c, r, len > expected ? 413 : 422, len > expected ? "too_big" : "wrong_length", "Content-Length",
-					 "%s is %llu bytes (%d views x %d rows x %d pixels x 4 bytes of float32); got Content-Length %llu",
-					 what, (unsigned long long)expected, row.views_expected, row.rows, row.nu, len);
+			ret = http_fail(c, r, code, "Content-Length",
+					"the whole stack is %llu bytes (%d views x %d rows x %d pixels x 4 bytes of float32); "
+					"got Content-Length %llu",
+					(unsigned long long)expected, row.views_expected, row.rows, row.nu, len);
 		else
-			ret = http_error(c, r, len > expected ? 413 : 422, len > expected ? "too_big" : "wrong_length", "Content-Length",
-					 "%s is %llu bytes (%d rows x %d pixels x 4 bytes of float32); got Content-Length %llu",
-					 what, (unsigned long long)expected, row.rows, row.nu, len);
+			ret = http_fail(c, r, code, "Content-Length",
+					"one view is %llu bytes (%d rows x %d pixels x 4 bytes of float32); got Content-Length %llu",
+					(unsigned long long)expected, row.rows, row.nu, len);
 		goto out;
 	}
 	int ir = inflight_add(r->id, r->k);
 	if (ir) {
-		ret = ir == -1 ? http_error(c, r, 409, "conflict", "", "another upload to %s of job %s is in progress",
-					    r->k < 0 ? "the views" : "this view", r->id)
-			       : http_error(c, r, 503, "unavailable", "", "too many uploads in progress; retry shortly");
+		ret = ir == -1 ? http_fail(c, r, RC_ESTATE, "", "another upload to %s of job %s is in progress",
+					   r->k < 0 ? "the views" : "this view", r->id)
+			       : http_fail(c, r, RC_EUNAVAIL, "", "too many uploads in progress; retry shortly");
 		goto out;
 	}
 	struct upload *up = calloc(1, sizeof *up);
@@ -149,7 +150,7 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 	store_job_path(a->st, r->id, "projections.f32", path, sizeof path);
 	up->fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (up->fd < 0) {
-		ret = http_error(c, r, 500, "io_error", "", "cannot open the spool file: %s", strerror(errno));
+		ret = http_fail(c, r, RC_EIO, "", "cannot open the spool file: %s", strerror(errno));
 		goto out;
 	}
 	up->geo = row;
@@ -237,14 +238,17 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 	struct upload *up = r->up;
 	rc_err err;
 	if (up->io_errno)
-		return http_error(c, r, up->io_errno == ENOSPC ? 507 : 500, "io_error", "",
-				  "writing the projections failed: %s; nothing was acknowledged, upload again",
-				  strerror(up->io_errno));
+		return http_fail(c, r, up->io_errno == ENOSPC ? RC_ENOSPACE : RC_EIO, "",
+				 "writing the projections failed: %s; nothing was acknowledged, upload again",
+				 strerror(up->io_errno));
 	if (up->got != up->expected)
-		return http_error(c, r, 422, "wrong_length", "", "received %llu of %llu bytes",
-				  (unsigned long long)up->got, (unsigned long long)up->expected);
-	if (fdatasync(up->fd))
-		return http_error(c, r, 500, "io_error", "", "fsync of the projections failed: %s", strerror(errno));
+		return http_fail(c, r, RC_EWRONGLEN, "", "received %llu of %llu bytes",
+				 (unsigned long long)up->got, (unsigned long long)up->expected);
+	if (fdatasync(up->fd)) {
+		int e = errno; /* ENOSPC here too: write-back may find the disk full */
+		return http_fail(c, r, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "fsync of the projections failed: %s",
+				 strerror(e));
+	}
 	job_state ns;
 	int first = up->k < 0 ? 0 : up->k, last = up->k < 0 ? up->geo.views_expected : up->k + 1;
 	if (store_views_set(a->st, r->id, first, last, &ns, &err))

@@ -311,7 +311,7 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 	if (prealloc(fd, spec->proj_bytes)) {
 		int e = errno;
 		close(fd);
-		rc = rc_fail(err, e == ENOSPC ? RC_ETOOBIG : RC_EIO, "",
+		rc = rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "",
 			     "cannot reserve %llu bytes for the projections: %s",
 			     (unsigned long long)spec->proj_bytes, strerror(e));
 		goto out_rm;

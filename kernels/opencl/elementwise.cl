@@ -1,8 +1,8 @@
 /*
- * elementwise: the element-wise steps of SART, SIRT and CGLS for the
- * resident runs (core/engine_opencl_algo.c through core/opencl_ew.c), each
- * the loop of core/algo_util.c with the same float operations in the same
- * order (FP_CONTRACT off, so no fused multiply-add the host loops lack).
+ * elementwise: the element-wise calls of the OpenCL backend
+ * (core/backend_opencl.c through core/opencl_ew.c), each the loop of
+ * core/vec_host.c with the same float operations in the same order
+ * (FP_CONTRACT off, so no fused multiply-add the host loops lack).
  *
  * Map kernels take one element per work-item, the global size rounded up
  * to the work-group size.  Reductions (dot products, the residual, the
@@ -110,10 +110,20 @@ __kernel void ew_dot(__global const float *restrict a, __global const float *res
 	group_sum(s, scratch, partial);
 }
 
-/* Over elements [off, off + n): d = p - e, e = d * w; partial sums of d^2
- * (rc_vresidual on one contiguous block of views). */
+/* partial sums of a */
+__kernel void ew_sum(__global const float *restrict a, ulong n, __local rc_acc *scratch,
+		     __global rc_acc *partial)
+{
+	rc_acc s = 0;
+	FOR_MY_SHARE(i, n)
+		s += (rc_acc)a[i];
+	group_sum(s, scratch, partial);
+}
+
+/* Over elements [off, off + n): d = p - e, e = d * w (weighted) or d;
+ * partial sums of d^2 (rc_vresidual on one contiguous block of views). */
 __kernel void ew_residual(__global float *restrict e, __global const float *restrict p,
-			  __global const float *restrict w, ulong off, ulong n,
+			  __global const float *restrict w, int weighted, ulong off, ulong n,
 			  __local rc_acc *scratch, __global rc_acc *partial)
 {
 	rc_acc s = 0;
@@ -121,9 +131,35 @@ __kernel void ew_residual(__global float *restrict e, __global const float *rest
 		ulong k = off + i;
 		float d = p[k] - e[k];
 		s += (rc_acc)d * (rc_acc)d;
-		e[k] = d * w[k];
+		e[k] = weighted ? d * w[k] : d;
 	}
 	group_sum(s, scratch, partial);
+}
+
+/* e = e > eps ? max(p, 0) / e : 0; partial sums of (p - e)^2 taken before
+ * (rc_vratio, MLEM's p / A x) */
+__kernel void ew_ratio(__global float *restrict e, __global const float *restrict p, float eps, ulong n,
+		       __local rc_acc *scratch, __global rc_acc *partial)
+{
+	rc_acc s = 0;
+	FOR_MY_SHARE(i, n) {
+		float x = e[i], pv = p[i];
+		float d = pv - x;
+		s += (rc_acc)d * (rc_acc)d;
+		float pp = pv > 0.0f ? pv : 0.0f;
+		e[i] = x > eps ? pp / x : 0.0f;
+	}
+	group_sum(s, scratch, partial);
+}
+
+/* v *= u * c (rc_vmul2) */
+__kernel void ew_mul2(__global float *restrict v, __global const float *restrict u,
+		      __global const float *restrict c, ulong n)
+{
+	ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	v[i] *= u[i] * c[i];
 }
 
 /* partial maxima of max(0, a) (the start value of rc_vinv_guarded's max) */

@@ -35,7 +35,7 @@ int durable_write_file(const char *dir, const char *name, const void *buf, size_
 			int e = errno;
 			close(fd);
 			unlink(tmp);
-			return rc_fail(err, RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
+			return rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
 		}
 		p += w;
 		left -= (size_t)w;

@@ -20,7 +20,8 @@
 int durable_fsync_dir(const char *path);
 
 /* Writes len bytes of buf to dir/name as above.  0, or RC_EIO with the file
- * and the system's reason (the temporary is removed). */
+ * (RC_ENOSPACE when the disk is full) and the system's reason (the temporary
+ * is removed). */
 int durable_write_file(const char *dir, const char *name, const void *buf, size_t len, rc_err *err);
 
 #endif

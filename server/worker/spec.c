@@ -319,7 +319,7 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	long long prio = 5;
 	int rc;
 	if (!json_is_object(root))
-		return rc_fail(err, RC_EINVAL, "json", "the job spec must be a JSON object");
+		return rc_fail(err, RC_EBADJSON, "", "the job spec must be a JSON object");
 	if ((rc = jf_check_keys(root, "", keys, err)) || (rc = jf_str(root, "", "label", 0, SPEC_LABEL_MAX, &label, err)) ||
 	    (rc = jf_int(root, "", "priority", 0, 0, 9, &prio, err)) ||
 	    (rc = jf_bool(root, "", "autostart", 0, &s->autostart, err)))
@@ -356,7 +356,7 @@ int job_spec_parse(const char *buf, size_t len, uint64_t max_bytes, job_spec **r
 	json_error_t jerr;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return rc_fail(err, RC_EINVAL, "json", "the body is not valid JSON: %s (line %d, column %d)",
+		return rc_fail(err, RC_EBADJSON, "", "the body is not valid JSON: %s (line %d, column %d)",
 			       jerr.text, jerr.line, jerr.column);
 	job_spec *s = calloc(1, sizeof *s);
 	int rc;

@@ -43,8 +43,8 @@ typedef struct job_spec {
 } job_spec;
 
 /* Parses and validates len bytes of JSON.  max_bytes caps projections +
- * volume (0 = no cap).  Errors: RC_EINVAL (field named, or field "" with a
- * JSON syntax message: err->field is "json" for syntax errors), RC_ETOOBIG. */
+ * volume (0 = no cap).  Errors: RC_EBADJSON (not JSON, duplicate keys, not
+ * an object), RC_EINVAL (the field is named), RC_ETOOBIG (over max_bytes). */
 int job_spec_parse(const char *buf, size_t len, uint64_t max_bytes,
 		   job_spec **ret, rc_err *err);
 void job_spec_free(job_spec *s);

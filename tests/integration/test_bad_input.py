@@ -117,22 +117,42 @@ def main():
     check("  error.field is algorithm.name", doc and doc["error"].get("field") == "algorithm.name",
           str(doc and doc["error"].get("field")))
     huge = dict(base, volume={"nx": 8192, "ny": 8192, "nz": 8192, "voxel_mm": [0.01, 0.01, 0.01]})
-    post("volume of 2 TiB (over the memory cap)", json.dumps(huge).encode(), 400, None)
-    post("body of 20 MB", b'{"label": "' + b"x" * (20 << 20) + b'"}', 413, "too_big")
+    post("volume of 2 TiB (over the memory cap): a validation error", json.dumps(huge).encode(), 400, "too_big")
+    post("body of 20 MB", b'{"label": "' + b"x" * (20 << 20) + b'"}', 413, "body_too_large")
 
     # Uploads: length checked before anything is stored.
     pid = "/v1/jobs/%s/projections" % open_job["id"]
     nb = proj_bytes(base)
     vb = open_job["view_bytes"]
     expect(api, "stack upload one float short", 422, "wrong_length", "PUT", pid, b"\0" * (nb - 4))
-    expect(api, "stack upload one float long", 413, "too_big", "PUT", pid, b"\0" * (nb + 4))
+    expect(api, "stack upload one float long", 413, "body_too_large", "PUT", pid, b"\0" * (nb + 4))
     expect(api, "stack upload empty", 422, "wrong_length", "PUT", pid, b"")
     expect(api, "view upload short", 422, "wrong_length", "PUT", pid + "/0", b"\0" * (vb - 1))
-    expect(api, "view upload long", 413, "too_big", "PUT", pid + "/0", b"\0" * (vb + 4))
+    expect(api, "view upload long", 413, "body_too_large", "PUT", pid + "/0", b"\0" * (vb + 4))
     expect(api, "view index = views_expected", 400, "invalid_argument", "PUT", pid + "/24", b"\0" * vb)
     expect(api, "view index negative", 400, "invalid_argument", "PUT", pid + "/-1", b"\0" * vb)
     expect(api, "view index not a number", 400, "invalid_argument", "PUT", pid + "/abc", b"\0" * vb)
     expect(api, "view index huge", 400, "invalid_argument", "PUT", pid + "/99999999999999999999", b"\0" * vb)
+
+    # One fault, one answer (server/http_error.c): more bytes than allowed is the same status and
+    # code on every route, whether the length was declared or counted as the bytes arrived.
+    def chunked(n, piece=1 << 20):
+        yield b'{"label": "'
+        for _ in range(n // piece):
+            yield b"x" * piece
+        yield b'"}'
+    over = [("spec body with Content-Length over the cap", "POST", "/v1/jobs",
+             b'{"label": "' + b"x" * (20 << 20) + b'"}', J),
+            ("spec body chunked, over the cap as it arrives", "POST", "/v1/jobs", chunked(20 << 20), J),
+            ("whole stack longer than the spec", "PUT", pid, b"\0" * (nb + 4), None),
+            ("one view longer than the spec", "PUT", pid + "/0", b"\0" * (vb + 4), None)]
+    answers = []
+    for name, method, path, body, hdrs in over:
+        doc = expect(api, "too many bytes: " + name, 413, "body_too_large", method, path, body, hdrs)
+        answers.append((method, doc and doc.get("error", {}).get("code")))
+    check("too many bytes: the same status and code on POST /v1/jobs and both uploads",
+          len({code for _, code in answers}) == 1 and {m for m, _ in answers} == {"POST", "PUT"}, str(answers))
+
     fp = "/v1/jobs/%s/projections" % fin["id"]
     expect(api, "upload to a finished job", 409, "conflict", "PUT", fp, b"\0" * nb)
     expect(api, "view upload to a finished job", 409, "conflict", "PUT", fp + "/0", b"\0" * vb)

@@ -4,7 +4,8 @@ accepted and failed later.
 
 Walks geometry (cone, fan, parallel) x algorithm (fdk, sart, sirt, cgls, mlem)
 x execution.engine (auto, cpu, opencl, cuda, tensor, trigeneous) through
-POST /v1/jobs.  Each combination is either refused with 400 "unsupported",
+POST /v1/jobs.  Each combination is either refused with 422 "unsupported"
+(any 4xx passes: the status comes from server/http_error.c's one table),
 naming the field at fault and every choice that would run, with nothing
 stored, or accepted (201; the job is not run: whether the host has the
 device is decided when it runs).  The rules, as docs/api.md states them:

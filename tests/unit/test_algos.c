@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "algo.h"
+#include "algo_util.h"
 #include "exec.h"
 #include "geometry.h"
 
@@ -663,19 +664,24 @@ static void test_invalid_params(void **s)
 		assert_string_equal(err.field, bad[i].field);
 		assert_true(strlen(err.msg) > 10);
 	}
-	/* the same calls straight to the algorithm (not through rc_algo_run) */
+	/* the same calls straight to the algorithm on a backend (not through
+	 * rc_algo_run_on's own checks) */
+	rc_backend *bk = NULL;
+	assert_int_equal(rc_backend_host_new(x, &bk, &err), 0);
 	rc_algo_params p;
 	rc_algo_params_default(&p, RC_ALGO_SART);
 	p.relaxation = 3.0;
-	assert_int_equal(rc_sart_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_sart_run(&p, bk, P.b, vol, NULL, &err), RC_EINVAL);
 	p.relaxation = 1.0;
 	p.iterations = 0;
-	assert_int_equal(rc_cgls_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
-	assert_int_equal(rc_mlem_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
-	assert_int_equal(rc_sirt_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_cgls_run(&p, bk, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_mlem_run(&p, bk, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_sirt_run(&p, bk, P.b, vol, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_sart_run(&p, NULL, P.b, vol, NULL, &err), RC_EINVAL);
 	/* no hooks at all is fine */
 	p.iterations = 2;
-	assert_int_equal(rc_sart_run(&p, x, P.b, vol, NULL, &err), 0);
+	assert_int_equal(rc_sart_run(&p, bk, P.b, vol, NULL, &err), 0);
+	rc_backend_free(bk);
 	free(vol);
 	rc_exec_free(x);
 	rc_engine_free(e);

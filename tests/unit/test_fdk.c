@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "parfor.h"
 #include "phantom.h"
+#include "rc_clock.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SMALL 1
@@ -221,17 +222,10 @@ static void make_scan(struct level *l, struct scan *sc, double start, double ste
 	assert_int_equal(rc_phantom_project(phantom, sc->g, 0, sc->proj, NULL), 0);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	assert_int_equal(rc_phantom_shepp_logan(60, &phantom, NULL), 0);
 	for (int i = 0; i < 2; i++) {
 		struct level *l = &L[i];
@@ -251,7 +245,7 @@ static int setup(void **state)
 		/* the detector's fan is 2 atan(128 / 1500) = 9.75 deg: 191 views of 1 deg cover 180 + 11 */
 		make_scan(l, &l->shrt, 30, 1.0, NVIEW_SHORT);
 	}
-	print_message("setup (phantom, truth, masks, analytic projections): %.2f s\n", now_s() - t0);
+	print_message("setup (phantom, truth, masks, analytic projections): %.2f s\n", rc_now_s() - t0);
 	return 0;
 }
 
@@ -322,9 +316,9 @@ static struct result run_fdk(const char *name, struct level *l, const struct sca
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	struct progress_log log = { 0 };
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = &log };
-	double t0 = now_s();
-	r.rc = rc_fdk_run(a, x, sc->proj, l->vol_buf, &hooks, &err);
-	r.seconds = now_s() - t0;
+	double t0 = rc_now_s();
+	r.rc = rc_algo_run(a, x, sc->proj, l->vol_buf, &hooks, &err);
+	r.seconds = rc_now_s() - t0;
 	if (r.rc)
 		print_message("%s: %s\n", name, err.msg);
 	assert_int_equal(r.rc, 0);
@@ -497,7 +491,7 @@ static struct result run_2d(const char *name, rc_geom_type type, int nviews, dou
 	rc_exec *x;
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	rc_algo_params a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
-	r.rc = rc_fdk_run(&a, x, proj, v, NULL, &err);
+	r.rc = rc_algo_run(&a, x, proj, v, NULL, &err);
 	if (r.rc)
 		print_message("%s: %s\n", name, err.msg);
 	assert_int_equal(r.rc, 0);
@@ -584,7 +578,7 @@ static void test_cancel(void **state)
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = &log, .cancel = &cancel };
 	rc_algo_params a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
 	rc_err err;
-	assert_int_equal(rc_fdk_run(&a, s.x, s.proj, s.vol_buf, &hooks, &err), RC_ECANCELLED);
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, &hooks, &err), RC_ECANCELLED);
 	assert_int_equal(log.calls, 0);
 	for (size_t i = 0; i < rc_volume_count(&s.vol); i++)
 		assert_float_equal(s.vol_buf[i], 0, 0);
@@ -607,7 +601,7 @@ static void test_invalid(void **state)
 	rc_engine *e = ref_new(g);
 	rc_exec *x;
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
-	assert_int_equal(rc_fdk_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_algo_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
 	assert_string_equal(err.field, "geometry.angles");
 	rc_exec_free(x);
 	rc_engine_free(e);
@@ -615,11 +609,11 @@ static void test_invalid(void **state)
 	small_close(&s);
 	/* a short scan of 120 degrees */
 	small_open(&s, RC_GEOM_CONE, 13, 10);
-	assert_int_equal(rc_fdk_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "geometry.angles");
 	/* a bad cutoff and window */
 	a.cutoff = 0;
-	assert_int_equal(rc_fdk_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.cutoff");
 	small_close(&s);
 	/* matrices whose detector rows are not horizontal: no FDK */
@@ -637,7 +631,7 @@ static void test_invalid(void **state)
 	e = ref_new(g);
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
-	assert_int_equal(rc_fdk_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_algo_run(&a, x, s.proj, s.vol_buf, NULL, &err), RC_EUNSUPPORTED);
 	assert_string_equal(err.field, "geometry.matrices");
 	rc_exec_free(x);
 	rc_engine_free(e);

@@ -132,6 +132,19 @@ static void expect(const char *method, const char *path, const void *body, long 
 	resp_free(&r);
 }
 
+/* Asserts the status and that the answer carries a header line starting with hdr. */
+static void expect_header(const char *method, const char *path, const void *body, long len, const char *extra,
+			  long status, const char *hdr)
+{
+	struct resp r = call(method, path, body, len, extra);
+	if (r.status != status || !strstr(r.headers, hdr))
+		print_error("%s %s: got %ld want %ld with \"%s\": %.300s\n", method, path, r.status, status, hdr,
+			    r.headers);
+	assert_int_equal(r.status, status);
+	assert_non_null(strstr(r.headers, hdr));
+	resp_free(&r);
+}
+
 #define NV 12
 #define NU 16
 #define NVR 8
@@ -327,6 +340,7 @@ static void test_views_and_run(void **state)
 	assert_memory_equal(r.body, "gh", 2);
 	resp_free(&r);
 	expect("GET", p, NULL, 0, "Range: bytes=1024-", 416, "range_not_satisfiable");
+	expect_header("GET", p, NULL, 0, "Range: bytes=1024-", 416, "Content-Range: bytes */1024");
 	snprintf(p, sizeof p, "/v1/jobs/%s/volume?format=tiff", id);
 	expect("GET", p, NULL, 0, NULL, 400, "invalid_argument");
 
@@ -450,7 +464,7 @@ static void test_bad_input(void **state)
 	memset(big, ' ', sizeof big);
 	big[0] = '{';
 	big[sizeof big - 1] = '}';
-	expect("POST", "/v1/jobs", big, sizeof big, NULL, 413, "too_big");
+	expect("POST", "/v1/jobs", big, sizeof big, NULL, 413, "body_too_large");
 	const char *s = spec("x", 0);
 	char *nan = strdup(s), *neg = strdup(s), *alg = strdup(s);
 	char *q = strstr(nan, "1000");
@@ -469,7 +483,7 @@ static void test_bad_input(void **state)
 	static float view[NU * NVR + 1];
 	snprintf(p, sizeof p, "/v1/jobs/%s/projections/0", id);
 	expect("PUT", p, view, VIEW_BYTES - 4, NULL, 422, "wrong_length");
-	expect("PUT", p, view, VIEW_BYTES + 4, NULL, 413, "too_big");
+	expect("PUT", p, view, VIEW_BYTES + 4, NULL, 413, "body_too_large");
 	snprintf(p, sizeof p, "/v1/jobs/%s/projections", id);
 	expect("PUT", p, view, VIEW_BYTES, NULL, 422, "wrong_length");
 	snprintf(p, sizeof p, "/v1/jobs/%s/projections/12", id);
@@ -484,6 +498,7 @@ static void test_bad_input(void **state)
 	expect("PUT", "/v1/jobs/0b4f9c1e-5a8d-4f7e-9c2b-1d3e5f7a9b0c/projections/0", view, VIEW_BYTES, NULL, 404, "not_found");
 	expect("GET", "/v1/nothing", NULL, 0, NULL, 404, "not_found");
 	expect("PATCH", "/v1/jobs", "{}", 2, NULL, 405, "method_not_allowed");
+	expect_header("PATCH", "/v1/jobs", "{}", 2, NULL, 405, "Allow: GET, HEAD, POST");
 	expect("GET", "/v1/jobs?state=sleeping", NULL, 0, NULL, 400, "invalid_argument");
 	expect("GET", "/v1/jobs?limit=0", NULL, 0, NULL, 400, "invalid_argument");
 	snprintf(p, sizeof p, "/v1/jobs/%s/volume", id);
@@ -664,6 +679,7 @@ static void test_tokens(void **state)
 	expect("POST", "/v1/jobs", s, n, "Authorization: Bearer tok-read", 403, "forbidden");
 	expect("GET", "/v1/jobs", NULL, 0, "Authorization: Bearer tok-read", 200, NULL);
 	expect("GET", "/v1/devices", NULL, 0, NULL, 401, "unauthorized");
+	expect_header("GET", "/v1/devices", NULL, 0, NULL, 401, "WWW-Authenticate: Bearer");
 	expect("GET", "/healthz", NULL, 0, NULL, 200, NULL);
 	expect("GET", "/metrics", NULL, 0, NULL, 200, NULL);
 	char id[37], p[160];

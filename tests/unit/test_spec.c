@@ -1,7 +1,7 @@
 /*
- * Tests of server/worker/spec.c: a valid spec of each geometry type parses to the
- * numbers it says, and a table of bad specs each fails with RC_EINVAL (or
- * RC_ETOOBIG) naming the field at fault.
+ * Tests of server/worker/spec.c: a valid spec of each geometry type parses to
+ * the numbers it says, and a table of bad specs each fails with RC_EBADJSON
+ * (not a JSON object), RC_EINVAL or RC_ETOOBIG naming the field at fault.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,11 +137,11 @@ struct bad_case {
 	" \"detector\": {\"nu\": 64, \"nv\": 48, \"du_mm\": 1.0, \"dv_mm\": 1.0}}"
 
 static const struct bad_case bad[] = {
-	{ "not json", "{\"label\": ", RC_EINVAL, "json" },
-	{ "not an object", "[1, 2]", RC_EINVAL, "json" },
-	{ "duplicate key", "{\"label\": \"a\", \"label\": \"b\", " CONE_GEOM ", " VOL ", " ALG "}", RC_EINVAL, "json" },
-	{ "NaN literal", "{" G_SID("NaN") ", " VOL ", " ALG "}", RC_EINVAL, "json" },
-	{ "overflowing number", "{" G_SID("1e999") ", " VOL ", " ALG "}", RC_EINVAL, "json" },
+	{ "not json", "{\"label\": ", RC_EBADJSON, "" },
+	{ "not an object", "[1, 2]", RC_EBADJSON, "" },
+	{ "duplicate key", "{\"label\": \"a\", \"label\": \"b\", " CONE_GEOM ", " VOL ", " ALG "}", RC_EBADJSON, "" },
+	{ "NaN literal", "{" G_SID("NaN") ", " VOL ", " ALG "}", RC_EBADJSON, "" },
+	{ "overflowing number", "{" G_SID("1e999") ", " VOL ", " ALG "}", RC_EBADJSON, "" },
 	{ "negative distance", "{" G_SID("-5") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
 	{ "zero distance", "{" G_SID("0") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
 	{ "huge distance", "{" G_SID("1e300") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },

@@ -1,0 +1,26 @@
+/*
+ * http_error: the one mapping from a domain error (core/rc_error.h) to an
+ * HTTP answer.  The status depends on the code alone, so the same fault
+ * leaves with the same status from every route; the body is always
+ * {"error": {"code": rc_code_name(code), "message": msg[, "field": field]}}.
+ * Routes never choose an error status: they fill an rc_err and answer it
+ * with http_error_rc or http_fail (http_internal.h), which use these two.
+ * docs/api.md lists the table; tests/unit/test_http_error.c checks it.
+ */
+#ifndef RC_HTTP_ERROR_H
+#define RC_HTTP_ERROR_H
+
+#include <jansson.h>
+
+#include "rc_error.h"
+
+/* The HTTP status of an error code (400..599).  A number that is no code,
+ * and RC_OK (an error answer without an error is a bug), give 500. */
+unsigned http_status_of(int code);
+
+/* The error body of e as a new JSON object: code is rc_code_name(e->code),
+ * message e->msg, field e->field when it is not empty.  NULL when out of
+ * memory. */
+json_t *http_error_json(const rc_err *e);
+
+#endif
