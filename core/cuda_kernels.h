@@ -14,7 +14,7 @@
  *
  * Index space: the kernels work in continuous voxel indices of the slab they
  * write; host code folds the voxel size and the volume origin into the
- * matrices and rays (engine_cuda_geom.c), so a kernel never sees millimetres
+ * matrices and rays (engine_cuda_ctx.c), so a kernel never sees millimetres
  * except for the ray step.
  */
 #ifndef RC_CUDA_KERNELS_H
@@ -112,22 +112,34 @@ int rc_cuda_launch_rotate(cudaTextureObject_t vol_tex, const rc_cuda_rot_geom *g
 int rc_cuda_launch_project_rotated(const float *rot, const rc_cuda_rot_geom *g,
 				   float *proj, cudaStream_t s);
 
-/* Element-wise steps (n elements). */
+/* Element-wise steps of the CUDA backend (backend_cuda.c), n elements each,
+ * every one the loop of core/vec_host.c it names, float operation for float
+ * operation (elementwise.cu).  Device pointers; sums go into device doubles
+ * that the caller zeroes first. */
 int rc_cuda_fill(float *x, float v, size_t n, cudaStream_t s);
-/* e = (b - e) * w over n elements (algo_util.c rc_vresidual); *sum2
- * (device double, zeroed by the caller) += sum of (b - e)^2 before the
- * weighting. */
-int rc_cuda_residual(const float *b, float *e, const float *w, size_t n, double *sum2,
+/* rc_vresidual: e = (p - e) * w (w NULL: weight 1); *sum2 += sum of
+ * (p - e)^2 before the weighting. */
+int rc_cuda_residual(const float *p, float *e, const float *w, size_t n, double *sum2,
 		     cudaStream_t s);
-/* x += lambda * u * c, then max(x, 0) when nonneg (rc_vupdate). */
-int rc_cuda_update(float *x, const float *u, const float *c, float lambda, int nonneg, size_t n,
+/* rc_vupdate: v += lambda * u * c, then max(v, 0) when nonneg. */
+int rc_cuda_update(float *v, const float *u, const float *c, float lambda, int nonneg, size_t n,
 		   cudaStream_t s);
-/* y += a * x */
+/* rc_vmul2: v *= u * c */
+int rc_cuda_mul(float *v, const float *u, const float *c, size_t n, cudaStream_t s);
+/* rc_vaxpy: y += a * x */
 int rc_cuda_axpy(float *y, float a, const float *x, size_t n, cudaStream_t s);
-/* p = s + beta * p */
-int rc_cuda_xpby(float *p, const float *s_, float beta, size_t n, cudaStream_t s);
-/* *out (device double, zeroed by the caller) += sum of x*y. */
+/* rc_vxpay: y = x + a * y */
+int rc_cuda_xpay(float *y, const float *x, float a, size_t n, cudaStream_t s);
+/* rc_vdot: *out += sum of x * y; y NULL: rc_vsum, *out += sum of x. */
 int rc_cuda_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s);
+/* rc_vinv_guarded in two launches: rc_cuda_max puts max(0, max x) into
+ * *mx (the float's bits; the caller zeroes it), then rc_cuda_inv_guarded
+ * sets x = x > eps && x > 0 ? 1 / x : 0 with eps = (float)(rel * max). */
+int rc_cuda_max(const float *x, size_t n, unsigned *mx, cudaStream_t s);
+int rc_cuda_inv_guarded(float *x, size_t n, double rel, const unsigned *mx, cudaStream_t s);
+/* rc_vratio: e = e > eps ? max(p, 0) / e : 0; *sum2 += sum of (p - e)^2
+ * taken before. */
+int rc_cuda_ratio(float *e, const float *p, float eps, size_t n, double *sum2, cudaStream_t s);
 
 #ifdef __cplusplus
 }

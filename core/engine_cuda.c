@@ -2,8 +2,10 @@
  * engine_cuda: device discovery and the no-CUDA branch (engine_cuda.h).
  *
  * Builds with nvcc define RC_HAVE_CUDA and get the real engine from
- * engine_cuda_ops.c and the resident algorithms from engine_cuda_algo.c;
- * without it every entry point stays, answering "no CUDA in this build".
+ * engine_cuda_ops.c and the resident runs from backend_cuda.c (the CUDA
+ * backend under the shared algorithms); without it every entry point stays,
+ * answering "no CUDA in this build" (rc_backend_cuda_new's in
+ * backend_cuda.c).
  */
 #include "engine_cuda.h"
 

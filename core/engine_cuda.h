@@ -7,16 +7,21 @@
  *    inputs (the volume as a 3-D texture, projections in batches of views
  *    into layered 2-D textures, uploads overlapped with the kernels on two
  *    streams) and downloads its result.
- *  - rc_cuda_run_algo: a whole SART / SIRT / CGLS run on one GPU with every
- *    buffer resident and the element-wise steps as kernels; recon.c calls it
- *    for execution.engine = "cuda" (FDK: use the engine through rc_algo_run,
- *    the filter stays on the host and the back projection runs here).
+ *  - rc_cuda_run_algo: a whole run resident on one GPU.  It is the shared
+ *    algorithms of algo.h (algo_fdk.c, algo_sart.c, algo_sirt.c,
+ *    algo_cgls.c, algo_mlem.c: the same code the host backend runs) over
+ *    the CUDA backend, rc_backend_cuda_new: vectors in device memory, the
+ *    projections through the engine's projector calls, the element-wise
+ *    steps as kernels, only the scalars an algorithm branches on read back.
+ *    recon.c calls it for execution.engine = "cuda" (FDK: the filter stays
+ *    on the host, the filtered stack is uploaded once).
  *
  * Memory: the bytes a call needs are computed before anything is allocated
  * and compared with the free device memory (cudaMemGetInfo, capped by
  * rc_cuda_options.mem_budget); an engine call that does not fit runs the
- * volume in z-slabs, a resident run that does not fit is refused with
- * RC_ETOOBIG (recon.c then falls back to the engine path).
+ * volume in z-slabs, a resident run that does not fit (rc_algo_vectors'
+ * vectors plus the projector's textures) is refused with RC_ETOOBIG
+ * (recon.c then falls back to the engine path).
  *
  * Builds without nvcc (RC_HAVE_CUDA undefined) keep every function: the
  * count is 0 and the rest return RC_EUNSUPPORTED with a message saying the
@@ -34,9 +39,9 @@
 typedef enum rc_cuda_interp {
 	/* The fast choice wherever it is safe: HW for RC_BP_VOXEL, RC_FP_ROTATE
 	 * and the forward projection of the resident SART; EXACT for the
-	 * engine's RC_FP_RAYCAST (engine.h promises RC_BP_MATCHED is its exact
-	 * adjoint, and the engine cannot know whether CGLS is calling) and for
-	 * the resident SIRT and CGLS. */
+	 * engine's and the backend's RC_FP_RAYCAST (engine.h promises
+	 * RC_BP_MATCHED is its exact adjoint, and neither knows whether CGLS
+	 * is calling) and for the resident SIRT, CGLS and MLEM. */
 	RC_CUDA_INTERP_AUTO = 0,
 	/* Hardware bilinear/trilinear filtering: one fetch per sample, weights
 	 * in 9-bit fixed point (8 fractional bits, CUDA C Programming Guide,
@@ -53,7 +58,7 @@ typedef struct rc_cuda_options {
 	int ordinal;            /* CUDA device number, 0 .. rc_engine_cuda_count()-1 */
 	uint64_t mem_budget;    /* bytes the engine may use; 0 = the free memory
 	                           (less a safety margin); tests force slabs with it */
-	rc_cuda_interp fp_interp; /* RC_FP_RAYCAST; CGLS and SIRT always EXACT */
+	rc_cuda_interp fp_interp; /* RC_FP_RAYCAST; SIRT, CGLS, MLEM always EXACT */
 	rc_cuda_interp bp_interp; /* RC_BP_VOXEL and RC_FP_ROTATE */
 	int views_per_launch;   /* back projection batch, 1..32; 0 = 32 */
 } rc_cuda_options;
@@ -97,20 +102,47 @@ int rc_engine_cuda_last_slabs(const rc_engine *e);
 void *rc_cuda_host_alloc(size_t bytes);
 void rc_cuda_host_free(void *p);
 
-/* 1 when rc_cuda_run_algo runs this algorithm on this geometry. */
+/* 1 when rc_cuda_run_algo runs this algorithm on this geometry: every
+ * algorithm (FDK, SART, SIRT, CGLS, MLEM) on cone and matrices geometries;
+ * 0 for fan and parallel, and in builds without CUDA. */
 int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g);
 
-/* Bytes rc_cuda_run_algo needs on the device for this job (0 if unsupported). */
+/* Bytes rc_cuda_run_algo needs on the device for this job (0 if
+ * unsupported): the vectors rc_algo_vectors counts plus the projector's
+ * textures. */
 uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g);
 
-/* A whole run resident on one GPU; same contract as rc_algo_run (vol
- * overwritten, progress and cancel once per iteration, RC_ECANCELLED leaves
- * the last complete iterate).  RC_ETOOBIG when it does not fit (nothing was
- * run: fall back to rc_algo_run over a CUDA engine, which uses slabs);
- * RC_EUNSUPPORTED for algorithms or geometries it does not run.  o may be
- * NULL (defaults). */
+/* The backend of a resident run of p: the checks of rc_cuda_run_algo (its
+ * RC_ETOOBIG, RC_EUNSUPPORTED) and the interpolation AUTO resolves to for
+ * the algorithm, then rc_backend_cuda_new with the algorithm's vectors set
+ * aside.  For callers that read the backend's stats after the run. */
+int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
+			  rc_err *err);
+
+/* A whole run resident on one GPU: rc_algo_run_on over rc_backend_cuda_new,
+ * so the same contract as rc_algo_run (vol overwritten, progress and cancel
+ * once per iteration, RC_ECANCELLED leaves the last complete iterate).
+ * RC_ETOOBIG when it does not fit (nothing was run: fall back to
+ * rc_algo_run over a CUDA engine, which uses slabs); RC_EUNSUPPORTED for
+ * geometries it does not run.  o may be NULL (defaults); its AUTO
+ * interpolation is resolved per algorithm as rc_cuda_interp says. */
 int rc_cuda_run_algo(const rc_algo_params *p, const rc_geom *g,
 		     const rc_cuda_options *o, const float *proj, float *vol,
 		     const rc_algo_hooks *hooks, rc_err *err);
+
+/* The CUDA backend (backend.h; core/backend_cuda.c): vectors in the memory
+ * of device o->ordinal, nbatch 1, name "cuda"; cone and matrices geometries
+ * (borrowed).  Interpolation from o with the engine's meaning of AUTO:
+ * RC_FP_RAYCAST is HW only when o->fp_interp is HW (AUTO is EXACT: the
+ * backend cannot know whether the algorithm needs the matched pair, so a
+ * caller running SART passes HW for speed); RC_BP_VOXEL and RC_FP_ROTATE are
+ * EXACT only when o->bp_interp is EXACT.  reserve: the bytes of the vectors
+ * the caller will allocate (rc_algo_vectors), set aside before the
+ * projector's textures are planned; RC_ETOOBIG, nothing allocated, when the
+ * volume would not fit in one slab.  A vector that cannot be allocated
+ * later is RC_ETOOBIG too.  Every projection is waited for and counted in
+ * b->stats (backend.h).  Without CUDA: RC_EUNSUPPORTED. */
+int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve,
+			rc_backend **ret, rc_err *err);
 
 #endif

@@ -210,6 +210,7 @@ int cu_ctx_init(cu_ctx *c, const rc_geom *g, const rc_cuda_options *o, int need,
 		CU_CHECK(cudaEventCreateWithFlags(&c->copied[b], cudaEventDisableTiming), "cudaEventCreate");
 		CU_CHECK(cudaEventCreateWithFlags(&c->consumed[b], cudaEventDisableTiming), "cudaEventCreate");
 	}
+	CU_CHECK(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
 	if (need & CU_NEED_BATCH) {
 		for (int b = 0; b < 2; b++) {
 			struct cudaExtent ext = {(size_t)c->nu, (size_t)c->nv, (size_t)p->batch};
@@ -314,6 +315,8 @@ void cu_ctx_release(cu_ctx *c)
 		if (c->consumed[b])
 			cu_release(cudaEventDestroy(c->consumed[b]));
 	}
+	if (c->ready)
+		cu_release(cudaEventDestroy(c->ready));
 	for (int x = 0; x < 2; x++)
 		if (c->vtex[x])
 			cu_release(cudaDestroyTextureObject(c->vtex[x]));
@@ -473,6 +476,12 @@ int cu_bp_voxel(cu_ctx *c, const float *proj, float *dvol, int z0, int z1, int f
 	CU_CHECK(cudaPointerGetAttributes(&attr, proj), "cudaPointerGetAttributes(projections)");
 	/* pinned host or device memory: DMA straight from it */
 	const int direct = attr.type != cudaMemoryTypeUnregistered;
+	if (direct) {
+		/* a device stack may come from kernels queued on ks (the backend's
+		 * residual): the copies wait for everything queued there so far */
+		CU_CHECK(cudaEventRecord(c->ready, c->ks), "cudaEventRecord(ready)");
+		CU_CHECK(cudaStreamWaitEvent(c->cs, c->ready, 0), "cudaStreamWaitEvent(copies after kernels)");
+	}
 	rc_cuda_bp_batch bb;
 	const int batch = c->plan.batch;
 	for (int i = 0, b0 = first; b0 < last; i++, b0 += batch) {

@@ -2,9 +2,12 @@
  * engine_cuda_impl: what the CUDA engine's host files share (not a public
  * header).  A cu_ctx holds one device's streams, the texture arrays the
  * projectors read and the buffers a slab of work needs; engine_cuda_ops.c
- * (the rc_engine) and engine_cuda_algo.c (the resident algorithms) both run
- * their projections through the cu_* calls below, which accept host or
- * device pointers alike (cudaMemcpyDefault with unified addressing).
+ * (the rc_engine) and backend_cuda.c (the backend of the resident runs:
+ * vectors in device memory) both run their projections through the cu_*
+ * calls below, which accept host or device pointers alike
+ * (cudaMemcpyDefault with unified addressing).  Kernels and copies of a
+ * context are queued on c->ks in order; only cu_bp_voxel also uses the
+ * copy stream c->cs, ordered against ks with events.
  *
  * Slabs: a slab is the volume's planes z in [z0, z1).  Forward projection
  * adds the slabs' contributions, back projection writes each slab's part of
@@ -64,6 +67,7 @@ typedef struct cu_ctx {
 	size_t view_elems;
 	cudaStream_t ks, cs;                 /* kernels, copies */
 	cudaEvent_t copied[2], consumed[2];
+	cudaEvent_t ready;                   /* ks reached this point (cu_bp_voxel) */
 	cudaArray_t barr[2];
 	cudaTextureObject_t btex[2][2];      /* [buffer][exact] */
 	float *stage[2];                     /* pinned staging for pageable sources */

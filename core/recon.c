@@ -19,9 +19,11 @@
  *               without models a CUDA GPU if present, else the CPU (the
  *               first device that opens if that fails).  auto never spends
  *               job time on calibration and opens only the chosen devices.
- *   tensor      tensor.h's rc_tensor_run (paper 001); auto also sends
- *               2-D CGLS jobs there
- * Fan and parallel geometries run on the cpu engine only.
+ *   tensor      tensor.h's rc_tensor_run (paper 001): the tensor backend
+ *               over the distance-driven system matrix
+ * Fan and parallel geometries run on the tensor backend for auto, cpu (its
+ * CPU path, fp32 CSR unless precision is mixed) and tensor; rc_recon_check
+ * refuses them on the other engines, and fdk on them.
  *
  * After a run with a model directory every device's measured time per call
  * is added to its model (devices.h), so plans follow the hardware.  If a
@@ -51,17 +53,16 @@ void rc_recon_spec_default(rc_recon_spec *s)
 }
 
 /* Whether engine e runs algorithm a on a geometry of type g, from the spec
- * alone: fan and parallel run on the cpu engine (auto, and tensor for cgls),
- * the tensor engine runs fan/parallel cgls only, fdk needs cone or matrices.
- * Every message of rc_recon_check lists the choices this accepts. */
+ * alone: fan and parallel run on the tensor backend (execution.engine auto,
+ * cpu or tensor) and fdk does not run on them; the tensor engine runs fan
+ * and parallel only.  Every message of rc_recon_check lists the choices this
+ * accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 {
 	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;
-	if (is2d && a == RC_ALGO_FDK)
-		return 0;
-	if (e == RC_ENGINE_TENSOR)
-		return is2d && a == RC_ALGO_CGLS;
-	return !is2d || e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU;
+	if (is2d)
+		return a != RC_ALGO_FDK && (e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR);
+	return e != RC_ENGINE_TENSOR;
 }
 
 struct combo {
@@ -406,30 +407,6 @@ static void refit(struct job *j)
 		}
 }
 
-static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
-			     const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
-{
-	if (rc_engine_cuda_count() < 1 || !rc_cuda_algo_supported(&s->algo, g))
-		return RC_ETOOBIG; /* not applicable: take the engine path */
-	rc_err e1;
-	int rc = rc_cuda_run_algo(&s->algo, g, NULL, proj, vol, hooks, &e1);
-	if (rc == RC_ETOOBIG)
-		return rc;
-	if (rc && err)
-		*err = e1;
-	rc_cuda_device_info ci;
-	snprintf(report->engine, sizeof report->engine, "cuda");
-	report->ndevices = 1;
-	snprintf(report->dev[0].name, sizeof report->dev[0].name, "cuda");
-	if (rc_engine_cuda_info(0, &ci, NULL) == 0)
-		snprintf(report->dev[0].device_id, sizeof report->dev[0].device_id, "%s", ci.device_id);
-	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		report->dev[0].views[t] = rc_geom_nviews(g);
-		report->dev[0].predicted_ms[t] = -1;
-	}
-	return rc ? rc : 0;
-}
-
 /* The report and the model refit of a run on one device backend: all views
  * of every task on it, the measured time per call from the backend's
  * stats (there is no prediction: the device ran alone). */
@@ -451,6 +428,34 @@ static void report_single(const rc_recon_spec *s, const rc_backend *b, const cha
 		/* a failure to store only loses this refinement */
 		(void)rc_models_add(s->model_dir, device_id, shape, (rc_task)t, &w, &sec, 1, 0, NULL, NULL);
 	}
+}
+
+/* execution.engine = "cuda": the resident run (rc_algo_run_on over the CUDA
+ * backend).  RC_ETOOBIG: not run, take the engine path. */
+static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
+			     const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
+{
+	if (rc_engine_cuda_count() < 1 || !rc_cuda_algo_supported(&s->algo, g))
+		return RC_ETOOBIG; /* not applicable: take the engine path */
+	rc_backend *b = NULL;
+	rc_err e1;
+	char shape[64];
+	rc_cuda_device_info ci;
+	int rc = rc_cuda_resident_open(&s->algo, g, NULL, &b, &e1);
+	if (rc == RC_ETOOBIG)
+		return rc;
+	if (!rc)
+		rc = rc_algo_run_on(&s->algo, b, proj, vol, hooks, &e1);
+	if (rc && err)
+		*err = e1;
+	if (b) {
+		rc_shape_key(g, algo_bp(s->algo.name), shape, sizeof shape);
+		if (rc_engine_cuda_info(0, &ci, NULL))
+			ci.device_id[0] = 0;
+		report_single(s, b, ci.device_id, shape, report);
+	}
+	rc_backend_free(b);
+	return rc;
 }
 
 /* execution.engine = "opencl": the resident run (rc_algo_run_on over the
@@ -497,10 +502,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (rc)
 		goto out;
 	j.g = g;
-	/* the tensor path (paper 001, helper "tensor"): asked for, or a 2-D
-	 * CGLS job left to auto */
+	/* the tensor backend (paper 001, helper "tensor"): asked for, or any
+	 * 2-D job on auto or cpu (the CPU engine's projectors are cone and
+	 * matrices only; cpu runs the tensor backend's CPU path) */
 	if (!strcmp(mode, "tensor") ||
-	    (!strcmp(mode, "auto") && rc_geom_is_2d(g) && s->algo.name == RC_ALGO_CGLS)) {
+	    (rc_geom_is_2d(g) && (!strcmp(mode, "auto") || !strcmp(mode, "cpu")))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
 		goto out;
 	}

@@ -1,8 +1,11 @@
 /*
  * tensor: the job path (tensor.h).  Steps: matrix from the cache (or built),
- * orderings, BSR of one fragment shape, gather the sinograms into the
- * ordered [row][slice] layout, CGLS on the GPU or the CPU, scatter back.
- * The CPU products are timed per call for the job report.
+ * orderings, BSR of one fragment shape (or the CSR fp32 and its transpose),
+ * the tensor backend over it (backend_tensor.c: vectors in the ordered
+ * [row][slice] layout, on the GPU or the CPU), then the algorithm as every
+ * engine runs it (rc_algo_run_on).  The CPU products are timed per call
+ * for the job report; on the GPU a forward and a back product are timed
+ * after the run.
  */
 #include "tensor.h"
 
@@ -10,27 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bsr.h"
 #include "dd_matrix.h"
 #include "engine_cpu.h"
 #include "engine_cuda.h"
+#include "backend.h"
 #include "morton.h"
-#include "tensor_cg.h"
+#include "rc_clock.h"
 #include "tensor_gpu.h"
 
 /* Alg. 2 block sizes: paper 001 §4.2, "we found the choice B_x = 4, B_y = 2
  * to give good sparsity patterns". */
 #define MORTON_BX 4
 #define MORTON_BY 2
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void rc_tensor_opts_default(rc_tensor_opts *o)
 {
@@ -40,81 +36,55 @@ void rc_tensor_opts_default(rc_tensor_opts *o)
 	o->gpu = -1;
 }
 
-struct cpu_ops {
-	const rc_bsr *b;
-	const rc_csr *m, *mt;
-	int nc, threads;
-	double sec[2];
-	long calls[2];
-};
-
-static int cpu_fwd(void *ud, const float *x, float *y)
-{
-	struct cpu_ops *c = ud;
-	double t = now_s();
-	int rc = c->b ? rc_bsr_mul(c->b, x, y, c->nc, c->threads) : rc_csr_mul(c->m, x, y, c->nc, c->threads, NULL);
-	c->sec[0] += now_s() - t;
-	c->calls[0]++;
-	return rc;
-}
-
-static int cpu_back(void *ud, const float *y, float *x)
-{
-	struct cpu_ops *c = ud;
-	double t = now_s();
-	int rc = c->b ? rc_bsr_mul_t(c->b, y, x, c->nc, c->threads) : rc_csr_mul(c->mt, y, x, c->nc, c->threads, NULL);
-	c->sec[1] += now_s() - t;
-	c->calls[1]++;
-	return rc;
-}
-
-struct progress {
+/* Hooks around the caller's: progress passes through (and keeps the
+ * residual and the iteration count), iterate computes opts->iter's error
+ * and relative change from the downloaded iterate. */
+struct watch {
 	const rc_tensor_opts *o;
-	const rc_algo_hooks *hooks;
-	double t0;
-	int of;
+	const rc_algo_hooks *user;
+	int done;
+	double residual;
+	size_t nvox;
+	float *cur, *prev; /* host copies of the iterate (opts->iter only) */
+	double refnorm2;
 };
 
-static int on_iter(void *ud, const rc_cg_iter *it)
+static void w_progress(void *ud, const rc_progress *p)
 {
-	struct progress *p = ud;
-	if (p->o->iter)
-		p->o->iter(p->o->iter_ud, it->iteration, it->residual, it->rel_change, it->error);
-	if (p->hooks && p->hooks->progress) {
-		rc_progress pr = { .iteration = it->iteration, .of = p->of, .residual = it->residual,
-				   .elapsed_s = now_s() - p->t0 };
-		p->hooks->progress(p->hooks->ud, &pr);
+	struct watch *w = ud;
+	w->done = p->iteration;
+	w->residual = p->residual;
+	if (w->user && w->user->progress)
+		w->user->progress(w->user->ud, p);
+}
+
+static int w_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
+{
+	struct watch *w = ud;
+	if (w->o->iter) {
+		rc_err e;
+		int rc = rc_bk_download(b, x, w->cur, &e);
+		if (rc)
+			return rc;
+		double e2 = 0, x2 = 0, d2 = 0;
+		for (size_t i = 0; i < w->nvox; i++) {
+			double xv = w->cur[i], d = xv - w->prev[i];
+			x2 += xv * xv;
+			d2 += d * d;
+			if (w->o->vol_ref) {
+				double r = xv - w->o->vol_ref[i];
+				e2 += r * r;
+			}
+		}
+		double error = -1;
+		if (w->o->vol_ref)
+			error = w->refnorm2 > 0 ? sqrt(e2 / w->refnorm2) : sqrt(e2);
+		w->o->iter(w->o->iter_ud, iteration, w->residual, x2 > 0 ? sqrt(d2 / x2) : 0, error);
+		float *t = w->prev;
+		w->prev = w->cur;
+		w->cur = t;
 	}
-	return 0;
-}
-
-#ifdef RC_HAVE_CUDA
-static int on_gpu_iter(void *ud, int iteration, double residual, double rel_change)
-{
-	struct progress *p = ud;
-	rc_cg_iter it = { .iteration = iteration, .of = p->of, .residual = residual, .rel_change = rel_change,
-			  .error = -1 };
-	on_iter(p, &it);
-	if (p->hooks && p->hooks->cancel && atomic_load(p->hooks->cancel))
-		return RC_ECANCELLED;
-	return 0;
-}
-#endif
-
-/* proj [z][row] -> Y [perm(row)][col z] (padded rows and slices zero). */
-static void gather(const float *proj, int nz, int64_t rows, const int32_t *perm, int64_t rows_pad, int nc, float *Y)
-{
-	memset(Y, 0, (size_t)(rows_pad * nc) * sizeof *Y);
-	for (int z = 0; z < nz; z++)
-		for (int64_t r = 0; r < rows; r++)
-			Y[(perm ? (int64_t)perm[r] : r) * nc + z] = proj[(int64_t)z * rows + r];
-}
-
-static void scatter(const float *X, int nz, int64_t cols, const int32_t *perm, int nc, float *vol)
-{
-	for (int z = 0; z < nz; z++)
-		for (int64_t c = 0; c < cols; c++)
-			vol[(int64_t)z * cols + c] = X[(perm ? (int64_t)perm[c] : c) * nc + z];
+	return w->user && w->user->iterate ? w->user->iterate(w->user->ud, b, x, iteration) : 0;
 }
 
 static rc_frag pick_fragment(int nz)
@@ -134,12 +104,13 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	rc_recon_report local;
 	if (!report)
 		report = &local;
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	rc_csr *m = NULL, *mt = NULL;
 	rc_bsr *b = NULL;
 	int32_t *rperm = NULL, *cperm = NULL;
-	float *Y = NULL, *X = NULL, *Xref = NULL;
-	int rc = 0, done = 0, hit = 0;
+	rc_backend *bk = NULL;
+	struct watch w = { .o = o, .user = hooks };
+	int rc = 0, hit = 0;
 #ifdef RC_HAVE_CUDA
 	rc_tgpu *gt = NULL;
 #endif
@@ -147,9 +118,10 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	if (!rc_geom_is_2d(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the tensor engine runs fan and parallel geometries; use another execution.engine for cone or matrices");
-	if (algo->name != RC_ALGO_CGLS)
+	if (algo->name == RC_ALGO_FDK)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
-			       "algorithm.name \"%s\" is not available on the tensor engine, which runs \"cgls\" only",
+			       "algorithm.name \"%s\" is not available for fan and parallel geometries (filtered back projection "
+			       "in 2-D is not implemented); use sart, sirt, cgls or mlem",
 			       rc_algo_name_str(algo->name));
 	if (algo->iterations < 1)
 		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
@@ -210,12 +182,20 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		snprintf(mr->fragment, sizeof mr->fragment, "csr.fp32");
 		mr->bytes = m->nnz * 8 + (int64_t)(m->rows + 1) * 8;
 	}
+	rc_tensor_mat tm = { .g = g, .threads = o->threads };
 #ifdef RC_HAVE_CUDA
 	char msg[256] = "";
 	if (use_gpu) {
-		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, (nz + 31) / 32 * 32, &gt, msg, sizeof msg);
+		int nc32 = (nz + 31) / 32 * 32, nvol, nproj;
+		rc_algo_vectors(algo, g, &nvol, &nproj);
+		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, nc32, &gt, msg, sizeof msg);
+		/* the algorithm's vectors and the subset scratch vector */
+		if (!rc)
+			rc = rc_tgpu_vec_fit(gt, nvol, nproj + 1, msg, sizeof msg);
 		if (rc == RC_ETOOBIG && o->gpu != 1) {
 			/* does not fit the device: the CPU path, in its own index space */
+			rc_tgpu_free(gt);
+			gt = NULL;
 			use_gpu = 0;
 			rc = 0;
 			if (!o->mixed) {
@@ -226,39 +206,40 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		} else if (rc) {
 			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
 			goto out;
+		} else {
+			tm.gpu = gt;
+			tm.gpu_kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
+			tm.ncols = nc32;
 		}
 	}
 #endif
-	int nc = use_gpu ? (nz + 31) / 32 * 32 : nz;
-	Y = malloc((size_t)(rows_pad * nc) * sizeof *Y);
-	X = malloc((size_t)(cols_pad * nc) * sizeof *X);
-	if (!Y || !X) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d slices of CG vectors", nc);
-		goto out;
-	}
-	gather(proj, nz, rows, rp, rows_pad, nc, Y);
-	if (o->vol_ref) {
-		Xref = malloc((size_t)(cols_pad * nc) * sizeof *Xref);
-		if (!Xref) {
-			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the reference volume");
-			goto out;
+	if (!use_gpu) {
+		if (o->mixed) {
+			tm.bsr = b;
+		} else {
+			rc = rc_csr_transpose(m, &mt, err);
+			if (rc)
+				goto out;
+			tm.csr = m;
+			tm.csr_t = mt;
 		}
-		float *tmp = Xref;
-		memset(tmp, 0, (size_t)(cols_pad * nc) * sizeof *tmp);
-		for (int z = 0; z < nz; z++)
-			for (int64_t c = 0; c < cols; c++)
-				tmp[(cp ? (int64_t)cp[c] : c) * nc + z] = o->vol_ref[(int64_t)z * cols + c];
+		tm.ncols = nz;
 	}
-	struct progress pg = { .o = o, .hooks = hooks, .t0 = t0, .of = algo->iterations };
+	tm.rperm = rp;
+	tm.cperm = cp;
+	tm.rows_pad = rows_pad;
+	tm.cols_pad = cols_pad;
+	if ((rc = rc_backend_tensor_new(&tm, &bk, err)))
+		goto out;
+
 	report->ndevices = 1;
 	rc_recon_device_report *d = &report->dev[0];
 	for (int t = 0; t < RC_TASK_COUNT; t++) {
 		d->views[t] = nviews;
 		d->predicted_ms[t] = -1;
 	}
-#ifdef RC_HAVE_CUDA
 	if (use_gpu) {
-		rc_tgpu_kind kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
+#ifdef RC_HAVE_CUDA
 		snprintf(d->name, sizeof d->name, "cuda-tensor");
 		/* the device's one identity (devices.h); the current CUDA device is 0 */
 		rc_cuda_device_info ci;
@@ -266,51 +247,58 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			snprintf(d->device_id, sizeof d->device_id, "%s", ci.device_id);
 		else
 			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
-		rc = rc_tgpu_cgls(gt, kind, Y, X, algo->iterations, on_gpu_iter, &pg, &done, msg, sizeof msg);
-		double msf = 0, msb = 0;
-		if (!rc)
-			rc_tgpu_time(gt, kind, 1, &msf, &msb, msg, sizeof msg);
-		d->measured_ms[RC_TASK_FORWARD] = msf;
-		d->measured_ms[RC_TASK_BACK] = msb;
-		if (rc == RC_ECANCELLED)
-			rc = rc_fail(err, RC_ECANCELLED, "", "the job was cancelled after %d iterations", done);
-		else if (rc)
-			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
-	}
 #endif
-	if (!use_gpu) {
-		if (!o->mixed) {
-			rc = rc_csr_transpose(m, &mt, err);
-			if (rc)
-				goto out;
-		}
-		struct cpu_ops co = { .b = o->mixed ? b : NULL, .m = m, .mt = mt, .nc = nc, .threads = o->threads };
-		rc_cg_ops ops = { .n = cols_pad, .m = rows_pad, .ncols = nc, .fwd = cpu_fwd, .back = cpu_back, .ud = &co };
-		rc_cg_opts copts = { .iterations = algo->iterations, .x_ref = Xref,
-				     .cancel = hooks ? hooks->cancel : NULL, .iter = on_iter, .ud = &pg };
+	} else {
 		snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
 		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
-		rc = rc_cgls(&ops, Y, X, &copts, &done, err);
-		for (int t = 0; t < RC_TASK_COUNT; t++)
-			d->measured_ms[t] = co.calls[t] ? 1e3 * co.sec[t] / (double)co.calls[t] : 0;
 	}
-	if (!rc || rc == RC_ECANCELLED)
-		scatter(X, nz, cols, cp, nc, vol);
-	report->iterations_done = done;
+
+	w.nvox = rc_volume_count(v);
+	if (o->iter) {
+		w.cur = malloc(w.nvox * sizeof *w.cur);
+		w.prev = calloc(w.nvox, sizeof *w.prev);
+		if (!w.cur || !w.prev) {
+			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the per-iteration volume");
+			goto out;
+		}
+		if (o->vol_ref)
+			for (size_t i = 0; i < w.nvox; i++)
+				w.refnorm2 += (double)o->vol_ref[i] * o->vol_ref[i];
+	}
+	rc_algo_hooks wh = { .progress = w_progress, .ud = &w, .cancel = hooks ? hooks->cancel : NULL,
+			     .iterate = w_iterate };
+	rc = rc_algo_run_on(algo, bk, proj, vol, &wh, err);
+	report->iterations_done = w.done;
+
+	if (use_gpu) {
+#ifdef RC_HAVE_CUDA
+		/* device calls are queued, not timed one by one: time a pair now */
+		double msf = 0, msb = 0;
+		if (!rc)
+			rc_tgpu_time(gt, (rc_tgpu_kind)tm.gpu_kind, 1, &msf, &msb, msg, sizeof msg);
+		d->measured_ms[RC_TASK_FORWARD] = msf;
+		d->measured_ms[RC_TASK_BACK] = msb;
+#endif
+	} else {
+		const rc_backend_stats *st = &bk->stats;
+		for (int t = 0; t < RC_TASK_COUNT; t++)
+			d->measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
+	}
 out:
+	rc_backend_free(bk);
 #ifdef RC_HAVE_CUDA
 	rc_tgpu_free(gt);
 #endif
-	report->seconds = now_s() - t0;
-	free(Y);
-	free(X);
-	free(Xref);
+	report->seconds = rc_now_s() - t0;
+	free(w.cur);
+	free(w.prev);
 	free(rperm);
 	free(cperm);
 	rc_bsr_free(b);
 	rc_csr_free(mt);
 	rc_csr_free(m);
 	(void)hit;
+	(void)rows_pad;
 	return rc;
 }
 
@@ -329,5 +317,8 @@ int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, f
 		return rc_fail(err, RC_EINVAL, "execution.precision",
 			       "execution.precision \"%s\" is not known to the tensor engine; use \"mixed\" (fp16 matrix) or \"fp32\"",
 			       s->precision);
+	/* engine cpu: the tensor backend's CPU path, never a GPU */
+	if (!strcmp(s->engine, "cpu"))
+		o.gpu = 0;
 	return rc_tensor_solve(&o, &s->algo, g, proj, vol, hooks, report, err);
 }

@@ -2,9 +2,11 @@
  * tensor: a fan or parallel job on the tensor path of paper 001: the
  * distance-driven system matrix (dd_matrix.h, cached per geometry), its
  * pseudo-Morton ordering (morton.h), BSR fp16 blocks of one WMMA fragment
- * shape (bsr.h) and CG on the normal equations (tensor_cg.h) for all slices
- * at once.  On the GPU (RC_HAVE_CUDA and a device) the products run on
- * tensor cores; otherwise on the CPU from the same fp16 blocks.
+ * shape (bsr.h), opened as a backend (backend.h, backend_tensor.c) on which
+ * every iterative algorithm of algo.h runs, for all slices at once.  On the
+ * GPU (RC_HAVE_CUDA and a device) vectors stay on the device and the
+ * products run on tensor cores; otherwise on the CPU from the same fp16
+ * blocks.
  *
  * Precision: "mixed" (or "fp16") = fp16 matrix, fp32 vectors (the tensor
  * path); "fp32" = the same matrix in CSR fp32 (the reference the mixed path
@@ -18,10 +20,14 @@
 #ifndef RC_TENSOR_H
 #define RC_TENSOR_H
 
+#include <stdint.h>
+
+#include "backend.h"
 #include "recon.h"
 
-/* The job path: algorithm cgls only (others: RC_EUNSUPPORTED naming
- * algorithm.name); fills report->matrix and report->engine = "tensor". */
+/* The job path for a fan or parallel geometry: every algorithm but fdk
+ * (RC_EUNSUPPORTED naming algorithm.name); fills report->matrix and
+ * report->engine = "tensor".  Engine "cpu" runs the CPU path only. */
 int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
 		  const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err);
 
@@ -32,16 +38,51 @@ typedef struct rc_tensor_opts {
 	int gpu;               /* -1 = when present, 0 = never, 1 = required */
 	int threads;           /* 0 = all cores */
 	const float *vol_ref;  /* optional reference volume: error per iteration */
-	/* per iteration, with the error when vol_ref is given (may be NULL) */
+	/* per iteration (through rc_algo_hooks.iterate: the iterate is
+	 * downloaded), with the error ||x - ref|| / ||ref|| when vol_ref is
+	 * given (else -1) and the relative change ||x_k - x_k-1|| / ||x_k||;
+	 * may be NULL */
 	void (*iter)(void *ud, int iteration, double residual, double rel_change, double error);
 	void *iter_ud;
 } rc_tensor_opts;
 
 void rc_tensor_opts_default(rc_tensor_opts *o);
 
-/* rc_tensor_run with explicit options (tests, benchmarks). */
+/* rc_tensor_run with explicit options (tests, benchmarks): algo may be any
+ * algorithm but fdk. */
 int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
 		    const float *proj, float *vol, const rc_algo_hooks *hooks,
 		    rc_recon_report *report, rc_err *err);
+
+/* ---- the tensor backend (backend_tensor.c) -------------------------------
+ *
+ * Vectors are the tensor path's [row][ncols] arrays: row = an ordered,
+ * padded index (rows_pad projection rows, in pseudo-Morton order of
+ * (view, bin); cols_pad pixels for a volume), ncols >= nz slices side by
+ * side, columns nz.. and padding rows zero.  upload/download gather and
+ * scatter the host layouts.  Batches are the nz slices (one column each).
+ * forward and back: A and A^T for every rc_fp_kind / rc_bp_kind (the DD
+ * pair is matched).  A view subset costs a full product (see the .c). */
+
+struct rc_bsr;
+struct rc_csr;
+struct rc_tgpu;
+
+typedef struct rc_tensor_mat {
+	const rc_geom *g;
+	const struct rc_bsr *bsr;         /* CPU: fp16 products when non-NULL */
+	const struct rc_csr *csr, *csr_t; /* CPU: fp32 products when bsr is NULL */
+	const int32_t *rperm, *cperm;     /* natural -> ordered index; NULL = identity */
+	int64_t rows_pad, cols_pad;
+	int ncols;                        /* >= nz; a multiple of 32 on the GPU */
+	int threads;                      /* CPU products, 0 = all cores */
+	struct rc_tgpu *gpu;              /* non-NULL: device vectors and products */
+	int gpu_kind;                     /* rc_tgpu_kind of the products */
+} rc_tensor_mat;
+
+/* Borrows everything m points to (it must outlive the backend).  The CPU
+ * path times its products into b->stats (a subset's product counts as one
+ * over every view: it is one); the GPU path queues them untimed. */
+int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err);
 
 #endif

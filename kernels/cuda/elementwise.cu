@@ -1,11 +1,17 @@
 /*
- * Element-wise steps of the resident algorithms (engine_cuda_algo.c) and
- * the one reduction they need, a dot product.  Grid-stride loops with a
- * grid sized from the element count (at most 4 waves of 1024 blocks): these
- * kernels are pure bandwidth, one pass each.  The dot product reduces in
- * double within a block (warp shuffles) and adds one double per block with
- * atomicAdd, so SART's residual and CGLS's alpha/beta keep fp64 sums like
- * the CPU algorithms (algo_util.c).
+ * Element-wise steps of the CUDA backend (core/backend_cuda.c, backend.h)
+ * and the reductions they need: sums and dot products in double, the
+ * largest element for the guarded inverse.  Grid-stride loops with a grid
+ * sized from the element count (at most 4096 blocks of 256): these kernels
+ * are pure bandwidth, one pass each.
+ *
+ * Numbers.  Each element's float operations are those of core/vec_host.c,
+ * in its order, with __fmul_rn / __fadd_rn where a product meets a sum, so
+ * that nvcc does not contract them into an FMA the host loops (gcc,
+ * -ffp-contract=off) do not have: the backends then agree to the last bit
+ * element by element.  Sums differ in order only: the host adds float lanes
+ * of 256 terms into a double, these kernels add every term in double
+ * within a block (warp shuffles) and one double per block with atomicAdd.
  */
 #include "cuda_kernels.h"
 
@@ -23,11 +29,6 @@ static dim3 grid_for(size_t n)
 	if (blocks < 1)
 		blocks = 1;
 	return dim3((unsigned)blocks);
-}
-
-__global__ void rc_k_fill(float *x, float v, size_t n)
-{
-	FOR_EACH(i, n) x[i] = v;
 }
 
 /* block sum of a double into *out (one atomicAdd per block) */
@@ -54,44 +55,122 @@ __device__ __forceinline__ void block_add(double v, double *out)
 #endif
 }
 
+/* block maximum of a float >= 0 into *out (its bits; one atomicMax per
+ * block).  Non-negative floats order as their bit patterns do. */
+__device__ __forceinline__ void block_max(float v, unsigned *out)
+{
+#ifdef RC_CUDA_EMU
+	atomicMax(out, __float_as_uint(v));
+#else
+	__shared__ float warp_max[32];
+	for (int off = 16; off > 0; off >>= 1)
+		v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	if (lane == 0)
+		warp_max[warp] = v;
+	__syncthreads();
+	if (warp == 0) {
+		v = lane < (int)(blockDim.x >> 5) ? warp_max[lane] : 0.0f;
+		for (int off = 16; off > 0; off >>= 1)
+			v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
+		if (lane == 0)
+			atomicMax(out, __float_as_uint(v));
+	}
+#endif
+}
+
+__global__ void rc_k_fill(float *x, float v, size_t n)
+{
+	FOR_EACH(i, n) x[i] = v;
+}
+
+/* rc_vresidual: d = p - e, sum d^2, e = d * w (w NULL: e = d) */
 __global__ void __launch_bounds__(256)
-rc_k_residual(const float *b, float *e, const float *w, size_t n, double *sum2)
+rc_k_residual(const float *p, float *e, const float *w, size_t n, double *sum2)
 {
 	double s = 0.0;
 	FOR_EACH(i, n)
 	{
-		const float r = b[i] - e[i];
-		s += (double)r * (double)r;
-		e[i] = r * w[i];
+		const float d = p[i] - e[i];
+		s += (double)d * (double)d;
+		e[i] = w ? __fmul_rn(d, w[i]) : d;
 	}
 	block_add(s, sum2);
 }
 
-__global__ void rc_k_update(float *x, const float *u, const float *c, float lambda, int nonneg,
+/* rc_vupdate: v += lambda * u * c ((lambda * u) * c), then max(v, 0) */
+__global__ void rc_k_update(float *v, const float *u, const float *c, float lambda, int nonneg,
 			    size_t n)
 {
 	FOR_EACH(i, n)
 	{
-		const float v = x[i] + lambda * u[i] * c[i];
-		x[i] = nonneg ? fmaxf(v, 0.0f) : v;
+		const float x = __fadd_rn(v[i], __fmul_rn(__fmul_rn(lambda, u[i]), c[i]));
+		v[i] = nonneg ? (x > 0.0f ? x : 0.0f) : x;
 	}
 }
 
+/* rc_vmul2: v *= u * c, i.e. v * (u * c) */
+__global__ void rc_k_mul(float *v, const float *u, const float *c, size_t n)
+{
+	FOR_EACH(i, n) v[i] = __fmul_rn(v[i], __fmul_rn(u[i], c[i]));
+}
+
+/* rc_vaxpy: y += a * x */
 __global__ void rc_k_axpy(float *y, float a, const float *x, size_t n)
 {
-	FOR_EACH(i, n) y[i] += a * x[i];
+	FOR_EACH(i, n) y[i] = __fadd_rn(y[i], __fmul_rn(a, x[i]));
 }
 
-__global__ void rc_k_xpby(float *p, const float *s, float beta, size_t n)
+/* rc_vxpay: y = x + a * y */
+__global__ void rc_k_xpay(float *y, const float *x, float a, size_t n)
 {
-	FOR_EACH(i, n) p[i] = s[i] + beta * p[i];
+	FOR_EACH(i, n) y[i] = __fadd_rn(x[i], __fmul_rn(a, y[i]));
 }
 
+/* rc_vdot / rc_vsum (y NULL) */
 __global__ void __launch_bounds__(256) rc_k_dot(const float *x, const float *y, size_t n, double *out)
 {
 	double s = 0.0;
-	FOR_EACH(i, n) s += (double)x[i] * (double)y[i];
+	if (y) {
+		FOR_EACH(i, n) s += (double)x[i] * (double)y[i];
+	} else {
+		FOR_EACH(i, n) s += (double)x[i];
+	}
 	block_add(s, out);
+}
+
+/* rc_vinv_guarded, first pass: max(0, max x); NaN is never larger */
+__global__ void __launch_bounds__(256) rc_k_max(const float *x, size_t n, unsigned *out)
+{
+	float m = 0.0f;
+	FOR_EACH(i, n) m = x[i] > m ? x[i] : m;
+	block_max(m, out);
+}
+
+/* rc_vinv_guarded, second pass: eps = (float)(rel * max) */
+__global__ void rc_k_inv_guarded(float *x, size_t n, double rel, const unsigned *mx)
+{
+	const float eps = (float)(rel * (double)__uint_as_float(*mx));
+	FOR_EACH(i, n)
+	{
+		const float a = x[i];
+		x[i] = a > eps && a > 0.0f ? 1.0f / a : 0.0f;
+	}
+}
+
+/* rc_vratio: d = p - e, sum d^2, e = e > eps ? max(p, 0) / e : 0 */
+__global__ void __launch_bounds__(256)
+rc_k_ratio(float *e, const float *p, float eps, size_t n, double *sum2)
+{
+	double s = 0.0;
+	FOR_EACH(i, n)
+	{
+		const float d = p[i] - e[i];
+		s += (double)d * (double)d;
+		const float pp = p[i] > 0.0f ? p[i] : 0.0f;
+		e[i] = e[i] > eps ? pp / e[i] : 0.0f;
+	}
+	block_add(s, sum2);
 }
 
 #define LAUNCH(kernel, n, s, ...)                                              \
@@ -107,16 +186,20 @@ int rc_cuda_fill(float *x, float v, size_t n, cudaStream_t s)
 	LAUNCH(rc_k_fill, n, s, x, v, n);
 }
 
-int rc_cuda_residual(const float *b, float *e, const float *w, size_t n, double *sum2,
-		     cudaStream_t s)
+int rc_cuda_residual(const float *p, float *e, const float *w, size_t n, double *sum2, cudaStream_t s)
 {
-	LAUNCH(rc_k_residual, n, s, b, e, w, n, sum2);
+	LAUNCH(rc_k_residual, n, s, p, e, w, n, sum2);
 }
 
-int rc_cuda_update(float *x, const float *u, const float *c, float lambda, int nonneg, size_t n,
+int rc_cuda_update(float *v, const float *u, const float *c, float lambda, int nonneg, size_t n,
 		   cudaStream_t s)
 {
-	LAUNCH(rc_k_update, n, s, x, u, c, lambda, nonneg, n);
+	LAUNCH(rc_k_update, n, s, v, u, c, lambda, nonneg, n);
+}
+
+int rc_cuda_mul(float *v, const float *u, const float *c, size_t n, cudaStream_t s)
+{
+	LAUNCH(rc_k_mul, n, s, v, u, c, n);
 }
 
 int rc_cuda_axpy(float *y, float a, const float *x, size_t n, cudaStream_t s)
@@ -124,14 +207,29 @@ int rc_cuda_axpy(float *y, float a, const float *x, size_t n, cudaStream_t s)
 	LAUNCH(rc_k_axpy, n, s, y, a, x, n);
 }
 
-int rc_cuda_xpby(float *p, const float *s_, float beta, size_t n, cudaStream_t s)
+int rc_cuda_xpay(float *y, const float *x, float a, size_t n, cudaStream_t s)
 {
-	LAUNCH(rc_k_xpby, n, s, p, s_, beta, n);
+	LAUNCH(rc_k_xpay, n, s, y, x, a, n);
 }
 
 int rc_cuda_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s)
 {
 	LAUNCH(rc_k_dot, n, s, x, y, n, out);
+}
+
+int rc_cuda_max(const float *x, size_t n, unsigned *out, cudaStream_t s)
+{
+	LAUNCH(rc_k_max, n, s, x, n, out);
+}
+
+int rc_cuda_inv_guarded(float *x, size_t n, double rel, const unsigned *mx, cudaStream_t s)
+{
+	LAUNCH(rc_k_inv_guarded, n, s, x, n, rel, mx);
+}
+
+int rc_cuda_ratio(float *e, const float *p, float eps, size_t n, double *sum2, cudaStream_t s)
+{
+	LAUNCH(rc_k_ratio, n, s, e, p, eps, n, sum2);
 }
 
 }

@@ -1,9 +1,10 @@
 /*
  * tensor_gpu: host side of the tensor path on CUDA (core/tensor_gpu.h):
  * upload of the BSR (and optionally the CSR for cuSPARSE and the geometry
- * for the on-the-fly kernels), the products by kind on device vectors, CGLS
- * with every vector resident, timing, and the symmetric single-slice
- * forward projection.  Every CUDA/cuSPARSE call is checked with a context
+ * for the on-the-fly kernels), the products by kind on device vectors, the
+ * device vectors and element-wise kernels of the tensor backend
+ * (backend_tensor.c), timing, and the symmetric single-slice forward
+ * projection.  Every CUDA/cuSPARSE call is checked with a context
  * string; the first failure is reported in msg and the call returns
  * RC_EDEVICE (RC_ENOMEM for allocations).
  */
@@ -37,10 +38,13 @@ struct rc_tgpu {
 	int *row_ptr, *col_idx, *tcol_ptr, *tblk, *blk_row;
 	float *X, *Y, *scale;
 	__half *Xh, *Yh;
-	/* CG */
-	float *cx, *cr, *cp, *cs, *ct;
-	double *dots; /* 5 * nc */
-	double *coef; /* 2 * nc */
+	/* timing outputs (allocated on first use) */
+	float *tx, *ty;
+	/* the tensor backend's element-wise calls */
+	int *row_view;   /* rows_pad */
+	double *red;     /* nc: per-column sums, or one sum */
+	double *coef;    /* nc */
+	unsigned *umax;  /* one float's bits (a maximum >= 0) */
 	/* cuSPARSE */
 	int has_csr;
 	int64_t csr_nnz;
@@ -101,7 +105,7 @@ extern "C" void rc_tgpu_free(rc_tgpu *t)
 	if (!t)
 		return;
 	void *ptrs[] = { t->blocks, t->row_ptr, t->col_idx, t->tcol_ptr, t->tblk, t->blk_row, t->X, t->Y,
-			 t->scale, t->Xh, t->Yh, t->cx, t->cr, t->cp, t->cs, t->ct, t->dots, t->coef,
+			 t->scale, t->Xh, t->Yh, t->tx, t->ty, t->row_view, t->red, t->coef, t->umax,
 			 t->csr_rp, t->csr_ci, t->csr_v, t->spbuf, t->gA, t->grperm, t->gcperm };
 	for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
 		if (ptrs[i])
@@ -172,7 +176,7 @@ extern "C" int rc_tgpu_new(const rc_bsr *b, const rc_csr *csr, const int32_t *rp
 		/* everything this object will hold, checked against the free
 		 * memory before the first allocation */
 		double need = (double)b->neb * b->bm * b->bk * 2 + (double)(b->mb + b->nb + 2) * 4 + 3.0 * b->neb * 4 +
-			      (double)ncols * (cols_pad * (4 + 2 + 3 * 4) + (rows_pad + 16) * 2 + rows_pad * (4 + 2 * 4)) +
+			      (double)ncols * (cols_pad * (4 + 2) + (rows_pad + 16) * 2 + rows_pad * 4) + (double)rows_pad * 4 +
 			      (csr ? (double)csr->nnz * 8 + (double)rows_pad * 4 : 0) +
 			      (geom ? (double)geom->nviews * geom->nu * 4 + (double)geom->nx * geom->ny * 4 : 0);
 		size_t free_b = 0, total_b = 0;
@@ -213,6 +217,9 @@ extern "C" int rc_tgpu_new(const rc_bsr *b, const rc_csr *csr, const int32_t *rp
 	CK(cudaMalloc((void **)&t->Xh, (size_t)(cols_pad * ncols) * sizeof(__half)), "cudaMalloc Xh");
 	CK(cudaMalloc((void **)&t->Yh, (size_t)((rows_pad + 16) * ncols) * sizeof(__half)), "cudaMalloc Yh");
 	CK(cudaMemset(t->Yh, 0, (size_t)((rows_pad + 16) * ncols) * sizeof(__half)), "cudaMemset Yh");
+	CK(cudaMalloc((void **)&t->red, (size_t)ncols * sizeof(double)), "cudaMalloc sums");
+	CK(cudaMalloc((void **)&t->coef, (size_t)ncols * sizeof(double)), "cudaMalloc coefficients");
+	CK(cudaMalloc((void **)&t->umax, sizeof(unsigned)), "cudaMalloc maximum");
 	if (csr) {
 		std::vector<int> rp, ci;
 		std::vector<float> v;
@@ -416,13 +423,13 @@ extern "C" int rc_tgpu_time(rc_tgpu *t, rc_tgpu_kind kind, int reps, double *ms_
 	CK(cudaEventCreate(&e0), "cudaEventCreate");
 	CK(cudaEventCreate(&e1), "cudaEventCreate");
 	for (int dir = 0; dir < 2; dir++) {
-		/* warm-up, then the timed repetitions; outputs go to the CG
-		 * scratch vectors so the inputs stay as filled */
-		float *out = dir ? t->cx : t->ct;
+		/* warm-up, then the timed repetitions; outputs go to their own
+		 * vectors so the inputs stay as filled */
+		float *out = dir ? t->tx : t->ty;
 		if (!out) {
 			size_t n = (size_t)((dir ? t->a.cols_pad : t->a.rows_pad) * t->nc);
-			CK(cudaMalloc((void **)(dir ? &t->cx : &t->ct), n * sizeof(float)), "cudaMalloc timing output");
-			out = dir ? t->cx : t->ct;
+			CK(cudaMalloc((void **)(dir ? &t->tx : &t->ty), n * sizeof(float)), "cudaMalloc timing output");
+			out = dir ? t->tx : t->ty;
 		}
 		for (int r = 0; r <= reps; r++) {
 			if (r == 1)
@@ -444,97 +451,408 @@ out:
 	return rc;
 }
 
-extern "C" int rc_tgpu_cgls(rc_tgpu *t, rc_tgpu_kind kind, const float *b, float *x, int iterations,
-			    rc_tgpu_iter_fn iter, void *ud, int *ret_done, char *msg, size_t msglen)
+/* ---- device vectors and element-wise kernels (the tensor backend) ---------
+ *
+ * Grid-stride loops over rows * nc elements, 256 threads per block; sums in
+ * double, one atomicAdd per block.  The float operations are vec_host.c's,
+ * with __fmul_rn / __fadd_rn where contraction to an FMA would change the
+ * rounding.  Per-column dot, axpy and xpay are the old device CG's kernels
+ * (rc_tk_coldot, rc_tk_axpy_cols, rc_tk_xpby_cols in tensor_wmma.cu). */
+
+#define VT 256
+
+static unsigned vgrid(int64_t n)
 {
-	int rc = 0, nc = t->nc, done = 0;
-	int64_t n = t->a.cols_pad, m = t->a.rows_pad;
-	size_t nb = (size_t)(n * nc), mbn = (size_t)(m * nc);
-	std::vector<double> h(5 * (size_t)nc), hc(2 * (size_t)nc);
-	double *d_phi, *d_phi2, *d_tt, *d_pp, *d_x2;
-	if (!t->cx)
-		CK(cudaMalloc((void **)&t->cx, nb * sizeof(float)), "cudaMalloc CG x");
-	if (!t->ct)
-		CK(cudaMalloc((void **)&t->ct, mbn * sizeof(float)), "cudaMalloc CG t");
-	if (!t->cr)
-		CK(cudaMalloc((void **)&t->cr, nb * sizeof(float)), "cudaMalloc CG r");
-	if (!t->cp)
-		CK(cudaMalloc((void **)&t->cp, nb * sizeof(float)), "cudaMalloc CG p");
-	if (!t->cs)
-		CK(cudaMalloc((void **)&t->cs, mbn * sizeof(float)), "cudaMalloc CG s");
-	if (!t->dots)
-		CK(cudaMalloc((void **)&t->dots, 5 * (size_t)nc * sizeof(double)), "cudaMalloc CG dots");
-	if (!t->coef)
-		CK(cudaMalloc((void **)&t->coef, 2 * (size_t)nc * sizeof(double)), "cudaMalloc CG coefficients");
-	d_phi = t->dots;
-	d_phi2 = t->dots + nc;
-	d_tt = t->dots + 2 * nc;
-	d_pp = t->dots + 3 * nc;
-	d_x2 = t->dots + 4 * nc;
-	CK(cudaMemcpyAsync(t->cs, b, mbn * sizeof(float), cudaMemcpyHostToDevice, t->st), "copy of the sinograms");
-	CK(cudaMemsetAsync(t->cx, 0, nb * sizeof(float), t->st), "cudaMemset x");
-	rc = dev_back(t, kind, t->cs, t->cr, msg, msglen);
-	if (rc)
-		goto out;
-	CK(cudaMemcpyAsync(t->cp, t->cr, nb * sizeof(float), cudaMemcpyDeviceToDevice, t->st), "copy r to p");
-	CK(cudaMemsetAsync(t->dots, 0, 5 * (size_t)nc * sizeof(double), t->st), "cudaMemset dots");
-	rc_tk_coldot(t->cr, t->cr, n, nc, d_phi, t->st);
-	for (int it = 1; it <= iterations; it++) {
-		rc = dev_fwd(t, kind, t->cp, t->ct, msg, msglen);
-		if (rc)
-			goto out;
-		CK(cudaMemsetAsync(d_phi2, 0, 4 * (size_t)nc * sizeof(double), t->st), "cudaMemset dots");
-		rc_tk_coldot(t->ct, t->ct, m, nc, d_tt, t->st);
-		rc_tk_coldot(t->cp, t->cp, n, nc, d_pp, t->st);
-		CK(cudaMemcpyAsync(h.data(), t->dots, 5 * (size_t)nc * sizeof(double), cudaMemcpyDeviceToHost, t->st),
-		   "copy of the CG dots");
-		CK(cudaStreamSynchronize(t->st), "CG step");
-		double dx2 = 0;
-		for (int c = 0; c < nc; c++) {
-			double phi = h[c], tt = h[2 * nc + c], pp = h[3 * nc + c];
-			hc[c] = tt > 0 ? phi / tt : 0; /* alpha */
-			dx2 += hc[c] * hc[c] * pp;
-		}
-		CK(cudaMemcpyAsync(t->coef, hc.data(), (size_t)nc * sizeof(double), cudaMemcpyHostToDevice, t->st),
-		   "copy of alpha");
-		rc_tk_axpy_cols(t->cx, t->cp, t->coef, 1.0, n, nc, t->st);
-		rc_tk_axpy_cols(t->cs, t->ct, t->coef, -1.0, m, nc, t->st);
-		rc = dev_back(t, kind, t->cs, t->cr, msg, msglen);
-		if (rc)
-			goto out;
-		rc_tk_coldot(t->cr, t->cr, n, nc, d_phi2, t->st);
-		rc_tk_coldot(t->cx, t->cx, n, nc, d_x2, t->st);
-		/* ||s||^2 into the tt slot, free now */
-		CK(cudaMemsetAsync(d_tt, 0, (size_t)nc * sizeof(double), t->st), "cudaMemset dots");
-		rc_tk_coldot(t->cs, t->cs, m, nc, d_tt, t->st);
-		CK(cudaMemcpyAsync(h.data(), t->dots, 5 * (size_t)nc * sizeof(double), cudaMemcpyDeviceToHost, t->st),
-		   "copy of the CG dots");
-		CK(cudaStreamSynchronize(t->st), "CG step");
-		double s2 = 0, x2 = 0;
-		for (int c = 0; c < nc; c++) {
-			double phi = h[c], phi2 = h[nc + c];
-			hc[nc + c] = phi > 0 ? phi2 / phi : 0; /* beta */
-			s2 += h[2 * nc + c];
-			x2 += h[4 * nc + c];
-		}
-		CK(cudaMemcpyAsync(t->coef + nc, hc.data() + nc, (size_t)nc * sizeof(double), cudaMemcpyHostToDevice,
-				   t->st),
-		   "copy of beta");
-		rc_tk_xpby_cols(t->cp, t->cr, t->coef + nc, n, nc, t->st);
-		CK(cudaMemcpyAsync(d_phi, d_phi2, (size_t)nc * sizeof(double), cudaMemcpyDeviceToDevice, t->st),
-		   "phi update");
-		done = it;
-		if (iter) {
-			rc = iter(ud, it, sqrt(s2), x2 > 0 ? sqrt(dx2 / x2) : 0);
-			if (rc)
-				break;
-		}
+	int64_t g = (n + VT - 1) / VT;
+	return (unsigned)(g < 1 ? 1 : (g > 4096 ? 4096 : g));
+}
+
+#define VLOOP(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* Row r is in views [first, last) (first < 0: every row). */
+__device__ static inline bool in_views(const int *rv, int64_t r, int first, int last)
+{
+	if (first < 0)
+		return true;
+	int v = rv[r];
+	return v >= first && v < last;
+}
+
+/* The block's partial sums added into *out (blockDim.x == VT). */
+__device__ static void block_add(double s, double *out)
+{
+	__shared__ double part[VT];
+	part[threadIdx.x] = s;
+	__syncthreads();
+	for (int w = VT / 2; w > 0; w /= 2) {
+		if (threadIdx.x < w)
+			part[threadIdx.x] += part[threadIdx.x + w];
+		__syncthreads();
 	}
-	CK(cudaMemcpyAsync(x, t->cx, nb * sizeof(float), cudaMemcpyDeviceToHost, t->st), "copy of the volume");
-	CK(cudaStreamSynchronize(t->st), "CG");
+	if (threadIdx.x == 0)
+		atomicAdd(out, part[0]);
+}
+
+__global__ void k_vfill(float *y, int64_t n, int nc, float v, int nreal, const int *rv, int first, int last)
+{
+	VLOOP(i, n)
+	if (in_views(rv, i / nc, first, last))
+		y[i] = (int)(i % nc) < nreal ? v : 0.0f;
+}
+
+__global__ void k_vcopy_views(float *y, const float *x, int64_t n, int nc, const int *rv, int first, int last,
+			      int zero_others)
+{
+	VLOOP(i, n)
+	{
+		if (in_views(rv, i / nc, first, last))
+			y[i] = x[i];
+		else if (zero_others)
+			y[i] = 0.0f;
+	}
+}
+
+/* k_coldot without the second factor: out[c] += sum_rows a[., c]. */
+__global__ void k_colsum(const float *a, int64_t rows, int nc, double *out)
+{
+	__shared__ double part[8][32];
+	int c = blockIdx.y * 32 + threadIdx.x;
+	double s = 0;
+	if (c < nc)
+		for (int64_t r = blockIdx.x * 8 + threadIdx.y; r < rows; r += (int64_t)gridDim.x * 8)
+			s += (double)a[r * nc + c];
+	part[threadIdx.y][threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < nc) {
+		for (int l = 1; l < 8; l++)
+			s += part[l][threadIdx.x];
+		atomicAdd(&out[c], s);
+	}
+}
+
+/* *umax = bits of max(0, max y): for floats >= 0 the bit patterns order as
+ * the values. */
+__global__ void k_vmax(const float *y, int64_t n, unsigned *umax)
+{
+	__shared__ float part[VT];
+	float m = 0.0f;
+	VLOOP(i, n)
+	m = y[i] > m ? y[i] : m;
+	part[threadIdx.x] = m;
+	__syncthreads();
+	for (int w = VT / 2; w > 0; w /= 2) {
+		if (threadIdx.x < w && part[threadIdx.x + w] > part[threadIdx.x])
+			part[threadIdx.x] = part[threadIdx.x + w];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		atomicMax(umax, __float_as_uint(part[0]));
+}
+
+__global__ void k_vinv(float *y, int64_t n, double rel, const unsigned *umax)
+{
+	float eps = (float)(rel * (double)__uint_as_float(*umax));
+	VLOOP(i, n)
+	y[i] = y[i] > eps && y[i] > 0.0f ? 1.0f / y[i] : 0.0f;
+}
+
+__global__ void k_vratio(float *e, const float *p, int64_t n, float eps, double *out)
+{
+	double s = 0;
+	VLOOP(i, n)
+	{
+		float d = __fsub_rn(p[i], e[i]);
+		s += (double)d * d;
+		float pp = p[i] > 0.0f ? p[i] : 0.0f;
+		e[i] = e[i] > eps ? pp / e[i] : 0.0f;
+	}
+	block_add(s, out);
+}
+
+__global__ void k_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
+			    int last, double *out)
+{
+	double s = 0;
+	VLOOP(i, n)
+	if (in_views(rv, i / nc, first, last)) {
+		float d = __fsub_rn(p[i], e[i]);
+		s += (double)d * d;
+		e[i] = w ? __fmul_rn(d, w[i]) : d;
+	}
+	block_add(s, out);
+}
+
+__global__ void k_vupdate(float *v, const float *u, const float *c, int64_t n, float lambda, int nonneg)
+{
+	VLOOP(i, n)
+	{
+		float x = __fadd_rn(v[i], __fmul_rn(__fmul_rn(lambda, u[i]), c[i]));
+		v[i] = nonneg ? (x > 0.0f ? x : 0.0f) : x;
+	}
+}
+
+__global__ void k_vmul(float *v, const float *u, const float *c, int64_t n)
+{
+	VLOOP(i, n)
+	v[i] = __fmul_rn(v[i], __fmul_rn(u[i], c[i]));
+}
+
+/* The launch's error (kernels report at the next call otherwise). */
+static int launched(const char *what, char *msg, size_t msglen)
+{
+	cudaError_t e = cudaGetLastError();
+	if (e == cudaSuccess)
+		return 0;
+	snprintf(msg, msglen, "%s kernel launch: %s", what, cudaGetErrorString(e));
+	return RC_EDEVICE;
+}
+
+extern "C" int rc_tgpu_vec_fit(rc_tgpu *t, int nvol, int nproj, char *msg, size_t msglen)
+{
+	int rc = 0;
+	size_t free_b = 0, total_b = 0;
+	double need = 4.0 * t->nc * ((double)nvol * t->a.cols_pad + (double)nproj * t->a.rows_pad);
+	CK(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+	if (need > 0.9 * (double)free_b) {
+		snprintf(msg, msglen, "%d volume and %d projection vectors of %d slices need %.2f GB on %s, %.2f GB are free",
+			 nvol, nproj, t->nc, need / 1e9, t->name, (double)free_b / 1e9);
+		rc = RC_ETOOBIG;
+	}
 out:
-	if (ret_done)
-		*ret_done = done;
+	return rc;
+}
+
+extern "C" int rc_tgpu_vec_new(rc_tgpu *t, int64_t rows, float **ret, char *msg, size_t msglen)
+{
+	int rc = 0;
+	float *v = NULL;
+	CK(cudaMalloc((void **)&v, (size_t)(rows * t->nc) * sizeof(float)), "cudaMalloc vector");
+	*ret = v;
+out:
+	return rc;
+}
+
+extern "C" void rc_tgpu_vec_free(rc_tgpu *t, float *v)
+{
+	if (v) {
+		cudaStreamSynchronize(t->st);
+		cudaFree(v);
+	}
+}
+
+extern "C" int rc_tgpu_vec_upload(rc_tgpu *t, float *dst, const float *src, int64_t rows, char *msg, size_t msglen)
+{
+	int rc = 0;
+	CK(cudaMemcpyAsync(dst, src, (size_t)(rows * t->nc) * sizeof(float), cudaMemcpyHostToDevice, t->st),
+	   "upload of a vector");
+	/* src is the caller's buffer, free to reuse on return */
+	CK(cudaStreamSynchronize(t->st), "upload of a vector");
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vec_download(rc_tgpu *t, const float *src, float *dst, int64_t rows, char *msg,
+				    size_t msglen)
+{
+	int rc = 0;
+	CK(cudaMemcpyAsync(dst, src, (size_t)(rows * t->nc) * sizeof(float), cudaMemcpyDeviceToHost, t->st),
+	   "download of a vector");
+	CK(cudaStreamSynchronize(t->st), "download of a vector");
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_set_row_views(rc_tgpu *t, const int32_t *row_view, char *msg, size_t msglen)
+{
+	int rc = 0;
+	if (!t->row_view)
+		CK(cudaMalloc((void **)&t->row_view, (size_t)t->a.rows_pad * sizeof(int)), "cudaMalloc row views");
+	CK(cudaMemcpy(t->row_view, row_view, (size_t)t->a.rows_pad * sizeof(int), cudaMemcpyHostToDevice),
+	   "upload of the row views");
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_forward(rc_tgpu *t, rc_tgpu_kind kind, const float *x, float *y, char *msg, size_t msglen)
+{
+	return dev_fwd(t, kind, x, y, msg, msglen);
+}
+
+extern "C" int rc_tgpu_back(rc_tgpu *t, rc_tgpu_kind kind, const float *y, float *x, char *msg, size_t msglen)
+{
+	return dev_back(t, kind, y, x, msg, msglen);
+}
+
+static int need_views(const rc_tgpu *t, int first, char *msg, size_t msglen)
+{
+	if (first >= 0 && !t->row_view) {
+		snprintf(msg, msglen, "a view range needs the row views (rc_tgpu_set_row_views)");
+		return RC_EINVAL;
+	}
+	return 0;
+}
+
+extern "C" int rc_tgpu_vfill(rc_tgpu *t, float *y, int64_t rows, float v, int nreal, int first, int last,
+			     char *msg, size_t msglen)
+{
+	int rc = need_views(t, first, msg, msglen);
+	if (rc)
+		return rc;
+	int64_t n = rows * t->nc;
+	k_vfill<<<vgrid(n), VT, 0, t->st>>>(y, n, t->nc, v, nreal, t->row_view, first, last);
+	return launched("fill", msg, msglen);
+}
+
+extern "C" int rc_tgpu_vcopy(rc_tgpu *t, float *y, const float *x, int64_t rows, char *msg, size_t msglen)
+{
+	int rc = 0;
+	CK(cudaMemcpyAsync(y, x, (size_t)(rows * t->nc) * sizeof(float), cudaMemcpyDeviceToDevice, t->st),
+	   "copy of a vector");
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vcopy_views(rc_tgpu *t, float *y, const float *x, int first, int last, int zero_others,
+				   char *msg, size_t msglen)
+{
+	int rc = need_views(t, first, msg, msglen);
+	if (rc)
+		return rc;
+	int64_t n = t->a.rows_pad * t->nc;
+	k_vcopy_views<<<vgrid(n), VT, 0, t->st>>>(y, x, n, t->nc, t->row_view, first, last, zero_others);
+	return launched("copy of views", msg, msglen);
+}
+
+/* coef[c] = a[c] for c < nreal, 0 for the padding columns. */
+static int put_coef(rc_tgpu *t, const float *a, int nreal, char *msg, size_t msglen)
+{
+	int rc = 0;
+	std::vector<double> h((size_t)t->nc, 0.0);
+	for (int c = 0; c < nreal && c < t->nc; c++)
+		h[c] = a[c];
+	CK(cudaMemcpyAsync(t->coef, h.data(), (size_t)t->nc * sizeof(double), cudaMemcpyHostToDevice, t->st),
+	   "copy of the coefficients");
+	/* h is freed on return: wait for the copy */
+	CK(cudaStreamSynchronize(t->st), "copy of the coefficients");
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vaxpy(rc_tgpu *t, float *y, const float *a, const float *x, int64_t rows, int nreal,
+			     char *msg, size_t msglen)
+{
+	int rc = put_coef(t, a, nreal, msg, msglen);
+	if (rc)
+		return rc;
+	rc_tk_axpy_cols(y, x, t->coef, 1.0, rows, t->nc, t->st);
+	return launched("axpy", msg, msglen);
+}
+
+extern "C" int rc_tgpu_vxpay(rc_tgpu *t, float *y, const float *x, const float *a, int64_t rows, int nreal,
+			     char *msg, size_t msglen)
+{
+	int rc = put_coef(t, a, nreal, msg, msglen);
+	if (rc)
+		return rc;
+	rc_tk_xpby_cols(y, x, t->coef, rows, t->nc, t->st);
+	return launched("xpay", msg, msglen);
+}
+
+extern "C" int rc_tgpu_vdot(rc_tgpu *t, const float *x, const float *y, int64_t rows, int nreal, double *ret,
+			    char *msg, size_t msglen)
+{
+	int rc = 0, nc = t->nc;
+	std::vector<double> h((size_t)nc);
+	CK(cudaMemsetAsync(t->red, 0, (size_t)nc * sizeof(double), t->st), "cudaMemset sums");
+	if (y) {
+		rc_tk_coldot(x, y, rows, nc, t->red, t->st);
+	} else {
+		int64_t gx = (rows + 8 * 64 - 1) / (8 * 64);
+		dim3 grid((unsigned)(gx < 1 ? 1 : (gx > 4096 ? 4096 : gx)), (nc + 31) / 32), block(32, 8);
+		k_colsum<<<grid, block, 0, t->st>>>(x, rows, nc, t->red);
+	}
+	if ((rc = launched("dot", msg, msglen)))
+		goto out;
+	CK(cudaMemcpyAsync(h.data(), t->red, (size_t)nc * sizeof(double), cudaMemcpyDeviceToHost, t->st),
+	   "copy of the sums");
+	CK(cudaStreamSynchronize(t->st), "dot");
+	for (int c = 0; c < nreal && c < nc; c++)
+		ret[c] = h[c];
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vinv_guarded(rc_tgpu *t, float *y, int64_t rows, double rel, char *msg, size_t msglen)
+{
+	int rc = 0;
+	int64_t n = rows * t->nc;
+	CK(cudaMemsetAsync(t->umax, 0, sizeof(unsigned), t->st), "cudaMemset maximum");
+	k_vmax<<<vgrid(n), VT, 0, t->st>>>(y, n, t->umax);
+	k_vinv<<<vgrid(n), VT, 0, t->st>>>(y, n, rel, t->umax);
+	rc = launched("guarded inverse", msg, msglen);
+out:
+	return rc;
+}
+
+/* The one sum a kernel added into t->red[0], read back. */
+static int read_sum(rc_tgpu *t, double *sum, const char *what, char *msg, size_t msglen)
+{
+	int rc = launched(what, msg, msglen);
+	if (rc)
+		return rc;
+	CK(cudaMemcpyAsync(sum, t->red, sizeof(double), cudaMemcpyDeviceToHost, t->st), "copy of a sum");
+	CK(cudaStreamSynchronize(t->st), what);
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int64_t rows, float eps, double *sum2,
+			      char *msg, size_t msglen)
+{
+	int rc = 0;
+	int64_t n = rows * t->nc;
+	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
+	k_vratio<<<vgrid(n), VT, 0, t->st>>>(y, p, n, eps, t->red);
+	rc = read_sum(t, sum2, "ratio", msg, msglen);
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vresidual(rc_tgpu *t, float *e, const float *p, const float *w, int first, int last,
+				 double *sum2, char *msg, size_t msglen)
+{
+	int rc = need_views(t, first, msg, msglen);
+	if (rc)
+		return rc;
+	int64_t n = t->a.rows_pad * t->nc;
+	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
+	k_vresidual<<<vgrid(n), VT, 0, t->st>>>(e, p, w, n, t->nc, t->row_view, first, last, t->red);
+	rc = read_sum(t, sum2, "residual", msg, msglen);
+out:
+	return rc;
+}
+
+extern "C" int rc_tgpu_vupdate(rc_tgpu *t, float *v, const float *u, const float *c, int64_t rows, float lambda,
+			       int nonneg, char *msg, size_t msglen)
+{
+	int64_t n = rows * t->nc;
+	k_vupdate<<<vgrid(n), VT, 0, t->st>>>(v, u, c, n, lambda, nonneg);
+	return launched("update", msg, msglen);
+}
+
+extern "C" int rc_tgpu_vmul(rc_tgpu *t, float *v, const float *u, const float *c, int64_t rows, char *msg,
+			    size_t msglen)
+{
+	int64_t n = rows * t->nc;
+	k_vmul<<<vgrid(n), VT, 0, t->st>>>(v, u, c, n);
+	return launched("mul", msg, msglen);
+}
+
+extern "C" int rc_tgpu_sync(rc_tgpu *t, char *msg, size_t msglen)
+{
+	int rc = 0;
+	CK(cudaStreamSynchronize(t->st), "tensor backend");
+out:
 	return rc;
 }
 

@@ -11,9 +11,9 @@ stored, or accepted (201; the job is not run: whether the host has the
 device is decided when it runs).  The rules, as docs/api.md states them:
 
 - fdk needs a cone or matrices geometry;
-- fan and parallel run on the cpu engine: execution.engine auto or cpu, and
-  tensor for cgls (auto sends 2-D cgls to the tensor path);
-- the tensor engine runs fan/parallel cgls only;
+- fan and parallel run on the tensor backend: execution.engine auto, cpu or
+  tensor, every other algorithm;
+- the tensor engine runs fan and parallel only;
 - cone runs every algorithm on auto, cpu, opencl, cuda and trigeneous.
 """
 
@@ -31,9 +31,9 @@ def runs(geom, algo, engine):
     flat = geom in ("fan", "parallel")
     if flat and algo == "fdk":
         return False
-    if engine == "tensor":
-        return flat and algo == "cgls"
-    return not flat or engine in ("auto", "cpu")
+    if flat:
+        return engine in ("auto", "cpu", "tensor")
+    return engine != "tensor"
 
 
 def spec(geom, algo, engine):

@@ -11,6 +11,13 @@
  * The exact-interpolation kernels must agree with the references within
  * 1e-4 (relative L2); the hardware-filtered ones within 2e-3, the size of
  * the texture unit's 8-bit interpolation weights (engine_cuda.h).
+ *
+ * The CUDA backend (backend_cuda.c): each element-wise call against the
+ * host backend's (vec_host.c) on the same data, element for element
+ * identical, sums within 1e-5; then the resident runs (rc_cuda_run_algo:
+ * the shared algorithms over that backend) of FDK, SART (with and without
+ * subsets), SIRT, CGLS and MLEM against rc_algo_run over the CUDA engine
+ * and over the CPU engine, cancel, and the refusal of a job too big.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -561,13 +568,44 @@ static double vol_error(const float *x)
 	return e;
 }
 
-/* The resident run equals the same algorithm through the CUDA engine
- * (algo_*.c over rc_exec), its error falls, and CGLS's residual never rises. */
-static void run_pair(rc_algo_name name, int iterations)
+static rc_cuda_options exact_opts(void)
+{
+	rc_cuda_options o;
+	rc_cuda_options_default(&o);
+	o.fp_interp = RC_CUDA_INTERP_EXACT;
+	o.bp_interp = RC_CUDA_INTERP_EXACT;
+	return o;
+}
+
+/* rc_algo_run of p over one engine: the CUDA engine (EXACT) or the CPU
+ * engine. */
+static void engine_run(const rc_algo_params *p, int cuda, float *vol)
+{
+	rc_err err;
+	rc_engine *e = NULL;
+	if (cuda)
+		e = gpu(RC_CUDA_INTERP_EXACT, RC_CUDA_INTERP_EXACT, 0, 0);
+	else
+		assert_int_equal(rc_engine_cpu_new(G, 0, &e, &err), 0);
+	rc_exec *x = NULL;
+	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
+	int rc = rc_algo_run(p, x, PROJ, vol, NULL, &err);
+	if (rc)
+		fprintf(stderr, "%s engine %s: %s\n", cuda ? "cuda" : "cpu", rc_algo_name_str(p->name), err.msg);
+	assert_int_equal(rc, 0);
+	rc_exec_free(x);
+	rc_engine_free(e);
+}
+
+/* The resident run (the CUDA backend under the shared algorithm) equals the
+ * same algorithm on the host backend over the CUDA engine and over the CPU
+ * engine; its error falls, and CGLS's residual never rises. */
+static void run_pair(rc_algo_name name, int iterations, int subsets)
 {
 	rc_algo_params p;
 	rc_algo_params_default(&p, name);
 	p.iterations = iterations;
+	p.subsets = subsets;
 	if (name == RC_ALGO_SART)
 		p.relaxation = 0.5;
 	float *res = malloc(NV * sizeof(float)), *eng = malloc(NV * sizeof(float));
@@ -577,10 +615,7 @@ static void run_pair(rc_algo_name name, int iterations)
 	memset(&t, 0, sizeof t);
 	rc_algo_hooks h = {.progress = on_progress, .ud = &t};
 	rc_err err;
-	rc_cuda_options o;
-	rc_cuda_options_default(&o);
-	o.fp_interp = RC_CUDA_INTERP_EXACT;
-	o.bp_interp = RC_CUDA_INTERP_EXACT;
+	rc_cuda_options o = exact_opts();
 	int rc = rc_cuda_run_algo(&p, G, &o, PROJ, res, &h, &err);
 	if (rc)
 		fprintf(stderr, "resident %s: %s\n", rc_algo_name_str(name), err.msg);
@@ -592,30 +627,18 @@ static void run_pair(rc_algo_name name, int iterations)
 	else
 		assert_true(t.res[iterations] < t.res[1]);
 
-	rc_engine *e = gpu(RC_CUDA_INTERP_EXACT, RC_CUDA_INTERP_EXACT, 0, 0);
-	rc_exec *x = NULL;
-	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
-	assert_int_equal(rc_algo_run(&p, x, PROJ, eng, NULL, &err), 0);
+	engine_run(&p, 1, eng);
 	double d = rel_diff_f(res, eng, NV);
 	double er = vol_error(res);
-	printf("%s: resident vs engine path %.3g, error vs phantom %.4f (residual %.4g -> %.4g)\n",
-	       rc_algo_name_str(name), d, er, t.res[1], t.res[iterations]);
+	printf("%s (%d subsets): resident vs engine path %.3g, error vs phantom %.4f (residual %.4g -> %.4g)\n",
+	       rc_algo_name_str(name), subsets, d, er, t.res[1], t.res[iterations]);
 	assert_true(d < 1e-3);
 	assert_true(er < 0.6);
-	rc_exec_free(x);
-	rc_engine_free(e);
 
-	/* and the CPU engine, when built, reaches the same error */
-	rc_engine *cpu = NULL;
-	if (!rc_engine_cpu_new(G, 0, &cpu, &err)) {
-		assert_int_equal(rc_exec_new(&cpu, 1, &x, &err), 0);
-		assert_int_equal(rc_algo_run(&p, x, PROJ, eng, NULL, &err), 0);
-		double dc = rel_diff_f(res, eng, NV);
-		printf("%s: resident GPU vs CPU engine %.3g\n", rc_algo_name_str(name), dc);
-		assert_true(dc < 1e-3);
-		rc_exec_free(x);
-		rc_engine_free(cpu);
-	}
+	engine_run(&p, 0, eng);
+	double dc = rel_diff_f(res, eng, NV);
+	printf("%s: resident GPU vs CPU engine %.3g\n", rc_algo_name_str(name), dc);
+	assert_true(dc < 1e-3);
 	free(res);
 	free(eng);
 }
@@ -623,22 +646,36 @@ static void run_pair(rc_algo_name name, int iterations)
 static void test_sart(void **state)
 {
 	(void)state;
-	run_pair(RC_ALGO_SART, 8);
+	run_pair(RC_ALGO_SART, 8, 1);
+}
+
+static void test_sart_subsets(void **state)
+{
+	(void)state;
+	run_pair(RC_ALGO_SART, 4, 4);
 }
 
 static void test_sirt(void **state)
 {
 	(void)state;
-	run_pair(RC_ALGO_SIRT, 8);
+	run_pair(RC_ALGO_SIRT, 8, 1);
 }
 
 static void test_cgls(void **state)
 {
 	(void)state;
-	run_pair(RC_ALGO_CGLS, 8);
+	run_pair(RC_ALGO_CGLS, 8, 1);
 }
 
-/* FDK through the engine path: the same volume as with the CPU engine. */
+static void test_mlem(void **state)
+{
+	(void)state;
+	run_pair(RC_ALGO_MLEM, 8, 1);
+}
+
+/* FDK resident (the filter on the host, the filtered stack uploaded once,
+ * the back projection from device memory): the same volume as through the
+ * CUDA engine and on the CPU engine. */
 static void test_fdk(void **state)
 {
 	(void)state;
@@ -648,28 +685,257 @@ static void test_fdk(void **state)
 	assert_non_null(a);
 	assert_non_null(b);
 	rc_err err;
-	rc_engine *e = gpu(RC_CUDA_INTERP_EXACT, RC_CUDA_INTERP_EXACT, 0, 0);
-	rc_exec *x = NULL;
-	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
-	int rc = rc_algo_run(&p, x, PROJ, a, NULL, &err);
-	rc_exec_free(x);
-	rc_engine_free(e);
+	rc_cuda_options o = exact_opts();
+	int rc = rc_cuda_run_algo(&p, G, &o, PROJ, a, NULL, &err);
+	if (rc)
+		fprintf(stderr, "resident fdk: %s\n", err.msg);
 	assert_int_equal(rc, 0);
 	double er = vol_error(a);
-	printf("fdk on the CUDA engine: error vs phantom %.4f\n", er);
+	printf("fdk resident: error vs phantom %.4f\n", er);
 	assert_true(er < 0.6);
-	rc_engine *cpu = NULL;
-	if (!rc_engine_cpu_new(G, 0, &cpu, &err)) {
-		assert_int_equal(rc_exec_new(&cpu, 1, &x, &err), 0);
-		assert_int_equal(rc_algo_run(&p, x, PROJ, b, NULL, &err), 0);
+	engine_run(&p, 1, b);
+	double d = rel_diff_f(a, b, NV);
+	printf("fdk: resident vs engine path %.3g\n", d);
+	assert_true(d < TOL_EXACT);
+	engine_run(&p, 0, b);
+	d = rel_diff_f(a, b, NV);
+	printf("fdk: resident GPU vs CPU engine %.3g\n", d);
+	assert_true(d < TOL_EXACT);
+	free(a);
+	free(b);
+}
+
+/* The default options (AUTO: SART's forward projection and the voxel back
+ * projection with hardware filtering) reach the same volumes within the
+ * hardware weights' rounding. */
+static void test_auto_interp(void **state)
+{
+	(void)state;
+	static const rc_algo_name names[] = {RC_ALGO_SART, RC_ALGO_FDK};
+	float *a = malloc(NV * sizeof(float)), *b = malloc(NV * sizeof(float));
+	assert_non_null(a);
+	assert_non_null(b);
+	for (int i = 0; i < 2; i++) {
+		rc_algo_params p;
+		rc_algo_params_default(&p, names[i]);
+		if (names[i] == RC_ALGO_SART) {
+			p.iterations = 8; /* run_pair's: below 0.6 at 40^3 too */
+			p.relaxation = 0.5;
+		}
+		rc_err err;
+		assert_int_equal(rc_cuda_run_algo(&p, G, NULL, PROJ, a, NULL, &err), 0);
+		engine_run(&p, 0, b);
 		double d = rel_diff_f(a, b, NV);
-		printf("fdk: gpu vs cpu engine %.3g\n", d);
-		assert_true(d < TOL_EXACT);
-		rc_exec_free(x);
-		rc_engine_free(cpu);
+		printf("%s with AUTO interpolation vs CPU engine %.3g, error vs phantom %.4f\n",
+		       rc_algo_name_str(names[i]), d, vol_error(a));
+		assert_true(d < 10 * TOL_HW);
+		assert_true(vol_error(a) < 0.6);
 	}
 	free(a);
 	free(b);
+}
+
+/* ---- the backend's calls, one by one, against the host backend ------------- */
+
+static float lcg(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return (float)(*s >> 8) / 16777216.0f; /* [0, 1) */
+}
+
+/* Values in [-1, 2) with exact zeros and tiny values among them, so the
+ * guards of inv_guarded and ratio are crossed. */
+static void test_data(float *x, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		float r = lcg(&seed);
+		x[i] = 3.0f * r - 1.0f;
+		if (i % 17 == 3)
+			x[i] = 0.0f;
+		if (i % 29 == 5)
+			x[i] = 1e-7f * r;
+	}
+}
+
+enum { NVEC = 6 }; /* three volume vectors, three projection vectors */
+
+typedef struct bpair {
+	rc_backend *b[2]; /* cuda, host */
+	rc_vec *v[2][NVEC];
+	float *h[2];      /* downloads */
+	rc_engine *cpu;
+	rc_exec *x;
+} bpair;
+
+static rc_space space_of(int i)
+{
+	return i < 3 ? RC_SPACE_VOLUME : RC_SPACE_PROJ;
+}
+
+static size_t count_of(int i)
+{
+	return i < 3 ? NV : NP;
+}
+
+static void bpair_open(bpair *bp)
+{
+	rc_err err;
+	memset(bp, 0, sizeof *bp);
+	rc_cuda_options o = exact_opts();
+	assert_int_equal(rc_backend_cuda_new(G, &o, 0, &bp->b[0], &err), 0);
+	assert_string_equal(bp->b[0]->name, "cuda");
+	assert_int_equal(bp->b[0]->nbatch, 1);
+	assert_int_equal(rc_engine_cpu_new(G, 0, &bp->cpu, &err), 0);
+	assert_int_equal(rc_exec_new(&bp->cpu, 1, &bp->x, &err), 0);
+	assert_int_equal(rc_backend_host_new(bp->x, &bp->b[1], &err), 0);
+	float *data = malloc(NP * sizeof(float));
+	assert_non_null(data);
+	for (int k = 0; k < 2; k++) {
+		bp->h[k] = malloc(NP * sizeof(float));
+		assert_non_null(bp->h[k]);
+		for (int i = 0; i < NVEC; i++) {
+			assert_int_equal(rc_bk_vec_new(bp->b[k], space_of(i), &bp->v[k][i], &err), 0);
+			test_data(data, count_of(i), 1000u + (uint32_t)i);
+			assert_int_equal(rc_bk_upload(bp->b[k], bp->v[k][i], data, &err), 0);
+		}
+	}
+	free(data);
+}
+
+static void bpair_close(bpair *bp)
+{
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < NVEC; i++)
+			rc_bk_vec_free(bp->b[k], bp->v[k][i]);
+		rc_backend_free(bp->b[k]);
+		free(bp->h[k]);
+	}
+	rc_exec_free(bp->x);
+	rc_engine_free(bp->cpu);
+}
+
+/* Vector i on both backends: element by element identical (tol 0), or
+ * within tol relative L2 (projections). */
+static void bpair_check(bpair *bp, int i, double tol, const char *what)
+{
+	rc_err err;
+	const size_t n = count_of(i);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(rc_bk_download(bp->b[k], bp->v[k][i], bp->h[k], &err), 0);
+	size_t diff = 0;
+	for (size_t j = 0; j < n; j++)
+		diff += memcmp(&bp->h[0][j], &bp->h[1][j], sizeof(float)) != 0;
+	double d = rel_diff_f(bp->h[0], bp->h[1], n);
+	printf("backend %-22s %zu of %zu elements differ, rel diff %.3g\n", what, diff, n, d);
+	if (tol == 0)
+		assert_true(diff == 0);
+	else
+		assert_true(d < tol);
+}
+
+static void bpair_sums(const double s[2], const char *what)
+{
+	double d = fabs(s[0] - s[1]) / fmax(fabs(s[1]), 1e-300);
+	printf("backend %-22s cuda %.12g host %.12g (rel %.3g)\n", what, s[0], s[1], d);
+	/* the host adds float lanes of 256 terms into a double */
+	assert_true(d < 1e-5);
+}
+
+static void test_backend_ops(void **state)
+{
+	(void)state;
+	rc_err err;
+	bpair bp;
+	bpair_open(&bp);
+	const int f = NVIEWS / 3, l = NVIEWS - 5;
+	const float a = 0.37f, neg = -1.25f;
+	double s[2], s2[2];
+	enum { A, B, C, P, Q, W };
+	for (int k = 0; k < 2; k++) {
+		rc_backend *b = bp.b[k];
+		rc_vec **v = bp.v[k];
+		assert_int_equal(rc_bk_fill(b, v[P], 2.5f, f, l, &err), 0);
+		assert_int_equal(rc_bk_fill(b, v[Q], -3.0f, 0, -1, &err), 0);
+	}
+	bpair_check(&bp, P, 0, "fill views [f, l)");
+	bpair_check(&bp, Q, 0, "fill all views");
+	for (int k = 0; k < 2; k++) {
+		rc_backend *b = bp.b[k];
+		rc_vec **v = bp.v[k];
+		assert_int_equal(rc_bk_copy(b, v[Q], v[W], &err), 0);
+		assert_int_equal(rc_bk_axpy(b, v[A], &a, v[B], &err), 0);
+		assert_int_equal(rc_bk_xpay(b, v[C], v[B], &neg, &err), 0);
+	}
+	bpair_check(&bp, Q, 0, "copy");
+	bpair_check(&bp, A, 0, "axpy");
+	bpair_check(&bp, C, 0, "xpay");
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(rc_bk_dot(bp.b[k], bp.v[k][A], bp.v[k][C], &s[k], &err), 0);
+		assert_int_equal(rc_bk_dot(bp.b[k], bp.v[k][P], NULL, &s2[k], &err), 0);
+	}
+	bpair_sums(s, "dot");
+	bpair_sums(s2, "sum (dot, y NULL)");
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(rc_bk_update(bp.b[k], bp.v[k][A], bp.v[k][B], bp.v[k][C], 0.7f, 0, &err), 0);
+		assert_int_equal(rc_bk_update(bp.b[k], bp.v[k][C], bp.v[k][A], bp.v[k][B], 1.3f, 1, &err), 0);
+		assert_int_equal(rc_bk_mul(bp.b[k], bp.v[k][B], bp.v[k][A], bp.v[k][C], &err), 0);
+	}
+	bpair_check(&bp, A, 0, "update");
+	bpair_check(&bp, C, 0, "update, nonneg");
+	bpair_check(&bp, B, 0, "mul");
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(rc_bk_inv_guarded(bp.b[k], bp.v[k][W], 1e-3, &err), 0);
+		assert_int_equal(rc_bk_inv_guarded(bp.b[k], bp.v[k][A], 1e-6, &err), 0);
+	}
+	bpair_check(&bp, W, 0, "inv_guarded (proj)");
+	bpair_check(&bp, A, 0, "inv_guarded (volume)");
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(rc_bk_residual(bp.b[k], bp.v[k][Q], bp.v[k][P], bp.v[k][W], f, l, &s[k], &err), 0);
+	bpair_check(&bp, Q, 0, "residual, weighted");
+	bpair_sums(s, "residual sum");
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(rc_bk_residual(bp.b[k], bp.v[k][P], bp.v[k][W], NULL, 0, -1, &s[k], &err), 0);
+	bpair_check(&bp, P, 0, "residual, plain");
+	bpair_sums(s, "residual sum, plain");
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(rc_bk_ratio(bp.b[k], bp.v[k][Q], bp.v[k][P], 1e-6f, &s[k], &err), 0);
+	bpair_check(&bp, Q, 0, "ratio");
+	bpair_sums(s, "ratio sum");
+
+	/* projections: views [f, l) only (the others keep their values), the
+	 * back projections of a range */
+	float *ph = malloc(NP * sizeof(float));
+	assert_non_null(ph);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(rc_bk_upload(bp.b[k], bp.v[k][A], VOL, &err), 0);
+		assert_int_equal(rc_bk_upload(bp.b[k], bp.v[k][P], PROJ, &err), 0);
+		assert_int_equal(rc_bk_fill(bp.b[k], bp.v[k][Q], -7.0f, 0, -1, &err), 0);
+		assert_int_equal(rc_bk_forward(bp.b[k], RC_FP_RAYCAST, bp.v[k][A], bp.v[k][Q], f, l, &err), 0);
+	}
+	bpair_check(&bp, Q, TOL_EXACT, "forward [f, l)");
+	assert_int_equal(rc_bk_download(bp.b[0], bp.v[0][Q], ph, &err), 0);
+	const size_t view = rc_geom_view_count(G);
+	for (size_t j = 0; j < NP; j++)
+		if ((int)(j / view) < f || (int)(j / view) >= l)
+			assert_true(ph[j] == -7.0f);
+	free(ph);
+	for (int kind = 0; kind < 2; kind++) {
+		for (int k = 0; k < 2; k++)
+			assert_int_equal(rc_bk_back(bp.b[k], (rc_bp_kind)kind, bp.v[k][P], bp.v[k][B], f, l, &err), 0);
+		bpair_check(&bp, B, TOL_EXACT, kind ? "back matched [f, l)" : "back voxel [f, l)");
+	}
+	assert_int_equal(rc_bk_finish(bp.b[0], &err), 0);
+	/* every projection counted with its views (backend.h, rc_backend_stats) */
+	const rc_backend_stats *st = &bp.b[0]->stats;
+	printf("backend stats: forward %ld calls %ld views %.3g s, back %ld calls %ld views %.3g s\n",
+	       st->calls[RC_TASK_FORWARD], st->views[RC_TASK_FORWARD], st->seconds[RC_TASK_FORWARD],
+	       st->calls[RC_TASK_BACK], st->views[RC_TASK_BACK], st->seconds[RC_TASK_BACK]);
+	assert_int_equal(st->calls[RC_TASK_FORWARD], 1);
+	assert_int_equal(st->views[RC_TASK_FORWARD], l - f);
+	assert_int_equal(st->calls[RC_TASK_BACK], 2);
+	assert_int_equal(st->views[RC_TASK_BACK], 2 * (l - f));
+	assert_true(st->seconds[RC_TASK_FORWARD] > 0 && st->seconds[RC_TASK_BACK] > 0);
+	bpair_close(&bp);
 }
 
 /* Cancel after iteration 2 leaves the 2-iteration result; too little memory
@@ -813,10 +1079,14 @@ int main(void)
 		cmocka_unit_test(test_fp_rotate),
 		cmocka_unit_test(test_against_cpu),
 		cmocka_unit_test(test_slabs),
+		cmocka_unit_test(test_backend_ops),
 		cmocka_unit_test(test_sart),
+		cmocka_unit_test(test_sart_subsets),
 		cmocka_unit_test(test_sirt),
 		cmocka_unit_test(test_cgls),
+		cmocka_unit_test(test_mlem),
 		cmocka_unit_test(test_fdk),
+		cmocka_unit_test(test_auto_interp),
 		cmocka_unit_test(test_cancel_and_too_big),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

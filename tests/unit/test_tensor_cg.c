@@ -1,10 +1,11 @@
 /*
- * test_tensor_cg: CG on the normal equations with the fp16 BSR matrix ends
- * within 1% (relative) of the fp32 CSR CG's error after 30 iterations (paper
- * 001 Fig. 8) on sinograms computed from the analytic ellipse phantom; the
- * job path through rc_recon_run (engine "tensor": report, progress, cancel,
- * refusal of other algorithms, matrix cache); the 8-symmetry single-slice
- * projection equals the full matrix's projection.
+ * test_tensor_cg: CGLS (algo_cgls.c) on the tensor backend with the fp16
+ * BSR matrix ends within 1% (relative) of the fp32 CSR run's error after 30
+ * iterations (paper 001 Fig. 8) on sinograms computed from the analytic
+ * ellipse phantom; the job path through rc_recon_run (engine "tensor":
+ * report, progress, cancel, the other algorithms on tensor / auto / cpu,
+ * refusal of fdk, matrix cache); the 8-symmetry single-slice projection
+ * equals the full matrix's projection.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -216,10 +217,29 @@ static void test_job_path(void **state)
 	assert_string_equal(rep.matrix.fragment, "csr.fp32");
 	snprintf(s.engine, sizeof s.engine, "tensor");
 	snprintf(s.precision, sizeof s.precision, "mixed");
-	/* other algorithms are refused by name */
-	rc_algo_params_default(&s.algo, RC_ALGO_SIRT);
+	/* every iterative algorithm runs on the tensor backend, on engines
+	 * tensor, auto and cpu (cpu: the CPU path, CSR fp32 by default) */
+	rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_MLEM };
+	const char *engines[] = { "tensor", "auto", "cpu" };
+	for (int k = 0; k < 3; k++) {
+		rc_algo_params_default(&s.algo, names[k]);
+		s.algo.iterations = 2;
+		snprintf(s.engine, sizeof s.engine, "%s", engines[k]);
+		snprintf(s.precision, sizeof s.precision, "%s", k == 2 ? "fp32" : "mixed");
+		assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
+		assert_string_equal(rep.engine, "tensor");
+		assert_int_equal(rep.iterations_done, 2);
+		if (k == 2) {
+			assert_string_equal(rep.dev[0].name, "cpu-csr-fp32");
+			assert_string_equal(rep.matrix.fragment, "csr.fp32");
+		}
+	}
+	snprintf(s.engine, sizeof s.engine, "tensor");
+	snprintf(s.precision, sizeof s.precision, "mixed");
+	/* fdk is refused by name (2-D filtered back projection is future work) */
+	rc_algo_params_default(&s.algo, RC_ALGO_FDK);
 	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), RC_EUNSUPPORTED);
-	assert_non_null(strstr(err.msg, "sirt"));
+	assert_non_null(strstr(err.msg, "fdk"));
 	assert_string_equal(err.field, "algorithm.name");
 	/* unknown precision */
 	rc_algo_params_default(&s.algo, RC_ALGO_CGLS);

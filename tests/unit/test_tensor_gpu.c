@@ -2,8 +2,9 @@
  * test_tensor_gpu: the CUDA products of the tensor path against the CPU
  * implementation: WMMA and half2 (fp16 blocks) against rc_bsr_mul /
  * rc_bsr_mul_t for each fragment shape, cuSPARSE and the on-the-fly kernel
- * against the fp32 CSR, GPU CGLS against CPU CGLS (same error after 30
- * iterations), the 8-symmetry projection against its CPU version, and the
+ * against the fp32 CSR, the algorithms on the tensor backend's device
+ * vectors against its CPU path (CGLS after 30 iterations, SART with 8
+ * subsets, MLEM: the same error), the 8-symmetry projection against its CPU version, and the
  * job path with the GPU required.  Skips (77) with "no CUDA device".
  */
 #include <stdarg.h>
@@ -147,10 +148,11 @@ static void on_iter(void *ud, int it, double residual, double rel_change, double
 	((struct trace *)ud)->err = error;
 }
 
-/* GPU CGLS vs CPU CGLS through rc_tensor_solve: same error after 30
- * iterations within 1%.  The GPU run reports no per-iteration error, so
- * the error is computed from the returned volumes. */
-static void test_cgls(void **state)
+/* GPU vs CPU through rc_tensor_solve (the tensor backend on device vectors
+ * and on the host): CGLS after 30 iterations within 1% of the same error,
+ * SART with 8 subsets (view-range kernels) and MLEM (ratio, guarded
+ * inverse) within 2%.  The error is computed from the returned volumes. */
+static void test_algorithms(void **state)
 {
 	(void)state;
 	rc_geom *g;
@@ -168,27 +170,36 @@ static void test_cgls(void **state)
 		memcpy(proj + z * nrow, proj, sizeof(float) * nrow);
 		memcpy(ref + z * npix, ref, sizeof(float) * npix);
 	}
-	rc_algo_params ap;
-	rc_algo_params_default(&ap, RC_ALGO_CGLS);
-	ap.iterations = 30;
-	rc_tensor_opts o;
-	rc_tensor_opts_default(&o);
-	struct trace tr = { 0 };
-	o.iter = on_iter;
-	o.iter_ud = &tr;
-	rc_err err;
-	rc_recon_report rep;
-	memset(&rep, 0, sizeof rep);
-	o.gpu = 1;
-	int rc = rc_tensor_solve(&o, &ap, g, proj, vg, NULL, &rep, &err);
-	if (rc)
-		fail_msg("GPU solve: %s", err.msg);
-	printf("GPU: %s, %s\n", rep.dev[0].name, rep.dev[0].device_id);
-	o.gpu = 0;
-	assert_int_equal(rc_tensor_solve(&o, &ap, g, proj, vc, NULL, &rep, &err), 0);
-	double eg = rel_l2(vg, ref, npix * nz), ec = rel_l2(vc, ref, npix * nz);
-	printf("error after 30 iterations: GPU (WMMA) %.5f, CPU (fp16 BSR) %.5f\n", eg, ec);
-	assert_true(fabs(eg - ec) <= 0.01 * ec);
+	const struct {
+		rc_algo_name name;
+		int iterations, subsets;
+		double tol;
+	} runs[] = { { RC_ALGO_CGLS, 30, 1, 0.01 }, { RC_ALGO_SART, 5, 8, 0.02 }, { RC_ALGO_MLEM, 20, 1, 0.02 } };
+	for (int k = 0; k < 3; k++) {
+		rc_algo_params ap;
+		rc_algo_params_default(&ap, runs[k].name);
+		ap.iterations = runs[k].iterations;
+		ap.subsets = runs[k].subsets;
+		rc_tensor_opts o;
+		rc_tensor_opts_default(&o);
+		struct trace tr = { 0 };
+		o.iter = on_iter;
+		o.iter_ud = &tr;
+		rc_err err;
+		rc_recon_report rep;
+		memset(&rep, 0, sizeof rep);
+		o.gpu = 1;
+		int rc = rc_tensor_solve(&o, &ap, g, proj, vg, NULL, &rep, &err);
+		if (rc)
+			fail_msg("GPU solve: %s", err.msg);
+		printf("GPU: %s, %s\n", rep.dev[0].name, rep.dev[0].device_id);
+		o.gpu = 0;
+		assert_int_equal(rc_tensor_solve(&o, &ap, g, proj, vc, NULL, &rep, &err), 0);
+		double eg = rel_l2(vg, ref, npix * nz), ec = rel_l2(vc, ref, npix * nz);
+		printf("%s, %d iterations, %d subsets: error GPU (WMMA) %.5f, CPU (fp16 BSR) %.5f\n",
+		       rc_algo_name_str(ap.name), ap.iterations, ap.subsets, eg, ec);
+		assert_true(fabs(eg - ec) <= runs[k].tol * ec);
+	}
 	free(proj);
 	free(ref);
 	free(vg);
@@ -241,7 +252,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_products),
-		cmocka_unit_test(test_cgls),
+		cmocka_unit_test(test_algorithms),
 		cmocka_unit_test(test_symmetric),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the CUDA engine (host code and kernels) against cuda-emu, a CPU
 # stand-in for the CUDA runtime, and runs tests/unit/test_engine_cuda.c on
-# it (EMU_SMALL=1: the ASan sizes, minutes faster).  A check of the engine's logic (indexing, slabs, the resident
-# algorithms, the memory plan) on machines without a GPU; it says nothing
+# it (EMU_SMALL=1: the ASan sizes, minutes faster).  A check of the engine's logic (indexing, slabs, the CUDA
+# backend under the shared algorithms, the memory plan) on machines without a GPU; it says nothing
 # about real CUDA behaviour or speed.  Usage: tools/cuda-emu/run.sh [outdir]
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,7 +31,7 @@ done
 # the CUDA host files against the stand-in headers; the rest of core/ from
 # the regular build (run `make` first)
 make -s --no-print-directory build/lib/libreconcore.a
-for f in core/engine_cuda*.c; do
+for f in core/engine_cuda*.c core/backend_cuda.c; do
   o="$out/core_$(basename "${f%.c}").o"
   cc -O2 -std=c11 -D_GNU_SOURCE -DRC_HAVE_CUDA=1 -pthread $inc -c "$f" -o "$o"
   objs+=("$o")

@@ -5,6 +5,7 @@
 #include "cuda_runtime_api.h"
 #ifdef __cplusplus
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #define __global__
@@ -37,6 +38,13 @@ template <class T> T tex3D(cudaTextureObject_t t, float x, float y, float z)
 }
 static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }
 static inline double atomicAdd(double *p, double v) { double o = *p; *p = o + v; return o; }
+static inline unsigned atomicMax(unsigned *p, unsigned v) { unsigned o = *p; *p = o > v ? o : v; return o; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, sizeof f); return f; }
+/* round-to-nearest float operations that nvcc never contracts into an FMA;
+ * run.sh compiles without -mfma, so g++ emits plain mul and add here too */
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
 template <class T> static inline T __ldg(const T *p) { return *p; }
 using std::floor;
 #endif

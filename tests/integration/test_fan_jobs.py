@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""2-D jobs on execution.engine "cpu" through the daemon: every iterative
+algorithm runs on fan and parallel geometries through the tensor backend
+(backend_tensor.c), the CPU path.  Analytic projections of two disks (a
+large centred one and a small off-centre one, so that an x/y or slice
+mix-up shows), 2 slices of different density, computed here from API.md's
+fan and parallel formulas (independent of the C code):
+
+- fan, sart with 8 ordered subsets, 10 iterations;
+- parallel, mlem, 30 iterations;
+
+each job succeeds on engine "cpu" and the downloaded volume's relative L2
+error against the phantom (pixel area fractions, 4x4 samples per pixel) is
+below a bound; the same job with 1 iteration is above it (the bound can
+fail).
+
+Bounds: 32x32 pixels of 1 mm, 96 views, 48 bins sampled at their centres
+(the matrix averages over bins, so the disk edges carry most of the error).
+Measured: fan SART 0.0865 after 10 iterations (0.172 after 1), parallel
+MLEM 0.112 after 30 (0.614 after 1); bounds 0.12 and 0.14.
+"""
+
+import array
+import math
+
+from recond_harness import Daemon, check, log, read_f32, require_binaries, run_main
+from recond_client import Client
+
+N, VIEWS, NU, SLICES = 32, 96, 48, 2
+D, S = 100.0, 200.0
+# (centre x, centre y, radius, density per slice)
+DISKS = [(0.0, 0.0, 10.0, [0.02, 0.04]), (4.0, -3.0, 3.0, [0.01, 0.03])]
+CASES = [
+    # geometry, detector bin mm, algorithm, iterations, subsets
+    ("fan", 1.5, "sart", 10, 8),
+    ("parallel", 1.0, "mlem", 30, 1),
+]
+BOUND = {"fan": 0.12, "parallel": 0.14}
+
+
+def chord(p, d, disk):
+    """Length of the line through p with unit direction d inside the disk."""
+    cx, cy, r = disk[0], disk[1], disk[2]
+    dist = abs((cx - p[0]) * d[1] - (cy - p[1]) * d[0])
+    return 2 * math.sqrt(r * r - dist * dist) if dist < r else 0.0
+
+
+def projections(gtype, du):
+    out = []
+    for z in range(SLICES):
+        for k in range(VIEWS):
+            t = math.radians(360.0 * k / VIEWS)
+            c, s = math.cos(t), math.sin(t)
+            for i in range(NU):
+                off = (i - (NU - 1) / 2.0) * du
+                if gtype == "fan":
+                    src = (D * c, D * s)
+                    pix = (-(S - D) * c - off * s, -(S - D) * s + off * c)
+                    L = math.hypot(pix[0] - src[0], pix[1] - src[1])
+                    p, d = src, ((pix[0] - src[0]) / L, (pix[1] - src[1]) / L)
+                else:
+                    p, d = (-off * s, off * c), (-c, -s)
+                out.append(sum(disk[3][z] * chord(p, d, disk) for disk in DISKS))
+    return out
+
+
+def phantom():
+    ref, sub = [], 4
+    for z in range(SLICES):
+        for iy in range(N):
+            for ix in range(N):
+                acc = 0.0
+                for sy in range(sub):
+                    for sx in range(sub):
+                        x = ix - (N - 1) / 2.0 + (sx + 0.5) / sub - 0.5
+                        y = iy - (N - 1) / 2.0 + (sy + 0.5) / sub - 0.5
+                        for cx, cy, r, rho in DISKS:
+                            if (x - cx) ** 2 + (y - cy) ** 2 <= r * r:
+                                acc += rho[z]
+                ref.append(acc / (sub * sub))
+    return ref
+
+
+def spec(gtype, du, algo, iterations, subsets):
+    geom = {
+        "type": gtype, "slices": SLICES,
+        "angles": {"start_deg": 0.0, "step_deg": 360.0 / VIEWS, "count": VIEWS},
+        "detector": {"nu": NU, "du_mm": du, "offset_u_mm": 0.0},
+    }
+    if gtype == "fan":
+        geom.update({"source_isocenter_mm": D, "source_detector_mm": S})
+    return {
+        "label": "2d-%s-%s" % (gtype, algo),
+        "geometry": geom,
+        "volume": {"nx": N, "ny": N, "nz": SLICES, "voxel_mm": [1.0, 1.0, 1.0]},
+        "algorithm": {"name": algo, "iterations": iterations, "subsets": subsets},
+        "execution": {"engine": "cpu"},
+        "priority": 5,
+    }
+
+
+def rel_err(vol, ref):
+    num = sum((a - b) ** 2 for a, b in zip(vol, ref))
+    den = sum(b * b for b in ref)
+    return math.sqrt(num / den)
+
+
+def run_job(c, sp, data):
+    job = c.submit(sp, data)
+    final = None
+    for ev, ed in c.watch(job["id"], timeout=240):
+        if ev == "end":
+            final = ed
+    ok = final and final["state"] == "succeeded"
+    check("%s job succeeded on engine cpu" % sp["label"], ok,
+          "state %s error %s" % (final and final["state"], final and final.get("error")))
+    if not ok:
+        return None, None
+    st = c.status(job["id"])
+    vol = read_f32(c.get(job["id"], fmt="raw"))
+    check("%s volume size" % sp["label"], len(vol) == N * N * SLICES, str(len(vol)))
+    return st, vol
+
+
+def main():
+    require_binaries()
+    d = Daemon().start()
+    c = Client(d.url, timeout=30)
+    ref = phantom()
+    for gtype, du, algo, iterations, subsets in CASES:
+        data = projections(gtype, du)
+        raw = array.array("f", data).tobytes()
+        st, vol = run_job(c, spec(gtype, du, algo, iterations, subsets), raw)
+        if vol is None:
+            continue
+        log("%s: engine %s, matrix %s" % (gtype, st.get("engine"), st.get("matrix")))
+        e = rel_err(vol, ref)
+        log("%s %s (%d subsets) %d iterations: relative L2 error %.4f (bound %.2f)" %
+            (gtype, algo, subsets, iterations, e, BOUND[gtype]))
+        check("%s %s: error %.4f below %.2f" % (gtype, algo, e, BOUND[gtype]), e < BOUND[gtype])
+        check("%s %s: the system matrix is reported" % (gtype, algo),
+              (st.get("matrix") or {}).get("fragment") == "csr.fp32", str(st.get("matrix")))
+        _, vol1 = run_job(c, spec(gtype, du, algo, 1, subsets), raw)
+        if vol1 is not None:
+            e1 = rel_err(vol1, ref)
+            log("%s %s 1 iteration: relative L2 error %.4f" % (gtype, algo, e1))
+            check("%s %s: one iteration stays above the bound" % (gtype, algo), e1 > BOUND[gtype], "%.4f" % e1)
+    d.stop()
+
+
+if __name__ == "__main__":
+    run_main(main)
