@@ -6,11 +6,18 @@
 #   core/*.c                 -> build/lib/libreconcore.a   (no HTTP, no SQL)
 #   core/*_avx2.c, *_avx512.c   compiled with those ISA flags; callers
 #                               dispatch at run time (__builtin_cpu_supports)
+#   server/worker/*.c        -> libreconworker.a: the worker's floor (job spec,
+#                               durable writes, protocol); compiled without
+#                               -Iserver, so it cannot include the daemon
 #   server/*.c, clients/*.c  -> libreconserver.a, libreconclient.a
-#   */main_NAME.c            -> build/bin/NAME
+#   */main_NAME.c            -> build/bin/NAME; recond-worker links only
+#                               libreconworker.a + libreconcore.a and
+#                               $(WORKER_LDLIBS): no SQLite, no libmicrohttpd
 #   tests/unit/test_*.c      -> build/tests/test_* and, with ASan+UBSan,
 #                               build/asan/tests/test_*
 #   bench/main_*.c           -> build/bin/*, run by `make bench`
+#   make check-layout        floors and include cycles (scripts/check-layout.sh);
+#                            `make test` runs it first
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -33,13 +40,17 @@ CFLAGS    ?= -O3 -g
 override CFLAGS += -std=c11 -ffp-contract=off $(WARN) -pthread $(ARCHFLAGS)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz -lm -lpthread
+# What libreconcore.a needs (mk/cuda.mk adds the CUDA runtime); the worker
+# links this and jansson, nothing of the daemon's.
+CORE_LDLIBS := $(shell pkg-config --libs fftw3f fftw3 OpenCL 2>/dev/null) -lm -lpthread
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 
 CORE_SRC   := $(wildcard core/*.c)
+WORKER_SRC := $(filter-out server/worker/main_%.c,$(wildcard server/worker/*.c))
 SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
 CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))
-PROG_SRC   := $(wildcard server/main_*.c clients/main_*.c tools/main_*.c)
+PROG_SRC   := $(wildcard server/main_*.c server/worker/main_*.c clients/main_*.c tools/main_*.c)
 BENCH_SRC  := $(wildcard bench/main_*.c)
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 
@@ -51,16 +62,24 @@ GEN_HEADERS :=
 -include $(sort $(wildcard mk/*.mk))
 
 CORE_OBJS   := $(call obj,rel,$(CORE_SRC))
+WORKER_OBJS := $(call obj,rel,$(WORKER_SRC))
 SERVER_OBJS := $(call obj,rel,$(SERVER_SRC))
 CLIENT_OBJS := $(call obj,rel,$(CLIENT_SRC))
-LIBS_REL    := $(BUILD)/lib/libreconserver.a $(BUILD)/lib/libreconclient.a $(BUILD)/lib/libreconcore.a
-LIBS_ASAN   := $(BUILD)/asan/lib/libreconserver.a $(BUILD)/asan/lib/libreconclient.a $(BUILD)/asan/lib/libreconcore.a
+LIBS_REL    := $(BUILD)/lib/libreconserver.a $(BUILD)/lib/libreconclient.a $(BUILD)/lib/libreconworker.a \
+               $(BUILD)/lib/libreconcore.a
+LIBS_ASAN   := $(BUILD)/asan/lib/libreconserver.a $(BUILD)/asan/lib/libreconclient.a \
+               $(BUILD)/asan/lib/libreconworker.a $(BUILD)/asan/lib/libreconcore.a
+# The worker is its own floor (docs/architecture.md): core and server/worker,
+# compiled without the daemon's -Iserver and linked without its libraries.
+WORKER_LIBS_REL := $(BUILD)/lib/libreconworker.a $(BUILD)/lib/libreconcore.a
+WORKER_CPPFLAGS := $(filter-out -Iserver,$(CPPFLAGS))
+WORKER_LDLIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) $(CORE_LDLIBS)
 PROGS       := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(PROG_SRC))))
 BENCHES     := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(BENCH_SRC))))
 TESTS       := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 ASAN_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
 
-.PHONY: all deps run test bench install clean check-build _run _test _bench tests
+.PHONY: all deps run test bench install clean check-build check-layout _run _test _bench tests
 all: $(LIBS_REL) $(PROGS) $(BENCHES)
 tests: $(TESTS) $(ASAN_TESTS)
 
@@ -74,8 +93,13 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all && $(MAKE) --no-print-directory _bench
 
-_test: all tests
+_test: all tests check-layout
 	@bash scripts/run-tests.sh $(BUILD)
+
+# Floors and include cycles (docs/architecture.md): an include that goes up a
+# floor or closes a cycle fails, resolved with the -I directories above.
+check-layout:
+	@bash scripts/check-layout.sh $(filter-out -I/%,$(filter -I%,$(CPPFLAGS)))
 
 _bench: all
 	@bash scripts/run-bench.sh $(BUILD)
@@ -85,6 +109,7 @@ _run: all
 	@mkdir -p var && exec $(BUILD)/bin/recond --listen 127.0.0.1:8080 --store ./var
 
 # --- objects --------------------------------------------------------------
+$(BUILD)/rel/server/worker/%.o $(BUILD)/asan/server/worker/%.o: CPPFLAGS := $(WORKER_CPPFLAGS)
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
@@ -107,11 +132,15 @@ $(BUILD)/asan/%.o: %.c $(GEN_HEADERS)
 # --- libraries --------------------------------------------------------------
 $(BUILD)/lib/libreconcore.a: $(CORE_OBJS) $(EXTRA_CORE_OBJS)
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/lib/libreconworker.a: $(WORKER_OBJS)
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/lib/libreconserver.a: $(SERVER_OBJS)
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/lib/libreconclient.a: $(CLIENT_OBJS)
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/asan/lib/libreconcore.a: $(call obj,asan,$(CORE_SRC)) $(EXTRA_CORE_OBJS)
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+$(BUILD)/asan/lib/libreconworker.a: $(call obj,asan,$(WORKER_SRC))
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/asan/lib/libreconserver.a: $(call obj,asan,$(SERVER_SRC))
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
@@ -119,6 +148,11 @@ $(BUILD)/asan/lib/libreconclient.a: $(call obj,asan,$(CLIENT_SRC))
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 
 # --- programs, benchmarks, tests ------------------------------------------------
+# The worker: its own libraries and LDLIBS (tests/integration/test_worker_floor.sh
+# checks that ldd shows neither SQLite nor libmicrohttpd).
+$(BUILD)/bin/recond-worker: server/worker/main_recond-worker.c $(WORKER_LIBS_REL)
+	@mkdir -p $(@D)
+	$(CC) $(WORKER_CPPFLAGS) $(CFLAGS) $< -o $@ $(WORKER_LIBS_REL) $(WORKER_LDLIBS)
 .SECONDEXPANSION:
 $(BUILD)/bin/%: $$(wildcard server/main_$$*.c clients/main_$$*.c tools/main_$$*.c bench/main_$$*.c) $(LIBS_REL)
 	@mkdir -p $(@D)

@@ -1,17 +1,8 @@
-/* algo: names, defaults and dispatch of the algorithms (algo.h). */
+/* algo: defaults and dispatch of the algorithms (algo.h); their names are
+ * in names.c's table. */
 #include "algo_util.h"
 
 #include <string.h>
-
-static const char *const algo_names[] = {
-	[RC_ALGO_FDK] = "fdk", [RC_ALGO_SART] = "sart", [RC_ALGO_SIRT] = "sirt",
-	[RC_ALGO_CGLS] = "cgls", [RC_ALGO_MLEM] = "mlem",
-};
-
-static const char *const window_names[] = {
-	[RC_WINDOW_RAM_LAK] = "ram-lak", [RC_WINDOW_SHEPP_LOGAN] = "shepp-logan",
-	[RC_WINDOW_HANN] = "hann",
-};
 
 void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 {
@@ -23,35 +14,6 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 	p->window = RC_WINDOW_RAM_LAK;
 	p->cutoff = 1.0;
 	p->scan = RC_SCAN_AUTO;
-}
-
-int rc_algo_name_parse(const char *s, rc_algo_name *ret)
-{
-	for (size_t i = 0; i < sizeof algo_names / sizeof algo_names[0]; i++) {
-		if (s && strcmp(s, algo_names[i]) == 0) {
-			*ret = (rc_algo_name)i;
-			return 0;
-		}
-	}
-	return RC_EINVAL;
-}
-
-const char *rc_algo_name_str(rc_algo_name n)
-{
-	if ((unsigned)n < sizeof algo_names / sizeof algo_names[0])
-		return algo_names[n];
-	return "unknown";
-}
-
-int rc_filter_window_parse(const char *s, rc_filter_window *ret)
-{
-	for (size_t i = 0; i < sizeof window_names / sizeof window_names[0]; i++) {
-		if (s && strcmp(s, window_names[i]) == 0) {
-			*ret = (rc_filter_window)i;
-			return 0;
-		}
-	}
-	return RC_EINVAL;
 }
 
 int rc_algo_run_on(const rc_algo_params *p, rc_backend *b, const float *proj,

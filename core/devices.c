@@ -11,6 +11,7 @@
 #include "engine_cpu.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
+#include "names.h"
 #include "opencl_util.h"
 #include "rc_clock.h"
 
@@ -22,7 +23,7 @@ int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
 	rc_device *d = &out[(*n)++];
 	memset(d, 0, sizeof *d);
 	d->kind = RC_DEVICE_CPU;
-	snprintf(d->engine, sizeof d->engine, "cpu");
+	snprintf(d->engine, sizeof d->engine, "%s", rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CPU));
 	snprintf(d->type, sizeof d->type, "cpu");
 	rc_cpu_identity(d->device_id, sizeof d->device_id, d->name, sizeof d->name);
 	snprintf(d->hw_group, sizeof d->hw_group, "host-cpu");
@@ -37,7 +38,7 @@ int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
 		d->kind = RC_DEVICE_OPENCL;
 		d->platform = od[i].platform;
 		d->device = od[i].device;
-		snprintf(d->engine, sizeof d->engine, "opencl");
+		snprintf(d->engine, sizeof d->engine, "%s", rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_OPENCL));
 		snprintf(d->type, sizeof d->type, "%s", od[i].is_cpu ? "cpu" : od[i].is_gpu ? "gpu" : "other");
 		snprintf(d->name, sizeof d->name, "%s", od[i].name);
 		snprintf(d->device_id, sizeof d->device_id, "%s", od[i].device_id);
@@ -52,7 +53,7 @@ int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
 		memset(d, 0, sizeof *d);
 		d->kind = RC_DEVICE_CUDA;
 		d->ordinal = i;
-		snprintf(d->engine, sizeof d->engine, "cuda");
+		snprintf(d->engine, sizeof d->engine, "%s", rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CUDA));
 		snprintf(d->type, sizeof d->type, "gpu");
 		snprintf(d->name, sizeof d->name, "%s", ci.name);
 		snprintf(d->device_id, sizeof d->device_id, "%s", ci.device_id);
@@ -97,11 +98,10 @@ int rc_device_open(const rc_device *d, const rc_geom *g, const rc_device_open_op
 
 void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len)
 {
-	static const char *const types[] = { "cone", "matrices", "fan", "parallel" };
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const rc_detector_desc *d = rc_geom_detector(g);
-	int t = (int)rc_geom_type_of(g);
-	snprintf(buf, len, "%s-%dx%dx%d-%dx%d-%s", t >= 0 && t < 4 ? types[t] : "other", v->nx, v->ny, v->nz,
+	const char *type = rc_name_str(RC_NAMES_GEOMETRY, (int)rc_geom_type_of(g));
+	snprintf(buf, len, "%s-%dx%dx%d-%dx%d-%s", type ? type : "other", v->nx, v->ny, v->nz,
 		 d->nu, d->nv, bp == RC_BP_MATCHED ? "matched" : "voxel");
 }
 

@@ -39,7 +39,7 @@ typedef struct rc_device {
 	rc_device_kind kind;
 	int platform, device;    /* OpenCL indices */
 	int ordinal;             /* CUDA device number */
-	char engine[16];         /* "cpu", "opencl", "cuda" */
+	char engine[16];         /* names.h, an engine word flagged RC_NAME_DEVICE: cpu, opencl, cuda */
 	char type[8];            /* "cpu", "gpu", "other" */
 	char name[128];
 	char device_id[128];     /* model storage key */

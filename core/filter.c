@@ -15,8 +15,11 @@
 #include <fftw3.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "names.h"
 
 struct rc_ramp {
 	int nu, batch, n;    /* row length, rows per call, padded length */
@@ -103,8 +106,11 @@ int rc_ramp_new(int nu, int batch, rc_filter_window window, double cutoff,
 		return rc_fail(err, RC_EINVAL, "geometry.detector.nu", "a ramp filter needs rows of 1 to 2^24 samples (got %d)", nu);
 	if (!(cutoff > 0 && cutoff <= 1))
 		return rc_fail(err, RC_EINVAL, "algorithm.cutoff", "algorithm.cutoff must be in (0, 1] (got %g)", cutoff);
-	if (window != RC_WINDOW_RAM_LAK && window != RC_WINDOW_SHEPP_LOGAN && window != RC_WINDOW_HANN)
-		return rc_fail(err, RC_EINVAL, "algorithm.filter", "algorithm.filter must be ram-lak, shepp-logan or hann");
+	if (!rc_name_str(RC_NAMES_WINDOW, (int)window)) {
+		char got[16];
+		snprintf(got, sizeof got, "%d", (int)window);
+		return rc_name_fail(err, RC_NAMES_WINDOW, "algorithm.window", got);
+	}
 	rc_ramp *r = calloc(1, sizeof *r);
 	if (!r)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for a ramp filter");

@@ -40,6 +40,7 @@
 #include "engine_cuda.h"
 #include "resident.h"
 #include "engine_opencl.h"
+#include "names.h"
 #include "plan.h"
 #include "tensor.h"
 #include "rc_clock.h"
@@ -52,22 +53,88 @@ void rc_recon_spec_default(rc_recon_spec *s)
 	snprintf(s->precision, sizeof s->precision, "fp32");
 }
 
+/* Whether engine e runs algorithm a on a geometry of type g, from the spec
+ * alone: fan and parallel run on the tensor backend (execution.engine auto,
+ * cpu or tensor) and fdk does not run on them; the tensor engine runs fan
+ * and parallel only.  Every message of rc_recon_check lists the choices this
+ * accepts. */
+static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
+{
+	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;
+	if (is2d)
+		return a != RC_ALGO_FDK && (e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR);
+	return e != RC_ENGINE_TENSOR;
+}
+
+struct combo {
+	int engine, algo, geom; /* -1: any */
+};
+
+static int combo_runs(const struct combo *c)
+{
+	for (int e = 0; e < rc_names_count(RC_NAMES_ENGINE); e++) {
+		int ev, av, gv;
+		rc_names_at(RC_NAMES_ENGINE, e, &ev, NULL);
+		if (c->engine >= 0 && ev != c->engine)
+			continue;
+		for (int a = 0; a < rc_names_count(RC_NAMES_ALGORITHM); a++) {
+			rc_names_at(RC_NAMES_ALGORITHM, a, &av, NULL);
+			if (c->algo >= 0 && av != c->algo)
+				continue;
+			for (int g = 0; g < rc_names_count(RC_NAMES_GEOMETRY); g++) {
+				rc_names_at(RC_NAMES_GEOMETRY, g, &gv, NULL);
+				if ((c->geom < 0 || gv == c->geom) &&
+				    engine_runs((rc_engine_choice)ev, (rc_algo_name)av, (rc_geom_type)gv))
+					return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int keep_engine(int v, void *ud)
+{
+	struct combo c = *(const struct combo *)ud;
+	c.engine = v;
+	return combo_runs(&c);
+}
+
+static int keep_algo(int v, void *ud)
+{
+	struct combo c = *(const struct combo *)ud;
+	c.algo = v;
+	return combo_runs(&c);
+}
+
+static int keep_geom(int v, void *ud)
+{
+	struct combo c = *(const struct combo *)ud;
+	c.geom = v;
+	return combo_runs(&c);
+}
+
 int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 {
-	const char *eng = s->engine;
-	int is2d = s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL;
-	if (is2d && s->algo.name == RC_ALGO_FDK)
+	int eng;
+	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng))
+		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
+	const char *algo = rc_algo_name_str(s->algo.name);
+	const char *geom = rc_name_str(RC_NAMES_GEOMETRY, (int)s->geom.type);
+	char l1[128], l2[128];
+	if (!geom)
+		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type %d is not a geometry type", (int)s->geom.type);
+	struct combo on_geom = { -1, -1, (int)s->geom.type }, for_algo = { -1, (int)s->algo.name, -1 };
+	if (!keep_algo((int)s->algo.name, &on_geom))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
-			       "fan and parallel geometries run sart, sirt, cgls and mlem; fdk needs a cone or "
-			       "matrices geometry");
-	if (is2d && strcmp(eng, "auto") && strcmp(eng, "cpu") && strcmp(eng, "tensor"))
+			       "algorithm.name \"%s\" does not run on a %s geometry: %s runs %s; %s runs on %s", algo,
+			       geom, geom, rc_names_join_if(RC_NAMES_ALGORITHM, keep_algo, &on_geom, l1, sizeof l1),
+			       algo, rc_names_join_if(RC_NAMES_GEOMETRY, keep_geom, &for_algo, l2, sizeof l2));
+	if (!engine_runs((rc_engine_choice)eng, s->algo.name, s->geom.type)) {
+		struct combo c = { -1, (int)s->algo.name, (int)s->geom.type };
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "fan and parallel geometries run on execution.engine auto, cpu or tensor (got \"%s\")",
-			       eng);
-	if (!is2d && !strcmp(eng, "tensor"))
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "execution.engine \"tensor\" runs fan and parallel geometries; cone and matrices run "
-			       "on auto, cpu, opencl, cuda or trigeneous");
+			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", s->engine,
+			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
+	}
 	return 0;
 }
 
@@ -429,13 +496,9 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	double t0 = rc_now_s();
 
 	const char *mode = s->engine;
-	static const char *const modes[] = { "auto", "cpu", "opencl", "cuda", "tensor", "trigeneous" };
-	int known = 0;
-	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-		known |= !strcmp(mode, modes[i]);
-	if (!known)
-		return rc_fail(err, RC_EINVAL, "execution.engine",
-			       "execution.engine must be auto, cpu, opencl, cuda, tensor or trigeneous (got \"%s\")", mode);
+	int known;
+	if (rc_name_parse(RC_NAMES_ENGINE, mode, &known))
+		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", mode);
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (rc)
 		goto out;

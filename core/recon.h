@@ -2,7 +2,7 @@
  * recon: one whole reconstruction job, from a parsed spec and the projection
  * stack to the volume.  This is what the worker process (server/) calls; it
  * owns the choice of engines ("execution.engine"), the plan of views per
- * device (plan.h) and the report of what ran.  No JSON here: server/spec.c
+ * device (plan.h) and the report of what ran.  No JSON here: server/worker/spec.c
  * parses the job's JSON into rc_recon_spec.
  */
 #ifndef RC_RECON_H

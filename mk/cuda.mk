@@ -21,7 +21,9 @@ CUDA_SRC     := $(wildcard kernels/cuda/*.cu)
 CUDA_OBJS    := $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CUDA_SRC))
 EXTRA_CORE_OBJS += $(CUDA_OBJS)
 CPPFLAGS     += -DRC_HAVE_CUDA=1 -I$(CUDA_HOME)/include
-LDLIBS       += -L$(CUDA_HOME)/lib64 -lcudart -lcusparse -Wl,-rpath,$(CUDA_HOME)/lib64 -lstdc++
+CUDA_LDLIBS  := -L$(CUDA_HOME)/lib64 -lcudart -lcusparse -Wl,-rpath,$(CUDA_HOME)/lib64 -lstdc++
+LDLIBS       += $(CUDA_LDLIBS)
+CORE_LDLIBS  += $(CUDA_LDLIBS)
 
 $(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh) core/cuda_kernels.h $(GEN_HEADERS)
 	@mkdir -p $(@D)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "http_internal.h"
+#include "names.h"
 #include "spec.h"
 #include "volume_format.h"
 
@@ -99,24 +100,13 @@ static int parse_range(const char *h, uint64_t total, uint64_t *a, uint64_t *b)
 	return 1;
 }
 
+/* The volume grid of job id, from its stored spec through spec.c's parser. */
 static int load_volume_desc(app *a, const char *id, rc_volume_desc *v, rc_err *err)
 {
 	char path[4200];
 	store_job_path(a->st, id, "spec.json", path, sizeof path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		if (fd >= 0)
-			close(fd);
-		return rc_fail(err, RC_EIO, "", "cannot read the job's spec: %s", strerror(errno));
-	}
-	char *buf = malloc((size_t)sb.st_size + 1);
-	ssize_t n = buf ? read(fd, buf, (size_t)sb.st_size) : -1;
-	close(fd);
 	job_spec *s = NULL;
-	int rc = n == sb.st_size ? job_spec_parse(buf, (size_t)n, 0, &s, err)
-				 : rc_fail(err, RC_EIO, "", "cannot read the job's spec");
-	free(buf);
+	int rc = job_spec_load(path, &s, err);
 	if (!rc)
 		*v = s->r.vol;
 	job_spec_free(s);
@@ -129,9 +119,12 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 	const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
 	if (!fmt || !*fmt)
 		fmt = "raw";
-	int kind = !strcmp(fmt, "raw") ? 0 : !strcmp(fmt, "nifti") ? 1 : !strcmp(fmt, "mha") ? 2 : -1;
-	if (kind < 0)
-		return http_fail(c, r, RC_EINVAL, "format", "format must be raw, nifti or mha (got \"%.32s\")", fmt);
+	int kind;
+	if (rc_name_parse(RC_NAMES_FORMAT, fmt, &kind)) {
+		rc_err ferr;
+		rc_name_fail(&ferr, RC_NAMES_FORMAT, "format", fmt);
+		return http_error_rc(c, r, &ferr);
+	}
 	job_row row;
 	rc_err err;
 	if (store_get(a->st, r->id, 0, &row, &err))
@@ -155,11 +148,12 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		free(d);
 		return http_fail(c, r, RC_EIO, "", "the volume file of job %s is missing or has the wrong size", r->id);
 	}
-	if (kind) {
+	if (kind != RC_FORMAT_RAW) {
 		rc_volume_desc v;
 		int rc = load_volume_desc(a, r->id, &v, &err);
 		if (!rc)
-			rc = kind == 1 ? volume_nifti_header(&v, &d->hdr, &d->hdr_len) : volume_mha_header(&v, &d->hdr, &d->hdr_len);
+			rc = kind == RC_FORMAT_NIFTI ? volume_nifti_header(&v, &d->hdr, &d->hdr_len)
+						     : volume_mha_header(&v, &d->hdr, &d->hdr_len);
 		if (rc) {
 			close(d->fd);
 			free(d->hdr);
@@ -183,7 +177,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		dl_free(d);
 		return MHD_NO;
 	}
-	static const char *const ext[] = { "f32", "nii", "mha" };
+	static const char *const ext[] = { [RC_FORMAT_RAW] = "f32", [RC_FORMAT_NIFTI] = "nii", [RC_FORMAT_MHA] = "mha" };
 	char disp[96];
 	snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", r->id, ext[kind]);
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "app.h"
+#include "runner.h"
 
 typedef enum route {
 	R_NONE = 0,

@@ -2,7 +2,9 @@
  * http_jobs: POST /v1/jobs (create), GET /v1/jobs (list), GET and DELETE
  * /v1/jobs/{id}, POST /v1/jobs/{id}/start.  The spec body is capped by its
  * declared length before it is read and again while it arrives (chunked
- * bodies), then parsed once by spec.c; nothing is stored unless it is valid.
+ * bodies), then parsed once by spec.c (which also gives the job's summary)
+ * and checked by core's rc_recon_check (an engine runs the algorithm on the
+ * geometry); nothing is stored unless both pass.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,19 +45,6 @@ enum MHD_Result jobs_create_body(req *r, const char *data, size_t len)
 	return MHD_YES;
 }
 
-static char *summary_json(const job_spec *s)
-{
-	static const char *const types[] = { "cone", "matrices", "fan", "parallel" };
-	const rc_recon_spec *p = &s->r;
-	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssiss}", "geometry", types[p->geom.type], "detector", s->nu, s->rows,
-			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
-			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
-			      "engine", p->engine);
-	char *out = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return out;
-}
-
 enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
@@ -69,11 +58,18 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	rc_err_clear(&err);
 	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err))
 		return http_error_rc(c, r, &err);
+	/* A combination no engine runs (fdk on fan, opencl on parallel, tensor
+	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 422 "unsupported",
+	 * naming what runs), not accepted and failed by the worker later. */
+	if (rc_recon_check(&spec->r, &err)) {
+		job_spec_free(spec);
+		return http_error_rc(c, r, &err);
+	}
 	uuid_t u;
 	char id[37];
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
-	char *summary = summary_json(spec);
+	char *summary = job_spec_summary(spec);
 	int rc = store_create(a->st, id, spec, r->body, r->body_len, summary ? summary : "{}", &err);
 	free(summary);
 	if (rc) {

@@ -15,6 +15,7 @@
 #include "device_json.h"
 #include "engine_cpu.h"
 #include "http_internal.h"
+#include "names.h"
 
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
 {
@@ -37,7 +38,8 @@ enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
 		char id[128], name[160];
 		rc_cpu_identity(id, sizeof id, name, sizeof name);
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		json_array_append_new(out, json_pack("{sssssssssssIsissso}", "name", name, "engine", "cpu", "type", "cpu",
+		json_array_append_new(out, json_pack("{sssssssssssIsissso}", "name", name, "engine",
+						     rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CPU), "type", "cpu",
 						     "device_id", id, "hw_group", "host-cpu", "memory_bytes",
 						     (json_int_t)pages * psz, "compute_units",
 						     (int)sysconf(_SC_NPROCESSORS_ONLN), "state", state, "models",

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "names.h"
+#include "runner.h"
+
 static json_t *ts_json(double t)
 {
 	if (t <= 0)
@@ -136,10 +139,10 @@ json_t *app_job_json(app *a, const job_row *r)
 	snprintf(buf, sizeof buf, "%s/start", base);
 	json_object_set_new(links, "start", json_string(buf));
 	json_t *vol = json_object();
-	static const char *const fmts[] = { "raw", "nifti", "mha" };
-	for (int i = 0; i < 3; i++) {
-		snprintf(buf, sizeof buf, "%s/volume?format=%s", base, fmts[i]);
-		json_object_set_new(vol, fmts[i], json_string(buf));
+	for (int i = 0; i < rc_names_count(RC_NAMES_FORMAT); i++) {
+		const char *f = rc_names_at(RC_NAMES_FORMAT, i, NULL, NULL);
+		snprintf(buf, sizeof buf, "%s/volume?format=%s", base, f);
+		json_object_set_new(vol, f, json_string(buf));
 	}
 	json_object_set_new(links, "volume", vol);
 	json_object_set_new(j, "links", links);

@@ -1,6 +1,6 @@
 /*
  * recond: the CT reconstruction daemon.  Wires config, store, event hub,
- * metrics, auth, audit log, runner and HTTP together (app.h), then waits for
+ * metrics, auth, audit log, runner and HTTP together (daemon.h), then waits for
  * signals in the main thread (every other thread has them blocked):
  *   SIGTERM/SIGINT  stop: refuse new requests, let requests in flight finish
  *                   (an unfinished upload is not acknowledged), stop the
@@ -19,9 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app.h"
+#include "daemon.h"
 #include "http.h"
 #include "log.h"
+#include "runner.h"
 
 /* recond-worker next to this binary. */
 static void default_worker(char *dst, size_t n)
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
 
 	app a;
 	int port = 0;
-	if (app_start(&a, &cfg, &port, &err)) {
+	if (daemon_start(&a, &cfg, &port, &err)) {
 		rlog(LOG_P_ERR, "startup_failed", "error=\"%s\"", err.msg);
 		fprintf(stderr, "recond: %s\n", err.msg);
 		config_clear(&cfg);
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
 		siginfo_t si;
 		int sig = sigtimedwait(&sigs, &si, &to);
 		if (sig == SIGHUP) {
-			if (app_reload_tokens(&a, &err))
+			if (daemon_reload_tokens(&a, &err))
 				rlog(LOG_P_ERR, "tokens_reload_failed", "error=\"%s\" (the previous tokens stay)", err.msg);
 			else
 				rlog(LOG_P_INFO, "tokens_reloaded", "tokens=%d", auth_count(a.auth));
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 				   counts[JOB_RUNNING], counts[JOB_QUEUED], counts[JOB_RECEIVING] + counts[JOB_CREATED]);
 	}
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-	app_stop(&a, 5.0);
+	daemon_stop(&a, 5.0);
 	rlog(LOG_P_INFO, "stopped", "clean=yes");
 	config_clear(&cfg);
 	return 0;

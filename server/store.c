@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "durable.h"
+
 struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock;
@@ -74,50 +76,6 @@ void store_job_path(const store *st, const char *id, const char *name, char *buf
 		snprintf(buf, n, "%s/jobs/%s/%s", st->dir, id, name);
 	else
 		snprintf(buf, n, "%s/jobs/%s", st->dir, id);
-}
-
-int store_fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
-int store_write_file_durable(const char *dir, const char *name, const void *buf, size_t len, rc_err *err)
-{
-	char tmp[4200], path[4200];
-	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return rc_fail(err, RC_EIO, "", "cannot create %s: %s", tmp, strerror(errno));
-	const char *p = buf;
-	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	if (fsync(fd) || close(fd)) {
-		unlink(tmp);
-		return rc_fail(err, RC_EIO, "", "cannot fsync %s: %s", tmp, strerror(errno));
-	}
-	if (rename(tmp, path) || store_fsync_dir(dir)) {
-		unlink(tmp);
-		return rc_fail(err, RC_EIO, "", "cannot rename %s into place: %s", path, strerror(errno));
-	}
-	return 0;
 }
 
 /* snprintf for paths: -1 when the result would not fit (never a cut path). */
@@ -313,7 +271,7 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 		closedir(d);
 	}
 	snprintf(path, sizeof path, "%s/jobs", st->dir);
-	store_fsync_dir(path);
+	durable_fsync_dir(path);
 out:
 	pthread_mutex_unlock(&st->lock);
 	if (requeued)
@@ -342,7 +300,7 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 	store_job_path(st, id, NULL, dir, sizeof dir);
 	if (mkdir(dir, 0750))
 		return rc_fail(err, RC_EIO, "", "cannot create %s: %s", dir, strerror(errno));
-	if ((rc = store_write_file_durable(dir, "spec.json", spec_json, spec_len, err)))
+	if ((rc = durable_write_file(dir, "spec.json", spec_json, spec_len, err)))
 		goto out_rm;
 	snprintf(path, sizeof path, "%s/projections.f32", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
@@ -358,12 +316,12 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 			     (unsigned long long)spec->proj_bytes, strerror(e));
 		goto out_rm;
 	}
-	if (fsync(fd) || close(fd) || store_fsync_dir(dir)) {
+	if (fsync(fd) || close(fd) || durable_fsync_dir(dir)) {
 		rc = rc_fail(err, RC_EIO, "", "cannot fsync %s: %s", path, strerror(errno));
 		goto out_rm;
 	}
 	snprintf(path, sizeof path, "%s/jobs", st->dir);
-	store_fsync_dir(path);
+	durable_fsync_dir(path);
 
 	size_t nbits = ((size_t)spec->nviews + 7) / 8;
 	uint8_t *bits = calloc(1, nbits);
@@ -804,7 +762,7 @@ static int delete_locked(store *st, const char *id, rc_err *err)
 	store_job_path(st, id, NULL, dir, sizeof dir);
 	rm_rf(dir);
 	snprintf(dir, sizeof dir, "%s/jobs", st->dir);
-	store_fsync_dir(dir);
+	durable_fsync_dir(dir);
 	return 0;
 }
 

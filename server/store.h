@@ -123,10 +123,6 @@ int store_delete(store *st, const char *id, rc_err *err);
  * ids of deleted jobs are not reported, only the count. */
 int store_expire(store *st, double retention_s, int *ret_n, rc_err *err);
 
-/* fsync helpers shared with the upload and worker code. */
-int store_fsync_dir(const char *path);
-int store_write_file_durable(const char *dir, const char *name, const void *buf, size_t len, rc_err *err);
-
 double store_now(void);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * Tests of the HTTP API (server/http*.c) against the daemon's own parts
- * started in-process on a random loopback port (app_start), with a fake
+ * started in-process on a random loopback port (daemon_start), with a fake
  * worker script standing in for recond-worker so that these tests do not
  * depend on the reconstruction engines: by the job's label it succeeds
  * (three progress lines, a volume of known bytes), crashes (SIGSEGV) or
@@ -26,8 +26,9 @@
 #include <jansson.h>
 #include <nifti1_io.h>
 
-#include "app.h"
+#include "daemon.h"
 #include "models.h"
+#include "runner.h"
 
 static char tmp[256];
 static char base[64];
@@ -259,8 +260,8 @@ static int start_app(int with_tokens)
 	}
 	rc_err err;
 	int port;
-	if (app_start(&A, &C, &port, &err)) {
-		print_error("app_start: %s\n", err.msg);
+	if (daemon_start(&A, &C, &port, &err)) {
+		print_error("daemon_start: %s\n", err.msg);
 		return -1;
 	}
 	snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
@@ -275,7 +276,7 @@ static int setup_tokens(void **state) { (void)state; return start_app(1); }
 static int teardown(void **state)
 {
 	(void)state;
-	app_stop(&A, 1.0);
+	daemon_stop(&A, 1.0);
 	config_clear(&C);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);

@@ -1,13 +1,15 @@
 /*
- * Tests of server/spec.c: a valid spec of each geometry type parses to the
- * numbers it says, and a table of bad specs each fails with RC_EBADJSON
+ * Tests of server/worker/spec.c: a valid spec of each geometry type parses to
+ * the numbers it says, and a table of bad specs each fails with RC_EBADJSON
  * (not a JSON object), RC_EINVAL or RC_ETOOBIG naming the field at fault.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -86,6 +88,37 @@ static void test_matrices_ok(void **state)
 	assert_int_equal(s->nviews, 2);
 	assert_true(s->proj_bytes == 2u * 32u * 32u * 4u);
 	job_spec_free(s);
+}
+
+/* The stored form read back (job_spec_load, as the worker and downloads read
+ * it) parses to the same spec as the body did, and the summary says it. */
+static void test_load_and_summary(void **state)
+{
+	(void)state;
+	const char *j = "{\"label\": \"stored\", " CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"engine\": \"opencl\"}}";
+	char path[] = "/tmp/test_spec_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_true(write(fd, j, strlen(j)) == (ssize_t)strlen(j));
+	close(fd);
+	job_spec *a = NULL, *b = NULL;
+	rc_err err;
+	assert_int_equal(parse(j, 0, &a, &err), 0);
+	assert_int_equal(job_spec_load(path, &b, &err), 0);
+	unlink(path);
+	assert_string_equal(b->label, "stored");
+	assert_true(a->proj_bytes == b->proj_bytes && a->vol_bytes == b->vol_bytes);
+	assert_true(b->r.vol.nx == 32 && b->r.vol.nz == 16 && b->r.vol.vx == 0.5);
+	char *s = job_spec_summary(b);
+	assert_non_null(s);
+	assert_string_equal(s, "{\"geometry\":\"cone\",\"detector\":[64,48],\"volume\":[32,32,16],"
+			       "\"voxel_mm\":[0.5,0.5,0.5],\"algorithm\":\"sart\",\"iterations\":3,\"engine\":\"opencl\"}");
+	free(s);
+	job_spec_free(a);
+	job_spec_free(b);
+	rc_err_clear(&err);
+	assert_int_equal(job_spec_load("/nonexistent/spec.json", &b, &err), RC_EIO);
+	assert_non_null(strstr(err.msg, "/nonexistent/spec.json"));
 }
 
 struct bad_case {
@@ -173,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_cone_ok),
 		cmocka_unit_test(test_parallel_layout),
 		cmocka_unit_test(test_matrices_ok),
+		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

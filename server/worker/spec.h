@@ -8,8 +8,11 @@
  * accepted the geometry under the memory cap.  r.geom.angles_deg and
  * r.geom.matrices point into storage owned by the job_spec.
  *
- * The same parser runs in the daemon (POST /v1/jobs) and in the worker
- * (spec.json of the job directory), so both agree on every size.
+ * This is the one parser of a job spec: the daemon (POST /v1/jobs, and the
+ * volume grid of a download), the worker and the job's stored summary all
+ * read a spec through it, so they agree on every field and size.  The stored
+ * form is the body as posted (STORE/jobs/{id}/spec.json); job_spec_load reads
+ * it back.  Nothing else looks into the spec's JSON.
  */
 #ifndef RC_SPEC_H
 #define RC_SPEC_H
@@ -45,6 +48,17 @@ typedef struct job_spec {
 int job_spec_parse(const char *buf, size_t len, uint64_t max_bytes,
 		   job_spec **ret, rc_err *err);
 void job_spec_free(job_spec *s);
+
+/* Reads the stored spec at path (a job directory's spec.json) and parses it
+ * as job_spec_parse does, without a byte cap (the spec was capped when the
+ * job was created).  Errors: RC_EIO (cannot read the file), else those of
+ * job_spec_parse. */
+int job_spec_load(const char *path, job_spec **ret, rc_err *err);
+
+/* The Job resource's `summary` (api/openapi.yaml) as compact JSON text,
+ * malloc'd (NULL when out of memory): geometry type, detector (nu, rows),
+ * volume, voxel_mm, algorithm, iterations, engine.  Kept with the job row. */
+char *job_spec_summary(const job_spec *s);
 
 /* File offset (bytes) of row j of view k in the stack. */
 static inline uint64_t job_spec_row_offset(const job_spec *s, int k, int j)

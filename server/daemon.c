@@ -1,14 +1,16 @@
 /*
- * app: starting and stopping the daemon's parts in order (app.h).  main and
- * the HTTP unit tests share this, so the tests run the daemon as it runs.
+ * daemon: starting and stopping the daemon's parts in order (daemon.h).
+ * main and the HTTP unit tests share this, so the tests run the daemon as it
+ * runs.
  */
-#include "app.h"
+#include "daemon.h"
 
 #include <errno.h>
 #include <string.h>
 
 #include "http.h"
 #include "log.h"
+#include "runner.h"
 
 static void close_parts(app *a)
 {
@@ -27,7 +29,7 @@ static void close_parts(app *a)
 	a->st = NULL;
 }
 
-int app_start(app *a, config *cfg, int *ret_port, rc_err *err)
+int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 {
 	memset(a, 0, sizeof *a);
 	a->cfg = cfg;
@@ -54,7 +56,7 @@ fail:
 	return rc;
 }
 
-void app_stop(app *a, double grace_s)
+void daemon_stop(app *a, double grace_s)
 {
 	atomic_store(&a->stopping, 1);
 	if (a->hub)
@@ -65,7 +67,7 @@ void app_stop(app *a, double grace_s)
 	close_parts(a);
 }
 
-int app_reload_tokens(app *a, rc_err *err)
+int daemon_reload_tokens(app *a, rc_err *err)
 {
 	json_t *t = NULL;
 	int rc = config_reload_tokens(a->cfg, &t, err);

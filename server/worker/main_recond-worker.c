@@ -10,6 +10,8 @@
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *   recond-worker --devices [--state-dir STORE]   the devices of this build,
  *     as JSON (ids as core's registry gives them; with STORE, their models)
+ *   recond-worker --names    core's table of choice words (names.h) as JSON,
+ *     one list per set plus "device_engine"; tests compare it with the API
  *
  * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
  * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
@@ -32,11 +34,12 @@
 
 #include "device_json.h"
 #include "devices.h"
+#include "durable.h"
 #include "engine_cuda.h"
 #include "engine_opencl.h"
+#include "names.h"
 #include "recon.h"
 #include "spec.h"
-#include "store.h"
 #include "worker_proto.h"
 
 static atomic_int cancel_flag;
@@ -156,29 +159,35 @@ static int list_devices(const char *model_dir)
 	return 0;
 }
 
-static int read_file(const char *path, char **buf, size_t *len, rc_err *err)
+/* --names: every set of names.h as {"engine": [...], ...}, in display
+ * order, and "device_engine": the engine words a device can report. */
+static int print_names(void)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		if (fd >= 0)
-			close(fd);
-		return rc_fail(err, RC_EIO, "", "cannot read %s: %s", path, strerror(errno));
+	json_t *o = json_object(), *dev = json_array();
+	for (int s = 0; s < RC_NAMES_COUNT; s++) {
+		json_t *a = json_array();
+		unsigned flags;
+		const char *w;
+		for (int i = 0; (w = rc_names_at((rc_name_set)s, i, NULL, &flags)); i++) {
+			json_array_append_new(a, json_string(w));
+			if (s == RC_NAMES_ENGINE && (flags & RC_NAME_DEVICE))
+				json_array_append_new(dev, json_string(w));
+		}
+		json_object_set_new(o, rc_name_set_key((rc_name_set)s), a);
 	}
-	*buf = malloc((size_t)sb.st_size + 1);
-	ssize_t r = *buf ? read(fd, *buf, (size_t)sb.st_size) : -1;
-	close(fd);
-	if (r != sb.st_size) {
-		free(*buf);
-		return rc_fail(err, RC_EIO, "", "cannot read %s", path);
-	}
-	*len = (size_t)r;
+	json_object_set_new(o, "device_engine", dev);
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return WORKER_EXIT_FAILED;
+	printf("%s\n", s);
+	free(s);
 	return 0;
 }
 
 static int write_volume(const char *dir, const float *vol, size_t bytes, rc_err *err)
 {
-	return store_write_file_durable(dir, "volume.f32", vol, bytes, err);
+	return durable_write_file(dir, "volume.f32", vol, bytes, err);
 }
 
 int main(int argc, char **argv)
@@ -188,10 +197,11 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "devices", no_argument, NULL, 'd' },
 		{ "state-dir", required_argument, NULL, 's' },
+		{ "names", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0;
+	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0, names = 0;
 	const char *state_dir = NULL;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'p')
@@ -202,18 +212,22 @@ int main(int argc, char **argv)
 			devices = 1;
 		else if (o == 's')
 			state_dir = optarg;
+		else if (o == 'n')
+			names = 1;
 		else {
-			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n");
+			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
 		}
 	}
+	if (names)
+		return print_names();
 	if (devices) {
 		char md[4200];
 		snprintf(md, sizeof md, "%s/models", state_dir ? state_dir : "");
 		return list_devices(state_dir ? md : NULL);
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n");
+		fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
 		return WORKER_EXIT_FAILED;
 	}
 	const char *dir = argv[optind];
@@ -230,14 +244,10 @@ int main(int argc, char **argv)
 
 	rc_err err;
 	rc_err_clear(&err);
-	char path[4200], *json = NULL;
-	size_t len = 0;
+	char path[4200];
 	job_spec *spec = NULL;
 	snprintf(path, sizeof path, "%s/spec.json", dir);
-	if (read_file(path, &json, &len, &err))
-		return fail(&err);
-	int rc = job_spec_parse(json, len, 0, &spec, &err);
-	free(json);
+	int rc = job_spec_load(path, &spec, &err);
 	if (rc)
 		return fail(&err);
 	if (threads >= 0)

@@ -1,5 +1,6 @@
 /*
- * spec: job JSON -> job_spec (spec.h).  One function per object of the
+ * spec: job JSON -> job_spec (spec.h), the stored spec read back
+ * (job_spec_load) and the job's summary.  One function per object of the
  * schema (geometry, detector, volume, algorithm, execution); each checks its
  * keys against a list, reads every member through jfield, and leaves the
  * geometric consistency (source outside the volume, detector seeing it,
@@ -8,13 +9,18 @@
  */
 #include "spec.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "jfield.h"
+#include "names.h"
 
 #define DIST_MAX 1e6   /* mm: 1 km, well past any scanner */
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
@@ -141,17 +147,10 @@ static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices,
 	int rc;
 	if ((rc = jf_check_keys(g, p, keys, err)) || (rc = jf_str(g, p, "type", 1, 32, &type, err)))
 		return rc;
-	if (!strcmp(type, "cone"))
-		gs->type = RC_GEOM_CONE;
-	else if (!strcmp(type, "matrices"))
-		gs->type = RC_GEOM_MATRICES;
-	else if (!strcmp(type, "fan"))
-		gs->type = RC_GEOM_FAN;
-	else if (!strcmp(type, "parallel"))
-		gs->type = RC_GEOM_PARALLEL;
-	else
-		return rc_fail(err, RC_EINVAL, "geometry.type",
-			       "geometry.type must be one of cone, matrices, fan, parallel (got \"%s\")", type);
+	int gt;
+	if (rc_name_parse(RC_NAMES_GEOMETRY, type, &gt))
+		return rc_name_fail(err, RC_NAMES_GEOMETRY, "geometry.type", type);
+	gs->type = (rc_geom_type)gt;
 
 	int has_dist = gs->type == RC_GEOM_CONE || gs->type == RC_GEOM_FAN;
 	int is2d = gs->type == RC_GEOM_FAN || gs->type == RC_GEOM_PARALLEL;
@@ -252,8 +251,7 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 	if ((rc = jf_check_keys(a, p, keys, err)) || (rc = jf_str(a, p, "name", 1, 32, &name, err)))
 		return rc;
 	if (rc_algo_name_parse(name, &an))
-		return rc_fail(err, RC_EINVAL, "algorithm.name",
-			       "algorithm.name must be one of sart, sirt, cgls, fdk, mlem (got \"%s\")", name);
+		return rc_name_fail(err, RC_NAMES_ALGORITHM, "algorithm.name", name);
 	rc_algo_params_default(ap, an);
 	long long it = ap->iterations, subsets = ap->subsets;
 	if ((rc = jf_int(a, p, "iterations", 0, 1, 10000, &it, err)))
@@ -273,21 +271,15 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 	    (rc = jf_str(a, p, "window", 0, 32, &window, err)))
 		return rc;
 	if (window && rc_filter_window_parse(window, &ap->window))
-		return rc_fail(err, RC_EINVAL, "algorithm.window",
-			       "algorithm.window must be one of ram-lak, shepp-logan, hann (got \"%s\")", window);
+		return rc_name_fail(err, RC_NAMES_WINDOW, "algorithm.window", window);
 	if ((rc = jf_num(a, p, "cutoff", 0, 0, 1, 1, &ap->cutoff, err)) ||
 	    (rc = jf_str(a, p, "scan", 0, 16, &scan, err)))
 		return rc;
 	if (scan) {
-		if (!strcmp(scan, "auto"))
-			ap->scan = RC_SCAN_AUTO;
-		else if (!strcmp(scan, "full"))
-			ap->scan = RC_SCAN_FULL;
-		else if (!strcmp(scan, "short"))
-			ap->scan = RC_SCAN_SHORT;
-		else
-			return rc_fail(err, RC_EINVAL, "algorithm.scan",
-				       "algorithm.scan must be one of auto, full, short (got \"%s\")", scan);
+		int sm;
+		if (rc_name_parse(RC_NAMES_SCAN, scan, &sm))
+			return rc_name_fail(err, RC_NAMES_SCAN, "algorithm.scan", scan);
+		ap->scan = (rc_scan_mode)sm;
 	}
 	return 0;
 }
@@ -295,7 +287,6 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 static int parse_execution(const json_t *e, rc_recon_spec *r, rc_err *err)
 {
 	static const char *const keys[] = { "engine", "precision", "threads", NULL };
-	static const char *const engines[] = { "auto", "cpu", "opencl", "cuda", "tensor", "trigeneous", NULL };
 	const char *p = "execution";
 	const char *engine = NULL, *prec = NULL;
 	long long threads = 0;
@@ -304,20 +295,15 @@ static int parse_execution(const json_t *e, rc_recon_spec *r, rc_err *err)
 	    (rc = jf_str(e, p, "precision", 0, 7, &prec, err)) ||
 	    (rc = jf_int(e, p, "threads", 0, 0, 1024, &threads, err)))
 		return rc;
+	int v;
 	if (engine) {
-		int ok = 0;
-		for (const char *const *n = engines; *n; n++)
-			ok |= !strcmp(*n, engine);
-		if (!ok)
-			return rc_fail(err, RC_EINVAL, "execution.engine",
-				       "execution.engine must be one of auto, cpu, opencl, cuda, tensor, trigeneous (got \"%s\")",
-				       engine);
+		if (rc_name_parse(RC_NAMES_ENGINE, engine, &v))
+			return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", engine);
 		snprintf(r->engine, sizeof r->engine, "%s", engine);
 	}
 	if (prec) {
-		if (strcmp(prec, "fp32") && strcmp(prec, "mixed"))
-			return rc_fail(err, RC_EINVAL, "execution.precision",
-				       "execution.precision must be fp32 or mixed (got \"%s\")", prec);
+		if (rc_name_parse(RC_NAMES_PRECISION, prec, &v))
+			return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", prec);
 		snprintf(r->precision, sizeof r->precision, "%s", prec);
 	}
 	r->threads = (int)threads;
@@ -397,4 +383,44 @@ void job_spec_free(job_spec *s)
 	free(s->angles);
 	free(s->matrices);
 	free(s);
+}
+
+int job_spec_load(const char *path, job_spec **ret, rc_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return rc_fail(err, RC_EIO, "", "cannot read the job's spec %s: %s", path, strerror(e));
+	}
+	char *buf = malloc((size_t)sb.st_size + 1);
+	size_t len = 0;
+	while (buf && len < (size_t)sb.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)sb.st_size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	int rc = buf && len == (size_t)sb.st_size ? job_spec_parse(buf, len, 0, ret, err)
+						     : rc_fail(err, RC_EIO, "", "cannot read the job's spec %s", path);
+	free(buf);
+	return rc;
+}
+
+char *job_spec_summary(const job_spec *s)
+{
+	const rc_recon_spec *p = &s->r;
+	const char *type = rc_name_str(RC_NAMES_GEOMETRY, (int)p->geom.type);
+	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssiss}", "geometry", type, "detector", s->nu, s->rows,
+			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
+			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
+			      "engine", p->engine);
+	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return out;
 }

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# check-layout: fails on an include that goes up a floor and on include
+# cycles (docs/architecture.md, "Floors").  `make check-layout` runs it with
+# the Makefile's -I directories; tests/integration/test_check_layout.sh tests it.
+#
+#   scripts/check-layout.sh [-C ROOT] [-I DIR]...
+#
+# Floors, low to high; a file may include its own floor and the ones listed:
+#   core            core/** (any depth), and generated headers (build/gen)
+#   kernels         kernels/**: itself and core's kernel-contract headers only
+#   server/worker   server/worker/**: itself and core
+#   server          server/** (the daemon): itself, core, and of
+#                   server/worker only its public headers (WORKER_PUBLIC)
+#   top             clients/, tools/, bench/, tests/: anything
+#
+# A quoted include is resolved as the compiler does: the including file's own
+# directory first, then each -I directory in order (-I flags outside the tree
+# are ignored; an include that resolves nowhere in the tree is a system or
+# not-yet-generated header and is skipped).  Cycles are reported at two
+# levels: between files (a.h -> b.h -> a.h) and between modules, a module
+# being one directory's foo.c + foo.h (+ foo.cu/.cuh): a.c includes b.h and
+# b.c includes a.h is a cycle.  A cycle whose every member is listed on one
+# line of scripts/check-layout.allow is reported as allowed, not failed.
+set -euo pipefail
+root=.
+incs=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	-C) root=$2; shift 2;;
+	-I) incs+=("$2"); shift 2;;
+	-I*) incs+=("${1#-I}"); shift;;
+	-h|--help) sed -n '2,26p' "$0"; exit 0;;
+	*) echo "check-layout: unknown argument $1" >&2; exit 2;;
+	esac
+done
+# The Makefile's order (CPPFLAGS + mk/server.mk) when run by hand.
+[ ${#incs[@]} -gt 0 ] || incs=(core build/gen server/worker server)
+exec python3 - "$root" "${incs[@]}" <<'PY'
+import os
+import re
+import sys
+
+root, incs = sys.argv[1], sys.argv[2:]
+os.chdir(root)
+
+# Core headers that device code may include (nvcc -Icore): the launch
+# contracts of kernels/cuda and the BSR types its tensor kernels take.
+KERNEL_CONTRACT = {"cuda_kernels.h", "tensor_gpu.h", "tensor_sym.h", "bsr.h"}
+# What the daemon may include from the worker's floor (docs/server.md).
+WORKER_PUBLIC = {"spec.h", "jfield.h", "durable.h", "device_json.h", "worker_proto.h"}
+ALLOW_FILE = "scripts/check-layout.allow"
+TOPS = ("core", "kernels", "server", "clients", "tools", "bench", "tests")
+EXTS = (".c", ".h", ".cu", ".cuh", ".cl", ".cpp")
+RANK = {"gen": -1, "core": 0, "kernels": 1, "server/worker": 2, "server": 3, "top": 4}
+MAY = {  # floor -> floors it may include (besides itself and generated headers)
+    "core": set(),
+    "kernels": {"core"},  # contract headers only, checked below
+    "server/worker": {"core"},
+    "server": {"core", "server/worker"},  # public worker headers only, checked below
+}
+
+
+def floor(path):
+    parts = path.split("/")
+    if parts[0] == "core":
+        return "core"
+    if parts[0] == "kernels":
+        return "kernels"
+    if parts[0] == "server":
+        return "server/worker" if len(parts) > 2 and parts[1] == "worker" else "server"
+    if parts[0] in TOPS:
+        return "top"
+    return "gen"
+
+
+def in_tree(path):
+    return not path.startswith("../") and not os.path.isabs(path)
+
+
+files = []
+for top in TOPS:
+    for dp, dns, fns in os.walk(top):
+        dns.sort()
+        files += [os.path.normpath(os.path.join(dp, f)) for f in sorted(fns) if f.endswith(EXTS)]
+
+inc_re = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+dirs = [os.path.normpath(d) for d in incs if not os.path.isabs(d)]
+edges = {}       # file -> {included file: line}
+errors = []
+n_inc = 0
+for f in files:
+    with open(f, errors="replace") as fh:
+        text = fh.read()
+    out = edges.setdefault(f, {})
+    for m in inc_re.finditer(text):
+        name, line = m.group(1), text.count("\n", 0, m.start()) + 1
+        target = None
+        for d in [os.path.dirname(f)] + dirs:
+            p = os.path.normpath(os.path.join(d, name))
+            if in_tree(p) and os.path.isfile(p):
+                target = p
+                break
+        if target is None:
+            continue
+        n_inc += 1
+        out.setdefault(target, line)
+        a, b = floor(f), floor(target)
+        if a == "top" or b in (a, "gen"):
+            continue
+        where = '%s:%d: #include "%s" (%s)' % (f, line, name, target)
+        if RANK[b] > RANK[a]:
+            errors.append("%s: upward include: floor %s may not include floor %s" % (where, a, b))
+        elif b not in MAY[a]:
+            errors.append("%s: floor %s may not include floor %s" % (where, a, b))
+        elif a == "kernels" and os.path.basename(target) not in KERNEL_CONTRACT:
+            errors.append("%s: kernels/ may include only core's kernel-contract headers (%s)"
+                          % (where, ", ".join(sorted(KERNEL_CONTRACT))))
+        elif a == "server" and b == "server/worker" and os.path.basename(target) not in WORKER_PUBLIC:
+            errors.append("%s: the daemon may include only the worker's public headers (%s)"
+                          % (where, ", ".join(sorted(WORKER_PUBLIC))))
+
+
+def sccs(graph):
+    """Tarjan's strongly connected components, iteratively; those that hold a cycle."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = n[0]; n[0] += 1
+        stack.append(start); on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = n[0]; n[0] += 1
+                    stack.append(w); on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop(); on.discard(w); comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in graph.get(v, ()):
+                    out.append(sorted(comp))
+    return out
+
+
+def one_cycle(graph, comp):
+    """A shortest path from comp[0] back to itself inside the component."""
+    s, inside = comp[0], set(comp)
+    prev, frontier = {s: None}, [s]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph.get(v, ())):
+                if w == s:
+                    path = [v]
+                    while prev[path[-1]] is not None:
+                        path.append(prev[path[-1]])
+                    return list(reversed(path)) + [s]
+                if w in inside and w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return comp + [s]
+
+
+def module(path):
+    stem, ext = os.path.splitext(path)
+    return stem if ext in (".c", ".h", ".cu", ".cuh", ".cpp") else path
+
+
+file_graph = {f: set(t) for f, t in edges.items()}
+mod_graph, why = {}, {}
+for f, ts in edges.items():
+    for t, line in ts.items():
+        a, b = module(f), module(t)
+        if a != b:
+            mod_graph.setdefault(a, set()).add(b)
+            why.setdefault((a, b), "%s:%d includes %s" % (f, line, t))
+
+allowed = []
+if os.path.isfile(ALLOW_FILE):
+    with open(ALLOW_FILE) as fh:
+        for raw in fh:
+            entry = raw.split("#", 1)[0].split()
+            if entry:
+                allowed.append(set(entry))
+used = set()
+
+
+def allowance(comp):
+    names = {c for c in comp} | {module(c) for c in comp}
+    for i, entry in enumerate(allowed):
+        if all(c in entry or module(c) in entry for c in comp) and entry <= names:
+            used.add(i)
+            return True
+    return False
+
+
+notes = []
+for kind, graph in (("file", file_graph), ("module", mod_graph)):
+    for comp in sccs(graph):
+        cyc = one_cycle(graph, comp)
+        text = " -> ".join(cyc)
+        if kind == "module":
+            text += " (" + "; ".join(why[(a, b)] for a, b in zip(cyc, cyc[1:])) + ")"
+        if len(comp) > len(cyc) - 1:
+            text += " [component: %s]" % ", ".join(comp)
+        if allowance(comp):
+            notes.append("allowed %s cycle (%s): %s" % (kind, ALLOW_FILE, text))
+        else:
+            errors.append("%s include cycle: %s" % (kind, text))
+for i, entry in enumerate(allowed):
+    if i not in used:
+        notes.append("warning: %s lists a cycle that no longer exists: %s (delete the line)"
+                     % (ALLOW_FILE, " ".join(sorted(entry))))
+
+for n in notes:
+    print("check-layout: " + n)
+for e in errors:
+    print("check-layout: " + e)
+if errors:
+    print("check-layout: FAILED, %d problem(s) in %d files, %d includes" % (len(errors), len(files), n_inc))
+    sys.exit(1)
+print("check-layout: ok, %d files, %d includes, floors core < kernels < server/worker < server < top" % (len(files), n_inc))
+PY

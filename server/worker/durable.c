@@ -1,0 +1,52 @@
+/* durable: writes that are on disk when they return (durable.h). */
+#include "durable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int durable_fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+int durable_write_file(const char *dir, const char *name, const void *buf, size_t len, rc_err *err)
+{
+	char tmp[4200], path[4200];
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return rc_fail(err, RC_EIO, "", "cannot create %s: %s", tmp, strerror(errno));
+	const char *p = buf;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = errno;
+			close(fd);
+			unlink(tmp);
+			return rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (fsync(fd) || close(fd)) {
+		unlink(tmp);
+		return rc_fail(err, RC_EIO, "", "cannot fsync %s: %s", tmp, strerror(errno));
+	}
+	if (rename(tmp, path) || durable_fsync_dir(dir)) {
+		unlink(tmp);
+		return rc_fail(err, RC_EIO, "", "cannot rename %s into place: %s", path, strerror(errno));
+	}
+	return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * durable: writes that are on disk when they return (STYLE.md: temp file,
+ * fsync, rename, fsync the directory, as redis' rdbSave does).  Shared by the
+ * worker (volume.f32) and the daemon's store (spec.json, the spool
+ * directories), so it lives on the worker's floor and needs nothing but libc.
+ *
+ * A write of DIR/NAME goes through the temporary DIR/.NAME.tmp: a crash
+ * leaves either the old file or the new one, never a part, plus perhaps the
+ * temporary (store_recover removes those).
+ */
+#ifndef RC_DURABLE_H
+#define RC_DURABLE_H
+
+#include <stddef.h>
+
+#include "rc_error.h"
+
+/* fsyncs the directory path (so that a create, rename or unlink in it is on
+ * disk).  0, or -1 with errno set. */
+int durable_fsync_dir(const char *path);
+
+/* Writes len bytes of buf to dir/name as above.  0, or RC_EIO with the file
+ * (RC_ENOSPACE when the disk is full) and the system's reason (the temporary
+ * is removed). */
+int durable_write_file(const char *dir, const char *name, const void *buf, size_t len, rc_err *err);
+
+#endif

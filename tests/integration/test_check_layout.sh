@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# scripts/check-layout.sh passes on this tree, and on copies of its sources
+# with one bad include injected it fails, naming the file: an upward include
+# (core -> server, core subfolder -> server, worker -> daemon), a daemon
+# include of a worker-internal header, a kernel include of a core header that
+# is not a kernel contract, a header cycle, and the allowed core cycle once
+# its allow-list line is gone.
+set -u
+cd "$(dirname "$0")/../.."
+src=$(pwd)
+tmp=$(mktemp -d /tmp/test_check_layout.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+# The Makefile's -I directories (make check-layout passes the same).
+incs=(-Icore -Ibuild/gen -Iserver/worker -Iserver)
+
+ok() { echo "ok - $*"; }
+bad() { echo "FAIL - $*"; fail=1; }
+
+out=$(bash scripts/check-layout.sh "${incs[@]}" 2>&1)
+if [ $? -eq 0 ]; then ok "the tree passes"; else bad "the tree fails:"; echo "$out"; fi
+
+mkdir "$tmp/base"
+for d in core kernels server clients tools bench tests scripts; do
+	cp -r "$d" "$tmp/base/"
+done
+
+# fresh: a new copy in $tmp/$n, entered; the case edits it, then
+# expect_fail NAME WANT checks that the script fails there and says WANT.
+n=0
+fresh() { n=$((n + 1)); cp -r "$tmp/base" "$tmp/$n"; cd "$tmp/$n"; }
+expect_fail() {
+	local name=$1 want=$2 out rc
+	out=$(bash "$src/scripts/check-layout.sh" "${incs[@]}" 2>&1); rc=$?
+	cd "$src"
+	if [ $rc -ne 0 ] && grep -qF -- "$want" <<<"$out"; then
+		ok "$name: fails, saying \"$want\""
+	else
+		bad "$name: exit $rc, expected a failure saying \"$want\":"; echo "$out"
+	fi
+}
+inject() { # inject FILE LINE: LINE goes in front of the file's first #include
+	awk -v add="$2" '!done && /^#include/ { print add; done = 1 } { print }' "$1" > "$1.new" && mv "$1.new" "$1"
+}
+
+fresh; out=$(bash "$src/scripts/check-layout.sh" "${incs[@]}" 2>&1)
+if [ $? -eq 0 ]; then ok "an untouched copy passes"; else bad "an untouched copy fails:"; echo "$out"; fi
+cd "$src"
+
+fresh; inject core/geometry.c '#include "store.h"'
+expect_fail "core/geometry.c includes store.h" 'core/geometry.c:'
+fresh; inject core/geometry.c '#include "store.h"'
+expect_fail "core/geometry.c includes store.h (the rule)" 'upward include: floor core may not include floor server'
+
+fresh; mkdir -p core/algo && printf '#include "http.h"\nint rc_sub_x;\n' > core/algo/sub.c
+expect_fail "a file in a core subfolder includes http.h" 'core/algo/sub.c:1: #include "http.h"'
+
+fresh; inject server/worker/spec.c '#include "store.h"'
+expect_fail "the worker includes store.h" 'server/worker/spec.c:'
+
+fresh; printf '#ifndef W_RUN_H\n#define W_RUN_H\n#endif\n' > server/worker/worker_run.h
+inject server/runner.c '#include "worker_run.h"'
+expect_fail "the daemon includes a worker-internal header" "the daemon may include only the worker's public headers"
+
+fresh; inject kernels/cuda/fp_rotate.cu '#include "geometry.h"'
+expect_fail "a kernel includes a core header that is no contract" "kernels/ may include only core's kernel-contract headers"
+
+fresh; inject core/geometry.c '#include "../kernels/cuda/ray.cuh"'
+expect_fail "core includes kernels/" 'floor core may not include floor kernels'
+
+fresh; inject server/store.h '#include "app.h"'
+expect_fail "store.h <-> app.h" 'file include cycle: server/app.h -> server/store.h -> server/app.h'
+
+fresh; inject server/hub.c '#include "runner.h"'
+expect_fail "hub.c includes runner.h (runner.c -> app.h -> hub.h)" 'includes server/runner.h'
+
+fresh; rm scripts/check-layout.allow
+expect_fail "the allowed core cycle without its allow-list line" 'module include cycle: core/recon -> core/tensor -> core/recon'
+
+exit $fail
