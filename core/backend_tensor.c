@@ -45,7 +45,7 @@
 #include "backend.h"
 #include "bsr.h"
 #include "rc_clock.h"
-#include "tensor.h"
+#include "backend_tensor.h"
 #include "tensor_gpu.h"
 #include "vec_host.h"
 

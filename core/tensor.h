@@ -22,8 +22,8 @@
 
 #include <stdint.h>
 
-#include "backend.h"
-#include "recon.h"
+#include "backend_tensor.h"
+#include "recon_spec.h"
 
 /* The job path for a fan or parallel geometry: every algorithm but fdk
  * (RC_EUNSUPPORTED naming algorithm.name); fills report->matrix and
@@ -53,36 +53,5 @@ void rc_tensor_opts_default(rc_tensor_opts *o);
 int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
 		    const float *proj, float *vol, const rc_algo_hooks *hooks,
 		    rc_recon_report *report, rc_err *err);
-
-/* ---- the tensor backend (backend_tensor.c) -------------------------------
- *
- * Vectors are the tensor path's [row][ncols] arrays: row = an ordered,
- * padded index (rows_pad projection rows, in pseudo-Morton order of
- * (view, bin); cols_pad pixels for a volume), ncols >= nz slices side by
- * side, columns nz.. and padding rows zero.  upload/download gather and
- * scatter the host layouts.  Batches are the nz slices (one column each).
- * forward and back: A and A^T for every rc_fp_kind / rc_bp_kind (the DD
- * pair is matched).  A view subset costs a full product (see the .c). */
-
-struct rc_bsr;
-struct rc_csr;
-struct rc_tgpu;
-
-typedef struct rc_tensor_mat {
-	const rc_geom *g;
-	const struct rc_bsr *bsr;         /* CPU: fp16 products when non-NULL */
-	const struct rc_csr *csr, *csr_t; /* CPU: fp32 products when bsr is NULL */
-	const int32_t *rperm, *cperm;     /* natural -> ordered index; NULL = identity */
-	int64_t rows_pad, cols_pad;
-	int ncols;                        /* >= nz; a multiple of 32 on the GPU */
-	int threads;                      /* CPU products, 0 = all cores */
-	struct rc_tgpu *gpu;              /* non-NULL: device vectors and products */
-	int gpu_kind;                     /* rc_tgpu_kind of the products */
-} rc_tensor_mat;
-
-/* Borrows everything m points to (it must outlive the backend).  The CPU
- * path times its products into b->stats (a subset's product counts as one
- * over every view: it is one); the GPU path queues them untimed. */
-int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err);
 
 #endif
