@@ -3,8 +3,8 @@
 # them.  Modules are found by wildcard; a part with extra build steps (CUDA,
 # embedded OpenCL kernels) adds them in its own mk/*.mk.
 #
-#   core/*.c                 -> build/lib/libreconcore.a   (no HTTP, no SQL)
-#   core/*_avx2.c, *_avx512.c   compiled with those ISA flags; callers
+#   core/**/*.c              -> build/lib/libreconcore.a   (no HTTP, no SQL)
+#   core/**/*_avx2.c, *_avx512.c compiled with those ISA flags; callers
 #                               dispatch at run time (__builtin_cpu_supports)
 #   server/worker/*.c        -> libreconworker.a: the worker's floor (job spec,
 #                               durable writes, protocol); compiled without
@@ -46,7 +46,7 @@ CORE_LDLIBS := $(shell pkg-config --libs fftw3f fftw3 OpenCL 2>/dev/null) -lm -l
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 
-CORE_SRC   := $(wildcard core/*.c)
+CORE_SRC   := $(sort $(shell find core -name '*.c'))
 WORKER_SRC := $(filter-out server/worker/main_%.c,$(wildcard server/worker/*.c))
 SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
 CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))

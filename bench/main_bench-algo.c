@@ -18,12 +18,12 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "exec.h"
-#include "geometry.h"
-#include "metrics.h"
-#include "phantom.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
+#include "geometry/metrics.h"
+#include "geometry/phantom.h"
 
 #define MAX_IT 16
 

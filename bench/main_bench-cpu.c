@@ -28,9 +28,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine_cpu.h"
-#include "geometry.h"
-#include "rc_clock.h"
+#include "backend/cpu/engine_cpu.h"
+#include "geometry/geometry.h"
+#include "util/rc_clock.h"
 
 /* CPU seconds of all threads of this process: on a shared machine the rate
  * per CPU-second says what the code does on the cores it actually got. */

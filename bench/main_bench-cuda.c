@@ -24,8 +24,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine_cuda.h"
-#include "resident.h"
+#include "backend/cuda/engine_cuda.h"
+#include "plan/resident.h"
 
 #ifndef RC_HAVE_CUDA
 int main(void)
@@ -37,7 +37,7 @@ int main(void)
 
 #include <cuda_runtime_api.h>
 
-#include "engine_cuda_impl.h"
+#include "backend/cuda/engine_cuda_impl.h"
 
 static int quick;
 

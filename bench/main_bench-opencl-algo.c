@@ -21,18 +21,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "algo.h"
-#include "algo_util.h"
-#include "vec_host.h"
-#include "engine_cpu.h"
-#include "resident.h"
-#include "engine_opencl.h"
-#include "engine_opencl_impl.h"
-#include "exec.h"
-#include "geometry.h"
-#include "opencl_ew.h"
-#include "phantom.h"
-#include "rc_clock.h"
+#include "algo/algo.h"
+#include "algo/algo_util.h"
+#include "backend/vec_host.h"
+#include "backend/cpu/engine_cpu.h"
+#include "plan/resident.h"
+#include "backend/opencl/engine_opencl.h"
+#include "backend/opencl/engine_opencl_impl.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
+#include "backend/opencl/opencl_ew.h"
+#include "geometry/phantom.h"
+#include "util/rc_clock.h"
 
 #define ITERS 4
 

@@ -26,11 +26,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "bsr.h"
-#include "dd_matrix.h"
-#include "morton.h"
-#include "tensor_gpu.h"
-#include "tensor_sym.h"
+#include "projectors/bsr.h"
+#include "projectors/dd_matrix.h"
+#include "projectors/morton.h"
+#include "backend/tensor/tensor_gpu.h"
+#include "projectors/tensor_sym.h"
 
 static double now_s(void)
 {

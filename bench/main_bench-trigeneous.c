@@ -20,12 +20,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "devices.h"
-#include "engine_opencl.h"
-#include "exec.h"
-#include "geometry.h"
-#include "plan.h"
-#include "rc_clock.h"
+#include "plan/devices.h"
+#include "backend/opencl/engine_opencl.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
+#include "plan/plan.h"
+#include "util/rc_clock.h"
 
 #define MAXD RC_EXEC_MAX_ENGINES
 

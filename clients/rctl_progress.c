@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "rc_clock.h"
+#include "util/rc_clock.h"
 
 #define BAR_WIDTH 30
 

@@ -1,6 +1,6 @@
 # CUDA: compiled whenever nvcc exists (on PATH or /usr/local/cuda/bin), also
 # on machines with no GPU.  `make NVCC=false` (or any NVCC that does not run)
-# builds without CUDA: core/engine_cuda.c then takes its no-CUDA branch.
+# builds without CUDA: core/backend/cuda/engine_cuda.c then takes its no-CUDA branch.
 #
 # Every kernels/cuda/*.cu (the tensor helper's tensor_*.cu included) becomes
 # one object in libreconcore.a (release and ASan share them: device code is
@@ -25,7 +25,7 @@ CUDA_LDLIBS  := -L$(CUDA_HOME)/lib64 -lcudart -lcusparse -Wl,-rpath,$(CUDA_HOME)
 LDLIBS       += $(CUDA_LDLIBS)
 CORE_LDLIBS  += $(CUDA_LDLIBS)
 
-$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh) core/cuda_kernels.h $(GEN_HEADERS)
+$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh) core/backend/cuda/cuda_kernels.h $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -DRC_HAVE_CUDA=1 -Icore -Ikernels/cuda -I$(BUILD)/gen -c $< -o $@
 endif

@@ -6,7 +6,10 @@
 #   scripts/check-layout.sh [-C ROOT] [-I DIR]...
 #
 # Floors, low to high; a file may include its own floor and the ones listed:
-#   core            core/** (any depth), and generated headers (build/gen)
+#   core/util, core/geometry, core/projectors, core/backend (with its
+#   cpu/, opencl/, cuda/, tensor/), core/algo, core/plan: the library, one
+#                   floor per folder in that order, each may include the
+#                   ones below it, and generated headers (build/gen)
 #   kernels         kernels/**: itself and core's kernel-contract headers only
 #   server/worker   server/worker/**: itself and core
 #   server          server/** (the daemon): itself, core, and of
@@ -51,19 +54,24 @@ WORKER_PUBLIC = {"spec.h", "jfield.h", "durable.h", "device_json.h", "worker_pro
 ALLOW_FILE = "scripts/check-layout.allow"
 TOPS = ("core", "kernels", "server", "clients", "tools", "bench", "tests")
 EXTS = (".c", ".h", ".cu", ".cuh", ".cl", ".cpp")
-RANK = {"gen": -1, "core": 0, "kernels": 1, "server/worker": 2, "server": 3, "top": 4}
+# core's floors, low to high (docs/architecture.md, "Floors")
+CORE_FLOORS = ["core/util", "core/geometry", "core/projectors", "core/backend", "core/algo", "core/plan"]
+RANK = {"gen": -1, "kernels": 10, "server/worker": 11, "server": 12, "top": 13}
+RANK.update({f: i for i, f in enumerate(CORE_FLOORS)})
+CORE = set(CORE_FLOORS)
 MAY = {  # floor -> floors it may include (besides itself and generated headers)
-    "core": set(),
-    "kernels": {"core"},  # contract headers only, checked below
-    "server/worker": {"core"},
-    "server": {"core", "server/worker"},  # public worker headers only, checked below
+    "kernels": CORE,  # contract headers only, checked below
+    "server/worker": CORE,
+    "server": CORE | {"server/worker"},  # public worker headers only, checked below
 }
+MAY.update({f: set(CORE_FLOORS[:i]) for i, f in enumerate(CORE_FLOORS)})
 
 
 def floor(path):
     parts = path.split("/")
     if parts[0] == "core":
-        return "core"
+        # a file directly in core/ (none today) sits with the top of core
+        return "core/" + parts[1] if len(parts) > 2 and "core/" + parts[1] in CORE else "core/plan"
     if parts[0] == "kernels":
         return "kernels"
     if parts[0] == "server":
@@ -232,5 +240,6 @@ for e in errors:
 if errors:
     print("check-layout: FAILED, %d problem(s) in %d files, %d includes" % (len(errors), len(files), n_inc))
     sys.exit(1)
-print("check-layout: ok, %d files, %d includes, floors core < kernels < server/worker < server < top" % (len(files), n_inc))
+print("check-layout: ok, %d files, %d includes, floors %s < kernels < server/worker < server < top"
+      % (len(files), n_inc, " < ".join(CORE_FLOORS)))
 PY

@@ -17,7 +17,7 @@
 #include "auth.h"
 #include "config.h"
 #include "hub.h"
-#include "prom.h"
+#include "metrics_prom.h"
 #include "store.h"
 
 typedef struct app {

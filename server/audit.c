@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 struct audit { int fd; };
 

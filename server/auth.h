@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 typedef enum auth_role { ROLE_NONE = 0, ROLE_READ = 1, ROLE_SUBMIT = 2, ROLE_ADMIN = 3 } auth_role;
 

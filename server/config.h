@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 typedef struct config {
 	char config_path[1024];

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "http_internal.h"
-#include "names.h"
+#include "algo/names.h"
 #include "spec.h"
 #include "volume_format.h"
 

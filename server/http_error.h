@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 /* The HTTP status of an error code (400..599).  A number that is no code,
  * and RC_OK (an error answer without an error is a bug), give 500. */

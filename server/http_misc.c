@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "device_json.h"
-#include "engine_cpu.h"
+#include "backend/cpu/engine_cpu.h"
 #include "http_internal.h"
-#include "names.h"
+#include "algo/names.h"
 
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
 {

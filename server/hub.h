@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 #define HUB_RING 1024
 

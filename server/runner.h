@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 struct app;
 typedef struct runner runner;

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 #include "spec.h"
 
 typedef enum job_state {

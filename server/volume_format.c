@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 static void origin(const rc_volume_desc *v, double o[3])
 {

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "geometry.h"
+#include "geometry/geometry.h"
 
 /* Fills a malloc'd header into *hdr (length *len).  Returns 0 or RC_ENOMEM. */
 int volume_nifti_header(const rc_volume_desc *v, unsigned char **hdr, size_t *len);

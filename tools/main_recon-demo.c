@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "exec.h"
-#include "geometry.h"
-#include "metrics.h"
-#include "phantom.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
+#include "geometry/metrics.h"
+#include "geometry/phantom.h"
 
 #define N 64
 #define NVIEWS 90

@@ -14,7 +14,7 @@
  * Global memory is touched once per voxel and batch: the read-modify-write
  * of the partial sum.
  */
-#include "cuda_kernels.h"
+#include "backend/cuda/cuda_kernels.h"
 
 #include <cuda_runtime.h>
 

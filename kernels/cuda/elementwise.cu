@@ -13,7 +13,7 @@
  * of 256 terms into a double, these kernels add every term in double
  * within a block (warp shuffles) and one double per block with atomicAdd.
  */
-#include "cuda_kernels.h"
+#include "backend/cuda/cuda_kernels.h"
 
 #include <cuda_runtime.h>
 

@@ -13,7 +13,7 @@
  * paper's Approach B gets its 6.23x from.  Each plane stands for the ray
  * length vr * |ray| / S between planes.  Values outside the grid are 0.
  */
-#include "cuda_kernels.h"
+#include "backend/cuda/cuda_kernels.h"
 
 #include <cuda_runtime.h>
 

@@ -14,7 +14,7 @@
 #ifndef RC_RAY_CUH
 #define RC_RAY_CUH
 
-#include "cuda_kernels.h"
+#include "backend/cuda/cuda_kernels.h"
 
 struct rc_ray {
 	float ax, ay, az;   /* origin, voxel index units */

@@ -19,9 +19,9 @@
 #include <vector>
 
 extern "C" {
-#include "bsr.h"
-#include "tensor_gpu.h"
-#include "tensor_sym.h"
+#include "projectors/bsr.h"
+#include "backend/tensor/tensor_gpu.h"
+#include "projectors/tensor_sym.h"
 }
 #include "tensor_kernels.cuh"
 

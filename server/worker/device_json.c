@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "devices.h"
+#include "plan/devices.h"
 
 static json_t *ms_or_null(int valid, double seconds)
 {

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 /* fsyncs the directory path (so that a create, rename or unlink in it is on
  * disk).  0, or -1 with errno set. */

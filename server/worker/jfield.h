@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 /* Writes "prefix.key" (or "key" for an empty prefix) into buf. */
 void jf_path(char *buf, size_t n, const char *prefix, const char *key);

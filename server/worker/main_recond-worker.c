@@ -33,12 +33,12 @@
 #include <unistd.h>
 
 #include "device_json.h"
-#include "devices.h"
+#include "plan/devices.h"
 #include "durable.h"
-#include "engine_cuda.h"
-#include "engine_opencl.h"
-#include "names.h"
-#include "recon.h"
+#include "backend/cuda/engine_cuda.h"
+#include "backend/opencl/engine_opencl.h"
+#include "algo/names.h"
+#include "plan/recon.h"
 #include "spec.h"
 #include "worker_proto.h"
 

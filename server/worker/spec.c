@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "jfield.h"
-#include "names.h"
+#include "algo/names.h"
 
 #define DIST_MAX 1e6   /* mm: 1 km, well past any scanner */
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "recon.h"
+#include "plan/recon.h"
 
 #define SPEC_LABEL_MAX 128
 #define SPEC_MAX_VIEWS 100000

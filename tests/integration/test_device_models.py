@@ -32,7 +32,7 @@ from recond_harness import RECONCTL, Daemon, Validation, check, log, require_bin
 from recond_client import Client
 
 N, VIEWS, NU = 24, 48, 32
-SHAPE = "cone-%dx%dx%d-%dx%d-voxel" % (N, N, N, NU, NU)  # core/devices.c rc_shape_key, SART: voxel
+SHAPE = "cone-%dx%dx%d-%dx%d-voxel" % (N, N, N, NU, NU)  # core/plan/devices.c rc_shape_key, SART: voxel
 
 
 def spec(engine, label, algorithm=None):

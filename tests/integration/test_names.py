@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The API's enums are core's one table of names (core/names.h).
+"""The API's enums are core's one table of names (core/algo/names.h).
 
 `recond-worker --names` prints the table (one list per set, in the order
 messages show them); every enum of api/openapi.yaml that names one of these

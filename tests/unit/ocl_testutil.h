@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine_opencl.h"
-#include "geometry.h"
+#include "backend/opencl/engine_opencl.h"
+#include "geometry/geometry.h"
 
 static inline rc_geom *tu_cone(int nvol, int nu, int nv, int nviews)
 {

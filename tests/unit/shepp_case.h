@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "geometry.h"
-#include "metrics.h"
-#include "phantom.h"
+#include "geometry/geometry.h"
+#include "geometry/metrics.h"
+#include "geometry/phantom.h"
 
 typedef struct shepp_case {
 	rc_geom *g;

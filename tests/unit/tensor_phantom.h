@@ -14,7 +14,7 @@
 
 #include <math.h>
 
-#include "geometry.h"
+#include "geometry/geometry.h"
 
 typedef struct tp_ellipse {
 	double cx, cy, a, b, phi_deg, rho;

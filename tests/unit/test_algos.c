@@ -24,10 +24,10 @@
 
 #include <cmocka.h>
 
-#include "algo.h"
-#include "algo_util.h"
-#include "exec.h"
-#include "geometry.h"
+#include "algo/algo.h"
+#include "algo/algo_util.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
 
 /* ---- the mock engine ---------------------------------------------------- */
 

@@ -26,12 +26,12 @@
 
 #include <cmocka.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "exec.h"
-#include "geometry.h"
-#include "metrics.h"
-#include "phantom.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
+#include "geometry/metrics.h"
+#include "geometry/phantom.h"
 #include "shepp_case.h"
 
 /* Sizes keep the binary near 15 s of CPU time in release: one iteration

@@ -23,11 +23,11 @@
 
 #include <cmocka.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "engine_opencl.h"
-#include "exec.h"
-#include "metrics.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/opencl/engine_opencl.h"
+#include "backend/exec.h"
+#include "geometry/metrics.h"
 #include "ocl_testutil.h"
 #include "shepp_case.h"
 

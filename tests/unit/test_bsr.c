@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bsr.h"
-#include "morton.h"
+#include "projectors/bsr.h"
+#include "projectors/morton.h"
 #include "tensor_phantom.h"
 
 static unsigned lcg(unsigned *s)

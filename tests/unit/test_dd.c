@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dd_matrix.h"
+#include "projectors/dd_matrix.h"
 #include "tensor_phantom.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "engine_cpu.h"
-#include "exec.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/exec.h"
 
 static const rc_volume_desc VOL = { 16, 14, 12, 1, 1, 1, 0, 0, 0 };
 

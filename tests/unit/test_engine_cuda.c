@@ -29,13 +29,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "resident.h"
-#include "engine_cuda.h"
-#include "exec.h"
-#include "metrics.h"
-#include "phantom.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "plan/resident.h"
+#include "backend/cuda/engine_cuda.h"
+#include "backend/exec.h"
+#include "geometry/metrics.h"
+#include "geometry/phantom.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(RC_TEST_SMALL)
 #define NVOX 20
@@ -1003,7 +1003,7 @@ static void test_device_info(void **state)
 }
 
 #ifdef RC_HAVE_CUDA
-#include "engine_cuda_impl.h"
+#include "backend/cuda/engine_cuda_impl.h"
 
 /* ---- the memory plan: host logic, runs without a device ------------------ */
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_cpu.h"
+#include "backend/cpu/engine_cpu.h"
 #include "ocl_testutil.h"
 
 #define NVOL 24

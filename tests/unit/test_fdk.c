@@ -21,13 +21,13 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "exec.h"
-#include "metrics.h"
-#include "parfor.h"
-#include "phantom.h"
-#include "rc_clock.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/exec.h"
+#include "geometry/metrics.h"
+#include "util/parfor.h"
+#include "geometry/phantom.h"
+#include "util/rc_clock.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SMALL 1

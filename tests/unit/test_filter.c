@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "filter.h"
+#include "algo/filter.h"
 
 static double urand(unsigned *s, double lo, double hi)
 {

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "geometry.h"
-#include "phantom.h"
+#include "geometry/geometry.h"
+#include "geometry/phantom.h"
 
 static double urand(unsigned *s, double lo, double hi)
 {

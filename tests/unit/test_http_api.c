@@ -27,7 +27,7 @@
 #include <nifti1_io.h>
 
 #include "daemon.h"
-#include "models.h"
+#include "plan/models.h"
 #include "runner.h"
 
 static char tmp[256];

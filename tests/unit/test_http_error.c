@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "http_error.h"
-#include "rc_error.h"
+#include "util/rc_error.h"
 
 static const struct row {
 	rc_code code;

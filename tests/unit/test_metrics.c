@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "geometry/metrics.h"
 
 static const float x0[4] = { 1, 2, 3, 4 };
 static const float x1[4] = { 1, 2, 3, 5 };

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "devices.h"
-#include "engine_cpu.h"
-#include "models.h"
+#include "plan/devices.h"
+#include "backend/cpu/engine_cpu.h"
+#include "plan/models.h"
 
 static const char *SHAPE = "cone-16x16x16-24x20-voxel";
 

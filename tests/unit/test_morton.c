@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "morton.h"
+#include "projectors/morton.h"
 
 static void check_perm(int na, int nb, int bx, int by)
 {

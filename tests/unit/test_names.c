@@ -8,9 +8,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "algo.h"
-#include "geometry.h"
-#include "names.h"
+#include "algo/algo.h"
+#include "geometry/geometry.h"
+#include "algo/names.h"
 
 static void test_round_trip(void **state)
 {

@@ -32,19 +32,19 @@
 
 #include <cmocka.h>
 
-#include "algo.h"
-#include "engine_cpu.h"
-#include "resident.h"
-#include "engine_opencl.h"
-#include "engine_opencl_impl.h"
-#include "exec.h"
-#include "geometry.h"
-#include "metrics.h"
+#include "algo/algo.h"
+#include "backend/cpu/engine_cpu.h"
+#include "plan/resident.h"
+#include "backend/opencl/engine_opencl.h"
+#include "backend/opencl/engine_opencl_impl.h"
+#include "backend/exec.h"
+#include "geometry/geometry.h"
+#include "geometry/metrics.h"
 #include "ocl_testutil.h"
-#include "opencl_ew.h"
-#include "phantom.h"
+#include "backend/opencl/opencl_ew.h"
+#include "geometry/phantom.h"
 #include "shepp_case.h"
-#include "rc_clock.h"
+#include "util/rc_clock.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define N 24

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "phantom.h"
+#include "geometry/phantom.h"
 
 static double urand(unsigned *s, double lo, double hi)
 {

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 
 /* Table 3, devices in the paper's (DGPU, CPU, IGPU) order: (alpha, beta),
  * (gamma, delta), (epsilon, zeta). */

@@ -23,9 +23,9 @@
 
 #include <cmocka.h>
 
-#include "engine_cpu.h"
-#include "proj_cpu.h"
-#include "phantom.h"
+#include "backend/cpu/engine_cpu.h"
+#include "projectors/proj_cpu.h"
+#include "geometry/phantom.h"
 
 #define NV 12 /* views */
 

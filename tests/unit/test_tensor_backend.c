@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bsr.h"
-#include "morton.h"
-#include "tensor.h"
+#include "projectors/bsr.h"
+#include "projectors/morton.h"
+#include "plan/tensor.h"
 #include "tensor_phantom.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -18,11 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bsr.h"
-#include "recon.h"
-#include "tensor.h"
+#include "projectors/bsr.h"
+#include "plan/recon.h"
+#include "plan/tensor.h"
 #include "tensor_phantom.h"
-#include "tensor_sym.h"
+#include "projectors/tensor_sym.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define N_IMG 48

@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bsr.h"
-#include "morton.h"
-#include "tensor.h"
-#include "tensor_gpu.h"
+#include "projectors/bsr.h"
+#include "projectors/morton.h"
+#include "plan/tensor.h"
+#include "backend/tensor/tensor_gpu.h"
 #include "tensor_phantom.h"
-#include "tensor_sym.h"
+#include "projectors/tensor_sym.h"
 
 #ifdef RC_HAVE_CUDA
 

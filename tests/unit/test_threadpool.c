@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "threadpool.h"
+#include "util/threadpool.h"
 
 struct ctx {
 	atomic_int *hits;

@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo.h"
-#include "devices.h"
-#include "exec.h"
+#include "algo/algo.h"
+#include "plan/devices.h"
+#include "backend/exec.h"
 #include "ocl_testutil.h"
-#include "plan.h"
-#include "recon.h"
+#include "plan/plan.h"
+#include "plan/recon.h"
 
 #define NVOL 20
 #define NU 32

@@ -31,7 +31,7 @@ done
 # the CUDA host files against the stand-in headers; the rest of core/ from
 # the regular build (run `make` first)
 make -s --no-print-directory build/lib/libreconcore.a
-for f in core/engine_cuda*.c core/backend_cuda.c; do
+for f in core/backend/cuda/*.c; do
   o="$out/core_$(basename "${f%.c}").o"
   cc -O2 -std=c11 -D_GNU_SOURCE -DRC_HAVE_CUDA=1 -pthread $inc -c "$f" -o "$o"
   objs+=("$o")

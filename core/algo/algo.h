@@ -1,0 +1,112 @@
+/*
+ * algo: the reconstruction algorithms, each written once over the backend
+ * interface (backend.h), so that every engine, every split of devices and
+ * the tensor path run the same code.
+ *
+ *   FDK   algo_fdk.c   cosine weight, ramp filter (FFTW) with a window,
+ *                      Parker weights for a short scan, RC_BP_VOXEL
+ *   SART  algo_sart.c  paper 000 Eq. 1, all views per iteration (or ordered
+ *                      subsets), relaxation lambda, RC_FP_RAYCAST/RC_BP_VOXEL
+ *   SIRT  algo_sirt.c  row/column-sum normalised simultaneous updates
+ *   CGLS  algo_cgls.c  paper 001 Alg. 1 on the matched pair RC_FP_RAYCAST /
+ *                      RC_BP_MATCHED
+ *   MLEM  algo_mlem.c  multiplicative EM update
+ *
+ * Every iteration calls hooks->progress and checks hooks->cancel; all
+ * vectors are allocated once per run, never per iteration.  A backend whose
+ * vectors live on a device gets the measured projections once and returns
+ * the volume once; in between only the scalars an algorithm branches on
+ * cross (dot products, residuals).
+ */
+#ifndef RC_ALGO_H
+#define RC_ALGO_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "backend/exec.h"
+
+typedef enum rc_algo_name {
+	RC_ALGO_FDK = 0,
+	RC_ALGO_SART,
+	RC_ALGO_SIRT,
+	RC_ALGO_CGLS,
+	RC_ALGO_MLEM,
+} rc_algo_name;
+
+typedef enum rc_filter_window {
+	RC_WINDOW_RAM_LAK = 0,
+	RC_WINDOW_SHEPP_LOGAN,
+	RC_WINDOW_HANN,
+} rc_filter_window;
+
+typedef enum rc_scan_mode {
+	RC_SCAN_AUTO = 0,  /* short scan (Parker) when the angular range < 360 deg - one step */
+	RC_SCAN_FULL,
+	RC_SCAN_SHORT,
+} rc_scan_mode;
+
+typedef struct rc_algo_params {
+	rc_algo_name name;
+	int iterations;          /* iterative algorithms; >= 1 */
+	double relaxation;       /* SART/SIRT lambda, (0, 2) */
+	int subsets;             /* SART ordered subsets; 1 = all views per iteration */
+	int nonnegative;         /* clamp the volume at 0 after each update */
+	rc_filter_window window; /* FDK */
+	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
+	rc_scan_mode scan;       /* FDK */
+	size_t subset_cache_bytes; /* SART: per-subset column sums kept up to
+	                              this many bytes, beyond it recomputed per
+	                              subset; 0 = RC_SUBSET_CACHE_BYTES (tests
+	                              force the recomputing path with it) */
+} rc_algo_params;
+
+/* Fills defaults: 10 iterations, lambda 1 (SART) , 1 subset, ram-lak, cutoff 1. */
+void rc_algo_params_default(rc_algo_params *p, rc_algo_name name);
+
+/* Parses "sart" etc.; returns 0 or RC_EINVAL. */
+int rc_algo_name_parse(const char *s, rc_algo_name *ret);
+const char *rc_algo_name_str(rc_algo_name n);
+int rc_filter_window_parse(const char *s, rc_filter_window *ret);
+
+typedef struct rc_progress {
+	int iteration;      /* 1-based, just finished */
+	int of;             /* total iterations */
+	double residual;    /* ||A x - b|| (CGLS: ||A^T r|| is also fine; see each algo) */
+	double elapsed_s;   /* since the start of the run */
+} rc_progress;
+
+typedef struct rc_algo_hooks {
+	/* Called after every iteration; may be NULL. */
+	void (*progress)(void *ud, const rc_progress *p);
+	void *ud;
+	/* Non-zero asks the run to stop; checked at least once per iteration
+	 * (and per subset / view block).  May be NULL. */
+	const atomic_int *cancel;
+	/* Called after every iteration with the current iterate (may be NULL):
+	 * for tests and benchmarks that follow the error per iteration
+	 * (rc_bk_download it).  A non-zero return stops the run with it. */
+	int (*iterate)(void *ud, rc_backend *b, const rc_vec *x, int iteration);
+} rc_algo_hooks;
+
+/* Reconstructs vol (rc_volume_count floats, overwritten) from proj (the whole
+ * stack) on backend b.  Returns RC_ECANCELLED when cancelled (vol then holds
+ * the last complete iterate); after any other error vol is unspecified
+ * (a device backend writes it only at the end).  hooks may be NULL.  RC_ETOOBIG from a
+ * device backend that cannot hold the run's vectors comes before the first
+ * iteration, so the caller can run it elsewhere. */
+int rc_algo_run_on(const rc_algo_params *p, rc_backend *b, const float *proj,
+		   float *vol, const rc_algo_hooks *hooks, rc_err *err);
+
+/* rc_algo_run_on over the host backend of x (rc_backend_host_new). */
+int rc_algo_run(const rc_algo_params *p, rc_exec *x, const float *proj,
+		float *vol, const rc_algo_hooks *hooks, rc_err *err);
+
+/* Vectors a run of p allocates, volume-sized and projection-sized, on a
+ * backend that cannot borrow host memory: a device backend checks them
+ * against its free memory before the run (the result volume and the
+ * measured projections included). */
+void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *nproj);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * CGLS: conjugate gradients on the normal equations A^T A x = A^T p (paper
+ * 001 Alg. 1) with A = RC_FP_RAYCAST and A^T = RC_BP_MATCHED, its exact
+ * transpose (CG needs a symmetric A^T A; with an unmatched pair it stalls).
+ *
+ * Alg. 1 keeps the normal-equation residual s = A^T (p - A x) and forms
+ * q = A^T A d.  The CGLS arrangement below produces the same iterates in
+ * exact arithmetic but carries the data residual r = p - A x as well:
+ *
+ *   x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2
+ *   per iteration:  q = A d                       (forward projection)
+ *                   alpha = gamma / ||q||^2       (= gamma / d^T A^T A d)
+ *                   x += alpha d,  r -= alpha q
+ *                   s = A^T r                     (back projection)
+ *                   beta = ||s||^2 / gamma,  d = s + beta d
+ *
+ * so p^T A^T A p of Alg. 1 becomes ||A d||^2 (better conditioned in float),
+ * and ||r|| = ||p - A x||, which CGLS minimises over a growing Krylov space,
+ * is available each iteration without an extra projection: it is what the
+ * progress call reports and it never rises.  The last iteration skips the
+ * back projection it would only need for the next direction.
+ *
+ * Batches (backend.h): a 2-D stack is one least-squares problem per slice,
+ * so alpha, beta and gamma are kept per batch (paper 001 runs its 32
+ * slices so); a batch whose gamma or ||A d||^2 reaches 0 has converged and
+ * keeps alpha = beta = 0, and once every batch has, the remaining
+ * iterations only report.  A cone stack is one batch: the textbook method.
+ *
+ * Vectors, allocated once per run: r and q (projection-sized each), x, s
+ * and d (volume-sized each).  algorithm.relaxation, subsets and nonnegative
+ * do not apply (clamping would break the conjugacy) and are ignored.
+ */
+#include "algo/algo_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Per-batch scalars of one run, in one allocation. */
+struct coef {
+	double *gamma, *gnew, *qq, *rr;
+	float *alpha, *neg, *beta;
+	int *active;
+};
+
+static int any_active(const struct coef *c, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (c->active[k])
+			return 1;
+	return 0;
+}
+
+int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
+		float *vol, const rc_algo_hooks *hooks, rc_err *err)
+{
+	int rc = rc_algo_check(p, b, proj, vol, 0, 0, err);
+	if (rc)
+		return rc;
+	const int nviews = rc_geom_nviews(b->geom);
+	const int B = b->nbatch;
+	const double t0 = rc_now_s();
+	int it_done = 0;
+	rc_vec *r = NULL, *q = NULL, *x = NULL, *s = NULL, *d = NULL;
+	struct coef c;
+	void *mem = malloc((size_t)B * (4 * sizeof(double) + 3 * sizeof(float) + sizeof(int)));
+	if (!mem) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", B);
+		goto out_free;
+	}
+	c.gamma = mem;
+	c.gnew = c.gamma + B;
+	c.qq = c.gnew + B;
+	c.rr = c.qq + B;
+	c.alpha = (float *)(c.rr + B);
+	c.neg = c.alpha + B;
+	c.beta = c.neg + B;
+	c.active = (int *)(c.beta + B);
+
+	if ((rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &r, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &q, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &s, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &d, err)))
+		goto out_free;
+
+	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 */
+	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) || (rc = rc_bk_upload(b, r, proj, err)) ||
+	    (rc = rc_bk_back(b, RC_BP_MATCHED, r, s, 0, nviews, err)) || (rc = rc_bk_copy(b, d, s, err)) ||
+	    (rc = rc_bk_dot(b, s, s, c.gamma, err)) || (rc = rc_bk_dot(b, r, r, c.rr, err)))
+		goto out_free;
+	double res = sqrt(rc_bk_total(b, c.rr));
+	for (int k = 0; k < B; k++)
+		c.active[k] = 1;
+
+	for (int it = 1; it <= p->iterations; it++) {
+		if (rc_algo_cancelled(hooks)) {
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
+			goto out_download;
+		}
+		/* gamma = 0: x already solves the batch's normal equations; the
+		 * remaining iterations would divide 0 by 0, so they only report */
+		for (int k = 0; k < B; k++)
+			c.active[k] = c.active[k] && c.gamma[k] > 0.0;
+		if (any_active(&c, B)) {
+			if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, d, q, 0, nviews, err)) ||
+			    (rc = rc_bk_dot(b, q, q, c.qq, err)))
+				goto out_download;
+			for (int k = 0; k < B; k++) {
+				/* ||A d|| = 0: d in the null space of A, nothing to gain */
+				c.active[k] = c.active[k] && c.qq[k] > 0.0;
+				c.alpha[k] = c.active[k] ? (float)(c.gamma[k] / c.qq[k]) : 0.0f;
+				c.neg[k] = -c.alpha[k];
+			}
+			/* x and r change only while a batch is active (0 * d would
+			 * still turn an inf in d into a NaN in x) */
+			if (any_active(&c, B) &&
+			    ((rc = rc_bk_axpy(b, x, c.alpha, d, err)) || (rc = rc_bk_axpy(b, r, c.neg, q, err)) ||
+			     (rc = rc_bk_dot(b, r, r, c.rr, err))))
+				goto out_download;
+			res = sqrt(rc_bk_total(b, c.rr));
+		}
+		if (any_active(&c, B) && it < p->iterations) {
+			if (rc_algo_cancelled(hooks)) {
+				/* x and r form a complete iterate already */
+				it_done = it;
+				rc_algo_report(hooks, b, x, it, p->iterations, res, t0);
+				rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it);
+				goto out_download;
+			}
+			if ((rc = rc_bk_back(b, RC_BP_MATCHED, r, s, 0, nviews, err)) ||
+			    (rc = rc_bk_dot(b, s, s, c.gnew, err)))
+				goto out_download;
+			for (int k = 0; k < B; k++)
+				c.beta[k] = c.active[k] ? (float)(c.gnew[k] / c.gamma[k]) : 0.0f;
+			if ((rc = rc_bk_xpay(b, d, s, c.beta, err)))
+				goto out_download;
+			for (int k = 0; k < B; k++)
+				if (c.active[k])
+					c.gamma[k] = c.gnew[k];
+		}
+		if ((rc = rc_bk_finish(b, err)))
+			goto out_download;
+		it_done = it;
+		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, res, t0)))
+			goto out_download;
+	}
+
+out_download:
+	/* vol is written after a clean run or a cancel (algo.h) */
+	if (!rc || rc == RC_ECANCELLED) {
+		int drc = rc_bk_download(b, x, vol, err);
+		if (drc)
+			rc = drc;
+	}
+out_free:
+	rc_bk_vec_free(b, d);
+	rc_bk_vec_free(b, s);
+	rc_bk_vec_free(b, x);
+	rc_bk_vec_free(b, q);
+	rc_bk_vec_free(b, r);
+	free(mem);
+	return rc;
+}

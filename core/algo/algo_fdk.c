@@ -1,0 +1,328 @@
+/*
+ * algo_fdk: Feldkamp-Davis-Kress reconstruction (algo.h), for cone,
+ * matrices (circular-like scans), fan and parallel geometries.
+ *
+ * Each view is weighted, ramp-filtered along its detector rows and scaled
+ * into a filtered stack (views in parallel, FFTW plans made once per run),
+ * then the whole stack is back-projected once with RC_BP_VOXEL, which is
+ * paper 002 Eq. 1: vol = sum_k (1/w^2) bilinear(q_k, u, v), w = depth in mm.
+ * The filtered value of pixel (i, j) of view k is (docs/fdk.md derives it)
+ *
+ *   q = dbeta_k * K_k * sum_m h(i - m) [ c(m, j) * s_k(m, j) * p(m, j) ]
+ *
+ * with h the unit discrete ramp (filter.h), c the cosine weight
+ * S / sqrt(S^2 + u^2 + v^2), s_k = 1/2 for a full scan or Parker's weight
+ * for a short scan, dbeta_k the angle each view stands for, and
+ * K = D S / du (cone, fan; D = source-axis, S = source-detector, du the pixel
+ * pitch), K = 1 / du (parallel), K = D_k f_u (matrices: D_k the source's
+ * distance from the axis through the volume centre, f_u the focal length in
+ * pixels read off the matrix).  Then the back projection's 1/w^2 turns the
+ * sum into Feldkamp's (1/2) int D^2/U^2 Q dbeta and the result is in 1/mm.
+ *
+ * Parker weights (Parker 1982) use the ray's fan angle gamma in the plane
+ * of rotation, the view's angle beta along the scan from its start, and
+ * Delta = (range - pi) / 2 from the angular range the views cover, so that
+ * every pair of rays along one line gets weights that add up to 1.
+ */
+#include "algo/algo_util.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/filter.h"
+#include "util/parfor.h"
+
+struct fdk {
+	const rc_geom *g;
+	rc_geom_type type;
+	const rc_detector_desc *det;
+	int nviews, nrows, nu;
+	const float *proj;
+	float *filt;
+	rc_ramp *ramp;
+	int nwork;
+	rc_ramp_work **work;
+	float **pre;
+	double *beta;   /* along the scan from the start of the range, rad */
+	double *dbeta;  /* angle each view stands for, rad */
+	double *theta;  /* source angle about the axis, rad (unwrapped) */
+	double sigma;   /* +1: angles increase along the scan, -1: decrease */
+	double delta;   /* Parker's half range beyond pi */
+	int short_scan;
+	double ax, ay;  /* the rotation axis (x, y) */
+	const atomic_int *cancel;
+	atomic_int stopped;
+};
+
+/* Parker's weight of the ray (beta, gamma) of a scan over [0, pi + 2 delta];
+ * gamma is signed so that the ray (beta, gamma) and (beta + pi + 2 gamma,
+ * -gamma) are the same line. */
+static double parker(double beta, double gamma, double delta)
+{
+	const double eps = 1e-9;
+	if (delta <= eps)
+		return beta >= 0 && beta <= M_PI ? 1.0 : 0.0;
+	/* rays beyond the covered fan are clamped to its edge: data is missing there */
+	if (gamma > delta - eps)
+		gamma = delta - eps;
+	if (gamma < -delta + eps)
+		gamma = -delta + eps;
+	if (beta < 0)
+		return 0.0;
+	if (beta < 2 * (delta - gamma)) {
+		double s = sin(M_PI / 4 * beta / (delta - gamma));
+		return s * s;
+	}
+	if (beta <= M_PI - 2 * gamma)
+		return 1.0;
+	if (beta <= M_PI + 2 * delta) {
+		double s = sin(M_PI / 4 * (M_PI + 2 * delta - beta) / (delta + gamma));
+		return s * s;
+	}
+	return 0.0;
+}
+
+static double wrap_pi(double a)
+{
+	a = fmod(a, 2 * M_PI);
+	if (a > M_PI)
+		a -= 2 * M_PI;
+	if (a <= -M_PI)
+		a += 2 * M_PI;
+	return a;
+}
+
+/* Source angles, their order along the scan, the angle each view stands
+ * for and the scan mode. */
+static int fdk_angles(struct fdk *f, const rc_algo_params *p, rc_err *err)
+{
+	const int n = f->nviews;
+	if (n < 2)
+		return rc_fail(err, RC_EINVAL, "geometry.angles", "fdk needs at least 2 views (got %d)", n);
+	for (int k = 0; k < n; k++) {
+		const rc_view *vw = rc_geom_view(f->g, k);
+		double t = f->type == RC_GEOM_MATRICES ? atan2(vw->src[1] - f->ay, vw->src[0] - f->ax) : vw->angle_rad;
+		f->theta[k] = k == 0 ? t : f->theta[k - 1] + wrap_pi(t - f->theta[k - 1]);
+	}
+	f->sigma = f->theta[1] > f->theta[0] ? 1.0 : -1.0;
+	for (int k = 1; k < n; k++)
+		if (!(f->sigma * (f->theta[k] - f->theta[k - 1]) > 0))
+			return rc_fail(err, RC_EUNSUPPORTED, "geometry.angles",
+				       "fdk needs the views in scan order, each angle past the one before "
+				       "(view %d does not continue the direction of views 0 and 1)", k);
+	/* view k stands for the arc between the midpoints to its neighbours */
+	double b0 = f->sigma * f->theta[0] - 0.5 * f->sigma * (f->theta[1] - f->theta[0]);
+	for (int k = 0; k < n; k++) {
+		double t = f->sigma * f->theta[k];
+		double lo = k == 0 ? t - 0.5 * f->sigma * (f->theta[1] - f->theta[0])
+				   : 0.5 * (t + f->sigma * f->theta[k - 1]);
+		double hi = k == n - 1 ? t + 0.5 * f->sigma * (f->theta[n - 1] - f->theta[n - 2])
+				       : 0.5 * (t + f->sigma * f->theta[k + 1]);
+		f->dbeta[k] = hi - lo;
+		f->beta[k] = t - b0;
+	}
+	double range = 0; /* the arc all views stand for */
+	for (int k = 0; k < n; k++)
+		range += f->dbeta[k];
+	double mean_step = range / n;
+	switch (p->scan) {
+	case RC_SCAN_FULL: f->short_scan = 0; break;
+	case RC_SCAN_SHORT: f->short_scan = 1; break;
+	case RC_SCAN_AUTO: f->short_scan = range < 2 * M_PI - 0.5 * mean_step; break;
+	default: return rc_fail(err, RC_EINVAL, "algorithm.scan", "algorithm.scan must be auto, full or short");
+	}
+	if (f->short_scan) {
+		f->delta = (range - M_PI) / 2;
+		if (f->delta < -0.5 * mean_step)
+			return rc_fail(err, RC_EINVAL, "geometry.angles",
+				       "a short scan needs views over at least 180 degrees plus the fan angle (they cover %.1f)",
+				       range * 180 / M_PI);
+		f->delta = fmax(f->delta, 0.0);
+	}
+	return 0;
+}
+
+/* Cosine weight and signed fan angle of pixel (i, j) of view k. */
+static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw, double *gamma)
+{
+	const rc_detector_desc *d = f->det;
+	*cosw = 1.0;
+	*gamma = 0.0;
+	switch (f->type) {
+	case RC_GEOM_CONE:
+	case RC_GEOM_FAN: {
+		double S = rc_geom_sdd(f->g);
+		double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u;
+		double vm = f->type == RC_GEOM_CONE ? (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v : 0.0;
+		*cosw = S / sqrt(S * S + um * um + vm * vm);
+		/* e_u is the counter-clockwise tangent: gamma > 0 toward it */
+		*gamma = atan(um / S);
+		break;
+	}
+	case RC_GEOM_PARALLEL:
+		break;
+	case RC_GEOM_MATRICES: {
+		const rc_view *vw = rc_geom_view(f->g, k);
+		const double *M = vw->Minv;
+		double dir[3];
+		for (int r = 0; r < 3; r++)
+			dir[r] = M[3 * r] * i + M[3 * r + 1] * j + M[3 * r + 2];
+		/* n . dir = 1 with |n| = 1: the cosine to the principal ray is 1/|dir| */
+		*cosw = 1.0 / sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+		double t = f->theta[k], cx = -cos(t), cy = -sin(t), tx = -sin(t), ty = cos(t);
+		*gamma = atan2(dir[0] * tx + dir[1] * ty, dir[0] * cx + dir[1] * cy);
+		break;
+	}
+	}
+	/* Parker's conjugate rule (beta + pi + 2 gamma, -gamma) holds for the
+	 * clockwise fan angle of a counter-clockwise scan; mirror otherwise. */
+	*gamma = -f->sigma * *gamma;
+}
+
+/* K_k of the header comment. */
+static double view_scale(const struct fdk *f, int k)
+{
+	switch (f->type) {
+	case RC_GEOM_CONE:
+	case RC_GEOM_FAN:
+		return rc_geom_sid(f->g) * rc_geom_sdd(f->g) / f->det->du;
+	case RC_GEOM_PARALLEL:
+		return 1.0 / f->det->du;
+	case RC_GEOM_MATRICES: {
+		const rc_view *vw = rc_geom_view(f->g, k);
+		const double *P = vw->P;
+		double cu = P[0] * P[8] + P[1] * P[9] + P[2] * P[10];
+		double fx = P[0] - cu * P[8], fy = P[1] - cu * P[9], fz = P[2] - cu * P[10];
+		double fu = sqrt(fx * fx + fy * fy + fz * fz);
+		double D = hypot(vw->src[0] - f->ax, vw->src[1] - f->ay);
+		return D * fu;
+	}
+	}
+	return 0;
+}
+
+static void filter_view(void *ud, int worker, int k)
+{
+	struct fdk *f = ud;
+	if (atomic_load(&f->stopped) || (f->cancel && atomic_load(f->cancel))) {
+		atomic_store(&f->stopped, 1);
+		return;
+	}
+	float *pre = f->pre[worker];
+	for (int j = 0; j < f->nrows; j++) {
+		for (int i = 0; i < f->nu; i++) {
+			double c, gamma;
+			pixel_weights(f, k, i, j, &c, &gamma);
+			double s = f->short_scan ? parker(f->beta[k], gamma, f->delta) : 0.5;
+			pre[(size_t)j * f->nu + i] = (float)(c * s);
+		}
+	}
+	size_t off = rc_geom_row_offset(f->g, k, 0), stride = rc_geom_row_stride(f->g);
+	rc_ramp_apply(f->ramp, f->work[worker], f->proj + off, stride, f->filt + off, stride, f->nrows, pre,
+		      (float)(f->dbeta[k] * view_scale(f, k)));
+}
+
+/* Detector rows must run perpendicular to the rotation axis for the
+ * filter to run along them. */
+static int check_matrices(const struct fdk *f, rc_err *err)
+{
+	for (int k = 0; k < f->nviews; k++) {
+		const double *P = rc_geom_view(f->g, k)->P;
+		double cu = P[0] * P[8] + P[1] * P[9] + P[2] * P[10];
+		double fx = P[0] - cu * P[8], fy = P[1] - cu * P[9], fz = P[2] - cu * P[10];
+		double fu = sqrt(fx * fx + fy * fy + fz * fz);
+		if (!(fu > 0) || fabs(fz) > 0.02 * fu || fabs(P[10]) > 0.2)
+			return rc_fail(err, RC_EUNSUPPORTED, "geometry.matrices",
+				       "fdk needs a circular-like scan: in geometry.matrices[%d] the detector rows are not "
+				       "perpendicular to the z axis or the detector is tilted; use an iterative algorithm", k);
+		const rc_view *vw = rc_geom_view(f->g, k);
+		if (!(hypot(vw->src[0] - f->ax, vw->src[1] - f->ay) > 0))
+			return rc_fail(err, RC_EUNSUPPORTED, "geometry.matrices",
+				       "fdk needs sources off the rotation axis (geometry.matrices[%d])", k);
+	}
+	return 0;
+}
+
+static void fdk_free(struct fdk *f)
+{
+	for (int t = 0; t < f->nwork; t++) {
+		if (f->work)
+			rc_ramp_work_free(f->work[t]);
+		if (f->pre)
+			free(f->pre[t]);
+	}
+	free(f->work);
+	free(f->pre);
+	rc_ramp_free(f->ramp);
+	free(f->filt);
+	free(f->beta);
+	free(f->dbeta);
+	free(f->theta);
+}
+
+int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
+	       float *vol, const rc_algo_hooks *hooks, rc_err *err)
+{
+	double t0 = rc_now_s();
+	const rc_geom *g = b->geom;
+	rc_vec *vf = NULL, *vv = NULL;
+	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),
+			 .proj = proj, .cancel = hooks ? hooks->cancel : NULL };
+	const rc_volume_desc *v = rc_geom_volume(g);
+	int rc = 0;
+	atomic_init(&f.stopped, 0);
+	f.nu = f.det->nu;
+	f.nrows = rc_geom_is_2d(g) ? v->nz : f.det->nv;
+	if (f.type == RC_GEOM_MATRICES) {
+		f.ax = v->cx;
+		f.ay = v->cy;
+		if ((rc = check_matrices(&f, err)))
+			return rc;
+	}
+	size_t nproj = rc_geom_proj_count(g);
+	f.beta = malloc(sizeof(double) * (size_t)f.nviews);
+	f.dbeta = malloc(sizeof(double) * (size_t)f.nviews);
+	f.theta = malloc(sizeof(double) * (size_t)f.nviews);
+	f.filt = malloc(sizeof(float) * nproj);
+	f.nwork = rc_parallel_threads(0);
+	f.work = calloc((size_t)f.nwork, sizeof *f.work);
+	f.pre = calloc((size_t)f.nwork, sizeof *f.pre);
+	if (!f.beta || !f.dbeta || !f.theta || !f.filt || !f.work || !f.pre) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the filtered projections (%zu floats)", nproj);
+		goto out;
+	}
+	if ((rc = rc_ramp_new(f.nu, f.nrows, p->window, p->cutoff, &f.ramp, err)))
+		goto out;
+	if ((rc = fdk_angles(&f, p, err)))
+		goto out;
+	for (int t = 0; t < f.nwork; t++) {
+		if ((rc = rc_ramp_work_new(f.ramp, &f.work[t], err)))
+			goto out;
+		if (!(f.pre[t] = malloc(sizeof(float) * (size_t)f.nu * (size_t)f.nrows))) {
+			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
+			goto out;
+		}
+	}
+	rc_parallel_for(f.nviews, f.nwork, filter_view, &f);
+	if (atomic_load(&f.stopped) || (f.cancel && atomic_load(f.cancel))) {
+		rc = rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
+		goto out_zero;
+	}
+	/* the filtered stack is uploaded once (a host backend borrows it) */
+	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, f.filt, &vf, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) ||
+	    (rc = rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, f.nviews, err)) || (rc = rc_bk_download(b, vv, vol, err)))
+		goto out;
+	/* FDK is one pass: iteration 1 of 1; it computes no residual */
+	rc = rc_algo_report(hooks, b, vv, 1, 1, 0.0, t0);
+	goto out;
+out_zero:
+	memset(vol, 0, sizeof(float) * rc_volume_count(v));
+out:
+	rc_bk_vec_free(b, vv);
+	rc_bk_vec_free(b, vf);
+	fdk_free(&f);
+	return rc;
+}

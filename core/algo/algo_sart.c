@@ -1,0 +1,169 @@
+/*
+ * SART, paper 000 Eq. 1:
+ *
+ *   v_i += lambda * [ sum_j a_ij (p_j - sum_n a_nj v_n) / sum_n a_nj ] / sum_j a_ij
+ *
+ * i.e. v += lambda * C * B( R * (p - A v) ) with A = RC_FP_RAYCAST,
+ * R = 1 / A(1) (the row sums: each ray's length through the volume grid),
+ * B = RC_BP_VOXEL (the voxel-driven back projector with its 1/w^2 weight,
+ * the one paper 000 and the FDK use) and C = 1 / B(1) (the column sums).
+ * Because C comes from the same B as the numerator, any per-voxel scale of
+ * B cancels: B need not be the exact transpose of A, which is why the fast
+ * voxel-driven back projector is the right one here.  The sums are over all
+ * views, one update per iteration, as the paper does.
+ *
+ * Ordered subsets (p->subsets = S > 1): the views are cut into S contiguous
+ * blocks, visited in bit-reversed order so that consecutive updates come
+ * from far-apart angles; each block has its own column sums C_s = 1 / B_s(1).
+ * The C_s of all blocks are kept when they fit in RC_SUBSET_CACHE_BYTES (algo_util.h),
+ * otherwise each one is recomputed before its block (one extra back
+ * projection per block, no extra memory).
+ *
+ * SIRT (algo_sirt.c) runs this same loop with B = RC_BP_MATCHED, the exact
+ * transpose of A, and one block.
+ *
+ * Vectors, allocated once per run on the backend: the measured stack, R
+ * and the residual (projection-sized each), the iterate, the update, C (or
+ * C_s) and, with subsets, the previous iterate (so that a cancel or a
+ * device failure between blocks can restore the last complete iterate).
+ * The reported residual is ||p - A v|| summed over the blocks of the
+ * iteration, each block measured just before its update (with S = 1: the
+ * residual of the iterate the iteration started from); it costs no extra
+ * projection.
+ */
+#include "algo/algo_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* C = 1 / B(ones) over views [first, last) into c; ones holds ones there. */
+static int colsum_inverse(rc_backend *b, rc_bp_kind bp, const rc_vec *ones, rc_vec *c, int first, int last,
+			  rc_err *err)
+{
+	int rc = rc_bk_back(b, bp, ones, c, first, last, err);
+	return rc ? rc : rc_bk_inv_guarded(b, c, RC_COLSUM_REL_EPS, err);
+}
+
+int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
+		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, rc_err *err)
+{
+	const rc_geom *g = b->geom;
+	const int nviews = rc_geom_nviews(g);
+	const float lambda = (float)p->relaxation;
+	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
+	const int ncinv = cache ? S : 1;
+	const double t0 = rc_now_s();
+	int rc = 0, it_done = 0, restore = 0;
+	rc_vec *meas = NULL, *rinv = NULL, *res = NULL, *x = NULL, *upd = NULL, *prev = NULL;
+	rc_vec **cinv = calloc((size_t)ncinv, sizeof *cinv);
+	int *order = malloc((size_t)S * sizeof *order);
+	if (!cinv || !order) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d subsets", S);
+		goto out_free;
+	}
+	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, proj, &meas, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &rinv, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &res, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
+	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &upd, err)) ||
+	    (S > 1 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &prev, err))))
+		goto out_free;
+	for (int k = 0; k < ncinv; k++)
+		if ((rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &cinv[k], err)))
+			goto out_free;
+	rc_subset_order(S, order);
+
+	/* R = 1 / A(1) over all views (a ray's sum does not depend on the block) */
+	if ((rc = rc_bk_fill(b, upd, 1.0f, RC_VIEWS_ALL, err)) ||
+	    (rc = rc_bk_forward(b, RC_FP_RAYCAST, upd, rinv, 0, nviews, err)) ||
+	    (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err)))
+		goto out_free;
+	/* res holds ones while the column sums are built */
+	if ((rc = rc_bk_fill(b, res, 1.0f, RC_VIEWS_ALL, err)))
+		goto out_free;
+	for (int k = 0; k < (cache ? S : 0); k++) {
+		int f, l;
+		rc_subset_range(k, S, nviews, &f, &l);
+		if ((rc = colsum_inverse(b, bp, res, cinv[k], f, l, err)))
+			goto out_free;
+	}
+
+	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)))
+		goto out_free;
+	for (int it = 1; it <= p->iterations; it++) {
+		if (rc_algo_cancelled(hooks)) {
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
+			goto out_download;
+		}
+		if (prev && (rc = rc_bk_copy(b, prev, x, err)))
+			goto out_download;
+		restore = prev != NULL;
+		double r2 = 0.0;
+		for (int k = 0; k < S; k++) {
+			int blk = order[k], f, l;
+			rc_subset_range(blk, S, nviews, &f, &l);
+			rc_vec *c = cinv[cache ? blk : 0];
+			double s2;
+			if (k > 0 && rc_algo_cancelled(hooks)) {
+				rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
+				goto out_download;
+			}
+			/* without the cache: C_b into the one slot; views f..l of res
+			 * hold ones until the forward projection overwrites them */
+			if (!cache && ((rc = rc_bk_fill(b, res, 1.0f, f, l, err)) ||
+				       (rc = colsum_inverse(b, bp, res, c, f, l, err))))
+				goto out_download;
+			if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, x, res, f, l, err)) ||
+			    (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err)) ||
+			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||
+			    (rc = rc_bk_update(b, x, upd, c, lambda, p->nonnegative, err)))
+				goto out_download;
+			r2 += s2;
+		}
+		if ((rc = rc_bk_finish(b, err)))
+			goto out_download;
+		restore = 0;
+		it_done = it;
+		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0)))
+			goto out_download;
+	}
+
+out_download:
+	/* the last complete iterate (a host backend's x is vol itself, so the
+	 * restore also leaves it there after a failure); vol is written only
+	 * after a clean run or a cancel (algo.h) */
+	if (restore) {
+		rc_err e2;
+		int crc = rc_bk_copy(b, x, prev, &e2);
+		if (crc && rc == RC_ECANCELLED) {
+			rc = crc;
+			if (err)
+				*err = e2;
+		}
+	}
+	if (!rc || rc == RC_ECANCELLED) {
+		int drc = rc_bk_download(b, x, vol, err);
+		if (drc)
+			rc = drc;
+	}
+out_free:
+	for (int k = 0; cinv && k < ncinv; k++)
+		rc_bk_vec_free(b, cinv[k]);
+	rc_bk_vec_free(b, prev);
+	rc_bk_vec_free(b, upd);
+	rc_bk_vec_free(b, x);
+	rc_bk_vec_free(b, res);
+	rc_bk_vec_free(b, rinv);
+	rc_bk_vec_free(b, meas);
+	free(order);
+	free(cinv);
+	return rc;
+}
+
+int rc_sart_run(const rc_algo_params *p, rc_backend *b, const float *proj,
+		float *vol, const rc_algo_hooks *hooks, rc_err *err)
+{
+	int rc = rc_algo_check(p, b, proj, vol, 1, 1, err);
+	if (rc)
+		return rc;
+	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_VOXEL, p->subsets, err);
+}

@@ -1,0 +1,178 @@
+/*
+ * engine_cpu: engine.h's operations on the host CPU through the projectors
+ * of proj_cpu.h and one thread pool created with the engine.  Buffers that
+ * the projectors keep (padded view blocks and per-thread rows for RC_BP_VOXEL,
+ * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
+ * RC_FP_RAYCAST) are allocated at the first call that
+ * needs them and reused, so iterative algorithms allocate nothing per call.
+ * Cone and matrices geometries only: fan and parallel belong to the tensor
+ * engine (issue 6).
+ */
+#include "backend/cpu/engine_cpu.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "projectors/proj_cpu.h"
+#include "util/threadpool.h"
+
+struct cpu_engine {
+	rc_engine base; /* first: the engine.h view */
+	rc_pool *pool;
+	rc_cpu_isa isa;
+	rc_bpv *bpv;
+	rc_rotate *rot;
+	rc_fpr *fpr;
+};
+
+static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out,
+		      rc_err *err)
+{
+	const rc_geom *g = c->base.geom;
+	rc_geom_type t = rc_geom_type_of(g);
+	if (t != RC_GEOM_CONE && t != RC_GEOM_MATRICES)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "the CPU engine projects cone and matrices geometries; fan and parallel run on "
+			       "the tensor engine");
+	if (first < 0 || last > rc_geom_nviews(g) || first > last)
+		return rc_fail(err, RC_EINVAL, "", "view range [%d, %d) is outside 0..%d", first, last,
+			       rc_geom_nviews(g));
+	if (!in || !out)
+		return rc_fail(err, RC_EINVAL, "", "the CPU engine needs input and output buffers");
+	return 0;
+}
+
+static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *proj, int first,
+		       int last, rc_err *err)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	int rc = check_call(c, first, last, vol, proj, err);
+	if (rc)
+		return rc;
+	switch (kind) {
+	case RC_FP_RAYCAST:
+		if (!c->fpr && (rc = rc_fpr_new(e->geom, &c->fpr, err)))
+			return rc;
+		rc_fp_raycast(c->fpr, c->pool, c->isa, vol, proj, first, last);
+		return 0;
+	case RC_FP_ROTATE:
+		if (rc_geom_type_of(e->geom) != RC_GEOM_CONE)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "the rotation forward projector needs a circular (cone) geometry; use "
+				       "ray casting for matrices");
+		if (!c->rot && (rc = rc_rotate_new(e->geom, &c->rot, err)))
+			return rc;
+		rc_fp_rotate(c->rot, c->pool, vol, proj, first, last);
+		return 0;
+	}
+	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown forward projector %d", (int)kind);
+}
+
+static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first,
+		    int last, rc_err *err)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	int rc = check_call(c, first, last, proj, vol, err);
+	if (rc)
+		return rc;
+	switch (kind) {
+	case RC_BP_VOXEL:
+		if (!c->bpv && (rc = rc_bpv_new(e->geom, rc_pool_threads(c->pool), &c->bpv, err)))
+			return rc;
+		rc_bp_voxel(c->bpv, c->pool, c->isa, proj, vol, first, last);
+		return 0;
+	case RC_BP_MATCHED:
+		rc_bp_matched(e->geom, c->pool, c->isa, proj, vol, first, last);
+		return 0;
+	}
+	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown back projector %d", (int)kind);
+}
+
+static void cpu_free(rc_engine *e)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	rc_rotate_free(c->rot);
+	rc_bpv_free(c->bpv);
+	rc_fpr_free(c->fpr);
+	rc_pool_free(c->pool);
+	free(c);
+}
+
+static const rc_engine_ops cpu_ops = { .forward = cpu_forward, .back = cpu_back, .free = cpu_free };
+
+void rc_cpu_identity(char *id, size_t idlen, char *name, size_t namelen)
+{
+	char model[96] = "unknown";
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	if (f) {
+		char line[256];
+		while (fgets(line, sizeof line, f)) {
+			char *colon = strchr(line, ':');
+			if (!strncmp(line, "model name", 10) && colon) {
+				char *s = colon + 1;
+				while (*s == ' ' || *s == '\t')
+					s++;
+				s[strcspn(s, "\n")] = 0;
+				snprintf(model, sizeof model, "%s", s);
+				break;
+			}
+		}
+		fclose(f);
+	}
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (name)
+		snprintf(name, namelen, "%s (%ld cores)", model, ncpu);
+	/* a file-name-safe key: models are stored in a directory named after it */
+	for (char *p = model; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(".-_:+", *p))
+			*p = '_';
+	if (id)
+		snprintf(id, idlen, "cpu:%.96s:%ldc", model, ncpu);
+}
+
+int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *err)
+{
+	int rc;
+	if (!g || !ret)
+		return rc_fail(err, RC_EINVAL, "", "rc_engine_cpu_new needs a geometry and a result pointer");
+	struct cpu_engine *c = calloc(1, sizeof *c);
+	if (!c)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the CPU engine");
+	if ((rc = rc_pool_new(threads, &c->pool, err)))
+		goto out_free;
+	c->base.ops = &cpu_ops;
+	c->base.geom = g;
+	snprintf(c->base.name, sizeof c->base.name, "cpu");
+	rc_cpu_identity(c->base.device_id, sizeof c->base.device_id, NULL, 0);
+	snprintf(c->base.hw_group, sizeof c->base.hw_group, "host-cpu");
+	c->isa = rc_cpu_isa_best();
+	*ret = &c->base;
+	return 0;
+out_free:
+	free(c);
+	return rc;
+}
+
+const char *rc_engine_cpu_isa(void) { return rc_cpu_isa_name(rc_cpu_isa_best()); }
+
+int rc_engine_cpu_set_isa(rc_engine *e, const char *isa, rc_err *err)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	for (int i = 0; i < RC_ISA_COUNT; i++) {
+		if (strcmp(isa, rc_cpu_isa_name((rc_cpu_isa)i)))
+			continue;
+		if (!rc_cpu_isa_supported((rc_cpu_isa)i))
+			return rc_fail(err, RC_EUNSUPPORTED, "", "this CPU cannot run the %s path", isa);
+		c->isa = (rc_cpu_isa)i;
+		return 0;
+	}
+	return rc_fail(err, RC_EINVAL, "", "unknown ISA path \"%s\" (baseline, avx2 or avx512)", isa);
+}
+
+int rc_engine_cpu_threads(const rc_engine *e)
+{
+	return rc_pool_threads(((const struct cpu_engine *)e)->pool);
+}

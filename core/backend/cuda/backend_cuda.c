@@ -1,0 +1,511 @@
+/*
+ * backend_cuda: the backend (backend.h) whose vectors live in one GPU's
+ * memory, and the resident run of resident.h (rc_cuda_run_algo) that
+ * runs the shared algorithms (algo_*.c) on it.
+ *
+ * Vectors are cudaMalloc'd float arrays in the host layouts (volume
+ * [z][y][x], projections [view][v][u]); they cross to the host only in
+ * upload and download.  forward and back are the CUDA engine's projector
+ * calls (engine_cuda_impl.h) on device pointers with the whole volume in
+ * one slab: forward copies the volume vector into the context's 3-D
+ * texture and ray-casts the views into the projection vector; RC_BP_VOXEL
+ * streams the views from the projection vector through the layered
+ * textures, RC_BP_MATCHED scatters from it.  The element-wise calls are
+ * kernels (elementwise.cu) that do vec_host.c's float operations per
+ * element; the scalars an algorithm branches on (dot products, residual
+ * and ratio sums) are read back, everything else stays on the device.
+ * All work is queued in order on the context's kernel stream (ks); a call
+ * that returns a scalar, download and finish wait for it, and so does every
+ * projection, so that b->stats (backend.h) holds its own time.
+ *
+ * Interpolation: the backend does not know the algorithm, so its caller
+ * chooses through rc_cuda_options, with the engine's meaning of AUTO:
+ *   fp_interp  RC_FP_RAYCAST: HW only when HW is asked for; AUTO and EXACT
+ *              are EXACT (RC_BP_MATCHED is then its exact transpose)
+ *   bp_interp  RC_BP_VOXEL and RC_FP_ROTATE: EXACT only when asked for;
+ *              AUTO and HW are HW
+ * rc_cuda_run_algo (resident.c) resolves AUTO per algorithm: the
+ * forward projection of SART is HW (its voxel back projector is no
+ * transpose anyway), SIRT, CGLS and MLEM always get EXACT (the matched pair
+ * must be transposes of each other).
+ *
+ * Memory: rc_backend_cuda_new plans the projector context (volume texture,
+ * two batches of layered textures) after setting aside the bytes of the
+ * vectors the caller will allocate, and refuses with RC_ETOOBIG, before
+ * allocating anything, when the volume would not fit in one slab.  A vector
+ * that cannot be allocated later is also RC_ETOOBIG: every algorithm
+ * allocates its vectors before its first iteration (algo.h), so the caller
+ * can still run the job elsewhere.
+ */
+#include "backend/cuda/engine_cuda.h"
+
+#include <stdint.h>
+
+#ifdef RC_HAVE_CUDA
+#include "backend/cuda/engine_cuda_impl.h"
+#include "util/rc_clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rc_vec {
+	float *d;
+	size_t n;
+	rc_space space;
+};
+
+typedef struct cuda_bk {
+	rc_backend base;
+	cu_ctx c;
+	int exact_fp; /* RC_FP_RAYCAST with point fetches and fp32 weights */
+	int exact_bp; /* RC_BP_VOXEL and RC_FP_ROTATE likewise */
+	size_t nvox, nproj, view;
+	int nviews;
+	void *scratch;  /* device: the double of a sum, then the max's bits */
+	double *dsum;
+	unsigned *dmax;
+} cuda_bk;
+
+#define BK(b) ((cuda_bk *)(b))
+
+/* Every call first makes the backend's device current: a hook between two
+ * calls may have used another device on this thread (cheap when it is
+ * current already). */
+#define BIND(k)                                                  \
+	do {                                                     \
+		int brc_ = cu_ctx_bind(&(k)->c, err);            \
+		if (brc_)                                        \
+			return brc_;                             \
+	} while (0)
+
+/* ---- vectors ---------------------------------------------------------- */
+
+static int vec_new(rc_backend *b, rc_space s, rc_vec **ret, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	size_t n = s == RC_SPACE_VOLUME ? k->nvox : k->nproj;
+	rc_vec *v = calloc(1, sizeof *v);
+	if (!v)
+		return rc_fail(err, RC_ENOMEM, "", "out of host memory for a vector handle");
+	cudaError_t ce = cudaMalloc((void **)&v->d, n * sizeof(float));
+	if (ce != cudaSuccess) {
+		free(v);
+		cu_release(ce);
+		return rc_fail(err, ce == cudaErrorMemoryAllocation ? RC_ETOOBIG : RC_EDEVICE, "volume",
+			       "CUDA: no device memory for a %s vector (%.1f MiB): %s; run the job through the "
+			       "CUDA engine, which works in slabs",
+			       s == RC_SPACE_VOLUME ? "volume" : "projection", (double)n * sizeof(float) / 1048576.0,
+			       cudaGetErrorName(ce));
+	}
+	v->n = n;
+	v->space = s;
+	*ret = v;
+	return 0;
+}
+
+static void vec_free(rc_backend *b, rc_vec *v)
+{
+	cu_release(cudaSetDevice(BK(b)->c.ordinal));
+	cu_release(cudaFree(v->d));
+	free(v);
+}
+
+/* The kernel stream drained; ctx names the call for the error. */
+static int sync_ks(cuda_bk *k, const char *ctx, rc_err *err)
+{
+	cudaError_t ce = cudaStreamSynchronize(k->c.ks);
+	return ce == cudaSuccess ? 0 : cu_fail(err, ce, ctx);
+}
+
+/* The copies go on ks (a non-blocking stream: cudaMemcpy on the legacy
+ * stream would not wait for the kernels queued there) and are waited for,
+ * since the host memory is the caller's again when the call returns. */
+static int upload(rc_backend *b, rc_vec *dst, const float *src, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	CU_CHECK(cudaMemcpyAsync(dst->d, src, dst->n * sizeof(float), cudaMemcpyHostToDevice, k->c.ks),
+		 "cudaMemcpyAsync(vector upload)");
+	rc = sync_ks(k, "cudaStreamSynchronize(vector upload)", err);
+out:
+	return rc;
+}
+
+static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	CU_CHECK(cudaMemcpyAsync(dst, src->d, src->n * sizeof(float), cudaMemcpyDeviceToHost, k->c.ks),
+		 "cudaMemcpyAsync(vector download)");
+	rc = sync_ks(k, "cudaStreamSynchronize(vector download)", err);
+out:
+	return rc;
+}
+
+/* ---- projections -------------------------------------------------------- */
+
+/* [first, last) within the views; last < 0: every view (backend.h). */
+static void clamp_views(const cuda_bk *k, int *first, int *last)
+{
+	if (*last < 0 || *last > k->nviews)
+		*last = k->nviews;
+	if (*first < 0)
+		*first = 0;
+	if (*first > *last)
+		*first = *last;
+}
+
+/* The projection just queued is waited for, so that its time is its own
+ * (b->stats, backend.h): the queue is in order, and the next scalar read
+ * back would wait for it anyway. */
+static int count(cuda_bk *k, rc_task task, int first, int last, double t0, rc_err *err)
+{
+	int rc = sync_ks(k, "cudaStreamSynchronize(projection)", err);
+	if (!rc)
+		rc_bk_count(&k->base, task, first, last, rc_now_s() - t0);
+	return rc;
+}
+
+static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
+		   rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	cu_ctx *c = &k->c;
+	int rc;
+	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE)
+		return rc_fail(err, RC_EINVAL, "", "unknown forward projector %d", (int)kind);
+	clamp_views(k, &first, &last);
+	if (first == last)
+		return 0;
+	if (kind == RC_FP_ROTATE && !c->drot && (rc = cu_ctx_add_rot(c, err)))
+		return rc;
+	const double t0 = rc_now_s();
+	if ((rc = cu_upload_slab(c, vol->d, 0, c->nz, err)))
+		return rc;
+	float *out = proj->d + (size_t)first * k->view;
+	if (kind == RC_FP_ROTATE)
+		rc = cu_fp_rotate(c, out, first, last, k->exact_bp, err);
+	else
+		rc = cu_fp_ray(c, 0, c->nz, out, first, last, 0, k->exact_fp, err);
+	return rc ? rc : count(k, RC_TASK_FORWARD, first, last, t0, err);
+}
+
+static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	cu_ctx *c = &k->c;
+	int rc = 0;
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
+	clamp_views(k, &first, &last);
+	const double t0 = rc_now_s();
+	if (kind == RC_BP_VOXEL) {
+		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
+	} else {
+		CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
+		if (first < last)
+			rc = cu_bp_matched(c, proj->d + (size_t)first * k->view, vol->d, 0, c->nz, first, last, err);
+	}
+	if (!rc)
+		rc = count(k, RC_TASK_BACK, first, last, t0, err);
+out:
+	return rc;
+}
+
+/* ---- element-wise ------------------------------------------------------- */
+
+/* The elements views [first, last) cover: one contiguous run of a cone or
+ * matrices stack; a volume vector is whole. */
+static void span(const cuda_bk *k, const rc_vec *v, int first, int last, size_t *off, size_t *n)
+{
+	if (v->space == RC_SPACE_VOLUME) {
+		*off = 0;
+		*n = v->n;
+		return;
+	}
+	clamp_views(k, &first, &last);
+	*off = (size_t)first * k->view;
+	*n = (size_t)(last - first) * k->view;
+}
+
+#define LAUNCHED(call, what) CU_CHECK((cudaError_t)(call), "launch of " what)
+
+/* *ret = the device sum, read back; zeroed again before the next use. */
+static int read_sum(cuda_bk *k, double *ret, rc_err *err)
+{
+	int rc = 0;
+	double h = 0.0;
+	CU_CHECK(cudaMemcpyAsync(&h, k->dsum, sizeof h, cudaMemcpyDeviceToHost, k->c.ks),
+		 "cudaMemcpyAsync(sum -> host)");
+	if ((rc = sync_ks(k, "cudaStreamSynchronize(sum)", err)))
+		goto out;
+	*ret = h;
+out:
+	return rc;
+}
+
+static int zero_sum(cuda_bk *k, rc_err *err)
+{
+	int rc = 0;
+	CU_CHECK(cudaMemsetAsync(k->dsum, 0, sizeof(double), k->c.ks), "cudaMemsetAsync(sum)");
+out:
+	return rc;
+}
+
+static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	size_t o, n;
+	span(k, y, first, last, &o, &n);
+	if (n)
+		LAUNCHED(rc_cuda_fill(y->d + o, v, n, k->c.ks), "fill");
+out:
+	return rc;
+}
+
+static int copy(rc_backend *b, rc_vec *y, const rc_vec *x, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	CU_CHECK(cudaMemcpyAsync(y->d, x->d, y->n * sizeof(float), cudaMemcpyDeviceToDevice, k->c.ks),
+		 "cudaMemcpyAsync(vector copy)");
+out:
+	return rc;
+}
+
+/* nbatch is 1 (cone and matrices geometries): a[0] is the coefficient */
+static int axpy(rc_backend *b, rc_vec *y, const float *a, const rc_vec *x, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	LAUNCHED(rc_cuda_axpy(y->d, a[0], x->d, y->n, k->c.ks), "axpy");
+out:
+	return rc;
+}
+
+static int xpay(rc_backend *b, rc_vec *y, const rc_vec *x, const float *a, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	LAUNCHED(rc_cuda_xpay(y->d, x->d, a[0], y->n, k->c.ks), "xpay");
+out:
+	return rc;
+}
+
+static int dot(rc_backend *b, const rc_vec *x, const rc_vec *y, double *ret, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = zero_sum(k, err);
+	if (rc)
+		return rc;
+	LAUNCHED(rc_cuda_dot(x->d, y ? y->d : NULL, x->n, k->dsum, k->c.ks), "dot");
+	rc = read_sum(k, &ret[0], err);
+out:
+	return rc;
+}
+
+/* On the device: the maximum into dmax, then the guarded inverse reading
+ * it; nothing crosses to the host. */
+static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	CU_CHECK(cudaMemsetAsync(k->dmax, 0, sizeof(unsigned), k->c.ks), "cudaMemsetAsync(max)");
+	LAUNCHED(rc_cuda_max(y->d, y->n, k->dmax, k->c.ks), "max");
+	LAUNCHED(rc_cuda_inv_guarded(y->d, y->n, rel, k->dmax, k->c.ks), "guarded inverse");
+out:
+	return rc;
+}
+
+static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = zero_sum(k, err);
+	if (rc)
+		return rc;
+	LAUNCHED(rc_cuda_ratio(y->d, p->d, eps, y->n, k->dsum, k->c.ks), "ratio");
+	rc = read_sum(k, sum2, err);
+out:
+	return rc;
+}
+
+static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first, int last,
+		    double *sum2, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	size_t o, n;
+	span(k, e, first, last, &o, &n);
+	if (!n) {
+		*sum2 = 0.0;
+		return 0;
+	}
+	int rc = zero_sum(k, err);
+	if (rc)
+		return rc;
+	LAUNCHED(rc_cuda_residual(p->d + o, e->d + o, w ? w->d + o : NULL, n, k->dsum, k->c.ks), "residual");
+	rc = read_sum(k, sum2, err);
+out:
+	return rc;
+}
+
+static int update(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, float lambda, int nonneg,
+		  rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	LAUNCHED(rc_cuda_update(v->d, u->d, c->d, lambda, nonneg, v->n, k->c.ks), "update");
+out:
+	return rc;
+}
+
+static int mul(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	LAUNCHED(rc_cuda_mul(v->d, u->d, c->d, v->n, k->c.ks), "mul");
+out:
+	return rc;
+}
+
+static int finish(rc_backend *b, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	return sync_ks(k, "cudaStreamSynchronize(finish)", err);
+}
+
+static void bk_free(rc_backend *b)
+{
+	cuda_bk *k = BK(b);
+	if (!k)
+		return;
+	cu_release(cudaSetDevice(k->c.ordinal));
+	cu_release(cudaFree(k->scratch));
+	cu_ctx_release(&k->c);
+	free(k);
+}
+
+static const rc_backend_ops cuda_ops = {
+	.vec_new = vec_new,
+	.vec_borrow = NULL, /* device memory cannot borrow the caller's */
+	.vec_free = vec_free,
+	.upload = upload,
+	.download = download,
+	.forward = forward,
+	.back = back,
+	.fill = fill,
+	.copy = copy,
+	.axpy = axpy,
+	.xpay = xpay,
+	.dot = dot,
+	.inv_guarded = inv_guarded,
+	.ratio = ratio,
+	.residual = residual,
+	.update = update,
+	.mul = mul,
+	.finish = finish,
+	.free = bk_free,
+};
+
+uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g)
+{
+	return (uint64_t)rc_volume_count(rc_geom_volume(g)) * sizeof(float) +
+	       2 * (uint64_t)RC_CUDA_MAX_BATCH * rc_geom_view_count(g) * sizeof(float) + 64;
+}
+
+int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_backend **ret,
+			rc_err *err)
+{
+	rc_cuda_options def;
+	if (!o) {
+		rc_cuda_options_default(&def);
+		o = &def;
+	}
+	if (!g || !ret)
+		return rc_fail(err, RC_EINVAL, "", "the CUDA backend needs a geometry");
+	if (!cu_geom_ok(g, err))
+		return err ? err->code : RC_EUNSUPPORTED;
+	if (o->ordinal < 0 || o->ordinal >= rc_engine_cuda_count())
+		return rc_fail(err, RC_ENOTFOUND, "execution.engine", "no CUDA device %d on this machine",
+			       o->ordinal);
+	uint64_t budget;
+	cu_plan plan;
+	const int need = CU_NEED_VOLTEX | CU_NEED_BATCH;
+	int rc = cu_budget(o->ordinal, o, &budget, err);
+	if (rc)
+		return rc;
+	/* planned before anything is allocated; the vectors' bytes set aside */
+	if ((rc = cu_make_plan(g, o, need, budget, reserve, &plan, err)))
+		return rc;
+	if (plan.nslabs > 1)
+		return rc_fail(err, RC_ETOOBIG, "volume",
+			       "the CUDA backend needs the whole volume on the GPU: %.1f MiB of vectors and "
+			       "%.1f MiB of textures, %.1f MiB are free; run the job through the CUDA engine, "
+			       "which works in slabs",
+			       (double)reserve / 1048576.0, (double)rc_backend_cuda_ctx_bytes(g) / 1048576.0,
+			       (double)budget / 1048576.0);
+	cuda_bk *k = calloc(1, sizeof *k);
+	if (!k)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the CUDA backend");
+	if ((rc = cu_ctx_init(&k->c, g, o, need, &plan, err))) {
+		free(k);
+		return rc;
+	}
+	cudaError_t ce = cudaMalloc(&k->scratch, 16);
+	if (ce != cudaSuccess) {
+		rc = cu_fail(err, ce, "cudaMalloc(backend scalars)");
+		bk_free(&k->base);
+		return rc;
+	}
+	k->dsum = (double *)k->scratch;
+	k->dmax = (unsigned *)((char *)k->scratch + sizeof(double));
+	k->base.ops = &cuda_ops;
+	k->base.geom = g;
+	k->base.nbatch = 1;
+	snprintf(k->base.name, sizeof k->base.name, "cuda");
+	k->exact_fp = o->fp_interp != RC_CUDA_INTERP_HW;
+	k->exact_bp = o->bp_interp == RC_CUDA_INTERP_EXACT;
+	k->nvox = rc_volume_count(rc_geom_volume(g));
+	k->nproj = rc_geom_proj_count(g);
+	k->view = rc_geom_view_count(g);
+	k->nviews = rc_geom_nviews(g);
+	*ret = &k->base;
+	return 0;
+}
+
+#else /* !RC_HAVE_CUDA: engine_cuda.c answers the rc_cuda_* calls */
+
+uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g)
+{
+	(void)g;
+	return 0;
+}
+
+int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_backend **ret,
+			rc_err *err)
+{
+	(void)g; (void)o; (void)reserve; (void)ret;
+	return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+		       "this build of recond has no CUDA support (nvcc was not found at build time); "
+		       "choose execution.engine \"cpu\" or \"opencl\", or rebuild with the CUDA toolkit");
+}
+
+#endif /* RC_HAVE_CUDA */

@@ -1,0 +1,666 @@
+/*
+ * backend_tensor: the tensor path (paper 001) as a backend (backend.h), so
+ * that every algorithm of algo.h runs on the distance-driven system matrix
+ * of a fan or parallel geometry.
+ *
+ * Vectors are the tensor path's [row][ncols] arrays (tensor.h): row r of a
+ * projection vector is the ordered, padded index rperm[view * nu + u], row
+ * c of a volume vector the ordered pixel cperm[iy * nx + ix], and the ncols
+ * columns are the slices side by side (ncols = nz on the CPU, a multiple of
+ * 32 on the GPU).  upload gathers the host layouts ([slice][view][u],
+ * [z][y][x]) into that order with padding rows and columns zero; download
+ * scatters back.  On the CPU the arrays are host memory; on the GPU
+ * (m->gpu) device memory, with tensor_gpu.h's vector calls.
+ *
+ * Products: forward = A x (BSR fp16 when the matrix is mixed, CSR fp32
+ * otherwise), back = A^T y for every rc_bp_kind: the DD pair is matched, so
+ * SART's voxel-driven back projection and the matched one are one product
+ * here.
+ *
+ * View subsets (SART's ordered subsets).  The matrix is one operator over
+ * all views, so a subset [first, last) is cut from the whole product: a
+ * per-row view index (row -> natural row -> view; -1 for a padding row)
+ * selects the subset's rows.  forward computes the full A x into a scratch
+ * vector and copies the subset's rows into the output (other rows stay
+ * untouched); back masks the input to the subset's rows in the scratch
+ * vector, then A^T of that.  So a subset costs a full product: SART with S
+ * subsets does S times the work of one full iteration's products.  A matrix
+ * per subset (rows of the subset only) is future work.
+ *
+ * Batches: the nz real slices.  dot returns one sum per slice (padding
+ * columns ignored), axpy / xpay take one coefficient per slice.  Padding
+ * columns and padding rows stay zero: upload writes zeros there, fill writes
+ * 0 to padding columns and never touches padding rows (they are in no
+ * view), and every other call maps zeros to zeros.
+ *
+ * Element-wise calls on the CPU are vec_host.c's loops over whole vectors
+ * where the layout allows (copy, inv_guarded, ratio, update, mul) and over
+ * runs of consecutive rows of the range (fill, residual); the per-column
+ * calls (dot, axpy, xpay) have small loops of their own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "projectors/bsr.h"
+#include "util/rc_clock.h"
+#include "backend/tensor/backend_tensor.h"
+#include "backend/tensor/tensor_gpu.h"
+#include "backend/vec_host.h"
+
+struct rc_vec {
+	rc_space space;
+	int64_t rows; /* rows_pad or cols_pad */
+	float *p;     /* rows * nc floats: host (CPU path) or device memory */
+};
+
+typedef struct tbk {
+	rc_backend base;
+	rc_tensor_mat m;
+	int nv, nu, nz, nc;
+	int64_t rows, cols; /* natural rows (views * bins) and pixels */
+	int32_t *row_view;  /* rows_pad */
+	rc_vec *scratch;    /* projection-sized, for view subsets; on first use */
+	float *stage;       /* GPU: host staging for upload / download */
+	char msg[256];
+} tbk;
+
+static int on_gpu(const tbk *t)
+{
+#ifdef RC_HAVE_CUDA
+	return t->m.gpu != NULL;
+#else
+	(void)t;
+	return 0;
+#endif
+}
+
+#ifdef RC_HAVE_CUDA
+/* A tensor_gpu.h return code as an rc_err. */
+static int gpu_rc(tbk *t, int rc, rc_err *err)
+{
+	return rc ? rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", t->msg) : 0;
+}
+#endif
+
+static size_t vec_len(const tbk *t, const rc_vec *v)
+{
+	return (size_t)v->rows * (size_t)t->nc;
+}
+
+/* ---- vectors ------------------------------------------------------------ */
+
+static int vec_new(rc_backend *b, rc_space s, rc_vec **ret, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	rc_vec *v = calloc(1, sizeof *v);
+	if (!v)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for a vector");
+	v->space = s;
+	v->rows = s == RC_SPACE_VOLUME ? t->m.cols_pad : t->m.rows_pad;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t)) {
+		int rc = rc_tgpu_vec_new(t->m.gpu, v->rows, &v->p, t->msg, sizeof t->msg);
+		if (rc) {
+			free(v);
+			return gpu_rc(t, rc, err);
+		}
+		*ret = v;
+		return 0;
+	}
+#endif
+	v->p = malloc(vec_len(t, v) * sizeof(float));
+	if (!v->p) {
+		free(v);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for a %s vector of %d slices",
+			       s == RC_SPACE_VOLUME ? "volume" : "projection", t->nc);
+	}
+	*ret = v;
+	return 0;
+}
+
+static void vec_free(rc_backend *b, rc_vec *v)
+{
+	tbk *t = (tbk *)b;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t)) {
+		rc_tgpu_vec_free(t->m.gpu, v->p);
+		free(v);
+		return;
+	}
+#endif
+	(void)t;
+	free(v->p);
+	free(v);
+}
+
+/* host [z][n natural] -> X[perm(i)][z], padding rows and columns zero */
+static void gather(const tbk *t, const rc_vec *v, const float *src, float *X)
+{
+	int64_t n = v->space == RC_SPACE_VOLUME ? t->cols : t->rows;
+	const int32_t *perm = v->space == RC_SPACE_VOLUME ? t->m.cperm : t->m.rperm;
+	int nc = t->nc;
+	memset(X, 0, vec_len(t, v) * sizeof *X);
+	for (int z = 0; z < t->nz; z++)
+		for (int64_t i = 0; i < n; i++)
+			X[(perm ? (int64_t)perm[i] : i) * nc + z] = src[(int64_t)z * n + i];
+}
+
+static void scatter(const tbk *t, const rc_vec *v, const float *X, float *dst)
+{
+	int64_t n = v->space == RC_SPACE_VOLUME ? t->cols : t->rows;
+	const int32_t *perm = v->space == RC_SPACE_VOLUME ? t->m.cperm : t->m.rperm;
+	int nc = t->nc;
+	for (int z = 0; z < t->nz; z++)
+		for (int64_t i = 0; i < n; i++)
+			dst[(int64_t)z * n + i] = X[(perm ? (int64_t)perm[i] : i) * nc + z];
+}
+
+/* The GPU path's host staging buffer, as large as the larger vector. */
+static int stage(tbk *t, rc_err *err)
+{
+	if (t->stage)
+		return 0;
+	int64_t r = t->m.rows_pad > t->m.cols_pad ? t->m.rows_pad : t->m.cols_pad;
+	t->stage = malloc((size_t)r * (size_t)t->nc * sizeof(float));
+	return t->stage ? 0 : rc_fail(err, RC_ENOMEM, "", "out of memory for the upload buffer");
+}
+
+static int upload(rc_backend *b, rc_vec *dst, const float *src, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t)) {
+		int rc = stage(t, err);
+		if (rc)
+			return rc;
+		gather(t, dst, src, t->stage);
+		return gpu_rc(t, rc_tgpu_vec_upload(t->m.gpu, dst->p, t->stage, dst->rows, t->msg, sizeof t->msg), err);
+	}
+#endif
+	(void)stage;
+	(void)err;
+	gather(t, dst, src, dst->p);
+	return 0;
+}
+
+static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t)) {
+		int rc = stage(t, err);
+		if (!rc)
+			rc = gpu_rc(t, rc_tgpu_vec_download(t->m.gpu, src->p, t->stage, src->rows, t->msg, sizeof t->msg),
+				    err);
+		if (!rc)
+			scatter(t, src, t->stage, dst);
+		return rc;
+	}
+#endif
+	(void)err;
+	scatter(t, src, src->p, dst);
+	return 0;
+}
+
+/* ---- view ranges -------------------------------------------------------- */
+
+/* Clamps [first, last) to the views; 0 when it is empty. */
+static int clamp_views(const tbk *t, int *first, int *last)
+{
+	if (*last < 0 || *last > t->nv)
+		*last = t->nv;
+	if (*first < 0)
+		*first = 0;
+	return *first < *last;
+}
+
+static int row_in(const tbk *t, int64_t r, int first, int last)
+{
+	int v = t->row_view[r];
+	return v >= first && v < last;
+}
+
+/* Calls f(t, r0, r1, ud) for every maximal run of rows [r0, r1) of views
+ * [first, last). */
+static void for_runs(const tbk *t, int first, int last, void (*f)(const tbk *, int64_t, int64_t, void *), void *ud)
+{
+	int64_t n = t->m.rows_pad;
+	for (int64_t r = 0; r < n;) {
+		if (!row_in(t, r, first, last)) {
+			r++;
+			continue;
+		}
+		int64_t r0 = r;
+		while (r < n && row_in(t, r, first, last))
+			r++;
+		f(t, r0, r, ud);
+	}
+}
+
+struct copy_ud {
+	float *dst;
+	const float *src;
+};
+
+static void run_copy(const tbk *t, int64_t r0, int64_t r1, void *ud)
+{
+	struct copy_ud *c = ud;
+	size_t o = (size_t)r0 * (size_t)t->nc;
+	memcpy(c->dst + o, c->src + o, (size_t)(r1 - r0) * (size_t)t->nc * sizeof(float));
+}
+
+/* ---- products ----------------------------------------------------------- */
+
+static int scratch(tbk *t, rc_err *err)
+{
+	return t->scratch ? 0 : vec_new(&t->base, RC_SPACE_PROJ, &t->scratch, err);
+}
+
+/* The CPU products, timed into the backend's stats (backend.h) as products
+ * of every view: a subset's product is a whole one. */
+static int mul_fwd(tbk *t, const float *x, float *y, rc_err *err)
+{
+	double t0 = rc_now_s();
+	int rc;
+	if (t->m.bsr) {
+		rc = rc_bsr_mul(t->m.bsr, x, y, t->nc, t->m.threads);
+		if (rc)
+			rc = rc_fail(err, rc, "", "the tensor engine's forward product failed (code %d)", rc);
+	} else {
+		rc = rc_csr_mul(t->m.csr, x, y, t->nc, t->m.threads, err);
+	}
+	rc_bk_count(&t->base, RC_TASK_FORWARD, 0, t->nv, rc_now_s() - t0);
+	return rc;
+}
+
+static int mul_back(tbk *t, const float *y, float *x, rc_err *err)
+{
+	double t0 = rc_now_s();
+	int rc;
+	if (t->m.bsr) {
+		rc = rc_bsr_mul_t(t->m.bsr, y, x, t->nc, t->m.threads);
+		if (rc)
+			rc = rc_fail(err, rc, "", "the tensor engine's back product failed (code %d)", rc);
+	} else {
+		rc = rc_csr_mul(t->m.csr_t, y, x, t->nc, t->m.threads, err);
+	}
+	rc_bk_count(&t->base, RC_TASK_BACK, 0, t->nv, rc_now_s() - t0);
+	return rc;
+}
+
+static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
+		   rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)kind;
+	if (!clamp_views(t, &first, &last))
+		return 0;
+	int all = first == 0 && last == t->nv;
+	int rc = all ? 0 : scratch(t, err);
+	if (rc)
+		return rc;
+	float *out = all ? proj->p : t->scratch->p;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t)) {
+		rc = rc_tgpu_forward(t->m.gpu, (rc_tgpu_kind)t->m.gpu_kind, vol->p, out, t->msg, sizeof t->msg);
+		if (!rc && !all)
+			rc = rc_tgpu_vcopy_views(t->m.gpu, proj->p, out, first, last, 0, t->msg, sizeof t->msg);
+		return gpu_rc(t, rc, err);
+	}
+#endif
+	/* the whole product, then the subset's rows: a full product per subset */
+	if ((rc = mul_fwd(t, vol->p, out, err)))
+		return rc;
+	if (!all) {
+		struct copy_ud c = { proj->p, out };
+		for_runs(t, first, last, run_copy, &c);
+	}
+	return 0;
+}
+
+static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)kind; /* the DD pair is matched: voxel and matched are both A^T */
+	if (!clamp_views(t, &first, &last)) {
+		/* no view: the empty sum */
+#ifdef RC_HAVE_CUDA
+		if (on_gpu(t))
+			return gpu_rc(t, rc_tgpu_vfill(t->m.gpu, vol->p, vol->rows, 0.0f, t->nz, -1, 0, t->msg, sizeof t->msg),
+				      err);
+#endif
+		memset(vol->p, 0, vec_len(t, vol) * sizeof(float));
+		return 0;
+	}
+	int all = first == 0 && last == t->nv;
+	int rc = all ? 0 : scratch(t, err);
+	if (rc)
+		return rc;
+	const float *in = all ? proj->p : t->scratch->p;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t)) {
+		if (!all)
+			rc = rc_tgpu_vcopy_views(t->m.gpu, t->scratch->p, proj->p, first, last, 1, t->msg, sizeof t->msg);
+		if (!rc)
+			rc = rc_tgpu_back(t->m.gpu, (rc_tgpu_kind)t->m.gpu_kind, in, vol->p, t->msg, sizeof t->msg);
+		return gpu_rc(t, rc, err);
+	}
+#endif
+	if (!all) {
+		/* the input masked to the subset's rows, then the whole A^T */
+		memset(t->scratch->p, 0, vec_len(t, t->scratch) * sizeof(float));
+		struct copy_ud c = { t->scratch->p, proj->p };
+		for_runs(t, first, last, run_copy, &c);
+	}
+	return mul_back(t, in, vol->p, err);
+}
+
+/* ---- element-wise ------------------------------------------------------- */
+
+struct fill_ud {
+	float *y;
+	float v;
+};
+
+static void run_fill(const tbk *t, int64_t r0, int64_t r1, void *ud)
+{
+	struct fill_ud *f = ud;
+	int nc = t->nc, nz = t->nz;
+	if (nc == nz) {
+		rc_vfill(f->y + (size_t)r0 * nc, f->v, (size_t)(r1 - r0) * nc);
+		return;
+	}
+	for (int64_t r = r0; r < r1; r++)
+		for (int c = 0; c < nc; c++)
+			f->y[r * nc + c] = c < nz ? f->v : 0.0f;
+}
+
+static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+	int vol = y->space == RC_SPACE_VOLUME;
+	if (!vol && !clamp_views(t, &first, &last))
+		return 0;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vfill(t->m.gpu, y->p, y->rows, v, t->nz, vol ? -1 : first, last, t->msg,
+					       sizeof t->msg),
+			      err);
+#endif
+	struct fill_ud f = { y->p, v };
+	if (vol)
+		run_fill(t, 0, y->rows, &f);
+	else
+		for_runs(t, first, last, run_fill, &f);
+	return 0;
+}
+
+static int copy(rc_backend *b, rc_vec *y, const rc_vec *x, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vcopy(t->m.gpu, y->p, x->p, y->rows, t->msg, sizeof t->msg), err);
+#endif
+	memcpy(y->p, x->p, vec_len(t, y) * sizeof(float));
+	return 0;
+}
+
+static int axpy(rc_backend *b, rc_vec *y, const float *a, const rc_vec *x, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vaxpy(t->m.gpu, y->p, a, x->p, y->rows, t->nz, t->msg, sizeof t->msg), err);
+#endif
+	int nc = t->nc, nz = t->nz;
+	if (nc == 1) {
+		rc_vaxpy(y->p, a[0], x->p, (size_t)y->rows);
+		return 0;
+	}
+	for (int64_t r = 0; r < y->rows; r++) {
+		float *yr = y->p + r * nc;
+		const float *xr = x->p + r * nc;
+		for (int c = 0; c < nz; c++)
+			yr[c] += a[c] * xr[c];
+	}
+	return 0;
+}
+
+static int xpay(rc_backend *b, rc_vec *y, const rc_vec *x, const float *a, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vxpay(t->m.gpu, y->p, x->p, a, y->rows, t->nz, t->msg, sizeof t->msg), err);
+#endif
+	int nc = t->nc, nz = t->nz;
+	if (nc == 1) {
+		rc_vxpay(y->p, x->p, a[0], (size_t)y->rows);
+		return 0;
+	}
+	for (int64_t r = 0; r < y->rows; r++) {
+		float *yr = y->p + r * nc;
+		const float *xr = x->p + r * nc;
+		for (int c = 0; c < nz; c++)
+			yr[c] = xr[c] + a[c] * yr[c];
+	}
+	return 0;
+}
+
+static int dot(rc_backend *b, const rc_vec *x, const rc_vec *y, double *ret, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vdot(t->m.gpu, x->p, y ? y->p : NULL, x->rows, t->nz, ret, t->msg, sizeof t->msg),
+			      err);
+#endif
+	int nc = t->nc, nz = t->nz;
+	if (nc == 1) {
+		ret[0] = y ? rc_vdot(x->p, y->p, (size_t)x->rows) : rc_vsum(x->p, (size_t)x->rows);
+		return 0;
+	}
+	for (int c = 0; c < nz; c++)
+		ret[c] = 0.0;
+	for (int64_t r = 0; r < x->rows; r++) {
+		const float *xr = x->p + r * nc;
+		if (y) {
+			const float *yr = y->p + r * nc;
+			for (int c = 0; c < nz; c++)
+				ret[c] += (double)xr[c] * yr[c];
+		} else {
+			for (int c = 0; c < nz; c++)
+				ret[c] += xr[c];
+		}
+	}
+	return 0;
+}
+
+static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vinv_guarded(t->m.gpu, y->p, y->rows, rel, t->msg, sizeof t->msg), err);
+#endif
+	rc_vinv_guarded(y->p, vec_len(t, y), rel);
+	return 0;
+}
+
+static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vratio(t->m.gpu, y->p, p->p, y->rows, eps, sum2, t->msg, sizeof t->msg), err);
+#endif
+	*sum2 = rc_vratio(y->p, p->p, eps, vec_len(t, y));
+	return 0;
+}
+
+struct res_ud {
+	float *e;
+	const float *p, *w;
+	double sum2;
+};
+
+static void run_residual(const tbk *t, int64_t r0, int64_t r1, void *ud)
+{
+	struct res_ud *r = ud;
+	rc_seg s = { .start = (size_t)r0 * (size_t)t->nc, .len = (size_t)(r1 - r0) * (size_t)t->nc, .stride = 0, .n = 1 };
+	r->sum2 += rc_vresidual(&s, r->e, r->p, r->w);
+}
+
+static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first, int last,
+		    double *sum2, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+	*sum2 = 0.0;
+	if (!clamp_views(t, &first, &last))
+		return 0;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vresidual(t->m.gpu, e->p, p->p, w ? w->p : NULL, first, last, sum2, t->msg,
+						   sizeof t->msg),
+			      err);
+#endif
+	struct res_ud r = { e->p, p->p, w ? w->p : NULL, 0.0 };
+	for_runs(t, first, last, run_residual, &r);
+	*sum2 = r.sum2;
+	return 0;
+}
+
+static int update(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, float lambda, int nonneg,
+		  rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vupdate(t->m.gpu, v->p, u->p, c->p, v->rows, lambda, nonneg, t->msg, sizeof t->msg),
+			      err);
+#endif
+	rc_vupdate(v->p, u->p, c->p, lambda, nonneg, vec_len(t, v));
+	return 0;
+}
+
+static int mul(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_vmul(t->m.gpu, v->p, u->p, c->p, v->rows, t->msg, sizeof t->msg), err);
+#endif
+	rc_vmul2(v->p, u->p, c->p, vec_len(t, v));
+	return 0;
+}
+
+static int finish(rc_backend *b, rc_err *err)
+{
+	tbk *t = (tbk *)b;
+	(void)err;
+#ifdef RC_HAVE_CUDA
+	if (on_gpu(t))
+		return gpu_rc(t, rc_tgpu_sync(t->m.gpu, t->msg, sizeof t->msg), err);
+#endif
+	(void)t;
+	return 0;
+}
+
+static void tensor_free(rc_backend *b)
+{
+	tbk *t = (tbk *)b;
+	if (t->scratch)
+		vec_free(b, t->scratch);
+	free(t->row_view);
+	free(t->stage);
+	free(t);
+}
+
+static const rc_backend_ops tensor_ops = {
+	.vec_new = vec_new,
+	.vec_free = vec_free,
+	.upload = upload,
+	.download = download,
+	.forward = forward,
+	.back = back,
+	.fill = fill,
+	.copy = copy,
+	.axpy = axpy,
+	.xpay = xpay,
+	.dot = dot,
+	.inv_guarded = inv_guarded,
+	.ratio = ratio,
+	.residual = residual,
+	.update = update,
+	.mul = mul,
+	.finish = finish,
+	.free = tensor_free,
+};
+
+int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err)
+{
+	if (!m || !m->g || !rc_geom_is_2d(m->g))
+		return rc_fail(err, RC_EINVAL, "", "the tensor backend needs a fan or parallel geometry");
+	const rc_volume_desc *v = rc_geom_volume(m->g);
+	int gpu = 0;
+#ifdef RC_HAVE_CUDA
+	gpu = m->gpu != NULL;
+#endif
+	if (!gpu && !m->bsr && (!m->csr || !m->csr_t))
+		return rc_fail(err, RC_EINVAL, "", "the tensor backend needs a BSR matrix or a CSR matrix and its transpose");
+	if (m->ncols < v->nz)
+		return rc_fail(err, RC_EINVAL, "", "the tensor backend needs at least %d columns (got %d)", v->nz, m->ncols);
+	tbk *t = calloc(1, sizeof *t);
+	if (!t)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the tensor backend");
+	t->m = *m;
+	t->nv = rc_geom_nviews(m->g);
+	t->nu = rc_geom_detector(m->g)->nu;
+	t->nz = v->nz;
+	t->nc = m->ncols;
+	t->rows = (int64_t)t->nv * t->nu;
+	t->cols = (int64_t)v->nx * v->ny;
+	t->base.ops = &tensor_ops;
+	t->base.geom = m->g;
+	t->base.nbatch = v->nz;
+	snprintf(t->base.name, sizeof t->base.name, "tensor");
+	if (m->rows_pad < t->rows || m->cols_pad < t->cols) {
+		free(t);
+		return rc_fail(err, RC_EINVAL, "", "the tensor backend's padded sizes are smaller than the matrix");
+	}
+	t->row_view = malloc((size_t)m->rows_pad * sizeof *t->row_view);
+	if (!t->row_view) {
+		free(t);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the row views");
+	}
+	for (int64_t r = 0; r < m->rows_pad; r++)
+		t->row_view[r] = -1;
+	for (int64_t r = 0; r < t->rows; r++)
+		t->row_view[m->rperm ? (int64_t)m->rperm[r] : r] = (int32_t)(r / t->nu);
+#ifdef RC_HAVE_CUDA
+	if (gpu) {
+		int rc = rc_tgpu_set_row_views(m->gpu, t->row_view, t->msg, sizeof t->msg);
+		if (rc) {
+			rc = gpu_rc(t, rc, err);
+			tensor_free(&t->base);
+			return rc;
+		}
+	}
+#endif
+	*ret = &t->base;
+	return 0;
+}

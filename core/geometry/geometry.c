@@ -1,0 +1,477 @@
+/*
+ * geometry: validation and the per-view matrices (geometry.h).
+ *
+ * Cone, view k at angle t, D = source-isocentre, S = source-detector:
+ *   s = D (cos t, sin t, 0), n = -(cos t, sin t, 0) (source towards detector),
+ *   d = s + S n, e_u = (-sin t, cos t, 0), e_v = (0, 0, 1).
+ * A point X projects along s->X onto the detector plane at depth S:
+ *   w = (X - s).n,  u_mm = S (X - s).e_u / w,  v_mm = S (X - s).e_v / w,
+ * and pixel i = (u_mm - offset_u)/du + (nu-1)/2 (likewise j).  Multiplying by
+ * w gives rows linear in X:
+ *   row_u = (S/du) e_u + c_u n,   c_u = (nu-1)/2 - offset_u/du
+ *   row_v = (S/dv) e_v + c_v n,   c_v = (nv-1)/2 - offset_v/dv
+ *   row_w = n,  each with the constant -row.s.
+ * Fan is the same in the (x, y) plane; parallel replaces the perspective by
+ * u_mm = X.e_u with w = 1.  Client matrices are scaled so row_w has unit
+ * norm and w > 0 at the volume centre.
+ */
+#include "geometry/geometry.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rc_geom {
+	rc_geom_type type;
+	int nviews;
+	rc_detector_desc det;
+	rc_volume_desc vol;
+	double sid, sdd;
+	rc_view *views;
+};
+
+static int finite_pos(double x) { return isfinite(x) && x > 0; }
+
+static int check_volume(const rc_volume_desc *v, rc_err *err)
+{
+	const int n[3] = { v->nx, v->ny, v->nz };
+	const double s[3] = { v->vx, v->vy, v->vz };
+	const double c[3] = { v->cx, v->cy, v->cz };
+	static const char *nn[3] = { "volume.nx", "volume.ny", "volume.nz" };
+	static const char *cn[3] = { "volume.center_mm[0]", "volume.center_mm[1]", "volume.center_mm[2]" };
+	for (int a = 0; a < 3; a++) {
+		if (n[a] < 1 || n[a] > 65536)
+			return rc_fail(err, RC_EINVAL, nn[a], "%s must be an integer from 1 to 65536 (got %d)", nn[a], n[a]);
+		if (!finite_pos(s[a]))
+			return rc_fail(err, RC_EINVAL, "volume.voxel_mm",
+				       "volume.voxel_mm[%d] must be a positive finite number of millimetres (got %g)", a, s[a]);
+		if (!isfinite(c[a]))
+			return rc_fail(err, RC_EINVAL, cn[a], "%s must be a finite number (got %g)", cn[a], c[a]);
+	}
+	return 0;
+}
+
+static int check_detector(const rc_geom_spec *sp, rc_err *err)
+{
+	const rc_detector_desc *d = &sp->det;
+	int is2d = sp->type == RC_GEOM_FAN || sp->type == RC_GEOM_PARALLEL;
+	if (d->nu < 1 || d->nu > 65536)
+		return rc_fail(err, RC_EINVAL, "geometry.detector.nu",
+			       "geometry.detector.nu must be an integer from 1 to 65536 (got %d)", d->nu);
+	if (!is2d && (d->nv < 1 || d->nv > 65536))
+		return rc_fail(err, RC_EINVAL, "geometry.detector.nv",
+			       "geometry.detector.nv must be an integer from 1 to 65536 (got %d)", d->nv);
+	if (sp->type == RC_GEOM_MATRICES)
+		return 0; /* spacing and offsets are inside the matrices */
+	if (!finite_pos(d->du))
+		return rc_fail(err, RC_EINVAL, "geometry.detector.du_mm",
+			       "geometry.detector.du_mm must be a positive finite number (got %g)", d->du);
+	if (!is2d && !finite_pos(d->dv))
+		return rc_fail(err, RC_EINVAL, "geometry.detector.dv_mm",
+			       "geometry.detector.dv_mm must be a positive finite number (got %g)", d->dv);
+	if (!isfinite(d->offset_u))
+		return rc_fail(err, RC_EINVAL, "geometry.detector.offset_u_mm",
+			       "geometry.detector.offset_u_mm must be a finite number (got %g)", d->offset_u);
+	if (!is2d && !isfinite(d->offset_v))
+		return rc_fail(err, RC_EINVAL, "geometry.detector.offset_v_mm",
+			       "geometry.detector.offset_v_mm must be a finite number (got %g)", d->offset_v);
+	return 0;
+}
+
+static int check_sizes(const rc_geom_spec *sp, const rc_volume_desc *v,
+		       const rc_limits *lim, rc_err *err)
+{
+	/* Products in 128-bit-safe steps: each factor is <= 65536 or nviews. */
+	unsigned __int128 nvox = (unsigned __int128)v->nx * (unsigned)v->ny * (unsigned)v->nz;
+	int nv = (sp->type == RC_GEOM_FAN || sp->type == RC_GEOM_PARALLEL) ? v->nz : sp->det.nv;
+	unsigned __int128 npix = (unsigned __int128)(unsigned)sp->nviews * (unsigned)sp->det.nu * (unsigned)nv;
+	unsigned __int128 bytes = 4 * (nvox + npix);
+	if (4 * nvox > SIZE_MAX / 4 || 4 * npix > SIZE_MAX / 4)
+		return rc_fail(err, RC_ETOOBIG, "volume", "the volume or projection buffers overflow this machine's address space");
+	if (lim && lim->max_bytes && bytes > lim->max_bytes)
+		return rc_fail(err, RC_ETOOBIG, "volume",
+			       "the job needs %.1f MiB for projections and volume, over the configured cap of %.1f MiB",
+			       (double)bytes / 1048576.0, (double)lim->max_bytes / 1048576.0);
+	return 0;
+}
+
+static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static int invert3(const double *m, double *inv)
+{
+	double c00 = m[4] * m[8] - m[5] * m[7], c01 = m[5] * m[6] - m[3] * m[8], c02 = m[3] * m[7] - m[4] * m[6];
+	double det = m[0] * c00 + m[1] * c01 + m[2] * c02;
+	double scale = fabs(m[0]) + fabs(m[1]) + fabs(m[2]) + fabs(m[3]) + fabs(m[4]) + fabs(m[5]) +
+		       fabs(m[6]) + fabs(m[7]) + fabs(m[8]);
+	if (!isfinite(det) || fabs(det) <= 1e-12 * scale * scale * scale)
+		return -1;
+	double id = 1.0 / det;
+	inv[0] = c00 * id;
+	inv[1] = (m[2] * m[7] - m[1] * m[8]) * id;
+	inv[2] = (m[1] * m[5] - m[2] * m[4]) * id;
+	inv[3] = c01 * id;
+	inv[4] = (m[0] * m[8] - m[2] * m[6]) * id;
+	inv[5] = (m[2] * m[3] - m[0] * m[5]) * id;
+	inv[6] = c02 * id;
+	inv[7] = (m[1] * m[6] - m[0] * m[7]) * id;
+	inv[8] = (m[0] * m[4] - m[1] * m[3]) * id;
+	return 0;
+}
+
+/* Source of a 3x4 matrix: its null vector, -M^-1 p4. */
+static void matrix_source(const double *P, const double *Minv, double *src)
+{
+	double p4[3] = { P[3], P[7], P[11] };
+	for (int r = 0; r < 3; r++)
+		src[r] = -(Minv[3 * r] * p4[0] + Minv[3 * r + 1] * p4[1] + Minv[3 * r + 2] * p4[2]);
+}
+
+static void build_cone(rc_geom *g, const rc_geom_spec *sp, int k)
+{
+	rc_view *vw = &g->views[k];
+	const rc_detector_desc *d = &sp->det;
+	double t = sp->angles_deg[k] * (M_PI / 180.0);
+	double D = sp->source_isocenter_mm, S = sp->source_detector_mm;
+	double ct = cos(t), st = sin(t);
+	double s[3] = { D * ct, D * st, 0 }, n[3] = { -ct, -st, 0 };
+	double eu[3] = { -st, ct, 0 }, ev[3] = { 0, 0, 1 };
+	double cu = (d->nu - 1) / 2.0 - d->offset_u / d->du;
+	double cv = (d->nv - 1) / 2.0 - d->offset_v / d->dv;
+	double ru[3], rv[3];
+	for (int a = 0; a < 3; a++) {
+		ru[a] = S / d->du * eu[a] + cu * n[a];
+		rv[a] = S / d->dv * ev[a] + cv * n[a];
+	}
+	double *P = vw->P;
+	for (int a = 0; a < 3; a++) {
+		P[a] = ru[a];
+		P[4 + a] = rv[a];
+		P[8 + a] = n[a];
+	}
+	P[3] = -dot3(ru, s);
+	P[7] = -dot3(rv, s);
+	P[11] = -dot3(n, s);
+	double M[9] = { P[0], P[1], P[2], P[4], P[5], P[6], P[8], P[9], P[10] };
+	invert3(M, vw->Minv); /* always invertible: e_u, e_v, n orthogonal */
+	memcpy(vw->src, s, sizeof s);
+	vw->angle_rad = t;
+}
+
+static void build_2d(rc_geom *g, const rc_geom_spec *sp, int k)
+{
+	rc_view *vw = &g->views[k];
+	const rc_detector_desc *d = &sp->det;
+	double t = sp->angles_deg[k] * (M_PI / 180.0);
+	double ct = cos(t), st = sin(t);
+	double cu = (d->nu - 1) / 2.0 - d->offset_u / d->du;
+	vw->angle_rad = t;
+	if (sp->type == RC_GEOM_FAN) {
+		double D = sp->source_isocenter_mm, S = sp->source_detector_mm;
+		/* rows over (x, y, 1): u*w = (S/du) e_u.(X-s) + c_u w, w = n.(X-s) = n.X + D */
+		double ru0 = S / d->du * -st + cu * -ct, ru1 = S / d->du * ct + cu * -st;
+		vw->A[0] = ru0;
+		vw->A[1] = ru1;
+		vw->A[2] = -(ru0 * D * ct + ru1 * D * st);
+		vw->A[3] = -ct;
+		vw->A[4] = -st;
+		vw->A[5] = D;
+		vw->src[0] = D * ct;
+		vw->src[1] = D * st;
+		vw->src[2] = 0;
+	} else {
+		vw->A[0] = -st / d->du;
+		vw->A[1] = ct / d->du;
+		vw->A[2] = cu;
+		vw->A[3] = 0;
+		vw->A[4] = 0;
+		vw->A[5] = 1;
+		vw->dir[0] = -ct;
+		vw->dir[1] = -st;
+		vw->dir[2] = 0;
+	}
+}
+
+static int build_matrix(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
+{
+	rc_view *vw = &g->views[k];
+	const double *in = sp->matrices + 12 * (size_t)k;
+	for (int i = 0; i < 12; i++)
+		if (!isfinite(in[i]))
+			return rc_fail(err, RC_EINVAL, "geometry.matrices",
+				       "geometry.matrices[%d][%d] must be a finite number", k, i);
+	double M[9] = { in[0], in[1], in[2], in[4], in[5], in[6], in[8], in[9], in[10] };
+	double Minv[9];
+	if (invert3(M, Minv))
+		return rc_fail(err, RC_EINVAL, "geometry.matrices",
+			       "geometry.matrices[%d]: the left 3x3 block is singular, so it is no projection", k);
+	double norm = sqrt(in[8] * in[8] + in[9] * in[9] + in[10] * in[10]);
+	if (!(norm > 0))
+		return rc_fail(err, RC_EINVAL, "geometry.matrices", "geometry.matrices[%d]: the third row is zero", k);
+	/* w > 0 at the volume centre after scaling */
+	const rc_volume_desc *v = &g->vol;
+	double wc = in[8] * v->cx + in[9] * v->cy + in[10] * v->cz + in[11];
+	double scale = (wc < 0 ? -1.0 : 1.0) / norm;
+	for (int i = 0; i < 12; i++)
+		vw->P[i] = in[i] * scale;
+	for (int i = 0; i < 9; i++)
+		Minv[i] /= scale;
+	memcpy(vw->Minv, Minv, sizeof Minv);
+	matrix_source(vw->P, vw->Minv, vw->src);
+	vw->angle_rad = atan2(vw->src[1], vw->src[0]);
+	return 0;
+}
+
+/* The source must be outside the volume box; for cone/fan the detector
+ * plane must lie beyond it; every view must see part of the volume. */
+static int check_views(const rc_geom *g, rc_err *err)
+{
+	const rc_volume_desc *v = &g->vol;
+	double lo[3], hi[3];
+	const double n[3] = { v->nx, v->ny, v->nz }, s[3] = { v->vx, v->vy, v->vz }, c[3] = { v->cx, v->cy, v->cz };
+	for (int a = 0; a < 3; a++) {
+		lo[a] = c[a] - n[a] * s[a] / 2;
+		hi[a] = c[a] + n[a] * s[a] / 2;
+	}
+	int is2d = g->type == RC_GEOM_FAN || g->type == RC_GEOM_PARALLEL;
+	double umax = g->det.nu - 0.5, vmax = is2d ? 0.5 : g->det.nv - 0.5;
+	for (int k = 0; k < g->nviews; k++) {
+		const rc_view *vw = &g->views[k];
+		if (g->type != RC_GEOM_PARALLEL) {
+			int inside = vw->src[0] >= lo[0] && vw->src[0] <= hi[0] && vw->src[1] >= lo[1] &&
+				     vw->src[1] <= hi[1] && (is2d || (vw->src[2] >= lo[2] && vw->src[2] <= hi[2]));
+			if (inside && g->type == RC_GEOM_MATRICES)
+				return rc_fail(err, RC_EINVAL, "geometry.matrices",
+					       "geometry.matrices[%d]: its source (%.1f, %.1f, %.1f) mm lies inside the volume; "
+					       "check the matrix or make the volume smaller", k, vw->src[0], vw->src[1], vw->src[2]);
+			if (inside)
+				return rc_fail(err, RC_EINVAL, "geometry.source_isocenter_mm",
+					       "view %d: the source (%.1f, %.1f, %.1f) mm lies inside the volume; move it out "
+					       "(larger source_isocenter_mm) or make the volume smaller", k, vw->src[0], vw->src[1], vw->src[2]);
+		}
+		double umin_seen = INFINITY, umax_seen = -INFINITY, vmin_seen = INFINITY, vmax_seen = -INFINITY;
+		int behind = 0;
+		for (int corner = 0; corner < 8; corner++) {
+			double X[3] = { corner & 1 ? hi[0] : lo[0], corner & 2 ? hi[1] : lo[1], corner & 4 ? hi[2] : lo[2] };
+			double u, vv, w;
+			if (is2d) {
+				w = vw->A[3] * X[0] + vw->A[4] * X[1] + vw->A[5];
+				u = (vw->A[0] * X[0] + vw->A[1] * X[1] + vw->A[2]) / w;
+				vv = 0;
+			} else {
+				rc_view_project(vw, X, &u, &vv, &w);
+			}
+			if (w <= 0) {
+				behind = 1;
+				continue;
+			}
+			if ((g->type == RC_GEOM_CONE || g->type == RC_GEOM_FAN) && w >= g->sdd)
+				return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
+					       "view %d: the detector plane cuts the volume; source_detector_mm (%g) must exceed "
+					       "the depth of the farthest volume corner (%.1f mm)", k, g->sdd, w);
+			umin_seen = fmin(umin_seen, u);
+			umax_seen = fmax(umax_seen, u);
+			vmin_seen = fmin(vmin_seen, vv);
+			vmax_seen = fmax(vmax_seen, vv);
+		}
+		if (behind)
+			continue; /* the box straddles the source plane: it is seen */
+		if (umax_seen < -0.5 || umin_seen > umax || vmax_seen < -0.5 || vmin_seen > vmax) {
+			const char *f = g->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.detector";
+			return rc_fail(err, RC_EINVAL, f,
+				       "view %d: the detector sees none of the volume (it projects to u %.1f..%.1f, v %.1f..%.1f "
+				       "pixels, the detector spans -0.5..%.1f, -0.5..%.1f); check %s (offsets, sizes) and the volume centre",
+				       k, umin_seen, umax_seen, vmin_seen, vmax_seen, umax, vmax, f);
+		}
+	}
+	return 0;
+}
+
+int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
+		const rc_limits *lim, rc_geom **ret, rc_err *err)
+{
+	int rc;
+	if (!sp || !vol || !ret)
+		return rc_fail(err, RC_EINVAL, "", "rc_geom_new needs a spec, a volume and a result pointer");
+	if (sp->type < RC_GEOM_CONE || sp->type > RC_GEOM_PARALLEL)
+		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type must be cone, matrices, fan or parallel");
+	if (sp->nviews < 1 || sp->nviews > 1000000) {
+		const char *f = sp->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.angles.count";
+		return rc_fail(err, RC_EINVAL, f, "%s must give 1 to 1000000 views (got %d)", f, sp->nviews);
+	}
+	if ((rc = check_volume(vol, err)) || (rc = check_detector(sp, err)) || (rc = check_sizes(sp, vol, lim, err)))
+		return rc;
+	if (sp->type == RC_GEOM_CONE || sp->type == RC_GEOM_FAN) {
+		if (!finite_pos(sp->source_isocenter_mm))
+			return rc_fail(err, RC_EINVAL, "geometry.source_isocenter_mm",
+				       "geometry.source_isocenter_mm must be a positive finite number (got %g)", sp->source_isocenter_mm);
+		if (!finite_pos(sp->source_detector_mm))
+			return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
+				       "geometry.source_detector_mm must be a positive finite number (got %g)", sp->source_detector_mm);
+		if (sp->source_detector_mm <= sp->source_isocenter_mm)
+			return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
+				       "geometry.source_detector_mm (%g) must exceed source_isocenter_mm (%g): the detector lies beyond the axis",
+				       sp->source_detector_mm, sp->source_isocenter_mm);
+	}
+	if (sp->type == RC_GEOM_MATRICES) {
+		if (!sp->matrices)
+			return rc_fail(err, RC_EINVAL, "geometry.matrices", "geometry.matrices is required for type matrices");
+	} else {
+		if (!sp->angles_deg)
+			return rc_fail(err, RC_EINVAL, "geometry.angles", "geometry.angles is required for type cone, fan and parallel");
+		for (int k = 0; k < sp->nviews; k++)
+			if (!isfinite(sp->angles_deg[k]))
+				return rc_fail(err, RC_EINVAL, "geometry.angles", "geometry.angles: the angle of view %d must be a finite number of degrees (got %g)", k, sp->angles_deg[k]);
+	}
+
+	rc_geom *g = calloc(1, sizeof *g);
+	if (!g)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry");
+	g->views = calloc((size_t)sp->nviews, sizeof *g->views);
+	if (!g->views) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d views", sp->nviews);
+		goto out_free;
+	}
+	g->type = sp->type;
+	g->nviews = sp->nviews;
+	g->det = sp->det;
+	if (rc_geom_is_2d(g)) {
+		g->det.nv = 1;
+		g->det.dv = vol->vz;
+		g->det.offset_v = 0;
+	}
+	g->vol = *vol;
+	g->sid = sp->source_isocenter_mm;
+	g->sdd = sp->source_detector_mm;
+	for (int k = 0; k < sp->nviews; k++) {
+		switch (sp->type) {
+		case RC_GEOM_CONE: build_cone(g, sp, k); break;
+		case RC_GEOM_FAN:
+		case RC_GEOM_PARALLEL: build_2d(g, sp, k); break;
+		case RC_GEOM_MATRICES:
+			if ((rc = build_matrix(g, sp, k, err)))
+				goto out_free;
+			break;
+		}
+	}
+	if (sp->type == RC_GEOM_MATRICES) {
+		double sum = 0;
+		for (int k = 0; k < sp->nviews; k++) {
+			double p[3] = { g->views[k].src[0] - vol->cx, g->views[k].src[1] - vol->cy, 0 };
+			sum += sqrt(dot3(p, p));
+		}
+		g->sid = sum / sp->nviews;
+		g->sdd = 0;
+	}
+	if ((rc = check_views(g, err)))
+		goto out_free;
+	*ret = g;
+	return 0;
+out_free:
+	rc_geom_free(g);
+	return rc;
+}
+
+void rc_geom_free(rc_geom *g)
+{
+	if (!g)
+		return;
+	free(g->views);
+	free(g);
+}
+
+rc_geom_type rc_geom_type_of(const rc_geom *g) { return g->type; }
+int rc_geom_nviews(const rc_geom *g) { return g->nviews; }
+const rc_view *rc_geom_view(const rc_geom *g, int k) { return &g->views[k]; }
+const rc_detector_desc *rc_geom_detector(const rc_geom *g) { return &g->det; }
+const rc_volume_desc *rc_geom_volume(const rc_geom *g) { return &g->vol; }
+double rc_geom_sid(const rc_geom *g) { return g->sid; }
+double rc_geom_sdd(const rc_geom *g) { return g->sdd; }
+int rc_geom_is_2d(const rc_geom *g) { return g->type == RC_GEOM_FAN || g->type == RC_GEOM_PARALLEL; }
+
+size_t rc_geom_view_count(const rc_geom *g)
+{
+	return (size_t)g->det.nu * (size_t)(rc_geom_is_2d(g) ? g->vol.nz : g->det.nv);
+}
+
+size_t rc_geom_proj_count(const rc_geom *g) { return (size_t)g->nviews * rc_geom_view_count(g); }
+
+size_t rc_geom_view_stride(const rc_geom *g)
+{
+	return rc_geom_is_2d(g) ? (size_t)g->det.nu : rc_geom_view_count(g);
+}
+
+size_t rc_geom_row_stride(const rc_geom *g)
+{
+	return rc_geom_is_2d(g) ? (size_t)g->nviews * (size_t)g->det.nu : (size_t)g->det.nu;
+}
+
+size_t rc_geom_row_offset(const rc_geom *g, int k, int j)
+{
+	return (size_t)k * rc_geom_view_stride(g) + (size_t)j * rc_geom_row_stride(g);
+}
+
+size_t rc_volume_count(const rc_volume_desc *v) { return (size_t)v->nx * (size_t)v->ny * (size_t)v->nz; }
+
+void rc_volume_voxel_pos(const rc_volume_desc *v, double ix, double iy, double iz, double pos[3])
+{
+	pos[0] = (ix - (v->nx - 1) / 2.0) * v->vx + v->cx;
+	pos[1] = (iy - (v->ny - 1) / 2.0) * v->vy + v->cy;
+	pos[2] = (iz - (v->nz - 1) / 2.0) * v->vz + v->cz;
+}
+
+int rc_geom_pixel_pos(const rc_geom *g, int k, double i, double j, double pos[3])
+{
+	if (g->type != RC_GEOM_CONE)
+		return RC_EUNSUPPORTED;
+	const rc_view *vw = &g->views[k];
+	double t = vw->angle_rad, ct = cos(t), st = sin(t);
+	double um = (i - (g->det.nu - 1) / 2.0) * g->det.du + g->det.offset_u;
+	double vm = (j - (g->det.nv - 1) / 2.0) * g->det.dv + g->det.offset_v;
+	double dc = -(g->sdd - g->sid);
+	pos[0] = dc * ct + um * -st;
+	pos[1] = dc * st + um * ct;
+	pos[2] = vm;
+	return 0;
+}
+
+void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double origin[3], double dir[3])
+{
+	const rc_view *vw = &g->views[k];
+	const rc_volume_desc *v = &g->vol;
+	if (g->type == RC_GEOM_CONE || g->type == RC_GEOM_MATRICES) {
+		double uvw[3] = { i, j, 1 };
+		for (int r = 0; r < 3; r++)
+			dir[r] = dot3(&vw->Minv[3 * r], uvw);
+		memcpy(origin, vw->src, 3 * sizeof(double));
+	} else {
+		double z = (iz - (v->nz - 1) / 2.0) * v->vz + v->cz;
+		const double *A = vw->A;
+		/* point on the ray: solve A (x, y, 1) = (i w, w) for the pixel line */
+		if (g->type == RC_GEOM_FAN) {
+			origin[0] = vw->src[0];
+			origin[1] = vw->src[1];
+			origin[2] = z;
+			/* direction d with (A0 - i A3) d.x + (A1 - i A4) d.y = 0, pointing away from the source */
+			double a = A[0] - i * A[3], b = A[1] - i * A[4];
+			dir[0] = -b;
+			dir[1] = a;
+			dir[2] = 0;
+			if (dir[0] * A[3] + dir[1] * A[4] < 0) {
+				dir[0] = -dir[0];
+				dir[1] = -dir[1];
+			}
+		} else {
+			/* pixel line: A0 x + A1 y + A2 = i; start far behind along -dir */
+			double eu0 = A[0] * g->det.du, eu1 = A[1] * g->det.du; /* e_u */
+			double um = (i - A[2]) * g->det.du;
+			double R = 2.0 * (fabs(v->cx) + fabs(v->cy) + v->nx * v->vx + v->ny * v->vy) + 1.0;
+			origin[0] = um * eu0 - R * vw->dir[0];
+			origin[1] = um * eu1 - R * vw->dir[1];
+			origin[2] = z;
+			memcpy(dir, vw->dir, 3 * sizeof(double));
+		}
+	}
+	double nrm = sqrt(dot3(dir, dir));
+	for (int r = 0; r < 3; r++)
+		dir[r] /= nrm;
+}

@@ -1,0 +1,152 @@
+/*
+ * geometry: the scan and volume geometry of a job, reduced to one 3x4
+ * projection matrix per view (cone, matrices) or one 2x3 in-plane matrix per
+ * view shared by every slice (fan, parallel).  Conventions are exactly those of
+ * API.md ("Geometry conventions"); docs/geometry.md restates them with the
+ * derivation of the matrices.
+ *
+ * Invariants of a built rc_geom (read-only after rc_geom_new):
+ *  - P maps homogeneous world mm (x, y, z, 1) to (u*w, v*w, w), u and v
+ *    continuous pixel indices with pixel centres at integers.
+ *  - P is normalised so that its third row is (n, w0) with |n| = 1 and w > 0
+ *    in front of the source: w is the depth of a point along the principal
+ *    ray in mm.  (Any multiple of P is the same projection; fixing the scale
+ *    makes the 1/w^2 weight of paper 002 Eq. 1 and the FDK weight comparable
+ *    across geometry types.)
+ *  - For fan and parallel, A (2x3) maps in-plane (x, y, 1) to (u*w, w), with
+ *    w = depth in mm for fan and w = 1 for parallel; slice iz is the plane
+ *    z = (iz - (nz-1)/2)*vz + cz and has the same A.
+ *
+ * Life cycle: rc_geom_new validates a spec against a volume and limits and
+ * builds the matrices; rc_geom_free releases it (NULL is fine).
+ */
+#ifndef RC_GEOMETRY_H
+#define RC_GEOMETRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/rc_error.h"
+
+typedef enum rc_geom_type {
+	RC_GEOM_CONE = 0,
+	RC_GEOM_MATRICES,
+	RC_GEOM_FAN,
+	RC_GEOM_PARALLEL,
+} rc_geom_type;
+
+/* Volume of nx*ny*nz voxels of size (vx, vy, vz) mm centred at (cx, cy, cz):
+ * voxel (ix, iy, iz) sits at ((ix - (nx-1)/2)*vx + cx, ...), stored [iz][iy][ix]. */
+typedef struct rc_volume_desc {
+	int nx, ny, nz;
+	double vx, vy, vz;
+	double cx, cy, cz;
+} rc_volume_desc;
+
+/* Flat-panel detector: nu x nv pixels of du x dv mm, centre shifted by
+ * (offset_u, offset_v) mm along (e_u, e_v).  Fan/parallel use nv = 1. */
+typedef struct rc_detector_desc {
+	int nu, nv;
+	double du, dv;
+	double offset_u, offset_v;
+} rc_detector_desc;
+
+/* What a client says.  Pointers are borrowed for the duration of rc_geom_new. */
+typedef struct rc_geom_spec {
+	rc_geom_type type;
+	int nviews;
+	rc_detector_desc det;
+	double source_isocenter_mm; /* cone, fan: D */
+	double source_detector_mm;  /* cone, fan: S */
+	const double *angles_deg;   /* cone, fan, parallel: nviews angles */
+	const double *matrices;     /* matrices: nviews * 12, row-major 3x4 */
+} rc_geom_spec;
+
+typedef struct rc_limits {
+	uint64_t max_bytes; /* cap on projections + volume bytes; 0 = no cap */
+} rc_limits;
+
+/* Per-view data, precomputed once; what every projector reads. */
+typedef struct rc_view {
+	double P[12];    /* normalised 3x4 (cone, matrices) */
+	double A[6];     /* normalised 2x3 (fan, parallel) */
+	double Minv[9];  /* inverse of P's left 3x3: the ray through pixel (u, v)
+	                    has direction Minv * (u, v, 1) (cone, matrices) */
+	double src[3];   /* source position in mm (cone, matrices, fan) */
+	double dir[3];   /* parallel: unit ray direction -(cos t, sin t, 0) */
+	double angle_rad;/* gantry angle; for matrices atan2(src.y, src.x) */
+} rc_view;
+
+typedef struct rc_geom rc_geom;
+
+/* Validates spec and vol against lim and builds the geometry.  On failure the
+ * message names the bad field, e.g. "geometry.source_isocenter_mm must be a
+ * positive finite number (got -5)".  Checked: type, counts and sizes > 0,
+ * finite and positive distances and spacings, finite angles, offsets and
+ * matrices, source outside the volume, detector beyond the volume (cone,
+ * fan), every view's detector seeing some of the volume, invertible matrices,
+ * buffer sizes that overflow or exceed lim->max_bytes (lim may be NULL). */
+int rc_geom_new(const rc_geom_spec *spec, const rc_volume_desc *vol,
+		const rc_limits *lim, rc_geom **ret, rc_err *err);
+void rc_geom_free(rc_geom *g);
+
+rc_geom_type rc_geom_type_of(const rc_geom *g);
+int rc_geom_nviews(const rc_geom *g);
+const rc_view *rc_geom_view(const rc_geom *g, int k);
+const rc_detector_desc *rc_geom_detector(const rc_geom *g);
+const rc_volume_desc *rc_geom_volume(const rc_geom *g);
+/* D and S for cone and fan; for matrices the mean source-to-axis distance
+ * and 0 for S (no physical detector distance is known). */
+double rc_geom_sid(const rc_geom *g);
+double rc_geom_sdd(const rc_geom *g);
+/* True for fan and parallel: a stack of independent 2-D slices. */
+int rc_geom_is_2d(const rc_geom *g);
+
+/* Element counts of the projection stack and of the volume.  view_count is
+ * the number of values of one view: nu * nv (cone, matrices), nu * nz
+ * (fan, parallel: one detector row per slice). */
+size_t rc_geom_proj_count(const rc_geom *g);
+size_t rc_geom_view_count(const rc_geom *g);
+size_t rc_volume_count(const rc_volume_desc *vol);
+
+/* Layout of the projection stack (API.md), u always fastest:
+ *   cone, matrices:  [view k][row j][u]    row j = detector row v
+ *   fan, parallel:   [slice j][view k][u]  row j = slice iz (one sinogram
+ *                                          per slice, contiguous)
+ * The row (k, j) starts at k * view_stride + j * row_stride elements, so
+ * cone has view_stride = nu*nv, row_stride = nu and fan/parallel have
+ * view_stride = nu, row_stride = nviews*nu.  A view of a 2-D geometry is
+ * therefore not contiguous; projectors must index through these strides. */
+size_t rc_geom_view_stride(const rc_geom *g);
+size_t rc_geom_row_stride(const rc_geom *g);
+size_t rc_geom_row_offset(const rc_geom *g, int k, int j);
+
+/* World position (mm) of voxel (ix, iy, iz). */
+void rc_volume_voxel_pos(const rc_volume_desc *vol, double ix, double iy,
+			 double iz, double pos[3]);
+
+/* World position (mm) of the centre of pixel (i, j) of view k for cone
+ * geometries (the end of the segment whose line integral is the projection
+ * value).  Returns RC_EUNSUPPORTED for other types. */
+int rc_geom_pixel_pos(const rc_geom *g, int k, double i, double j, double pos[3]);
+
+/* The ray of pixel (i, j) of view k (slice iz for fan/parallel): origin
+ * (source, or a point far behind the volume for parallel) and unit direction.
+ * For cone/fan the segment whose integral is measured ends at the pixel
+ * centre; it lies beyond the volume for every valid geometry, so integrating
+ * to infinity gives the same value. */
+void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz,
+		 double origin[3], double dir[3]);
+
+/* Apply the view matrix: (u, v, w) of world point x (cone, matrices). */
+static inline void rc_view_project(const rc_view *vw, const double x[3],
+				   double *u, double *v, double *w)
+{
+	const double *P = vw->P;
+	double ww = P[8] * x[0] + P[9] * x[1] + P[10] * x[2] + P[11];
+	*u = (P[0] * x[0] + P[1] * x[1] + P[2] * x[2] + P[3]) / ww;
+	*v = (P[4] * x[0] + P[5] * x[1] + P[6] * x[2] + P[7]) / ww;
+	*w = ww;
+}
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * recon: one whole reconstruction job, from a parsed spec and the projection
+ * stack to the volume.  This is what the worker process (server/) calls; it
+ * owns the choice of engines ("execution.engine"), the plan of views per
+ * device (plan.h) and the report of what ran.  No JSON here: server/worker/spec.c
+ * parses the job's JSON into rc_recon_spec.
+ */
+#ifndef RC_RECON_H
+#define RC_RECON_H
+
+#include "plan/recon_spec.h"
+
+void rc_recon_spec_default(rc_recon_spec *s);
+
+/* Whether this build runs the spec's algorithm on its geometry type with its
+ * execution.engine: 0, or RC_EUNSUPPORTED with a message (field
+ * "execution.engine" or "algorithm.name") that names what is supported.
+ * Decided from the spec alone, without opening a device, so the daemon can
+ * refuse a job at creation instead of failing it when it runs; whether the
+ * host has the device is still decided when the job runs. */
+int rc_recon_check(const rc_recon_spec *s, rc_err *err);
+
+/* Validates the spec (messages name the field), builds the geometry, opens
+ * the engines, runs the algorithm.  proj holds the whole stack
+ * (rc_geom_proj_count floats); vol receives rc_volume_count floats.
+ * report (may be NULL) is filled also on failure, as far as the run got. */
+int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
+		 const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * recon_spec: the types of one reconstruction job as core sees it: what to
+ * run (rc_recon_spec, parsed from the job's JSON by server/worker/spec.c)
+ * and what ran (rc_recon_report).  Apart from recon.h so that the paths a
+ * job can take (tensor.h) share them without including recon.h.
+ */
+#ifndef RC_RECON_SPEC_H
+#define RC_RECON_SPEC_H
+
+#include "algo/algo.h"
+#include "geometry/geometry.h"
+
+#define RC_RECON_MAX_DEVICES RC_EXEC_MAX_ENGINES
+
+typedef struct rc_recon_spec {
+	rc_geom_spec geom;
+	rc_volume_desc vol;
+	rc_algo_params algo;
+	char engine[16];     /* auto, cpu, opencl, cuda, tensor, trigeneous */
+	char precision[8];   /* fp32 (tensor: mixed = fp16 matrix, fp32 vectors) */
+	int threads;         /* CPU threads, 0 = all cores */
+	rc_limits limits;
+	const char *model_dir; /* where fitted performance models are kept; NULL = none */
+	const char *cache_dir; /* tensor: system matrices cached per geometry; NULL = none */
+} rc_recon_spec;
+
+/* What ran, for the job's status: per device, the views of each task, the
+ * predicted and the measured milliseconds per iteration. */
+typedef struct rc_recon_device_report {
+	char name[32];
+	char device_id[128];
+	int views[RC_TASK_COUNT];
+	double predicted_ms[RC_TASK_COUNT]; /* < 0: no model */
+	double measured_ms[RC_TASK_COUNT];  /* mean per call */
+} rc_recon_device_report;
+
+typedef struct rc_recon_matrix_report { /* tensor jobs */
+	int present;
+	char fragment[16];                  /* "16.16.16" */
+	long long nnz;
+	double blocks_pct_before, blocks_pct_after;
+	long long bytes;
+} rc_recon_matrix_report;
+
+typedef struct rc_recon_report {
+	char engine[16];                    /* what ran: cpu, opencl, cuda, tensor, trigeneous */
+	int ndevices;
+	rc_recon_device_report dev[RC_RECON_MAX_DEVICES];
+	rc_recon_matrix_report matrix;
+	int iterations_done;
+	double seconds;
+} rc_recon_report;
+
+#endif

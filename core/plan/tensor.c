@@ -1,0 +1,324 @@
+/*
+ * tensor: the job path (tensor.h).  Steps: matrix from the cache (or built),
+ * orderings, BSR of one fragment shape (or the CSR fp32 and its transpose),
+ * the tensor backend over it (backend_tensor.c: vectors in the ordered
+ * [row][slice] layout, on the GPU or the CPU), then the algorithm as every
+ * engine runs it (rc_algo_run_on).  The CPU products are timed per call
+ * for the job report; on the GPU a forward and a back product are timed
+ * after the run.
+ */
+#include "plan/tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "projectors/bsr.h"
+#include "projectors/dd_matrix.h"
+#include "backend/cpu/engine_cpu.h"
+#include "backend/cuda/engine_cuda.h"
+#include "backend/backend.h"
+#include "projectors/morton.h"
+#include "util/rc_clock.h"
+#include "backend/tensor/tensor_gpu.h"
+
+/* Alg. 2 block sizes: paper 001 §4.2, "we found the choice B_x = 4, B_y = 2
+ * to give good sparsity patterns". */
+#define MORTON_BX 4
+#define MORTON_BY 2
+
+void rc_tensor_opts_default(rc_tensor_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->fragment = -1;
+	o->mixed = 1;
+	o->gpu = -1;
+}
+
+/* Hooks around the caller's: progress passes through (and keeps the
+ * residual and the iteration count), iterate computes opts->iter's error
+ * and relative change from the downloaded iterate. */
+struct watch {
+	const rc_tensor_opts *o;
+	const rc_algo_hooks *user;
+	int done;
+	double residual;
+	size_t nvox;
+	float *cur, *prev; /* host copies of the iterate (opts->iter only) */
+	double refnorm2;
+};
+
+static void w_progress(void *ud, const rc_progress *p)
+{
+	struct watch *w = ud;
+	w->done = p->iteration;
+	w->residual = p->residual;
+	if (w->user && w->user->progress)
+		w->user->progress(w->user->ud, p);
+}
+
+static int w_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
+{
+	struct watch *w = ud;
+	if (w->o->iter) {
+		rc_err e;
+		int rc = rc_bk_download(b, x, w->cur, &e);
+		if (rc)
+			return rc;
+		double e2 = 0, x2 = 0, d2 = 0;
+		for (size_t i = 0; i < w->nvox; i++) {
+			double xv = w->cur[i], d = xv - w->prev[i];
+			x2 += xv * xv;
+			d2 += d * d;
+			if (w->o->vol_ref) {
+				double r = xv - w->o->vol_ref[i];
+				e2 += r * r;
+			}
+		}
+		double error = -1;
+		if (w->o->vol_ref)
+			error = w->refnorm2 > 0 ? sqrt(e2 / w->refnorm2) : sqrt(e2);
+		w->o->iter(w->o->iter_ud, iteration, w->residual, x2 > 0 ? sqrt(d2 / x2) : 0, error);
+		float *t = w->prev;
+		w->prev = w->cur;
+		w->cur = t;
+	}
+	return w->user && w->user->iterate ? w->user->iterate(w->user->ud, b, x, iteration) : 0;
+}
+
+static rc_frag pick_fragment(int nz)
+{
+	/* the smallest matrix of Table 3 needs 32 slices to fill its fragment */
+	if (nz >= 32)
+		return RC_FRAG_8_32_16;
+	if (nz >= 16)
+		return RC_FRAG_16_16_16;
+	return RC_FRAG_32_8_16;
+}
+
+int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
+		    const float *proj, float *vol, const rc_algo_hooks *hooks,
+		    rc_recon_report *report, rc_err *err)
+{
+	rc_recon_report local;
+	if (!report)
+		report = &local;
+	double t0 = rc_now_s();
+	rc_csr *m = NULL, *mt = NULL;
+	rc_bsr *b = NULL;
+	int32_t *rperm = NULL, *cperm = NULL;
+	rc_backend *bk = NULL;
+	struct watch w = { .o = o, .user = hooks };
+	int rc = 0, hit = 0;
+#ifdef RC_HAVE_CUDA
+	rc_tgpu *gt = NULL;
+#endif
+	snprintf(report->engine, sizeof report->engine, "tensor");
+	if (!rc_geom_is_2d(g))
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "the tensor engine runs fan and parallel geometries; use another execution.engine for cone or matrices");
+	if (algo->name == RC_ALGO_FDK)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
+			       "algorithm.name \"%s\" is not available for fan and parallel geometries (filtered back projection "
+			       "in 2-D is not implemented); use sart, sirt, cgls or mlem",
+			       rc_algo_name_str(algo->name));
+	if (algo->iterations < 1)
+		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
+			       "algorithm.iterations must be at least 1 (got %d)", algo->iterations);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu, nz = v->nz;
+	int64_t rows = (int64_t)nviews * nu, cols = (int64_t)v->nx * v->ny;
+	rc_frag frag = o->fragment >= 0 && o->fragment < RC_FRAG_COUNT ? (rc_frag)o->fragment : pick_fragment(nz);
+
+	rc = rc_dd_cached(g, o->cache_dir, o->threads, &m, &hit, err);
+	if (rc)
+		goto out;
+	rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &rperm, err);
+	if (rc)
+		goto out;
+	rc = rc_morton_perm(v->nx, v->ny, MORTON_BX, MORTON_BY, &cperm, err);
+	if (rc)
+		goto out;
+	rc_recon_matrix_report *mr = &report->matrix;
+	mr->present = 1;
+	mr->nnz = m->nnz;
+	int64_t neb0, tot0;
+	rc = rc_bsr_count(m, NULL, NULL, frag, o->threads, &neb0, &tot0, err);
+	if (rc)
+		goto out;
+	mr->blocks_pct_before = tot0 ? 100.0 * (double)neb0 / (double)tot0 : 0;
+
+	int use_gpu = 0;
+#ifdef RC_HAVE_CUDA
+	use_gpu = o->gpu != 0 && rc_tgpu_device_count() > 0;
+#endif
+	if (o->gpu == 1 && !use_gpu) {
+		rc = rc_fail(err, RC_EUNSUPPORTED, "execution.engine", "no CUDA device: the tensor engine's GPU path is not available here");
+		goto out;
+	}
+	int64_t rows_pad = rows, cols_pad = cols;
+	const int32_t *rp = NULL, *cp = NULL;
+	if (o->mixed || use_gpu) {
+		rc = rc_bsr_build(m, rperm, cperm, frag, o->threads, &b, err);
+		if (rc)
+			goto out;
+		rows_pad = rc_bsr_rows_pad(b);
+		cols_pad = rc_bsr_cols_pad(b);
+		rp = rperm;
+		cp = cperm;
+		mr->blocks_pct_after = rc_bsr_neb_pct(b);
+	} else {
+		int64_t neb1, tot1;
+		rc = rc_bsr_count(m, rperm, cperm, frag, o->threads, &neb1, &tot1, err);
+		if (rc)
+			goto out;
+		mr->blocks_pct_after = tot1 ? 100.0 * (double)neb1 / (double)tot1 : 0;
+	}
+	if (o->mixed) {
+		snprintf(mr->fragment, sizeof mr->fragment, "%s", rc_frag_get(frag)->name);
+		mr->bytes = rc_bsr_bytes(b);
+	} else {
+		snprintf(mr->fragment, sizeof mr->fragment, "csr.fp32");
+		mr->bytes = m->nnz * 8 + (int64_t)(m->rows + 1) * 8;
+	}
+	rc_tensor_mat tm = { .g = g, .threads = o->threads };
+#ifdef RC_HAVE_CUDA
+	char msg[256] = "";
+	if (use_gpu) {
+		int nc32 = (nz + 31) / 32 * 32, nvol, nproj;
+		rc_algo_vectors(algo, g, &nvol, &nproj);
+		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, nc32, &gt, msg, sizeof msg);
+		/* the algorithm's vectors and the subset scratch vector */
+		if (!rc)
+			rc = rc_tgpu_vec_fit(gt, nvol, nproj + 1, msg, sizeof msg);
+		if (rc == RC_ETOOBIG && o->gpu != 1) {
+			/* does not fit the device: the CPU path, in its own index space */
+			rc_tgpu_free(gt);
+			gt = NULL;
+			use_gpu = 0;
+			rc = 0;
+			if (!o->mixed) {
+				rows_pad = rows;
+				cols_pad = cols;
+				rp = cp = NULL;
+			}
+		} else if (rc) {
+			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
+			goto out;
+		} else {
+			tm.gpu = gt;
+			tm.gpu_kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
+			tm.ncols = nc32;
+		}
+	}
+#endif
+	if (!use_gpu) {
+		if (o->mixed) {
+			tm.bsr = b;
+		} else {
+			rc = rc_csr_transpose(m, &mt, err);
+			if (rc)
+				goto out;
+			tm.csr = m;
+			tm.csr_t = mt;
+		}
+		tm.ncols = nz;
+	}
+	tm.rperm = rp;
+	tm.cperm = cp;
+	tm.rows_pad = rows_pad;
+	tm.cols_pad = cols_pad;
+	if ((rc = rc_backend_tensor_new(&tm, &bk, err)))
+		goto out;
+
+	report->ndevices = 1;
+	rc_recon_device_report *d = &report->dev[0];
+	for (int t = 0; t < RC_TASK_COUNT; t++) {
+		d->views[t] = nviews;
+		d->predicted_ms[t] = -1;
+	}
+	if (use_gpu) {
+#ifdef RC_HAVE_CUDA
+		snprintf(d->name, sizeof d->name, "cuda-tensor");
+		/* the device's one identity (devices.h); the current CUDA device is 0 */
+		rc_cuda_device_info ci;
+		if (rc_engine_cuda_info(0, &ci, NULL) == 0)
+			snprintf(d->device_id, sizeof d->device_id, "%s", ci.device_id);
+		else
+			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
+#endif
+	} else {
+		snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
+		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
+	}
+
+	w.nvox = rc_volume_count(v);
+	if (o->iter) {
+		w.cur = malloc(w.nvox * sizeof *w.cur);
+		w.prev = calloc(w.nvox, sizeof *w.prev);
+		if (!w.cur || !w.prev) {
+			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the per-iteration volume");
+			goto out;
+		}
+		if (o->vol_ref)
+			for (size_t i = 0; i < w.nvox; i++)
+				w.refnorm2 += (double)o->vol_ref[i] * o->vol_ref[i];
+	}
+	rc_algo_hooks wh = { .progress = w_progress, .ud = &w, .cancel = hooks ? hooks->cancel : NULL,
+			     .iterate = w_iterate };
+	rc = rc_algo_run_on(algo, bk, proj, vol, &wh, err);
+	report->iterations_done = w.done;
+
+	if (use_gpu) {
+#ifdef RC_HAVE_CUDA
+		/* device calls are queued, not timed one by one: time a pair now */
+		double msf = 0, msb = 0;
+		if (!rc)
+			rc_tgpu_time(gt, (rc_tgpu_kind)tm.gpu_kind, 1, &msf, &msb, msg, sizeof msg);
+		d->measured_ms[RC_TASK_FORWARD] = msf;
+		d->measured_ms[RC_TASK_BACK] = msb;
+#endif
+	} else {
+		const rc_backend_stats *st = &bk->stats;
+		for (int t = 0; t < RC_TASK_COUNT; t++)
+			d->measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
+	}
+out:
+	rc_backend_free(bk);
+#ifdef RC_HAVE_CUDA
+	rc_tgpu_free(gt);
+#endif
+	report->seconds = rc_now_s() - t0;
+	free(w.cur);
+	free(w.prev);
+	free(rperm);
+	free(cperm);
+	rc_bsr_free(b);
+	rc_csr_free(mt);
+	rc_csr_free(m);
+	(void)hit;
+	(void)rows_pad;
+	return rc;
+}
+
+int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
+		  const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
+{
+	rc_tensor_opts o;
+	rc_tensor_opts_default(&o);
+	o.cache_dir = s->cache_dir;
+	o.threads = s->threads;
+	if (!strcmp(s->precision, "fp32"))
+		o.mixed = 0;
+	else if (!strcmp(s->precision, "mixed") || !strcmp(s->precision, "fp16"))
+		o.mixed = 1;
+	else
+		return rc_fail(err, RC_EINVAL, "execution.precision",
+			       "execution.precision \"%s\" is not known to the tensor engine; use \"mixed\" (fp16 matrix) or \"fp32\"",
+			       s->precision);
+	/* engine cpu: the tensor backend's CPU path, never a GPU */
+	if (!strcmp(s->engine, "cpu"))
+		o.gpu = 0;
+	return rc_tensor_solve(&o, &s->algo, g, proj, vol, hooks, report, err);
+}

@@ -1,0 +1,79 @@
+/*
+ * proj_cpu: the CPU projectors behind engine_cpu.c (not a public contract;
+ * tests and the benchmark call them through the engine).
+ *
+ *   proj_raycast.c  RC_FP_RAYCAST and its exact adjoint RC_BP_MATCHED; the
+ *                   forward's lane loop and the adjoint's group loop in
+ *                   proj_raycast_group.h, compiled per ISA like the voxel
+ *                   back projector's
+ *   proj_rotate.c   RC_FP_ROTATE (paper 000 §3.2: rotation kernel + projection
+ *                   kernel, Approach B)
+ *   proj_voxel.c    RC_BP_VOXEL (paper 002 Eq. 1), the inner loops in
+ *                   proj_voxel_tile.h compiled three times: baseline x86-64
+ *                   (proj_voxel.c), AVX2 (proj_voxel_avx2.c), AVX-512
+ *                   (proj_voxel_avx512.c), chosen at run time.
+ *
+ * Every projector runs views [first, last) of a cone or matrices geometry
+ * (the caller checks the type and range), splits its work over the pool and
+ * writes disjoint outputs per task, so results do not depend on the number
+ * of threads (RAYCAST, MATCHED, ROTATE: bit-identical; VOXEL: identical too,
+ * each voxel is summed in view order by one task).
+ */
+#ifndef RC_PROJ_CPU_H
+#define RC_PROJ_CPU_H
+
+#include "geometry/geometry.h"
+#include "util/threadpool.h"
+
+typedef enum rc_cpu_isa {
+	RC_ISA_BASELINE = 0,
+	RC_ISA_AVX2,
+	RC_ISA_AVX512,
+	RC_ISA_COUNT
+} rc_cpu_isa;
+
+/* The widest path this CPU runs; RECOND_CPU_ISA=baseline|avx2|avx512 in the
+ * environment caps it (for comparisons). */
+rc_cpu_isa rc_cpu_isa_best(void);
+int rc_cpu_isa_supported(rc_cpu_isa isa);
+const char *rc_cpu_isa_name(rc_cpu_isa isa);
+
+/* Ray casting: fixed step of half the smallest voxel size (mm), midpoint
+ * samples from where the ray enters the support of the trilinear
+ * interpolant (voxel index -1..n on each axis) to where it leaves. */
+double rc_raycast_step_mm(const rc_volume_desc *v);
+/* The forward ray caster keeps a zero-bordered copy of the volume (so that
+ * no sample needs a bounds test), allocated at its first call and reused. */
+typedef struct rc_fpr rc_fpr;
+int rc_fpr_new(const rc_geom *g, rc_fpr **ret, rc_err *err);
+void rc_fpr_free(rc_fpr *f);
+void rc_fp_raycast(rc_fpr *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last);
+void rc_bp_matched(const rc_geom *g, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
+		   int first, int last);
+
+/* Rotation + projection; owns its rotated-volume buffer (cone only). */
+typedef struct rc_rotate rc_rotate;
+int rc_rotate_new(const rc_geom *g, rc_rotate **ret, rc_err *err);
+void rc_rotate_free(rc_rotate *r);
+void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
+		  int first, int last);
+
+/* Memory a projector keeps for a speed-up (a buffer it can do without):
+ * reserves bytes if all such buffers of the process, these included, stay
+ * within env (MiB) if set, else a quarter of physical memory or of the
+ * process's cgroup limit (systemd's MemoryMax=, a container's), whichever
+ * is less, so that a job near the memory cap is not pushed into the
+ * out-of-memory killer (malloc rarely fails under overcommit).  Returns 1
+ * if reserved; rc_proj_keep_release gives the bytes back when the buffer
+ * is freed. */
+int rc_proj_keep_reserve(size_t bytes, const char *env);
+void rc_proj_keep_release(size_t bytes);
+
+/* Voxel-driven back projection; owns padded view blocks and per-thread rows. */
+typedef struct rc_bpv rc_bpv;
+int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err);
+void rc_bpv_free(rc_bpv *b);
+void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
+		 float *vol, int first, int last);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * threadpool: a fixed set of pthreads that runs parallel-for loops.
+ *
+ * Created once per engine; rc_pool_run hands out task indices 0..n-1 through
+ * one atomic counter, so uneven tasks balance themselves, and the calling
+ * thread works too (a pool of 1 thread starts no thread at all).  Tasks must
+ * write disjoint outputs: which worker runs which task is not fixed, so a
+ * result that must not depend on the thread count has to be a function of the
+ * task index alone (the projectors are built that way).
+ *
+ * One rc_pool_run at a time per pool (an engine is not called concurrently);
+ * it returns when every task has finished.
+ */
+#ifndef RC_THREADPOOL_H
+#define RC_THREADPOOL_H
+
+#include "util/rc_error.h"
+
+typedef struct rc_pool rc_pool;
+
+/* fn(ctx, task, worker): worker in 0..threads-1 names the thread, for
+ * per-thread scratch memory. */
+typedef void (*rc_pool_fn)(void *ctx, long task, int worker);
+
+/* threads: 1..1024; 0 = one per online core. */
+int rc_pool_new(int threads, rc_pool **ret, rc_err *err);
+void rc_pool_free(rc_pool *p);
+int rc_pool_threads(const rc_pool *p);
+
+/* Runs fn for every task in 0..ntasks-1 across the pool and waits. */
+void rc_pool_run(rc_pool *p, long ntasks, rc_pool_fn fn, void *ctx);
+
+/* Online cores (at least 1). */
+int rc_pool_online_cores(void);
+
+#endif
