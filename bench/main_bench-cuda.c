@@ -38,15 +38,9 @@ int main(void)
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/engine_cuda_impl.h"
+#include "util/rc_clock.h"
 
 static int quick;
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 #define CK(call)                                                                        \
 	do {                                                                            \
@@ -73,18 +67,18 @@ static hw measure(const rc_cuda_device_info *info)
 	CK(cudaMemset(a, 1, n));
 	CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
 	CK(cudaDeviceSynchronize());
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	for (int i = 0; i < 5; i++)
 		CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
 	CK(cudaDeviceSynchronize());
-	h.dev_bw = 2.0 * 5 * (double)n / (now_s() - t0);
+	h.dev_bw = 2.0 * 5 * (double)n / (rc_now_s() - t0);
 	CK(cudaMallocHost(&hp, n / 4));
 	memset(hp, 1, n / 4);
 	CK(cudaMemcpy(a, hp, n / 4, cudaMemcpyHostToDevice));
-	t0 = now_s();
+	t0 = rc_now_s();
 	for (int i = 0; i < 5; i++)
 		CK(cudaMemcpy(a, hp, n / 4, cudaMemcpyHostToDevice));
-	h.h2d_bw = 5 * (double)(n / 4) / (now_s() - t0);
+	h.h2d_bw = 5 * (double)(n / 4) / (rc_now_s() - t0);
 	CK(cudaFreeHost(hp));
 	CK(cudaFree(a));
 	CK(cudaFree(b));
@@ -186,13 +180,13 @@ static void bench_bp(const hw *h, int n, int nviews, int nu, int nv)
 		double best = 1e30;
 		for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
 			CK(cudaDeviceSynchronize());
-			double t0 = now_s();
+			double t0 = rc_now_s();
 			if (cu_bp_voxel(&c, dp, c.dvol, 0, n, 0, nviews, exact, &err)) {
 				printf("bp: %s\n", err.msg);
 				break;
 			}
 			CK(cudaStreamSynchronize(c.ks));
-			best = fmin(best, now_s() - t0);
+			best = fmin(best, rc_now_s() - t0);
 		}
 		cu_ctx_release(&c);
 		CK(cudaFree(dp));
@@ -208,12 +202,12 @@ static void bench_bp(const hw *h, int n, int nviews, int nu, int nv)
 		}
 		best = 1e30;
 		for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
-			double t0 = now_s();
+			double t0 = rc_now_s();
 			if (rc_engine_back(e, RC_BP_VOXEL, hp, hv, 0, nviews, &err)) {
 				printf("bp: %s\n", err.msg);
 				break;
 			}
-			best = fmin(best, now_s() - t0);
+			best = fmin(best, rc_now_s() - t0);
 		}
 		const double t_dn = nvox * 4.0 / h->h2d_bw;
 		const double f2 = fmax(t_floor, t_up) + t_dn;
@@ -262,13 +256,13 @@ static void bench_fp(const hw *h, int n, int nviews, int nu, int nv)
 		if (cu_upload_slab(&c, dvol, 0, n, &err) == 0)
 			for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
 				CK(cudaDeviceSynchronize());
-				double t0 = now_s();
+				double t0 = rc_now_s();
 				if (cu_fp_ray(&c, 0, n, dout, 0, nviews, 0, exact, &err)) {
 					printf("fp: %s\n", err.msg);
 					break;
 				}
 				CK(cudaStreamSynchronize(c.ks));
-				best = fmin(best, now_s() - t0);
+				best = fmin(best, rc_now_s() - t0);
 			}
 		cu_ctx_release(&c);
 		/* a trilinear fetch taken as two filtered fetches; exact: 8 point fetches */

@@ -31,13 +31,7 @@
 #include "projectors/morton.h"
 #include "backend/tensor/tensor_gpu.h"
 #include "projectors/tensor_sym.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "util/rc_clock.h"
 
 static double cpu_s(void)
 {
@@ -88,14 +82,14 @@ static void table3(int quick)
 	perms(g, &rp, &cp);
 	int64_t nb[RC_FRAG_COUNT], tb[RC_FRAG_COUNT], na[RC_FRAG_COUNT], ta[RC_FRAG_COUNT], nnz = 0;
 	rc_err err;
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	if (rc_dd_block_stats(g, NULL, NULL, 0, nb, tb, &nnz, &err) ||
 	    rc_dd_block_stats(g, rp, cp, 0, na, ta, NULL, &err)) {
 		fprintf(stderr, "bench-tensor: %s\n", err.msg);
 		exit(1);
 	}
 	printf("Table 3: non-empty blocks, %dx%d image, %dx%d fan projections (%.1f s to count)\n", n, n, nviews, nu,
-	       now_s() - t0);
+	       rc_now_s() - t0);
 	printf("  matrix %d x %d, %lld non-zeros (paper, 512^2: 321.9e6)\n", nviews * nu, n * n, (long long)nnz);
 	printf("  %-9s %-9s %12s %9s %9s %7s   %s\n", "fragment", "block", "blocks", "before%", "after%", "gain",
 	       n == 512 ? "paper before -> after" : "");
@@ -135,13 +129,13 @@ static void cpu_products(int quick)
 	perms(g, &rp, &cp);
 	rc_csr *m = NULL, *mt = NULL;
 	rc_err err;
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	if (rc_dd_build(g, 0, &m, &err) || rc_csr_transpose(m, &mt, &err)) {
 		fprintf(stderr, "bench-tensor: %s\n", err.msg);
 		exit(1);
 	}
 	printf("CPU products: %dx%d image, %dx%d projections, %d slices, all cores; matrix built in %.2f s\n", n, n,
-	       nviews, nu, nc, now_s() - t0);
+	       nviews, nu, nc, rc_now_s() - t0);
 	printf("  (wall ms on a shared machine; cpu ms = CPU time of all threads, the load-independent cost)\n");
 	printf("  %-16s %10s %10s %16s %12s %16s %8s\n", "matrix", "A ms", "A^T ms", "ms/image/iter", "cpu ms/iter",
 	       "cpu ms/image/it", "MiB");
@@ -164,18 +158,18 @@ static void cpu_products(int quick)
 		double tf = 1e30, tb = 1e30, tc = 1e30;
 		for (int r = 0; r < reps; r++) {
 			double c0 = cpu_s();
-			double t = now_s();
+			double t = rc_now_s();
 			if (b)
 				rc_bsr_mul(b, x, y, nc, 0);
 			else
 				rc_csr_mul(m, x, y, nc, 0, &err);
-			tf = fmin(tf, now_s() - t);
-			t = now_s();
+			tf = fmin(tf, rc_now_s() - t);
+			t = rc_now_s();
 			if (b)
 				rc_bsr_mul_t(b, y, x, nc, 0);
 			else
 				rc_csr_mul(mt, y, x, nc, 0, &err);
-			tb = fmin(tb, now_s() - t);
+			tb = fmin(tb, rc_now_s() - t);
 			tc = fmin(tc, cpu_s() - c0);
 		}
 		double mib = b ? (double)rc_bsr_bytes(b) / 1048576.0 : (double)(m->nnz * 8 + (int64_t)m->rows * 8) / 1048576.0;

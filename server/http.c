@@ -24,6 +24,7 @@
 
 #include "http_internal.h"
 #include "log.h"
+#include "util/rc_clock.h"
 
 struct http {
 	app *a;
@@ -398,13 +399,10 @@ void http_stop(http *h, double grace_s)
 	if (!h)
 		return;
 	MHD_quiesce_daemon(h->d);
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = rc_now_s();
 	for (;;) {
 		const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		double el = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
-		if (!di || di->num_connections == 0 || el > grace_s)
+		if (!di || di->num_connections == 0 || rc_now_s() - t0 > grace_s)
 			break;
 		usleep(50000);
 	}

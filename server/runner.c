@@ -29,6 +29,7 @@
 #include "app.h"
 #include "log.h"
 #include "worker_proto.h"
+#include "util/rc_clock.h"
 
 #define CANCEL_GRACE_S 10.0   /* SIGTERM -> SIGKILL: one iteration of a large job fits */
 #define EXPIRE_EVERY_S 60.0
@@ -52,13 +53,6 @@ struct runner {
 	pid_t probe_pid;         /* under lock; 0 when none */
 };
 
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int runner_new(app *a, runner **ret, rc_err *err)
 {
 	runner *r = calloc(1, sizeof *r);
@@ -71,7 +65,7 @@ int runner_new(app *a, runner **ret, rc_err *err)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+	atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 	*ret = r;
 	return 0;
 }
@@ -115,7 +109,7 @@ int runner_progress(runner *r, const char *id, run_progress *out)
 int runner_healthy(runner *r)
 {
 	long long hb = atomic_load(&r->heartbeat);
-	return mono() * 1000 - (double)hb < 10000;
+	return rc_now_s() * 1000 - (double)hb < 10000;
 }
 
 int runner_busy(runner *r)
@@ -153,7 +147,7 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		*last_elapsed = p.elapsed_s;
 		pthread_mutex_lock(&r->lock);
 		r->prog = p;
-		r->prog_wall = mono();
+		r->prog_wall = rc_now_s();
 		pthread_mutex_unlock(&r->lock);
 		json_t *ev = json_pack("{sisisosfso}", "iteration", p.iteration, "of", p.of,
 				       "residual", isfinite(p.residual) ? json_real(p.residual) : json_null(),
@@ -314,7 +308,7 @@ static void run_job(runner *r, const char *id)
 
 	rc_err err;
 	int fd = -1;
-	double t0 = mono();
+	double t0 = rc_now_s();
 	pid_t pid = spawn(r, dir, &fd, &err);
 	if (pid < 0) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
@@ -330,7 +324,7 @@ static void run_job(runner *r, const char *id)
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int n = poll(&pfd, 1, 250);
-		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 		pthread_mutex_lock(&r->lock);
 		int want_cancel = !strcmp(r->cancel_id, id);
 		int want_stop = r->stop;
@@ -339,8 +333,8 @@ static void run_job(runner *r, const char *id)
 			cancelled = want_cancel;
 			stopping = want_stop;
 			kill(pid, SIGTERM);
-			term_at = mono();
-		} else if (term_at && mono() - term_at > CANCEL_GRACE_S) {
+			term_at = rc_now_s();
+		} else if (term_at && rc_now_s() - term_at > CANCEL_GRACE_S) {
 			kill(pid, SIGKILL);
 		}
 		if (n <= 0)
@@ -375,14 +369,14 @@ static void run_job(runner *r, const char *id)
 		pthread_mutex_unlock(&r->lock);
 		if (want && !term_at) {
 			kill(pid, SIGTERM);
-			term_at = mono();
-		} else if (term_at && mono() - term_at > CANCEL_GRACE_S) {
+			term_at = rc_now_s();
+		} else if (term_at && rc_now_s() - term_at > CANCEL_GRACE_S) {
 			kill(pid, SIGKILL);
 		}
-		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 		usleep(50000);
 	}
-	double secs = mono() - t0;
+	double secs = rc_now_s() - t0;
 	busy_by_plan(a, oc.report, secs);
 
 	job_state final;
@@ -463,8 +457,8 @@ static void probe_devices(runner *r)
 		pthread_mutex_unlock(&r->lock);
 		char buf[65536];
 		size_t used = 0;
-		double t0 = mono();
-		while (pid > 0 && used < sizeof buf - 1 && mono() - t0 < PROBE_TIMEOUT_S) {
+		double t0 = rc_now_s();
+		while (pid > 0 && used < sizeof buf - 1 && rc_now_s() - t0 < PROBE_TIMEOUT_S) {
 			struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 			if (poll(&pfd, 1, 250) <= 0)
 				continue;
@@ -512,21 +506,21 @@ static void *runner_main(void *arg)
 	runner *r = arg;
 	double last_expire = 0;
 	for (;;) {
-		atomic_store(&r->heartbeat, (long long)(mono() * 1000));
+		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 		pthread_mutex_lock(&r->lock);
 		int stop = r->stop;
 		r->kicked = 0;
 		pthread_mutex_unlock(&r->lock);
 		if (stop)
 			break;
-		if (mono() - last_expire > EXPIRE_EVERY_S) {
+		if (rc_now_s() - last_expire > EXPIRE_EVERY_S) {
 			int n = 0;
 			rc_err err;
 			if (store_expire(r->a->st, r->a->cfg->retention_s, &n, &err))
 				rlog(LOG_P_ERR, "expire_failed", "error=\"%s\"", err.msg);
 			else if (n)
 				rlog(LOG_P_INFO, "jobs_expired", "count=%d retention_s=%.0f", n, r->a->cfg->retention_s);
-			last_expire = mono();
+			last_expire = rc_now_s();
 		}
 		char id[37];
 		rc_err err;
