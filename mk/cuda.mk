@@ -2,9 +2,11 @@
 # on machines with no GPU.  `make NVCC=false` (or any NVCC that does not run)
 # builds without CUDA: core/backend/cuda/engine_cuda.c then takes its no-CUDA branch.
 #
-# Every kernels/cuda/*.cu (the tensor helper's tensor_*.cu included) becomes
-# one object in libreconcore.a (release and ASan share them: device code is
-# not instrumented).  Code: sm_90 SASS for Hopper (H100/H200) plus compute_90
+# Every kernels/cuda/*.cu (device code and its launchers) and every .cu under
+# core/ (host code that needs nvcc: the tensor backend's cuSPARSE and device
+# vectors, core/backend/tensor/tensor_gpu.cu) becomes one object in
+# libreconcore.a (release and ASan share them: device code is not
+# instrumented).  Code: sm_90 SASS for Hopper (H100/H200) plus compute_90
 # PTX, which the driver JIT-compiles for any newer GPU.  GPUs older than
 # compute capability 9.0 cannot run PTX of a newer target: add a -gencode
 # line (e.g. arch=compute_80,code=sm_80) with CUDA_GENCODE to support them.
@@ -17,7 +19,7 @@ CUDA_HOME    ?= $(realpath $(dir $(realpath $(shell command -v $(NVCC))))..)
 CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS    ?= -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC -Xcompiler -Wall \
                 -Xcompiler -Wextra -Werror all-warnings -lineinfo
-CUDA_SRC     := $(wildcard kernels/cuda/*.cu)
+CUDA_SRC     := $(wildcard kernels/cuda/*.cu) $(sort $(shell find core -name '*.cu'))
 CUDA_OBJS    := $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CUDA_SRC))
 EXTRA_CORE_OBJS += $(CUDA_OBJS)
 CPPFLAGS     += -DRC_HAVE_CUDA=1 -I$(CUDA_HOME)/include
@@ -25,7 +27,7 @@ CUDA_LDLIBS  := -L$(CUDA_HOME)/lib64 -lcudart -lcusparse -Wl,-rpath,$(CUDA_HOME)
 LDLIBS       += $(CUDA_LDLIBS)
 CORE_LDLIBS  += $(CUDA_LDLIBS)
 
-$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh) core/backend/cuda/cuda_kernels.h $(GEN_HEADERS)
+$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh core/backend/*/*.cuh) core/backend/cuda/cuda_kernels.h $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -DRC_HAVE_CUDA=1 -Icore -Ikernels/cuda -I$(BUILD)/gen -c $< -o $@
 endif

@@ -48,7 +48,7 @@ os.chdir(root)
 
 # Core headers that device code may include (nvcc -Icore): the launch
 # contracts of kernels/cuda and the BSR types its tensor kernels take.
-KERNEL_CONTRACT = {"cuda_kernels.h", "tensor_gpu.h", "tensor_sym.h", "bsr.h"}
+KERNEL_CONTRACT = {"cuda_kernels.h", "tensor_kernels.cuh", "tensor_gpu.h", "tensor_sym.h", "bsr.h"}
 # What the daemon may include from the worker's floor (docs/server.md).
 WORKER_PUBLIC = {"spec.h", "jfield.h", "durable.h", "device_json.h", "worker_proto.h"}
 ALLOW_FILE = "scripts/check-layout.allow"

@@ -8,7 +8,7 @@
  * registers and writes its row once; backward scatters w * y into the
  * pixels with atomics (the transpose of a row walk).
  */
-#include "tensor_kernels.cuh"
+#include "backend/tensor/tensor_kernels.cuh"
 
 /* Calls f(pixel, weight) for the pixels of row (view k, bin u), as
  * rc_dd_row does. */

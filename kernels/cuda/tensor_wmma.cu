@@ -20,7 +20,7 @@
  */
 #include <mma.h>
 
-#include "tensor_kernels.cuh"
+#include "backend/tensor/tensor_kernels.cuh"
 
 using namespace nvcuda;
 

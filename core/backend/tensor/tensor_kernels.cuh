@@ -1,6 +1,8 @@
 /*
- * tensor_kernels: launchers of the tensor path's kernels (tensor_wmma.cu,
- * tensor_otf.cu), used by the host side in tensor_gpu.cu.
+ * tensor_kernels: the contract between the tensor backend's host code
+ * (core/backend/tensor/tensor_gpu.cu) and its kernels (kernels/cuda/
+ * tensor_wmma.cu, tensor_otf.cu, tensor_vec.cu): every launcher only
+ * launches on stream st, the caller checks cudaGetLastError.
  *
  * Device vector layouts (all vectors hold nc slices, nc a multiple of 32):
  *  - fp32 vectors: plain [row][nc], as on the host.
@@ -70,5 +72,32 @@ void rc_tk_xpby_cols(float *p, const float *r, const double *coef, int64_t rows,
 void rc_tk_sym_gather(const float *img, const int *src, const float *w0, int64_t n0, int64_t cols_pad,
 		      float *X, cudaStream_t st);
 void rc_tk_sym_combine(const float *Y, const int *rowsrc, int64_t rows, float *proj, cudaStream_t st);
+
+/* ---- the tensor backend's element-wise steps (tensor_vec.cu) -------------
+ * On [row][nc] vectors of n = rows * nc elements; rv: each row's view,
+ * and a step restricted to views [first, last) touches the rows whose view
+ * is in it (first < 0: every row); sums add into *out (zeroed by the
+ * caller). */
+void rc_tk_fill_pattern(float *v, int64_t n, cudaStream_t st);
+/* y = v in the real columns (c < nreal), 0 in the padding ones */
+void rc_tk_vfill(float *y, int64_t n, int nc, float v, int nreal, const int *rv, int first, int last,
+		 cudaStream_t st);
+/* y = x in views [first, last); elsewhere 0 when zero_others, else untouched */
+void rc_tk_vcopy_views(float *y, const float *x, int64_t n, int nc, const int *rv, int first, int last,
+		       int zero_others, cudaStream_t st);
+/* out[c] += sum_rows a[., c] */
+void rc_tk_colsum(const float *a, int64_t rows, int nc, double *out, cudaStream_t st);
+/* y = y > rel * max(y, 0) && y > 0 ? 1 / y : 0; *umax (zeroed by the
+ * caller) receives the maximum's bits */
+void rc_tk_vinv_guarded(float *y, int64_t n, double rel, unsigned *umax, cudaStream_t st);
+/* e = e > eps ? max(p, 0) / e : 0, *out += sum (p - e)^2 before */
+void rc_tk_vratio(float *e, const float *p, int64_t n, float eps, double *out, cudaStream_t st);
+/* in views [first, last): e = (p - e) * w (w NULL: 1), *out += sum (p - e)^2 */
+void rc_tk_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
+		     int last, double *out, cudaStream_t st);
+/* v += lambda * u * c, then max(v, 0) when nonneg */
+void rc_tk_vupdate(float *v, const float *u, const float *c, int64_t n, float lambda, int nonneg, cudaStream_t st);
+/* v *= u * c */
+void rc_tk_vmul(float *v, const float *u, const float *c, int64_t n, cudaStream_t st);
 
 #endif

@@ -23,7 +23,7 @@ extern "C" {
 #include "backend/tensor/tensor_gpu.h"
 #include "projectors/tensor_sym.h"
 }
-#include "tensor_kernels.cuh"
+#include "backend/tensor/tensor_kernels.cuh"
 
 struct rc_tgpu {
 	int dev;
@@ -404,12 +404,6 @@ out:
 	return rc;
 }
 
-__global__ void k_fill_pattern(float *v, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-		v[i] = 0.5f + 0.25f * (float)((i * 2654435761u) % 1024) / 1024.0f;
-}
-
 extern "C" int rc_tgpu_time(rc_tgpu *t, rc_tgpu_kind kind, int reps, double *ms_fwd, double *ms_back, char *msg,
 			    size_t msglen)
 {
@@ -418,8 +412,8 @@ extern "C" int rc_tgpu_time(rc_tgpu *t, rc_tgpu_kind kind, int reps, double *ms_
 	float ms = 0;
 	if (reps < 1)
 		reps = 1;
-	k_fill_pattern<<<1024, 256, 0, t->st>>>(t->X, t->a.cols_pad * t->nc);
-	k_fill_pattern<<<1024, 256, 0, t->st>>>(t->Y, t->a.rows_pad * t->nc);
+	rc_tk_fill_pattern(t->X, t->a.cols_pad * t->nc, t->st);
+	rc_tk_fill_pattern(t->Y, t->a.rows_pad * t->nc, t->st);
 	CK(cudaEventCreate(&e0), "cudaEventCreate");
 	CK(cudaEventCreate(&e1), "cudaEventCreate");
 	for (int dir = 0; dir < 2; dir++) {
@@ -451,151 +445,7 @@ out:
 	return rc;
 }
 
-/* ---- device vectors and element-wise kernels (the tensor backend) ---------
- *
- * Grid-stride loops over rows * nc elements, 256 threads per block; sums in
- * double, one atomicAdd per block.  The float operations are vec_host.c's,
- * with __fmul_rn / __fadd_rn where contraction to an FMA would change the
- * rounding.  Per-column dot, axpy and xpay are the old device CG's kernels
- * (rc_tk_coldot, rc_tk_axpy_cols, rc_tk_xpby_cols in tensor_wmma.cu). */
-
-#define VT 256
-
-static unsigned vgrid(int64_t n)
-{
-	int64_t g = (n + VT - 1) / VT;
-	return (unsigned)(g < 1 ? 1 : (g > 4096 ? 4096 : g));
-}
-
-#define VLOOP(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
-/* Row r is in views [first, last) (first < 0: every row). */
-__device__ static inline bool in_views(const int *rv, int64_t r, int first, int last)
-{
-	if (first < 0)
-		return true;
-	int v = rv[r];
-	return v >= first && v < last;
-}
-
-/* The block's partial sums added into *out (blockDim.x == VT). */
-__device__ static void block_add(double s, double *out)
-{
-	__shared__ double part[VT];
-	part[threadIdx.x] = s;
-	__syncthreads();
-	for (int w = VT / 2; w > 0; w /= 2) {
-		if (threadIdx.x < w)
-			part[threadIdx.x] += part[threadIdx.x + w];
-		__syncthreads();
-	}
-	if (threadIdx.x == 0)
-		atomicAdd(out, part[0]);
-}
-
-__global__ void k_vfill(float *y, int64_t n, int nc, float v, int nreal, const int *rv, int first, int last)
-{
-	VLOOP(i, n)
-	if (in_views(rv, i / nc, first, last))
-		y[i] = (int)(i % nc) < nreal ? v : 0.0f;
-}
-
-__global__ void k_vcopy_views(float *y, const float *x, int64_t n, int nc, const int *rv, int first, int last,
-			      int zero_others)
-{
-	VLOOP(i, n)
-	{
-		if (in_views(rv, i / nc, first, last))
-			y[i] = x[i];
-		else if (zero_others)
-			y[i] = 0.0f;
-	}
-}
-
-/* k_coldot without the second factor: out[c] += sum_rows a[., c]. */
-__global__ void k_colsum(const float *a, int64_t rows, int nc, double *out)
-{
-	__shared__ double part[8][32];
-	int c = blockIdx.y * 32 + threadIdx.x;
-	double s = 0;
-	if (c < nc)
-		for (int64_t r = blockIdx.x * 8 + threadIdx.y; r < rows; r += (int64_t)gridDim.x * 8)
-			s += (double)a[r * nc + c];
-	part[threadIdx.y][threadIdx.x] = s;
-	__syncthreads();
-	if (threadIdx.y == 0 && c < nc) {
-		for (int l = 1; l < 8; l++)
-			s += part[l][threadIdx.x];
-		atomicAdd(&out[c], s);
-	}
-}
-
-/* *umax = bits of max(0, max y): for floats >= 0 the bit patterns order as
- * the values. */
-__global__ void k_vmax(const float *y, int64_t n, unsigned *umax)
-{
-	__shared__ float part[VT];
-	float m = 0.0f;
-	VLOOP(i, n)
-	m = y[i] > m ? y[i] : m;
-	part[threadIdx.x] = m;
-	__syncthreads();
-	for (int w = VT / 2; w > 0; w /= 2) {
-		if (threadIdx.x < w && part[threadIdx.x + w] > part[threadIdx.x])
-			part[threadIdx.x] = part[threadIdx.x + w];
-		__syncthreads();
-	}
-	if (threadIdx.x == 0)
-		atomicMax(umax, __float_as_uint(part[0]));
-}
-
-__global__ void k_vinv(float *y, int64_t n, double rel, const unsigned *umax)
-{
-	float eps = (float)(rel * (double)__uint_as_float(*umax));
-	VLOOP(i, n)
-	y[i] = y[i] > eps && y[i] > 0.0f ? 1.0f / y[i] : 0.0f;
-}
-
-__global__ void k_vratio(float *e, const float *p, int64_t n, float eps, double *out)
-{
-	double s = 0;
-	VLOOP(i, n)
-	{
-		float d = __fsub_rn(p[i], e[i]);
-		s += (double)d * d;
-		float pp = p[i] > 0.0f ? p[i] : 0.0f;
-		e[i] = e[i] > eps ? pp / e[i] : 0.0f;
-	}
-	block_add(s, out);
-}
-
-__global__ void k_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
-			    int last, double *out)
-{
-	double s = 0;
-	VLOOP(i, n)
-	if (in_views(rv, i / nc, first, last)) {
-		float d = __fsub_rn(p[i], e[i]);
-		s += (double)d * d;
-		e[i] = w ? __fmul_rn(d, w[i]) : d;
-	}
-	block_add(s, out);
-}
-
-__global__ void k_vupdate(float *v, const float *u, const float *c, int64_t n, float lambda, int nonneg)
-{
-	VLOOP(i, n)
-	{
-		float x = __fadd_rn(v[i], __fmul_rn(__fmul_rn(lambda, u[i]), c[i]));
-		v[i] = nonneg ? (x > 0.0f ? x : 0.0f) : x;
-	}
-}
-
-__global__ void k_vmul(float *v, const float *u, const float *c, int64_t n)
-{
-	VLOOP(i, n)
-	v[i] = __fmul_rn(v[i], __fmul_rn(u[i], c[i]));
-}
+/* ---- device vectors (the tensor backend); kernels in kernels/cuda/tensor_vec.cu */
 
 /* The launch's error (kernels report at the next call otherwise). */
 static int launched(const char *what, char *msg, size_t msglen)
@@ -699,7 +549,7 @@ extern "C" int rc_tgpu_vfill(rc_tgpu *t, float *y, int64_t rows, float v, int nr
 	if (rc)
 		return rc;
 	int64_t n = rows * t->nc;
-	k_vfill<<<vgrid(n), VT, 0, t->st>>>(y, n, t->nc, v, nreal, t->row_view, first, last);
+	rc_tk_vfill(y, n, t->nc, v, nreal, t->row_view, first, last, t->st);
 	return launched("fill", msg, msglen);
 }
 
@@ -719,7 +569,7 @@ extern "C" int rc_tgpu_vcopy_views(rc_tgpu *t, float *y, const float *x, int fir
 	if (rc)
 		return rc;
 	int64_t n = t->a.rows_pad * t->nc;
-	k_vcopy_views<<<vgrid(n), VT, 0, t->st>>>(y, x, n, t->nc, t->row_view, first, last, zero_others);
+	rc_tk_vcopy_views(y, x, n, t->nc, t->row_view, first, last, zero_others, t->st);
 	return launched("copy of views", msg, msglen);
 }
 
@@ -767,9 +617,7 @@ extern "C" int rc_tgpu_vdot(rc_tgpu *t, const float *x, const float *y, int64_t 
 	if (y) {
 		rc_tk_coldot(x, y, rows, nc, t->red, t->st);
 	} else {
-		int64_t gx = (rows + 8 * 64 - 1) / (8 * 64);
-		dim3 grid((unsigned)(gx < 1 ? 1 : (gx > 4096 ? 4096 : gx)), (nc + 31) / 32), block(32, 8);
-		k_colsum<<<grid, block, 0, t->st>>>(x, rows, nc, t->red);
+		rc_tk_colsum(x, rows, nc, t->red, t->st);
 	}
 	if ((rc = launched("dot", msg, msglen)))
 		goto out;
@@ -787,8 +635,7 @@ extern "C" int rc_tgpu_vinv_guarded(rc_tgpu *t, float *y, int64_t rows, double r
 	int rc = 0;
 	int64_t n = rows * t->nc;
 	CK(cudaMemsetAsync(t->umax, 0, sizeof(unsigned), t->st), "cudaMemset maximum");
-	k_vmax<<<vgrid(n), VT, 0, t->st>>>(y, n, t->umax);
-	k_vinv<<<vgrid(n), VT, 0, t->st>>>(y, n, rel, t->umax);
+	rc_tk_vinv_guarded(y, n, rel, t->umax, t->st);
 	rc = launched("guarded inverse", msg, msglen);
 out:
 	return rc;
@@ -812,7 +659,7 @@ extern "C" int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int64_t rows
 	int rc = 0;
 	int64_t n = rows * t->nc;
 	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
-	k_vratio<<<vgrid(n), VT, 0, t->st>>>(y, p, n, eps, t->red);
+	rc_tk_vratio(y, p, n, eps, t->red, t->st);
 	rc = read_sum(t, sum2, "ratio", msg, msglen);
 out:
 	return rc;
@@ -826,7 +673,7 @@ extern "C" int rc_tgpu_vresidual(rc_tgpu *t, float *e, const float *p, const flo
 		return rc;
 	int64_t n = t->a.rows_pad * t->nc;
 	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
-	k_vresidual<<<vgrid(n), VT, 0, t->st>>>(e, p, w, n, t->nc, t->row_view, first, last, t->red);
+	rc_tk_vresidual(e, p, w, n, t->nc, t->row_view, first, last, t->red, t->st);
 	rc = read_sum(t, sum2, "residual", msg, msglen);
 out:
 	return rc;
@@ -836,7 +683,7 @@ extern "C" int rc_tgpu_vupdate(rc_tgpu *t, float *v, const float *u, const float
 			       int nonneg, char *msg, size_t msglen)
 {
 	int64_t n = rows * t->nc;
-	k_vupdate<<<vgrid(n), VT, 0, t->st>>>(v, u, c, n, lambda, nonneg);
+	rc_tk_vupdate(v, u, c, n, lambda, nonneg, t->st);
 	return launched("update", msg, msglen);
 }
 
@@ -844,7 +691,7 @@ extern "C" int rc_tgpu_vmul(rc_tgpu *t, float *v, const float *u, const float *c
 			    size_t msglen)
 {
 	int64_t n = rows * t->nc;
-	k_vmul<<<vgrid(n), VT, 0, t->st>>>(v, u, c, n);
+	rc_tk_vmul(v, u, c, n, t->st);
 	return launched("mul", msg, msglen);
 }
 
