@@ -1,6 +1,7 @@
 /* cuda-emu runtime: see include/cuda_runtime_api.h. */
 #include "cuda_runtime.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +18,9 @@ struct emu_array {
 	std::vector<float> data;
 };
 struct emu_stream { int unused; };
-struct emu_event { int unused; };
+/* launches run to completion when they are made, so a record's host time is
+ * when the stream reaches it */
+struct emu_event { double t; };
 
 namespace {
 struct tex { cudaArray_t a; bool linear; };
@@ -235,10 +238,19 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int) { return cu
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
-cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new emu_event{0}; return cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new emu_event{0.0}; return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t)
+{
+	e->t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+	return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+	*ms = (float)(1e3 * (b->t - a->t));
+	return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
 {

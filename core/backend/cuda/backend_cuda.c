@@ -43,7 +43,6 @@
 
 #ifdef RC_HAVE_CUDA
 #include "backend/cuda/engine_cuda_impl.h"
-#include "util/rc_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +54,9 @@ struct rc_vec {
 	rc_space space;
 };
 
+/* Projections timed between two waits; more fold the times early. */
+#define PENDING_MAX 64
+
 typedef struct cuda_bk {
 	rc_backend base;
 	cu_ctx c;
@@ -65,6 +67,15 @@ typedef struct cuda_bk {
 	void *scratch;  /* device: the double of a sum, then the max's bits */
 	double *dsum;
 	unsigned *dmax;
+	/* projections timed by a pair of events on the kernel stream each, read
+	 * at the next point where the run waits anyway (sync_ks) */
+	cudaEvent_t ev[PENDING_MAX][2];
+	int nev;        /* pairs created */
+	struct pending {
+		rc_task task;
+		int first, last;
+	} pend[PENDING_MAX];
+	int npend;      /* pairs recorded, not yet read */
 } cuda_bk;
 
 #define BK(b) ((cuda_bk *)(b))
@@ -112,11 +123,30 @@ static void vec_free(rc_backend *b, rc_vec *v)
 	free(v);
 }
 
-/* The kernel stream drained; ctx names the call for the error. */
+/* The pending projections' times into b->stats (their events are done:
+ * the kernel stream was drained, or the last one is waited for here). */
+static int fold_times(cuda_bk *k, rc_err *err)
+{
+	int rc = 0;
+	for (int i = 0; i < k->npend; i++) {
+		float ms = 0.0f;
+		CU_CHECK(cudaEventSynchronize(k->ev[i][1]), "cudaEventSynchronize(projection)");
+		CU_CHECK(cudaEventElapsedTime(&ms, k->ev[i][0], k->ev[i][1]), "cudaEventElapsedTime(projection)");
+		rc_bk_count(&k->base, k->pend[i].task, k->pend[i].first, k->pend[i].last, 1e-3 * ms);
+	}
+out:
+	k->npend = 0;
+	return rc;
+}
+
+/* The kernel stream drained; ctx names the call for the error.  Every wait
+ * of the backend goes through here, so the projection times are read here. */
 static int sync_ks(cuda_bk *k, const char *ctx, rc_err *err)
 {
 	cudaError_t ce = cudaStreamSynchronize(k->c.ks);
-	return ce == cudaSuccess ? 0 : cu_fail(err, ce, ctx);
+	if (ce != cudaSuccess)
+		return cu_fail(err, ce, ctx);
+	return fold_times(k, err);
 }
 
 /* The copies go on ks (a non-blocking stream: cudaMemcpy on the legacy
@@ -159,14 +189,32 @@ static void clamp_views(const cuda_bk *k, int *first, int *last)
 		*first = *last;
 }
 
-/* The projection just queued is waited for, so that its time is its own
- * (b->stats, backend.h): the queue is in order, and the next scalar read
- * back would wait for it anyway. */
-static int count(cuda_bk *k, rc_task task, int first, int last, double t0, rc_err *err)
+/* A projection's time (b->stats, backend.h) without waiting for it: an
+ * event before and one after it on the kernel stream, read by sync_ks. */
+static int timer_start(cuda_bk *k, rc_err *err)
 {
-	int rc = sync_ks(k, "cudaStreamSynchronize(projection)", err);
-	if (!rc)
-		rc_bk_count(&k->base, task, first, last, rc_now_s() - t0);
+	int rc = 0;
+	if (k->npend == PENDING_MAX && (rc = sync_ks(k, "cudaStreamSynchronize(projection times)", err)))
+		return rc;
+	if (k->npend == k->nev) {
+		CU_CHECK(cudaEventCreate(&k->ev[k->nev][0]), "cudaEventCreate(projection time)");
+		if (cudaEventCreate(&k->ev[k->nev][1]) != cudaSuccess) {
+			cu_release(cudaEventDestroy(k->ev[k->nev][0]));
+			return rc_fail(err, RC_EDEVICE, "", "cudaEventCreate(projection time) failed");
+		}
+		k->nev++;
+	}
+	CU_CHECK(cudaEventRecord(k->ev[k->npend][0], k->c.ks), "cudaEventRecord(projection start)");
+out:
+	return rc;
+}
+
+static int timer_stop(cuda_bk *k, rc_task task, int first, int last, rc_err *err)
+{
+	int rc = 0;
+	CU_CHECK(cudaEventRecord(k->ev[k->npend][1], k->c.ks), "cudaEventRecord(projection end)");
+	k->pend[k->npend++] = (struct pending){ .task = task, .first = first, .last = last };
+out:
 	return rc;
 }
 
@@ -184,15 +232,14 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 		return 0;
 	if (kind == RC_FP_ROTATE && !c->drot && (rc = cu_ctx_add_rot(c, err)))
 		return rc;
-	const double t0 = rc_now_s();
-	if ((rc = cu_upload_slab(c, vol->d, 0, c->nz, err)))
+	if ((rc = timer_start(k, err)) || (rc = cu_upload_slab(c, vol->d, 0, c->nz, err)))
 		return rc;
 	float *out = proj->d + (size_t)first * k->view;
 	if (kind == RC_FP_ROTATE)
 		rc = cu_fp_rotate(c, out, first, last, k->exact_bp, err);
 	else
 		rc = cu_fp_ray(c, 0, c->nz, out, first, last, 0, k->exact_fp, err);
-	return rc ? rc : count(k, RC_TASK_FORWARD, first, last, t0, err);
+	return rc ? rc : timer_stop(k, RC_TASK_FORWARD, first, last, err);
 }
 
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
@@ -205,7 +252,8 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	clamp_views(k, &first, &last);
-	const double t0 = rc_now_s();
+	if ((rc = timer_start(k, err)))
+		return rc;
 	if (kind == RC_BP_VOXEL) {
 		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
 	} else {
@@ -214,7 +262,7 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 			rc = cu_bp_matched(c, proj->d + (size_t)first * k->view, vol->d, 0, c->nz, first, last, err);
 	}
 	if (!rc)
-		rc = count(k, RC_TASK_BACK, first, last, t0, err);
+		rc = timer_stop(k, RC_TASK_BACK, first, last, err);
 out:
 	return rc;
 }
@@ -398,6 +446,10 @@ static void bk_free(rc_backend *b)
 	if (!k)
 		return;
 	cu_release(cudaSetDevice(k->c.ordinal));
+	for (int i = 0; i < k->nev; i++) {
+		cu_release(cudaEventDestroy(k->ev[i][0]));
+		cu_release(cudaEventDestroy(k->ev[i][1]));
+	}
 	cu_release(cudaFree(k->scratch));
 	cu_ctx_release(&k->c);
 	free(k);

@@ -112,8 +112,10 @@ void rc_cuda_host_free(void *p);
  * the caller will allocate (rc_algo_vectors), set aside before the
  * projector's textures are planned; RC_ETOOBIG, nothing allocated, when the
  * volume would not fit in one slab.  A vector that cannot be allocated
- * later is RC_ETOOBIG too.  Every projection is waited for and counted in
- * b->stats (backend.h).  Without CUDA: RC_EUNSUPPORTED. */
+ * later is RC_ETOOBIG too.  Every projection is timed by a pair of events
+ * on the kernel stream and counted in b->stats (backend.h) at the next
+ * point where the backend waits anyway (a scalar read back, a download,
+ * finish): no wait of its own.  Without CUDA: RC_EUNSUPPORTED. */
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve,
 			rc_backend **ret, rc_err *err);
 

@@ -117,6 +117,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p);
 
 #ifdef __cplusplus
