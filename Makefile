@@ -104,6 +104,15 @@ check-layout:
 _bench: all
 	@bash scripts/run-bench.sh $(BUILD)
 
+# recond against RTK (cone) and ASTRA (fan) on the same projections (docs/peers.md): creates
+# $(BUILD)/peers-venv from PyPI on first use (itk-rtk, astra-toolbox, numpy), checks the geometry
+# mappings, then prints one table per case.  BENCH_PEERS_QUICK=1: small sizes, no RabbitCT.
+.PHONY: bench-peers _bench-peers
+bench-peers: deps
+	@$(MAKE) --no-print-directory -j$$(nproc) all && $(MAKE) --no-print-directory _bench-peers
+_bench-peers: all
+	@python3 scripts/bench-peers.py --build $(BUILD)
+
 # The daemon on 127.0.0.1:8080 with its store in ./var (docs/server.md).
 _run: all
 	@mkdir -p var && exec $(BUILD)/bin/recond --listen 127.0.0.1:8080 --store ./var

@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""make bench-peers: recond against RTK (cone) and ASTRA (fan) on the same projections.
+
+Creates build/peers-venv (numpy, itk-rtk, astra-toolbox from PyPI; reused when present) and runs
+itself in it.  First the geometry mapping checks (scripts/peers_map.py, as
+tests/integration/test_peers_mapping.py), then the cases, one markdown table each:
+
+- paper 000's case: 128^3 voxels of 0.5 mm from 210 views of 256x200 pixels of 1 mm, D = 1000 mm,
+  S = 1500 mm, full circle (bench/main_bench-algo.c): FDK, SART, SIRT, CGLS, MLEM at 5 and 20
+  iterations;
+- 2-D (ASTRA): 32 fan slices of 256^2 (0.5 mm) from 360 views of 256 bins of 1 mm, CGLS and SIRT;
+- RabbitCT-shaped FDK: 512^3 (0.5 mm) from 496 views of 1248x960 (0.308 mm), D = 750, S = 1200 mm
+  (bench/main_bench-cpu.c's shape); skipped with BENCH_PEERS_QUICK=1.
+
+BENCH_PEERS_QUICK=1 shrinks the cases (bench-algo's quick sizes) and skips RabbitCT.
+
+Data: recond's modified Shepp-Logan (core/geometry/phantom.c's table, 0.94 of the field of view)
+with exact line integrals from docs/api.md's formulas (peers_map.project_cone/project_fan); the
+same float32 stack goes to both tools.  Truth: the same phantom voxelised (2^3 sub-samples; 2^2 in
+a fan slice's plane).  Error: relative L2, ‖x − x0‖ / ‖x0‖, inside bench-algo's central cylinder
+(radius 0.45·fov, half height 0.35·fov; a fan case: the radius in every slice).
+
+What is timed: recond, from `POST /v1/jobs/{id}/start` until GET /v1/jobs/{id} reads `succeeded`
+(polled every 20 ms: queueing, the worker's start, reading the spool, the reconstruction, writing
+the volume; the table's "(recon s)" is the job's own timings.recon_s, the algorithm alone); the
+upload and the download are not timed.  RTK: the filter's Update() (images built
+from numpy beforehand).  ASTRA: astra.algorithm.run() summed over the slices (data objects made
+beforehand).  All on every core: recond's worker default, ITK's default thread count, ASTRA's CPU
+algorithms are single-threaded.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def ensure_venv(build):
+    venv = os.path.join(build, "peers-venv")
+    py = os.path.join(venv, "bin", "python")
+    if os.path.realpath(sys.prefix) == os.path.realpath(venv):
+        return
+    probe = "import numpy, itk, astra; from itk import RTK"
+    if not (os.access(py, os.X_OK) and subprocess.run([py, "-c", probe], capture_output=True).returncode == 0):
+        print("bench-peers: creating %s (numpy, itk-rtk, astra-toolbox from PyPI)" % venv, flush=True)
+        subprocess.check_call([sys.executable, "-m", "venv", venv])
+        subprocess.check_call([py, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+        subprocess.check_call([py, "-m", "pip", "install", "-q", "numpy", "itk-rtk", "astra-toolbox"])
+    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    return ln.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+# --- recond through its HTTP API ---------------------------------------------------------------
+
+class Recond:
+    def __init__(self, build):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        os.environ.setdefault("RECOND_BUILD", build)
+        import recond_harness as h
+        self.h = h
+        self.store = tempfile.mkdtemp(prefix="recond-peers-")
+        self.daemon = h.Daemon(store=self.store).start()
+        self.api = h.Api(self.daemon.url, validate=False)
+        print("recond %s (store %s)" % (self.daemon.url, self.store), flush=True)
+
+    def run(self, spec, proj):
+        """Creates the job, uploads proj (float32 in recond's layout), starts it, waits; returns
+        (volume [z][y][x] float32, seconds from start to succeeded, the job)."""
+        import numpy as np
+        j = self.api.create(spec)
+        st, _, body, _ = self.api.request("PUT", "/v1/jobs/%s/projections" % j["id"],
+                                          body=memoryview(np.ascontiguousarray(proj, np.float32)).cast("B"),
+                                          headers={"Content-Type": "application/octet-stream"}, timeout=3600)
+        if st != 200:
+            raise RuntimeError("upload answered %d: %s" % (st, body[:300]))
+        t0 = time.monotonic()
+        st, _, body, _ = self.api.post_json("/v1/jobs/%s/start" % j["id"], b"")
+        if st not in (200, 202):
+            raise RuntimeError("start answered %d: %s" % (st, body[:300]))
+        job = self.api.wait_state(j["id"], ("succeeded", "failed", "cancelled"), timeout=7200, poll=0.02)
+        dt = time.monotonic() - t0
+        if job["state"] != "succeeded":
+            raise RuntimeError("job %s: %s %s" % (j["id"], job["state"], job.get("error")))
+        st, _, data, _ = self.api.get("/v1/jobs/%s/volume?format=raw" % j["id"], timeout=3600)
+        if st != 200:
+            raise RuntimeError("download answered %d" % st)
+        v = spec["volume"]
+        vol = np.frombuffer(data, np.float32).reshape(v["nz"], v["ny"], v["nx"]).copy()
+        self.api.delete("/v1/jobs/%s" % j["id"])
+        return vol, dt, job
+
+    def stop(self):
+        self.daemon.stop()
+        import shutil
+        shutil.rmtree(self.store, ignore_errors=True)
+
+
+def recon_s(job):
+    """The worker's own reconstruction time (job.timings.recon_s): the part of recond's wall time
+    spent in the algorithm, without queueing, the worker's start and the spool I/O."""
+    t = (job.get("timings") or {}).get("recon_s")
+    return float("nan") if t is None else t
+
+
+def recond_spec(geom, vol, algo, label):
+    return {"label": label, "geometry": geom, "volume": vol, "algorithm": algo,
+            "execution": {"engine": "cpu", "precision": "fp32"}, "priority": 5}
+
+
+# --- RTK -----------------------------------------------------------------------------------------
+
+def rtk_run(pm, m, proj, vol, kind, iterations=1, per_subset=None, lam=1.0, x0=None):
+    """One RTK reconstruction of recond's stack proj; returns (volume [z][y][x], Update() seconds)."""
+    import itk
+    import numpy as np
+    from itk import RTK as rtk
+    T = itk.Image[itk.F, 3]
+    g = pm.rtk_objects(m)
+    p = pm.rtk_proj_image(m, proj)
+    init = np.full((vol["nz"], vol["ny"], vol["nx"]), 0.0 if x0 is None else x0, np.float32)
+    v0 = pm.rtk_vol_image(m, init)
+    nviews = proj.shape[0]
+    if kind == "fdk":
+        f = rtk.FDKConeBeamReconstructionFilter[T].New()
+        f.SetInput(0, v0)
+        f.SetInput(1, p)
+        f.SetGeometry(g)
+        f.GetRampFilter().SetTruncationCorrection(0.0)
+        f.GetRampFilter().SetHannCutFrequency(0.0)   # ram-lak, recond's default window
+    elif kind == "sart":
+        f = rtk.SARTConeBeamReconstructionFilter[T, T].New()
+        f.SetInput(0, v0)
+        f.SetInput(1, p)
+        f.SetGeometry(g)
+        f.SetNumberOfIterations(iterations)
+        f.SetLambda(lam)
+        f.SetNumberOfProjectionsPerSubset(per_subset or nviews)
+        f.SetForwardProjectionFilter(f.ForwardProjectionType_FP_JOSEPH)
+        f.SetBackProjectionFilter(f.BackProjectionType_BP_VOXELBASED)
+    elif kind == "cgls":
+        f = rtk.ConjugateGradientConeBeamReconstructionFilter[T].New()
+        f.SetInputVolume(v0)
+        f.SetInputProjectionStack(p)
+        f.SetInputWeights(pm.rtk_proj_image(m, np.ones_like(proj)))
+        f.SetGeometry(g)
+        f.SetNumberOfIterations(iterations)
+        f.SetDisableDisplacedDetectorFilter(True)
+        f.SetForwardProjectionFilter(f.ForwardProjectionType_FP_JOSEPH)
+        f.SetBackProjectionFilter(f.BackProjectionType_BP_JOSEPH)
+    elif kind == "mlem":
+        f = rtk.OSEMConeBeamReconstructionFilter[T, T].New()
+        f.SetInput(0, v0)
+        f.SetInput(1, p)
+        f.SetGeometry(g)
+        f.SetNumberOfIterations(iterations)
+        f.SetNumberOfProjectionsPerSubset(nviews)   # one subset: MLEM
+        f.SetForwardProjectionFilter(f.ForwardProjectionType_FP_JOSEPH)
+        f.SetBackProjectionFilter(f.BackProjectionType_BP_JOSEPH)
+    else:
+        raise ValueError(kind)
+    t0 = time.monotonic()
+    f.Update()
+    dt = time.monotonic() - t0
+    return m["from_rtk"](itk.array_from_image(f.GetOutput())), dt
+
+
+def mlem_start(pm, m, proj, vol):
+    """recond's MLEM start, x0 = Σ max(p, 0) / Σ A1 (A1 from RTK's Joseph projector: ray lengths)."""
+    import numpy as np
+    a1 = pm.rtk_forward(m, np.ones((vol["nz"], vol["ny"], vol["nx"]), np.float32), *proj.shape[0:1],
+                        proj.shape[2], proj.shape[1])
+    return float(np.clip(proj, 0, None).sum(dtype=np.float64) / a1.sum(dtype=np.float64))
+
+
+# --- ASTRA ---------------------------------------------------------------------------------------
+
+def astra_run(pm, m, sinos, vol, alg, iterations):
+    """ASTRA's CPU algorithm slice by slice (sinos [slice][view][u]); returns (volume, seconds of
+    astra.algorithm.run summed)."""
+    import astra
+    import numpy as np
+    vg, pg = pm.astra_geoms(m)
+    pid = astra.create_projector("line_fanflat", pg, vg)
+    out = np.empty((vol["nz"], vol["ny"], vol["nx"]), np.float32)
+    total = 0.0
+    try:
+        for iz in range(sinos.shape[0]):
+            sid = astra.data2d.create("-sino", pg, sinos[iz])
+            rid = astra.data2d.create("-vol", vg, 0.0)
+            cfg = astra.astra_dict(alg)
+            cfg["ProjectorId"] = pid
+            cfg["ProjectionDataId"] = sid
+            cfg["ReconstructionDataId"] = rid
+            aid = astra.algorithm.create(cfg)
+            t0 = time.monotonic()
+            astra.algorithm.run(aid, iterations)
+            total += time.monotonic() - t0
+            out[iz] = m["from_astra"](astra.data2d.get(rid))
+            astra.algorithm.delete(aid)
+            astra.data2d.delete([sid, rid])
+    finally:
+        astra.projector.delete(pid)
+    return out, total
+
+
+# --- the cases -----------------------------------------------------------------------------------
+
+def table(title, peer, rows):
+    print()
+    print("### " + title)
+    print()
+    print("| algorithm | iterations | recond s | (recon s) | %s s | recond / %s | recond error | %s error "
+          "| ‖recond − %s‖ / ‖%s‖ |" % (peer, peer, peer, peer, peer))
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.4f | %.4f | %.4f |" % r)
+    sys.stdout.flush()
+
+
+def cone_case(pm, rc, title, n, vx, nviews, nu, nv, du, D, S, algos, iters_list):
+    import numpy as np
+    vol = {"nx": n, "ny": n, "nz": n, "voxel_mm": [vx, vx, vx]}
+    geom = pm.cone_geometry(D, S, [360.0 * k / nviews for k in range(nviews)], nu, nv, du, du)
+    fov = n * vx
+    ells = pm.shepp_logan(0.94 * fov)
+    t0 = time.monotonic()
+    proj = pm.project_cone(ells, geom)
+    ref = pm.voxelise(ells, vol, sub=2)
+    mask = pm.cylinder_mask(vol, 0.45 * fov, 0.35 * fov)
+    print("\n%s: data made in %.1f s (%d views of %dx%d, %.0f MB)" % (title, time.monotonic() - t0, nviews, nu, nv,
+                                                                   proj.nbytes / 1e6), flush=True)
+    m = pm.rtk_mapping(geom, vol)
+    x0 = None
+    rows = []
+    for name, its in [(a, i) for a in algos for i in ([1] if a[0] == "fdk" else iters_list)]:
+        label, ralgo, rtk_kind, rtk_kw = name
+        algo = dict(ralgo)
+        if label != "fdk":
+            algo["iterations"] = its
+        rv, rt, job = rc.run(recond_spec(geom, vol, algo, "peers-%s-%d" % (label, its)), proj)
+        kw = dict(rtk_kw)
+        if rtk_kind == "mlem":
+            if x0 is None:
+                x0 = mlem_start(pm, m, proj, vol)
+            kw["x0"] = x0
+        pv, pt = rtk_run(pm, m, proj, vol, rtk_kind, iterations=its, **kw)
+        rows.append((label, its, rt, recon_s(job), pt, rt / pt, pm.rel_error(rv, ref, mask), pm.rel_error(pv, ref, mask),
+                     pm.rel_error(rv, pv, mask)))
+        print("  %-40s %3d  recond %.2f s  RTK %.2f s" % (label, its, rt, pt), flush=True)
+        del rv, pv
+    table(title, "RTK", rows)
+    del proj
+    return np
+
+
+def fan_case(pm, rc, title, n, vx, slices, vz, nviews, nu, du, D, S, runs):
+    import numpy as np
+    vol = {"nx": n, "ny": n, "nz": slices, "voxel_mm": [vx, vx, vz]}
+    geom = pm.fan_geometry(D, S, [360.0 * k / nviews for k in range(nviews)], nu, du, slices)
+    fov = n * vx
+    ells = pm.shepp_logan(0.94 * fov)
+    t0 = time.monotonic()
+    sinos = pm.project_fan(ells, geom, vol)
+    ref = pm.voxelise(ells, vol, sub=2, planar=True)
+    mask = pm.cylinder_mask(vol, 0.45 * fov, 1e9)
+    print("\n%s: data made in %.1f s" % (title, time.monotonic() - t0), flush=True)
+    m = pm.astra_fan_mapping(geom, vol)
+    rows = []
+    for label, ralgo, alg, its in runs:
+        algo = dict(ralgo, iterations=its)
+        rv, rt, job = rc.run(recond_spec(geom, vol, algo, "peers-2d-%s-%d" % (label, its)), sinos)
+        av, at = astra_run(pm, m, sinos, vol, alg, its)
+        rows.append((label, its, rt, recon_s(job), at, rt / at, pm.rel_error(rv, ref, mask), pm.rel_error(av, ref, mask),
+                     pm.rel_error(rv, av, mask)))
+        print("  %-40s %3d  recond %.2f s  ASTRA %.2f s" % (label, its, rt, at), flush=True)
+    table(title, "ASTRA", rows)
+    return np
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,fan,rabbitct")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    ensure_venv(build)
+    sys.path.insert(0, HERE)
+    import peers_map as pm
+    quick = os.environ.get("BENCH_PEERS_QUICK", "0") not in ("", "0")
+    only = set(filter(None, a.only.split(",")))
+    want = (lambda c: not only or c in only)
+
+    import itk
+    import astra
+    print("bench-peers on %s (%d cores)%s; RTK %s (itk %s), ASTRA %s"
+          % (cpu_model(), os.cpu_count(), ", BENCH_PEERS_QUICK" if quick else "",
+             _version("itk-rtk"), itk.Version.GetITKVersion(), astra.__version__), flush=True)
+
+    if want("mapping"):
+        print("\n## geometry mappings (tests/integration/test_peers_mapping.py)\n")
+        bad = 0
+        for name, ok, _detail in pm.check_phantom_module() + pm.check_rtk_mapping() + pm.check_astra_mapping():
+            print("%s - %s" % ("ok" if ok else "FAIL", name))
+            bad += not ok
+        if bad:
+            print("bench-peers: a geometry mapping check failed; no timings", file=sys.stderr)
+            return 1
+
+    rc = Recond(build)
+    try:
+        lam = 1.0
+        if want("paper000"):
+            nv_ = 30 if quick else 210
+            sub = 10
+            algos = [
+                ("fdk", {"name": "fdk"}, "fdk", {}),
+                ("sart, 10 subsets (RTK %d proj./subset)" % (nv_ // sub),
+                 {"name": "sart", "subsets": sub, "relaxation": lam}, "sart", {"per_subset": nv_ // sub, "lam": lam}),
+                ("sart, recond's default 1 subset (RTK all proj.)",
+                 {"name": "sart", "relaxation": lam}, "sart", {"per_subset": nv_, "lam": lam}),
+                ("sirt (RTK: SART, all proj./subset)", {"name": "sirt", "relaxation": lam}, "sart",
+                 {"per_subset": nv_, "lam": lam}),
+                ("cgls", {"name": "cgls"}, "cgls", {}),
+                ("mlem (RTK: OSEM, 1 subset)", {"name": "mlem"}, "mlem", {}),
+            ]
+            if quick:
+                cone_case(pm, rc, "paper 000's case, quick: 32^3 (2 mm) from 30 views of 64x50 (4 mm)",
+                          32, 2.0, 30, 64, 50, 4.0, 1000.0, 1500.0, algos, [5, 20])
+            else:
+                cone_case(pm, rc, "paper 000's case: 128^3 (0.5 mm) from 210 views of 256x200 (1 mm), D=1000 S=1500 mm",
+                          128, 0.5, 210, 256, 200, 1.0, 1000.0, 1500.0, algos, [5, 20])
+        if want("fan"):
+            runs = [("cgls", {"name": "cgls"}, "CGLS", 10), ("sirt", {"name": "sirt"}, "SIRT", 10)]
+            if quick:
+                fan_case(pm, rc, "2-D fan, quick: 4 slices of 64^2 (2 mm) from 90 views of 64 bins (4 mm)",
+                         64, 2.0, 4, 8.0, 90, 64, 4.0, 1000.0, 1500.0, runs)
+            else:
+                fan_case(pm, rc, "2-D fan: 32 slices of 256^2 (0.5 mm) from 360 views of 256 bins (1 mm)",
+                         256, 0.5, 32, 2.0, 360, 256, 1.0, 1000.0, 1500.0, runs)
+        if want("rabbitct") and not quick:
+            cone_case(pm, rc, "RabbitCT-shaped FDK: 512^3 (0.5 mm) from 496 views of 1248x960 (0.308 mm), D=750 S=1200 mm",
+                      512, 0.5, 496, 1248, 960, 0.308, 750.0, 1200.0, [("fdk", {"name": "fdk"}, "fdk", {})], [1])
+        elif want("rabbitct"):
+            print("\n(RabbitCT-shaped FDK skipped: BENCH_PEERS_QUICK)")
+    finally:
+        rc.stop()
+    print("\nerror: relative L2 against the voxelised phantom inside the central cylinder "
+          "(r = 0.45 fov, |z| <= 0.35 fov; 2-D: r only); difference: the same norm of recond − peer over "
+          "the peer's volume.  recond s: start to succeeded over HTTP; RTK s: Update(); ASTRA s: "
+          "algorithm.run summed over slices.  One run each.")
+    return 0
+
+
+def _version(dist):
+    try:
+        from importlib.metadata import version
+        return version(dist)
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
