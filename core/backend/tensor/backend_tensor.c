@@ -105,7 +105,10 @@ static int vec_new(rc_backend *b, rc_space s, rc_vec **ret, rc_err *err)
 		return 0;
 	}
 #endif
-	v->p = malloc(vec_len(t, v) * sizeof(float));
+	/* zeroed: the padding rows and columns must hold zeros from the start
+	 * (a fill over views never writes padding rows, and a full-range
+	 * product reads them, multiplied by the blocks' zero entries) */
+	v->p = calloc(vec_len(t, v), sizeof(float));
 	if (!v->p) {
 		free(v);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for a %s vector of %d slices",

@@ -477,8 +477,13 @@ extern "C" int rc_tgpu_vec_new(rc_tgpu *t, int64_t rows, float **ret, char *msg,
 	int rc = 0;
 	float *v = NULL;
 	CK(cudaMalloc((void **)&v, (size_t)(rows * t->nc) * sizeof(float)), "cudaMalloc vector");
+	/* zeroed, as on the CPU path: padding rows and columns stay zero */
+	CK(cudaMemsetAsync(v, 0, (size_t)(rows * t->nc) * sizeof(float), t->st), "cudaMemset vector");
 	*ret = v;
+	v = NULL;
 out:
+	if (v)
+		cudaFree(v);
 	return rc;
 }
 
