@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "durable.h"
 #include "http_internal.h"
 #include "log.h"
 
@@ -150,7 +151,7 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 	store_job_path(a->st, r->id, "projections.f32", path, sizeof path);
 	up->fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (up->fd < 0) {
-		ret = http_fail(c, r, RC_EIO, "", "cannot open the spool file: %s", strerror(errno));
+		ret = http_fail(c, r, durable_errno_code(errno), "", "cannot open the spool file: %s", strerror(errno));
 		goto out;
 	}
 	up->geo = row;
@@ -238,7 +239,7 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 	struct upload *up = r->up;
 	rc_err err;
 	if (up->io_errno)
-		return http_fail(c, r, up->io_errno == ENOSPC ? RC_ENOSPACE : RC_EIO, "",
+		return http_fail(c, r, durable_errno_code(up->io_errno), "",
 				 "writing the projections failed: %s; nothing was acknowledged, upload again",
 				 strerror(up->io_errno));
 	if (up->got != up->expected)
@@ -246,7 +247,7 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 				 (unsigned long long)up->got, (unsigned long long)up->expected);
 	if (fdatasync(up->fd)) {
 		int e = errno; /* ENOSPC here too: write-back may find the disk full */
-		return http_fail(c, r, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "fsync of the projections failed: %s",
+		return http_fail(c, r, durable_errno_code(e), "", "fsync of the projections failed: %s",
 				 strerror(e));
 	}
 	job_state ns;

@@ -299,26 +299,34 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 	int rc, fd;
 	store_job_path(st, id, NULL, dir, sizeof dir);
 	if (mkdir(dir, 0750))
-		return rc_fail(err, RC_EIO, "", "cannot create %s: %s", dir, strerror(errno));
+		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", dir, strerror(errno));
 	if ((rc = durable_write_file(dir, "spec.json", spec_json, spec_len, err)))
 		goto out_rm;
 	snprintf(path, sizeof path, "%s/projections.f32", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0) {
-		rc = rc_fail(err, RC_EIO, "", "cannot create %s: %s", path, strerror(errno));
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", path, strerror(errno));
 		goto out_rm;
 	}
 	if (prealloc(fd, spec->proj_bytes)) {
 		int e = errno;
 		close(fd);
-		rc = rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "",
+		rc = rc_fail(err, durable_errno_code(e), "",
 			     "cannot reserve %llu bytes for the projections: %s",
 			     (unsigned long long)spec->proj_bytes, strerror(e));
 		goto out_rm;
 	}
-	if (fsync(fd) || close(fd) || durable_fsync_dir(dir)) {
-		rc = rc_fail(err, RC_EIO, "", "cannot fsync %s: %s", path, strerror(errno));
-		goto out_rm;
+	{
+		/* close even when fsync failed; the first failure is reported */
+		int bad = fsync(fd), e = errno;
+		if (close(fd) && !bad)
+			bad = 1, e = errno;
+		if (!bad && durable_fsync_dir(dir))
+			bad = 1, e = errno;
+		if (bad) {
+			rc = rc_fail(err, durable_errno_code(e), "", "cannot fsync %s: %s", path, strerror(e));
+			goto out_rm;
+		}
 	}
 	snprintf(path, sizeof path, "%s/jobs", st->dir);
 	durable_fsync_dir(path);

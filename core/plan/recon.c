@@ -54,13 +54,16 @@ void rc_recon_spec_default(rc_recon_spec *s)
 }
 
 /* Whether engine e runs algorithm a on a geometry of type g, from the spec
- * alone: fan and parallel run on the tensor backend (execution.engine auto,
- * cpu or tensor) and fdk does not run on them; the tensor engine runs fan
- * and parallel only.  Every message of rc_recon_check lists the choices this
- * accepts. */
+ * and the build alone: fan and parallel run on the tensor backend
+ * (execution.engine auto, cpu or tensor) and fdk does not run on them; the
+ * tensor engine runs fan and parallel only; cuda needs a build with CUDA
+ * (whether the host has a GPU is found when the job runs).  Every message
+ * of rc_recon_check lists the choices this accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 {
 	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;
+	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
+		return 0;
 	if (is2d)
 		return a != RC_ALGO_FDK && (e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR);
 	return e != RC_ENGINE_TENSOR;

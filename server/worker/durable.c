@@ -7,6 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+int durable_errno_code(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? RC_ENOSPACE : RC_EIO;
+}
+
 int durable_fsync_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -24,7 +29,7 @@ int durable_write_file(const char *dir, const char *name, const void *buf, size_
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
-		return rc_fail(err, RC_EIO, "", "cannot create %s: %s", tmp, strerror(errno));
+		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 	const char *p = buf;
 	size_t left = len;
 	while (left) {
@@ -35,18 +40,26 @@ int durable_write_file(const char *dir, const char *name, const void *buf, size_
 			int e = errno;
 			close(fd);
 			unlink(tmp);
-			return rc_fail(err, e == ENOSPC ? RC_ENOSPACE : RC_EIO, "", "cannot write %s: %s", tmp, strerror(e));
+			return rc_fail(err, durable_errno_code(e), "", "cannot write %s: %s", tmp, strerror(e));
 		}
 		p += w;
 		left -= (size_t)w;
 	}
-	if (fsync(fd) || close(fd)) {
+	/* close even when fsync failed; the first failure is the one reported */
+	int bad = fsync(fd), e = errno;
+	if (close(fd) && !bad)
+		bad = 1, e = errno;
+	if (bad) {
 		unlink(tmp);
-		return rc_fail(err, RC_EIO, "", "cannot fsync %s: %s", tmp, strerror(errno));
+		return rc_fail(err, durable_errno_code(e), "", "cannot fsync %s: %s", tmp, strerror(e));
 	}
-	if (rename(tmp, path) || durable_fsync_dir(dir)) {
+	if (rename(tmp, path)) {
+		e = errno;
 		unlink(tmp);
-		return rc_fail(err, RC_EIO, "", "cannot rename %s into place: %s", path, strerror(errno));
+		return rc_fail(err, durable_errno_code(e), "", "cannot rename %s into place: %s", path, strerror(e));
 	}
+	if (durable_fsync_dir(dir))
+		return rc_fail(err, durable_errno_code(errno), "", "cannot fsync the directory of %s: %s", path,
+			       strerror(errno));
 	return 0;
 }

@@ -15,6 +15,11 @@
 
 #include "util/rc_error.h"
 
+/* The code of a failed file operation's errno: RC_ENOSPACE for a full disk
+ * or an exhausted quota (ENOSPC, EDQUOT: 507, the client may retry after
+ * space is freed), RC_EIO otherwise. */
+int durable_errno_code(int e);
+
 /* fsyncs the directory path (so that a create, rename or unlink in it is on
  * disk).  0, or -1 with errno set. */
 int durable_fsync_dir(const char *path);

@@ -18,8 +18,11 @@ device is decided when it runs).  The rules, as docs/api.md states them:
 """
 
 import json
+import os
 import re
+import subprocess
 
+import recond_harness
 from recond_harness import Daemon, Validation, check, require_binaries, run_main, store_files
 
 GEOMETRIES = ["cone", "fan", "parallel"]
@@ -27,7 +30,22 @@ ALGORITHMS = ["fdk", "sart", "sirt", "cgls", "mlem"]
 ENGINES = ["auto", "cpu", "opencl", "cuda", "tensor", "trigeneous"]
 
 
+def cuda_built():
+    """A build without nvcc refuses execution.engine cuda at creation."""
+    worker = os.path.join(recond_harness.BUILD, "bin", "recond-worker")
+    out = subprocess.run(["ldd", worker], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
+    return "libcudart" in out
+
+
+CUDA_BUILT = None
+
+
 def runs(geom, algo, engine):
+    global CUDA_BUILT
+    if CUDA_BUILT is None:
+        CUDA_BUILT = cuda_built()
+    if engine == "cuda" and not CUDA_BUILT:
+        return False
     flat = geom in ("fan", "parallel")
     if flat and algo == "fdk":
         return False
