@@ -272,8 +272,9 @@ static void auto_choose(const struct job *j, const rc_device *all, int nall, int
 	want[pick] = 1;
 }
 
-/* Opens the engines the mode asks for (a 2-D geometry: the cpu engine). */
-static int open_devices(struct job *j, const char *mode, rc_err *err)
+/* Opens the engines execution.engine asks for (a 2-D geometry: the cpu
+ * engine). */
+static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 {
 	rc_device all[RC_DEVICES_MAX];
 	int nall = 0;
@@ -281,18 +282,18 @@ static int open_devices(struct job *j, const char *mode, rc_err *err)
 	if (rc)
 		return rc;
 	int is2d = rc_geom_is_2d(j->g);
-	if (!strcmp(mode, "cpu") || is2d)
+	if (mode == RC_ENGINE_CPU || is2d)
 		return add_engine(j, &all[0], err);
-	if (!strcmp(mode, "opencl") || !strcmp(mode, "cuda")) {
-		rc_device_kind want = mode[0] == 'o' ? RC_DEVICE_OPENCL : RC_DEVICE_CUDA;
+	if (mode == RC_ENGINE_OPENCL || mode == RC_ENGINE_CUDA) {
+		rc_device_kind want = mode == RC_ENGINE_OPENCL ? RC_DEVICE_OPENCL : RC_DEVICE_CUDA;
 		int pick = -1;
 		for (int i = 0; i < nall; i++)
 			if (all[i].kind == want && (pick < 0 || (strcmp(all[pick].type, "gpu") && !strcmp(all[i].type, "gpu"))))
 				pick = i;
 		if (pick < 0)
 			return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-				       "execution.engine \"%s\": this host has no %s device", mode,
-				       want == RC_DEVICE_OPENCL ? "OpenCL" : "CUDA");
+				       "execution.engine \"%s\": this host has no %s device",
+				       rc_name_str(RC_NAMES_ENGINE, mode), want == RC_DEVICE_OPENCL ? "OpenCL" : "CUDA");
 		return add_engine(j, &all[pick], err);
 	}
 	/* trigeneous: everything that opens; auto: what the models chose, and
@@ -300,7 +301,7 @@ static int open_devices(struct job *j, const char *mode, rc_err *err)
 	int want[RC_DEVICES_MAX];
 	for (int i = 0; i < nall; i++)
 		want[i] = 1;
-	if (!strcmp(mode, "auto"))
+	if (mode == RC_ENGINE_AUTO)
 		auto_choose(j, all, nall, want);
 	rc_err first;
 	int first_rc = 0;
@@ -498,10 +499,10 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	memset(report, 0, sizeof *report);
 	double t0 = rc_now_s();
 
-	const char *mode = s->engine;
 	int known;
-	if (rc_name_parse(RC_NAMES_ENGINE, mode, &known))
-		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", mode);
+	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &known))
+		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
+	const rc_engine_choice mode = (rc_engine_choice)known;
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (rc)
 		goto out;
@@ -509,12 +510,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	/* the tensor backend (paper 001, helper "tensor"): asked for, or any
 	 * 2-D job on auto or cpu (the CPU engine's projectors are cone and
 	 * matrices only; cpu runs the tensor backend's CPU path) */
-	if (!strcmp(mode, "tensor") ||
-	    (rc_geom_is_2d(g) && (!strcmp(mode, "auto") || !strcmp(mode, "cpu")))) {
+	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
 		goto out;
 	}
-	if (!strcmp(mode, "cuda") && !rc_geom_is_2d(g)) {
+	if (mode == RC_ENGINE_CUDA && !rc_geom_is_2d(g)) {
 		rc = run_cuda_resident(s, g, proj, vol, hooks, report, err);
 		if (rc != RC_ETOOBIG)
 			goto out;
@@ -524,7 +524,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		snprintf(j.cache_dir, sizeof j.cache_dir, "%s/opencl-cache", s->model_dir);
 	if ((rc = open_devices(&j, mode, err)))
 		goto out;
-	if (!strcmp(mode, "opencl") && j.n == 1 && j.dev[0].kind == RC_DEVICE_OPENCL &&
+	if (mode == RC_ENGINE_OPENCL && j.n == 1 && j.dev[0].kind == RC_DEVICE_OPENCL &&
 	    rc_opencl_algo_supported(&s->algo, g)) {
 		rc = run_opencl_resident(&j, proj, vol, hooks, report, err);
 		if (rc != RC_ETOOBIG)
@@ -532,7 +532,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	}
 	/* trigeneous calibrates what has no model (also a lone device: its
 	 * report then has predictions); auto only reads what is stored */
-	int trig = !strcmp(mode, "trigeneous");
+	int trig = mode == RC_ENGINE_TRIGENEOUS;
 	if ((rc = load_models(&j, trig, err)))
 		goto out;
 	if ((rc = rc_exec_new(j.eng, j.n, &j.x, err)))

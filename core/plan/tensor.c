@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/names.h"
 #include "projectors/bsr.h"
 #include "projectors/dd_matrix.h"
 #include "backend/cpu/engine_cpu.h"
@@ -309,16 +310,14 @@ int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, f
 	rc_tensor_opts_default(&o);
 	o.cache_dir = s->cache_dir;
 	o.threads = s->threads;
-	if (!strcmp(s->precision, "fp32"))
-		o.mixed = 0;
-	else if (!strcmp(s->precision, "mixed") || !strcmp(s->precision, "fp16"))
-		o.mixed = 1;
-	else
-		return rc_fail(err, RC_EINVAL, "execution.precision",
-			       "execution.precision \"%s\" is not known to the tensor engine; use \"mixed\" (fp16 matrix) or \"fp32\"",
-			       s->precision);
+	int precision, engine;
+	if (rc_name_parse(RC_NAMES_PRECISION, s->precision, &precision))
+		return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", s->precision);
+	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &engine))
+		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
+	o.mixed = precision == RC_PRECISION_MIXED;
 	/* engine cpu: the tensor backend's CPU path, never a GPU */
-	if (!strcmp(s->engine, "cpu"))
+	if (engine == RC_ENGINE_CPU)
 		o.gpu = 0;
 	return rc_tensor_solve(&o, &s->algo, g, proj, vol, hooks, report, err);
 }
