@@ -391,11 +391,22 @@ static void fill_report(struct job *j, rc_recon_report *r)
 			snprintf(r->engine, sizeof r->engine, "%.15s", j->eng[i]->name);
 }
 
+/* One measured sample of a device's task, calls of views per call taking
+ * seconds in all, added to its model (devices.h) when the job keeps models:
+ * the mean call is the sample.  A failure to store only loses this
+ * refinement. */
+static void add_sample(const rc_recon_spec *s, const char *device_id, const char *shape, rc_task t, double views,
+		       double calls, double seconds)
+{
+	if (!s->model_dir || !s->model_dir[0] || calls < 1 || views < 1)
+		return;
+	double w = views / calls, sec = seconds / calls;
+	(void)rc_models_add(s->model_dir, device_id, shape, t, &w, &sec, 1, 0, NULL, NULL);
+}
+
 /* Measured seconds per call refit each device's model (devices.h). */
 static void refit(struct job *j)
 {
-	if (!j->s->model_dir || !j->s->model_dir[0])
-		return;
 	for (int i = 0; i < j->n; i++)
 		for (int t = 0; t < RC_TASK_COUNT; t++) {
 			long nv = rc_exec_total_views(j->x, (rc_task)t, i);
@@ -405,10 +416,7 @@ static void refit(struct job *j)
 			if (nv <= 0 || v[i] <= 0 || !rc_exec_alive(j->x, i))
 				continue;
 			long calls = (nv + v[i] - 1) / v[i];
-			double w = (double)nv / (double)calls, s = sec / (double)calls;
-			/* a failure to store only loses this refinement */
-			(void)rc_models_add(j->s->model_dir, j->dev[i].device_id, j->shape, (rc_task)t, &w, &s, 1, 0,
-					    NULL, NULL);
+			add_sample(j->s, j->dev[i].device_id, j->shape, (rc_task)t, (double)nv, (double)calls, sec);
 		}
 }
 
@@ -427,11 +435,7 @@ static void report_single(const rc_recon_spec *s, const rc_backend *b, const cha
 		report->dev[0].views[t] = rc_geom_nviews(b->geom);
 		report->dev[0].predicted_ms[t] = -1;
 		report->dev[0].measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
-		if (!s->model_dir || !s->model_dir[0] || st->calls[t] < 1 || st->views[t] < 1)
-			continue;
-		double w = (double)st->views[t] / (double)st->calls[t], sec = st->seconds[t] / (double)st->calls[t];
-		/* a failure to store only loses this refinement */
-		(void)rc_models_add(s->model_dir, device_id, shape, (rc_task)t, &w, &sec, 1, 0, NULL, NULL);
+		add_sample(s, device_id, shape, (rc_task)t, (double)st->views[t], (double)st->calls[t], st->seconds[t]);
 	}
 }
 

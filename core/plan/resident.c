@@ -46,13 +46,6 @@ static uint64_t vector_bytes(const rc_algo_params *p, const rc_geom *g)
 	       sizeof(float);
 }
 
-uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g)
-{
-	if (!rc_cuda_algo_supported(p, g))
-		return 0;
-	return rc_backend_cuda_ctx_bytes(g) + vector_bytes(p, g);
-}
-
 int rc_cuda_resident_open(const rc_algo_params *p, const rc_geom *g, const rc_cuda_options *o, rc_backend **ret,
 			  rc_err *err)
 {

@@ -35,9 +35,6 @@ int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj,
 /* 1 when the resident CUDA run takes p on g: every algorithm on cone and
  * matrices geometries in a build with CUDA. */
 int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g);
-/* Device bytes of a resident CUDA run (0 if unsupported): the vectors
- * rc_algo_vectors counts plus the projector's textures. */
-uint64_t rc_cuda_algo_bytes(const rc_algo_params *p, const rc_geom *g);
 /* The backend of a resident CUDA run of p: AUTO interpolation resolved for
  * the algorithm (SART's forward HW; the matched pair of SIRT, CGLS and MLEM
  * EXACT, engine_cuda.h), the vectors set aside (rc_backend_cuda_new).  For

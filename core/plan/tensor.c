@@ -299,7 +299,6 @@ out:
 	rc_csr_free(mt);
 	rc_csr_free(m);
 	(void)hit;
-	(void)rows_pad;
 	return rc;
 }
 

@@ -445,9 +445,11 @@ static void on_progress(void *ud, const rc_progress *p)
 
 enum { ON_CPU, ON_OCL_HOST, ON_OCL_RESIDENT };
 
-/* FDK of this case (60 views of a 32^3 Shepp-Logan) reaches 0.6 or so: a
- * bound that only says it reconstructed (zeros give 1) */
-#define FDK_BOUND 0.9
+/* FDK of this case reaches 0.256 (32^3 from 60 views) and 0.306 under ASan
+ * (24^3 from 30 views), on the CPU engine and resident alike; zeros give 1,
+ * a wrong scale or a missing filter well over these. */
+#define FDK_BOUND 0.30
+#define FDK_BOUND_ASAN 0.36
 
 /* one run; returns its rc, *sec its wall time */
 static int run_on(int where, const rc_algo_params *p, float *vol, trace *t, int cancel_at, double *sec)
@@ -518,7 +520,7 @@ static void test_sart_subsets(void **s) { (void)s; compare(RC_ALGO_SART, 3, NVIE
 static void test_sirt(void **s) { (void)s; compare(RC_ALGO_SIRT, ITERS, 1, 0, 0.43, 0.54); }
 static void test_cgls(void **s) { (void)s; compare(RC_ALGO_CGLS, ITERS < 5 ? ITERS : 5, 1, 1, 0.31, 0.33); }
 static void test_mlem(void **s) { (void)s; compare(RC_ALGO_MLEM, ITERS, 1, 0, 0.28, 0.42); }
-static void test_fdk(void **s) { (void)s; compare(RC_ALGO_FDK, 1, 1, 1, FDK_BOUND, FDK_BOUND); }
+static void test_fdk(void **s) { (void)s; compare(RC_ALGO_FDK, 1, 1, 1, FDK_BOUND, FDK_BOUND_ASAN); }
 
 /* nonnegativity is applied on the device as on the host */
 static void test_sart_nonnegative(void **s)

@@ -11,9 +11,8 @@
  *
  * One batch: an engine behind the exec may couple the slices of a 2-D
  * stack (test_algos' explicit matrix does), so CGLS keeps one step length.
- * The per-batch loops stay general (batch b of n elements is
- * [b n / B, (b + 1) n / B)) for a backend built on this one.  Projection
- * times are exec.h's (per engine); the stats count them as a whole.
+ * Projection times are exec.h's (per engine); the stats count them as a
+ * whole.
  */
 #include "backend/backend.h"
 
@@ -139,44 +138,28 @@ static int copy(rc_backend *b, rc_vec *y, const rc_vec *x, rc_err *err)
 	return upload(b, y, x->p, err);
 }
 
-/* Batch k of a vector of n elements: [k n / B, (k + 1) n / B). */
-static void batch(const rc_backend *b, size_t n, int k, size_t *start, size_t *len)
-{
-	size_t B = (size_t)b->nbatch;
-	*start = (size_t)k * n / B;
-	*len = (size_t)(k + 1) * n / B - *start;
-}
-
+/* One batch (see the top): a[0], ret[0]. */
 static int axpy(rc_backend *b, rc_vec *y, const float *a, const rc_vec *x, rc_err *err)
 {
+	(void)b;
 	(void)err;
-	for (int k = 0; k < b->nbatch; k++) {
-		size_t o, n;
-		batch(b, y->n, k, &o, &n);
-		rc_vaxpy(y->p + o, a[k], x->p + o, n);
-	}
+	rc_vaxpy(y->p, a[0], x->p, y->n);
 	return 0;
 }
 
 static int xpay(rc_backend *b, rc_vec *y, const rc_vec *x, const float *a, rc_err *err)
 {
+	(void)b;
 	(void)err;
-	for (int k = 0; k < b->nbatch; k++) {
-		size_t o, n;
-		batch(b, y->n, k, &o, &n);
-		rc_vxpay(y->p + o, x->p + o, a[k], n);
-	}
+	rc_vxpay(y->p, x->p, a[0], y->n);
 	return 0;
 }
 
 static int dot(rc_backend *b, const rc_vec *x, const rc_vec *y, double *ret, rc_err *err)
 {
+	(void)b;
 	(void)err;
-	for (int k = 0; k < b->nbatch; k++) {
-		size_t o, n;
-		batch(b, x->n, k, &o, &n);
-		ret[k] = y ? rc_vdot(x->p + o, y->p + o, n) : rc_vsum(x->p + o, n);
-	}
+	ret[0] = y ? rc_vdot(x->p, y->p, x->n) : rc_vsum(x->p, x->n);
 	return 0;
 }
 

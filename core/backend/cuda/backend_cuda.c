@@ -178,17 +178,6 @@ out:
 
 /* ---- projections -------------------------------------------------------- */
 
-/* [first, last) within the views; last < 0: every view (backend.h). */
-static void clamp_views(const cuda_bk *k, int *first, int *last)
-{
-	if (*last < 0 || *last > k->nviews)
-		*last = k->nviews;
-	if (*first < 0)
-		*first = 0;
-	if (*first > *last)
-		*first = *last;
-}
-
 /* A projection's time (b->stats, backend.h) without waiting for it: an
  * event before and one after it on the kernel stream, read by sync_ks. */
 static int timer_start(cuda_bk *k, rc_err *err)
@@ -227,7 +216,7 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 	int rc;
 	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE)
 		return rc_fail(err, RC_EINVAL, "", "unknown forward projector %d", (int)kind);
-	clamp_views(k, &first, &last);
+	rc_bk_views(&k->base, &first, &last);
 	if (first == last)
 		return 0;
 	if (kind == RC_FP_ROTATE && !c->drot && (rc = cu_ctx_add_rot(c, err)))
@@ -251,7 +240,7 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	int rc = 0;
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
-	clamp_views(k, &first, &last);
+	rc_bk_views(&k->base, &first, &last);
 	if ((rc = timer_start(k, err)))
 		return rc;
 	if (kind == RC_BP_VOXEL) {
@@ -278,7 +267,7 @@ static void span(const cuda_bk *k, const rc_vec *v, int first, int last, size_t 
 		*n = v->n;
 		return;
 	}
-	clamp_views(k, &first, &last);
+	rc_bk_views(&k->base, &first, &last);
 	*off = (size_t)first * k->view;
 	*n = (size_t)(last - first) * k->view;
 }
@@ -477,7 +466,9 @@ static const rc_backend_ops cuda_ops = {
 	.free = bk_free,
 };
 
-uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g)
+/* Device bytes of the projector context besides the vectors: the volume's
+ * 3-D texture, two layered textures of RC_CUDA_MAX_BATCH views, the scalars. */
+static uint64_t ctx_bytes(const rc_geom *g)
 {
 	return (uint64_t)rc_volume_count(rc_geom_volume(g)) * sizeof(float) +
 	       2 * (uint64_t)RC_CUDA_MAX_BATCH * rc_geom_view_count(g) * sizeof(float) + 64;
@@ -512,7 +503,7 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 			       "the CUDA backend needs the whole volume on the GPU: %.1f MiB of vectors and "
 			       "%.1f MiB of textures, %.1f MiB are free; run the job through the CUDA engine, "
 			       "which works in slabs",
-			       (double)reserve / 1048576.0, (double)rc_backend_cuda_ctx_bytes(g) / 1048576.0,
+			       (double)reserve / 1048576.0, (double)ctx_bytes(g) / 1048576.0,
 			       (double)budget / 1048576.0);
 	cuda_bk *k = calloc(1, sizeof *k);
 	if (!k)
@@ -545,11 +536,6 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 
 #else /* !RC_HAVE_CUDA: engine_cuda.c answers the rc_cuda_* calls */
 
-uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g)
-{
-	(void)g;
-	return 0;
-}
 
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_backend **ret,
 			rc_err *err)

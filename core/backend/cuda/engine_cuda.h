@@ -119,9 +119,4 @@ void rc_cuda_host_free(void *p);
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve,
 			rc_backend **ret, rc_err *err);
 
-/* Device bytes of the backend's projector context (the volume's 3-D texture,
- * two layered textures of RC_CUDA_MAX_BATCH views, the scalars) besides
- * its vectors; 0 without CUDA. */
-uint64_t rc_backend_cuda_ctx_bytes(const rc_geom *g);
-
 #endif

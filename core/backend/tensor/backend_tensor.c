@@ -204,13 +204,10 @@ static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 
 /* ---- view ranges -------------------------------------------------------- */
 
-/* Clamps [first, last) to the views; 0 when it is empty. */
-static int clamp_views(const tbk *t, int *first, int *last)
+/* rc_bk_views (backend.h); 0 when the range holds no view. */
+static int views_of(tbk *t, int *first, int *last)
 {
-	if (*last < 0 || *last > t->nv)
-		*last = t->nv;
-	if (*first < 0)
-		*first = 0;
+	rc_bk_views(&t->base, first, last);
 	return *first < *last;
 }
 
@@ -293,7 +290,7 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 {
 	tbk *t = (tbk *)b;
 	(void)kind;
-	if (!clamp_views(t, &first, &last))
+	if (!views_of(t, &first, &last))
 		return 0;
 	int all = first == 0 && last == t->nv;
 	int rc = all ? 0 : scratch(t, err);
@@ -323,7 +320,7 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 {
 	tbk *t = (tbk *)b;
 	(void)kind; /* the DD pair is matched: voxel and matched are both A^T */
-	if (!clamp_views(t, &first, &last)) {
+	if (!views_of(t, &first, &last)) {
 		/* no view: the empty sum */
 #ifdef RC_HAVE_CUDA
 		if (on_gpu(t))
@@ -381,7 +378,7 @@ static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *
 	tbk *t = (tbk *)b;
 	(void)err;
 	int vol = y->space == RC_SPACE_VOLUME;
-	if (!vol && !clamp_views(t, &first, &last))
+	if (!vol && !views_of(t, &first, &last))
 		return 0;
 #ifdef RC_HAVE_CUDA
 	if (on_gpu(t))
@@ -526,7 +523,7 @@ static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, 
 	tbk *t = (tbk *)b;
 	(void)err;
 	*sum2 = 0.0;
-	if (!clamp_views(t, &first, &last))
+	if (!views_of(t, &first, &last))
 		return 0;
 #ifdef RC_HAVE_CUDA
 	if (on_gpu(t))
