@@ -1,6 +1,10 @@
 /* backend: the calls every backend shares (backend.h). */
 #include "backend/backend.h"
 
+#include <stdlib.h>
+
+#include "backend/tv_host.h"
+
 int rc_bk_vec_from(rc_backend *b, rc_space s, const float *host, rc_vec **ret, rc_err *err)
 {
 	/* a borrowed input is only read: backend.h's contract for vec_borrow */
@@ -49,4 +53,33 @@ void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double second
 	b->stats.seconds[task] += seconds;
 	b->stats.calls[task]++;
 	b->stats.views[task] += last > first ? last - first : 0;
+}
+
+rc_tv_shape rc_bk_tv_shape(const rc_backend *b)
+{
+	const rc_volume_desc *v = rc_geom_volume(b->geom);
+	return (rc_tv_shape){ .nx = v->nx, .ny = v->ny, .nz = v->nz, .planar = rc_geom_is_2d(b->geom) };
+}
+
+int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+{
+	if (b->ops->tv_apply)
+		return b->ops->tv_apply(b, w, d, out, eps, err);
+	/* a device backend without its own: the volumes make a round trip */
+	rc_tv_shape s = rc_bk_tv_shape(b);
+	size_t n = rc_volume_count(rc_geom_volume(b->geom));
+	float *hw = malloc(n * sizeof *hw), *hd = w == d ? hw : malloc(n * sizeof *hd);
+	float *ho = malloc(n * sizeof *ho);
+	int rc;
+	if (!hw || !hd || !ho)
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for host copies of the TV operator's volumes");
+	else if (!(rc = rc_bk_download(b, w, hw, err)) && (w == d || !(rc = rc_bk_download(b, d, hd, err)))) {
+		rc_tv_apply(&s, hw, hd, ho, eps, 0);
+		rc = rc_bk_upload(b, out, ho, err);
+	}
+	free(ho);
+	if (hd != hw)
+		free(hd);
+	free(hw);
+	return rc;
 }

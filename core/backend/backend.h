@@ -43,6 +43,7 @@
 #include <stddef.h>
 
 #include "backend/exec.h"
+#include "backend/tv_host.h"
 
 typedef struct rc_backend rc_backend;
 typedef struct rc_vec rc_vec;
@@ -86,9 +87,11 @@ typedef struct rc_backend_ops {
 	 * the whole vector): the inverse of a row or column sum, zero where the
 	 * sum is (nearly) zero. */
 	int (*inv_guarded)(rc_backend *b, rc_vec *y, double rel, rc_err *err);
-	/* Guarded ratio: y = y > eps ? max(p, 0) / y : 0, *sum2 = sum (p - y)^2
-	 * taken before (MLEM's p / A x with its residual). */
-	int (*ratio)(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err);
+	/* Guarded ratio over views first..last: y = y > eps ? max(p, 0) / y : 0,
+	 * *sum2 = sum (p - y)^2 taken before (MLEM's p / A x with its
+	 * residual, per ordered subset). */
+	int (*ratio)(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
+		     rc_err *err);
 	/* Weighted residual over views first..last: e = (p - e) * w (w NULL:
 	 * weight 1), *sum2 = sum (p - e)^2 before the weighting. */
 	int (*residual)(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first, int last,
@@ -98,6 +101,11 @@ typedef struct rc_backend_ops {
 		      rc_err *err);
 	/* v *= u * c */
 	int (*mul)(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, rc_err *err);
+	/* Optional (NULL: rc_bk_tv_apply runs tv_host.h on host copies):
+	 * out = D^T W(w) D d, the total-variation operator of tv_host.h (3-D
+	 * for a cone volume, 2-D per slice for a fan/parallel stack); w = d
+	 * gives grad TV(d).  Volume vectors; out is distinct from w and d. */
+	int (*tv_apply)(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err);
 
 	/* Waits for queued work (progress reports after it are true); NULL: every
 	 * call is synchronous. */
@@ -204,10 +212,10 @@ static inline int rc_bk_inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err
 	return b->ops->inv_guarded(b, y, rel, err);
 }
 
-static inline int rc_bk_ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2,
-			      rc_err *err)
+static inline int rc_bk_ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last,
+			      double *sum2, rc_err *err)
 {
-	return b->ops->ratio(b, y, p, eps, sum2, err);
+	return b->ops->ratio(b, y, p, eps, first, last, sum2, err);
 }
 
 static inline int rc_bk_residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first,
@@ -227,6 +235,15 @@ static inline int rc_bk_mul(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_
 	return b->ops->mul(b, v, u, c, err);
 }
 
+/* The backend's tv_apply, or tv_host.h's on host copies. */
+int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err);
+/* TV's smoothing eps relative to the data's mean density (algo_util.h):
+ * differences below about this are smoothed quadratically, which keeps
+ * the lagged-diffusivity operator of CGLS well conditioned (1e-3 needed
+ * 2.5x the iterations for the same error; docs/algorithms.md). */
+#define RC_TV_EPS_REL 2e-1
+/* The shape tv_host.h sees for b's volume. */
+rc_tv_shape rc_bk_tv_shape(const rc_backend *b);
 static inline int rc_bk_finish(rc_backend *b, rc_err *err)
 {
 	return b->ops->finish ? b->ops->finish(b, err) : 0;

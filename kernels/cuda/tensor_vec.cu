@@ -119,11 +119,12 @@ static __global__ void k_vinv(float *y, int64_t n, double rel, const unsigned *u
 	y[i] = y[i] > eps && y[i] > 0.0f ? 1.0f / y[i] : 0.0f;
 }
 
-static __global__ void k_vratio(float *e, const float *p, int64_t n, float eps, double *out)
+static __global__ void k_vratio(float *e, const float *p, int64_t n, int nc, const int *rv, int first, int last,
+				float eps, double *out)
 {
 	double s = 0;
 	VLOOP(i, n)
-	{
+	if (in_views(rv, i / nc, first, last)) {
 		float d = __fsub_rn(p[i], e[i]);
 		s += (double)d * d;
 		float pp = p[i] > 0.0f ? p[i] : 0.0f;
@@ -192,9 +193,10 @@ void rc_tk_vinv_guarded(float *y, int64_t n, double rel, unsigned *umax, cudaStr
 	k_vinv<<<vgrid(n), VT, 0, st>>>(y, n, rel, umax);
 }
 
-void rc_tk_vratio(float *e, const float *p, int64_t n, float eps, double *out, cudaStream_t st)
+void rc_tk_vratio(float *e, const float *p, int64_t n, int nc, const int *rv, int first, int last, float eps,
+		  double *out, cudaStream_t st)
 {
-	k_vratio<<<vgrid(n), VT, 0, st>>>(e, p, n, eps, out);
+	k_vratio<<<vgrid(n), VT, 0, st>>>(e, p, n, nc, rv, first, last, eps, out);
 }
 
 void rc_tk_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,

@@ -136,18 +136,19 @@ __kernel void ew_residual(__global float *restrict e, __global const float *rest
 	group_sum(s, scratch, partial);
 }
 
-/* e = e > eps ? max(p, 0) / e : 0; partial sums of (p - e)^2 taken before
- * (rc_vratio, MLEM's p / A x) */
-__kernel void ew_ratio(__global float *restrict e, __global const float *restrict p, float eps, ulong n,
-		       __local rc_acc *scratch, __global rc_acc *partial)
+/* over [off, off + n): e = e > eps ? max(p, 0) / e : 0; partial sums of
+ * (p - e)^2 taken before (rc_vratio, MLEM's p / A x) */
+__kernel void ew_ratio(__global float *restrict e, __global const float *restrict p, float eps, ulong off,
+		       ulong n, __local rc_acc *scratch, __global rc_acc *partial)
 {
 	rc_acc s = 0;
 	FOR_MY_SHARE(i, n) {
-		float x = e[i], pv = p[i];
+		ulong k = off + i;
+		float x = e[k], pv = p[k];
 		float d = pv - x;
 		s += (rc_acc)d * (rc_acc)d;
 		float pp = pv > 0.0f ? pv : 0.0f;
-		e[i] = x > eps ? pp / x : 0.0f;
+		e[k] = x > eps ? pp / x : 0.0f;
 	}
 	group_sum(s, scratch, partial);
 }

@@ -604,7 +604,7 @@ static void engine_run(const rc_algo_params *p, int cuda, float *vol)
 static void run_pair(rc_algo_name name, int iterations, int subsets)
 {
 	rc_algo_params p;
-	rc_algo_params_default(&p, name);
+	rc_algo_params_plain(&p, name);
 	p.iterations = iterations;
 	p.subsets = subsets;
 	if (name == RC_ALGO_SART)
@@ -681,7 +681,7 @@ static void test_fdk(void **state)
 {
 	(void)state;
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_FDK);
+	rc_algo_params_plain(&p, RC_ALGO_FDK);
 	float *a = malloc(NV * sizeof(float)), *b = malloc(NV * sizeof(float));
 	assert_non_null(a);
 	assert_non_null(b);
@@ -718,7 +718,7 @@ static void test_auto_interp(void **state)
 	assert_non_null(b);
 	for (int i = 0; i < 2; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, names[i]);
+		rc_algo_params_plain(&p, names[i]);
 		if (names[i] == RC_ALGO_SART) {
 			p.iterations = 8; /* run_pair's: below 0.6 at 40^3 too */
 			p.relaxation = 0.5;
@@ -899,7 +899,7 @@ static void test_backend_ops(void **state)
 	bpair_check(&bp, P, 0, "residual, plain");
 	bpair_sums(s, "residual sum, plain");
 	for (int k = 0; k < 2; k++)
-		assert_int_equal(rc_bk_ratio(bp.b[k], bp.v[k][Q], bp.v[k][P], 1e-6f, &s[k], &err), 0);
+		assert_int_equal(rc_bk_ratio(bp.b[k], bp.v[k][Q], bp.v[k][P], 1e-6f, RC_VIEWS_ALL, &s[k], &err), 0);
 	bpair_check(&bp, Q, 0, "ratio");
 	bpair_sums(s, "ratio sum");
 
@@ -945,7 +945,7 @@ static void test_cancel_and_too_big(void **state)
 {
 	(void)state;
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 5;
 	p.subsets = 3;
 	float *a = malloc(NV * sizeof(float)), *b = malloc(NV * sizeof(float));

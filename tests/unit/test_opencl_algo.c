@@ -341,7 +341,7 @@ static void test_ew_ratio_mul_sum(void **s)
 		rc_err err;
 		double gs2 = -1, gsum = -1;
 		assert_int_equal(rc_ocl_ew_sum(d.w, d.m[1], n, &gsum, &err), 0);
-		assert_int_equal(rc_ocl_ew_ratio(d.w, d.m[0], d.m[1], eps, n, &gs2, &err), 0);
+		assert_int_equal(rc_ocl_ew_ratio(d.w, d.m[0], d.m[1], eps, 0, n, &gs2, &err), 0);
 		get(&d, 0, got, n);
 		for (size_t i = 0; i < n; i++) {
 			float dd = p[i] - y[i]; /* in float, as the kernels and vec_host.c */
@@ -478,7 +478,7 @@ static int run_on(int where, const rc_algo_params *p, float *vol, trace *t, int 
 static void compare(rc_algo_name name, int iters, int subsets, int with_host, double bound, double bound_asan)
 {
 	rc_algo_params p;
-	rc_algo_params_default(&p, name);
+	rc_algo_params_plain(&p, name);
 	p.iterations = iters;
 	p.subsets = subsets;
 	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
@@ -527,7 +527,7 @@ static void test_sart_nonnegative(void **s)
 {
 	(void)s;
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 2;
 	p.subsets = 4;
 	p.relaxation = 1.5;
@@ -555,7 +555,7 @@ static void test_sart_subsets_uncached(void **s)
 {
 	(void)s;
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 1;
 	p.subsets = 5;
 	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
@@ -586,7 +586,7 @@ static void test_cancel(void **s)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		rc_algo_params p;
 		const int at = cases[i].at;
-		rc_algo_params_default(&p, (rc_algo_name)cases[i].n);
+		rc_algo_params_plain(&p, (rc_algo_name)cases[i].n);
 		p.subsets = cases[i].subsets;
 		p.iterations = at;
 		trace t;
@@ -629,7 +629,7 @@ static void test_images_variant(void **s)
 	assert_string_equal(rc_engine_opencl_variant(e), "gpu+images");
 	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 2;
 	p.subsets = 4;
 	float *a = malloc(F.c.nvox * sizeof(float)), *b = malloc(F.c.nvox * sizeof(float));
@@ -653,21 +653,21 @@ static void test_params(void **s)
 	float *v = malloc(F.c.nvox * sizeof(float));
 	rc_algo_params p;
 	rc_err err;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.relaxation = 2.0;
 	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.relaxation");
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.subsets = NVIEWS + 1;
 	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.subsets");
-	rc_algo_params_default(&p, RC_ALGO_CGLS);
+	rc_algo_params_plain(&p, RC_ALGO_CGLS);
 	p.iterations = 0;
 	assert_int_equal(rc_opencl_run_algo(F.ocl, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	assert_string_equal(err.field, "algorithm.iterations");
-	rc_algo_params_default(&p, RC_ALGO_MLEM);
+	rc_algo_params_plain(&p, RC_ALGO_MLEM);
 	assert_int_equal(rc_opencl_algo_supported(&p, F.c.g), 1);
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	assert_int_equal(rc_opencl_algo_supported(&p, F.c.g), 1);
 	assert_int_equal(rc_opencl_run_algo(F.cpu, &p, F.c.proj, v, NULL, &err), RC_EINVAL);
 	free(v);

@@ -171,11 +171,17 @@ static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
 	return 0;
 }
 
-static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err)
+static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
+		 rc_err *err)
 {
-	(void)b;
 	(void)err;
-	*sum2 = rc_vratio(y->p, p->p, eps, y->n);
+	rc_bk_views(b, &first, &last);
+	rc_seg s = rc_seg_views(b->geom, first, last);
+	*sum2 = 0.0;
+	for (int i = 0; i < s.n; i++) {
+		size_t o = s.start + (size_t)i * s.stride;
+		*sum2 += rc_vratio(y->p + o, p->p + o, eps, s.len);
+	}
 	return 0;
 }
 
@@ -210,6 +216,14 @@ static void host_free(rc_backend *b)
 	free(b);
 }
 
+static int tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+{
+	(void)err;
+	rc_tv_shape s = rc_bk_tv_shape(b);
+	rc_tv_apply(&s, w->p, d->p, out->p, eps, 0);
+	return 0;
+}
+
 static const rc_backend_ops host_ops = {
 	.vec_new = vec_new,
 	.vec_borrow = vec_borrow,
@@ -228,6 +242,7 @@ static const rc_backend_ops host_ops = {
 	.residual = residual,
 	.update = update,
 	.mul = mul,
+	.tv_apply = tv_apply,
 	.free = host_free,
 };
 

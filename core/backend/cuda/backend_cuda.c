@@ -368,14 +368,21 @@ out:
 	return rc;
 }
 
-static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err)
+static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
+		 rc_err *err)
 {
 	cuda_bk *k = BK(b);
 	BIND(k);
+	size_t o, n;
+	span(k, y, first, last, &o, &n);
+	if (!n) {
+		*sum2 = 0.0;
+		return 0;
+	}
 	int rc = zero_sum(k, err);
 	if (rc)
 		return rc;
-	LAUNCHED(rc_cuda_ratio(y->d, p->d, eps, y->n, k->dsum, k->c.ks), "ratio");
+	LAUNCHED(rc_cuda_ratio(y->d + o, p->d + o, eps, n, k->dsum, k->c.ks), "ratio");
 	rc = read_sum(k, sum2, err);
 out:
 	return rc;

@@ -168,9 +168,12 @@ static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
 	return rc_ocl_ew_inv_guarded(OB(b)->w, y->m, y->n, rel, err);
 }
 
-static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err)
+static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
+		 rc_err *err)
 {
-	return rc_ocl_ew_ratio(OB(b)->w, y->m, p->m, eps, y->n, sum2, err);
+	size_t off, n;
+	span(b, y, first, last, &off, &n);
+	return rc_ocl_ew_ratio(OB(b)->w, y->m, p->m, eps, off, n, sum2, err);
 }
 
 static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first, int last,

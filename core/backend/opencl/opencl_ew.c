@@ -309,17 +309,23 @@ int rc_ocl_ew_sum(rc_ocl_ew *w, cl_mem a, size_t n, double *ret, rc_err *err)
 	return rc;
 }
 
-int rc_ocl_ew_ratio(rc_ocl_ew *w, cl_mem y, cl_mem p, float eps, size_t n, double *sum2, rc_err *err)
+int rc_ocl_ew_ratio(rc_ocl_ew *w, cl_mem y, cl_mem p, float eps, size_t off, size_t n, double *sum2,
+		    rc_err *err)
 {
 	cl_kernel k = w->k[EW_RATIO];
-	cl_ulong nn = n;
+	cl_ulong oo = off, nn = n;
 	cl_int e = 0;
+	if (!n) {
+		*sum2 = 0.0;
+		return 0;
+	}
 	SETARG(k, 0, y);
 	SETARG(k, 1, p);
 	SETARG(k, 2, eps);
-	SETARG(k, 3, nn);
-	e |= clSetKernelArg(k, 4, w->local * w->acc, NULL);
-	SETARG(k, 5, w->partial);
+	SETARG(k, 3, oo);
+	SETARG(k, 4, nn);
+	e |= clSetKernelArg(k, 5, w->local * w->acc, NULL);
+	SETARG(k, 6, w->partial);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "clSetKernelArg (ew_ratio)");
 	size_t ng;

@@ -50,7 +50,8 @@ int rc_ocl_ew_residual(rc_ocl_ew *w, cl_mem e, cl_mem p, cl_mem wt, size_t off, 
 /* *ret = sum of a, in double */
 int rc_ocl_ew_sum(rc_ocl_ew *w, cl_mem a, size_t n, double *ret, rc_err *err);
 /* rc_vratio: y = y > eps ? max(p, 0) / y : 0; *sum2 = sum (p - y)^2 before */
-int rc_ocl_ew_ratio(rc_ocl_ew *w, cl_mem y, cl_mem p, float eps, size_t n, double *sum2, rc_err *err);
+int rc_ocl_ew_ratio(rc_ocl_ew *w, cl_mem y, cl_mem p, float eps, size_t off, size_t n, double *sum2,
+		    rc_err *err);
 /* rc_vmul2: v *= u * c */
 int rc_ocl_ew_mul2(rc_ocl_ew *w, cl_mem v, cl_mem u, cl_mem c, size_t n, rc_err *err);
 

@@ -492,15 +492,36 @@ static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
 	return 0;
 }
 
-static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, double *sum2, rc_err *err)
+struct ratio_ud {
+	float *y;
+	const float *p;
+	float eps;
+	double sum2;
+};
+
+static void run_ratio(const tbk *t, int64_t r0, int64_t r1, void *ud)
+{
+	struct ratio_ud *r = ud;
+	size_t o = (size_t)r0 * (size_t)t->nc;
+	r->sum2 += rc_vratio(r->y + o, r->p + o, r->eps, (size_t)(r1 - r0) * (size_t)t->nc);
+}
+
+static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
+		 rc_err *err)
 {
 	tbk *t = (tbk *)b;
 	(void)err;
+	*sum2 = 0.0;
+	if (!views_of(t, &first, &last))
+		return 0;
 #ifdef RC_HAVE_CUDA
 	if (on_gpu(t))
-		return gpu_rc(t, rc_tgpu_vratio(t->m.gpu, y->p, p->p, y->rows, eps, sum2, t->msg, sizeof t->msg), err);
+		return gpu_rc(t, rc_tgpu_vratio(t->m.gpu, y->p, p->p, first, last, eps, sum2, t->msg, sizeof t->msg),
+			      err);
 #endif
-	*sum2 = rc_vratio(y->p, p->p, eps, vec_len(t, y));
+	struct ratio_ud r = { y->p, p->p, eps, 0.0 };
+	for_runs(t, first, last, run_ratio, &r);
+	*sum2 = r.sum2;
 	return 0;
 }
 

@@ -658,13 +658,15 @@ out:
 	return rc;
 }
 
-extern "C" int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int64_t rows, float eps, double *sum2,
+extern "C" int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int first, int last, float eps, double *sum2,
 			      char *msg, size_t msglen)
 {
-	int rc = 0;
-	int64_t n = rows * t->nc;
+	int rc = need_views(t, first, msg, msglen);
+	if (rc)
+		return rc;
+	int64_t n = t->a.rows_pad * t->nc;
 	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
-	rc_tk_vratio(y, p, n, eps, t->red, t->st);
+	rc_tk_vratio(y, p, n, t->nc, t->row_view, first, last, eps, t->red, t->st);
 	rc = read_sum(t, sum2, "ratio", msg, msglen);
 out:
 	return rc;

@@ -118,7 +118,7 @@ int rc_tgpu_vdot(rc_tgpu *t, const float *x, const float *y, int64_t rows, int n
 /* y = y > rel max(y) && y > 0 ? 1 / y : 0 */
 int rc_tgpu_vinv_guarded(rc_tgpu *t, float *y, int64_t rows, double rel, char *msg, size_t msglen);
 /* y = y > eps ? max(p, 0) / y : 0, *sum2 = sum (p - y)^2 before */
-int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int64_t rows, float eps, double *sum2, char *msg,
+int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int first, int last, float eps, double *sum2, char *msg,
 		   size_t msglen);
 /* Projection vectors, rows of views first..last: e = (p - e) w (w NULL: 1),
  * *sum2 = sum (p - e)^2 before */

@@ -91,7 +91,9 @@ void rc_tk_colsum(const float *a, int64_t rows, int nc, double *out, cudaStream_
  * caller) receives the maximum's bits */
 void rc_tk_vinv_guarded(float *y, int64_t n, double rel, unsigned *umax, cudaStream_t st);
 /* e = e > eps ? max(p, 0) / e : 0, *out += sum (p - e)^2 before */
-void rc_tk_vratio(float *e, const float *p, int64_t n, float eps, double *out, cudaStream_t st);
+/* over the rows of views [first, last) (rv: each row's view, as vresidual) */
+void rc_tk_vratio(float *e, const float *p, int64_t n, int nc, const int *rv, int first, int last, float eps,
+		  double *out, cudaStream_t st);
 /* in views [first, last): e = (p - e) * w (w NULL: 1), *out += sum (p - e)^2 */
 void rc_tk_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
 		     int last, double *out, cudaStream_t st);
