@@ -105,7 +105,7 @@ int main(void)
 	};
 	for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, runs[i].name);
+		rc_algo_params_plain(&p, runs[i].name);
 		p.iterations = iters;
 		p.subsets = runs[i].subsets;
 		timing tm = { .n = 0 };

@@ -322,7 +322,7 @@ static void bench_sart(const hw *h, rc_cuda_interp interp)
 		goto out;
 	fill_proj(proj, np);
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = quick ? 3 : 11;
 	p.relaxation = 0.5;
 	rc_cuda_options o;

@@ -149,7 +149,7 @@ static int one_case(int n, int nviews, int nd)
 		{ RC_ALGO_SIRT, 1, "SIRT" }, { RC_ALGO_CGLS, 1, "CGLS" } };
 	for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, algs[i].a);
+		rc_algo_params_plain(&p, algs[i].a);
 		p.iterations = ITERS;
 		p.subsets = algs[i].subsets ? algs[i].subsets : nviews / 6;
 		double t[3];

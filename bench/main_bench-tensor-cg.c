@@ -75,7 +75,7 @@ int main(void)
 		o.mixed = mixed;
 		o.gpu = 0;
 		rc_algo_params p;
-		rc_algo_params_default(&p, RC_ALGO_CGLS);
+		rc_algo_params_plain(&p, RC_ALGO_CGLS);
 		p.iterations = ITERS;
 		timing tm;
 		memset(&tm, 0, sizeof tm);

@@ -91,6 +91,8 @@ json_t *app_job_json(app *a, const job_row *r)
 		json_object_set_new(prog, "fraction", json_real(live.of ? (double)live.iteration / live.of : 0.0));
 		json_object_set_new(prog, "eta_s", num_or_null(live.eta_s));
 		json_object_set_new(prog, "elapsed_s", json_real(live.elapsed_s));
+		if (live.stopped[0])
+			json_object_set_new(prog, "stopped", json_string(live.stopped));
 	} else {
 		json_t *rp = report ? json_object_get(report, "progress") : NULL;
 		int it = rp ? (int)json_integer_value(json_object_get(rp, "iteration")) : 0;
@@ -103,6 +105,9 @@ json_t *app_job_json(app *a, const job_row *r)
 		json_object_set_new(prog, "fraction", json_real(frac > 1 ? 1 : frac));
 		json_object_set_new(prog, "eta_s", r->state == JOB_SUCCEEDED ? json_real(0) : json_null());
 		json_object_set_new(prog, "elapsed_s", rp ? json_incref(json_object_get(rp, "elapsed_s")) : json_null());
+		json_t *st = rp ? json_object_get(rp, "stopped") : NULL;
+		if (json_is_string(st))
+			json_object_set_new(prog, "stopped", json_incref(st));
 	}
 	json_object_set_new(j, "progress", prog);
 

@@ -143,6 +143,10 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		p.residual = json_is_number(res) ? json_number_value(res) : NAN;
 		p.elapsed_s = json_number_value(json_object_get(j, "elapsed_s"));
 		p.eta_s = p.iteration > 0 && p.of >= p.iteration ? p.elapsed_s / p.iteration * (p.of - p.iteration) : NAN;
+		const char *stopped = json_string_value(json_object_get(j, "stopped"));
+		snprintf(p.stopped, sizeof p.stopped, "%s", stopped ? stopped : "");
+		if (stopped)
+			p.eta_s = 0.0;
 		metrics_iteration(r->a->met, p.elapsed_s - *last_elapsed);
 		*last_elapsed = p.elapsed_s;
 		pthread_mutex_lock(&r->lock);
@@ -154,6 +158,8 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 				       "fraction", p.of ? (double)p.iteration / p.of : 0.0,
 				       "eta_s", isfinite(p.eta_s) ? json_real(p.eta_s) : json_null());
 		json_object_set_new(ev, "elapsed_s", json_real(p.elapsed_s));
+		if (p.stopped[0])
+			json_object_set_new(ev, "stopped", json_string(p.stopped));
 		char *s = json_dumps(ev, JSON_COMPACT);
 		if (s)
 			hub_publish(r->a->hub, id, "progress", s);

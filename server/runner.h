@@ -26,6 +26,7 @@ typedef struct run_progress {
 	double residual;    /* NAN when unknown */
 	double elapsed_s;
 	double eta_s;       /* NAN when unknown */
+	char stopped[16];   /* the stop rule that ended the run here, or "" */
 } run_progress;
 
 int runner_new(struct app *a, runner **ret, rc_err *err);

@@ -10,8 +10,42 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 	p->name = name;
 	p->iterations = name == RC_ALGO_FDK ? 1 : 10;
 	p->relaxation = 1.0;
-	p->subsets = 1;
+	p->subsets = 0;
+	p->nonnegative = 1;
+	if (name == RC_ALGO_CGLS)
+		p->iterations = RC_CGLS_DEFAULT_ITERATIONS;
+	if (name != RC_ALGO_FDK) {
+		p->tv_weight = RC_TV_DEFAULT_WEIGHT;
+		p->tv_steps = RC_TV_DEFAULT_STEPS;
+		p->stop_discrepancy = RC_STOP_DEFAULT_TAU;
+	}
 	p->window = RC_WINDOW_RAM_LAK;
 	p->cutoff = 1.0;
 	p->scan = RC_SCAN_AUTO;
+}
+
+void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name)
+{
+	rc_algo_params_default(p, name);
+	p->iterations = name == RC_ALGO_FDK ? 1 : 10;
+	p->subsets = 1;
+	p->nonnegative = 0;
+	p->tv_weight = 0.0;
+	p->tv_steps = 0;
+	p->stop_discrepancy = 0.0;
+}
+
+int rc_algo_subsets(const rc_algo_params *p, int nviews)
+{
+	if (p->name != RC_ALGO_SART && p->name != RC_ALGO_MLEM)
+		return 1;
+	if (p->subsets)
+		return p->subsets;
+	return p->name == RC_ALGO_SART ? rc_sart_default_subsets(nviews) : 1;
+}
+
+int rc_sart_default_subsets(int nviews)
+{
+	int s = nviews / RC_SART_VIEWS_PER_SUBSET;
+	return s < 1 ? 1 : s;
 }

@@ -51,8 +51,20 @@ typedef struct rc_algo_params {
 	rc_algo_name name;
 	int iterations;          /* iterative algorithms; >= 1 */
 	double relaxation;       /* SART/SIRT lambda, (0, 2) */
-	int subsets;             /* SART ordered subsets; 1 = all views per iteration */
-	int nonnegative;         /* clamp the volume at 0 after each update */
+	int subsets;             /* SART ordered subsets; 1 = all views per iteration,
+	                            0 = rc_sart_default_subsets(nviews) */
+	int nonnegative;         /* clamp the volume at 0 after each update
+	                            (CGLS: restarts, see algo_cgls.c) */
+	double tv_weight;        /* TV phase after each iteration (ASD-POCS): TV
+	                            descent moves the iterate by tv_weight times
+	                            the length of the iteration's data step;
+	                            0 = none */
+	int tv_steps;            /* descent steps of the TV phase */
+	double stop_tolerance;   /* stop once ||p - A x|| <= this * ||p||; 0 = off */
+	double stop_discrepancy; /* tau: stop once ||p - A x|| <= tau * noise,
+	                            noise^2 = sum of the rays' variances; 0 = off */
+	double noise_sigma;      /* per-ray noise standard deviation of p; 0 =
+	                            estimated from p (noise.h) */
 	rc_filter_window window; /* FDK */
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
@@ -62,8 +74,32 @@ typedef struct rc_algo_params {
 	                              force the recomputing path with it) */
 } rc_algo_params;
 
-/* Fills defaults: 10 iterations, lambda 1 (SART) , 1 subset, ram-lak, cutoff 1. */
+/* Fills defaults (docs/algorithms.md says why each): 10 iterations (CGLS
+ * with TV: RC_CGLS_DEFAULT_ITERATIONS);
+ * SART/SIRT lambda 1;
+ * SART's subsets 0 (the default count); non-negativity on; the TV phase
+ * with RC_TV_DEFAULT_WEIGHT and RC_TV_DEFAULT_STEPS; the discrepancy stop
+ * at tau = RC_STOP_DEFAULT_TAU with the noise estimated; FDK ram-lak,
+ * cutoff 1. */
 void rc_algo_params_default(rc_algo_params *p, rc_algo_name name);
+
+/* The textbook method without what the defaults add: one subset, no
+ * clamp, no TV, no stopping rule (tests and comparisons with peers). */
+void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
+
+#define RC_TV_DEFAULT_WEIGHT 0.02
+#define RC_TV_DEFAULT_STEPS 10
+#define RC_TV_MAX_WEIGHT 10.0
+#define RC_CGLS_DEFAULT_ITERATIONS 20
+#define RC_STOP_DEFAULT_TAU 1.0
+/* SART's default subset count for n views: about RC_SART_VIEWS_PER_SUBSET
+ * views each (1 subset below twice that). */
+#define RC_SART_VIEWS_PER_SUBSET 10
+int rc_sart_default_subsets(int nviews);
+/* The ordered subsets a run of p over nviews views uses: SART's and
+ * MLEM's (OS-EM) given count, else SART's default and MLEM's 1; 1 for
+ * the others. */
+int rc_algo_subsets(const rc_algo_params *p, int nviews);
 
 /* Parses "sart" etc.; returns 0 or RC_EINVAL. */
 int rc_algo_name_parse(const char *s, rc_algo_name *ret);
@@ -75,6 +111,9 @@ typedef struct rc_progress {
 	int of;             /* total iterations */
 	double residual;    /* ||A x - b|| (CGLS: ||A^T r|| is also fine; see each algo) */
 	double elapsed_s;   /* since the start of the run */
+	const char *stopped; /* the run ends after this iteration, before `of`:
+	                        "tolerance" or "discrepancy" (algo.h's stop
+	                        rule); NULL otherwise */
 } rc_progress;
 
 typedef struct rc_algo_hooks {

@@ -26,19 +26,40 @@
  * keeps alpha = beta = 0, and once every batch has, the remaining
  * iterations only report.  A cone stack is one batch: the textbook method.
  *
+ * With TV (algorithm.tv.weight = kappa > 0) the problem becomes
+ * min 1/2 ||A x - p||^2 + beta TV(x), beta = kappa s a per batch
+ * (algo_util.h's rc_tv: s the data's mean density, a the mean of A^T A 1,
+ * measured at the start with one more forward and back projection).  It is
+ * solved by nonlinear conjugate gradients on the same recurrences: the
+ * gradient s = A^T r - beta grad TV(x) is exact at every iterate, the step
+ * uses the lagged-diffusivity curvature
+ *   alpha = gamma / (||A d||^2 + beta d^T L(x) d),  L(x) = D^T W(x) D
+ * (tv_host.h), which is what makes TV's non-quadratic term look quadratic
+ * around x, and d restarts as s every RC_CGLS_RESTART iterations, since L
+ * moves with x.  Each iteration adds two TV operator calls, no projection,
+ * and r = p - A x stays exact (x moves only along d).  beta = 0 is the
+ * textbook CGLS above, unchanged.
+ *
+ * algorithm.nonnegative clamps the returned volume at 0 (clamping the
+ * iterate would break the recurrences); relaxation and subsets do not
+ * apply.
+ *
  * Vectors, allocated once per run: r and q (projection-sized each), x, s
- * and d (volume-sized each).  algorithm.relaxation, subsets and nonnegative
- * do not apply (clamping would break the conjugacy) and are ignored.
+ * and d (volume-sized each), and with TV one more volume for L(x) d and
+ * grad TV(x).
  */
 #include "algo/algo_util.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+/* With TV: iterations between restarts of the direction (see above). */
+#define RC_CGLS_RESTART 5
+
 /* Per-batch scalars of one run, in one allocation. */
 struct coef {
-	double *gamma, *gnew, *qq, *rr;
-	float *alpha, *neg, *beta;
+	double *gamma, *gnew, *qq, *rr, *dld;
+	float *alpha, *neg, *beta, *tvneg; /* tvneg: -beta_tv per batch */
 	int *active;
 };
 
@@ -60,9 +81,11 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	const int B = b->nbatch;
 	const double t0 = rc_now_s();
 	int it_done = 0;
-	rc_vec *r = NULL, *q = NULL, *x = NULL, *s = NULL, *d = NULL;
+	rc_vec *r = NULL, *q = NULL, *x = NULL, *s = NULL, *d = NULL, *t = NULL;
 	struct coef c;
-	void *mem = malloc((size_t)B * (4 * sizeof(double) + 3 * sizeof(float) + sizeof(int)));
+	rc_stop stop;
+	rc_tv tv = { 0 };
+	void *mem = calloc((size_t)B, 5 * sizeof(double) + 4 * sizeof(float) + sizeof(int));
 	if (!mem) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", B);
 		goto out_free;
@@ -71,18 +94,35 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	c.gnew = c.gamma + B;
 	c.qq = c.gnew + B;
 	c.rr = c.qq + B;
-	c.alpha = (float *)(c.rr + B);
+	c.dld = c.rr + B;
+	c.alpha = (float *)(c.dld + B);
 	c.neg = c.alpha + B;
 	c.beta = c.neg + B;
-	c.active = (int *)(c.beta + B);
+	c.tvneg = c.beta + B;
+	c.active = (int *)(c.tvneg + B);
 
 	if ((rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &r, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &q, err)) ||
 	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
-	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &s, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &d, err)))
+	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &s, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &d, err)) ||
+	    (p->tv_weight > 0.0 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &t, err))))
 		goto out_free;
+	rc_stop_init(p, b->geom, proj, &stop);
+	if ((rc = rc_bk_upload(b, r, proj, err)))
+		goto out_free;
+	if (t) {
+		/* beta = kappa s a: q = A 1, s from r = p and q, a = mean A^T q */
+		size_t nvox = rc_volume_count(rc_geom_volume(b->geom)) / (size_t)B;
+		if ((rc = rc_bk_fill(b, d, 1.0f, RC_VIEWS_ALL, err)) ||
+		    (rc = rc_bk_forward(b, RC_FP_RAYCAST, d, q, 0, nviews, err)) ||
+		    (rc = rc_tv_new(p, b, r, q, 1, &tv, err)) || (rc = rc_bk_back(b, RC_BP_MATCHED, q, s, 0, nviews, err)) ||
+		    (rc = rc_bk_dot(b, s, NULL, c.gnew, err)))
+			goto out_free;
+		for (int k = 0; k < B; k++)
+			c.tvneg[k] = tv.on ? (float)(-p->tv_weight * tv.scale[k] * c.gnew[k] / (double)nvox) : 0.0f;
+	}
 
-	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 */
-	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) || (rc = rc_bk_upload(b, r, proj, err)) ||
+	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 (grad TV(0) = 0) */
+	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) ||
 	    (rc = rc_bk_back(b, RC_BP_MATCHED, r, s, 0, nviews, err)) || (rc = rc_bk_copy(b, d, s, err)) ||
 	    (rc = rc_bk_dot(b, s, s, c.gamma, err)) || (rc = rc_bk_dot(b, r, r, c.rr, err)))
 		goto out_free;
@@ -103,10 +143,15 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 			if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, d, q, 0, nviews, err)) ||
 			    (rc = rc_bk_dot(b, q, q, c.qq, err)))
 				goto out_download;
+			/* d^T L(x) d: TV's curvature along d (beta_tv >= 0 adds to ||A d||^2) */
+			if (tv.on && ((rc = rc_bk_tv_apply(b, x, d, t, tv.eps, err)) ||
+				      (rc = rc_bk_dot(b, d, t, c.dld, err))))
+				goto out_download;
 			for (int k = 0; k < B; k++) {
-				/* ||A d|| = 0: d in the null space of A, nothing to gain */
-				c.active[k] = c.active[k] && c.qq[k] > 0.0;
-				c.alpha[k] = c.active[k] ? (float)(c.gamma[k] / c.qq[k]) : 0.0f;
+				double curv = c.qq[k] - (tv.on ? c.tvneg[k] * c.dld[k] : 0.0);
+				/* curvature 0: d in the null space of A, nothing to gain */
+				c.active[k] = c.active[k] && curv > 0.0;
+				c.alpha[k] = c.active[k] ? (float)(c.gamma[k] / curv) : 0.0f;
 				c.neg[k] = -c.alpha[k];
 			}
 			/* x and r change only while a batch is active (0 * d would
@@ -121,15 +166,24 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 			if (rc_algo_cancelled(hooks)) {
 				/* x and r form a complete iterate already */
 				it_done = it;
-				rc_algo_report(hooks, b, x, it, p->iterations, res, t0);
+				rc_algo_report(hooks, b, x, it, p->iterations, res, t0, NULL);
 				rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it);
 				goto out_download;
 			}
+			/* s = A^T r - beta_tv grad TV(x) */
 			if ((rc = rc_bk_back(b, RC_BP_MATCHED, r, s, 0, nviews, err)) ||
+			    (tv.on && ((rc = rc_bk_tv_apply(b, x, x, t, tv.eps, err)) ||
+				       (rc = rc_bk_axpy(b, s, c.tvneg, t, err)))) ||
 			    (rc = rc_bk_dot(b, s, s, c.gnew, err)))
 				goto out_download;
-			for (int k = 0; k < B; k++)
-				c.beta[k] = c.active[k] ? (float)(c.gnew[k] / c.gamma[k]) : 0.0f;
+			/* with TV, d restarts as s every RC_CGLS_RESTART iterations (and
+			 * every batch takes part again: L has moved) */
+			int restart = tv.on && it % RC_CGLS_RESTART == 0;
+			for (int k = 0; k < B; k++) {
+				if (restart)
+					c.active[k] = c.gnew[k] > 0.0;
+				c.beta[k] = c.active[k] && !restart ? (float)(c.gnew[k] / c.gamma[k]) : 0.0f;
+			}
 			if ((rc = rc_bk_xpay(b, d, s, c.beta, err)))
 				goto out_download;
 			for (int k = 0; k < B; k++)
@@ -139,23 +193,29 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		if ((rc = rc_bk_finish(b, err)))
 			goto out_download;
 		it_done = it;
-		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, res, t0)))
+		const char *why = rc_stop_check(&stop, res);
+		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, res, t0, why)) || why)
 			goto out_download;
 	}
 
 out_download:
-	/* vol is written after a clean run or a cancel (algo.h) */
+	/* vol is written after a clean run or a cancel (algo.h); the clamp is
+	 * update with lambda 0 (s holds finite values) */
 	if (!rc || rc == RC_ECANCELLED) {
-		int drc = rc_bk_download(b, x, vol, err);
+		int drc = p->nonnegative ? rc_bk_update(b, x, s, s, 0.0f, 1, err) : 0;
+		if (!drc)
+			drc = rc_bk_download(b, x, vol, err);
 		if (drc)
 			rc = drc;
 	}
 out_free:
+	rc_bk_vec_free(b, t);
 	rc_bk_vec_free(b, d);
 	rc_bk_vec_free(b, s);
 	rc_bk_vec_free(b, x);
 	rc_bk_vec_free(b, q);
 	rc_bk_vec_free(b, r);
 	free(mem);
+	rc_tv_free(&tv);
 	return rc;
 }

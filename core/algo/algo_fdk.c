@@ -316,7 +316,7 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	    (rc = rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, f.nviews, err)) || (rc = rc_bk_download(b, vv, vol, err)))
 		goto out;
 	/* FDK is one pass: iteration 1 of 1; it computes no residual */
-	rc = rc_algo_report(hooks, b, vv, 1, 1, 0.0, t0);
+	rc = rc_algo_report(hooks, b, vv, 1, 1, 0.0, t0, NULL);
 	goto out;
 out_zero:
 	memset(vol, 0, sizeof(float) * rc_volume_count(v));

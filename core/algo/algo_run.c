@@ -38,12 +38,12 @@ void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *
 {
 	/* the allocations of each algo_*.c, the result volume and the measured
 	 * stack included */
-	int S = p->name == RC_ALGO_SART && p->subsets > 1 ? p->subsets : 1;
+	int S = rc_algo_subsets(p, rc_geom_nviews(g));
+	int tv = p->tv_weight > 0.0;
 	switch (p->name) {
 	case RC_ALGO_FDK: *nvol = 1, *nproj = 1; break;
-	case RC_ALGO_CGLS: *nvol = 3, *nproj = 2; break;
-	case RC_ALGO_MLEM: *nvol = 3, *nproj = 2; break;
-	default: /* SART, SIRT */
+	case RC_ALGO_CGLS: *nvol = 3 + tv, *nproj = 2; break;
+	default: /* SART, SIRT, MLEM (the same loop) */
 		*nvol = 2 + (S > 1) + (rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g))) ? S : 1);
 		*nproj = 3;
 		break;

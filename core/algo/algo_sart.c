@@ -20,7 +20,15 @@
  * projection per block, no extra memory).
  *
  * SIRT (algo_sirt.c) runs this same loop with B = RC_BP_MATCHED, the exact
- * transpose of A, and one block.
+ * transpose of A, and one block; MLEM (algo_mlem.c) runs it as OS-EM: the
+ * multiplicative update x *= C_s A_s^T(p / A_s x) per block, no R.
+ *
+ * Regularisation: with nonnegative the update clamps at 0; with TV the
+ * TV phase follows each iteration (algo_util.h's rc_tv_descend, its step
+ * times S: a pass over S blocks moves x about S times as far as one
+ * whole-set update, and TV keeps pace so that the weight means the same
+ * for any S).  The stopping rule is checked after each iteration on its
+ * residual.
  *
  * Vectors, allocated once per run on the backend: the measured stack, R
  * and the residual (projection-sized each), the iterate, the update, C (or
@@ -44,8 +52,34 @@ static int colsum_inverse(rc_backend *b, rc_bp_kind bp, const rc_vec *ones, rc_v
 	return rc ? rc : rc_bk_inv_guarded(b, c, RC_COLSUM_REL_EPS, err);
 }
 
+/* MLEM's start: the constant sum(p+) / sum(A 1) (the projections then
+ * match the data in total; EM cannot move a voxel away from 0), and the
+ * ratio's guard: A x below 1e-20 max(1, max p) is a ray the volume does not
+ * reach; it keeps p+/Ax below 1e20 so that no inf enters the back
+ * projection. */
+static int em_start(rc_backend *b, const float *proj, const rc_vec *a1, float *x0, float *eps, rc_err *err)
+{
+	size_t np = rc_geom_proj_count(b->geom);
+	double *sums = malloc((size_t)b->nbatch * sizeof *sums), psum = 0.0, pmax = 0.0;
+	int rc;
+	if (!sums)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", b->nbatch);
+	if (!(rc = rc_bk_dot(b, a1, NULL, sums, err))) {
+		for (size_t i = 0; i < np; i++) {
+			if (proj[i] > 0.0f)
+				psum += proj[i];
+			pmax = proj[i] > pmax ? proj[i] : pmax;
+		}
+		double asum = rc_bk_total(b, sums);
+		*x0 = asum > 0.0 && isfinite(psum / asum) ? (float)(psum / asum) : 0.0f;
+		*eps = (float)(1e-20 * (pmax > 1.0 ? pmax : 1.0));
+	}
+	free(sums);
+	return rc;
+}
+
 int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
-		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, rc_err *err)
+		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, int em, rc_err *err)
 {
 	const rc_geom *g = b->geom;
 	const int nviews = rc_geom_nviews(g);
@@ -54,6 +88,9 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const int ncinv = cache ? S : 1;
 	const double t0 = rc_now_s();
 	int rc = 0, it_done = 0, restore = 0;
+	rc_stop stop;
+	rc_tv tv = { 0 };
+	float x0 = 0.0f, eps = 0.0f;
 	rc_vec *meas = NULL, *rinv = NULL, *res = NULL, *x = NULL, *upd = NULL, *prev = NULL;
 	rc_vec **cinv = calloc((size_t)ncinv, sizeof *cinv);
 	int *order = malloc((size_t)S * sizeof *order);
@@ -72,10 +109,13 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			goto out_free;
 	rc_subset_order(S, order);
 
-	/* R = 1 / A(1) over all views (a ray's sum does not depend on the block) */
+	/* R = 1 / A(1) over all views (a ray's sum does not depend on the
+	 * block); EM needs A(1) only for its start */
 	if ((rc = rc_bk_fill(b, upd, 1.0f, RC_VIEWS_ALL, err)) ||
 	    (rc = rc_bk_forward(b, RC_FP_RAYCAST, upd, rinv, 0, nviews, err)) ||
-	    (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err)))
+	    (rc = rc_tv_new(p, b, meas, rinv, S, &tv, err)) ||
+	    (em && (rc = em_start(b, proj, rinv, &x0, &eps, err))) ||
+	    (!em && (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err))))
 		goto out_free;
 	/* res holds ones while the column sums are built */
 	if ((rc = rc_bk_fill(b, res, 1.0f, RC_VIEWS_ALL, err)))
@@ -87,8 +127,9 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			goto out_free;
 	}
 
-	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)))
+	if ((rc = rc_bk_fill(b, x, x0, RC_VIEWS_ALL, err)))
 		goto out_free;
+	rc_stop_init(p, g, proj, &stop);
 	for (int it = 1; it <= p->iterations; it++) {
 		if (rc_algo_cancelled(hooks)) {
 			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
@@ -113,17 +154,23 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 				       (rc = colsum_inverse(b, bp, res, c, f, l, err))))
 				goto out_download;
 			if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, x, res, f, l, err)) ||
-			    (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err)) ||
+			    (em && (rc = rc_bk_ratio(b, res, meas, eps, f, l, &s2, err))) ||
+			    (!em && (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err))) ||
 			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||
-			    (rc = rc_bk_update(b, x, upd, c, lambda, p->nonnegative, err)))
+			    (em && (rc = rc_bk_mul(b, x, upd, c, err))) ||
+			    (!em && (rc = rc_bk_update(b, x, upd, c, lambda, p->nonnegative, err))))
 				goto out_download;
 			r2 += s2;
 		}
+		/* the TV phase (upd is free) */
+		if ((rc = rc_tv_descend(p, b, &tv, x, upd, p->nonnegative || em, err)))
+			goto out_download;
 		if ((rc = rc_bk_finish(b, err)))
 			goto out_download;
 		restore = 0;
 		it_done = it;
-		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0)))
+		const char *why = rc_stop_check(&stop, sqrt(r2));
+		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0, why)) || why)
 			goto out_download;
 	}
 
@@ -156,6 +203,7 @@ out_free:
 	rc_bk_vec_free(b, meas);
 	free(order);
 	free(cinv);
+	rc_tv_free(&tv);
 	return rc;
 }
 
@@ -165,5 +213,6 @@ int rc_sart_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	int rc = rc_algo_check(p, b, proj, vol, 1, 1, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_VOXEL, p->subsets, err);
+	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_VOXEL, rc_algo_subsets(p, rc_geom_nviews(b->geom)), 0,
+			    err);
 }

@@ -2,6 +2,9 @@
 #include "algo/algo_util.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "algo/noise.h"
 
 int rc_algo_cancelled(const rc_algo_hooks *h)
 {
@@ -9,13 +12,13 @@ int rc_algo_cancelled(const rc_algo_hooks *h)
 }
 
 int rc_algo_report(const rc_algo_hooks *h, rc_backend *b, const rc_vec *x, int iteration, int of,
-		   double residual, double t0)
+		   double residual, double t0, const char *stopped)
 {
 	if (!h)
 		return 0;
 	if (h->progress) {
 		rc_progress pr = { .iteration = iteration, .of = of, .residual = residual,
-				   .elapsed_s = rc_now_s() - t0 };
+				   .elapsed_s = rc_now_s() - t0, .stopped = stopped };
 		h->progress(h->ud, &pr);
 	}
 	return h->iterate ? h->iterate(h->ud, b, x, iteration) : 0;
@@ -34,10 +37,21 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       "algorithm.relaxation must lie strictly between 0 and 2 (got %g)",
 			       p->relaxation);
 	int nviews = rc_geom_nviews(b->geom);
-	if (check_subsets && (p->subsets < 1 || p->subsets > nviews))
+	if (check_subsets && (p->subsets < 0 || p->subsets > nviews))
 		return rc_fail(err, RC_EINVAL, "algorithm.subsets",
 			       "algorithm.subsets must be between 1 and the number of views, %d (got %d)",
 			       nviews, p->subsets);
+	if (!(p->tv_weight >= 0.0 && p->tv_weight <= RC_TV_MAX_WEIGHT) || (p->tv_weight > 0.0 && p->tv_steps < 1))
+		return rc_fail(err, RC_EINVAL, "algorithm.tv.weight",
+			       "algorithm.tv.weight must lie in [0, %g] with at least one step (got %g, %d steps)",
+			       RC_TV_MAX_WEIGHT, p->tv_weight, p->tv_steps);
+	if (!(p->stop_tolerance >= 0.0 && p->stop_tolerance < 1.0) ||
+	    !(p->stop_discrepancy >= 0.0 && p->stop_discrepancy <= 100.0) ||
+	    !(p->noise_sigma >= 0.0 && isfinite(p->noise_sigma)))
+		return rc_fail(err, RC_EINVAL, "algorithm.stop",
+			       "algorithm.stop needs 0 <= tolerance < 1, 0 <= discrepancy <= 100 and a finite "
+			       "noise_sigma >= 0 (got %g, %g, %g)", p->stop_tolerance, p->stop_discrepancy,
+			       p->noise_sigma);
 	return 0;
 }
 
@@ -67,4 +81,89 @@ int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox)
 {
 	size_t cap = p->subset_cache_bytes ? p->subset_cache_bytes : RC_SUBSET_CACHE_BYTES;
 	return S == 1 || (size_t)S <= cap / (nvox * sizeof(float));
+}
+
+void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, rc_stop *s)
+{
+	size_t n = rc_geom_proj_count(g);
+	*s = (rc_stop){ 0 };
+	if (p->stop_tolerance > 0.0) {
+		double pp = 0.0;
+		for (size_t i = 0; i < n; i++)
+			pp += (double)proj[i] * proj[i];
+		s->tolerance = p->stop_tolerance * sqrt(pp);
+	}
+	if (p->stop_discrepancy > 0.0) {
+		double e = p->noise_sigma > 0.0 ? p->noise_sigma * p->noise_sigma * (double)n
+						: rc_noise_energy(proj, n, rc_geom_detector(g)->nu, 0);
+		s->discrepancy = e > 0.0 ? p->stop_discrepancy * sqrt(e) : 0.0;
+	}
+}
+
+const char *rc_stop_check(const rc_stop *s, double residual)
+{
+	if (!isfinite(residual))
+		return NULL;
+	if (s->discrepancy > 0.0 && residual <= s->discrepancy)
+		return "discrepancy";
+	if (s->tolerance > 0.0 && residual <= s->tolerance)
+		return "tolerance";
+	return NULL;
+}
+
+int rc_tv_new(const rc_algo_params *p, rc_backend *b, const rc_vec *meas, const rc_vec *a1, int S, rc_tv *t,
+	      rc_err *err)
+{
+	const int B = b->nbatch;
+	int rc = 0;
+	*t = (rc_tv){ 0 };
+	if (!(p->tv_weight > 0.0))
+		return 0;
+	t->scale = calloc((size_t)B, sizeof *t->scale);
+	t->step = calloc((size_t)B, sizeof *t->step);
+	double *ps = calloc((size_t)B, sizeof *ps), *as = calloc((size_t)B, sizeof *as);
+	if (!t->scale || !t->step || !ps || !as) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", B);
+		goto out;
+	}
+	if ((rc = rc_bk_dot(b, meas, NULL, ps, err)) || (rc = rc_bk_dot(b, a1, NULL, as, err)))
+		goto out;
+	double top = 0.0;
+	for (int k = 0; k < B; k++) {
+		double m = as[k] > 0.0 ? ps[k] / as[k] : 0.0;
+		t->scale[k] = isfinite(m) && m > 0.0 ? m : 0.0;
+		top = t->scale[k] > top ? t->scale[k] : top;
+		t->step[k] = (float)(-p->tv_weight * t->scale[k] * S / p->tv_steps);
+	}
+	t->eps = (float)(RC_TV_EPS_REL * top);
+	t->on = top > 0.0;
+out:
+	free(as);
+	free(ps);
+	if (rc)
+		rc_tv_free(t);
+	return rc;
+}
+
+void rc_tv_free(rc_tv *t)
+{
+	free(t->scale);
+	free(t->step);
+	*t = (rc_tv){ 0 };
+}
+
+int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg,
+		  rc_err *err)
+{
+	int rc = 0;
+	if (!t->on)
+		return 0;
+	for (int k = 0; k < p->tv_steps && !rc; k++)
+		if (!(rc = rc_bk_tv_apply(b, x, x, g, t->eps, err)))
+			rc = rc_bk_axpy(b, x, t->step, g, err);
+	/* a step may cross 0: clamp again (update with lambda 0 is the clamp
+	 * alone) */
+	if (!rc && nonneg)
+		rc = rc_bk_update(b, x, g, g, 0.0f, 1, err);
+	return rc;
 }

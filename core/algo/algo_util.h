@@ -26,12 +26,61 @@
 
 double rc_algo_now(void);
 int rc_algo_cancelled(const rc_algo_hooks *h);
-/* The progress call, then the iterate call (its return value, or 0). */
+/* The progress call (stopped: the stop rule's reason, or NULL), then the
+ * iterate call (its return value, or 0). */
 int rc_algo_report(const rc_algo_hooks *h, rc_backend *b, const rc_vec *x, int iteration, int of,
-		   double residual, double t0);
+		   double residual, double t0, const char *stopped);
 
-/* Checks proj, vol, iterations >= 1; with check_lambda also
- * 0 < lambda < 2; with check_subsets also 1 <= subsets <= nviews. */
+/* ---- stopping rule -------------------------------------------------------- */
+
+/* Thresholds on ||p - A x|| (0: that rule is off). */
+typedef struct rc_stop {
+	double tolerance;   /* stop_tolerance * ||p|| */
+	double discrepancy; /* tau * noise */
+} rc_stop;
+
+/* From p's stop_* fields and the measured stack (host memory): ||p||, and
+ * the noise given as noise_sigma or estimated (noise.h). */
+void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, rc_stop *s);
+/* "discrepancy", "tolerance" or NULL (go on) for an iterate's residual. */
+const char *rc_stop_check(const rc_stop *s, double residual);
+
+/* ---- total variation -------------------------------------------------------- */
+
+/* The TV term of the penalised problem every iterative method solves when
+ * algorithm.tv.weight = kappa > 0 (docs/algorithms.md):
+ *
+ *   SART, SIRT:  fixed point of  C B R (p - A x) = kappa * s * grad TV(x)
+ *   MLEM:        EM steps alternating with that TV descent (the clamp at 0
+ *                always follows)
+ *   CGLS:        min 1/2 ||A x - p||^2 + kappa * s * a * TV(x)
+ *
+ * s = sum p / sum A 1 is the data's mean density along the rays (so the
+ * term scales with the data: kappa is dimensionless, the fraction of the
+ * mean density by which TV moves a voxel at an edge per unit of data
+ * step) and a the mean of A^T A 1 (which puts CGLS's penalty on the scale
+ * of its data term: A^T A is about a times SART's C B R A).  Per batch. */
+typedef struct rc_tv {
+	int on;
+	double *scale; /* s per batch */
+	float *step;   /* -kappa * s * S / steps per batch: the descent of
+	                  SART, SIRT and MLEM with S subsets */
+	float eps;     /* TV smoothing: RC_TV_EPS_REL * the largest s */
+} rc_tv;
+
+/* From the measured stack and A 1 (a projection vector holding it);
+ * nothing when p->tv_weight is 0. */
+int rc_tv_new(const rc_algo_params *p, rc_backend *b, const rc_vec *meas, const rc_vec *a1, int S, rc_tv *t,
+	      rc_err *err);
+void rc_tv_free(rc_tv *t);
+/* SART/SIRT's TV phase: p->tv_steps steps x -= kappa s / steps * grad TV(x)
+ * (g is scratch), then the clamp at 0 when nonneg. */
+int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg,
+		  rc_err *err);
+
+/* Checks proj, vol, iterations >= 1, the TV and stop fields; with
+ * check_lambda also 0 < lambda < 2; with check_subsets also
+ * 0 <= subsets <= nviews (0: the default). */
 int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 		  const float *vol, int check_lambda, int check_subsets, rc_err *err);
 
@@ -63,8 +112,9 @@ int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj, float
 		const rc_algo_hooks *hooks, rc_err *err);
 /* SART (bp = RC_BP_VOXEL, S = subsets) and SIRT (RC_BP_MATCHED, S = 1):
  * x += lambda * B(R (p - A x)) * C per subset of views, R = 1 / A 1 and
- * C = 1 / B 1 restricted to the subset. */
+ * C = 1 / B 1 restricted to the subset.  em: MLEM's OS-EM instead (bp =
+ * RC_BP_MATCHED), x *= C * B(p / A x) per subset from a positive start. */
 int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
-		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, rc_err *err);
+		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, int em, rc_err *err);
 
 #endif

@@ -69,8 +69,11 @@ static void on_progress(void *ud, const rc_progress *p)
 {
 	(void)ud;
 	last = *p;
-	emit(json_pack("{sssisisoso}", "type", "progress", "iteration", p->iteration, "of", p->of,
-		       "residual", num(p->residual), "elapsed_s", num(p->elapsed_s)));
+	json_t *j = json_pack("{sssisisoso}", "type", "progress", "iteration", p->iteration, "of", p->of,
+			      "residual", num(p->residual), "elapsed_s", num(p->elapsed_s));
+	if (j && p->stopped)
+		json_object_set_new(j, "stopped", json_string(p->stopped));
+	emit(j);
 }
 
 static void emit_report(const rc_recon_report *rep)
@@ -89,10 +92,13 @@ static void emit_report(const rc_recon_report *rep)
 		matrix = json_pack("{sssIsfsfsI}", "fragment", rep->matrix.fragment, "nnz", (json_int_t)rep->matrix.nnz,
 				   "blocks_pct_before", rep->matrix.blocks_pct_before, "blocks_pct_after",
 				   rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes);
-	emit(json_pack("{sssssososisfs{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
-		       "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
-		       "progress", "iteration", last.iteration, "of", last.of, "residual", num(last.residual),
-		       "elapsed_s", num(last.elapsed_s)));
+	json_t *j = json_pack("{sssssososisfs{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
+			      "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
+			      "progress", "iteration", last.iteration, "of", last.of, "residual", num(last.residual),
+			      "elapsed_s", num(last.elapsed_s));
+	if (j && last.stopped)
+		json_object_set_new(json_object_get(j, "progress"), "stopped", json_string(last.stopped));
+	emit(j);
 }
 
 static int fail(const rc_err *e)

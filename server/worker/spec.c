@@ -240,10 +240,38 @@ static int parse_volume(const json_t *v, rc_volume_desc *vol, rc_err *err)
 	return 0;
 }
 
+/* algorithm.tv: {"weight": kappa >= 0 (0: off), "steps": n} */
+static int parse_tv(const json_t *t, rc_algo_params *ap, rc_err *err)
+{
+	static const char *const keys[] = { "weight", "steps", NULL };
+	long long steps = ap->tv_steps ? ap->tv_steps : RC_TV_DEFAULT_STEPS;
+	int rc;
+	if ((rc = jf_check_keys(t, "algorithm.tv", keys, err)) ||
+	    (rc = jf_num(t, "algorithm.tv", "weight", 0, 0, 0, RC_TV_MAX_WEIGHT, &ap->tv_weight, err)) ||
+	    (rc = jf_int(t, "algorithm.tv", "steps", 0, 1, 100, &steps, err)))
+		return rc;
+	ap->tv_steps = (int)steps;
+	return 0;
+}
+
+/* algorithm.stop: {"tolerance", "discrepancy", "noise_sigma"}, 0 = off or
+ * (noise_sigma) estimated */
+static int parse_stop(const json_t *s, rc_algo_params *ap, rc_err *err)
+{
+	static const char *const keys[] = { "tolerance", "discrepancy", "noise_sigma", NULL };
+	int rc;
+	if ((rc = jf_check_keys(s, "algorithm.stop", keys, err)) ||
+	    (rc = jf_num(s, "algorithm.stop", "tolerance", 0, 0, 0, 0.999, &ap->stop_tolerance, err)) ||
+	    (rc = jf_num(s, "algorithm.stop", "discrepancy", 0, 0, 0, 100, &ap->stop_discrepancy, err)) ||
+	    (rc = jf_num(s, "algorithm.stop", "noise_sigma", 0, 0, 0, 1e6, &ap->noise_sigma, err)))
+		return rc;
+	return 0;
+}
+
 static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_err *err)
 {
 	static const char *const keys[] = { "name", "iterations", "relaxation", "subsets", "nonnegative",
-					    "window", "cutoff", "scan", NULL };
+					    "tv", "stop", "window", "cutoff", "scan", NULL };
 	const char *p = "algorithm";
 	const char *name = NULL, *window = NULL, *scan = NULL;
 	rc_algo_name an;
@@ -269,6 +297,15 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 	ap->subsets = (int)subsets;
 	if ((rc = jf_bool(a, p, "nonnegative", 0, &ap->nonnegative, err)) ||
 	    (rc = jf_str(a, p, "window", 0, 32, &window, err)))
+		return rc;
+	json_t *tv = NULL, *stop = NULL;
+	if ((rc = jf_obj(a, p, "tv", 0, &tv, err)) || (rc = jf_obj(a, p, "stop", 0, &stop, err)))
+		return rc;
+	if (an == RC_ALGO_FDK && (tv || stop))
+		return rc_fail(err, RC_EINVAL, tv ? "algorithm.tv" : "algorithm.stop",
+			       "algorithm.%s applies to the iterative algorithms (sart, sirt, cgls, mlem), not fdk",
+			       tv ? "tv" : "stop");
+	if ((tv && (rc = parse_tv(tv, ap, err))) || (stop && (rc = parse_stop(stop, ap, err))))
 		return rc;
 	if (window && rc_filter_window_parse(window, &ap->window))
 		return rc_name_fail(err, RC_NAMES_WINDOW, "algorithm.window", window);
@@ -416,10 +453,11 @@ char *job_spec_summary(const job_spec *s)
 {
 	const rc_recon_spec *p = &s->r;
 	const char *type = rc_name_str(RC_NAMES_GEOMETRY, (int)p->geom.type);
-	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssiss}", "geometry", type, "detector", s->nu, s->rows,
+	int subsets = rc_algo_subsets(&p->algo, s->nviews);
+	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssisisfss}", "geometry", type, "detector", s->nu, s->rows,
 			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
 			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
-			      "engine", p->engine);
+			      "subsets", subsets, "tv_weight", p->algo.tv_weight, "engine", p->engine);
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return out;

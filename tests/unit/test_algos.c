@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,8 @@ typedef struct trace {
 	int all_finite;
 	atomic_int cancel;
 	int cancel_at;        /* set the flag in the progress call of this iteration */
+	char stopped[16];     /* the stop reason of the last progress call */
+	int stopped_calls;    /* progress calls that carried one */
 } trace;
 
 /* When set, the progress call also computes the true residual. */
@@ -236,6 +239,10 @@ static void on_progress(void *ud, const rc_progress *p)
 	assert_true(p->elapsed_s >= 0.0);
 	t->err[p->iteration] = rel_error(t->vol, t->xtrue, t->n);
 	t->res[p->iteration] = p->residual;
+	if (p->stopped) {
+		snprintf(t->stopped, sizeof t->stopped, "%s", p->stopped);
+		t->stopped_calls++;
+	}
 	for (size_t i = 0; i < t->n; i++) {
 		if (!isfinite(t->vol[i]))
 			t->all_finite = 0;
@@ -327,7 +334,7 @@ static void check_converges(rc_algo_name name, int fan, int iters, int falls,
 	problem P;
 	problem_init(&P, fan);
 	rc_algo_params p;
-	rc_algo_params_default(&p, name);
+	rc_algo_params_plain(&p, name);
 	p.iterations = iters;
 	float *vol = vol_new(&P);
 	trace t;
@@ -389,7 +396,7 @@ static void test_cgls_residual_never_rises(void **s)
 			for (size_t r = 0; r < P.M; r++)
 				P.b[r] += (float)(2.0 * (urand() - 0.5));
 		rc_algo_params p;
-		rc_algo_params_default(&p, RC_ALGO_CGLS);
+		rc_algo_params_plain(&p, RC_ALGO_CGLS);
 		p.iterations = noisy ? 12 : 20;
 		float *vol = vol_new(&P);
 		trace t;
@@ -423,7 +430,7 @@ static void test_sart_invariant_to_backprojector_scale(void **s)
 	problem P;
 	problem_init(&P, 0);
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 15;
 	p.relaxation = 0.8;
 	float *a = vol_new(&P), *b = vol_new(&P);
@@ -449,7 +456,7 @@ static void test_sart_subsets(void **s)
 		problem_init(&P, fan);
 		int nv = rc_geom_nviews(P.g);
 		rc_algo_params p;
-		rc_algo_params_default(&p, RC_ALGO_SART);
+		rc_algo_params_plain(&p, RC_ALGO_SART);
 		p.iterations = 3;
 		float *vol = vol_new(&P);
 		trace t;
@@ -477,6 +484,89 @@ static void test_sart_subsets(void **s)
 	}
 }
 
+/* OS-EM: MLEM over ordered subsets projects every view once per iteration
+ * and gets much further in 3 iterations than the whole-set update. */
+static void test_mlem_subsets(void **s)
+{
+	(void)s;
+	for (int fan = 0; fan < 2; fan++) {
+		problem P;
+		problem_init(&P, fan);
+		int nv = rc_geom_nviews(P.g);
+		rc_algo_params p;
+		rc_algo_params_plain(&p, RC_ALGO_MLEM);
+		p.iterations = 3;
+		float *vol = vol_new(&P);
+		trace t;
+		mock_engine *m;
+		assert_int_equal(run(&P, &p, 1, vol, &t, &m), 0);
+		double e1 = t.err[3];
+		p.subsets = 5;
+		assert_int_equal(run(&P, &p, 1, vol, &t, &m), 0);
+		/* set-up: one forward of ones, 5 back projections of ones (the
+		 * subsets' sensitivities); then per iteration every view once */
+		assert_int_equal(m->fwd_views, nv * (1 + p.iterations));
+		assert_int_equal(m->back_views, nv * (1 + p.iterations));
+		print_message("mlem %s: error after 3 iterations: %.3g (1 subset), %.3g (5 subsets)\n",
+			      fan ? "fan " : "cone", e1, t.err[3]);
+		assert_true(t.err[3] < 0.8 * e1);
+		assert_true(t.all_finite && t.min_vol >= 0.0f);
+		/* and converges */
+		p.iterations = 40;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		assert_true(t.err[40] < 0.05);
+		free(vol);
+		problem_fini(&P);
+	}
+}
+
+/* The stopping rule (algo.h): a residual that meets the discrepancy or the
+ * tolerance ends the run after that iteration, says which in the progress
+ * call, and leaves that iterate in vol; a rule that is never met changes
+ * nothing. */
+static void test_stop_rule(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 0);
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	float *vol = vol_new(&P);
+	for (int i = 0; i < 4; i++) {
+		rc_algo_params p;
+		rc_algo_params_plain(&p, names[i]);
+		p.iterations = 30;
+		trace t;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		assert_int_equal(t.calls, 30);
+		assert_int_equal(t.stopped_calls, 0);
+		/* the residual after 5 iterations as the noise level: the run must
+		 * stop at the first iteration whose residual is at or below it */
+		double target = t.res[5];
+		int want = 1;
+		while (t.res[want] > target)
+			want++;
+		p.stop_discrepancy = 1.0;
+		p.noise_sigma = target * (1.0 + 1e-9) / sqrt((double)P.M);
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		print_message("%s: discrepancy %.4g met after %d iterations\n", rc_algo_name_str(names[i]), target,
+			      t.calls);
+		assert_int_equal(t.calls, want);
+		assert_int_equal(t.stopped_calls, 1);
+		assert_string_equal(t.stopped, "discrepancy");
+		/* the same through the tolerance, relative to ||p|| */
+		double pn = 0.0;
+		for (size_t r = 0; r < P.M; r++)
+			pn += (double)P.b[r] * P.b[r];
+		p.stop_discrepancy = 0.0;
+		p.stop_tolerance = target * (1.0 + 1e-9) / sqrt(pn);
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		assert_int_equal(t.calls, want);
+		assert_string_equal(t.stopped, "tolerance");
+	}
+	free(vol);
+	problem_fini(&P);
+}
+
 /* With noisy data the unconstrained result goes negative somewhere; with
  * nonnegative = 1 no iterate ever does.  MLEM is positive by construction. */
 static void test_nonnegative(void **s)
@@ -490,7 +580,7 @@ static void test_nonnegative(void **s)
 	for (size_t r = 0; r < P.M; r++)
 		P.b[r] += (float)(3.0 * (urand() - 0.5));
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 30;
 	float *vol = vol_new(&P);
 	trace t;
@@ -525,7 +615,7 @@ static void test_cancel_from_progress(void **s)
 			if (subsets > 1 && names[i] != RC_ALGO_SART)
 				continue;
 			rc_algo_params p;
-			rc_algo_params_default(&p, names[i]);
+			rc_algo_params_plain(&p, names[i]);
 			p.subsets = subsets;
 			p.iterations = 3;
 			float *ref = vol_new(&P), *vol = vol_new(&P);
@@ -563,7 +653,7 @@ static void test_cancel_between_subsets(void **s)
 	problem P;
 	problem_init(&P, 1);
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.subsets = 4;
 	p.iterations = 1;
 	float *ref = vol_new(&P), *vol = vol_new(&P);
@@ -605,7 +695,7 @@ static void test_exec_split(void **s)
 		problem_init(&P, fan);
 		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 			rc_algo_params p;
-			rc_algo_params_default(&p, names[i]);
+			rc_algo_params_plain(&p, names[i]);
 			p.iterations = 10;
 			p.subsets = names[i] == RC_ALGO_SART ? 3 : 1;
 			float *a = vol_new(&P), *b = vol_new(&P);
@@ -650,12 +740,12 @@ static void test_invalid_params(void **s)
 		{ RC_ALGO_SART, 5, 2.0, 1, "algorithm.relaxation" },
 		{ RC_ALGO_SIRT, 5, -0.5, 1, "algorithm.relaxation" },
 		{ RC_ALGO_SART, 5, NAN, 1, "algorithm.relaxation" },
-		{ RC_ALGO_SART, 5, 1.0, 0, "algorithm.subsets" },
+		{ RC_ALGO_SART, 5, 1.0, -1, "algorithm.subsets" },
 		{ RC_ALGO_SART, 5, 1.0, 21, "algorithm.subsets" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, bad[i].name);
+		rc_algo_params_plain(&p, bad[i].name);
 		p.iterations = bad[i].iterations;
 		p.relaxation = bad[i].relaxation;
 		p.subsets = bad[i].subsets;
@@ -664,12 +754,34 @@ static void test_invalid_params(void **s)
 		assert_string_equal(err.field, bad[i].field);
 		assert_true(strlen(err.msg) > 10);
 	}
+	/* the TV and stop fields, each algorithm */
+	static const rc_algo_name iters[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	for (size_t i = 0; i < 4; i++)
+		for (int k = 0; k < 5; k++) {
+			rc_algo_params p;
+			rc_algo_params_plain(&p, iters[i]);
+			p.iterations = 2;
+			const char *field = k < 2 ? "algorithm.tv.weight" : "algorithm.stop";
+			if (k == 0)
+				p.tv_weight = -0.1;
+			else if (k == 1)
+				p.tv_weight = NAN, p.tv_steps = 3;
+			else if (k == 2)
+				p.stop_tolerance = 1.0;
+			else if (k == 3)
+				p.stop_discrepancy = -1.0;
+			else
+				p.noise_sigma = INFINITY;
+			rc_err_clear(&err);
+			assert_int_equal(rc_algo_run(&p, x, P.b, vol, NULL, &err), RC_EINVAL);
+			assert_string_equal(err.field, field);
+		}
 	/* the same calls straight to the algorithm on a backend (not through
 	 * rc_algo_run_on's own checks) */
 	rc_backend *bk = NULL;
 	assert_int_equal(rc_backend_host_new(x, &bk, &err), 0);
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.relaxation = 3.0;
 	assert_int_equal(rc_sart_run(&p, bk, P.b, vol, NULL, &err), RC_EINVAL);
 	p.relaxation = 1.0;
@@ -698,7 +810,7 @@ static void test_zero_data(void **s)
 	memset(P.b, 0, P.M * sizeof(float));
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, names[i]);
+		rc_algo_params_plain(&p, names[i]);
 		p.iterations = 3;
 		float *vol = vol_new(&P);
 		trace t;
@@ -721,6 +833,8 @@ int main(void)
 		cmocka_unit_test(test_cgls_residual_never_rises),
 		cmocka_unit_test(test_sart_invariant_to_backprojector_scale),
 		cmocka_unit_test(test_sart_subsets),
+		cmocka_unit_test(test_mlem_subsets),
+		cmocka_unit_test(test_stop_rule),
 		cmocka_unit_test(test_nonnegative),
 		cmocka_unit_test(test_cancel_from_progress),
 		cmocka_unit_test(test_cancel_between_subsets),

@@ -144,7 +144,7 @@ static void check(rc_algo_name name, int iters, int subsets, int falls, double b
 		  double bound_asan)
 {
 	rc_algo_params p;
-	rc_algo_params_default(&p, name);
+	rc_algo_params_plain(&p, name);
 	p.iterations = iters;
 	p.subsets = subsets;
 	float *vol = malloc(F.nvox * sizeof(float));
@@ -187,7 +187,7 @@ static void test_cgls_residual(void **s)
 {
 	(void)s;
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_CGLS);
+	rc_algo_params_plain(&p, RC_ALGO_CGLS);
 	p.iterations = ITERS;
 	float *vol = malloc(F.nvox * sizeof(float));
 	assert_non_null(vol);
@@ -214,7 +214,7 @@ static void test_cancel(void **s)
 	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_CGLS };
 	for (size_t i = 0; i < 2; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, names[i]);
+		rc_algo_params_plain(&p, names[i]);
 		p.iterations = 50;
 		float *vol = malloc(F.nvox * sizeof(float));
 		assert_non_null(vol);
@@ -244,7 +244,7 @@ static void test_two_engines(void **s)
 	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_CGLS };
 	for (size_t i = 0; i < 2; i++) {
 		rc_algo_params p;
-		rc_algo_params_default(&p, names[i]);
+		rc_algo_params_plain(&p, names[i]);
 		p.iterations = 3;
 		float *a = malloc(F.nvox * sizeof(float)), *b = malloc(F.nvox * sizeof(float));
 		assert_true(a && b);

@@ -151,7 +151,7 @@ static void test_cancel_between_subsets(void **s)
 {
 	(void)s;
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.subsets = 4;
 	p.iterations = 1;
 	float *one = malloc(C.nvox * sizeof(float)), *got = malloc(C.nvox * sizeof(float));
@@ -186,7 +186,7 @@ static void test_injected_failure(void **s)
 	for (int which = 0; which < NBACKENDS; which++)
 		for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
 			rc_algo_params p;
-			rc_algo_params_default(&p, algos[a]);
+			rc_algo_params_plain(&p, algos[a]);
 			p.iterations = 4;
 			p.subsets = algos[a] == RC_ALGO_SART ? 3 : 1;
 			rc_backend *b = open_backend(which);

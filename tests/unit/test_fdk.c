@@ -344,7 +344,7 @@ static struct result run_fdk(const char *name, struct level *l, const struct sca
 static rc_algo_params fdk_params(rc_filter_window w, rc_scan_mode scan)
 {
 	rc_algo_params a;
-	rc_algo_params_default(&a, RC_ALGO_FDK);
+	rc_algo_params_plain(&a, RC_ALGO_FDK);
 	a.window = w;
 	a.scan = scan;
 	return a;

@@ -48,7 +48,23 @@ static void test_cone_ok(void **state)
 	assert_int_equal(s->r.algo.name, RC_ALGO_SART);
 	assert_int_equal(s->r.algo.iterations, 3);
 	assert_true(s->r.algo.relaxation == 0.5);
+	/* the defaults of an iterative job (algo.h) */
+	assert_int_equal(s->r.algo.subsets, 0);
+	assert_int_equal(s->r.algo.nonnegative, 1);
+	assert_true(s->r.algo.tv_weight == RC_TV_DEFAULT_WEIGHT && s->r.algo.tv_steps == RC_TV_DEFAULT_STEPS);
+	assert_true(s->r.algo.stop_discrepancy == RC_STOP_DEFAULT_TAU && s->r.algo.noise_sigma == 0.0);
 	assert_string_equal(s->r.engine, "cpu");
+	job_spec_free(s);
+	/* and given ones */
+	j = "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"cgls\", \"nonnegative\": false, "
+	    "\"tv\": {\"weight\": 0, \"steps\": 3}, \"stop\": {\"tolerance\": 0.01, \"discrepancy\": 0, "
+	    "\"noise_sigma\": 0.002}}}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_int_equal(s->r.algo.iterations, RC_CGLS_DEFAULT_ITERATIONS);
+	assert_int_equal(s->r.algo.nonnegative, 0);
+	assert_true(s->r.algo.tv_weight == 0.0 && s->r.algo.tv_steps == 3);
+	assert_true(s->r.algo.stop_tolerance == 0.01 && s->r.algo.stop_discrepancy == 0.0);
+	assert_true(s->r.algo.noise_sigma == 0.002);
 	assert_true(job_spec_row_offset(s, 2, 1) == 4u * (2u * 64u * 48u + 64u));
 	job_spec_free(s);
 }
@@ -112,7 +128,8 @@ static void test_load_and_summary(void **state)
 	char *s = job_spec_summary(b);
 	assert_non_null(s);
 	assert_string_equal(s, "{\"geometry\":\"cone\",\"detector\":[64,48],\"volume\":[32,32,16],"
-			       "\"voxel_mm\":[0.5,0.5,0.5],\"algorithm\":\"sart\",\"iterations\":3,\"engine\":\"opencl\"}");
+			       "\"voxel_mm\":[0.5,0.5,0.5],\"algorithm\":\"sart\",\"iterations\":3,\"subsets\":18,"
+			       "\"tv_weight\":0.02,\"engine\":\"opencl\"}");
 	free(s);
 	job_spec_free(a);
 	job_spec_free(b);
@@ -177,6 +194,16 @@ static const struct bad_case bad[] = {
 	{ "fdk iterations", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"iterations\": 5}}", RC_EINVAL, "algorithm.iterations" },
 	{ "relaxation 2", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"relaxation\": 2}}", RC_EINVAL, "algorithm.relaxation" },
 	{ "subsets > views", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"subsets\": 181}}", RC_EINVAL, "algorithm.subsets" },
+	{ "tv weight negative", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"tv\": {\"weight\": -1}}}", RC_EINVAL, "algorithm.tv.weight" },
+	{ "tv weight string", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"cgls\", \"tv\": {\"weight\": \"0.1\"}}}", RC_EINVAL, "algorithm.tv.weight" },
+	{ "tv steps zero", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"tv\": {\"steps\": 0}}}", RC_EINVAL, "algorithm.tv.steps" },
+	{ "tv unknown key", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"tv\": {\"lambda\": 1}}}", RC_EINVAL, "algorithm.tv.lambda" },
+	{ "tv not object", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"tv\": 0.1}}", RC_EINVAL, "algorithm.tv" },
+	{ "tv on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"tv\": {\"weight\": 0.1}}}", RC_EINVAL, "algorithm.tv" },
+	{ "stop tolerance 1", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"stop\": {\"tolerance\": 1}}}", RC_EINVAL, "algorithm.stop.tolerance" },
+	{ "stop discrepancy negative", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sirt\", \"stop\": {\"discrepancy\": -1}}}", RC_EINVAL, "algorithm.stop.discrepancy" },
+	{ "stop noise null", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"stop\": {\"noise_sigma\": null}}}", RC_EINVAL, "algorithm.stop.noise_sigma" },
+	{ "stop on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"stop\": {}}}", RC_EINVAL, "algorithm.stop" },
 	{ "window unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"window\": \"box\"}}", RC_EINVAL, "algorithm.window" },
 	{ "priority high", "{" CONE_GEOM ", " VOL ", " ALG ", \"priority\": 10}", RC_EINVAL, "priority" },
 	{ "autostart string", "{" CONE_GEOM ", " VOL ", " ALG ", \"autostart\": \"yes\"}", RC_EINVAL, "autostart" },

@@ -98,7 +98,7 @@ static void run_cases(rc_geom_type type, const char *label, const struct acase *
 	for (int k = 0; k < ncases; k++) {
 		const struct acase *c = &cases[k];
 		rc_algo_params ap;
-		rc_algo_params_default(&ap, c->name);
+		rc_algo_params_plain(&ap, c->name);
 		ap.iterations = c->iterations;
 		ap.subsets = c->subsets;
 		rc_tensor_opts o;

@@ -84,7 +84,7 @@ static void test_mixed_vs_fp32(void **state)
 	size_t nvox = rc_volume_count(rc_geom_volume(g));
 	float *v16 = malloc(sizeof(float) * nvox), *v32 = malloc(sizeof(float) * nvox);
 	rc_algo_params ap;
-	rc_algo_params_default(&ap, RC_ALGO_CGLS);
+	rc_algo_params_plain(&ap, RC_ALGO_CGLS);
 	ap.iterations = N_ITER;
 	struct trace t16 = { 0 }, t32 = { 0 };
 	rc_tensor_opts o;
@@ -172,7 +172,7 @@ static void fill_spec(rc_recon_spec *s, double *ang, int nviews, int n, int nz)
 	s->geom.det.nv = 1;
 	s->geom.det.du = 1.0;
 	s->vol = (rc_volume_desc){ n, n, nz, 1, 1, 1, 0, 0, 0 };
-	rc_algo_params_default(&s->algo, RC_ALGO_CGLS);
+	rc_algo_params_plain(&s->algo, RC_ALGO_CGLS);
 	s->algo.iterations = 8;
 	snprintf(s->engine, sizeof s->engine, "tensor");
 	snprintf(s->precision, sizeof s->precision, "mixed");
@@ -222,7 +222,7 @@ static void test_job_path(void **state)
 	rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_MLEM };
 	const char *engines[] = { "tensor", "auto", "cpu" };
 	for (int k = 0; k < 3; k++) {
-		rc_algo_params_default(&s.algo, names[k]);
+		rc_algo_params_plain(&s.algo, names[k]);
 		s.algo.iterations = 2;
 		snprintf(s.engine, sizeof s.engine, "%s", engines[k]);
 		snprintf(s.precision, sizeof s.precision, "%s", k == 2 ? "fp32" : "mixed");
@@ -237,12 +237,12 @@ static void test_job_path(void **state)
 	snprintf(s.engine, sizeof s.engine, "tensor");
 	snprintf(s.precision, sizeof s.precision, "mixed");
 	/* fdk is refused by name (2-D filtered back projection is future work) */
-	rc_algo_params_default(&s.algo, RC_ALGO_FDK);
+	rc_algo_params_plain(&s.algo, RC_ALGO_FDK);
 	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), RC_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "fdk"));
 	assert_string_equal(err.field, "algorithm.name");
 	/* unknown precision */
-	rc_algo_params_default(&s.algo, RC_ALGO_CGLS);
+	rc_algo_params_plain(&s.algo, RC_ALGO_CGLS);
 	snprintf(s.precision, sizeof s.precision, "int8");
 	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), RC_EINVAL);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

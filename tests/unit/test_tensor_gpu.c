@@ -177,7 +177,7 @@ static void test_algorithms(void **state)
 	} runs[] = { { RC_ALGO_CGLS, 30, 1, 0.01 }, { RC_ALGO_SART, 5, 8, 0.02 }, { RC_ALGO_MLEM, 20, 1, 0.02 } };
 	for (int k = 0; k < 3; k++) {
 		rc_algo_params ap;
-		rc_algo_params_default(&ap, runs[k].name);
+		rc_algo_params_plain(&ap, runs[k].name);
 		ap.iterations = runs[k].iterations;
 		ap.subsets = runs[k].subsets;
 		rc_tensor_opts o;

@@ -131,7 +131,7 @@ static float *sart(rc_engine **e, int n, const int *split, int *alive_after, rc_
 	if (fn)
 		rc_exec_set_replan(x, fn, ud);
 	rc_algo_params p;
-	rc_algo_params_default(&p, RC_ALGO_SART);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 3;
 	float *proj = ball_projections();
 	float *vol = malloc(rc_volume_count(rc_geom_volume(geom)) * sizeof *vol);

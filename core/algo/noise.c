@@ -1,0 +1,107 @@
+/* noise: the noise energy of a projection stack, from the data (noise.h). */
+#include "algo/noise.h"
+
+#include <stdlib.h>
+
+#include "util/parfor.h"
+
+/* Median of chi^2 with one degree of freedom. */
+#define CHI2_1_MEDIAN 0.4549364231195724
+/* Rows per parallel item. */
+#define ROWS_PER_ITEM 64
+
+typedef struct noise_job {
+	const float *p;
+	int nu;
+	size_t nrows;
+	float **scratch; /* per worker, nu - 2 floats */
+	double *var;     /* per item: sum of the rows' variance times their length */
+} noise_job;
+
+#define SWAP(a, b) do { float t_ = (a); (a) = (b); (b) = t_; } while (0)
+
+/* The k-th smallest of a[0..n) (a is reordered): selection by partitions
+ * around a median of three, which also places the sentinels that keep the
+ * inner scans inside [l, ir]. */
+static float select_kth(float *a, size_t n, size_t k)
+{
+	size_t l = 0, ir = n - 1;
+	for (;;) {
+		if (ir <= l + 1) {
+			if (ir == l + 1 && a[ir] < a[l])
+				SWAP(a[l], a[ir]);
+			return a[k];
+		}
+		size_t mid = (l + ir) / 2, i = l + 1, j = ir;
+		SWAP(a[mid], a[l + 1]);
+		if (a[l] > a[ir])
+			SWAP(a[l], a[ir]);
+		if (a[l + 1] > a[ir])
+			SWAP(a[l + 1], a[ir]);
+		if (a[l] > a[l + 1])
+			SWAP(a[l], a[l + 1]);
+		float piv = a[l + 1];
+		for (;;) {
+			do
+				i++;
+			while (a[i] < piv);
+			do
+				j--;
+			while (a[j] > piv);
+			if (j < i)
+				break;
+			SWAP(a[i], a[j]);
+		}
+		a[l + 1] = a[j];
+		a[j] = piv;
+		if (j >= k)
+			ir = j - 1;
+		if (j <= k)
+			l = i;
+	}
+}
+
+static void noise_item(void *ud, int worker, int item)
+{
+	noise_job *j = ud;
+	float *d2 = j->scratch[worker];
+	const size_t m = (size_t)j->nu - 2;
+	size_t r0 = (size_t)item * ROWS_PER_ITEM, r1 = r0 + ROWS_PER_ITEM;
+	double sum = 0.0;
+	if (r1 > j->nrows)
+		r1 = j->nrows;
+	for (size_t r = r0; r < r1; r++) {
+		const float *row = j->p + r * (size_t)j->nu;
+		for (size_t i = 0; i < m; i++) {
+			float d = row[i] - 2.0f * row[i + 1] + row[i + 2];
+			d2[i] = d * d;
+		}
+		double s2 = select_kth(d2, m, m / 2) / (6.0 * CHI2_1_MEDIAN);
+		sum += s2 * j->nu;
+	}
+	j->var[item] = sum;
+}
+
+double rc_noise_energy(const float *p, size_t n, int nu, int threads)
+{
+	if (nu < 8 || !p)
+		return 0.0;
+	noise_job j = { .p = p, .nu = nu, .nrows = n / (size_t)nu };
+	int items = (int)((j.nrows + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM), nt = rc_parallel_threads(threads);
+	double total = 0.0;
+	j.var = calloc((size_t)items, sizeof *j.var);
+	j.scratch = calloc((size_t)nt, sizeof *j.scratch);
+	int ok = j.var && j.scratch;
+	for (int t = 0; ok && t < nt; t++)
+		ok = (j.scratch[t] = malloc((size_t)nu * sizeof(float))) != NULL;
+	if (ok) {
+		rc_parallel_for(items, threads, noise_item, &j);
+		for (int i = 0; i < items; i++)
+			total += j.var[i];
+	}
+	for (int t = 0; j.scratch && t < nt; t++)
+		free(j.scratch[t]);
+	free(j.scratch);
+	free(j.var);
+	return ok ? total : -1.0;
+}
