@@ -118,6 +118,12 @@ def recon_s(job):
     return float("nan") if t is None else t
 
 
+def peak_mib(job):
+    """The worker's peak resident memory (job.peak_rss_mb), MiB."""
+    m = job.get("peak_rss_mb")
+    return float("nan") if m is None else m
+
+
 def recond_spec(geom, vol, algo, label):
     return {"label": label, "geometry": geom, "volume": vol, "algorithm": algo,
             "execution": {"engine": "cpu", "precision": "fp32"}, "priority": 5}
@@ -226,10 +232,10 @@ def table(title, peer, rows):
     print("### " + title)
     print()
     print("| algorithm | iterations | recond s | (recon s) | %s s | recond / %s | recond error | %s error "
-          "| ‖recond − %s‖ / ‖%s‖ |" % (peer, peer, peer, peer, peer))
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| ‖recond − %s‖ / ‖%s‖ | recond peak MiB |" % (peer, peer, peer, peer, peer))
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.4f | %.4f | %.4f |" % r)
+        print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.4f | %.4f | %.4f | %.0f |" % r)
     sys.stdout.flush()
 
 
@@ -261,7 +267,7 @@ def cone_case(pm, rc, title, n, vx, nviews, nu, nv, du, D, S, algos, iters_list)
             kw["x0"] = x0
         pv, pt = rtk_run(pm, m, proj, vol, rtk_kind, iterations=its, **kw)
         rows.append((label, its, rt, recon_s(job), pt, rt / pt, pm.rel_error(rv, ref, mask), pm.rel_error(pv, ref, mask),
-                     pm.rel_error(rv, pv, mask)))
+                     pm.rel_error(rv, pv, mask), peak_mib(job)))
         print("  %-40s %3d  recond %.2f s  RTK %.2f s" % (label, its, rt, pt), flush=True)
         del rv, pv
     table(title, "RTK", rows)
@@ -287,7 +293,7 @@ def fan_case(pm, rc, title, n, vx, slices, vz, nviews, nu, du, D, S, runs):
         rv, rt, job = rc.run(recond_spec(geom, vol, algo, "peers-2d-%s-%d" % (label, its)), sinos)
         av, at = astra_run(pm, m, sinos, vol, alg, its)
         rows.append((label, its, rt, recon_s(job), at, rt / at, pm.rel_error(rv, ref, mask), pm.rel_error(av, ref, mask),
-                     pm.rel_error(rv, av, mask)))
+                     pm.rel_error(rv, av, mask), peak_mib(job)))
         print("  %-40s %3d  recond %.2f s  ASTRA %.2f s" % (label, its, rt, at), flush=True)
     table(title, "ASTRA", rows)
     return np

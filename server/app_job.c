@@ -117,6 +117,8 @@ json_t *app_job_json(app *a, const job_row *r)
 			    ? json_incref(json_object_get(report, "plan")) : json_array());
 	json_object_set_new(j, "matrix", report && json_is_object(json_object_get(report, "matrix"))
 			    ? json_incref(json_object_get(report, "matrix")) : json_null());
+	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
+			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 
 	json_t *t = json_object();
 	json_object_set_new(t, "created", ts_json(r->created));

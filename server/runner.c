@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,12 +259,16 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 }
 
 /* The report keeps the last progress the job reached (the worker's report
- * has it; a worker that died before reporting did not send one). */
-static void with_last_progress(runner *r, struct outcome *oc)
+ * has it; a worker that died before reporting did not send one) and the
+ * worker's peak resident memory. */
+static void with_last_progress(runner *r, struct outcome *oc, const struct rusage *ru)
 {
 	json_t *rep = oc->report ? json_loads(oc->report, 0, NULL) : NULL;
 	if (!rep)
 		rep = json_object();
+	/* the worker's peak resident memory (Linux: ru_maxrss in KiB) */
+	if (ru && ru->ru_maxrss > 0)
+		json_object_set_new(rep, "peak_rss_mb", json_real(ru->ru_maxrss / 1024.0));
 	if (!json_object_get(rep, "progress")) {
 		pthread_mutex_lock(&r->lock);
 		run_progress p = r->prog;
@@ -366,8 +370,9 @@ static void run_job(runner *r, const char *id)
 	close(fd);
 	/* EOF: the worker closed the pipe, normally by exiting.  Keep the
 	 * SIGKILL deadline while waiting, for a worker that closed fd 3 and hangs. */
+	struct rusage ru = { 0 };
 	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
+		pid_t w = wait4(pid, &status, WNOHANG, &ru);
 		if (w == pid || (w < 0 && errno != EINTR))
 			break;
 		pthread_mutex_lock(&r->lock);
@@ -400,7 +405,7 @@ static void run_job(runner *r, const char *id)
 		if (!strcmp(oc.err_code, "worker_crashed"))
 			metrics_worker_crash(a->met);
 	}
-	with_last_progress(r, &oc);
+	with_last_progress(r, &oc, &ru);
 	if (store_finish(a->st, id, final, oc.err_code, oc.err_msg, oc.report, &err))
 		rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
 	if (final != JOB_QUEUED)

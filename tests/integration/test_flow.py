@@ -110,6 +110,9 @@ def main():
     check("sart defaults: relative L2 error < %.2f, no negative voxel" % SART_BOUND,
           err3 < SART_BOUND and min(vol3) >= 0.0, "%.4f, min %.3g" % (err3, min(vol3)))
     log("sart defaults: relative error %.4f" % err3)
+    rss = final3.get("peak_rss_mb")
+    check("sart defaults: the job reports its worker's peak memory, 1-4096 MiB",
+          isinstance(rss, (int, float)) and 1 <= rss <= 4096, str(rss))
     sspec3 = dict(spec, label="flow-sart-stop",
                   algorithm={"name": "sart", "iterations": 10, "stop": {"noise_sigma": 1000.0}})
     jid4, final4, events4 = run_job(c, sspec3, proj, "sart stop")
