@@ -144,7 +144,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 			    (rc = rc_bk_dot(b, q, q, c.qq, err)))
 				goto out_download;
 			/* d^T L(x) d: TV's curvature along d (beta_tv >= 0 adds to ||A d||^2) */
-			if (tv.on && ((rc = rc_bk_tv_apply(b, x, d, t, tv.eps, err)) ||
+			if (tv.on && ((rc = rc_bk_tv_apply(b, x, d, t, tv.eps, tv.host, err)) ||
 				      (rc = rc_bk_dot(b, d, t, c.dld, err))))
 				goto out_download;
 			for (int k = 0; k < B; k++) {
@@ -172,7 +172,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 			}
 			/* s = A^T r - beta_tv grad TV(x) */
 			if ((rc = rc_bk_back(b, RC_BP_MATCHED, r, s, 0, nviews, err)) ||
-			    (tv.on && ((rc = rc_bk_tv_apply(b, x, x, t, tv.eps, err)) ||
+			    (tv.on && ((rc = rc_bk_tv_apply(b, x, x, t, tv.eps, tv.host, err)) ||
 				       (rc = rc_bk_axpy(b, s, c.tvneg, t, err)))) ||
 			    (rc = rc_bk_dot(b, s, s, c.gnew, err)))
 				goto out_download;

@@ -137,6 +137,9 @@ int rc_tv_new(const rc_algo_params *p, rc_backend *b, const rc_vec *meas, const 
 	}
 	t->eps = (float)(RC_TV_EPS_REL * top);
 	t->on = top > 0.0;
+	if (t->on && !b->ops->tv_apply &&
+	    !(t->host = malloc(3 * rc_volume_count(rc_geom_volume(b->geom)) * sizeof *t->host)))
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for host copies of the TV operator's volumes");
 out:
 	free(as);
 	free(ps);
@@ -149,6 +152,7 @@ void rc_tv_free(rc_tv *t)
 {
 	free(t->scale);
 	free(t->step);
+	free(t->host);
 	*t = (rc_tv){ 0 };
 }
 
@@ -159,7 +163,7 @@ int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec
 	if (!t->on)
 		return 0;
 	for (int k = 0; k < p->tv_steps && !rc; k++)
-		if (!(rc = rc_bk_tv_apply(b, x, x, g, t->eps, err)))
+		if (!(rc = rc_bk_tv_apply(b, x, x, g, t->eps, t->host, err)))
 			rc = rc_bk_axpy(b, x, t->step, g, err);
 	/* a step may cross 0: clamp again (update with lambda 0 is the clamp
 	 * alone) */

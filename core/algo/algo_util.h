@@ -66,6 +66,8 @@ typedef struct rc_tv {
 	float *step;   /* -kappa * s * S / steps per batch: the descent of
 	                  SART, SIRT and MLEM with S subsets */
 	float eps;     /* TV smoothing: RC_TV_EPS_REL * the largest s */
+	float *host;   /* rc_bk_tv_apply's host copies, for a backend without
+	                  its own tv_apply (NULL otherwise) */
 } rc_tv;
 
 /* From the measured stack and A 1 (a projection vector holding it);

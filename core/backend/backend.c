@@ -61,25 +61,24 @@ rc_tv_shape rc_bk_tv_shape(const rc_backend *b)
 	return (rc_tv_shape){ .nx = v->nx, .ny = v->ny, .nz = v->nz, .planar = rc_geom_is_2d(b->geom) };
 }
 
-int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, float *host,
+		   rc_err *err)
 {
 	if (b->ops->tv_apply)
 		return b->ops->tv_apply(b, w, d, out, eps, err);
 	/* a device backend without its own: the volumes make a round trip */
 	rc_tv_shape s = rc_bk_tv_shape(b);
 	size_t n = rc_volume_count(rc_geom_volume(b->geom));
-	float *hw = malloc(n * sizeof *hw), *hd = w == d ? hw : malloc(n * sizeof *hd);
-	float *ho = malloc(n * sizeof *ho);
+	float *mem = host ? host : malloc(3 * n * sizeof *mem);
 	int rc;
-	if (!hw || !hd || !ho)
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for host copies of the TV operator's volumes");
-	else if (!(rc = rc_bk_download(b, w, hw, err)) && (w == d || !(rc = rc_bk_download(b, d, hd, err)))) {
+	if (!mem)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for host copies of the TV operator's volumes");
+	float *hw = mem, *hd = w == d ? hw : mem + n, *ho = mem + 2 * n;
+	if (!(rc = rc_bk_download(b, w, hw, err)) && (w == d || !(rc = rc_bk_download(b, d, hd, err)))) {
 		rc_tv_apply(&s, hw, hd, ho, eps, 0);
 		rc = rc_bk_upload(b, out, ho, err);
 	}
-	free(ho);
-	if (hd != hw)
-		free(hd);
-	free(hw);
+	if (!host)
+		free(mem);
 	return rc;
 }

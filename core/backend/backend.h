@@ -235,8 +235,11 @@ static inline int rc_bk_mul(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_
 	return b->ops->mul(b, v, u, c, err);
 }
 
-/* The backend's tv_apply, or tv_host.h's on host copies. */
-int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err);
+/* The backend's tv_apply, or tv_host.h's on host copies: in host (three
+ * volumes of rc_volume_count floats, kept by the caller across calls) or,
+ * when host is NULL, in buffers of this call. */
+int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, float *host,
+		   rc_err *err);
 /* TV's smoothing eps relative to the data's mean density (algo_util.h):
  * differences below about this are smoothed quadratically, which keeps
  * the lagged-diffusivity operator of CGLS well conditioned (1e-3 needed
