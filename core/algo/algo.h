@@ -51,15 +51,15 @@ typedef struct rc_algo_params {
 	rc_algo_name name;
 	int iterations;          /* iterative algorithms; >= 1 */
 	double relaxation;       /* SART/SIRT lambda, (0, 2) */
-	int subsets;             /* SART ordered subsets; 1 = all views per iteration,
-	                            0 = rc_sart_default_subsets(nviews) */
+	int subsets;             /* SART's and MLEM's (OS-EM) ordered subsets; 1 =
+	                            all views per update, 0 = the default
+	                            (rc_algo_subsets) */
 	int nonnegative;         /* clamp the volume at 0 after each update
 	                            (CGLS: restarts, see algo_cgls.c) */
-	double tv_weight;        /* TV phase after each iteration (ASD-POCS): TV
-	                            descent moves the iterate by tv_weight times
-	                            the length of the iteration's data step;
-	                            0 = none */
-	int tv_steps;            /* descent steps of the TV phase */
+	double tv_weight;        /* kappa of the TV penalty (algo_util.h's rc_tv:
+	                            relative to the data's mean density); 0 =
+	                            none */
+	int tv_steps;            /* SART/SIRT/MLEM: TV descent steps per iteration */
 	double stop_tolerance;   /* stop once ||p - A x|| <= this * ||p||; 0 = off */
 	double stop_discrepancy; /* tau: stop once ||p - A x|| <= tau * noise,
 	                            noise^2 = sum of the rays' variances; 0 = off */

@@ -88,6 +88,8 @@ void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, 
 	size_t n = rc_geom_proj_count(g);
 	*s = (rc_stop){ 0 };
 	if (p->stop_tolerance > 0.0) {
+		/* in double element by element, not vec_host's rc_vdot (float
+		 * lanes, ~1e-7): the threshold is exact to rounding */
 		double pp = 0.0;
 		for (size_t i = 0; i < n; i++)
 			pp += (double)proj[i] * proj[i];

@@ -40,7 +40,8 @@ typedef struct rc_stop {
 } rc_stop;
 
 /* From p's stop_* fields and the measured stack (host memory): ||p||, and
- * the noise given as noise_sigma or estimated (noise.h). */
+ * the noise given as noise_sigma or estimated (noise.h; an estimate that
+ * fails for want of memory leaves the discrepancy rule off). */
 void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, rc_stop *s);
 /* "discrepancy", "tolerance" or NULL (go on) for an iterate's residual. */
 const char *rc_stop_check(const rc_stop *s, double residual);

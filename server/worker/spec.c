@@ -244,7 +244,7 @@ static int parse_volume(const json_t *v, rc_volume_desc *vol, rc_err *err)
 static int parse_tv(const json_t *t, rc_algo_params *ap, rc_err *err)
 {
 	static const char *const keys[] = { "weight", "steps", NULL };
-	long long steps = ap->tv_steps ? ap->tv_steps : RC_TV_DEFAULT_STEPS;
+	long long steps = ap->tv_steps;
 	int rc;
 	if ((rc = jf_check_keys(t, "algorithm.tv", keys, err)) ||
 	    (rc = jf_num(t, "algorithm.tv", "weight", 0, 0, 0, RC_TV_MAX_WEIGHT, &ap->tv_weight, err)) ||
