@@ -109,7 +109,7 @@ int main(void)
 			printf("  work-group search failed: %s\n", err.msg);
 		char shape[64];
 		rc_shape_key(g, RC_BP_VOXEL, shape, sizeof shape);
-		if (rc_devices_calibrate(e, RC_BP_VOXEL, NULL, all[i].device_id, shape, vol, proj, model[nd], &err)) {
+		if (rc_devices_calibrate(e, RC_FP_RAYCAST, RC_BP_VOXEL, NULL, all[i].device_id, shape, vol, proj, model[nd], &err)) {
 			printf("  %-7s %-40.40s calibration failed: %s\n", all[i].engine, all[i].name, err.msg);
 			rc_engine_free(e);
 			continue;

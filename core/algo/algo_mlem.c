@@ -33,6 +33,6 @@ int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	int rc = rc_algo_check(p, b, proj, vol, 0, 1, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_MATCHED, rc_algo_subsets(p, rc_geom_nviews(b->geom)), 1,
+	return rc_sart_core(p, b, proj, vol, hooks, rc_bk_bp_matched(b), rc_algo_subsets(p, rc_geom_nviews(b->geom)), 1,
 			    err);
 }

@@ -112,7 +112,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	/* R = 1 / A(1) over all views (a ray's sum does not depend on the
 	 * block); EM needs A(1) only for its start */
 	if ((rc = rc_bk_fill(b, upd, 1.0f, RC_VIEWS_ALL, err)) ||
-	    (rc = rc_bk_forward(b, RC_FP_RAYCAST, upd, rinv, 0, nviews, err)) ||
+	    (rc = rc_bk_forward(b, rc_bk_fp(b), upd, rinv, 0, nviews, err)) ||
 	    (rc = rc_tv_new(p, b, meas, rinv, S, &tv, err)) ||
 	    (em && (rc = em_start(b, proj, rinv, &x0, &eps, err))) ||
 	    (!em && (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err))))
@@ -153,7 +153,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			if (!cache && ((rc = rc_bk_fill(b, res, 1.0f, f, l, err)) ||
 				       (rc = colsum_inverse(b, bp, res, c, f, l, err))))
 				goto out_download;
-			if ((rc = rc_bk_forward(b, RC_FP_RAYCAST, x, res, f, l, err)) ||
+			if ((rc = rc_bk_forward(b, rc_bk_fp(b), x, res, f, l, err)) ||
 			    (em && (rc = rc_bk_ratio(b, res, meas, eps, f, l, &s2, err))) ||
 			    (!em && (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err))) ||
 			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||

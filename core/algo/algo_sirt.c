@@ -18,5 +18,5 @@ int rc_sirt_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	int rc = rc_algo_check(p, b, proj, vol, 1, 0, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_MATCHED, 1, 0, err);
+	return rc_sart_core(p, b, proj, vol, hooks, rc_bk_bp_matched(b), 1, 0, err);
 }

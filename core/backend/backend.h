@@ -129,8 +129,15 @@ struct rc_backend {
 	const rc_geom *geom; /* borrowed */
 	int nbatch;          /* independent problems per vector, >= 1 */
 	char name[32];       /* "cpu", "opencl", "cuda", "tensor", "trigeneous" */
+	int splat;           /* projects RC_FP_SPLAT / RC_BP_SPLAT (rc_bk_fp) */
 	rc_backend_stats stats;
 };
+/* The forward projector of every iterative algorithm and its exact adjoint
+ * on b: the splat pair where b offers it (the CPU engine on a geometry whose
+ * voxels project at most a pixel apart: proj_splat.c), else ray casting and
+ * its transpose.  SART back-projects with RC_BP_VOXEL either way. */
+static inline rc_fp_kind rc_bk_fp(const rc_backend *b) { return b->splat ? RC_FP_SPLAT : RC_FP_RAYCAST; }
+static inline rc_bp_kind rc_bk_bp_matched(const rc_backend *b) { return b->splat ? RC_BP_SPLAT : RC_BP_MATCHED; }
 
 /* Normalises a view range as backend.h reads it: last < 0 or past the end
  * is every view to the end, first < 0 is 0, an inverted range is empty

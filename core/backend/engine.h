@@ -25,12 +25,17 @@ typedef enum rc_fp_kind {
 	                      its exact adjoint is RC_BP_MATCHED */
 	RC_FP_ROTATE,      /* rotation + projection (paper 000 §3.2, Approach B);
 	                      circular geometries (cone) only */
+	RC_FP_SPLAT,       /* voxel-driven splatting, the transpose of RC_BP_VOXEL
+	                      times a per-pixel gain; its exact adjoint is
+	                      RC_BP_SPLAT (engines with `splat` set only) */
 } rc_fp_kind;
 
 typedef enum rc_bp_kind {
 	RC_BP_VOXEL = 0,   /* voxel-driven, bilinear, 1/w^2 (paper 002 Eq. 1):
 	                      the FDK and SART back projector */
 	RC_BP_MATCHED,     /* exact adjoint (transpose) of RC_FP_RAYCAST, for CGLS */
+	RC_BP_SPLAT,       /* exact adjoint of RC_FP_SPLAT: RC_BP_VOXEL of the
+	                      projections times the gain (proj_splat.c) */
 } rc_bp_kind;
 
 typedef struct rc_engine rc_engine;
@@ -56,6 +61,10 @@ struct rc_engine {
 	char hw_group[64];       /* engines with the same hw_group share hardware
 	                            (PoCL's CPU device and the cpu engine): the
 	                            planner never counts them as two */
+	int splat;               /* runs RC_FP_SPLAT and RC_BP_SPLAT for this
+	                            geometry (the CPU engine, where
+	                            rc_splat_suits holds): the algorithms' matched
+	                            pair is then the splat pair (backend.h) */
 };
 
 static inline int rc_engine_forward(rc_engine *e, rc_fp_kind kind, const float *vol,

@@ -78,6 +78,14 @@ const rc_geom *rc_exec_geom(const rc_exec *x) { return x->eng[0]->geom; }
 
 const char *rc_exec_name(const rc_exec *x) { return x->n > 1 ? "trigeneous" : x->eng[0]->name; }
 
+int rc_exec_splat(const rc_exec *x)
+{
+	for (int i = 0; i < x->n; i++)
+		if (!x->eng[i]->splat)
+			return 0;
+	return x->n > 0;
+}
+
 int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
 {
 	long sum = 0;

@@ -107,7 +107,7 @@ void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len)
 
 /* --- calibration ------------------------------------------------------------ */
 
-int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, const char *device_id,
+int rc_devices_calibrate(rc_engine *e, rc_fp_kind fp, rc_bp_kind bp, const char *model_dir, const char *device_id,
 			 const char *shape, float *vol, float *proj, rc_model out[RC_TASK_COUNT],
 			 rc_err *err)
 {
@@ -138,7 +138,7 @@ int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, con
 	for (size_t i = 0; i < np; i++)
 		proj[i] = (float)((i * 40503u) % 1000) * 1e-3f;
 	for (int task = 0; task < RC_TASK_COUNT; task++) {
-		int rc = task == RC_TASK_FORWARD ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, 0, (int)w[0], err)
+		int rc = task == RC_TASK_FORWARD ? rc_engine_forward(e, fp, vol, proj, 0, (int)w[0], err)
 						 : rc_engine_back(e, bp, proj, vol, 0, (int)w[0], err);
 		if (rc)
 			return rc;
@@ -155,7 +155,7 @@ int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, con
 				int first = (int)((long)r * (nviews - wi) / (m - 1));
 				double t0 = rc_now_s();
 				rc = task == RC_TASK_FORWARD
-					     ? rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, first, first + wi, err)
+					     ? rc_engine_forward(e, fp, vol, proj, first, first + wi, err)
 					     : rc_engine_back(e, bp, proj, vol, first, first + wi, err);
 				if (rc)
 					return rc;

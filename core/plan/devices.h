@@ -60,15 +60,16 @@ int rc_device_open(const rc_device *d, const rc_geom *g, const rc_device_open_op
 		   rc_engine **ret, rc_err *err);
 
 /* The problem a model is valid for: "cone-128x128x128-256x200-voxel" (the
- * geometry type, volume, detector and back projector). */
+ * geometry type, volume, detector and back projector; recon.c appends
+ * "-splat" where one engine runs the splat pair). */
 void rc_shape_key(const rc_geom *g, rc_bp_kind bp, char *buf, size_t len);
 
-/* Times forward (RC_FP_RAYCAST) and back (bp) projection on the
+/* Times forward (fp) and back (bp) projection on the
  * engine at RC_PLAN_MIN_WORKLOADS + 1 workloads from 1/16 to 1/2 of the
  * views (after one untimed warm-up; the faster of two runs each), fits both models, stores them
  * when model_dir is set.  vol and proj are scratch buffers of the geometry's
  * sizes (contents are overwritten). */
-int rc_devices_calibrate(rc_engine *e, rc_bp_kind bp, const char *model_dir, const char *device_id,
+int rc_devices_calibrate(rc_engine *e, rc_fp_kind fp, rc_bp_kind bp, const char *model_dir, const char *device_id,
 			 const char *shape, float *vol, float *proj, rc_model out[RC_TASK_COUNT],
 			 rc_err *err);
 

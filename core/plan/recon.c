@@ -331,6 +331,11 @@ static int load_models(struct job *j, int calibrate, rc_err *err)
 {
 	const char *dir = j->s->model_dir;
 	rc_bp_kind bp = algo_bp(j->s->algo.name);
+	rc_fp_kind fp = RC_FP_RAYCAST;
+	if (j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK) { /* the pair rc_bk_fp picks */
+		fp = RC_FP_SPLAT;
+		bp = bp == RC_BP_MATCHED ? RC_BP_SPLAT : bp;
+	}
 	float *vol = NULL, *proj = NULL;
 	int rc = 0;
 	for (int i = 0; i < j->n; i++) {
@@ -350,7 +355,7 @@ static int load_models(struct job *j, int calibrate, rc_err *err)
 			goto out;
 		/* a device that cannot be timed (noise, a failure) is not planned
 		 * with; the job still runs on the others */
-		if (rc_devices_calibrate(j->eng[i], bp, dir, j->dev[i].device_id, j->shape, vol, proj,
+		if (rc_devices_calibrate(j->eng[i], fp, bp, dir, j->dev[i].device_id, j->shape, vol, proj,
 					 j->model[i], NULL))
 			for (int t = 0; t < RC_TASK_COUNT; t++)
 				j->model[i][t] = (rc_model){ .valid = 0 };
@@ -528,6 +533,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		snprintf(j.cache_dir, sizeof j.cache_dir, "%s/opencl-cache", s->model_dir);
 	if ((rc = open_devices(&j, mode, err)))
 		goto out;
+	/* one engine with the splat pair runs every iterative algorithm's
+	 * forward projection (and SIRT's, CGLS's, MLEM's back projection) by
+	 * splatting (backend.h rc_bk_fp): its timings are another shape's */
+	if (j.n == 1 && j.eng[0]->splat && s->algo.name != RC_ALGO_FDK)
+		snprintf(j.shape + strlen(j.shape), sizeof j.shape - strlen(j.shape), "-splat");
 	if (mode == RC_ENGINE_OPENCL && j.n == 1 && j.dev[0].kind == RC_DEVICE_OPENCL &&
 	    rc_opencl_algo_supported(&s->algo, g)) {
 		rc = run_opencl_resident(&j, proj, vol, hooks, report, err);

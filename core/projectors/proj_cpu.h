@@ -11,7 +11,12 @@
  *   proj_voxel.c    RC_BP_VOXEL (paper 002 Eq. 1), the inner loops in
  *                   proj_voxel_tile.h compiled three times: baseline x86-64
  *                   (proj_voxel.c), AVX2 (proj_voxel_avx2.c), AVX-512
- *                   (proj_voxel_avx512.c), chosen at run time.
+ *                   (proj_voxel_avx512.c), chosen at run time; with the
+ *                   splat gain it is RC_BP_SPLAT
+ *   proj_splat.c    RC_FP_SPLAT, the voxel-driven forward projector whose
+ *                   exact transpose is RC_BP_SPLAT (the matched pair of the
+ *                   iterative algorithms where voxels project at most a
+ *                   pixel apart)
  *
  * Every projector runs views [first, last) of a cone or matrices geometry
  * (the caller checks the type and range), splits its work over the pool and
@@ -21,6 +26,8 @@
  */
 #ifndef RC_PROJ_CPU_H
 #define RC_PROJ_CPU_H
+
+#include <math.h>
 
 #include "geometry/geometry.h"
 #include "util/threadpool.h"
@@ -69,11 +76,47 @@ void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
 int rc_proj_keep_reserve(size_t bytes, const char *env);
 void rc_proj_keep_release(size_t bytes);
 
-/* Voxel-driven back projection; owns padded view blocks and per-thread rows. */
+/* Voxel-driven back projection; owns padded view blocks and per-thread rows.
+ * splat_gain != 0 multiplies every pixel by the splat gain (below) as the
+ * views are padded: RC_BP_SPLAT, the exact transpose of rc_fp_splat. */
 typedef struct rc_bpv rc_bpv;
 int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err);
 void rc_bpv_free(rc_bpv *b);
 void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
-		 float *vol, int first, int last);
+		 float *vol, int first, int last, int splat_gain);
+
+/* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
+ * (proj_splat.c derives it): what a voxel of unit density adds to the
+ * detector in sum, times its depth squared. */
+typedef struct rc_splat_gain {
+	double c0[3], cu[3], cv[3];
+} rc_splat_gain;
+void rc_splat_gain_init(const rc_geom *g, int k, rc_splat_gain *gn);
+static inline float rc_splat_gain_at(const rc_splat_gain *gn, double u, double v)
+{
+	double s = 0;
+	for (int i = 0; i < 3; i++) {
+		double c = gn->c0[i] - u * gn->cu[i] - v * gn->cv[i];
+		s += c * c;
+	}
+	return (float)sqrt(s);
+}
+
+/* Voxels further apart on the detector than this (pixels, in u or v) make
+ * the splat's bilinear footprints ripple: rc_splat_suits is false. */
+#define RC_SPLAT_MAX_STEP 1.0
+/* The largest projected voxel step over every view (infinity for fan,
+ * parallel or a volume reaching behind the source), and whether it is at
+ * most RC_SPLAT_MAX_STEP. */
+double rc_splat_max_step(const rc_geom *g);
+int rc_splat_suits(const rc_geom *g);
+
+/* Splatting forward projection; owns one padded image per worker (threads:
+ * the pool's). */
+typedef struct rc_fps rc_fps;
+int rc_fps_new(const rc_geom *g, int threads, rc_fps **ret, rc_err *err);
+void rc_fps_free(rc_fps *f);
+void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first,
+		 int last);
 
 #endif

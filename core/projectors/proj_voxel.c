@@ -148,6 +148,7 @@ struct pad_ctx {
 	const rc_bpv *b;
 	const float *proj;
 	int first;
+	int splat_gain;
 };
 
 /* Four vectors to four consecutive 16-byte slots starting at o (64-byte
@@ -213,6 +214,15 @@ static void pad_task(void *arg, long k, int worker)
 				img[(size_t)(i + 1) * Hs + j + 1] = rows[j - j0][i];
 	}
 	_mm_sfence(); /* streaming stores are weakly ordered: done before the tiles read them */
+	if (c->splat_gain) {
+		rc_splat_gain gn;
+		rc_splat_gain_init(b->g, c->first + (int)k, &gn);
+		for (int i = 0; i < nu; i++) {
+			float *col = img + (size_t)(i + 1) * Hs + 1;
+			for (int j = 0; j < nv; j++)
+				col[j] *= rc_splat_gain_at(&gn, i, j);
+		}
+	}
 }
 
 /* A view takes the column loops (proj_voxel_tile.h) when it is a cone view
@@ -316,7 +326,7 @@ static void tile_task(void *arg, long task, int worker)
 }
 
 void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
-		 int first, int last)
+		 int first, int last, int splat_gain)
 {
 	const rc_volume_desc *v = rc_geom_volume(b->g);
 	static void (*const fns[RC_ISA_COUNT])(const struct rc_bpv_job *, long, int) = {
@@ -375,7 +385,7 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	struct tile_ctx tc = { .job = J, .fn = fns[isa] };
 	for (int k0 = first; k0 < last; k0 += RC_BPV_BLOCK) {
 		int K = last - k0 < RC_BPV_BLOCK ? last - k0 : RC_BPV_BLOCK;
-		struct pad_ctx pc = { .b = b, .proj = proj, .first = k0 };
+		struct pad_ctx pc = { .b = b, .proj = proj, .first = k0, .splat_gain = splat_gain };
 		rc_pool_run(pool, K, pad_task, &pc);
 		J->K = K;
 		for (int k = 0; k < K; k++)

@@ -3,8 +3,8 @@
  * of proj_cpu.h and one thread pool created with the engine.  Buffers that
  * the projectors keep (padded view blocks and per-thread rows for RC_BP_VOXEL,
  * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
- * RC_FP_RAYCAST) are allocated at the first call that
- * needs them and reused, so iterative algorithms allocate nothing per call.
+ * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
+ * first call that needs them and reused, so iterative algorithms allocate nothing per call.
  * Cone and matrices geometries only: fan and parallel belong to the tensor
  * engine (issue 6).
  */
@@ -26,6 +26,7 @@ struct cpu_engine {
 	rc_bpv *bpv;
 	rc_rotate *rot;
 	rc_fpr *fpr;
+	rc_fps *fps;
 };
 
 static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out,
@@ -67,6 +68,16 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 			return rc;
 		rc_fp_rotate(c->rot, c->pool, vol, proj, first, last);
 		return 0;
+	case RC_FP_SPLAT:
+		if (!e->splat)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "voxels project more than %.1f pixel apart on this geometry: splatting "
+				       "would ripple; use ray casting",
+				       RC_SPLAT_MAX_STEP);
+		if (!c->fps && (rc = rc_fps_new(e->geom, rc_pool_threads(c->pool), &c->fps, err)))
+			return rc;
+		rc_fp_splat(c->fps, c->pool, c->isa, vol, proj, first, last);
+		return 0;
 	}
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown forward projector %d", (int)kind);
 }
@@ -80,9 +91,15 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		return rc;
 	switch (kind) {
 	case RC_BP_VOXEL:
+	case RC_BP_SPLAT:
+		if (kind == RC_BP_SPLAT && !e->splat)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "voxels project more than %.1f pixel apart on this geometry: the splat "
+				       "pair would ripple; use the matched ray-casting pair",
+				       RC_SPLAT_MAX_STEP);
 		if (!c->bpv && (rc = rc_bpv_new(e->geom, rc_pool_threads(c->pool), &c->bpv, err)))
 			return rc;
-		rc_bp_voxel(c->bpv, c->pool, c->isa, proj, vol, first, last);
+		rc_bp_voxel(c->bpv, c->pool, c->isa, proj, vol, first, last, kind == RC_BP_SPLAT);
 		return 0;
 	case RC_BP_MATCHED:
 		rc_bp_matched(e->geom, c->pool, c->isa, proj, vol, first, last);
@@ -97,6 +114,7 @@ static void cpu_free(rc_engine *e)
 	rc_rotate_free(c->rot);
 	rc_bpv_free(c->bpv);
 	rc_fpr_free(c->fpr);
+	rc_fps_free(c->fps);
 	rc_pool_free(c->pool);
 	free(c);
 }
@@ -149,6 +167,7 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	rc_cpu_identity(c->base.device_id, sizeof c->base.device_id, NULL, 0);
 	snprintf(c->base.hw_group, sizeof c->base.hw_group, "host-cpu");
 	c->isa = rc_cpu_isa_best();
+	c->base.splat = rc_splat_suits(g) && !getenv("RECOND_NO_SPLAT");
 	*ret = &c->base;
 	return 0;
 out_free:

@@ -1,0 +1,321 @@
+/*
+ * proj_splat: RC_FP_SPLAT, the voxel-driven forward projector whose exact
+ * transpose is the FDK back projector (proj_voxel.c) with a per-pixel gain
+ * (RC_BP_SPLAT).  Both sides run over voxels, so the matched pair costs about
+ * what the back projector costs, where ray casting and its transpose walk
+ * every ray at half-voxel steps (docs/cpu-engine.md, "Splatting").
+ *
+ * The model.  A voxel of density x and volume V at depth w adds x times
+ * V |grad u x grad v| to the detector's pixel values in sum (the line
+ * integrals through it, integrated over the detector, in pixel units).  With
+ * P's rows a, b, n (geometry.h: |n| = 1, w = n.X + w0), grad u = (a - u n) / w,
+ * so that factor is |c(u, v)| / w^2 with
+ *     c(u, v) = (a - u n) x (b - v n) = a x b - u (n x b) - v (a x n),
+ * the 1/w^2 of the back projector times a gain g(u, v) = V |c(u, v)| that
+ * depends on the pixel alone.  The voxel's value is spread over the four
+ * pixels around its projection with the back projector's bilinear weights,
+ * so
+ *     A = G B^T,   A^T = B G     (G: diagonal, g at each pixel centre),
+ * with B = RC_BP_VOXEL exactly (its padding, its clamps, its 1/w^2).  g
+ * changes by about 1e-4 of itself per pixel, so evaluating it at the pixel
+ * rather than at the voxel's projection is far below the model's own error.
+ *
+ * Where it holds.  Bilinear weights of neighbouring voxels overlap to a flat
+ * sum only while voxels project at most a pixel apart; coarser, the
+ * forward projection ripples (by half at 1.5 pixels).  rc_splat_suits says
+ * whether every voxel step projects to at most RC_SPLAT_MAX_STEP pixels in
+ * u and v on every view; the CPU engine offers the pair only then
+ * (otherwise iterative jobs keep ray casting and its transpose).
+ *
+ * Work.  A task is one view: the volume is swept in voxel columns along z
+ * (u and w are constant along a column of a cone view, v is linear in z), each
+ * column adding into two columns of a transposed, zero-padded image of the
+ * worker's (the back projector's layout: pixel (i, j) at (i + 1) Hs + j + 1),
+ * then the image's inside, times g, is the view.  Views are independent, so
+ * no atomics and a result that does not depend on the thread count.
+ */
+#include "projectors/proj_cpu.h"
+#include "projectors/proj_splat_col.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rc_fps {
+	const rc_geom *g;
+	int Hs;            /* column stride of a padded transposed image: nv + 3 */
+	size_t img_floats; /* Hs * (nu + 3) */
+	float *img;        /* one image per worker */
+	float *zw;         /* world z of every slice */
+	float *colbuf;     /* nz floats per worker: a column copied z-contiguous */
+	int threads;
+	float *xt;         /* the volume z-fastest ([y][x][z]), for the cone path */
+	size_t xt_bytes;   /* reserved for xt (rc_proj_keep_reserve) */
+	int xt_failed;     /* over the limit: the cone path reads the volume strided */
+};
+
+void rc_splat_gain_init(const rc_geom *g, int k, rc_splat_gain *gn)
+{
+	const double *P = rc_geom_view(g, k)->P;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const double a[3] = { P[0], P[1], P[2] }, b[3] = { P[4], P[5], P[6] }, n[3] = { P[8], P[9], P[10] };
+	const double V = v->vx * v->vy * v->vz;
+	for (int i = 0; i < 3; i++) {
+		int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+		gn->c0[i] = V * (a[i1] * b[i2] - a[i2] * b[i1]);
+		gn->cu[i] = V * (n[i1] * b[i2] - n[i2] * b[i1]);
+		gn->cv[i] = V * (a[i1] * n[i2] - a[i2] * n[i1]);
+	}
+}
+
+/* Largest projected voxel step (pixels, in u or in v) of view P over the
+ * volume: the Jacobian of (u, v) times the voxel size on each axis, at the
+ * eight corners (the magnification is largest at a corner); infinity when a
+ * corner is not in front of the source. */
+static double view_max_step(const double *P, const rc_volume_desc *v)
+{
+	const double s[3] = { v->vx, v->vy, v->vz };
+	double worst = 0;
+	for (int c = 0; c < 8; c++) {
+		double X[3];
+		rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
+		double w = P[8] * X[0] + P[9] * X[1] + P[10] * X[2] + P[11];
+		if (!(w > 0))
+			return INFINITY;
+		double u = (P[0] * X[0] + P[1] * X[1] + P[2] * X[2] + P[3]) / w;
+		double vv = (P[4] * X[0] + P[5] * X[1] + P[6] * X[2] + P[7]) / w;
+		for (int i = 0; i < 3; i++) {
+			double du = fabs(P[i] - u * P[8 + i]) * s[i] / w;
+			double dv = fabs(P[4 + i] - vv * P[8 + i]) * s[i] / w;
+			worst = fmax(worst, fmax(du, dv));
+		}
+	}
+	return worst;
+}
+
+double rc_splat_max_step(const rc_geom *g)
+{
+	rc_geom_type t = rc_geom_type_of(g);
+	if (t != RC_GEOM_CONE && t != RC_GEOM_MATRICES)
+		return INFINITY;
+	double worst = 0;
+	for (int k = 0; k < rc_geom_nviews(g); k++)
+		worst = fmax(worst, view_max_step(rc_geom_view(g, k)->P, rc_geom_volume(g)));
+	return worst;
+}
+
+int rc_splat_suits(const rc_geom *g) { return rc_splat_max_step(g) <= RC_SPLAT_MAX_STEP; }
+
+int rc_fps_new(const rc_geom *g, int threads, rc_fps **ret, rc_err *err)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	rc_fps *f = calloc(1, sizeof *f);
+	if (!f)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the splatting projector");
+	f->g = g;
+	f->threads = threads;
+	f->Hs = d->nv + 3;
+	f->img_floats = (size_t)f->Hs * (size_t)(d->nu + 3);
+	f->img = malloc((size_t)threads * f->img_floats * sizeof(float));
+	f->zw = malloc((size_t)v->nz * sizeof(float));
+	f->colbuf = malloc((size_t)threads * (size_t)v->nz * sizeof(float));
+	if (!f->img || !f->zw || !f->colbuf) {
+		int rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the splatting projector's images (%zu MiB)",
+				 ((size_t)threads * f->img_floats * sizeof(float)) >> 20);
+		rc_fps_free(f);
+		return rc;
+	}
+	for (int z = 0; z < v->nz; z++) {
+		double X[3];
+		rc_volume_voxel_pos(v, 0, 0, z, X);
+		f->zw[z] = (float)X[2];
+	}
+	*ret = f;
+	return 0;
+}
+
+void rc_fps_free(rc_fps *f)
+{
+	if (!f)
+		return;
+	free(f->img);
+	free(f->zw);
+	free(f->colbuf);
+	if (f->xt)
+		rc_proj_keep_release(f->xt_bytes);
+	free(f->xt);
+	free(f);
+}
+
+typedef void (*rc_splat_col_fn)(const float *restrict, int, double, double, float, float, float *restrict,
+				float *restrict, int);
+
+struct splat_ctx {
+	const rc_fps *f;
+	rc_splat_col_fn col_fn;
+	const float *vol;
+	const float *xt;
+	float *proj;
+	int first;
+};
+
+/* The four bilinear deposits of value a at padded column pair c0, c1 and
+ * padded row v (>= 0): the transpose of proj_voxel_tile.h's lookup. */
+static inline void deposit(float *restrict c0, float *restrict c1, float fu, float v, float a)
+{
+	int32_t iv = (int32_t)v;
+	float fv = v - (float)iv;
+	float lo = a * (1.0f - fv), hi = a * fv;
+	c0[iv] += lo - fu * lo;
+	c1[iv] += fu * lo;
+	c0[iv + 1] += hi - fu * hi;
+	c1[iv + 1] += fu * hi;
+}
+
+/* A cone view (P[2] = P[10] = 0): u and w are fixed along a voxel column and
+ * v is linear in z, so each column is one call of the column loop
+ * (proj_splat_col.h) on the column's values, z-contiguous (xt, or copied
+ * into the worker's column buffer).  The set-up is proj_voxel_tile.h's
+ * cone_rows in double.  Columns whose voxels are under a quarter of a row
+ * apart (T over RC_SPLAT_T) scatter voxel by voxel instead. */
+static void cone_view(const rc_fps *f, const double *P, const float *vol, const float *xt, float *img,
+		      float *colbuf, rc_splat_col_fn col_fn)
+{
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const rc_detector_desc *d = rc_geom_detector(f->g);
+	const size_t plane = (size_t)v->nx * (size_t)v->ny, Hs = (size_t)f->Hs;
+	const double z0 = f->zw[0];
+	for (int iy = 0; iy < v->ny; iy++)
+		for (int ix = 0; ix < v->nx; ix++) {
+			double X[3];
+			rc_volume_voxel_pos(v, ix, iy, 0, X);
+			double w = P[8] * X[0] + P[9] * X[1] + P[11];
+			if (!(w > 0))
+				continue;
+			double iw = 1.0 / w;
+			double u = (P[0] * X[0] + P[1] * X[1] + P[3]) * iw;
+			if (!(u > -1 && u < d->nu))
+				continue;
+			double fl = floor(u), dv = P[6] * iw;
+			double v0 = (P[4] * X[0] + P[5] * X[1] + P[7]) * iw + 1;
+			float *c0 = img + ((size_t)fl + 1) * Hs;
+			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
+			const float fu = (float)(u - fl), wt = (float)(iw * iw);
+			if (fabs(dv * v->vz) * RC_SPLAT_T > 2.0) {
+				const float *a = xt ? xt + at * (size_t)v->nz : colbuf;
+				for (int z = 0; !xt && z < v->nz; z++)
+					colbuf[z] = vol[at + (size_t)z * plane];
+				col_fn(a, v->nz, v0 + z0 * dv, v->vz * dv, wt, fu, c0, c0 + Hs, d->nv);
+				continue;
+			}
+			for (int z = 0; z < v->nz; z++) {
+				float vz = (float)v0 + f->zw[z] * (float)dv;
+				if (vz >= 0.0f && vz <= (float)(d->nv + 1))
+					deposit(c0, c0 + Hs, fu, vz, wt * vol[at + (size_t)z * plane]);
+			}
+		}
+}
+
+/* Any other matrix: per voxel, with the back projector's clamps (u in
+ * (-1, nu), padded v in [0, nv + 1], w > 0). */
+static void general_column(const rc_fps *f, const double *P, double xw, double yw, const float *restrict x,
+			   size_t zstride, float *restrict img)
+{
+	const rc_detector_desc *d = rc_geom_detector(f->g);
+	const int nz = rc_geom_volume(f->g)->nz;
+	const double au = P[0] * xw + P[1] * yw + P[3], av = P[4] * xw + P[5] * yw + P[7];
+	const double aw = P[8] * xw + P[9] * yw + P[11];
+	for (int z = 0; z < nz; z++) {
+		double zw = f->zw[z];
+		double w = aw + P[10] * zw;
+		if (!(w > 0))
+			continue;
+		double iw = 1.0 / w;
+		double u = (au + P[2] * zw) * iw, v = (av + P[6] * zw) * iw + 1;
+		if (!(u > -1 && u < d->nu && v >= 0 && v <= d->nv + 1))
+			continue;
+		double fl = floor(u);
+		float *c0 = img + ((size_t)fl + 1) * (size_t)f->Hs;
+		deposit(c0, c0 + f->Hs, (float)(u - fl), (float)v, (float)(iw * iw) * x[(size_t)z * zstride]);
+	}
+}
+
+static void splat_task(void *arg, long t, int worker)
+{
+	const struct splat_ctx *c = arg;
+	const rc_fps *f = c->f;
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const rc_detector_desc *d = rc_geom_detector(f->g);
+	const int k = c->first + (int)t;
+	const double *P = rc_geom_view(f->g, k)->P;
+	const int cone = P[2] == 0 && P[10] == 0;
+	float *img = f->img + (size_t)worker * f->img_floats;
+	const size_t zstride = (size_t)v->nx * (size_t)v->ny;
+	memset(img, 0, f->img_floats * sizeof(float));
+	if (cone)
+		cone_view(f, P, c->vol, c->xt, img, f->colbuf + (size_t)worker * (size_t)v->nz, c->col_fn);
+	else
+		for (int iy = 0; iy < v->ny; iy++)
+			for (int ix = 0; ix < v->nx; ix++) {
+				double X[3];
+				rc_volume_voxel_pos(v, ix, iy, 0, X);
+				const float *x = c->vol + (size_t)iy * (size_t)v->nx + (size_t)ix;
+				general_column(f, P, X[0], X[1], x, zstride, img);
+			}
+	rc_splat_gain gn;
+	rc_splat_gain_init(f->g, k, &gn);
+	for (int j = 0; j < d->nv; j++) {
+		float *out = c->proj + rc_geom_row_offset(f->g, k, j);
+		const float *in = img + (size_t)f->Hs + (size_t)j + 1;
+		for (int i = 0; i < d->nu; i++)
+			out[i] = in[(size_t)i * (size_t)f->Hs] * rc_splat_gain_at(&gn, i, j);
+	}
+}
+
+/* Rows of the volume into xt, z fastest: a voxel column read along z with
+ * the volume's stride (a power of two, often) maps every voxel to one L1 set
+ * and missed at every voxel (the strided read was 2x slower). */
+static void transpose_task(void *arg, long iy, int worker)
+{
+	const struct splat_ctx *c = arg;
+	const rc_volume_desc *v = rc_geom_volume(c->f->g);
+	(void)worker;
+	const size_t nx = (size_t)v->nx, nz = (size_t)v->nz, plane = nx * (size_t)v->ny;
+	float *out = c->f->xt + (size_t)iy * nx * nz;
+	const float *in = c->vol + (size_t)iy * nx;
+	for (size_t z0 = 0; z0 < nz; z0 += 16)
+		for (size_t ix = 0; ix < nx; ix++)
+			for (size_t z = z0; z < nz && z < z0 + 16; z++)
+				out[ix * nz + z] = in[z * plane + ix];
+}
+
+void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last)
+{
+	static const rc_splat_col_fn fns[RC_ISA_COUNT] = { rc_splat_col_baseline, rc_splat_col_avx2,
+							   rc_splat_col_avx512 };
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	struct splat_ctx c = { .f = f, .vol = vol, .proj = proj, .first = first,
+			       .col_fn = fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+	if (last <= first)
+		return;
+	if (!f->xt && !f->xt_failed) {
+		size_t bytes = rc_volume_count(v) * sizeof(float);
+		if (rc_proj_keep_reserve(bytes, "RECOND_SPLAT_COPY_MAX_MB")) {
+			f->xt = malloc(bytes);
+			if (f->xt)
+				f->xt_bytes = bytes;
+			else
+				rc_proj_keep_release(bytes);
+		}
+		f->xt_failed = !f->xt;
+	}
+	if (f->xt) {
+		rc_pool_run(pool, v->ny, transpose_task, &c);
+		c.xt = f->xt;
+	}
+	rc_pool_run(pool, last - first, splat_task, &c);
+}
+
+#define RC_SPLAT_SUFFIX baseline
+#include "projectors/proj_splat_col.h"
