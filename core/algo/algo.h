@@ -6,11 +6,14 @@
  *   FDK   algo_fdk.c   cosine weight, ramp filter (FFTW) with a window,
  *                      Parker weights for a short scan, RC_BP_VOXEL
  *   SART  algo_sart.c  paper 000 Eq. 1, all views per iteration (or ordered
- *                      subsets), relaxation lambda, RC_FP_RAYCAST/RC_BP_VOXEL
+ *                      subsets), relaxation lambda, A / RC_BP_VOXEL
  *   SIRT  algo_sirt.c  row/column-sum normalised simultaneous updates
- *   CGLS  algo_cgls.c  paper 001 Alg. 1 on the matched pair RC_FP_RAYCAST /
- *                      RC_BP_MATCHED
+ *   CGLS  algo_cgls.c  paper 001 Alg. 1 on the matched pair A / A^T
  *   MLEM  algo_mlem.c  multiplicative EM update
+ *
+ * A and A^T are the backend's matched pair (rc_bk_fp, rc_bk_bp_matched in
+ * backend.h): the splat pair on the CPU engine where voxels project at most
+ * a pixel apart, else ray casting and its transpose.
  *
  * Every iteration calls hooks->progress and checks hooks->cancel; all
  * vectors are allocated once per run, never per iteration.  A backend whose

@@ -1,6 +1,6 @@
 /*
  * CGLS: conjugate gradients on the normal equations A^T A x = A^T p (paper
- * 001 Alg. 1) with A = RC_FP_RAYCAST and A^T = RC_BP_MATCHED, its exact
+ * 001 Alg. 1) with A = rc_bk_fp and A^T = rc_bk_bp_matched, its exact
  * transpose (CG needs a symmetric A^T A; with an unmatched pair it stalls).
  *
  * Alg. 1 keeps the normal-equation residual s = A^T (p - A x) and forms

@@ -1,6 +1,6 @@
 /*
- * MLEM: x *= A^T( p / A x ) / A^T(1), with A = RC_FP_RAYCAST and
- * A^T = RC_BP_MATCHED, its exact transpose (the EM update and its monotone
+ * MLEM: x *= A^T( p / A x ) / A^T(1), with A = rc_bk_fp and
+ * A^T = rc_bk_bp_matched, its exact transpose (the EM update and its monotone
  * likelihood rest on the transpose), run as OS-EM (Hudson & Larkin 1994)
  * by SART's loop (algo_sart.c, rc_sart_core with em): per block s of the
  * ordered subsets x *= A_s^T( p / A_s x ) / A_s^T(1), the blocks and their

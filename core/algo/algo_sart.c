@@ -3,7 +3,8 @@
  *
  *   v_i += lambda * [ sum_j a_ij (p_j - sum_n a_nj v_n) / sum_n a_nj ] / sum_j a_ij
  *
- * i.e. v += lambda * C * B( R * (p - A v) ) with A = RC_FP_RAYCAST,
+ * i.e. v += lambda * C * B( R * (p - A v) ) with A = rc_bk_fp (splatting
+ * or ray casting: backend.h),
  * R = 1 / A(1) (the row sums: each ray's length through the volume grid),
  * B = RC_BP_VOXEL (the voxel-driven back projector with its 1/w^2 weight,
  * the one paper 000 and the FDK use) and C = 1 / B(1) (the column sums).
@@ -19,7 +20,7 @@
  * otherwise each one is recomputed before its block (one extra back
  * projection per block, no extra memory).
  *
- * SIRT (algo_sirt.c) runs this same loop with B = RC_BP_MATCHED, the exact
+ * SIRT (algo_sirt.c) runs this same loop with B = rc_bk_bp_matched, the exact
  * transpose of A, and one block; MLEM (algo_mlem.c) runs it as OS-EM: the
  * multiplicative update x *= C_s A_s^T(p / A_s x) per block, no R.
  *

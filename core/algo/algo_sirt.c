@@ -1,6 +1,6 @@
 /*
  * SIRT: x += lambda * C * A^T( R * (p - A x) ), R = 1 / A(1), C = 1 / A^T(1),
- * with A = RC_FP_RAYCAST and A^T = RC_BP_MATCHED, its exact transpose.
+ * with A = rc_bk_fp and A^T = rc_bk_bp_matched, its exact transpose.
  *
  * The loop is SART's (algo_sart.c, rc_sart_core) with one block of views;
  * what differs from SART as implemented here is the back projector only.

@@ -113,10 +113,10 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj, float
 		const rc_algo_hooks *hooks, rc_err *err);
 int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		const rc_algo_hooks *hooks, rc_err *err);
-/* SART (bp = RC_BP_VOXEL, S = subsets) and SIRT (RC_BP_MATCHED, S = 1):
+/* SART (bp = RC_BP_VOXEL, S = subsets) and SIRT (rc_bk_bp_matched, S = 1):
  * x += lambda * B(R (p - A x)) * C per subset of views, R = 1 / A 1 and
  * C = 1 / B 1 restricted to the subset.  em: MLEM's OS-EM instead (bp =
- * RC_BP_MATCHED), x *= C * B(p / A x) per subset from a positive start. */
+ * rc_bk_bp_matched), x *= C * B(p / A x) per subset from a positive start. */
 int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, int em, rc_err *err);
 

@@ -141,7 +141,9 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 	return 0;
 }
 
-/* The back projector the algorithm runs (its forward is always RC_FP_RAYCAST). */
+/* The back projector the algorithm runs with ray casting forward (one engine
+ * with the splat pair runs RC_FP_SPLAT and RC_BP_SPLAT in its place:
+ * load_models, rc_bk_fp). */
 static rc_bp_kind algo_bp(rc_algo_name n)
 {
 	return n == RC_ALGO_FDK || n == RC_ALGO_SART ? RC_BP_VOXEL : RC_BP_MATCHED;
