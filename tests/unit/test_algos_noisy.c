@@ -18,6 +18,14 @@
  *    (docs/algorithms.md has the numbers and why); it must stay finite,
  *    non-negative and below twice FDK's error.
  *
+ * test_algos_noisy_splat.c runs the same on pixels of 1.75 voxels, where
+ * the CPU engine runs the splat pair: the defaults must beat FDK there too
+ * (asserted); the long runs drift on that coarser detector, with either
+ * pair (48^3, SART 20 -> 100 iterations: splat 0.2602 -> 0.2834, ray
+ * casting 0.2583 -> 0.2731, FDK 0.2704; the default TV weight is tuned on
+ * the 1.5-voxel detector and 0.04 already over-smooths, 0.31), so there
+ * they are only held within 15 % of FDK.
+ *
  * Sizes: 48^3 voxels of 1.33 mm from 90 views (release); under ASan 32^3
  * from 60 views, 100 iterations replaced by 40, and the long run only
  * held below FDK: at 32^3 the default TV weight is a little weak and SART
@@ -39,6 +47,7 @@
 #include "backend/cpu/engine_cpu.h"
 #include "backend/exec.h"
 #include "geometry/metrics.h"
+#include "projectors/proj_cpu.h"
 #include "shepp_case.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -52,6 +61,9 @@
 #endif
 #define FOV_MM 64.0
 #define RC_NOISY_PHOTONS 1e5
+#ifndef RC_NOISY_SPLAT
+#define RC_NOISY_SPLAT 0 /* the pair this case runs: ray casting (shepp_case's 1.5-voxel pixels) */
+#endif
 
 static shepp_case F;
 static rc_engine *E;
@@ -97,7 +109,9 @@ static int setup(void **state)
 	}
 	if (rc_engine_cpu_new(F.g, 0, &E, &err) || rc_exec_new(&E, 1, &X, &err))
 		return -1;
-	return 0;
+	print_message("matched pair: %s (largest projected voxel step %.3f pixels)\n",
+		      E->splat ? "splat" : "ray casting", rc_splat_max_step(F.g));
+	return E->splat == RC_NOISY_SPLAT ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -162,7 +176,11 @@ static void test_more_iterations_no_worse(void **state)
 		double e20 = run(names[i], 20, NULL), elong = run(names[i], LONG_RUN, NULL);
 		print_message("%s: error %.4f after 20 iterations, %.4f after %d (FDK %.4f)\n",
 			      rc_algo_name_str(names[i]), e20, elong, LONG_RUN, fdk);
-#if defined(__SANITIZE_ADDRESS__)
+#if RC_NOISY_SPLAT
+		/* the coarse-pixel case drifts (below): held within 15 % of
+		 * FDK, which a diverging pair would not be */
+		assert_true(elong < 1.15 * fdk);
+#elif defined(__SANITIZE_ADDRESS__)
 		assert_true(elong < fdk);
 #else
 		assert_true(elong <= 1.01 * e20);
