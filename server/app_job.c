@@ -113,6 +113,8 @@ json_t *app_job_json(app *a, const job_row *r)
 
 	json_object_set_new(j, "engine", report && json_object_get(report, "engine")
 			    ? json_incref(json_object_get(report, "engine")) : json_null());
+	json_object_set_new(j, "projector", report && json_is_string(json_object_get(report, "projector"))
+			    ? json_incref(json_object_get(report, "projector")) : json_null());
 	json_object_set_new(j, "plan", report && json_is_array(json_object_get(report, "plan"))
 			    ? json_incref(json_object_get(report, "plan")) : json_array());
 	json_object_set_new(j, "matrix", report && json_is_object(json_object_get(report, "matrix"))

@@ -11,7 +11,8 @@
  *   CGLS  algo_cgls.c  paper 001 Alg. 1 on the matched pair A / A^T
  *   MLEM  algo_mlem.c  multiplicative EM update
  *
- * A and A^T are the backend's matched pair (rc_bk_fp, rc_bk_bp_matched in
+ * A and A^T are the matched pair algorithm.projector names (rc_algo_fp in
+ * algo_util.h); auto is the backend's (rc_bk_fp, rc_bk_bp_matched in
  * backend.h): the splat pair on the CPU engine where voxels project at most
  * a pixel apart, else ray casting and its transpose.
  *
@@ -50,6 +51,13 @@ typedef enum rc_scan_mode {
 	RC_SCAN_SHORT,
 } rc_scan_mode;
 
+/* algorithm.projector: the iterative algorithms' matched pair */
+typedef enum rc_projector {
+	RC_PROJECTOR_AUTO = 0, /* the backend's fastest (rc_bk_fp: the splat pair where offered) */
+	RC_PROJECTOR_SPLAT,    /* RC_FP_SPLAT / RC_BP_SPLAT; refused where not offered */
+	RC_PROJECTOR_RAYCAST,  /* RC_FP_RAYCAST / RC_BP_MATCHED, on every backend */
+} rc_projector;
+
 typedef struct rc_algo_params {
 	rc_algo_name name;
 	int iterations;          /* iterative algorithms; >= 1 */
@@ -71,6 +79,7 @@ typedef struct rc_algo_params {
 	rc_filter_window window; /* FDK */
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
+	rc_projector projector;  /* iterative cone/matrices jobs on a host backend */
 	size_t subset_cache_bytes; /* SART: per-subset column sums kept up to
 	                              this many bytes, beyond it recomputed per
 	                              subset; 0 = RC_SUBSET_CACHE_BYTES (tests

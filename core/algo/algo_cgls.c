@@ -1,6 +1,6 @@
 /*
  * CGLS: conjugate gradients on the normal equations A^T A x = A^T p (paper
- * 001 Alg. 1) with A = rc_bk_fp and A^T = rc_bk_bp_matched, its exact
+ * 001 Alg. 1) with A = rc_algo_fp and A^T = rc_algo_bp_matched, its exact
  * transpose (CG needs a symmetric A^T A; with an unmatched pair it stalls).
  *
  * Alg. 1 keeps the normal-equation residual s = A^T (p - A x) and forms
@@ -113,8 +113,8 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		/* beta = kappa s a: q = A 1, s from r = p and q, a = mean A^T q */
 		size_t nvox = rc_volume_count(rc_geom_volume(b->geom)) / (size_t)B;
 		if ((rc = rc_bk_fill(b, d, 1.0f, RC_VIEWS_ALL, err)) ||
-		    (rc = rc_bk_forward(b, rc_bk_fp(b), d, q, 0, nviews, err)) ||
-		    (rc = rc_tv_new(p, b, r, q, 1, &tv, err)) || (rc = rc_bk_back(b, rc_bk_bp_matched(b), q, s, 0, nviews, err)) ||
+		    (rc = rc_bk_forward(b, rc_algo_fp(p, b), d, q, 0, nviews, err)) ||
+		    (rc = rc_tv_new(p, b, r, q, 1, &tv, err)) || (rc = rc_bk_back(b, rc_algo_bp_matched(p, b), q, s, 0, nviews, err)) ||
 		    (rc = rc_bk_dot(b, s, NULL, c.gnew, err)))
 			goto out_free;
 		for (int k = 0; k < B; k++)
@@ -123,7 +123,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 
 	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 (grad TV(0) = 0) */
 	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) ||
-	    (rc = rc_bk_back(b, rc_bk_bp_matched(b), r, s, 0, nviews, err)) || (rc = rc_bk_copy(b, d, s, err)) ||
+	    (rc = rc_bk_back(b, rc_algo_bp_matched(p, b), r, s, 0, nviews, err)) || (rc = rc_bk_copy(b, d, s, err)) ||
 	    (rc = rc_bk_dot(b, s, s, c.gamma, err)) || (rc = rc_bk_dot(b, r, r, c.rr, err)))
 		goto out_free;
 	double res = sqrt(rc_bk_total(b, c.rr));
@@ -140,7 +140,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		for (int k = 0; k < B; k++)
 			c.active[k] = c.active[k] && c.gamma[k] > 0.0;
 		if (any_active(&c, B)) {
-			if ((rc = rc_bk_forward(b, rc_bk_fp(b), d, q, 0, nviews, err)) ||
+			if ((rc = rc_bk_forward(b, rc_algo_fp(p, b), d, q, 0, nviews, err)) ||
 			    (rc = rc_bk_dot(b, q, q, c.qq, err)))
 				goto out_download;
 			/* d^T L(x) d: TV's curvature along d (beta_tv >= 0 adds to ||A d||^2) */
@@ -171,7 +171,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 				goto out_download;
 			}
 			/* s = A^T r - beta_tv grad TV(x) */
-			if ((rc = rc_bk_back(b, rc_bk_bp_matched(b), r, s, 0, nviews, err)) ||
+			if ((rc = rc_bk_back(b, rc_algo_bp_matched(p, b), r, s, 0, nviews, err)) ||
 			    (tv.on && ((rc = rc_bk_tv_apply(b, x, x, t, tv.eps, tv.host, err)) ||
 				       (rc = rc_bk_axpy(b, s, c.tvneg, t, err)))) ||
 			    (rc = rc_bk_dot(b, s, s, c.gnew, err)))

@@ -1,6 +1,6 @@
 /*
- * MLEM: x *= A^T( p / A x ) / A^T(1), with A = rc_bk_fp and
- * A^T = rc_bk_bp_matched, its exact transpose (the EM update and its monotone
+ * MLEM: x *= A^T( p / A x ) / A^T(1), with A = rc_algo_fp and
+ * A^T = rc_algo_bp_matched, its exact transpose (the EM update and its monotone
  * likelihood rest on the transpose), run as OS-EM (Hudson & Larkin 1994)
  * by SART's loop (algo_sart.c, rc_sart_core with em): per block s of the
  * ordered subsets x *= A_s^T( p / A_s x ) / A_s^T(1), the blocks and their
@@ -33,6 +33,6 @@ int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	int rc = rc_algo_check(p, b, proj, vol, 0, 1, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, b, proj, vol, hooks, rc_bk_bp_matched(b), rc_algo_subsets(p, rc_geom_nviews(b->geom)), 1,
+	return rc_sart_core(p, b, proj, vol, hooks, rc_algo_bp_matched(p, b), rc_algo_subsets(p, rc_geom_nviews(b->geom)), 1,
 			    err);
 }

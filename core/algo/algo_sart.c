@@ -3,7 +3,7 @@
  *
  *   v_i += lambda * [ sum_j a_ij (p_j - sum_n a_nj v_n) / sum_n a_nj ] / sum_j a_ij
  *
- * i.e. v += lambda * C * B( R * (p - A v) ) with A = rc_bk_fp (splatting
+ * i.e. v += lambda * C * B( R * (p - A v) ) with A = rc_algo_fp (splatting
  * or ray casting: backend.h),
  * R = 1 / A(1) (the row sums: each ray's length through the volume grid),
  * B = RC_BP_VOXEL (the voxel-driven back projector with its 1/w^2 weight,
@@ -20,7 +20,7 @@
  * otherwise each one is recomputed before its block (one extra back
  * projection per block, no extra memory).
  *
- * SIRT (algo_sirt.c) runs this same loop with B = rc_bk_bp_matched, the exact
+ * SIRT (algo_sirt.c) runs this same loop with B = rc_algo_bp_matched, the exact
  * transpose of A, and one block; MLEM (algo_mlem.c) runs it as OS-EM: the
  * multiplicative update x *= C_s A_s^T(p / A_s x) per block, no R.
  *
@@ -113,7 +113,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	/* R = 1 / A(1) over all views (a ray's sum does not depend on the
 	 * block); EM needs A(1) only for its start */
 	if ((rc = rc_bk_fill(b, upd, 1.0f, RC_VIEWS_ALL, err)) ||
-	    (rc = rc_bk_forward(b, rc_bk_fp(b), upd, rinv, 0, nviews, err)) ||
+	    (rc = rc_bk_forward(b, rc_algo_fp(p, b), upd, rinv, 0, nviews, err)) ||
 	    (rc = rc_tv_new(p, b, meas, rinv, S, &tv, err)) ||
 	    (em && (rc = em_start(b, proj, rinv, &x0, &eps, err))) ||
 	    (!em && (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err))))
@@ -154,7 +154,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			if (!cache && ((rc = rc_bk_fill(b, res, 1.0f, f, l, err)) ||
 				       (rc = colsum_inverse(b, bp, res, c, f, l, err))))
 				goto out_download;
-			if ((rc = rc_bk_forward(b, rc_bk_fp(b), x, res, f, l, err)) ||
+			if ((rc = rc_bk_forward(b, rc_algo_fp(p, b), x, res, f, l, err)) ||
 			    (em && (rc = rc_bk_ratio(b, res, meas, eps, f, l, &s2, err))) ||
 			    (!em && (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err))) ||
 			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||

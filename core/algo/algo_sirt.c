@@ -1,6 +1,6 @@
 /*
  * SIRT: x += lambda * C * A^T( R * (p - A x) ), R = 1 / A(1), C = 1 / A^T(1),
- * with A = rc_bk_fp and A^T = rc_bk_bp_matched, its exact transpose.
+ * with A = rc_algo_fp and A^T = rc_algo_bp_matched, its exact transpose.
  *
  * The loop is SART's (algo_sart.c, rc_sart_core) with one block of views;
  * what differs from SART as implemented here is the back projector only.
@@ -18,5 +18,5 @@ int rc_sirt_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	int rc = rc_algo_check(p, b, proj, vol, 1, 0, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, b, proj, vol, hooks, rc_bk_bp_matched(b), 1, 0, err);
+	return rc_sart_core(p, b, proj, vol, hooks, rc_algo_bp_matched(p, b), 1, 0, err);
 }

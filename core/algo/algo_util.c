@@ -52,6 +52,15 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       "algorithm.stop needs 0 <= tolerance < 1, 0 <= discrepancy <= 100 and a finite "
 			       "noise_sigma >= 0 (got %g, %g, %g)", p->stop_tolerance, p->stop_discrepancy,
 			       p->noise_sigma);
+	if (p->projector == RC_PROJECTOR_SPLAT && !b->splat)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "algorithm.projector \"splat\" needs the CPU engine alone on a cone or matrices "
+			       "geometry whose voxels project at most a pixel apart (this run: the %s backend); use "
+			       "\"raycast\" or \"auto\"",
+			       b->name);
+	if ((int)p->projector < RC_PROJECTOR_AUTO || (int)p->projector > RC_PROJECTOR_RAYCAST)
+		return rc_fail(err, RC_EINVAL, "algorithm.projector", "algorithm.projector %d is not a projector",
+			       (int)p->projector);
 	return 0;
 }
 

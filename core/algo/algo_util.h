@@ -87,6 +87,19 @@ int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec
 int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 		  const float *vol, int check_lambda, int check_subsets, rc_err *err);
 
+/* The matched pair the iterative algorithms run (algorithm.projector):
+ * raycast: ray casting and its transpose; auto: the backend's (rc_bk_fp,
+ * the splat pair where offered); splat: the splat pair, which rc_algo_check
+ * refuses on a backend that does not offer it. */
+static inline rc_fp_kind rc_algo_fp(const rc_algo_params *p, const rc_backend *b)
+{
+	return p->projector == RC_PROJECTOR_RAYCAST ? RC_FP_RAYCAST : rc_bk_fp(b);
+}
+static inline rc_bp_kind rc_algo_bp_matched(const rc_algo_params *p, const rc_backend *b)
+{
+	return p->projector == RC_PROJECTOR_RAYCAST ? RC_BP_MATCHED : rc_bk_bp_matched(b);
+}
+
 /* ---- ordered subsets ----------------------------------------------------- */
 
 /* Subset b of S over n views: views [first, last), contiguous, sizes
@@ -113,10 +126,10 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj, float
 		const rc_algo_hooks *hooks, rc_err *err);
 int rc_mlem_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		const rc_algo_hooks *hooks, rc_err *err);
-/* SART (bp = RC_BP_VOXEL, S = subsets) and SIRT (rc_bk_bp_matched, S = 1):
+/* SART (bp = RC_BP_VOXEL, S = subsets) and SIRT (rc_algo_bp_matched, S = 1):
  * x += lambda * B(R (p - A x)) * C per subset of views, R = 1 / A 1 and
  * C = 1 / B 1 restricted to the subset.  em: MLEM's OS-EM instead (bp =
- * rc_bk_bp_matched), x *= C * B(p / A x) per subset from a positive start. */
+ * rc_algo_bp_matched), x *= C * B(p / A x) per subset from a positive start. */
 int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		 const rc_algo_hooks *hooks, rc_bp_kind bp, int S, int em, rc_err *err);
 

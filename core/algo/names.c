@@ -48,6 +48,11 @@ static const struct word precisions[] = {
 	{ "fp32", RC_PRECISION_FP32, 0 },
 	{ "mixed", RC_PRECISION_MIXED, 0 },
 };
+static const struct word projectors[] = {
+	{ "auto", RC_PROJECTOR_AUTO, 0 },
+	{ "splat", RC_PROJECTOR_SPLAT, 0 },
+	{ "raycast", RC_PROJECTOR_RAYCAST, 0 },
+};
 static const struct word formats[] = {
 	{ "raw", RC_FORMAT_RAW, 0 },
 	{ "nifti", RC_FORMAT_NIFTI, 0 },
@@ -67,6 +72,7 @@ static const struct set {
 	[RC_NAMES_GEOMETRY] = SET("geometry", geometries),
 	[RC_NAMES_PRECISION] = SET("precision", precisions),
 	[RC_NAMES_FORMAT] = SET("format", formats),
+	[RC_NAMES_PROJECTOR] = SET("projector", projectors),
 };
 
 static const struct set *set_of(rc_name_set s)

@@ -53,6 +53,7 @@ typedef enum rc_name_set {
 	RC_NAMES_GEOMETRY,   /* rc_geom_type (geometry.h) */
 	RC_NAMES_PRECISION,  /* rc_precision */
 	RC_NAMES_FORMAT,     /* rc_volume_format */
+	RC_NAMES_PROJECTOR,  /* rc_projector (algo.h) */
 	RC_NAMES_COUNT
 } rc_name_set;
 

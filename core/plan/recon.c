@@ -138,6 +138,20 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", s->engine,
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
+	/* the projector pair: fan/parallel have their own (distance-driven);
+	 * the splat pair is the CPU engine's alone (its geometry condition is
+	 * checked where the geometry is built: the spec parser, rc_geom) */
+	const char *proj = rc_name_str(RC_NAMES_PROJECTOR, (int)s->algo.projector);
+	if (s->algo.projector != RC_PROJECTOR_AUTO && (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL))
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "algorithm.projector \"%s\" is for cone and matrices geometries; a %s job projects "
+			       "with the tensor engine's distance-driven pair: use \"auto\"",
+			       proj ? proj : "?", geom);
+	if (s->algo.projector == RC_PROJECTOR_SPLAT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "algorithm.projector \"splat\" runs on the CPU engine only: use execution.engine auto "
+			       "or cpu, or algorithm.projector \"raycast\" or \"auto\" on %s",
+			       s->engine);
 	return 0;
 }
 
@@ -162,6 +176,15 @@ struct job {
 	char cache_dir[1024];
 	rc_exec *x;
 };
+
+/* Whether the job's iterative algorithm projects with the splat pair: one
+ * engine that offers it (rc_bk_fp) and a projector that does not rule it
+ * out (rc_algo_fp). */
+static int job_splat(const struct job *j)
+{
+	return j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK &&
+	       j->s->algo.projector != RC_PROJECTOR_RAYCAST;
+}
 
 static void job_free(struct job *j)
 {
@@ -334,7 +357,7 @@ static int load_models(struct job *j, int calibrate, rc_err *err)
 	const char *dir = j->s->model_dir;
 	rc_bp_kind bp = algo_bp(j->s->algo.name);
 	rc_fp_kind fp = RC_FP_RAYCAST;
-	if (j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK) { /* the pair rc_bk_fp picks */
+	if (job_splat(j)) { /* the pair rc_algo_fp picks */
 		fp = RC_FP_SPLAT;
 		bp = bp == RC_BP_MATCHED ? RC_BP_SPLAT : bp;
 	}
@@ -513,7 +536,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	int known;
 	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &known))
 		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
-	const rc_engine_choice mode = (rc_engine_choice)known;
+	rc_engine_choice mode = (rc_engine_choice)known;
+	/* the splat pair is the CPU engine's: auto must not pick another */
+	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
+		mode = RC_ENGINE_CPU;
+	const char *pair = "raycast"; /* the device backends' pair */
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (rc)
 		goto out;
@@ -523,6 +550,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	 * matrices only; cpu runs the tensor backend's CPU path) */
 	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
+		pair = "distance-driven";
 		goto out;
 	}
 	if (mode == RC_ENGINE_CUDA && !rc_geom_is_2d(g)) {
@@ -538,7 +566,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	/* one engine with the splat pair runs every iterative algorithm's
 	 * forward projection (and SIRT's, CGLS's, MLEM's back projection) by
 	 * splatting (backend.h rc_bk_fp): its timings are another shape's */
-	if (j.n == 1 && j.eng[0]->splat && s->algo.name != RC_ALGO_FDK)
+	if (job_splat(&j))
 		snprintf(j.shape + strlen(j.shape), sizeof j.shape - strlen(j.shape), "-splat");
 	if (mode == RC_ENGINE_OPENCL && j.n == 1 && j.dev[0].kind == RC_DEVICE_OPENCL &&
 	    rc_opencl_algo_supported(&s->algo, g)) {
@@ -560,11 +588,13 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		goto out;
 	if (j.n > 1)
 		rc_exec_set_replan(j.x, replan, &j);
+	pair = job_splat(&j) ? "splat" : "raycast";
 	rc = rc_algo_run(&s->algo, j.x, proj, vol, hooks, err);
 	fill_report(&j, report);
 	if (!rc)
 		refit(&j);
 out:
+	snprintf(report->projector, sizeof report->projector, "%s", s->algo.name == RC_ALGO_FDK ? "" : pair);
 	report->seconds = rc_now_s() - t0;
 	job_free(&j);
 	rc_geom_free(g);

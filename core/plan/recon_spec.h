@@ -44,6 +44,8 @@ typedef struct rc_recon_matrix_report { /* tensor jobs */
 
 typedef struct rc_recon_report {
 	char engine[16];                    /* what ran: cpu, opencl, cuda, tensor, trigeneous */
+	char projector[16];                 /* the iterative algorithm's matched pair: splat, raycast,
+					       distance-driven (fan, parallel); "" for fdk */
 	int ndevices;
 	rc_recon_device_report dev[RC_RECON_MAX_DEVICES];
 	rc_recon_matrix_report matrix;

@@ -98,6 +98,8 @@ static void emit_report(const rc_recon_report *rep)
 			      "elapsed_s", num(last.elapsed_s));
 	if (j && last.stopped)
 		json_object_set_new(json_object_get(j, "progress"), "stopped", json_string(last.stopped));
+	if (j)
+		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
 	emit(j);
 }
 

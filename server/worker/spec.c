@@ -21,6 +21,7 @@
 
 #include "jfield.h"
 #include "algo/names.h"
+#include "backend/cpu/engine_cpu.h"
 
 #define DIST_MAX 1e6   /* mm: 1 km, well past any scanner */
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
@@ -271,9 +272,9 @@ static int parse_stop(const json_t *s, rc_algo_params *ap, rc_err *err)
 static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_err *err)
 {
 	static const char *const keys[] = { "name", "iterations", "relaxation", "subsets", "nonnegative",
-					    "tv", "stop", "window", "cutoff", "scan", NULL };
+					    "tv", "stop", "window", "cutoff", "scan", "projector", NULL };
 	const char *p = "algorithm";
-	const char *name = NULL, *window = NULL, *scan = NULL;
+	const char *name = NULL, *window = NULL, *scan = NULL, *projector = NULL;
 	rc_algo_name an;
 	int rc;
 	if ((rc = jf_check_keys(a, p, keys, err)) || (rc = jf_str(a, p, "name", 1, 32, &name, err)))
@@ -317,6 +318,18 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 		if (rc_name_parse(RC_NAMES_SCAN, scan, &sm))
 			return rc_name_fail(err, RC_NAMES_SCAN, "algorithm.scan", scan);
 		ap->scan = (rc_scan_mode)sm;
+	}
+	if ((rc = jf_str(a, p, "projector", 0, 16, &projector, err)))
+		return rc;
+	if (projector) {
+		int pv;
+		if (rc_name_parse(RC_NAMES_PROJECTOR, projector, &pv))
+			return rc_name_fail(err, RC_NAMES_PROJECTOR, "algorithm.projector", projector);
+		if (an == RC_ALGO_FDK)
+			return rc_fail(err, RC_EINVAL, "algorithm.projector",
+				       "algorithm.projector applies to the iterative algorithms (sart, sirt, cgls, "
+				       "mlem), not fdk (which back-projects voxel by voxel)");
+		ap->projector = (rc_projector)pv;
 	}
 	return 0;
 }
@@ -384,7 +397,17 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	s->view_bytes = 4 * (uint64_t)rc_geom_view_count(geom);
 	s->proj_bytes = 4 * (uint64_t)rc_geom_proj_count(geom);
 	s->vol_bytes = 4 * (uint64_t)rc_volume_count(&s->r.vol);
+	/* the splat pair where asked for: only where voxels project at most a
+	 * pixel apart (the rest of what it needs is rc_recon_check's) */
+	double step = s->r.algo.projector == RC_PROJECTOR_SPLAT && !rc_geom_is_2d(geom)
+			      ? rc_engine_cpu_splat_step(geom) : 0;
 	rc_geom_free(geom);
+	if (step > RC_ENGINE_CPU_SPLAT_MAX_STEP)
+		return rc_fail(err, RC_EINVAL, "algorithm.projector",
+			       "algorithm.projector \"splat\" needs voxels that project at most %.1f pixel apart; "
+			       "here they are up to %.2f pixels apart (use \"raycast\" or \"auto\", or coarser "
+			       "voxels or finer pixels)",
+			       RC_ENGINE_CPU_SPLAT_MAX_STEP, step);
 	return 0;
 }
 

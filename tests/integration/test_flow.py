@@ -120,6 +120,18 @@ def main():
     check("sart stop: ends after iteration 1 of 10 with progress.stopped 'discrepancy'",
           pr.get("iteration") == 1 and pr.get("of") == 10 and pr.get("stopped") == "discrepancy", str(pr))
     check("sart stop: one progress event", events4.count("progress") == 1, str(events4))
+    # The matched pair: this geometry's voxels project up to 1.5 pixels apart, so auto runs ray
+    # casting's; on pixels of 2.5 mm (under 0.9 pixel apart) "splat" is taken and named.
+    check("sart: the job names the pair that ran (raycast here)", final2.get("projector") == "raycast",
+          str(final2.get("projector")))
+    pspec = phantom.cone_spec(n=32, views=90, nu=48, nv=48, du=2.5, dv=2.5, label="flow-splat",
+                              algorithm={"name": "sart", "iterations": 10, "relaxation": 0.5, "subsets": 15,
+                                         "projector": "splat"})
+    jid5, final5, _ = run_job(c, pspec, phantom.project_cone(pspec), "sart splat")
+    err5 = phantom.rel_error(read_f32(c.get(jid5, fmt="raw")), ref)
+    check("sart splat: projector splat, relative L2 error < %.2f" % SART_BOUND,
+          final5.get("projector") == "splat" and err5 < SART_BOUND, "%s, %.4f" % (final5.get("projector"), err5))
+    log("sart splat (2.5 mm pixels): relative error %.4f" % err5)
 
     # Formats and ranges of the same result.
     nii = c.get(jid2, fmt="nifti")
@@ -149,6 +161,8 @@ def main():
     final = c.wait(job["id"], timeout=240)
     jid = job["id"]
     check("fdk: job succeeded", final["state"] == "succeeded", "%s %s" % (final["state"], final.get("error")))
+    check("fdk: no projector pair (null)", "projector" in final and final["projector"] is None,
+          str(final.get("projector")))
     vol = read_f32(c.get(jid, fmt="raw"))
     err = phantom.rel_error(vol, ref)
     check("fdk: relative L2 error vs voxelised phantom < %.2f" % FDK_BOUND, err < FDK_BOUND, "%.4f" % err)
@@ -160,7 +174,7 @@ def main():
     # The other verbs of the module.
     lst = c.list(limit=10)
     ids = [j["id"] for j in lst["jobs"]]
-    check("python: list() newest first", ids[:2] == [jid, jid4], str(ids[:3]))
+    check("python: list() newest first", ids[:3] == [jid, jid5, jid4], str(ids[:3]))
     succ = c.list(state="succeeded")["jobs"]
     check("python: list(state=succeeded)", {j["state"] for j in succ} == {"succeeded"} and
           jid2 in {j["id"] for j in succ}, str([(j["id"], j["state"]) for j in succ]))

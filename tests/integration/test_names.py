@@ -35,6 +35,7 @@ def main():
         "algorithm": ("Algorithm.name", schema(doc, "Algorithm")["name"]["enum"]),
         "window": ("Algorithm.window", schema(doc, "Algorithm")["window"]["enum"]),
         "scan": ("Algorithm.scan", schema(doc, "Algorithm")["scan"]["enum"]),
+        "projector": ("Algorithm.projector", schema(doc, "Algorithm")["projector"]["enum"]),
         "geometry": ("Geometry.type", schema(doc, "Geometry")["type"]["enum"]),
         "format": ("GET /v1/jobs/{id}/volume format", volume_format_enum(doc)),
         "device_engine": ("Device.engine", schema(doc, "Device")["engine"]["enum"]),
@@ -48,7 +49,8 @@ def main():
     for what, prop, key in (("Execution.engine", schema(doc, "Execution")["engine"], "engine"),
                             ("Execution.precision", schema(doc, "Execution")["precision"], "precision"),
                             ("Algorithm.window", schema(doc, "Algorithm")["window"], "window"),
-                            ("Algorithm.scan", schema(doc, "Algorithm")["scan"], "scan")):
+                            ("Algorithm.scan", schema(doc, "Algorithm")["scan"], "scan"),
+                            ("Algorithm.projector", schema(doc, "Algorithm")["projector"], "projector")):
         check("default of %s is in the table" % what, prop.get("default") in table.get(key, []),
               str(prop.get("default")))
 

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "plan/recon.h"
 #include "spec.h"
 
 #define CONE_GEOM "\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000, \"source_detector_mm\": 1500," \
@@ -84,6 +85,49 @@ static void test_parallel_layout(void **state)
 	assert_true(job_spec_row_offset(s, 3, 2) == 4u * (2u * 4u * 40u + 3u * 40u));
 	assert_int_equal(s->priority, 5);
 	assert_int_equal(s->autostart, 0);
+	job_spec_free(s);
+}
+
+/* algorithm.projector: parsed, refused for fdk and where voxels project
+ * more than a pixel apart (the parser: it builds the geometry), and by
+ * rc_recon_check for fan/parallel and with an engine other than auto/cpu. */
+static void test_projector_choice(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	const char *j = "{" CONE_GEOM ", " VOL ", " ALG "}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_int_equal(s->r.algo.projector, RC_PROJECTOR_AUTO);
+	job_spec_free(s);
+	static const char *const names[] = { "splat", "raycast", "auto" };
+	static const rc_projector values[] = { RC_PROJECTOR_SPLAT, RC_PROJECTOR_RAYCAST, RC_PROJECTOR_AUTO };
+	for (int i = 0; i < 3; i++) {
+		char buf[1024];
+		snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"cgls\", \"projector\": \"%s\"}, "
+			 "\"execution\": {\"engine\": \"%s\"}}", names[i], "cpu");
+		assert_int_equal(parse(buf, 0, &s, &err), 0);
+		assert_int_equal(s->r.algo.projector, values[i]);
+		assert_int_equal(rc_recon_check(&s->r, &err), 0);
+		/* the splat pair is the CPU engine's */
+		snprintf(s->r.engine, sizeof s->r.engine, "opencl");
+		int rc = rc_recon_check(&s->r, &err);
+		if (values[i] == RC_PROJECTOR_SPLAT) {
+			assert_int_equal(rc, RC_EUNSUPPORTED);
+			assert_string_equal(err.field, "algorithm.projector");
+			assert_non_null(strstr(err.msg, "CPU engine"));
+		} else {
+			assert_int_equal(rc, 0);
+		}
+		job_spec_free(s);
+	}
+	/* fan/parallel: auto only */
+	j = "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0, 45, 90, 135],"
+	    " \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", \"algorithm\": {\"name\": \"cgls\", "
+	    "\"projector\": \"raycast\"}}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_int_equal(rc_recon_check(&s->r, &err), RC_EUNSUPPORTED);
+	assert_string_equal(err.field, "algorithm.projector");
 	job_spec_free(s);
 }
 
@@ -204,6 +248,10 @@ static const struct bad_case bad[] = {
 	{ "stop discrepancy negative", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sirt\", \"stop\": {\"discrepancy\": -1}}}", RC_EINVAL, "algorithm.stop.discrepancy" },
 	{ "stop noise null", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"stop\": {\"noise_sigma\": null}}}", RC_EINVAL, "algorithm.stop.noise_sigma" },
 	{ "stop on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"stop\": {}}}", RC_EINVAL, "algorithm.stop" },
+	{ "projector unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"projector\": \"joseph\"}}", RC_EINVAL, "algorithm.projector" },
+	{ "projector number", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"projector\": 1}}", RC_EINVAL, "algorithm.projector" },
+	{ "projector on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"projector\": \"raycast\"}}", RC_EINVAL, "algorithm.projector" },
+	{ "splat on coarse voxels", "{" CONE_GEOM ", \"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 16, \"voxel_mm\": 1}, \"algorithm\": {\"name\": \"cgls\", \"projector\": \"splat\"}}", RC_EINVAL, "algorithm.projector" },
 	{ "window unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"window\": \"box\"}}", RC_EINVAL, "algorithm.window" },
 	{ "priority high", "{" CONE_GEOM ", " VOL ", " ALG ", \"priority\": 10}", RC_EINVAL, "priority" },
 	{ "autostart string", "{" CONE_GEOM ", " VOL ", " ALG ", \"autostart\": \"yes\"}", RC_EINVAL, "autostart" },
@@ -232,6 +280,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cone_ok),
 		cmocka_unit_test(test_parallel_layout),
+		cmocka_unit_test(test_projector_choice),
 		cmocka_unit_test(test_matrices_ok),
 		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_bad),

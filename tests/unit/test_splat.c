@@ -13,7 +13,10 @@
  *    to ray casting on the same geometry: the error must shrink with the
  *    voxels and stay within 1.25x ray casting's;
  *  - where voxels project more than a pixel apart the engine does not offer
- *    the pair (splat = 0) and refuses RC_FP_SPLAT with RC_EUNSUPPORTED.
+ *    the pair (splat = 0) and refuses RC_FP_SPLAT with RC_EUNSUPPORTED;
+ *  - algorithm.projector: raycast on an engine with the pair runs what auto
+ *    runs without it (bit for bit), auto runs the splat pair, splat without
+ *    the pair is refused.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -26,7 +29,9 @@
 
 #include <cmocka.h>
 
+#include "algo/algo.h"
 #include "backend/cpu/engine_cpu.h"
+#include "backend/exec.h"
 #include "geometry/phantom.h"
 #include "projectors/proj_cpu.h"
 
@@ -311,12 +316,63 @@ static void test_refused_when_coarse(void **s)
 	rc_geom_free(g);
 }
 
+/* CGLS, 3 iterations, with projector pj on engine e; returns rc. */
+static int cgls_with(rc_engine *e, rc_projector pj, const float *proj, float *vol)
+{
+	rc_exec *x = NULL;
+	rc_err err;
+	if (rc_exec_new(&e, 1, &x, &err))
+		fail_msg("exec: %s", err.msg);
+	rc_algo_params p;
+	rc_algo_params_plain(&p, RC_ALGO_CGLS);
+	p.iterations = 3;
+	p.projector = pj;
+	int rc = rc_algo_run(&p, x, proj, vol, NULL, &err);
+	if (rc)
+		print_message("cgls (projector %d): %s\n", (int)pj, err.msg);
+	rc_exec_free(x);
+	return rc;
+}
+
+static void test_projector_param(void **s)
+{
+	(void)s;
+	rc_geom *g = make_geom(RC_GEOM_CONE, &VOL, &DET);
+	rc_engine *with = make_engine(g, 0);
+	setenv("RECOND_NO_SPLAT", "1", 1);
+	rc_engine *without = make_engine(g, 0);
+	unsetenv("RECOND_NO_SPLAT");
+	assert_true(with->splat);
+	assert_false(without->splat);
+	size_t nvox = rc_volume_count(&VOL), np = rc_geom_proj_count(g);
+	float *x = falloc(nvox), *p = falloc(np), *a = falloc(nvox), *b = falloc(nvox), *c = falloc(nvox);
+	for (size_t i = 0; i < nvox; i++)
+		x[i] = (float)urand();
+	rc_err err;
+	assert_int_equal(rc_engine_forward(without, RC_FP_RAYCAST, x, p, 0, NV, &err), 0);
+	assert_int_equal(cgls_with(with, RC_PROJECTOR_RAYCAST, p, a), 0);
+	assert_int_equal(cgls_with(without, RC_PROJECTOR_AUTO, p, b), 0);
+	assert_memory_equal(a, b, nvox * sizeof *a);
+	assert_int_equal(cgls_with(with, RC_PROJECTOR_AUTO, p, c), 0);
+	assert_memory_not_equal(a, c, nvox * sizeof *a);
+	assert_int_equal(cgls_with(without, RC_PROJECTOR_SPLAT, p, c), RC_EUNSUPPORTED);
+	free(x);
+	free(p);
+	free(a);
+	free(b);
+	free(c);
+	rc_engine_free(with);
+	rc_engine_free(without);
+	rc_geom_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reference_cone),   cmocka_unit_test(test_reference_matrices),
 		cmocka_unit_test(test_adjoint_cone),     cmocka_unit_test(test_adjoint_matrices),
 		cmocka_unit_test(test_shepp_logan),      cmocka_unit_test(test_refused_when_coarse),
+		cmocka_unit_test(test_projector_param),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,6 +191,8 @@ int rc_engine_cpu_set_isa(rc_engine *e, const char *isa, rc_err *err)
 	return rc_fail(err, RC_EINVAL, "", "unknown ISA path \"%s\" (baseline, avx2 or avx512)", isa);
 }
 
+double rc_engine_cpu_splat_step(const rc_geom *g) { return rc_splat_max_step(g); }
+
 int rc_engine_cpu_threads(const rc_engine *e)
 {
 	return rc_pool_threads(((const struct cpu_engine *)e)->pool);
