@@ -29,7 +29,6 @@
 
 #include <math.h>
 
-#include "backend/cpu/engine_cpu.h"
 #include "geometry/geometry.h"
 #include "util/threadpool.h"
 
@@ -105,7 +104,7 @@ static inline float rc_splat_gain_at(const rc_splat_gain *gn, double u, double v
 
 /* Voxels further apart on the detector than this (pixels, in u or v) make
  * the splat's bilinear footprints ripple: rc_splat_suits is false. */
-#define RC_SPLAT_MAX_STEP RC_ENGINE_CPU_SPLAT_MAX_STEP
+#define RC_SPLAT_MAX_STEP 1.0
 /* The largest projected voxel step over every view (infinity for fan,
  * parallel or a volume reaching behind the source), and whether it is at
  * most RC_SPLAT_MAX_STEP. */

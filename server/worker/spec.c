@@ -399,15 +399,16 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	s->vol_bytes = 4 * (uint64_t)rc_volume_count(&s->r.vol);
 	/* the splat pair where asked for: only where voxels project at most a
 	 * pixel apart (the rest of what it needs is rc_recon_check's) */
-	double step = s->r.algo.projector == RC_PROJECTOR_SPLAT && !rc_geom_is_2d(geom)
-			      ? rc_engine_cpu_splat_step(geom) : 0;
+	double step = 0, limit = 0;
+	int refused = s->r.algo.projector == RC_PROJECTOR_SPLAT && !rc_geom_is_2d(geom) &&
+		      !rc_engine_cpu_splat_check(geom, &step, &limit);
 	rc_geom_free(geom);
-	if (step > RC_ENGINE_CPU_SPLAT_MAX_STEP)
+	if (refused)
 		return rc_fail(err, RC_EINVAL, "algorithm.projector",
 			       "algorithm.projector \"splat\" needs voxels that project at most %.1f pixel apart; "
 			       "here they are up to %.2f pixels apart (use \"raycast\" or \"auto\", or coarser "
 			       "voxels or finer pixels)",
-			       RC_ENGINE_CPU_SPLAT_MAX_STEP, step);
+			       limit, step);
 	return 0;
 }
 

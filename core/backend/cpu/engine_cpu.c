@@ -191,7 +191,12 @@ int rc_engine_cpu_set_isa(rc_engine *e, const char *isa, rc_err *err)
 	return rc_fail(err, RC_EINVAL, "", "unknown ISA path \"%s\" (baseline, avx2 or avx512)", isa);
 }
 
-double rc_engine_cpu_splat_step(const rc_geom *g) { return rc_splat_max_step(g); }
+int rc_engine_cpu_splat_check(const rc_geom *g, double *step, double *limit)
+{
+	*step = rc_splat_max_step(g);
+	*limit = RC_SPLAT_MAX_STEP;
+	return *step <= *limit;
+}
 
 int rc_engine_cpu_threads(const rc_engine *e)
 {

@@ -30,12 +30,11 @@ const char *rc_engine_cpu_isa(void);
  * benchmark.  e must come from rc_engine_cpu_new. */
 int rc_engine_cpu_set_isa(rc_engine *e, const char *isa, rc_err *err);
 
-/* The largest projected voxel step (pixels, in u or v, over every view) of
- * a cone or matrices geometry; the engine offers the splat pair (engine.h's
- * `splat`) where it is at most RC_ENGINE_CPU_SPLAT_MAX_STEP.  Infinity for
- * fan and parallel. */
-#define RC_ENGINE_CPU_SPLAT_MAX_STEP 1.0
-double rc_engine_cpu_splat_step(const rc_geom *g);
+/* Whether the engine offers the splat pair (engine.h's `splat`) on g: a
+ * cone or matrices geometry whose voxels project at most *limit pixels
+ * apart (in u and v, over every view); *step is how far apart they do
+ * (infinity for fan and parallel). */
+int rc_engine_cpu_splat_check(const rc_geom *g, double *step, double *limit);
 
 /* Threads of engine e's pool. */
 int rc_engine_cpu_threads(const rc_engine *e);
