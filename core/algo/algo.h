@@ -80,10 +80,11 @@ typedef struct rc_algo_params {
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
 	rc_projector projector;  /* iterative cone/matrices jobs on a host backend */
-	size_t subset_cache_bytes; /* SART: per-subset column sums kept up to
-	                              this many bytes, beyond it recomputed per
-	                              subset; 0 = RC_SUBSET_CACHE_BYTES (tests
-	                              force the recomputing path with it) */
+	size_t subset_cache_bytes; /* SART / OS-EM: per-subset column sums kept
+	                              up to this many bytes, beyond it recomputed
+	                              per subset; 0 = the default (SART: none,
+	                              MLEM: RC_SUBSET_CACHE_BYTES; tests choose
+	                              either path with it) */
 } rc_algo_params;
 
 /* Fills defaults (docs/algorithms.md says why each): 10 iterations (CGLS
