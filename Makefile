@@ -119,9 +119,11 @@ _run: all
 
 # --- objects --------------------------------------------------------------
 $(BUILD)/rel/server/worker/%.o $(BUILD)/asan/server/worker/%.o: CPPFLAGS := $(WORKER_CPPFLAGS)
-# The TV weights' square roots take arguments >= eps^2 > 0 and never set
-# errno: without math-errno GCC vectorises them (core/backend/tv_host.c).
-$(BUILD)/rel/core/backend/tv_host.o $(BUILD)/asan/core/backend/tv_host.o: CFLAGS += -fno-math-errno
+# Square roots of arguments that are never negative (the TV weights, >=
+# eps^2; the splat gain, a squared norm) never set errno: without
+# math-errno GCC vectorises them (tv_host.c, proj_splat.c).
+NO_ERRNO_OBJS := core/backend/tv_host.o core/projectors/proj_splat.o
+$(addprefix $(BUILD)/rel/,$(NO_ERRNO_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_ERRNO_OBJS)): CFLAGS += -fno-math-errno
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@

@@ -75,8 +75,8 @@ int rc_bk_tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out,
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for host copies of the TV operator's volumes");
 	float *hw = mem, *hd = w == d ? hw : mem + n, *ho = mem + 2 * n;
 	if (!(rc = rc_bk_download(b, w, hw, err)) && (w == d || !(rc = rc_bk_download(b, d, hd, err)))) {
-		rc_tv_apply(&s, hw, hd, ho, eps, 0);
-		rc = rc_bk_upload(b, out, ho, err);
+		if (!(rc = rc_tv_apply(&s, hw, hd, ho, eps, 0, err)))
+			rc = rc_bk_upload(b, out, ho, err);
 	}
 	if (!host)
 		free(mem);

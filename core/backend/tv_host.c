@@ -18,14 +18,6 @@ static inline void diffs(const rc_tv_shape *s, const float *x, size_t i, int ix,
 	*dz = !s->planar && iz + 1 < s->nz ? x[i + sz] - c : 0.0f;
 }
 
-/* W(w) at voxel i */
-static inline float weight(const rc_tv_shape *s, const float *w, size_t i, int ix, int iy, int iz, float eps2)
-{
-	float dx, dy, dz;
-	diffs(s, w, i, ix, iy, iz, &dx, &dy, &dz);
-	return 1.0f / sqrtf(dx * dx + dy * dy + dz * dz + eps2);
-}
-
 typedef struct apply_job {
 	const rc_tv_shape *s;
 	const float *w, *d;
@@ -33,33 +25,6 @@ typedef struct apply_job {
 	float eps2;
 	float *scratch; /* two slices of weights per worker */
 } apply_job;
-
-/* The operator voxel by voxel, each weight computed where it is used (four
- * times): what apply_slice computes, without its scratch. */
-static void apply_slice_direct(void *ud, int worker, int iz)
-{
-	(void)worker;
-	const apply_job *j = ud;
-	const rc_tv_shape *s = j->s;
-	const size_t sy = (size_t)s->nx, sz = sy * (size_t)s->ny;
-	const float *d = j->d;
-	for (int iy = 0; iy < s->ny; iy++) {
-		size_t row = (size_t)iz * sz + (size_t)iy * sy;
-		for (int ix = 0; ix < s->nx; ix++) {
-			size_t i = row + (size_t)ix;
-			float dx, dy, dz, o;
-			diffs(s, d, i, ix, iy, iz, &dx, &dy, &dz);
-			o = -(dx + dy + dz) * weight(s, j->w, i, ix, iy, iz, j->eps2);
-			if (ix > 0)
-				o += (d[i] - d[i - 1]) * weight(s, j->w, i - 1, ix - 1, iy, iz, j->eps2);
-			if (iy > 0)
-				o += (d[i] - d[i - sy]) * weight(s, j->w, i - sy, ix, iy - 1, iz, j->eps2);
-			if (!s->planar && iz > 0)
-				o += (d[i] - d[i - sz]) * weight(s, j->w, i - sz, ix, iy, iz - 1, j->eps2);
-			j->out[i] = o;
-		}
-	}
-}
 
 /* W(w) over slice iz into ws, row by row with the borders' zero
  * differences taken out of the inner loop, so that it vectorises (this file
@@ -135,15 +100,19 @@ static void apply_slice(void *ud, int worker, int iz)
 	}
 }
 
-void rc_tv_apply(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads)
+int rc_tv_apply(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads,
+		rc_err *err)
 {
 	apply_job j = { .s = s, .w = w, .d = d, .out = out, .eps2 = eps * eps };
 	const size_t sz = (size_t)s->nx * (size_t)s->ny;
 	const int nt = rc_parallel_threads(threads);
 	j.scratch = malloc((size_t)nt * 2 * sz * sizeof(float));
-	/* without the scratch: every weight where it is used (same values) */
-	rc_parallel_for(s->nz, nt, j.scratch ? apply_slice : apply_slice_direct, &j);
+	if (!j.scratch)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the TV operator's weights (%zu KiB)",
+			       ((size_t)nt * 2 * sz * sizeof(float)) >> 10);
+	rc_parallel_for(s->nz, nt, apply_slice, &j);
 	free(j.scratch);
+	return 0;
 }
 
 double rc_tv_value(const rc_tv_shape *s, const float *x, double eps)

@@ -20,14 +20,18 @@
 
 #include <stddef.h>
 
+#include "util/rc_error.h"
+
 typedef struct rc_tv_shape {
 	int nx, ny, nz;
 	int planar; /* 2-D TV per slice z */
 } rc_tv_shape;
 
 /* out = D^T W(w) D d over [z][y][x] volumes (out distinct from both).
- * Threads: 0 = all cores. */
-void rc_tv_apply(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads);
+ * Threads: 0 = all cores.  0, or RC_ENOMEM without room for two slices of
+ * weights per thread. */
+int rc_tv_apply(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads,
+		rc_err *err);
 
 /* TV(x) in double, for tests. */
 double rc_tv_value(const rc_tv_shape *s, const float *x, double eps);

@@ -27,8 +27,6 @@
 #ifndef RC_PROJ_CPU_H
 #define RC_PROJ_CPU_H
 
-#include <math.h>
-
 #include "geometry/geometry.h"
 #include "util/threadpool.h"
 
@@ -92,15 +90,12 @@ typedef struct rc_splat_gain {
 	double c0[3], cu[3], cv[3];
 } rc_splat_gain;
 void rc_splat_gain_init(const rc_geom *g, int k, rc_splat_gain *gn);
-static inline float rc_splat_gain_at(const rc_splat_gain *gn, double u, double v)
-{
-	double s = 0;
-	for (int i = 0; i < 3; i++) {
-		double c = gn->c0[i] - u * gn->cu[i] - v * gn->cv[i];
-		s += c * c;
-	}
-	return (float)sqrt(s);
-}
+/* out[i] = g at (u + i, v) (along_v 0) or (u, v + i) (along_v 1), i < n:
+ * one vectorised float loop (c is linear along a detector row or column;
+ * proj_splat.c is compiled without math-errno). */
+void rc_splat_gain_line(const rc_splat_gain *gn, double u, double v, int along_v, int n, float *restrict out);
+/* Gains a caller computes at once (a stack buffer of this many floats). */
+#define RC_SPLAT_GAIN_CHUNK 512
 
 /* Voxels further apart on the detector than this (pixels, in u or v) make
  * the splat's bilinear footprints ripple: rc_splat_suits is false. */

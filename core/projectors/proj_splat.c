@@ -48,7 +48,6 @@ struct rc_fps {
 	float *img;        /* one image per worker */
 	float *zw;         /* world z of every slice */
 	float *colbuf;     /* nz floats per worker: a column copied z-contiguous */
-	int threads;
 	float *xt;         /* the volume z-fastest ([y][x][z]), for the cone path */
 	size_t xt_bytes;   /* reserved for xt (rc_proj_keep_reserve) */
 	int xt_failed;     /* over the limit: the cone path reads the volume strided */
@@ -65,6 +64,18 @@ void rc_splat_gain_init(const rc_geom *g, int k, rc_splat_gain *gn)
 		gn->c0[i] = V * (a[i1] * b[i2] - a[i2] * b[i1]);
 		gn->cu[i] = V * (n[i1] * b[i2] - n[i2] * b[i1]);
 		gn->cv[i] = V * (a[i1] * n[i2] - a[i2] * n[i1]);
+	}
+}
+
+void rc_splat_gain_line(const rc_splat_gain *gn, double u, double v, int along_v, int n, float *restrict out)
+{
+	const double *s = along_v ? gn->cv : gn->cu;
+	const float x0 = (float)(gn->c0[0] - u * gn->cu[0] - v * gn->cv[0]), sx = (float)s[0];
+	const float y0 = (float)(gn->c0[1] - u * gn->cu[1] - v * gn->cv[1]), sy = (float)s[1];
+	const float z0 = (float)(gn->c0[2] - u * gn->cu[2] - v * gn->cv[2]), sz = (float)s[2];
+	for (int i = 0; i < n; i++) {
+		float x = x0 - (float)i * sx, y = y0 - (float)i * sy, z = z0 - (float)i * sz;
+		out[i] = sqrtf(x * x + y * y + z * z);
 	}
 }
 
@@ -114,7 +125,6 @@ int rc_fps_new(const rc_geom *g, int threads, rc_fps **ret, rc_err *err)
 	if (!f)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the splatting projector");
 	f->g = g;
-	f->threads = threads;
 	f->Hs = d->nv + 3;
 	f->img_floats = (size_t)f->Hs * (size_t)(d->nu + 3);
 	f->img = malloc((size_t)threads * f->img_floats * sizeof(float));
@@ -202,17 +212,17 @@ static void cone_view(const rc_fps *f, const double *P, const float *vol, const 
 			float *c0 = img + ((size_t)fl + 1) * Hs;
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 			const float fu = (float)(u - fl), wt = (float)(iw * iw);
+			const float *a = xt ? xt + at * (size_t)v->nz : colbuf;
+			for (int z = 0; !xt && z < v->nz; z++)
+				colbuf[z] = vol[at + (size_t)z * plane];
 			if (fabs(dv * v->vz) * RC_SPLAT_T > 2.0) {
-				const float *a = xt ? xt + at * (size_t)v->nz : colbuf;
-				for (int z = 0; !xt && z < v->nz; z++)
-					colbuf[z] = vol[at + (size_t)z * plane];
 				col_fn(a, v->nz, v0 + z0 * dv, v->vz * dv, wt, fu, c0, c0 + Hs, d->nv);
 				continue;
 			}
 			for (int z = 0; z < v->nz; z++) {
 				float vz = (float)v0 + f->zw[z] * (float)dv;
 				if (vz >= 0.0f && vz <= (float)(d->nv + 1))
-					deposit(c0, c0 + Hs, fu, vz, wt * vol[at + (size_t)z * plane]);
+					deposit(c0, c0 + Hs, fu, vz, wt * a[z]);
 			}
 		}
 }
@@ -264,12 +274,17 @@ static void splat_task(void *arg, long t, int worker)
 				general_column(f, P, X[0], X[1], x, zstride, img);
 			}
 	rc_splat_gain gn;
+	float gain[RC_SPLAT_GAIN_CHUNK];
 	rc_splat_gain_init(f->g, k, &gn);
 	for (int j = 0; j < d->nv; j++) {
 		float *out = c->proj + rc_geom_row_offset(f->g, k, j);
 		const float *in = img + (size_t)f->Hs + (size_t)j + 1;
-		for (int i = 0; i < d->nu; i++)
-			out[i] = in[(size_t)i * (size_t)f->Hs] * rc_splat_gain_at(&gn, i, j);
+		for (int i0 = 0; i0 < d->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
+			int m = d->nu - i0 < RC_SPLAT_GAIN_CHUNK ? d->nu - i0 : RC_SPLAT_GAIN_CHUNK;
+			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			for (int i = 0; i < m; i++)
+				out[i0 + i] = in[(size_t)(i0 + i) * (size_t)f->Hs] * gain[i];
+		}
 	}
 }
 

@@ -216,11 +216,16 @@ static void pad_task(void *arg, long k, int worker)
 	_mm_sfence(); /* streaming stores are weakly ordered: done before the tiles read them */
 	if (c->splat_gain) {
 		rc_splat_gain gn;
+		float gain[RC_SPLAT_GAIN_CHUNK];
 		rc_splat_gain_init(b->g, c->first + (int)k, &gn);
 		for (int i = 0; i < nu; i++) {
 			float *col = img + (size_t)(i + 1) * Hs + 1;
-			for (int j = 0; j < nv; j++)
-				col[j] *= rc_splat_gain_at(&gn, i, j);
+			for (int j0 = 0; j0 < nv; j0 += RC_SPLAT_GAIN_CHUNK) {
+				int m = nv - j0 < RC_SPLAT_GAIN_CHUNK ? nv - j0 : RC_SPLAT_GAIN_CHUNK;
+				rc_splat_gain_line(&gn, i, j0, 1, m, gain);
+				for (int j = 0; j < m; j++)
+					col[j0 + j] *= gain[j];
+			}
 		}
 	}
 }

@@ -178,7 +178,8 @@ static void test_more_iterations_no_worse(void **state)
 			      rc_algo_name_str(names[i]), e20, elong, LONG_RUN, fdk);
 #if RC_NOISY_SPLAT
 		/* the coarse-pixel case drifts (below): held within 15 % of
-		 * FDK, which a diverging pair would not be */
+		 * FDK (48^3: SART 0.2834, CGLS 0.2991 = 1.106x, against
+		 * 0.2704), which a diverging pair would not be */
 		assert_true(elong < 1.15 * fdk);
 #elif defined(__SANITIZE_ADDRESS__)
 		assert_true(elong < fdk);

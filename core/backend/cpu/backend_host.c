@@ -218,10 +218,8 @@ static void host_free(rc_backend *b)
 
 static int tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
 {
-	(void)err;
 	rc_tv_shape s = rc_bk_tv_shape(b);
-	rc_tv_apply(&s, w->p, d->p, out->p, eps, 0);
-	return 0;
+	return rc_tv_apply(&s, w->p, d->p, out->p, eps, 0, err);
 }
 
 static const rc_backend_ops host_ops = {
