@@ -25,7 +25,7 @@ SHELL := /bin/bash
 BUILD   ?= build
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson uuid sqlite3 fftw3f fftw3 OpenCL libcurl libsystemd cmocka
+PKGS    := libmicrohttpd jansson uuid sqlite3 fftw3f fftw3 OpenCL libcurl libsystemd cmocka libarchive
 
 # Portable baseline (any x86-64); wider paths are separate files chosen at run time.
 ARCHFLAGS ?= -march=x86-64 -mtune=generic
@@ -38,8 +38,15 @@ CFLAGS    ?= -O3 -g
 # roundings in C code: the ISA paths of the ray caster and its transpose are
 # tested to be bit-identical, which a contracted FMA in one of them breaks.
 override CFLAGS += -std=c11 -ffp-contract=off $(WARN) -pthread $(ARCHFLAGS)
+# C++ only where a library demands it (server/*.cc: DCMTK, server/dicom_dcmtk.h).
+CXX       ?= g++
+CXXFLAGS  ?= -O3 -g
+override CXXFLAGS += -std=c++17 -ffp-contract=off $(WARN) -pthread $(ARCHFLAGS)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz -lm -lpthread
+# DCMTK (server/dicom_dcmtk.cc; its dcmtk.pc asks for more than these) and the
+# C++ runtime, as programs and tests are linked by $(CC).
+LDLIBS    += -ldcmnet -ldcmdata -loflog -lofstd -lstdc++
 # What libreconcore.a needs (mk/cuda.mk adds the CUDA runtime); the worker
 # links this and jansson, nothing of the daemon's.
 CORE_LDLIBS := $(shell pkg-config --libs fftw3f fftw3 OpenCL 2>/dev/null) -lm -lpthread
@@ -49,12 +56,14 @@ AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 CORE_SRC   := $(sort $(shell find core -name '*.c'))
 WORKER_SRC := $(filter-out server/worker/main_%.c,$(wildcard server/worker/*.c))
 SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
+SERVER_CXX_SRC := $(wildcard server/*.cc)
 CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))
 PROG_SRC   := $(wildcard server/main_*.c server/worker/main_*.c clients/main_*.c tools/main_*.c)
 BENCH_SRC  := $(wildcard bench/main_*.c)
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
+objcc = $(patsubst %.cc,$(BUILD)/$(1)/%.o,$(2))
 
 # Extra objects from mk/*.mk (CUDA, embedded kernels) land in these.
 EXTRA_CORE_OBJS :=
@@ -63,7 +72,7 @@ GEN_HEADERS :=
 
 CORE_OBJS   := $(call obj,rel,$(CORE_SRC))
 WORKER_OBJS := $(call obj,rel,$(WORKER_SRC))
-SERVER_OBJS := $(call obj,rel,$(SERVER_SRC))
+SERVER_OBJS := $(call obj,rel,$(SERVER_SRC)) $(call objcc,rel,$(SERVER_CXX_SRC))
 CLIENT_OBJS := $(call obj,rel,$(CLIENT_SRC))
 LIBS_REL    := $(BUILD)/lib/libreconserver.a $(BUILD)/lib/libreconclient.a $(BUILD)/lib/libreconworker.a \
                $(BUILD)/lib/libreconcore.a
@@ -142,6 +151,12 @@ $(BUILD)/asan/%_avx512.o: %_avx512.c $(GEN_HEADERS)
 $(BUILD)/asan/%.o: %.c $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/rel/%.o: %.cc $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/asan/%.o: %.cc $(GEN_HEADERS)
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(ASAN_FLAGS) -MMD -MP -c $< -o $@
 
 # --- libraries --------------------------------------------------------------
 $(BUILD)/lib/libreconcore.a: $(CORE_OBJS) $(EXTRA_CORE_OBJS)
@@ -156,7 +171,7 @@ $(BUILD)/asan/lib/libreconcore.a: $(call obj,asan,$(CORE_SRC)) $(EXTRA_CORE_OBJS
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/asan/lib/libreconworker.a: $(call obj,asan,$(WORKER_SRC))
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
-$(BUILD)/asan/lib/libreconserver.a: $(call obj,asan,$(SERVER_SRC))
+$(BUILD)/asan/lib/libreconserver.a: $(call obj,asan,$(SERVER_SRC)) $(call objcc,asan,$(SERVER_CXX_SRC))
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/asan/lib/libreconclient.a: $(call obj,asan,$(CLIENT_SRC))
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^

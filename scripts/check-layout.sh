@@ -53,7 +53,7 @@ KERNEL_CONTRACT = {"cuda_kernels.h", "tensor_kernels.cuh", "tensor_gpu.h", "tens
 WORKER_PUBLIC = {"spec.h", "jfield.h", "durable.h", "device_json.h", "worker_proto.h"}
 ALLOW_FILE = "scripts/check-layout.allow"
 TOPS = ("core", "kernels", "server", "clients", "tools", "bench", "tests")
-EXTS = (".c", ".h", ".cu", ".cuh", ".cl", ".cpp")
+EXTS = (".c", ".h", ".cu", ".cuh", ".cl", ".cpp", ".cc")
 # core's floors, low to high (docs/architecture.md, "Floors")
 CORE_FLOORS = ["core/util", "core/geometry", "core/projectors", "core/backend", "core/algo", "core/plan"]
 RANK = {"gen": -1, "kernels": 10, "server/worker": 11, "server": 12, "top": 13}
@@ -184,7 +184,7 @@ def one_cycle(graph, comp):
 
 def module(path):
     stem, ext = os.path.splitext(path)
-    return stem if ext in (".c", ".h", ".cu", ".cuh", ".cpp") else path
+    return stem if ext in (".c", ".h", ".cu", ".cuh", ".cpp", ".cc") else path
 
 
 file_graph = {f: set(t) for f, t in edges.items()}

@@ -8,6 +8,7 @@ pkgs=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev
   libnifti2-dev nettle-dev
+  libdcmtk-dev libarchive-dev orthanc orthanc-dicomweb dicom3tools python3-pydicom python3-numpy
   python3 python3-yaml python3-jsonschema curl jq
 )
 missing=()
