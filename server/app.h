@@ -29,12 +29,18 @@ typedef struct app {
 	audit *audit;
 	struct runner *run;
 	struct http *http;
+	struct pusher *push;
 	atomic_int stopping;
 	double started;
 } app;
 
 /* The Job resource of api/openapi.yaml for row r (live progress overlaid). */
 json_t *app_job_json(app *a, const job_row *r);
+/* Adds "push" (the pushes to PACS) and "delivery" to the Job j (app_push.c). */
+void app_job_add_push(app *a, const job_row *r, json_t *j);
+/* Adds "dicom" (patient and study fields), "water_mu_per_mm" and
+ * "dicom_series" (once written) to the Job j of GET /v1/jobs/{id}. */
+void app_job_add_dicom(app *a, const char *id, json_t *j);
 /* Loads job id and publishes its state to the event streams. */
 void app_job_changed(app *a, const char *id);
 

@@ -154,7 +154,10 @@ json_t *app_job_json(app *a, const job_row *r)
 		json_object_set_new(vol, f, json_string(buf));
 	}
 	json_object_set_new(links, "volume", vol);
+	snprintf(buf, sizeof buf, "%s/push", base);
+	json_object_set_new(links, "push", json_string(buf));
 	json_object_set_new(j, "links", links);
+	app_job_add_push(a, r, j);
 	json_decref(report);
 	return j;
 }

@@ -24,12 +24,58 @@ void config_default(config *c)
 	c->retention_s = 7 * 86400.0;
 	c->max_per_ip = 64;
 	c->conn_timeout_s = 600;
+	c->push_retry_s = 10;
+	c->push_max_attempts = 8;
 }
 
 void config_clear(config *c)
 {
 	json_decref(c->tokens);
 	c->tokens = NULL;
+	free(c->dests);
+	c->dests = NULL;
+	c->ndests = 0;
+}
+
+/* A UID root: digits and dots, no empty component, no leading zero in a
+ * component of several digits (PS3.5 9.1), short enough to leave room. */
+static int check_uid_root(const char *r, rc_err *err)
+{
+	size_t len = strlen(r);
+	int ok = len <= 40 && len > 0 && r[0] != '.' && r[len - 1] != '.';
+	for (size_t i = 0; ok && i < len; i++) {
+		if (r[i] == '.')
+			ok = r[i + 1] != '.';
+		else if (r[i] < '0' || r[i] > '9')
+			ok = 0;
+		else if (r[i] == '0' && (i == 0 || r[i - 1] == '.') && i + 1 < len && r[i + 1] != '.')
+			ok = 0;
+	}
+	return ok ? 0 : rc_fail(err, RC_EINVAL, "dicom.uid_root",
+				"dicom.uid_root must be a UID of at most 40 characters: digits and dots, no empty "
+				"component, no leading zero (got \"%s\")", r);
+}
+
+static int load_dicom(config *c, const json_t *o, rc_err *err)
+{
+	static const char *const keys[] = { "uid_root", "push_retry_s", "push_max_attempts", NULL };
+	const char *root = NULL;
+	long long v = c->push_max_attempts;
+	double d = c->push_retry_s;
+	int rc;
+	if (!json_is_object(o))
+		return rc_fail(err, RC_EINVAL, "dicom", "dicom must be an object");
+	if ((rc = jf_check_keys(o, "dicom", keys, err)) || (rc = jf_str(o, "dicom", "uid_root", 0, 40, &root, err)) ||
+	    (rc = jf_num(o, "dicom", "push_retry_s", 0, 0, 1, 3600, &d, err)) ||
+	    (rc = jf_int(o, "dicom", "push_max_attempts", 0, 1, 1000, &v, err)))
+		return rc;
+	if (root && (rc = check_uid_root(root, err)))
+		return rc;
+	if (root)
+		snprintf(c->uid_root, sizeof c->uid_root, "%s", root);
+	c->push_retry_s = d;
+	c->push_max_attempts = (int)v;
+	return 0;
 }
 
 int config_parse_listen(const char *s, char *host, size_t hn, int *port, rc_err *err)
@@ -63,7 +109,7 @@ int config_load_file(config *c, const char *path, rc_err *err)
 {
 	static const char *const keys[] = { "listen", "store", "worker", "probe_worker", "threads", "worker_threads", "max_body_bytes",
 					    "max_job_bytes", "retention_s", "max_connections_per_ip", "connection_timeout_s",
-					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", NULL };
+					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations", NULL };
 	json_error_t je;
 	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
@@ -111,6 +157,17 @@ int config_load_file(config *c, const char *path, rc_err *err)
 	if (t) {
 		json_decref(c->tokens);
 		c->tokens = json_incref(t);
+	}
+	if ((t = json_object_get(o, "dicom")) && (rc = load_dicom(c, t, err)))
+		goto out;
+	if ((t = json_object_get(o, "destinations"))) {
+		destination *d;
+		int n;
+		if ((rc = destinations_parse(t, &d, &n, err)))
+			goto out;
+		free(c->dests);
+		c->dests = d;
+		c->ndests = n;
 	}
 	snprintf(c->config_path, sizeof c->config_path, "%s", path);
 out:

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "util/rc_error.h"
+#include "destinations.h"
 
 typedef struct config {
 	char config_path[1024];
@@ -31,6 +32,11 @@ typedef struct config {
 	char audit_log[1024];      /* "" = {store}/audit.log */
 	char port_file[1024];      /* write the bound port here (tests bind port 0) */
 	json_t *tokens;            /* owned; NULL = none */
+	char uid_root[41];         /* dicom.uid_root: DICOM UIDs are made under it ("" = DCMTK's) */
+	destination *dests;        /* owned; the PACS jobs may push to (destinations.h) */
+	int ndests;
+	double push_retry_s;       /* first wait before a failed push is retried; doubles, up to 1 h */
+	int push_max_attempts;     /* then the push is send_failed */
 } config;
 
 void config_default(config *c);

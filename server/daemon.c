@@ -10,10 +10,13 @@
 
 #include "http.h"
 #include "log.h"
+#include "pusher.h"
 #include "runner.h"
 
 static void close_parts(app *a)
 {
+	pusher_stop(a->push);
+	a->push = NULL;
 	runner_stop(a->run);
 	runner_free(a->run);
 	audit_close(a->audit);
@@ -46,7 +49,8 @@ int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 		goto fail;
 	if (cfg->audit_log[0] && audit_open(cfg->audit_log, &a->audit))
 		rlog(LOG_P_WARNING, "audit_unavailable", "path=%s error=\"%s\"", cfg->audit_log, strerror(errno));
-	if ((rc = runner_new(a, &a->run, err)) || (rc = runner_start(a->run, err)))
+	if ((rc = runner_new(a, &a->run, err)) || (rc = runner_start(a->run, err)) ||
+	    (rc = pusher_start(a, &a->push, err)))
 		goto fail;
 	if ((rc = http_start(a, &a->http, ret_port, err)))
 		goto fail;
@@ -62,6 +66,8 @@ void daemon_stop(app *a, double grace_s)
 	if (a->hub)
 		hub_shutdown(a->hub);
 	runner_stop(a->run);
+	pusher_stop(a->push);
+	a->push = NULL;
 	http_stop(a->http, grace_s);
 	a->http = NULL;
 	close_parts(a);

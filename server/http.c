@@ -97,6 +97,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(url, "/readyz")) { r->rt = R_READYZ; return MHD_YES; }
 	if (!strcmp(url, "/metrics")) { r->rt = R_METRICS; return MHD_YES; }
 	if (!strcmp(url, "/v1/devices")) { r->rt = R_DEVICES; return MHD_YES; }
+	if (!strcmp(url, "/v1/destinations")) { r->rt = R_DESTINATIONS; return MHD_YES; }
 	if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/jobs/")) { /* labels may name patients */
 		r->rt = R_JOBS;
 		r->audit = 1;
@@ -123,6 +124,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(rest, "start")) { r->rt = R_START; return MHD_YES; }
 	if (!strcmp(rest, "events")) { r->rt = R_EVENTS; return MHD_YES; }
 	if (!strcmp(rest, "volume")) { r->rt = R_VOLUME; return MHD_YES; }
+	if (!strcmp(rest, "push")) { r->rt = R_PUSH; return MHD_YES; }
 	if (!strncmp(rest, "projections/", 12)) {
 		const char *ks = rest + 12;
 		size_t n = strlen(ks);
@@ -150,7 +152,7 @@ static int needed_role(route rt, const char *m, const char **allow)
 	case R_HEALTHZ: case R_READYZ: case R_METRICS:
 		*allow = "GET, HEAD";
 		return get ? ROLE_NONE : -1;
-	case R_DEVICES: case R_EVENTS: case R_VOLUME:
+	case R_DEVICES: case R_EVENTS: case R_VOLUME: case R_DESTINATIONS:
 		*allow = "GET, HEAD";
 		return get ? ROLE_READ : -1;
 	case R_JOBS:
@@ -162,7 +164,7 @@ static int needed_role(route rt, const char *m, const char **allow)
 	case R_PROJ: case R_VIEW:
 		*allow = "PUT";
 		return !strcmp(m, "PUT") ? ROLE_SUBMIT : -1;
-	case R_START:
+	case R_START: case R_PUSH:
 		*allow = "POST";
 		return !strcmp(m, "POST") ? ROLE_SUBMIT : -1;
 	default:
@@ -215,6 +217,8 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	case R_START: return jobs_start(c, r);
 	case R_EVENTS: return events_get(c, r);
 	case R_VOLUME: return volume_get(c, r);
+	case R_DESTINATIONS: return push_destinations(c, r);
+	case R_PUSH: return push_again(c, r);
 	default: return http_fail(c, r, RC_ENOTFOUND, "", "no such endpoint");
 	}
 }

@@ -1,5 +1,6 @@
 /*
- * http_download: GET /v1/jobs/{id}/volume?format=raw|nifti|mha.
+ * http_download: GET /v1/jobs/{id}/volume?format=raw|nifti|mha (dicom:
+ * http_dicom.c).
  *
  * The answer is header (empty for raw) + volume.f32, produced by a reader
  * callback that copies from the header in memory and preads the file, so a
@@ -135,6 +136,8 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 	if (st != JOB_SUCCEEDED)
 		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s; the volume exists once it has succeeded",
 				 r->id, job_state_name(st));
+	if (kind == RC_FORMAT_DICOM)
+		return volume_get_dicom(c, r);
 	struct dl *d = calloc(1, sizeof *d);
 	if (!d)
 		return MHD_NO;
@@ -177,7 +180,8 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		dl_free(d);
 		return MHD_NO;
 	}
-	static const char *const ext[] = { [RC_FORMAT_RAW] = "f32", [RC_FORMAT_NIFTI] = "nii", [RC_FORMAT_MHA] = "mha" };
+	static const char *const ext[] = { [RC_FORMAT_RAW] = "f32", [RC_FORMAT_NIFTI] = "nii", [RC_FORMAT_MHA] = "mha",
+					   [RC_FORMAT_DICOM] = "zip" };
 	char disp[96];
 	snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", r->id, ext[kind]);
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");

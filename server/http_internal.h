@@ -23,6 +23,8 @@ typedef enum route {
 	R_PROJ,          /* /v1/jobs/{id}/projections */
 	R_VIEW,          /* /v1/jobs/{id}/projections/{k} */
 	R_START, R_EVENTS, R_VOLUME,
+	R_DESTINATIONS,  /* /v1/destinations */
+	R_PUSH,          /* /v1/jobs/{id}/push */
 } route;
 
 struct upload;
@@ -78,6 +80,11 @@ enum MHD_Result upload_end(struct MHD_Connection *c, req *r);
 void upload_free(req *r);
 
 enum MHD_Result volume_get(struct MHD_Connection *c, req *r);
+/* format=dicom (http_dicom.c): the series as a ZIP, or multipart/related
+ * when the client's Accept asks for it (DICOMweb WADO-RS). */
+enum MHD_Result volume_get_dicom(struct MHD_Connection *c, req *r);
+enum MHD_Result push_destinations(struct MHD_Connection *c, req *r);
+enum MHD_Result push_again(struct MHD_Connection *c, req *r);
 enum MHD_Result events_get(struct MHD_Connection *c, req *r);
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r);
 enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready);

@@ -65,6 +65,21 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}
+	/* a job only names destinations the operator configured */
+	for (int i = 0; i < spec->out.npush; i++)
+		if (!destinations_find(a->cfg->dests, a->cfg->ndests, spec->out.push[i])) {
+			char names[400] = "";
+			for (int k = 0; k < a->cfg->ndests; k++)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"", k ? ", " : "",
+					 a->cfg->dests[k].name);
+			char field[32];
+			snprintf(field, sizeof field, "output.push[%d]", i);
+			rc_fail(&err, RC_EINVAL, field, "%s names \"%s\", which is not a configured destination; %s%s",
+				field, spec->out.push[i], a->cfg->ndests ? "configured: " : "none is configured",
+				names);
+			job_spec_free(spec);
+			return http_error_rc(c, r, &err);
+		}
 	uuid_t u;
 	char id[37];
 	uuid_generate_random(u);
@@ -146,7 +161,14 @@ enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
 
 enum MHD_Result jobs_get(struct MHD_Connection *c, req *r)
 {
-	return http_job(c, r, 200, r->id);
+	job_row row;
+	rc_err err;
+	if (store_get(r->a->st, r->id, 1, &row, &err))
+		return http_error_rc(c, r, &err);
+	json_t *j = app_job_json(r->a, &row);
+	job_row_clear(&row);
+	app_job_add_dicom(r->a, r->id, j);
+	return http_json(c, r, 200, j);
 }
 
 enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)

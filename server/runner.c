@@ -8,6 +8,7 @@
  * threads read (the live progress, the running id) is behind r->lock.
  */
 #include "runner.h"
+#include "pusher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -304,6 +305,7 @@ static void run_job(runner *r, const char *id)
 	app *a = r->a;
 	char dir[4200], vol[4300];
 	struct outcome oc;
+	int succeeded = 0;
 	memset(&oc, 0, sizeof oc);
 	store_job_path(a->st, id, NULL, dir, sizeof dir);
 	snprintf(vol, sizeof vol, "%s/volume.f32", dir);
@@ -410,6 +412,7 @@ static void run_job(runner *r, const char *id)
 		rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
 	if (final != JOB_QUEUED)
 		metrics_job_finished(a->met, final);
+	succeeded = final == JOB_SUCCEEDED;
 	if (final == JOB_FAILED)
 		rlog(LOG_P_ERR, "job_failed", "id=%s seconds=%.3f code=%s error=\"%s\"", id, secs, oc.err_code, oc.err_msg);
 	else
@@ -423,6 +426,8 @@ out:
 	pthread_mutex_unlock(&r->lock);
 	free(oc.report);
 	app_job_changed(a, id);
+	if (succeeded)
+		pusher_kick(a->push);
 }
 
 json_t *runner_devices(runner *r)

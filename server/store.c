@@ -23,14 +23,7 @@
 #include <unistd.h>
 
 #include "durable.h"
-
-struct store {
-	sqlite3 *db;
-	pthread_mutex_t lock;
-	char dir[4096];
-	long long seq;       /* last creation sequence number */
-	long long queue_seq; /* last queue sequence number */
-};
+#include "store_internal.h"
 
 static const char *const state_names[JOB_NSTATES] = {
 	"created", "receiving", "queued", "running", "succeeded", "failed", "cancelled",
@@ -88,10 +81,11 @@ static int pathf(char *buf, size_t n, const char *fmt, ...)
 	return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
-static int db_fail(store *st, rc_err *err, const char *what)
+int store_db_fail(store *st, rc_err *err, const char *what)
 {
 	return rc_fail(err, RC_EIO, "", "store: %s: %s", what, sqlite3_errmsg(st->db));
 }
+#define db_fail store_db_fail
 
 static int exec_sql(store *st, const char *sql, rc_err *err)
 {
@@ -118,7 +112,8 @@ static const char schema[] =
 	" error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
 	" summary TEXT, report TEXT, present BLOB NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(state, priority, queue_seq);"
-	"CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq);";
+	"CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq);"
+	STORE_PUSH_SCHEMA;
 
 static int mkdir_p(const char *path)
 {
@@ -246,6 +241,8 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 	}
 	sqlite3_finalize(q);
 	nre = sqlite3_changes(st->db);
+	if ((rc = store_push_recover_locked(st, err)))
+		goto out;
 
 	/* Spool directories without a row: a create that died before its commit,
 	 * or a delete that died after it. */
@@ -340,12 +337,15 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 	pthread_mutex_lock(&st->lock);
 	sqlite3_stmt *q;
 	rc = 0;
-	if (sqlite3_prepare_v2(st->db,
+	if ((rc = exec_sql(st, "BEGIN IMMEDIATE", err))) {
+		/* nothing written */
+	} else if (sqlite3_prepare_v2(st->db,
 			       "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
 			       " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
 			       " summary, present) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "insert");
+		exec_sql(st, "ROLLBACK", NULL);
 	} else {
 		double now = store_now();
 		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -368,9 +368,15 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 		sqlite3_bind_blob(q, 18, bits, (int)nbits, SQLITE_STATIC);
 		if (sqlite3_step(q) != SQLITE_DONE)
 			rc = db_fail(st, err, "insert");
+		sqlite3_finalize(q);
+		if (!rc && spec->out.npush)
+			rc = store_push_insert_locked(st, id, spec, err);
+		if (!rc)
+			rc = exec_sql(st, "COMMIT", err);
+		if (rc)
+			exec_sql(st, "ROLLBACK", NULL);
 		else
 			st->seq++;
-		sqlite3_finalize(q);
 	}
 	pthread_mutex_unlock(&st->lock);
 	free(bits);
@@ -763,6 +769,8 @@ static int delete_locked(store *st, const char *id, rc_err *err)
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "delete");
 	sqlite3_finalize(q);
+	if (!rc)
+		rc = store_push_delete_locked(st, id, err);
 	if (rc)
 		return rc;
 	/* The row is gone first: a crash here leaves an orphan directory that

@@ -125,4 +125,35 @@ int store_expire(store *st, double retention_s, int *ret_n, rc_err *err);
 
 double store_now(void);
 
+/* --- pushes to PACS (store_push.c): one row per (job, destination) of the
+ * job's output.push, made with the job.  pending (waiting for the job to
+ * succeed, or for its next try) -> sending -> sent, or back to pending with
+ * the error and a later next_try, or send_failed after the last attempt. */
+typedef enum push_state { PUSH_PENDING = 0, PUSH_SENDING, PUSH_SENT, PUSH_FAILED, PUSH_NSTATES } push_state;
+const char *push_state_name(push_state s);
+
+typedef struct push_row {
+	char job[37];
+	char dest[33];
+	push_state state;
+	int attempts, sent, total;
+	double next_try, updated;
+	char error[512];
+} push_row;
+
+/* The job's pushes in output.push order (*rows malloc'd; NULL when none). */
+int store_push_list(store *st, const char *id, push_row **rows, int *n, rc_err *err);
+/* The pending push whose job has succeeded and whose next_try has come,
+ * earliest first, moved to sending.  RC_ENOTFOUND when none is due; then
+ * *next_due (may be NULL) is the earliest later next_try, or 0. */
+int store_push_take(store *st, double now, push_row *out, double *next_due, rc_err *err);
+/* Records progress or the outcome of the push (job, dest): state, counts,
+ * attempts, next_try and error ("" = none).  A push whose job was deleted
+ * meanwhile is not an error. */
+int store_push_update(store *st, const push_row *p, rc_err *err);
+/* POST push: every push of the job that is not sending goes back to pending
+ * with no attempts, due now.  *n counts them; RC_ENOTFOUND when the job
+ * names no destination. */
+int store_push_again(store *st, const char *id, int *n, rc_err *err);
+
 #endif

@@ -57,6 +57,7 @@ static const struct word formats[] = {
 	{ "raw", RC_FORMAT_RAW, 0 },
 	{ "nifti", RC_FORMAT_NIFTI, 0 },
 	{ "mha", RC_FORMAT_MHA, 0 },
+	{ "dicom", RC_FORMAT_DICOM, 0 },
 };
 
 #define SET(key, words) { key, words, (int)(sizeof words / sizeof words[0]) }

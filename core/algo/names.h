@@ -43,6 +43,7 @@ typedef enum rc_volume_format {
 	RC_FORMAT_RAW = 0,
 	RC_FORMAT_NIFTI,
 	RC_FORMAT_MHA,
+	RC_FORMAT_DICOM,    /* the daemon's DICOM series (docs/pacs.md) */
 } rc_volume_format;
 
 typedef enum rc_name_set {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "jfield.h"
+#include "spec_dicom.h"
 #include "algo/names.h"
 #include "backend/cpu/engine_cpu.h"
 
@@ -363,8 +364,8 @@ static int parse_execution(const json_t *e, rc_recon_spec *r, rc_err *err)
 static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_err *err)
 {
 	static const char *const keys[] = { "label", "geometry", "volume", "algorithm", "execution",
-					    "priority", "autostart", NULL };
-	json_t *g, *v, *a, *e;
+					    "priority", "autostart", "output", "dicom", NULL };
+	json_t *g, *v, *a, *e, *o, *d;
 	const char *label = "";
 	long long prio = 5;
 	int rc;
@@ -384,6 +385,10 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	if ((rc = jf_obj(root, "", "algorithm", 1, &a, err)) || (rc = parse_algorithm(a, s->nviews, &s->r.algo, err)))
 		return rc;
 	if ((rc = jf_obj(root, "", "execution", 0, &e, err)) || (e && (rc = parse_execution(e, &s->r, err))))
+		return rc;
+	s->out.water_mu_per_mm = SPEC_WATER_MU_DEFAULT;
+	if ((rc = jf_obj(root, "", "output", 0, &o, err)) || (o && (rc = spec_parse_output(o, &s->out, err))) ||
+	    (rc = jf_obj(root, "", "dicom", 0, &d, err)) || (d && (rc = spec_parse_dicom(d, &s->dicom, err))))
 		return rc;
 
 	s->r.limits.max_bytes = max_bytes;

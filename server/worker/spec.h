@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "plan/recon.h"
+#include "spec_dicom.h"
 
 #define SPEC_LABEL_MAX 128
 #define SPEC_MAX_VIEWS 100000
@@ -38,6 +39,8 @@ typedef struct job_spec {
 	uint64_t view_bytes;   /* bytes of one view upload: rows * nu * 4 */
 	uint64_t proj_bytes;   /* bytes of the whole stack */
 	uint64_t vol_bytes;    /* bytes of the raw volume */
+	job_output out;
+	job_dicom dicom;
 	double *angles;        /* owned */
 	double *matrices;      /* owned */
 } job_spec;

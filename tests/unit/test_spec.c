@@ -257,7 +257,50 @@ static const struct bad_case bad[] = {
 	{ "autostart string", "{" CONE_GEOM ", " VOL ", " ALG ", \"autostart\": \"yes\"}", RC_EINVAL, "autostart" },
 	{ "label number", "{\"label\": 5, " CONE_GEOM ", " VOL ", " ALG "}", RC_EINVAL, "label" },
 	{ "memory cap", "{" CONE_GEOM ", \"volume\": {\"nx\": 4096, \"ny\": 4096, \"nz\": 4096, \"voxel_mm\": 0.001}, " ALG "}", RC_ETOOBIG, "" },
+#define DCM(x) "{" CONE_GEOM ", " VOL ", " ALG ", \"dicom\": " x "}"
+	{ "birth date 30 February", DCM("{\"patient_birth_date\": \"20000230\"}"), RC_EINVAL, "dicom.patient_birth_date" },
+	{ "birth date 29 February 1900", DCM("{\"patient_birth_date\": \"19000229\"}"), RC_EINVAL, "dicom.patient_birth_date" },
+	{ "65 characters of LO", DCM("{\"institution\": \"" "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" "\"}"), RC_EINVAL, "dicom.institution" },
+	{ "17 characters of SH", DCM("{\"accession_number\": \"xxxxxxxxxxxxxxxxx\"}"), RC_EINVAL, "dicom.accession_number" },
+	{ "six name components", DCM("{\"patient_name\": \"a^b^c^d^e^f\"}"), RC_EINVAL, "dicom.patient_name" },
+	{ "a UID with an empty component", DCM("{\"study_instance_uid\": \"1..2\"}"), RC_EINVAL, "dicom.study_instance_uid" },
+	{ "a UID of letters", DCM("{\"study_instance_uid\": \"1.2.abc\"}"), RC_EINVAL, "dicom.study_instance_uid" },
+	{ "patient_sex not a string", DCM("{\"patient_sex\": 1}"), RC_EINVAL, "dicom.patient_sex" },
+	{ "a tab in a description", DCM("{\"study_description\": \"a\\tb\"}"), RC_EINVAL, "dicom.study_description" },
+	{ "push not a list", "{" CONE_GEOM ", " VOL ", " ALG ", \"output\": {\"push\": \"a\"}}", RC_EINVAL, "output.push" },
+	{ "push a name twice", "{" CONE_GEOM ", " VOL ", " ALG ", \"output\": {\"push\": [\"a\", \"a\"]}}", RC_EINVAL, "output.push" },
+	{ "push an empty name", "{" CONE_GEOM ", " VOL ", " ALG ", \"output\": {\"push\": [\"\"]}}", RC_EINVAL, "output.push[0]" },
+	{ "negative water", "{" CONE_GEOM ", " VOL ", " ALG ", \"output\": {\"water_mu_per_mm\": -0.02}}", RC_EINVAL, "output.water_mu_per_mm" },
 };
+
+/* output and dicom: defaults, given values, lengths in characters. */
+static void test_output_dicom(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	const char *j = "{" CONE_GEOM ", " VOL ", " ALG "}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_true(s->out.water_mu_per_mm == 0.0192 && s->out.npush == 0 && !s->dicom.patient_name[0]);
+	job_spec_free(s);
+	/* 64 two-byte characters are 64 characters of LO; 29 February 2000 is a date */
+	j = "{" CONE_GEOM ", " VOL ", " ALG ", \"output\": {\"water_mu_per_mm\": 0.02, \"push\": [\"x\", \"y\"]}, "
+	    "\"dicom\": {\"patient_name\": \"Doe^Jane\", \"patient_birth_date\": \"20000229\", \"patient_sex\": \"F\", "
+	    "\"study_instance_uid\": \"1.2.0.10\", \"institution\": "
+	    "\"\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4"
+	    "\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4"
+	    "\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4"
+	    "\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\u00e4\"}}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_true(s->out.water_mu_per_mm == 0.02);
+	assert_int_equal(s->out.npush, 2);
+	assert_string_equal(s->out.push[1], "y");
+	assert_string_equal(s->dicom.patient_name, "Doe^Jane");
+	assert_string_equal(s->dicom.patient_birth_date, "20000229");
+	assert_string_equal(s->dicom.study_instance_uid, "1.2.0.10");
+	assert_int_equal(strlen(s->dicom.institution), 128);
+	job_spec_free(s);
+}
 
 static void test_bad(void **state)
 {
@@ -283,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_projector_choice),
 		cmocka_unit_test(test_matrices_ok),
 		cmocka_unit_test(test_load_and_summary),
+		cmocka_unit_test(test_output_dicom),
 		cmocka_unit_test(test_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

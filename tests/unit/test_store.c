@@ -2,7 +2,9 @@
  * Tests of server/store.c: the job life cycle through the store (views,
  * autostart, start, queue order, cancel, finish, delete, expiry) and
  * recovery after a crash (running jobs re-queued, partial uploads kept with
- * their presence record, orphan spool directories removed).
+ * their presence record, orphan spool directories removed), and the
+ * pushes to PACS (made with the job, due once it succeeds, earliest retry
+ * first, back to pending at a restart, gone with the job).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -208,11 +210,107 @@ static void test_recovery(void **state)
 	store_close(st);
 }
 
+/* A job that pushes to two destinations. */
+static void create_pushing(store *st, const char *id)
+{
+	char j[1200];
+	const char *base = spec_json(5, 1);
+	snprintf(j, sizeof j, "%.*s, \"output\": {\"push\": [\"a\", \"b\"]}}", (int)strlen(base) - 1, base);
+	job_spec *s = NULL;
+	rc_err err;
+	assert_int_equal(job_spec_parse(j, strlen(j), 0, &s, &err), 0);
+	assert_int_equal(s->out.npush, 2);
+	assert_int_equal(store_create(st, id, s, j, strlen(j), "{}", &err), 0);
+	job_spec_free(s);
+}
+
+static void run_to(store *st, const char *id, job_state final)
+{
+	char got[37];
+	rc_err err;
+	assert_int_equal(store_views_set(st, id, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next(st, got, &err), 0);
+	assert_string_equal(got, id);
+	assert_int_equal(store_finish(st, id, final, NULL, NULL, NULL, &err), 0);
+}
+
+static void test_pushes(void **state)
+{
+	(void)state;
+	store *st;
+	rc_err err;
+	push_row p, *rows;
+	int n;
+	double due;
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	create_pushing(st, ID1);
+	create(st, ID2, 5, 1); /* no pushes */
+	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].dest, "a");
+	assert_string_equal(rows[1].dest, "b");
+	assert_int_equal(rows[0].state, PUSH_PENDING);
+	free(rows);
+	assert_int_equal(store_push_list(st, ID2, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_push_again(st, ID2, &n, &err), RC_ENOTFOUND);
+
+	/* nothing is due before the job succeeds */
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), RC_ENOTFOUND);
+	run_to(st, ID1, JOB_SUCCEEDED);
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), 0);
+	assert_string_equal(p.job, ID1);
+	assert_string_equal(p.dest, "a");
+	assert_int_equal(p.state, PUSH_SENDING);
+	/* a failed attempt waits; the other destination goes first */
+	p.state = PUSH_PENDING;
+	p.attempts = 1;
+	p.next_try = store_now() + 100;
+	snprintf(p.error, sizeof p.error, "refused");
+	assert_int_equal(store_push_update(st, &p, &err), 0);
+	push_row q;
+	assert_int_equal(store_push_take(st, store_now(), &q, &due, &err), 0);
+	assert_string_equal(q.dest, "b");
+	q.state = PUSH_SENT;
+	q.sent = q.total = 4;
+	assert_int_equal(store_push_update(st, &q, &err), 0);
+	assert_int_equal(store_push_take(st, store_now(), &q, &due, &err), RC_ENOTFOUND);
+	assert_true(due > store_now() + 90); /* "a" is due in 100 s */
+	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
+	assert_int_equal(rows[0].attempts, 1);
+	assert_string_equal(rows[0].error, "refused");
+	assert_int_equal(rows[1].state, PUSH_SENT);
+	assert_int_equal(rows[1].sent, 4);
+	free(rows);
+
+	/* a restart tries the waiting push now */
+	store_close(st);
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	assert_int_equal(store_recover(st, NULL, NULL, &err), 0);
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), 0);
+	assert_string_equal(p.dest, "a");
+	/* POST push: all but the one being sent go back to pending, attempts anew */
+	assert_int_equal(store_push_again(st, ID1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
+	assert_int_equal(rows[0].state, PUSH_SENDING);
+	assert_int_equal(rows[1].state, PUSH_PENDING);
+	assert_int_equal(rows[1].attempts, 0);
+	free(rows);
+	/* deleting the job removes its pushes */
+	assert_int_equal(store_delete(st, ID1, &err), 0);
+	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), RC_ENOTFOUND);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
