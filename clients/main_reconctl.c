@@ -25,14 +25,18 @@ static void usage(FILE *to)
 "                        [view][v][u]) and queue it; prints the job id\n"
 "  watch ID              follow a job until it ends (progress bar; --json:\n"
 "                        one JSON line per event, then {\"event\":\"end\",...})\n"
-"  get ID -o FILE [--format raw|nifti|mha]\n"
+"  get ID -o FILE [--format raw|nifti|mha|dicom]\n"
 "                        download the volume (format from FILE's extension:\n"
-"                        .nii .mha .raw .f32 .bin; -o - writes to stdout)\n"
-"  status ID             state, progress and error of a job\n"
+"                        .nii .mha .raw .f32 .bin, .zip for the DICOM series;\n"
+"                        -o - writes to stdout)\n"
+"  status ID             state, progress, error and PACS delivery of a job\n"
 "  list [--state S] [--limit N]   jobs, newest first\n"
 "  cancel ID             cancel a queued or running job (never deletes)\n"
 "  delete ID             cancel, or delete a finished job and its files\n"
 "  devices               the daemon's compute devices\n"
+"  push ID               send a succeeded job's DICOM series again to the\n"
+"                        destinations of its output.push; prints the pushes\n"
+"  destinations          the PACS the daemon may push to (name, kind, address)\n"
 "\n"
 "options:\n"
 "  --url URL       daemon address (default $RECOND_URL or http://127.0.0.1:8080)\n"
@@ -69,6 +73,8 @@ static const struct command {
 	{ "cancel", rctl_cmd_cancel, 1, 1, "" },
 	{ "delete", rctl_cmd_delete, 1, 1, "" },
 	{ "devices", rctl_cmd_devices, 0, 0, "" },
+	{ "push", rctl_cmd_push, 1, 1, "" },
+	{ "destinations", rctl_cmd_destinations, 0, 0, "" },
 };
 
 static int parse_long(const char *s, long lo, long hi, long *ret)

@@ -34,6 +34,8 @@ int rctl_cmd_status(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_cancel(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_delete(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_devices(rctl_conn *c, const rctl_args *a);
+int rctl_cmd_push(rctl_conn *c, const rctl_args *a);
+int rctl_cmd_destinations(rctl_conn *c, const rctl_args *a);
 
 /* Watches job id until it ends; the exit code of its final state. */
 int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id);
@@ -43,5 +45,8 @@ int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id);
 int rctl_show_progress(const rctl_args *a);
 /* Prints j on stdout, indented, with a newline. */
 void rctl_print_json(json_t *j);
+/* The "dicom:", "delivery:" and "push:" lines of a job (status, push); none
+ * for a job without a DICOM series or destinations. */
+void rctl_print_delivery(json_t *job);
 
 #endif

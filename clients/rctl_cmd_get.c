@@ -1,7 +1,9 @@
 /*
  * get: download a job's volume.  The format comes from --format or the
  * output's extension; the bytes go to OUT.part, which is renamed to OUT only
- * once the whole answer arrived, so OUT is never a truncated volume.
+ * once the whole answer arrived, so OUT is never a truncated volume.  Every
+ * format is one plain GET streamed to the file (no Range): dicom is a ZIP of
+ * the series that the daemon sends chunked, with no length known in advance.
  */
 #include "rctl_cmd.h"
 
@@ -13,7 +15,7 @@ static const char *format_of(const char *out)
 {
 	static const struct { const char *ext, *fmt; } map[] = {
 		{ ".nii", "nifti" }, { ".mha", "mha" }, { ".raw", "raw" },
-		{ ".f32", "raw" }, { ".bin", "raw" },
+		{ ".f32", "raw" }, { ".bin", "raw" }, { ".zip", "dicom" },
 	};
 	const char *dot = strrchr(out, '.');
 	if (!dot)
@@ -31,12 +33,12 @@ int rctl_cmd_get(rctl_conn *c, const rctl_args *a)
 	if (!fmt && !to_stdout)
 		fmt = format_of(a->output);
 	if (!fmt) {
-		fprintf(stderr, "reconctl: say --format raw|nifti|mha (the output name %s does not tell)\n",
+		fprintf(stderr, "reconctl: say --format raw|nifti|mha|dicom (the output name %s does not tell)\n",
 			a->output);
 		return RCTL_EXIT_USAGE;
 	}
-	if (strcmp(fmt, "raw") && strcmp(fmt, "nifti") && strcmp(fmt, "mha")) {
-		fprintf(stderr, "reconctl: --format must be raw, nifti or mha (got %s)\n", fmt);
+	if (strcmp(fmt, "raw") && strcmp(fmt, "nifti") && strcmp(fmt, "mha") && strcmp(fmt, "dicom")) {
+		fprintf(stderr, "reconctl: --format must be raw, nifti, mha or dicom (got %s)\n", fmt);
 		return RCTL_EXIT_USAGE;
 	}
 

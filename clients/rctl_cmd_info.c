@@ -96,6 +96,7 @@ static void print_status(json_t *j)
 	printf("state:    %s\n", text);
 	if (v.error)
 		printf("error:    %s\n", v.error);
+	rctl_print_delivery(j);
 }
 
 int rctl_cmd_status(rctl_conn *c, const rctl_args *a)

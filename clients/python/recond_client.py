@@ -9,6 +9,9 @@ can copy this one file.  The verbs match reconctl:
         ...
     final = c.wait(job["id"])                   # until succeeded/failed/cancelled
     c.get(job["id"], "volume.nii", fmt="nifti")
+    c.get(job["id"], "series.zip", fmt="dicom")  # the DICOM series as a ZIP
+    instances = c.get_dicom_multipart(job["id"])  # or one bytes per instance
+    c.destinations(); c.push(job["id"])           # PACS: list, send again
 
 Every error answer of the daemon raises RecondError with .status (HTTP
 status), .code and .message from its JSON error body; a network failure
@@ -18,6 +21,7 @@ stream in chunks: memory use does not grow with the data.
 
 import json
 import os
+import re
 import socket
 import time
 import urllib.error
@@ -261,8 +265,13 @@ class Client:
 
     def get(self, job_id, out=None, fmt="raw", byte_range=None):
         """GET the volume.  out: a path (written to out.part, renamed when
-        complete), a binary file object, or None (returns the bytes).
-        byte_range: (first, last) inclusive, for a Range request."""
+        complete), a binary file object, or None (returns the bytes); with a
+        path or file the number of bytes written is returned.  fmt: raw, nifti,
+        mha, or dicom (a ZIP of the series, {id}/NNNNN.dcm; sent chunked, its
+        length unknown in advance).  byte_range: (first, last) inclusive, for
+        a Range request (not for dicom)."""
+        if byte_range is not None and fmt == "dicom":
+            raise ValueError("format dicom has no Range requests")
         path = "/v1/jobs/%s/volume?format=%s" % (self._id(job_id), urllib.parse.quote(fmt))
         headers = {"Accept": "*/*"}
         if byte_range is not None:
@@ -284,6 +293,56 @@ class Client:
                     pass
                 raise
             return n
+
+    def get_dicom_multipart(self, job_id):
+        """GET the DICOM series as multipart/related; type="application/dicom"
+        (as WADO-RS answers): a list with one bytes object per instance, in
+        slice order.  The whole series is held in memory; get(fmt="dicom")
+        streams a ZIP to a file instead."""
+        path = "/v1/jobs/%s/volume?format=dicom" % self._id(job_id)
+        headers = {"Accept": 'multipart/related; type="application/dicom"'}
+        with self._open("GET", path, headers=headers, timeout=max(self.timeout, 600)) as r:
+            ctype = r.headers.get("Content-Type", "")
+            try:
+                body = r.read()
+            except OSError as e:
+                raise RecondError(0, "network", str(e)) from None
+        return _multipart_parts(ctype, body)
+
+    def push(self, job_id):
+        """POST /v1/jobs/{id}/push: send a succeeded job's DICOM series again to
+        every destination of its output.push.  Returns the job (its "push"
+        entries pending, "delivery" sending)."""
+        return self._json("POST", "/v1/jobs/%s/push" % self._id(job_id))
+
+    def destinations(self):
+        """GET /v1/destinations: the configured PACS (name, kind, url or host and
+        port; never credentials)."""
+        d = self._json("GET", "/v1/destinations")
+        return d.get("destinations", []) if isinstance(d, dict) else d
+
+
+def _multipart_parts(ctype, body):
+    """The bodies of a multipart answer (RFC 2046): each delimiter is CRLF "--"
+    boundary, so a part's data ends before the CRLF that precedes the next
+    one.  Only the boundary parameter of ctype is used."""
+    if not ctype.lower().startswith("multipart/"):
+        raise RecondError(0, "bad_answer", "expected a multipart answer, got %r" % ctype)
+    m = re.search(r';\s*boundary=(?:"([^"]+)"|([^;\s]+))', ctype, re.I)
+    if not m:
+        raise RecondError(0, "bad_answer", "no boundary in %r" % ctype)
+    delim = b"\r\n--" + (m.group(1) or m.group(2)).encode("ascii")
+    # The first delimiter may open the body without a CRLF in front of it.
+    chunks = (b"\r\n" + body).split(delim)
+    parts = []
+    for chunk in chunks[1:]:  # chunks[0] is the preamble
+        if chunk.startswith(b"--"):
+            return parts  # the close delimiter; what follows is the epilogue
+        head, sep, data = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            raise RecondError(0, "bad_answer", "a multipart part has no header end")
+        parts.append(data)
+    raise RecondError(0, "bad_answer", "the multipart answer has no closing boundary (truncated)")
 
 
 def _copy(src, dst):

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """reconctl end to end against a real daemon: submit (upload), watch --json,
 get in every format, list, status, devices, cancel, delete, and the exit
-codes scripts rely on (0, 1, 2, 3, 4, 5)."""
+codes scripts rely on (0, 1, 2, 3, 4, 5); then, with a daemon configured with
+two (unreachable) PACS, destinations, get --format dicom, push and the Python
+module's DICOM calls.  No PACS is needed: nothing here waits for a send."""
 
 import json
 import os
 import subprocess
 import threading
 import time
+import zipfile
 
 from recond_harness import (RECONCTL, ROOT, Daemon, check, require_engine, fake_worker, proj_bytes, require_binaries,
                             run_main, small_spec, tempdir)
@@ -20,6 +23,115 @@ def ctl(d, *args, timeout=120):
     p = subprocess.run([RECONCTL, "--url", d.url if d else "http://127.0.0.1:1"] + list(args),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def dicom_and_pacs(tmp):
+    """A daemon with a stow-rs and a c-store destination (both unreachable: port 9)."""
+    cfg = os.path.join(tmp, "pacs.json")
+    with open(cfg, "w") as f:
+        json.dump({"destinations": [
+            {"name": "pacs-main", "kind": "stow-rs", "url": "http://127.0.0.1:9/dicom-web",
+             "username": "u", "password": "s3cret"},
+            {"name": "dimse", "kind": "c-store", "host": "127.0.0.1", "port": 9, "called_ae": "PACS"}]}, f)
+    d = Daemon(config=cfg).start()
+    rc, out, err = ctl(d, "destinations")
+    check("destinations: exit 0, lists both with kind and address",
+          rc == 0 and all(w in out for w in ("pacs-main", "stow-rs", "http://127.0.0.1:9/dicom-web",
+                                                "dimse", "c-store", "127.0.0.1:9", "PACS")),
+          "rc %d out %r err %r" % (rc, out, err))
+    rc, jout, _ = ctl(d, "--json", "destinations")
+    check("destinations: never the password", "s3cret" not in out + err + jout)
+    names = [x["name"] for x in json.loads(jout)["destinations"]] if rc == 0 else []
+    check("destinations --json: the daemon's answer", names == ["pacs-main", "dimse"], jout[:300])
+
+    # A small FDK job without destinations: its series as a ZIP of DICOM files.
+    spec = small_spec(algorithm={"name": "fdk"}, label="reconctl-dicom")
+    spec["dicom"] = {"patient_id": "RCTL-1", "patient_name": "TEST^RECONCTL"}
+    spec_path = os.path.join(tmp, "dicom.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    proj_path = os.path.join(tmp, "proj.f32")
+    rc, out, err = ctl(d, "submit", spec_path, "--projections", proj_path, "--watch")
+    jid = out.split()[0] if out else ""
+    check("FDK job with dicom fields: submit --watch exit 0", rc == 0 and "succeeded" in out,
+          "rc %d out %r err %r" % (rc, out, err))
+    zpath = os.path.join(tmp, "series.zip")
+    rc, out, err = ctl(d, "get", jid, "-o", zpath)
+    check("get -o series.zip (dicom from the name): exit 0, no .part left",
+          rc == 0 and os.path.exists(zpath) and not os.path.exists(zpath + ".part"), "rc %d err %s" % (rc, err))
+    nz = spec["volume"]["nz"]
+    entries = []
+    try:
+        with zipfile.ZipFile(zpath) as z:
+            entries = [(n, z.read(n)) for n in sorted(z.namelist())]
+    except (OSError, zipfile.BadZipFile) as e:
+        check("the ZIP opens", False, str(e))
+    check("ZIP: one entry per slice, named {id}/NNNNN.dcm",
+          entries and all(n.startswith(jid + "/") and n.endswith(".dcm") for n, _ in entries)
+          and len(entries) == nz, "%d entries (nz %d): %s" % (len(entries), nz, [n for n, _ in entries[:2]]))
+    check("ZIP: every entry is DICOM ('DICM' at byte 128)",
+          entries and all(b[128:132] == b"DICM" for _, b in entries))
+    try:
+        import pydicom
+    except ImportError:
+        pydicom = None
+    if pydicom and entries:
+        import io
+        ds = pydicom.dcmread(io.BytesIO(entries[0][1]))
+        check("pydicom: CT image of the patient", ds.Modality == "CT" and ds.PatientID == "RCTL-1",
+              "%s %s" % (ds.Modality, ds.PatientID))
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+    zbytes = read(zpath)
+    rc, out, err = ctl(d, "get", jid, "-o", os.path.join(tmp, "series.bin"), "--format", "dicom")
+    check("get --format dicom with another name: the same ZIP",
+          rc == 0 and read(os.path.join(tmp, "series.bin")) == zbytes, "rc %d err %s" % (rc, err))
+    rc, out, err = ctl(d, "status", jid)
+    check("status: the series (dicom line), no delivery without destinations",
+          rc == 0 and "dicom:" in out and "instances" in out and "delivery" not in out, out)
+    rc, out, err = ctl(d, "push", jid)
+    check("push of a job that names no destination: exit 2 (409)", rc == 2 and "409" in err,
+          "rc %d out %r err %r" % (rc, out, err))
+    rc, _, _ = ctl(d, "push", "not-an-id")
+    check("push: exit 1 for a malformed id", rc == 1)
+
+    c = Client(d.url)
+    parts = c.get_dicom_multipart(jid)
+    check("python get_dicom_multipart: the ZIP's instances, in order",
+          [b for _, b in entries] == parts and len(parts) > 0, "%d parts, %d entries" % (len(parts), len(entries)))
+    pz = os.path.join(tmp, "py.zip")
+    n = c.get(jid, pz, fmt="dicom")
+    check("python get(fmt='dicom'): the same ZIP", n == len(zbytes) and read(pz) == zbytes)
+    check("python destinations()", [x["name"] for x in c.destinations()] == ["pacs-main", "dimse"])
+
+    # A job that names both destinations: push answers at once (the sends
+    # themselves go on in the background and fail against port 9).
+    spec["output"] = {"push": ["pacs-main", "dimse"]}
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    rc, out, err = ctl(d, "submit", spec_path, "--projections", proj_path, "--watch")
+    pjid = out.split()[0] if out else ""
+    check("job with output.push: succeeded", rc == 0 and "succeeded" in out, "rc %d err %s" % (rc, err))
+    states = ("pending", "sending", "sent", "send_failed")
+    rc, out, err = ctl(d, "status", pjid)
+    lines = [ln for ln in out.splitlines() if ln.startswith("push:")]
+    check("status: delivery and one push line per destination",
+          rc == 0 and "delivery:" in out and len(lines) == 2 and "pacs-main" in lines[0] and "dimse" in lines[1]
+          and all(any(s in ln for s in states) for ln in lines), out)
+    rc, out, err = ctl(d, "push", pjid)
+    lines = [ln for ln in out.splitlines() if ln.startswith("push:")]
+    check("push: exit 0, prints delivery and each destination's state",
+          rc == 0 and "delivery:" in out and len(lines) == 2 and "pacs-main" in lines[0] and "stow-rs" in lines[0]
+          and "dimse" in lines[1] and "c-store" in lines[1], "rc %d out %r err %r" % (rc, out, err))
+    rc, out, err = ctl(d, "--json", "push", pjid)
+    j = json.loads(out) if rc == 0 else {}
+    check("push --json: the job, with push entries and delivery",
+          j.get("id") == pjid and [p["destination"] for p in j.get("push", [])] == ["pacs-main", "dimse"]
+          and j.get("delivery") in ("sending", "sent", "send_failed"), out[:300])
+    j = c.push(pjid)
+    check("python push(): the job with its pushes", [p["destination"] for p in j["push"]] == ["pacs-main", "dimse"])
+    d.stop()
 
 
 def main():
@@ -182,6 +294,8 @@ def main():
     check("progress events count up", all(b["iteration"] > a["iteration"] for a, b in zip(prog, prog[1:])),
           str([p["iteration"] for p in prog[:10]]))
     d3.stop()
+
+    dicom_and_pacs(tmp)
 
 
 if __name__ == "__main__":
