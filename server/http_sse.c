@@ -6,7 +6,8 @@
  * The reader callback blocks on the hub (this connection has its own thread)
  * for up to KEEPALIVE_MS and sends a ": keep-alive" comment when nothing
  * happened, which also keeps proxies and MHD's idle timeout from closing it.
- * It ends after the state event of a final state, on "deleted", and at
+ * It ends after the state event of a final state (and, for a job that
+ * pushes to a PACS, once no push is pending or sending), on "deleted", and at
  * shutdown.  The hub position is taken before the initial state is read, so
  * no change between the two is lost (at worst one is sent twice).
  */
@@ -27,11 +28,21 @@ struct sse {
 	int done;           /* end after the pending text */
 };
 
+/* The job (as JSON) has nothing more to report: a final state, and no push
+ * to a PACS still to send (docs/pacs.md: the pushes' progress follows the
+ * job's success on the same stream). */
+static int job_done(const json_t *j)
+{
+	const char *s = json_string_value(json_object_get(j, "state"));
+	const char *d = json_string_value(json_object_get(j, "delivery"));
+	int fin = s && (!strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+	return fin && !(d && (!strcmp(d, "waiting") || !strcmp(d, "sending")));
+}
+
 static int final_state(const char *data)
 {
 	json_t *j = json_loads(data, 0, NULL);
-	const char *s = j ? json_string_value(json_object_get(j, "state")) : NULL;
-	int fin = s && (!strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+	int fin = j && job_done(j);
 	json_decref(j);
 	return fin;
 }
@@ -61,7 +72,7 @@ static int state_event(struct sse *e)
 		return -1;
 	}
 	json_t *j = app_job_json(e->a, &row);
-	e->done = (JOB_BIT(row.state) & JOB_FINAL) != 0;
+	e->done = job_done(j);
 	job_row_clear(&row);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);

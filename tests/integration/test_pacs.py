@@ -12,6 +12,8 @@ denser insert (mu 2x water: HU +1000) off centre, on a 32 x 28 x 24 grid
 What is checked:
 - bad DICOM fields and unknown destinations are 400s naming the field;
 - GET /v1/destinations lists names and kinds, never the password;
+- the job's event stream follows the push after succeeded and ends once
+  it is sent;
 - a job pushed by STOW-RS (with basic auth) and one by C-STORE reach
   Orthanc: instance count, patient and study fields, geometry attributes,
   and pixel values (water 0 +- 40 HU, air -1000 +- 40 HU, insert 1000 +-
@@ -347,6 +349,12 @@ def main():
               study_instance_uid=UID_ROOT + ".424242.1")
     spec_dimse = make_spec(["pacs-dimse"], dicom=p2, label="pacs-dimse")
     jid_dimse = submit(api, spec_dimse, proj)
+    from recond_client import Client
+    states = [data for ev, data in Client(d.url).events(jid_dimse, idle_timeout=120)
+              if ev == "state" and isinstance(data, dict)]
+    counts = [(s.get("state"), s.get("delivery"), (s.get("push") or [{}])[0].get("instances_sent")) for s in states]
+    check("events: after succeeded the stream follows the push (instances_sent) and ends once it is sent",
+          counts and counts[-1][1] == "sent" and ("succeeded", "sending", 24) in counts, str(counts))
     j = wait_delivery(api, jid_dimse, ("sent", "send_failed"))
     check("C-STORE: job succeeded and delivery is sent", j.get("delivery") == "sent",
           "%s %s" % (j.get("delivery"), j.get("push")))
