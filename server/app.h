@@ -34,6 +34,8 @@ typedef struct app {
 	double started;
 } app;
 
+/* A unix time as the API's date-time (UTC, milliseconds); null for t <= 0. */
+json_t *app_ts_json(double t);
 /* The Job resource of api/openapi.yaml for row r (live progress overlaid). */
 json_t *app_job_json(app *a, const job_row *r);
 /* Adds "push" (the pushes to PACS) and "delivery" to the Job j (app_push.c). */

@@ -14,7 +14,7 @@
 #include "algo/names.h"
 #include "runner.h"
 
-static json_t *ts_json(double t)
+json_t *app_ts_json(double t)
 {
 	if (t <= 0)
 		return json_null();
@@ -67,8 +67,8 @@ json_t *app_job_json(app *a, const job_row *r)
 	json_object_set_new(j, "priority", json_integer(r->priority));
 	json_object_set_new(j, "autostart", json_boolean(r->autostart));
 	json_object_set_new(j, "cancel_requested", json_boolean(r->cancel_requested));
-	json_object_set_new(j, "created", ts_json(r->created));
-	json_object_set_new(j, "updated", ts_json(r->updated));
+	json_object_set_new(j, "created", app_ts_json(r->created));
+	json_object_set_new(j, "updated", app_ts_json(r->updated));
 	json_object_set_new(j, "views_expected", json_integer(r->views_expected));
 	json_object_set_new(j, "views_present", json_integer(r->views_present));
 	int trunc;
@@ -123,10 +123,10 @@ json_t *app_job_json(app *a, const job_row *r)
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 
 	json_t *t = json_object();
-	json_object_set_new(t, "created", ts_json(r->created));
-	json_object_set_new(t, "queued", ts_json(r->queued));
-	json_object_set_new(t, "started", ts_json(r->started));
-	json_object_set_new(t, "finished", ts_json(r->finished));
+	json_object_set_new(t, "created", app_ts_json(r->created));
+	json_object_set_new(t, "queued", app_ts_json(r->queued));
+	json_object_set_new(t, "started", app_ts_json(r->started));
+	json_object_set_new(t, "finished", app_ts_json(r->finished));
 	json_object_set_new(t, "wait_s", r->queued > 0 && r->started > 0 ? json_real(r->started - r->queued) : json_null());
 	json_object_set_new(t, "run_s", r->started > 0 && r->finished > 0 ? json_real(r->finished - r->started) : json_null());
 	json_object_set_new(t, "recon_s", report && json_is_number(json_object_get(report, "seconds"))

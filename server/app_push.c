@@ -8,23 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "app.h"
 #include "dicom_series.h"
 #include "spec.h"
-
-static json_t *ts_or_null(double t)
-{
-	if (t <= 0)
-		return json_null();
-	char buf[40];
-	time_t s = (time_t)t;
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_string(buf);
-}
 
 void app_job_add_push(app *a, const job_row *r, json_t *j)
 {
@@ -40,7 +27,7 @@ void app_job_add_push(app *a, const job_row *r, json_t *j)
 				       d ? json_string(dest_kind_name(d->kind)) : json_null(), "state",
 				       push_state_name(p[i].state), "instances_sent", p[i].sent, "instances", p[i].total,
 				       "attempts", p[i].attempts, "error", p[i].error[0] ? json_string(p[i].error) : NULL,
-				       "next_attempt", p[i].state == PUSH_PENDING ? ts_or_null(p[i].next_try) : NULL));
+				       "next_attempt", p[i].state == PUSH_PENDING ? app_ts_json(p[i].next_try) : NULL));
 		pending += p[i].state == PUSH_PENDING || p[i].state == PUSH_SENDING;
 		failed += p[i].state == PUSH_FAILED;
 		sent += p[i].state == PUSH_SENT;

@@ -9,6 +9,7 @@
 
 #include "auth.h"
 #include "jfield.h"
+#include "spec.h"
 
 void config_default(config *c)
 {
@@ -37,21 +38,10 @@ void config_clear(config *c)
 	c->ndests = 0;
 }
 
-/* A UID root: digits and dots, no empty component, no leading zero in a
- * component of several digits (PS3.5 9.1), short enough to leave room. */
+/* A UID root short enough to leave room for the UIDs made under it. */
 static int check_uid_root(const char *r, rc_err *err)
 {
-	size_t len = strlen(r);
-	int ok = len <= 40 && len > 0 && r[0] != '.' && r[len - 1] != '.';
-	for (size_t i = 0; ok && i < len; i++) {
-		if (r[i] == '.')
-			ok = r[i + 1] != '.';
-		else if (r[i] < '0' || r[i] > '9')
-			ok = 0;
-		else if (r[i] == '0' && (i == 0 || r[i - 1] == '.') && i + 1 < len && r[i + 1] != '.')
-			ok = 0;
-	}
-	return ok ? 0 : rc_fail(err, RC_EINVAL, "dicom.uid_root",
+	return spec_uid_valid(r, 40) ? 0 : rc_fail(err, RC_EINVAL, "dicom.uid_root",
 				"dicom.uid_root must be a UID of at most 40 characters: digits and dots, no empty "
 				"component, no leading zero (got \"%s\")", r);
 }

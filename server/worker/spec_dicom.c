@@ -96,16 +96,10 @@ static int date_field(const json_t *o, char *dst, rc_err *err)
 	return 0;
 }
 
-/* A UID (PS3.5 9.1): digits and dots, at most 64, no empty component, no
- * leading zero in a component of several digits. */
-static int uid_field(const json_t *o, char *dst, rc_err *err)
+int spec_uid_valid(const char *v, size_t maxlen)
 {
-	const char *v = NULL;
-	int rc = jf_str(o, "dicom", "study_instance_uid", 0, 64, &v, err);
-	if (rc || !v)
-		return rc;
 	size_t len = strlen(v);
-	int ok = len > 0 && v[0] != '.' && v[len - 1] != '.';
+	int ok = len > 0 && len <= maxlen && v[0] != '.' && v[len - 1] != '.';
 	for (size_t i = 0; ok && i < len; i++) {
 		if (v[i] == '.')
 			ok = v[i + 1] != '.';
@@ -114,7 +108,16 @@ static int uid_field(const json_t *o, char *dst, rc_err *err)
 		else if (v[i] == '0' && (i == 0 || v[i - 1] == '.') && i + 1 < len && v[i + 1] != '.')
 			ok = 0;
 	}
-	if (!ok)
+	return ok;
+}
+
+static int uid_field(const json_t *o, char *dst, rc_err *err)
+{
+	const char *v = NULL;
+	int rc = jf_str(o, "dicom", "study_instance_uid", 0, 64, &v, err);
+	if (rc || !v)
+		return rc;
+	if (!spec_uid_valid(v, 64))
 		return rc_fail(err, RC_EINVAL, "dicom.study_instance_uid",
 			       "dicom.study_instance_uid must be a DICOM UID: digits and dots, at most 64 characters, no "
 			       "empty component, no leading zero (got \"%s\")", v);

@@ -8,6 +8,7 @@
 #define RC_SPEC_DICOM_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "util/rc_error.h"
 
@@ -42,5 +43,9 @@ typedef struct job_dicom {
  * water_mu_per_mm default, d zeroed). */
 int spec_parse_output(const json_t *o, job_output *out, rc_err *err);
 int spec_parse_dicom(const json_t *o, job_dicom *d, rc_err *err);
+
+/* A DICOM UID (PS3.5 9.1) of at most maxlen characters: digits and dots,
+ * no empty component, no leading zero in a component of several digits. */
+int spec_uid_valid(const char *v, size_t maxlen);
 
 #endif
