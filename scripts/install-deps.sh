@@ -3,7 +3,7 @@
 # Called by `make deps` (and so by `make run` and `make test`); safe to run again.
 set -eu
 pkgs=(
-  build-essential pkg-config
+  build-essential pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libjansson-dev uuid-dev libsqlite3-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev

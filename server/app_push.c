@@ -19,7 +19,7 @@ void app_job_add_push(app *a, const job_row *r, json_t *j)
 	int n = 0;
 	store_push_list(a->st, r->id, &p, &n, NULL);
 	json_t *arr = json_array();
-	int pending = 0, failed = 0, sent = 0;
+	int pending = 0, failed = 0;
 	for (int i = 0; i < n; i++) {
 		const destination *d = destinations_find(a->cfg->dests, a->cfg->ndests, p[i].dest);
 		json_array_append_new(
@@ -30,7 +30,6 @@ void app_job_add_push(app *a, const job_row *r, json_t *j)
 				       "next_attempt", p[i].state == PUSH_PENDING ? app_ts_json(p[i].next_try) : NULL));
 		pending += p[i].state == PUSH_PENDING || p[i].state == PUSH_SENDING;
 		failed += p[i].state == PUSH_FAILED;
-		sent += p[i].state == PUSH_SENT;
 	}
 	free(p);
 	const char *delivery = !n			   ? NULL

@@ -95,23 +95,18 @@ static int copy_str(const json_t *o, const char *key, char *dst, size_t n, rc_er
 	return rc;
 }
 
-int config_load_file(config *c, const char *path, rc_err *err)
+/* The keys of the config object o over c; origin names it in messages. */
+static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 {
 	static const char *const keys[] = { "listen", "store", "worker", "probe_worker", "threads", "worker_threads", "max_body_bytes",
 					    "max_job_bytes", "retention_s", "max_connections_per_ip", "connection_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations", NULL };
-	json_error_t je;
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!o)
-		return rc_fail(err, RC_EINVAL, "config", "%s:%d:%d: %s", path, je.line, je.column, je.text);
 	int rc;
 	long long v;
 	double d;
 	char listen[300] = "";
-	if (!json_is_object(o)) {
-		rc = rc_fail(err, RC_EINVAL, "config", "%s must hold a JSON object", path);
-		goto out;
-	}
+	if (!json_is_object(o))
+		return rc_fail(err, RC_EINVAL, "config", "%s must hold a JSON object", origin);
 	if ((rc = jf_check_keys(o, "", keys, err)) || (rc = copy_str(o, "listen", listen, sizeof listen, err)))
 		goto out;
 	if (listen[0] && (rc = config_parse_listen(listen, c->listen_host, sizeof c->listen_host, &c->listen_port, err)))
@@ -159,8 +154,30 @@ int config_load_file(config *c, const char *path, rc_err *err)
 		c->dests = d;
 		c->ndests = n;
 	}
-	snprintf(c->config_path, sizeof c->config_path, "%s", path);
 out:
+	return rc;
+}
+
+int config_load_file(config *c, const char *path, rc_err *err)
+{
+	json_error_t je;
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return rc_fail(err, RC_EINVAL, "config", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+	int rc = load_object(c, o, path, err);
+	if (!rc)
+		snprintf(c->config_path, sizeof c->config_path, "%s", path);
+	json_decref(o);
+	return rc;
+}
+
+int config_load_json(config *c, const char *buf, size_t len, rc_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return rc_fail(err, RC_EINVAL, "config", "config:%d:%d: %s", je.line, je.column, je.text);
+	int rc = load_object(c, o, "the config", err);
 	json_decref(o);
 	return rc;
 }

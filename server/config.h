@@ -41,8 +41,11 @@ typedef struct config {
 
 void config_default(config *c);
 void config_clear(config *c);
-/* Reads a JSON config file over the current values. */
+/* Reads a JSON config file over the current values and remembers its path
+ * (config_reload_tokens reads it again). */
 int config_load_file(config *c, const char *path, rc_err *err);
+/* The same for len bytes of JSON text in memory (no path is remembered). */
+int config_load_json(config *c, const char *buf, size_t len, rc_err *err);
 /* Parses argv over the current values.  Returns 1 when the program should
  * exit 0 (--help, --hash-token done), 0 to run, < 0 on a bad flag. */
 int config_parse_args(config *c, int argc, char **argv, rc_err *err);

@@ -5,8 +5,9 @@
  * The answer is header (empty for raw) + volume.f32, produced by a reader
  * callback that copies from the header in memory and preads the file, so a
  * download never holds the volume in memory.  One byte range
- * (bytes=a-b, a-, -n) gives 206 with Content-Range; a range past the end is
- * 416; several ranges are answered with the whole body (allowed by RFC 9110).
+ * (bytes=a-b, a-, -n; http_range.h) gives 206 with Content-Range; a range past
+ * the end is 416; several ranges are answered with the whole body (allowed by
+ * RFC 9110).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "http_internal.h"
+#include "http_range.h"
 #include "algo/names.h"
 #include "spec.h"
 #include "volume_format.h"
@@ -63,44 +65,6 @@ static void dl_free(void *cls)
 	free(d);
 }
 
-/* 1 = one satisfiable range in [*a, *b]; 0 = no (usable) Range; -1 = unsatisfiable. */
-static int parse_range(const char *h, uint64_t total, uint64_t *a, uint64_t *b)
-{
-	if (!h || strncmp(h, "bytes=", 6) || strchr(h, ','))
-		return 0;
-	const char *s = h + 6;
-	char *end;
-	if (*s == '-') {
-		unsigned long long n = strtoull(s + 1, &end, 10);
-		if (*end || s[1] == '\0')
-			return 0;
-		if (n == 0)
-			return -1;
-		*a = n >= total ? 0 : total - n;
-		*b = total - 1;
-		return 1;
-	}
-	unsigned long long x = strtoull(s, &end, 10);
-	if (end == s || *end != '-')
-		return 0;
-	const char *t = end + 1;
-	unsigned long long y = total - 1;
-	if (*t) {
-		y = strtoull(t, &end, 10);
-		if (*end)
-			return 0;
-		if (y < x)
-			return 0;
-	}
-	if (x >= total)
-		return -1;
-	if (y >= total)
-		y = total - 1;
-	*a = x;
-	*b = y;
-	return 1;
-}
-
 /* The volume grid of job id, from its stored spec through spec.c's parser. */
 static int load_volume_desc(app *a, const char *id, rc_volume_desc *v, rc_err *err)
 {
@@ -118,7 +82,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-	if (!fmt || !*fmt)
+	if (!fmt) /* absent; an empty format= is no format name (400) */
 		fmt = "raw";
 	int kind;
 	if (rc_name_parse(RC_NAMES_FORMAT, fmt, &kind)) {
@@ -165,7 +129,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		}
 	}
 	uint64_t total = d->hdr_len + vol_bytes, first = 0, last = total - 1;
-	int rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE), total, &first, &last);
+	int rr = http_range_parse(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE), total, &first, &last);
 	if (rr < 0) {
 		dl_free(d);
 		char cr[64];

@@ -43,11 +43,61 @@ unsigned http_status_of(int code)
 	return 500;
 }
 
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), 0 when there is none. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0];
+	size_t n;
+	unsigned lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* in with every byte that starts no UTF-8 character replaced by '?', into
+ * out (as large as in).  JSON strings are UTF-8, and messages quote what
+ * clients sent (a path, a view index) cut to a length, maybe mid-character:
+ * without this, jansson refuses the string and the client gets no answer. */
+static const char *utf8_clean(const char *in, char *out, size_t n)
+{
+	size_t i = 0, o = 0;
+	while (in[i] && o + 1 < n) {
+		size_t k = utf8_len((const unsigned char *)in + i);
+		if (k == 0) {
+			out[o++] = '?';
+			i++;
+			continue;
+		}
+		if (o + k >= n)
+			break;
+		memcpy(out + o, in + i, k);
+		o += k;
+		i += k;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 json_t *http_error_json(const rc_err *e)
 {
-	json_t *in = json_pack("{ssss}", "code", rc_code_name(e->code), "message", e->msg);
+	char msg[sizeof e->msg], field[sizeof e->field];
+	json_t *in = json_pack("{ssss}", "code", rc_code_name(e->code), "message", utf8_clean(e->msg, msg, sizeof msg));
 	if (in && e->field[0])
-		json_object_set_new(in, "field", json_string(e->field));
+		json_object_set_new(in, "field", json_string(utf8_clean(e->field, field, sizeof field)));
 	return in ? json_pack("{so}", "error", in) : NULL;
 }
 

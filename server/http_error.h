@@ -19,8 +19,9 @@
 unsigned http_status_of(int code);
 
 /* The error body of e as a new JSON object: code is rc_code_name(e->code),
- * message e->msg, field e->field when it is not empty.  NULL when out of
- * memory. */
+ * message e->msg, field e->field when it is not empty, each with any byte
+ * that is not UTF-8 replaced by '?' (messages quote what clients sent).
+ * NULL when out of memory. */
 json_t *http_error_json(const rc_err *e);
 
 #endif

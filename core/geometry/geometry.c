@@ -47,6 +47,12 @@ static int check_volume(const rc_volume_desc *v, rc_err *err)
 				       "volume.voxel_mm[%d] must be a positive finite number of millimetres (got %g)", a, s[a]);
 		if (!isfinite(c[a]))
 			return rc_fail(err, RC_EINVAL, cn[a], "%s must be a finite number (got %g)", cn[a], c[a]);
+		/* the geometry adds a few extents (a parallel ray starts beyond both
+		 * in-plane ones, doubled): finite with room to spare */
+		if (!isfinite(8 * (n[a] * s[a] + fabs(c[a]))))
+			return rc_fail(err, RC_EINVAL, "volume.voxel_mm",
+				       "volume.voxel_mm[%d] (%g) times %s (%d) is no finite number of millimetres", a, s[a],
+				       nn[a], n[a]);
 	}
 	return 0;
 }
@@ -75,6 +81,12 @@ static int check_detector(const rc_geom_spec *sp, rc_err *err)
 	if (!is2d && !isfinite(d->offset_v))
 		return rc_fail(err, RC_EINVAL, "geometry.detector.offset_v_mm",
 			       "geometry.detector.offset_v_mm must be a finite number (got %g)", d->offset_v);
+	/* pixel positions and ray origins are in mm: the extent must be a number */
+	if (!isfinite(8 * (d->nu * d->du + fabs(d->offset_u))) ||
+	    (!is2d && !isfinite(8 * (d->nv * d->dv + fabs(d->offset_v)))))
+		return rc_fail(err, RC_EINVAL, "geometry.detector",
+			       "geometry.detector: its extent (%d x %g mm, %d x %g mm, offsets %g and %g mm) is no finite "
+			       "number of millimetres", d->nu, d->du, d->nv, d->dv, d->offset_u, d->offset_v);
 	return 0;
 }
 
@@ -126,7 +138,7 @@ static void matrix_source(const double *P, const double *Minv, double *src)
 		src[r] = -(Minv[3 * r] * p4[0] + Minv[3 * r + 1] * p4[1] + Minv[3 * r + 2] * p4[2]);
 }
 
-static void build_cone(rc_geom *g, const rc_geom_spec *sp, int k)
+static int build_cone(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
 {
 	rc_view *vw = &g->views[k];
 	const rc_detector_desc *d = &sp->det;
@@ -152,12 +164,21 @@ static void build_cone(rc_geom *g, const rc_geom_spec *sp, int k)
 	P[7] = -dot3(rv, s);
 	P[11] = -dot3(n, s);
 	double M[9] = { P[0], P[1], P[2], P[4], P[5], P[6], P[8], P[9], P[10] };
-	invert3(M, vw->Minv); /* always invertible: e_u, e_v, n orthogonal */
+	/* e_u, e_v, n are orthogonal, so M is invertible in exact arithmetic;
+	 * numerically not when the pixel scale S/du (or S/dv) vanishes next to
+	 * the centre offset c_u (or c_v): then the rows are parallel to n in
+	 * doubles, and without an inverse every ray direction would be 0/0. */
+	if (invert3(M, vw->Minv))
+		return rc_fail(err, RC_EINVAL, "geometry.detector",
+			       "view %d: the projection is numerically singular: the detector (%d x %d pixels of %g x %g "
+			       "mm, offset by (%g, %g) mm) is far too large for its distance of %g mm from the source",
+			       k, d->nu, d->nv, d->du, d->dv, d->offset_u, d->offset_v, S);
 	memcpy(vw->src, s, sizeof s);
 	vw->angle_rad = t;
+	return 0;
 }
 
-static void build_2d(rc_geom *g, const rc_geom_spec *sp, int k)
+static int build_2d(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
 {
 	rc_view *vw = &g->views[k];
 	const rc_detector_desc *d = &sp->det;
@@ -178,7 +199,21 @@ static void build_2d(rc_geom *g, const rc_geom_spec *sp, int k)
 		vw->src[0] = D * ct;
 		vw->src[1] = D * st;
 		vw->src[2] = 0;
+		/* det [A0 A1; A3 A4] = S/du exactly; in doubles it vanishes, and with
+		 * it every ray's direction, when S/du is negligible next to c_u (as
+		 * the cone's 3x3 in build_cone) */
+		double det = ru0 * vw->A[4] - ru1 * vw->A[3], scale = fabs(ru0) + fabs(ru1) + fabs(ct) + fabs(st);
+		if (!isfinite(det) || fabs(det) <= 1e-12 * scale * scale)
+			return rc_fail(err, RC_EINVAL, "geometry.detector",
+				       "view %d: the projection is numerically singular: the detector (%d pixels of %g mm, "
+				       "offset by %g mm) is far too large for its distance of %g mm from the source",
+				       k, d->nu, d->du, d->offset_u, S);
 	} else {
+		/* 1/du overflows for a subnormal du (JSON carries 5e-324) */
+		if (!isfinite(1.0 / d->du) || !isfinite(cu))
+			return rc_fail(err, RC_EINVAL, "geometry.detector.du_mm",
+				       "geometry.detector.du_mm (%g) is too small: 1/du_mm or offset_u_mm/du_mm overflows",
+				       d->du);
 		vw->A[0] = -st / d->du;
 		vw->A[1] = ct / d->du;
 		vw->A[2] = cu;
@@ -189,6 +224,7 @@ static void build_2d(rc_geom *g, const rc_geom_spec *sp, int k)
 		vw->dir[1] = -st;
 		vw->dir[2] = 0;
 	}
+	return 0;
 }
 
 static int build_matrix(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
@@ -218,6 +254,14 @@ static int build_matrix(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
 	memcpy(vw->Minv, Minv, sizeof Minv);
 	matrix_source(vw->P, vw->Minv, vw->src);
 	vw->angle_rad = atan2(vw->src[1], vw->src[0]);
+	/* finite numbers in, but their squares or the source can overflow */
+	int finite = 1;
+	for (int i = 0; i < 12; i++)
+		finite &= isfinite(vw->P[i]) && (i >= 9 || isfinite(vw->Minv[i])) && (i >= 3 || isfinite(vw->src[i]));
+	if (!finite)
+		return rc_fail(err, RC_EINVAL, "geometry.matrices",
+			       "geometry.matrices[%d]: its numbers are too large: the normalised matrix, its inverse "
+			       "or its source is no finite number", k);
 	return 0;
 }
 
@@ -344,9 +388,15 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 	g->sdd = sp->source_detector_mm;
 	for (int k = 0; k < sp->nviews; k++) {
 		switch (sp->type) {
-		case RC_GEOM_CONE: build_cone(g, sp, k); break;
+		case RC_GEOM_CONE:
+			if ((rc = build_cone(g, sp, k, err)))
+				goto out_free;
+			break;
 		case RC_GEOM_FAN:
-		case RC_GEOM_PARALLEL: build_2d(g, sp, k); break;
+		case RC_GEOM_PARALLEL:
+			if ((rc = build_2d(g, sp, k, err)))
+				goto out_free;
+			break;
 		case RC_GEOM_MATRICES:
 			if ((rc = build_matrix(g, sp, k, err)))
 				goto out_free;

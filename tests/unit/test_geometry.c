@@ -406,6 +406,18 @@ M(huge_stack_capped, { s->sp.det.nu = 65536; s->sp.det.nv = 65536; s->sp.det.du 
 	s->lim.max_bytes = 1ull << 36; })
 M(fan_source_inside, { s->sp.source_isocenter_mm = 15; s->sp.source_detector_mm = 2000; })
 M(fan_slices_cap, { s->vol.nz = 4096; s->lim.max_bytes = 4ull * (32 * 32 * 4096 + 8 * 64 * 4095); })
+/* found by tests/fuzz/fuzz_geometry.c: a detector whose pixel scale S/du
+ * vanishes next to its half-width in pixels had no inverse in doubles, and
+ * its rays had direction 0/0 */
+M(detector_too_wide, { s->sp.det.nu = 65536; s->sp.det.du = 1e6; })
+M(pixels_huge, s->sp.det.du = s->sp.det.dv = 1e300)
+M(pixels_subnormal, s->sp.det.du = 4.9406564584124654e-324)
+M(detector_extent_inf, s->sp.det.du = 1e307)
+M(volume_extent_inf, s->vol.vy = 1e307)
+M(matrix_source_inf, { for (int i = 0; i < 7; i++) s->mat[12 * 3 + i] *= i == 3 ? 1 : 1e-6; s->mat[12 * 3 + 3] = 1e307; })
+M(matrix_row_overflow, { s->mat[12 * 6 + 8] = 1e300; s->mat[12 * 6 + 9] = 1e300; })
+M(fan_pixels_huge, { s->sp.det.du = 1e300; s->sp.source_isocenter_mm = 1e-300; s->sp.source_detector_mm = 500;
+	s->vol.cx = 360; })
 #undef M
 
 static const struct bad bad_cases[] = {
@@ -475,6 +487,17 @@ static const struct bad bad_cases[] = {
 	{ "one byte over the cap", base_cone, RC_ETOOBIG, "volume", cap_barely },
 	{ "128 GiB stack capped at 64 GiB", base_cone, RC_ETOOBIG, "volume", huge_stack_capped },
 	{ "fan slices over the cap", base_fan, RC_ETOOBIG, "volume", fan_slices_cap },
+	{ "detector numerically singular (65536 pixels of 1 km)", base_cone, RC_EINVAL, "geometry.detector",
+	  detector_too_wide },
+	{ "detector numerically singular (pixels of 1e300 mm)", base_cone, RC_EINVAL, "geometry.detector", pixels_huge },
+	{ "fan detector numerically singular", base_fan, RC_EINVAL, "geometry.detector", fan_pixels_huge },
+	{ "parallel pixels of 5e-324 mm", base_parallel, RC_EINVAL, "geometry.detector.du_mm", pixels_subnormal },
+	{ "fan pixels of 5e-324 mm", base_fan, RC_EINVAL, "geometry.detector", pixels_subnormal },
+	{ "cone pixels of 5e-324 mm", base_cone, RC_EINVAL, "geometry.detector", pixels_subnormal },
+	{ "parallel detector wider than a double", base_parallel, RC_EINVAL, "geometry.detector", detector_extent_inf },
+	{ "volume larger than a double", base_cone, RC_EINVAL, "volume.voxel_mm", volume_extent_inf },
+	{ "matrix source past a double", base_matrices, RC_EINVAL, "geometry.matrices", matrix_source_inf },
+	{ "matrix third row's norm past a double", base_matrices, RC_EINVAL, "geometry.matrices", matrix_row_overflow },
 };
 
 static void test_invalid_table(void **state)

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -138,6 +139,37 @@ static void test_json_body(void **state)
 	json_decref(j);
 }
 
+/* Messages quote what clients sent: a path of any bytes, cut to a length,
+ * maybe in the middle of a character.  The body is still JSON, with '?' for
+ * each byte that is not UTF-8 (found by tests/fuzz/fuzz_upload.c: a 404 for
+ * a path with such bytes had no body, and the client no answer). */
+static void test_json_not_utf8(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *msg, *want;
+	} cases[] = {
+		{ "no such endpoint: /v1/jobs/x/projections512\xf1\xf5", "no such endpoint: /v1/jobs/x/projections512??" },
+		{ "cut: \xc3\xa9\xe2\x82", "cut: \xc3\xa9??" },           /* e-acute, then half a euro sign */
+		{ "overlong \xc0\xaf, surrogate \xed\xa0\x80", "overlong ??, surrogate ???" },
+		{ "past U+10FFFF \xf4\x90\x80\x80", "past U+10FFFF ????" },
+		{ "fine \xf0\x9f\x99\x82 \xe2\x82\xac", "fine \xf0\x9f\x99\x82 \xe2\x82\xac" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		rc_err e;
+		rc_fail(&e, RC_ENOTFOUND, "k\xff", "%s", cases[i].msg);
+		json_t *j = http_error_json(&e);
+		assert_non_null(j);
+		json_t *in = json_object_get(j, "error");
+		assert_string_equal(json_string_value(json_object_get(in, "message")), cases[i].want);
+		assert_string_equal(json_string_value(json_object_get(in, "field")), "k?");
+		char *text = json_dumps(j, JSON_COMPACT);
+		assert_non_null(text);
+		free(text);
+		json_decref(j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_numbers_stable),
 		cmocka_unit_test(test_too_big_kinds),
 		cmocka_unit_test(test_json_body),
+		cmocka_unit_test(test_json_not_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
