@@ -79,8 +79,6 @@ static void inflight_del(const char *id, int k)
 	pthread_mutex_unlock(&inflight_lock);
 }
 
-static int bit(const job_row *r, int k) { return (r->present[k >> 3] >> (k & 7)) & 1; }
-
 enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
@@ -141,9 +139,11 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 	up->expected = expected;
 	up->row_bytes = 4 * (uint64_t)row.nu;
 	r->up = up;
-	/* Views about to be overwritten stop being "present" first. */
-	int clear = r->k < 0 ? row.views_present > 0 : bit(&row, r->k);
-	if (clear && store_views_clear(a->st, r->id, r->k < 0 ? 0 : r->k, r->k < 0 ? row.views_expected : r->k + 1, &err)) {
+	/* Views about to be overwritten stop being "present" first.  The store
+	 * decides which are present now that the upload holds its views: the
+	 * row read above may predate the 200 of an upload that ended since
+	 * (and left the in-flight table after setting its bit). */
+	if (store_views_clear(a->st, r->id, r->k < 0 ? 0 : r->k, r->k < 0 ? row.views_expected : r->k + 1, &err)) {
 		ret = http_error_rc(c, r, &err);
 		goto out;
 	}

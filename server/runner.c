@@ -300,6 +300,38 @@ static void describe_exit(int status, struct outcome *oc, const char *worker)
 	}
 }
 
+#define FINISH_RETRY_S 1.0
+
+/* Records the outcome; while the store cannot commit it (a full disk, an
+ * I/O error) it tries again every FINISH_RETRY_S, so that the job does not
+ * stay "running" with no worker behind it.  A daemon that stops meanwhile
+ * leaves the row running: the next start re-queues it (store_recover). */
+static void record_outcome(runner *r, const char *id, job_state final, const struct outcome *oc)
+{
+	rc_err err;
+	for (int tries = 0;; tries++) {
+		if (store_finish(r->a->st, id, final, oc->err_code, oc->err_msg, oc->report, &err) == 0) {
+			if (tries)
+				rlog(LOG_P_INFO, "store_recovered", "id=%s tries=%d", id, tries + 1);
+			return;
+		}
+		if (err.code == RC_ESTATE) { /* not running any more: nothing to record */
+			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
+			return;
+		}
+		if (!tries)
+			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\" (retrying every %.0f s)", id, err.msg,
+			     FINISH_RETRY_S);
+		pthread_mutex_lock(&r->lock);
+		int stop = r->stop;
+		pthread_mutex_unlock(&r->lock);
+		if (stop)
+			return;
+		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
+		usleep((useconds_t)(FINISH_RETRY_S * 1e6));
+	}
+}
+
 static void run_job(runner *r, const char *id)
 {
 	app *a = r->a;
@@ -407,9 +439,13 @@ static void run_job(runner *r, const char *id)
 		if (!strcmp(oc.err_code, "worker_crashed"))
 			metrics_worker_crash(a->met);
 	}
+	/* A volume.f32 exists only for a succeeded job (a cancel that raced the
+	 * worker's last write, or a write whose directory fsync failed, leave
+	 * one behind otherwise). */
+	if (final != JOB_SUCCEEDED)
+		unlink(vol);
 	with_last_progress(r, &oc, &ru);
-	if (store_finish(a->st, id, final, oc.err_code, oc.err_msg, oc.report, &err))
-		rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
+	record_outcome(r, id, final, &oc);
 	if (final != JOB_QUEUED)
 		metrics_job_finished(a->met, final);
 	succeeded = final == JOB_SUCCEEDED;

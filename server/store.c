@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "durable.h"
+#include "log.h"
 #include "store_internal.h"
 
 static const char *const state_names[JOB_NSTATES] = {
@@ -81,9 +82,57 @@ static int pathf(char *buf, size_t n, const char *fmt, ...)
 	return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
+/* SQLite tells the errno of a failed write or sync only in its log
+ * ("os_unix.c:LINE: (ERRNO) FUNC(PATH) - REASON"): sqlite3_system_errno
+ * reads errno later, after the rollback may have changed it.  The log
+ * callback keeps it for db_code, per thread (the store's calls run under
+ * its lock in the calling thread), and logs the line: an operator sees
+ * which file failed and why. */
+static _Thread_local int sqlite_io_errno;
+
+static void sqlite_log(void *ud, int code, const char *msg)
+{
+	(void)ud;
+	int prim = code & 0xff;
+	if (prim != SQLITE_IOERR && prim != SQLITE_FULL && prim != SQLITE_CANTOPEN && prim != SQLITE_CORRUPT &&
+	    prim != SQLITE_NOTICE)
+		return;
+	const char *p = strstr(msg, "os_unix.c:");
+	if (p && (p = strstr(p, ": (")))
+		sqlite_io_errno = atoi(p + 3);
+	rlog(LOG_P_WARNING, "sqlite", "code=%d msg=\"%s\"", code, msg);
+}
+
+static pthread_once_t sqlite_log_once = PTHREAD_ONCE_INIT;
+
+/* Before SQLite initialises (the first open); refused, harmlessly, after. */
+static void sqlite_log_setup(void)
+{
+	sqlite3_config(SQLITE_CONFIG_LOG, sqlite_log, NULL);
+}
+
+/* The code and the system's reason of the connection's last error: a full
+ * disk (SQLITE_FULL, or an I/O error whose errno is ENOSPC or EDQUOT, as a
+ * failed fsync of the WAL gives) is RC_ENOSPACE (507), like a full disk met
+ * by the spool files; anything else RC_EIO.  The errno is only looked at
+ * after an I/O error, the one case where it belongs to this failure. */
+static int db_code(store *st, char *why, size_t n)
+{
+	int ec = sqlite3_errcode(st->db), se = 0;
+	if ((ec & 0xff) == SQLITE_IOERR || ec == SQLITE_FULL)
+		se = sqlite_io_errno ? sqlite_io_errno : sqlite3_system_errno(st->db);
+	sqlite_io_errno = 0;
+	why[0] = '\0';
+	if (se)
+		snprintf(why, n, " (%s)", strerror(se));
+	return ec == SQLITE_FULL || (se && durable_errno_code(se) == RC_ENOSPACE) ? RC_ENOSPACE : RC_EIO;
+}
+
 int store_db_fail(store *st, rc_err *err, const char *what)
 {
-	return rc_fail(err, RC_EIO, "", "store: %s: %s", what, sqlite3_errmsg(st->db));
+	char why[128];
+	int code = db_code(st, why, sizeof why);
+	return rc_fail(err, code, "", "store: %s: %s%s", what, sqlite3_errmsg(st->db), why);
 }
 #define db_fail store_db_fail
 
@@ -91,7 +140,9 @@ static int exec_sql(store *st, const char *sql, rc_err *err)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int rc = rc_fail(err, RC_EIO, "", "store: %s: %s", sql, msg ? msg : "?");
+		char why[128];
+		int code = db_code(st, why, sizeof why);
+		int rc = rc_fail(err, code, "", "store: %s: %s%s", sql, msg ? msg : "?", why);
 		sqlite3_free(msg);
 		return rc;
 	}
@@ -160,6 +211,7 @@ int store_open(const char *dir, store **ret, rc_err *err)
 		goto out_free;
 	}
 	snprintf(path, sizeof path, "%s/recond.db", dir);
+	pthread_once(&sqlite_log_once, sqlite_log_setup);
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			    NULL) != SQLITE_OK) {
 		rc = rc_fail(err, RC_EIO, "store", "cannot open %s: %s", path,
@@ -207,16 +259,22 @@ static int rm_rf(const char *path)
 	return rmdir(path);
 }
 
-static int id_exists(store *st, const char *id)
+/* The state of job id, -1 when there is no such row.  When unsure (the
+ * query fails) it says succeeded: the files are kept. */
+static int job_state_of(store *st, const char *id)
 {
 	sqlite3_stmt *q;
-	int found = 0;
-	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK)
-		return 1; /* when unsure, keep the files */
+	int state = -1;
+	if (sqlite3_prepare_v2(st->db, "SELECT state FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK)
+		return JOB_SUCCEEDED;
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-	found = sqlite3_step(q) == SQLITE_ROW;
+	int s = sqlite3_step(q);
+	if (s == SQLITE_ROW)
+		state = sqlite3_column_int(q, 0);
+	else if (s != SQLITE_DONE)
+		state = JOB_SUCCEEDED;
 	sqlite3_finalize(q);
-	return found;
+	return state;
 }
 
 int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
@@ -225,7 +283,24 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 	char path[4200];
 	pthread_mutex_lock(&st->lock);
 	sqlite3_stmt *q;
-	/* Running jobs go back to the front of their priority class. */
+	/* A running job whose cancel was acknowledged (202) ends cancelled, as
+	 * it would have had the daemon lived; the other running jobs go back to
+	 * the front of their priority class. */
+	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code='cancelled',"
+			       " error_message='cancelled by request' WHERE state=?3 AND cancel_requested=1",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "recover");
+		goto out;
+	}
+	sqlite3_bind_int(q, 1, JOB_CANCELLED);
+	sqlite3_bind_double(q, 2, store_now());
+	sqlite3_bind_int(q, 3, JOB_RUNNING);
+	int s = sqlite3_step(q);
+	sqlite3_finalize(q);
+	if (s != SQLITE_DONE) {
+		rc = db_fail(st, err, "recover");
+		goto out;
+	}
 	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET state=?, updated=?, started=0, cancel_requested=0 WHERE state=?",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "recover");
@@ -253,11 +328,18 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 		while ((e = readdir(d))) {
 			if (e->d_name[0] == '.')
 				continue;
-			if (id_exists(st, e->d_name)) {
-				/* Temporaries of writes cut short (durable writes rename into place). */
-				static const char *const tmps[] = { ".volume.f32.tmp", ".spec.json.tmp" };
-				for (int i = 0; i < 2; i++)
-					if (pathf(path, sizeof path, "%s/jobs/%s/%s", st->dir, e->d_name, tmps[i]) == 0 &&
+			int state = job_state_of(st, e->d_name);
+			if (state >= 0) {
+				/* Temporaries of writes cut short (durable writes rename into
+				 * place), and a volume that no succeeded run wrote: a worker
+				 * that finished as the daemon died (its job is queued again
+				 * and runs afresh), or one of a job that failed or was
+				 * cancelled (the runner removes those; this catches a crash
+				 * in between). */
+				static const char *const tmps[] = { ".volume.f32.tmp", ".spec.json.tmp", "volume.f32" };
+				for (int i = 0; i < 3; i++)
+					if ((i < 2 || state != JOB_SUCCEEDED) &&
+					    pathf(path, sizeof path, "%s/jobs/%s/%s", st->dir, e->d_name, tmps[i]) == 0 &&
 					    unlink(path) == 0)
 						norph++;
 				continue;
@@ -325,8 +407,13 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 			goto out_rm;
 		}
 	}
+	/* The job's directory entry too: the row must never outlive a power
+	 * cut that its directory did not survive. */
 	snprintf(path, sizeof path, "%s/jobs", st->dir);
-	durable_fsync_dir(path);
+	if (durable_fsync_dir(path)) {
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot fsync %s: %s", path, strerror(errno));
+		goto out_rm;
+	}
 
 	size_t nbits = ((size_t)spec->nviews + 7) / 8;
 	uint8_t *bits = calloc(1, nbits);
@@ -560,12 +647,16 @@ static int update_views(store *st, const char *id, int first, int last, int set,
 		rc = rc_fail(err, RC_EINVAL, "k", "views [%d, %d) are outside 0..%d", first, last, r.views_expected - 1);
 		goto out;
 	}
+	int changed = 0;
 	for (int k = first; k < last; k++) {
+		changed |= ((r.present[k >> 3] >> (k & 7)) & 1) != set;
 		if (set)
 			r.present[k >> 3] |= (uint8_t)(1u << (k & 7));
 		else
 			r.present[k >> 3] &= (uint8_t)~(1u << (k & 7));
 	}
+	if (!set && !changed)
+		goto out; /* none of them is present: nothing to commit */
 	int npresent = popcount_bits(r.present, r.views_expected);
 	job_state ns = r.state;
 	double now = store_now();
@@ -700,8 +791,10 @@ int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err)
 	int rc = get_locked(st, id, 0, &r, err);
 	if (rc)
 		goto out_unlock;
-	*ret_state = r.state;
-	if (r.state == JOB_RUNNING) {
+	if (JOB_BIT(r.state) & JOB_FINAL) {
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is already %s; there is nothing to cancel (DELETE removes it)",
+			     id, job_state_name(r.state));
+	} else if (r.state == JOB_RUNNING) {
 		sqlite3_stmt *q;
 		if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET cancel_requested=1, updated=? WHERE id=?", -1, &q, NULL)) {
 			rc = db_fail(st, err, "cancel");
@@ -711,7 +804,9 @@ int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err)
 			rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "cancel");
 			sqlite3_finalize(q);
 		}
-	} else if (!(JOB_BIT(r.state) & JOB_FINAL)) {
+		if (!rc)
+			*ret_state = JOB_RUNNING;
+	} else {
 		rc = transition(st, id, r.state, JOB_CANCELLED, ", finished=?2, error_code='cancelled',"
 				" error_message='cancelled by request'", err);
 		if (!rc)

@@ -44,7 +44,7 @@ int job_state_parse(const char *s, job_state *ret);
 typedef struct job_row {
 	char id[37];
 	job_state state;
-	char label[SPEC_LABEL_MAX + 1];
+	char label[4 * SPEC_LABEL_MAX + 1];
 	int priority, autostart, cancel_requested;
 	double created, updated, queued, started, finished; /* unix seconds; 0 = not yet */
 	int views_expected, views_present;
@@ -68,8 +68,11 @@ const char *store_dir(const store *st);
 /* {dir}/jobs/{id}[/name] into buf. */
 void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n);
 
-/* Re-queues running jobs, removes spool directories without a row and the
- * temporaries of interrupted writes (*orphans counts both).  Counts may be NULL. */
+/* Re-queues running jobs (a running job whose cancel was acknowledged is
+ * cancelled instead), removes spool directories without a row, the
+ * temporaries of interrupted writes and the volume.f32 of a job that has not
+ * succeeded (an interrupted run's; *orphans counts all three).  Counts may
+ * be NULL. */
 int store_recover(store *st, int *requeued, int *orphans, rc_err *err);
 
 /* Creates the spool directory (spec.json, preallocated projections.f32) and
@@ -88,8 +91,10 @@ int store_list(store *st, int state, int limit, int offset, job_row **rows, int 
 /* Counts of jobs by state. */
 int store_counts(store *st, int counts[JOB_NSTATES], rc_err *err);
 
-/* Marks views [first, last) absent (before they are overwritten).  Fails
- * with RC_ESTATE when the job is not in an uploadable state. */
+/* Marks views [first, last) absent (before they are overwritten); commits
+ * nothing when none of them is present.  Call it after the upload holds its
+ * views (http_upload.c), so that the decision sees every view set before.
+ * Fails with RC_ESTATE when the job is not in an uploadable state. */
 int store_views_clear(store *st, const char *id, int first, int last, rc_err *err);
 /* Marks views [first, last) present after their bytes were fsynced; the job
  * goes created -> receiving, and to queued when every view is present and
@@ -107,7 +112,8 @@ int store_take_next(store *st, char id[37], rc_err *err);
 int store_queue_depth(store *st);
 
 /* Cancel: created/receiving/queued -> cancelled; running -> cancel_requested.
- * *ret_state gets the state after the call. */
+ * *ret_state gets the state after the call.  RC_ESTATE when the job has
+ * already finished (succeeded, failed, cancelled): nothing changes. */
 int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err);
 
 /* running -> state (succeeded, failed, cancelled, or queued when the daemon

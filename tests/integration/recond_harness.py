@@ -1,7 +1,8 @@
 """Shared machinery of the integration tests (tests/integration/test_*.py).
 
 - Daemon: starts build/bin/recond on a free loopback port with a temporary
-  store (and optionally a tokens config or another worker binary), waits for
+  store (and optionally a tokens config, another worker binary or more
+  environment, e.g. LD_PRELOAD for tests/faults/iofault.c), waits for
   /readyz, stops it (SIGTERM, then SIGKILL), kills it with -9 on demand, and
   keeps its stderr in a log file that is printed when a check fails.
 - Api: one request at a time over http.client, returning (status, headers,
@@ -134,11 +135,12 @@ def deadline(seconds):
 class Daemon:
     running = []
 
-    def __init__(self, store=None, config=None, worker=None, extra=None):
+    def __init__(self, store=None, config=None, worker=None, extra=None, env=None):
         self.store = store or tempdir("recond-store-")
         self.config = config
         self.worker = worker
         self.extra = list(extra or [])
+        self.env = dict(env or {})  # added to the environment of the daemon (and so of its workers)
         self.port = None
         self.portfile = None
         self.proc = None
@@ -165,7 +167,8 @@ class Daemon:
         self.logpath = os.path.join(self.logdir, "recond-%d.log" % self.starts)
         with open(self.logpath, "wb") as lf:
             self.proc = subprocess.Popen(self.args(), stdout=lf, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL,
+                                         env=dict(os.environ, **self.env) if self.env else None)
         Daemon.running.append(self)
         alive = deadline(timeout)
         while alive() and self.proc.poll() is None:

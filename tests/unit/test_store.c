@@ -103,6 +103,14 @@ static void test_lifecycle(void **state)
 	assert_int_equal(store_views_set(st, ID1, 0, 12, &ns, &err), 0);
 	assert_int_equal(ns, JOB_RECEIVING); /* no autostart */
 	assert_int_equal(store_views_clear(st, ID1, 5, 6, &err), 0);
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	double updated = r.updated;
+	job_row_clear(&r);
+	assert_int_equal(store_views_clear(st, ID1, 5, 6, &err), 0); /* absent already: nothing committed */
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_true(r.updated == updated);
+	assert_int_equal(r.views_present, 11);
+	job_row_clear(&r);
 	assert_int_equal(store_start(st, ID1, &changed, &err), RC_ESTATE); /* view 5 missing */
 	assert_non_null(strstr(err.msg, "missing 1"));
 	assert_int_equal(store_views_set(st, ID1, 5, 6, &ns, &err), 0);
@@ -136,6 +144,12 @@ static void test_lifecycle(void **state)
 	assert_int_equal(store_get(st, ID3, 0, &r, &err), 0);
 	assert_string_equal(r.report, "{\"engine\":\"cpu\"}");
 	assert_true(r.finished >= r.started && r.started > 0);
+	job_row_clear(&r);
+	/* A finished job has nothing to cancel: RC_ESTATE, nothing changes. */
+	assert_int_equal(store_cancel(st, ID3, &ns, &err), RC_ESTATE);
+	assert_int_equal(store_cancel(st, ID1, &ns, &err), RC_ESTATE);
+	assert_int_equal(store_get(st, ID3, 0, &r, &err), 0);
+	assert_int_equal(r.state, JOB_SUCCEEDED);
 	job_row_clear(&r);
 
 	/* Delete removes row and files; unfinished jobs cannot be deleted. */
@@ -176,6 +190,13 @@ static void test_recovery(void **state)
 	assert_int_equal(store_take_next(st, id, &err), 0); /* ID1 running when "the daemon dies" */
 	assert_int_equal(store_views_set(st, ID2, 2, 5, &ns, &err), 0);
 	assert_int_equal(store_views_set(st, ID2, 9, 10, &ns, &err), 0);
+	/* ID3 running too, its cancel acknowledged (202) before "the daemon dies" */
+	create(st, ID3, 9, 1);
+	assert_int_equal(store_views_set(st, ID3, 0, 12, &ns, &err), 0);
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_string_equal(id, ID3);
+	assert_int_equal(store_cancel(st, ID3, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RUNNING);
 	store_close(st); /* no orderly shutdown: the rows stay as they were */
 
 	/* An orphan: a spool directory whose create never committed. */
@@ -188,16 +209,24 @@ static void test_recovery(void **state)
 	FILE *tf = fopen(tmpf, "w");
 	assert_non_null(tf);
 	fclose(tf);
+	/* A volume its worker finished as the daemon died: the re-queued job runs afresh. */
+	char stale[512];
+	snprintf(stale, sizeof stale, "%s/jobs/%s/volume.f32", dir, ID1);
+	tf = fopen(stale, "w");
+	assert_non_null(tf);
+	fclose(tf);
 
 	assert_int_equal(store_open(dir, &st, &err), 0);
 	int requeued, orphans;
 	assert_int_equal(store_recover(st, &requeued, &orphans, &err), 0);
 	assert_int_equal(requeued, 1);
-	assert_int_equal(orphans, 2);
+	assert_int_equal(orphans, 3);
 	struct stat sb;
 	assert_int_not_equal(stat(orphan, &sb), 0);
 	assert_int_not_equal(stat(tmpf, &sb), 0);
+	assert_int_not_equal(stat(stale, &sb), 0);
 	assert_int_equal(state_of(st, ID1), JOB_QUEUED);
+	assert_int_equal(state_of(st, ID3), JOB_CANCELLED); /* the acknowledged cancel holds */
 	job_row r;
 	assert_int_equal(store_get(st, ID2, 1, &r, &err), 0);
 	assert_int_equal(r.state, JOB_RECEIVING);
