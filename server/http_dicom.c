@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dicom_series.h"
@@ -58,7 +59,7 @@ static la_ssize_t zip_write(struct archive *ar, void *cls, const void *p, size_t
 	return buf_add(cls, p, n) ? -1 : (la_ssize_t)n;
 }
 
-static int read_file(const char *path, char **ret, size_t *len)
+static int read_file(const char *path, char **ret, size_t *len, time_t *mtime)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
@@ -77,6 +78,7 @@ static int read_file(const char *path, char **ret, size_t *len)
 	close(fd);
 	*ret = b;
 	*len = done;
+	*mtime = sb.st_mtime;
 	return 0;
 fail:
 	if (fd >= 0)
@@ -96,8 +98,9 @@ static int produce(dcm_dl *d)
 	}
 	char path[4200], *file = NULL;
 	size_t flen = 0;
+	time_t mtime = 0;
 	dicom_series_file(d->st, d->id, d->k, path, sizeof path);
-	if (read_file(path, &file, &flen))
+	if (read_file(path, &file, &flen, &mtime))
 		return -1;
 	int rc = 0;
 	if (d->multipart) {
@@ -114,7 +117,7 @@ static int produce(dcm_dl *d)
 			archive_entry_set_size(e, (la_int64_t)flen);
 			archive_entry_set_filetype(e, AE_IFREG);
 			archive_entry_set_perm(e, 0644);
-			archive_entry_set_mtime(e, time(NULL), 0);
+			archive_entry_set_mtime(e, mtime, 0); /* the file's: every download the same bytes */
 			rc = archive_write_header(d->ar, e) != ARCHIVE_OK ||
 					     archive_write_data(d->ar, file, flen) != (la_ssize_t)flen ||
 					     archive_write_finish_entry(d->ar) != ARCHIVE_OK
