@@ -106,31 +106,30 @@ int rctl_cmd_status(rctl_conn *c, const rctl_args *a)
 	return simple(c, a, "GET", path, print_status);
 }
 
-/* cancel never deletes: a job that already ended is left as it is. */
+/* cancel never deletes: a job that has already ended (409) is left as it is. */
 int rctl_cmd_cancel(rctl_conn *c, const rctl_args *a)
 {
 	char path[128];
 	json_t *j = NULL;
 	rctl_fail f;
-	snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
-	if (rctl_request(c, "GET", path, NULL, &j, &f) < 0)
-		goto out_fail;
 	rctl_job_view v;
-	rctl_job_view_of(j, &v);
-	if (rctl_state_terminal(v.state)) {
+	snprintf(path, sizeof path, "/v1/jobs/%s/cancel", a->pos[0]);
+	if (rctl_request(c, "POST", path, NULL, &j, &f) < 0) {
+		if (f.status != 409)
+			goto out_fail;
+		snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
+		if (rctl_request(c, "GET", path, NULL, &j, &f) < 0)
+			goto out_fail;
+		rctl_job_view_of(j, &v);
 		fprintf(stderr, "reconctl: job %s already %s; nothing to cancel (delete removes it)\n",
-			a->pos[0], v.state);
+			a->pos[0], v.state ? v.state : "ended");
 		if (a->json)
 			rctl_print_json(j);
 		else
-			printf("%s %s\n", a->pos[0], v.state);
+			printf("%s %s\n", a->pos[0], v.state ? v.state : "ended");
 		json_decref(j);
 		return RCTL_EXIT_OK;
 	}
-	json_decref(j);
-	j = NULL;
-	if (rctl_request(c, "DELETE", path, NULL, &j, &f) < 0)
-		goto out_fail;
 	if (a->json) {
 		rctl_print_json(j);
 	} else {
@@ -148,19 +147,25 @@ out_fail:
 	return rctl_fail_exit(&f);
 }
 
-static void print_deleted(json_t *j)
-{
-	(void)j;
-}
-
+/* delete removes a finished job; one that has not finished is refused (409)
+ * and stays as it is: cancel it first. */
 int rctl_cmd_delete(rctl_conn *c, const rctl_args *a)
 {
 	char path[128];
+	rctl_fail f;
 	snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
-	int ex = simple(c, a, "DELETE", path, print_deleted);
-	if (ex == RCTL_EXIT_OK && !a->json)
+	if (rctl_request(c, "DELETE", path, NULL, NULL, &f) < 0) {
+		rctl_fail_print(&f);
+		if (f.status == 409)
+			fprintf(stderr, "reconctl: the job has not finished: reconctl cancel %s, then delete it\n",
+				a->pos[0]);
+		return rctl_fail_exit(&f);
+	}
+	if (a->json)
+		rctl_print_json(NULL); /* 204: no body */
+	else
 		printf("%s deleted\n", a->pos[0]);
-	return ex;
+	return RCTL_EXIT_OK;
 }
 
 static void print_devices(json_t *body)

@@ -1,8 +1,8 @@
 /*
  * submit: POST the spec, stream the projection file to the job, then queue
  * it (unless the spec autostarts or --no-start).  A job whose upload failed
- * is removed again (DELETE cancels it, a second DELETE removes the cancelled
- * job; with tokens that needs the admin role, else it stays cancelled), so
+ * is removed again (POST cancel, then DELETE removes the cancelled job; with
+ * tokens that needs the admin role, else it stays cancelled), so
  * that a failed submit leaves nothing running or half-made behind; the job
  * id goes to stdout only once everything worked.
  */
@@ -36,8 +36,10 @@ static void discard_job(rctl_conn *c, const char *id)
 {
 	char path[128];
 	rctl_fail tmp;
+	snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
+	int cancelled = rctl_request(c, "POST", path, NULL, NULL, &tmp) == 0;
 	snprintf(path, sizeof path, "/v1/jobs/%s", id);
-	if (rctl_request(c, "DELETE", path, NULL, NULL, &tmp) < 0)
+	if (!cancelled)
 		fprintf(stderr, "reconctl: upload failed; job %s is left as it is\n", id);
 	else if (rctl_request(c, "DELETE", path, NULL, NULL, &tmp) < 0)
 		fprintf(stderr, "reconctl: upload failed; job %s cancelled\n", id);

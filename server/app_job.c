@@ -147,6 +147,8 @@ json_t *app_job_json(app *a, const job_row *r)
 	json_object_set_new(links, "events", json_string(buf));
 	snprintf(buf, sizeof buf, "%s/start", base);
 	json_object_set_new(links, "start", json_string(buf));
+	snprintf(buf, sizeof buf, "%s/cancel", base);
+	json_object_set_new(links, "cancel", json_string(buf));
 	json_t *vol = json_object();
 	for (int i = 0; i < rc_names_count(RC_NAMES_FORMAT); i++) {
 		const char *f = rc_names_at(RC_NAMES_FORMAT, i, NULL, NULL);

@@ -72,6 +72,21 @@ enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, cons
 	return http_json(c, r, status, j);
 }
 
+int http_arg_int(struct MHD_Connection *c, const char *name, long lo, long hi, long *out)
+{
+	const char *s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+	char *end;
+	if (!s)
+		return 0;
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	long v = strtol(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 /* A canonical lower-case UUID, as libuuid writes them. */
 static int valid_uuid(const char *s, size_t n)
 {
@@ -125,6 +140,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(rest, "events")) { r->rt = R_EVENTS; return MHD_YES; }
 	if (!strcmp(rest, "volume")) { r->rt = R_VOLUME; return MHD_YES; }
 	if (!strcmp(rest, "push")) { r->rt = R_PUSH; return MHD_YES; }
+	if (!strcmp(rest, "cancel")) { r->rt = R_CANCEL; return MHD_YES; }
 	if (!strncmp(rest, "projections/", 12)) {
 		const char *ks = rest + 12;
 		size_t n = strlen(ks);
@@ -164,7 +180,7 @@ static int needed_role(route rt, const char *m, const char **allow)
 	case R_PROJ: case R_VIEW:
 		*allow = "PUT";
 		return !strcmp(m, "PUT") ? ROLE_SUBMIT : -1;
-	case R_START: case R_PUSH:
+	case R_START: case R_PUSH: case R_CANCEL:
 		*allow = "POST";
 		return !strcmp(m, "POST") ? ROLE_SUBMIT : -1;
 	default:
@@ -215,6 +231,7 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	case R_JOB: return !strcmp(method, "DELETE") ? jobs_delete(c, r) : jobs_get(c, r);
 	case R_PROJ: case R_VIEW: return upload_begin(c, r);
 	case R_START: return jobs_start(c, r);
+	case R_CANCEL: return jobs_cancel(c, r);
 	case R_EVENTS: return events_get(c, r);
 	case R_VOLUME: return volume_get(c, r);
 	case R_DESTINATIONS: return push_destinations(c, r);

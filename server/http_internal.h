@@ -25,6 +25,7 @@ typedef enum route {
 	R_START, R_EVENTS, R_VOLUME,
 	R_DESTINATIONS,  /* /v1/destinations */
 	R_PUSH,          /* /v1/jobs/{id}/push */
+	R_CANCEL,        /* /v1/jobs/{id}/cancel */
 } route;
 
 struct upload;
@@ -62,6 +63,10 @@ enum MHD_Result http_error_rc_hdr(struct MHD_Connection *c, req *r, const rc_err
 /* Builds the rc_err (as rc_fail does) and answers it. */
 enum MHD_Result http_fail(struct MHD_Connection *c, req *r, rc_code code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* A whole-number query parameter: absent keeps *out (0); present it must be
+ * digits only (no sign, blank or empty value, which strtol would take), from
+ * lo to hi, else -1 and the route answers 400 naming it. */
+int http_arg_int(struct MHD_Connection *c, const char *name, long lo, long hi, long *out);
 /* The job as JSON (200) or the error of loading it. */
 enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id);
 
@@ -72,6 +77,7 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_list(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_get(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_cancel(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_start(struct MHD_Connection *c, req *r);
 
 enum MHD_Result upload_begin(struct MHD_Connection *c, req *r);

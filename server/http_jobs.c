@@ -1,6 +1,9 @@
 /*
  * http_jobs: POST /v1/jobs (create), GET /v1/jobs (list), GET and DELETE
- * /v1/jobs/{id}, POST /v1/jobs/{id}/start.  The spec body is capped by its
+ * /v1/jobs/{id}, POST /v1/jobs/{id}/start and /cancel.  Cancel stops a job
+ * that has not finished (409 once it has); DELETE removes a finished job and
+ * its files (409 before: cancel it first), so neither has two meanings and a
+ * 2xx DELETE always leaves the job gone.  The spec body is capped by its
  * declared length before it is read and again while it arrives (chunked
  * bodies), then parsed once by spec.c (which also gives the job's summary)
  * and checked by core's rc_recon_check (an engine runs the algorithm on the
@@ -116,27 +119,18 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	return http_answer(c, r, 201, resp);
 }
 
-static int parse_int_arg(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	if (!s || !*s)
-		return 0;
-	long v = strtol(s, &end, 10);
-	if (*end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
+/* api/openapi.yaml says the same: offset's maximum. */
+#define JOBS_OFFSET_MAX 1000000000L
 
 enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
 {
 	long limit = 100, offset = 0;
 	int state = -1;
 	const char *st = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
-	if (parse_int_arg(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit"), 1, 1000, &limit))
+	if (http_arg_int(c, "limit", 1, 1000, &limit))
 		return http_fail(c, r, RC_EINVAL, "limit", "limit must be a whole number from 1 to 1000");
-	if (parse_int_arg(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"), 0, 1L << 30, &offset))
-		return http_fail(c, r, RC_EINVAL, "offset", "offset must be a whole number of at least 0");
+	if (http_arg_int(c, "offset", 0, JOBS_OFFSET_MAX, &offset))
+		return http_fail(c, r, RC_EINVAL, "offset", "offset must be a whole number from 0 to %ld", JOBS_OFFSET_MAX);
 	if (st) {
 		job_state s;
 		if (job_state_parse(st, &s))
@@ -180,21 +174,28 @@ enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)
 		return http_error_rc(c, r, &err);
 	job_state s = row.state;
 	job_row_clear(&row);
-	if (JOB_BIT(s) & JOB_FINAL) {
-		if (r->role < ROLE_ADMIN)
-			return http_fail(c, r, RC_EFORBIDDEN, "", "deleting a finished job and its data needs the admin role");
-		if (store_delete(a->st, r->id, &err))
-			return http_error_rc(c, r, &err);
-		rlog(LOG_P_INFO, "job_deleted", "id=%s client=%s token=%s", r->id, r->client, r->who);
-		hub_publish(a->hub, r->id, "deleted", "{}");
-		return http_answer(c, r, 204, MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT));
-	}
+	if (!(JOB_BIT(s) & JOB_FINAL))
+		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s: DELETE removes finished jobs only; cancel it first "
+				 "(POST /v1/jobs/%s/cancel)", r->id, job_state_name(s), r->id);
+	if (r->role < ROLE_ADMIN)
+		return http_fail(c, r, RC_EFORBIDDEN, "", "deleting a finished job and its data needs the admin role");
+	if (store_delete(a->st, r->id, &err))
+		return http_error_rc(c, r, &err);
+	rlog(LOG_P_INFO, "job_deleted", "id=%s client=%s token=%s", r->id, r->client, r->who);
+	hub_publish(a->hub, r->id, "deleted", "{}");
+	return http_answer(c, r, 204, MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT));
+}
+
+enum MHD_Result jobs_cancel(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
 	job_state after;
+	rc_err err;
 	if (store_cancel(a->st, r->id, &after, &err))
 		return http_error_rc(c, r, &err);
 	if (after == JOB_RUNNING)
 		runner_cancel(a->run, r->id);
-	else if (JOB_BIT(after) & JOB_FINAL && !(JOB_BIT(s) & JOB_FINAL))
+	else
 		rlog(LOG_P_INFO, "job_cancelled", "id=%s client=%s token=%s", r->id, r->client, r->who);
 	app_job_changed(a, r->id);
 	return http_job(c, r, after == JOB_RUNNING ? 202 : 200, r->id);

@@ -153,8 +153,8 @@ class Client:
         try:
             job = self.upload(job["id"], projections, progress=progress)
         except Exception:
-            try:  # the first DELETE cancels, the second removes (admin role with tokens)
-                self.delete(job["id"])
+            try:  # cancel, then remove (DELETE needs the admin role with tokens)
+                self.cancel(job["id"])
                 self.delete(job["id"])
             except RecondError:
                 pass
@@ -174,15 +174,19 @@ class Client:
         return self._json("GET", "/v1/jobs" + ("?" + urllib.parse.urlencode(q) if q else ""))
 
     def cancel(self, job_id):
-        """Cancel a job that has not finished (never deletes a finished one).
-        Returns the job as the daemon answered (a running job: cancel_requested)."""
-        job = self.status(job_id)
-        if job.get("state") in TERMINAL_STATES:
-            return job
-        return self._json("DELETE", "/v1/jobs/%s" % self._id(job_id))
+        """POST cancel: cancel a job that has not finished (never deletes).  Returns
+        the job as the daemon answered (a running job: cancel_requested), or as it
+        is when it had already finished (the daemon's 409)."""
+        try:
+            return self._json("POST", "/v1/jobs/%s/cancel" % self._id(job_id))
+        except RecondError as e:
+            if e.status != 409:
+                raise
+            return self.status(job_id)
 
     def delete(self, job_id):
-        """DELETE /v1/jobs/{id}: cancel, or remove a finished job and its files."""
+        """DELETE /v1/jobs/{id}: remove a finished job and its files (admin role with
+        tokens).  A job that has not finished is refused (RecondError 409): cancel first."""
         return self._json("DELETE", "/v1/jobs/%s" % self._id(job_id))
 
     def devices(self):

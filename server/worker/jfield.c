@@ -137,6 +137,14 @@ int jf_str(const json_t *obj, const char *prefix, const char *key, int required,
 	return 0;
 }
 
+size_t jf_utf8_chars(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 int jf_obj(const json_t *obj, const char *prefix, const char *key, int required,
 	   json_t **out, rc_err *err)
 {

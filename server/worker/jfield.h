@@ -29,6 +29,9 @@ int jf_num(const json_t *obj, const char *prefix, const char *key, int required,
 	   double min, int excl_min, double max, double *out, rc_err *err);
 int jf_bool(const json_t *obj, const char *prefix, const char *key, int required,
 	    int *out, rc_err *err);
+/* Characters (UTF-8 code points) of s, a string jansson has read (so its
+ * encoding is valid): what JSON Schema's maxLength counts. */
+size_t jf_utf8_chars(const char *s);
 /* String of at most maxlen bytes; *out borrows the JSON's storage. */
 int jf_str(const json_t *obj, const char *prefix, const char *key, int required,
 	   size_t maxlen, const char **out, rc_err *err);

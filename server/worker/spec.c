@@ -25,6 +25,9 @@
 #include "backend/cpu/engine_cpu.h"
 
 #define DIST_MAX 1e6   /* mm: 1 km, well past any scanner */
+/* mm: a nanometre, far below any pixel, voxel or distance of a CT scanner;
+ * anything smaller (5e-324) overflows the geometry (distance / pixel). */
+#define LEN_MIN 1e-6
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
 
 static int parse_detector(const json_t *d, rc_geom_type type, rc_detector_desc *det, rc_err *err)
@@ -49,13 +52,13 @@ static int parse_detector(const json_t *d, rc_geom_type type, rc_detector_desc *
 	det->offset_u = det->offset_v = 0.0;
 	if (type == RC_GEOM_MATRICES)
 		return 0;
-	if ((rc = jf_num(d, p, "du_mm", 1, 0, 1, DIST_MAX, &det->du, err)))
+	if ((rc = jf_num(d, p, "du_mm", 1, LEN_MIN, 0, DIST_MAX, &det->du, err)))
 		return rc;
 	if ((rc = jf_num(d, p, "offset_u_mm", 0, -DIST_MAX, 0, DIST_MAX, &det->offset_u, err)))
 		return rc;
 	if (is2d)
 		return 0;
-	if ((rc = jf_num(d, p, "dv_mm", 1, 0, 1, DIST_MAX, &det->dv, err)))
+	if ((rc = jf_num(d, p, "dv_mm", 1, LEN_MIN, 0, DIST_MAX, &det->dv, err)))
 		return rc;
 	return jf_num(d, p, "offset_v_mm", 0, -DIST_MAX, 0, DIST_MAX, &det->offset_v, err);
 }
@@ -170,8 +173,8 @@ static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices,
 		}
 	}
 	if (has_dist &&
-	    ((rc = jf_num(g, p, "source_isocenter_mm", 1, 0, 1, DIST_MAX, &gs->source_isocenter_mm, err)) ||
-	     (rc = jf_num(g, p, "source_detector_mm", 1, 0, 1, DIST_MAX, &gs->source_detector_mm, err))))
+	    ((rc = jf_num(g, p, "source_isocenter_mm", 1, LEN_MIN, 0, DIST_MAX, &gs->source_isocenter_mm, err)) ||
+	     (rc = jf_num(g, p, "source_detector_mm", 1, LEN_MIN, 0, DIST_MAX, &gs->source_detector_mm, err))))
 		return rc;
 	if ((rc = jf_obj(g, p, "detector", 1, &det, err)) || (rc = parse_detector(det, gs->type, &gs->det, err)))
 		return rc;
@@ -218,11 +221,11 @@ static int parse_volume(const json_t *v, rc_volume_desc *vol, rc_err *err)
 		for (int a = 0; a < 3; a++) {
 			char path[32];
 			snprintf(path, sizeof path, "volume.voxel_mm[%d]", a);
-			if ((rc = jf_num_value(json_array_get(vm, (size_t)a), path, 0, 1, DIST_MAX, &sp[a], err)))
+			if ((rc = jf_num_value(json_array_get(vm, (size_t)a), path, LEN_MIN, 0, DIST_MAX, &sp[a], err)))
 				return rc;
 		}
 	} else {
-		if ((rc = jf_num_value(vm, "volume.voxel_mm", 0, 1, DIST_MAX, &sp[0], err)))
+		if ((rc = jf_num_value(vm, "volume.voxel_mm", LEN_MIN, 0, DIST_MAX, &sp[0], err)))
 			return rc;
 		sp[1] = sp[2] = sp[0];
 	}
@@ -371,10 +374,14 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	int rc;
 	if (!json_is_object(root))
 		return rc_fail(err, RC_EBADJSON, "", "the job spec must be a JSON object");
-	if ((rc = jf_check_keys(root, "", keys, err)) || (rc = jf_str(root, "", "label", 0, SPEC_LABEL_MAX, &label, err)) ||
+	if ((rc = jf_check_keys(root, "", keys, err)) ||
+	    (rc = jf_str(root, "", "label", 0, 4 * SPEC_LABEL_MAX, &label, err)) ||
 	    (rc = jf_int(root, "", "priority", 0, 0, 9, &prio, err)) ||
 	    (rc = jf_bool(root, "", "autostart", 0, &s->autostart, err)))
 		return rc;
+	if (jf_utf8_chars(label) > SPEC_LABEL_MAX)
+		return rc_fail(err, RC_EINVAL, "label", "label must be at most %d characters (got %zu)", SPEC_LABEL_MAX,
+			       jf_utf8_chars(label));
 	snprintf(s->label, sizeof s->label, "%s", label);
 	s->priority = (int)prio;
 	/* The volume first: fan/parallel take their slice count from it. */

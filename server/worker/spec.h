@@ -23,12 +23,12 @@
 #include "plan/recon.h"
 #include "spec_dicom.h"
 
-#define SPEC_LABEL_MAX 128
+#define SPEC_LABEL_MAX 128 /* characters, as api/openapi.yaml's maxLength counts; up to 4 bytes each */
 #define SPEC_MAX_VIEWS 100000
 
 typedef struct job_spec {
 	rc_recon_spec r;
-	char label[SPEC_LABEL_MAX + 1];
+	char label[4 * SPEC_LABEL_MAX + 1];
 	int priority;          /* 0..9, higher first */
 	int autostart;
 	int nviews;

@@ -35,15 +35,6 @@ int spec_parse_output(const json_t *o, job_output *out, rc_err *err)
 	return 0;
 }
 
-/* Characters (UTF-8 code points) of s; jansson has checked the encoding. */
-static size_t utf8_chars(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
 enum vr { VR_LO, VR_SH, VR_PN };
 
 /* A text value of VR vr: no control characters (PS3.5 6.1.2.1 allows ESC
@@ -70,7 +61,7 @@ static int text_field(const json_t *o, const char *key, enum vr vr, char *dst, s
 	}
 	if (carets > 4)
 		return rc_fail(err, RC_EINVAL, path, "%s has at most five '^'-separated components", path);
-	if (utf8_chars(v) > max)
+	if (jf_utf8_chars(v) > max)
 		return rc_fail(err, RC_EINVAL, path, "%s must be at most %zu characters (DICOM %s)", path, max,
 			       vr == VR_SH ? "SH" : vr == VR_PN ? "PN" : "LO");
 	snprintf(dst, n, "%s", v);

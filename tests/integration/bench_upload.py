@@ -101,7 +101,7 @@ def main():
     if pid:
         log("daemon RSS: %.1f MiB before, peak %.1f MiB during the upload (growth %.1f MiB)"
             % (base / 1024, peak / 1024, (peak - base) / 1024))
-    api.delete("/v1/jobs/%s" % job["id"])
+    api.post_json("/v1/jobs/%s/cancel" % job["id"], b"")
     api.delete("/v1/jobs/%s" % job["id"])
 
     # Status latency under 32 pollers while a job runs.
@@ -126,7 +126,7 @@ def main():
         "p99 %.2f ms, max %.2f ms" % (CLIENTS, state, len(allv), a.poll_seconds, len(allv) / a.poll_seconds,
                                       len(errors), pct(allv, 0.5) * 1e3, pct(allv, 0.99) * 1e3,
                                       max(allv) * 1e3 if allv else -1))
-    api.delete("/v1/jobs/%s" % j["id"])
+    api.post_json("/v1/jobs/%s/cancel" % j["id"], b"")
     api.wait_state(j["id"], ("cancelled", "failed", "succeeded"), timeout=30)
     if d:
         d.stop()

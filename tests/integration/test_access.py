@@ -6,7 +6,7 @@ admin), against a daemon with a token file.
 The documented rule (docs/server.md, "Configuration"): /healthz, /readyz and
 /metrics need no token; every other route needs one; GET (and HEAD) need
 read; POST and PUT need submit; DELETE of a finished job needs admin (of an
-unfinished one, which cancels it, submit).  Below the route's role: 403
+unfinished one, which answers 409 "cancel it first", submit).  Below the route's role: 403
 forbidden; no token or an unknown one: 401 unauthorized with
 `WWW-Authenticate: Bearer`.  At or above it: the route's own answer, which
 must be one the operation documents (and not 401/403).  The operations are

@@ -69,7 +69,8 @@ def main():
     expect(api, "reader uploads -> forbidden", 403, "PUT", "/v1/jobs/%s/projections" % jid,
            b"\0" * proj_bytes(spec), R, code="forbidden")
     expect(api, "reader starts -> forbidden", 403, "POST", "/v1/jobs/%s/start" % jid, b"", R, code="forbidden")
-    expect(api, "reader cancels -> forbidden", 403, "DELETE", "/v1/jobs/%s" % jid, None, R, code="forbidden")
+    expect(api, "reader cancels -> forbidden", 403, "POST", "/v1/jobs/%s/cancel" % jid, b"", R, code="forbidden")
+    expect(api, "reader deletes -> forbidden", 403, "DELETE", "/v1/jobs/%s" % jid, None, R, code="forbidden")
     expect(api, "no token upload", 401, "PUT", "/v1/jobs/%s/projections/0" % jid, b"\0" * job["view_bytes"])
     after = (api.request("GET", "/v1/jobs", token=R)[3]["jobs"], store_files(d.store))
     check("refused requests changed nothing stored", after == before)

@@ -183,6 +183,7 @@ def main():
         expect(api, "GET job: %s" % name, 400, "invalid_id", "GET", "/v1/jobs/" + jid)
         expect(api, "PUT view: %s" % name, 400, "invalid_id", "PUT", "/v1/jobs/%s/projections/0" % jid, b"\0" * vb)
     for method, path, body in (("GET", "", None), ("DELETE", "", None), ("POST", "/start", b""),
+                               ("POST", "/cancel", b""),
                                ("PUT", "/projections", b"\0" * nb), ("PUT", "/projections/0", b"\0" * vb),
                                ("GET", "/events", None), ("GET", "/volume", None)):
         expect(api, "%s unknown job%s" % (method, path), 404, "not_found", method, "/v1/jobs/" + UNKNOWN + path, body)

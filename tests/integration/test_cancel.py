@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Cancel of a queued and of a running job: the queued one is cancelled at
-once (200), the running one is asked to stop (202, cancel_requested) and is
-cancelled within about one iteration; its worker is gone, the runner is free
-(the next job runs), and DELETE of a cancelled job removes it and its files."""
+"""POST cancel of a queued and of a running job: the queued one is cancelled
+at once (200), the running one is asked to stop (202, cancel_requested) and
+is cancelled within about one iteration; its worker is gone, the runner is
+free (the next job runs).  DELETE of a job that has not finished is 409 and
+changes nothing (DELETE never cancels); cancel of a finished job is 409;
+DELETE of a cancelled job removes it and its files (then 404)."""
 
 import os
 import time
@@ -37,15 +39,20 @@ def main():
     q = api.job(queued["id"])
     check("second job queued behind it", q["state"] == "queued", q["state"])
 
-    st, _, _, doc = api.delete("/v1/jobs/%s" % queued["id"])
-    check("DELETE a queued job: 200, cancelled", st == 200 and doc["state"] == "cancelled", "%d %s" % (st, doc))
+    for jid, what in ((queued["id"], "queued"), (long_job["id"], "running")):
+        st, _, _, doc = api.delete("/v1/jobs/%s" % jid)
+        check("DELETE a %s job: 409 conflict naming cancel, job unchanged" % what,
+              st == 409 and doc["error"]["code"] == "conflict" and "/cancel" in doc["error"]["message"] and
+              api.job(jid)["state"] == what, "%d %s" % (st, doc))
+    st, _, _, doc = api.post_json("/v1/jobs/%s/cancel" % queued["id"], b"")
+    check("cancel a queued job: 200, cancelled", st == 200 and doc["state"] == "cancelled", "%d %s" % (st, doc))
 
     t_iter = None
     if j["progress"].get("elapsed_s") and j["progress"]["iteration"]:
         t_iter = j["progress"]["elapsed_s"] / j["progress"]["iteration"]
     t0 = time.monotonic()
-    st, _, _, doc = api.delete("/v1/jobs/%s" % long_job["id"])
-    check("DELETE a running job: 202, cancel_requested", st == 202 and doc.get("cancel_requested") is True,
+    st, _, _, doc = api.post_json("/v1/jobs/%s/cancel" % long_job["id"], b"")
+    check("cancel a running job: 202, cancel_requested", st == 202 and doc.get("cancel_requested") is True,
           "%d %s" % (st, doc and doc.get("state")))
     j = api.wait_state(long_job["id"], ("cancelled", "failed", "succeeded"), timeout=60, poll=0.02)
     dt = time.monotonic() - t0
@@ -64,6 +71,10 @@ def main():
     n = api.wait_state(n["id"], ("succeeded", "failed", "cancelled"), timeout=60)
     check("the next job runs after the cancel", n["state"] == "succeeded", n["state"])
 
+    for jid, what in ((long_job["id"], "cancelled"), (n["id"], "succeeded")):
+        st, _, _, doc = api.post_json("/v1/jobs/%s/cancel" % jid, b"")
+        check("cancel a %s job: 409 conflict, job unchanged" % what,
+              st == 409 and doc["error"]["code"] == "conflict" and api.job(jid)["state"] == what, "%d %s" % (st, doc))
     st, _, _, _ = api.delete("/v1/jobs/%s" % long_job["id"])
     check("DELETE a cancelled job: 204", st == 204, str(st))
     st, _, _, _ = api.get("/v1/jobs/%s" % long_job["id"])

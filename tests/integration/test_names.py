@@ -16,6 +16,14 @@ def schema(doc, name):
     return doc["components"]["schemas"][name]["properties"]
 
 
+def variants_enum(doc, name, key):
+    """The values of key over the oneOf variants of schema name, in order (each variant names its own)."""
+    out = []
+    for v in doc["components"]["schemas"][name]["oneOf"]:
+        out += doc["components"]["schemas"][v["$ref"].split("/")[-1]]["properties"][key]["enum"]
+    return out
+
+
 def volume_format_enum(doc):
     params = doc["paths"]["/v1/jobs/{id}/volume"]["parameters"]
     return next(p for p in params if isinstance(p, dict) and p.get("name") == "format")["schema"]["enum"]
@@ -32,25 +40,35 @@ def main():
     where = {
         "engine": ("Execution.engine", schema(doc, "Execution")["engine"]["enum"]),
         "precision": ("Execution.precision", schema(doc, "Execution")["precision"]["enum"]),
-        "algorithm": ("Algorithm.name", schema(doc, "Algorithm")["name"]["enum"]),
-        "window": ("Algorithm.window", schema(doc, "Algorithm")["window"]["enum"]),
-        "scan": ("Algorithm.scan", schema(doc, "Algorithm")["scan"]["enum"]),
-        "projector": ("Algorithm.projector", schema(doc, "Algorithm")["projector"]["enum"]),
-        "geometry": ("Geometry.type", schema(doc, "Geometry")["type"]["enum"]),
+        "algorithm": ("AlgorithmName", doc["components"]["schemas"]["AlgorithmName"]["enum"]),
+        "window": ("IterativeAlgorithm.window", schema(doc, "IterativeAlgorithm")["window"]["enum"]),
+        "scan": ("IterativeAlgorithm.scan", schema(doc, "IterativeAlgorithm")["scan"]["enum"]),
+        "projector": ("IterativeAlgorithm.projector", schema(doc, "IterativeAlgorithm")["projector"]["enum"]),
+        "geometry": ("GeometryType", doc["components"]["schemas"]["GeometryType"]["enum"]),
         "format": ("GET /v1/jobs/{id}/volume format", volume_format_enum(doc)),
         "device_engine": ("Device.engine", schema(doc, "Device")["engine"]["enum"]),
     }
+    # Geometry and Algorithm are one variant per kind: together they name each value once.
+    for name, key, full in (("Geometry", "type", "GeometryType"), ("Algorithm", "name", "AlgorithmName")):
+        got = variants_enum(doc, name, key)
+        want = doc["components"]["schemas"][full]["enum"]
+        check("the %s variants' %s values are %s's, each once" % (name, key, full),
+              sorted(got) == sorted(want) and len(got) == len(set(got)), "variants %s, %s %s" % (got, full, want))
+    for key in ("window", "scan"):
+        check("FdkAlgorithm.%s equals IterativeAlgorithm.%s" % (key, key),
+              schema(doc, "FdkAlgorithm")[key] == schema(doc, "IterativeAlgorithm")[key])
     check("--names prints every set the API names", sorted(table) == sorted(where),
           "table %s, api %s" % (sorted(table), sorted(where)))
     for key, (what, enum) in sorted(where.items()):
         check("%s of api/openapi.yaml equals core's table (%s)" % (what, key), enum == table.get(key),
               "api %s, table %s" % (enum, table.get(key)))
     # Defaults are words of the table too.
+    it = schema(doc, "IterativeAlgorithm")
     for what, prop, key in (("Execution.engine", schema(doc, "Execution")["engine"], "engine"),
                             ("Execution.precision", schema(doc, "Execution")["precision"], "precision"),
-                            ("Algorithm.window", schema(doc, "Algorithm")["window"], "window"),
-                            ("Algorithm.scan", schema(doc, "Algorithm")["scan"], "scan"),
-                            ("Algorithm.projector", schema(doc, "Algorithm")["projector"], "projector")):
+                            ("IterativeAlgorithm.window", it["window"], "window"),
+                            ("IterativeAlgorithm.scan", it["scan"], "scan"),
+                            ("IterativeAlgorithm.projector", it["projector"], "projector")):
         check("default of %s is in the table" % what, prop.get("default") in table.get(key, []),
               str(prop.get("default")))
 

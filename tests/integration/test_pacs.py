@@ -282,6 +282,7 @@ def bad_requests(api):
     st, _, body, doc = api.post_json("/v1/jobs", spec)
     check("a 64-character UTF-8 name (128 bytes) is accepted", st == 201, "%d %s" % (st, body[:200]))
     if st == 201:
+        api.post_json("/v1/jobs/%s/cancel" % doc["id"], b"")
         api.delete("/v1/jobs/" + doc["id"])
 
 

@@ -239,6 +239,9 @@ def main():
     # 5: cancelled.
     rc, out, _ = ctl(d, "submit", spec_path, "--projections", proj_path, "--no-start")
     cid = out.strip()
+    rc, out, err = ctl(d, "delete", cid)
+    check("delete of an unfinished job: exit 2 (409), says cancel first, job kept",
+          rc == 2 and "409" in err and "cancel" in err and ctl(d, "status", cid)[0] == 0, "rc %d %s" % (rc, err))
     rc, out, _ = ctl(d, "cancel", cid)
     check("cancel of an unstarted job: exit 0, cancelled", rc == 0 and "cancelled" in out, out)
     rc, out, _ = ctl(d, "watch", cid)
@@ -272,7 +275,7 @@ def main():
     th = threading.Thread(target=follow)
     th.start()
     time.sleep(1.5)
-    api.delete("/v1/jobs/%s" % sid)
+    api.request("POST", "/v1/jobs/%s/cancel" % sid)
     try:
         out, err = w.communicate(timeout=30)
     except subprocess.TimeoutExpired:

@@ -7,7 +7,8 @@
  * runs slowly until cancelled.  Covered: create, out-of-order views,
  * whole-stack upload, every kind of bad input with its status and error
  * code (and that it changes nothing), queue + worker success and crash,
- * cancel of a queued and a running job, server-sent events, Range
+ * cancel of a queued and a running job (POST .../cancel; DELETE of an
+ * unfinished job and cancel of a finished one are 409), server-sent events, Range
  * downloads, NIfTI and MetaImage headers, tokens and roles.
  */
 #include <math.h>
@@ -390,10 +391,14 @@ static void test_views_and_run(void **state)
 	assert_int_equal(r.len - (size_t)(data + 24 - r.body), VOL_BYTES);
 	resp_free(&r);
 
-	/* Delete a finished job: 204, then 404. */
+	/* Cancel of a finished job: 409, nothing changes.  Delete: 204, then 404. */
+	snprintf(p, sizeof p, "/v1/jobs/%s/cancel", id);
+	expect("POST", p, NULL, 0, NULL, 409, "conflict");
 	snprintf(p, sizeof p, "/v1/jobs/%s", id);
 	expect("DELETE", p, NULL, 0, NULL, 204, NULL);
 	expect("GET", p, NULL, 0, NULL, 404, "not_found");
+	snprintf(p, sizeof p, "/v1/jobs/%s/cancel", id);
+	expect("POST", p, NULL, 0, NULL, 404, "not_found");
 }
 
 /* One view of a parallel job is [slice][u]; it lands in the stack's rows
@@ -501,6 +506,20 @@ static void test_bad_input(void **state)
 	expect_header("PATCH", "/v1/jobs", "{}", 2, NULL, 405, "Allow: GET, HEAD, POST");
 	expect("GET", "/v1/jobs?state=sleeping", NULL, 0, NULL, 400, "invalid_argument");
 	expect("GET", "/v1/jobs?limit=0", NULL, 0, NULL, 400, "invalid_argument");
+	/* query numbers: digits only, within the contract's maxima */
+	expect("GET", "/v1/jobs?limit=", NULL, 0, NULL, 400, "invalid_argument");
+	expect("GET", "/v1/jobs?limit=+5", NULL, 0, NULL, 400, "invalid_argument");
+	expect("GET", "/v1/jobs?limit=%205", NULL, 0, NULL, 400, "invalid_argument");
+	expect("GET", "/v1/jobs?offset=1000000001", NULL, 0, NULL, 400, "invalid_argument");
+	expect("GET", "/v1/jobs?offset=1000000000&limit=1000", NULL, 0, NULL, 200, NULL);
+	/* DELETE never cancels: a job that has not finished stays as it is */
+	snprintf(p, sizeof p, "/v1/jobs/%s", id);
+	expect("DELETE", p, NULL, 0, NULL, 409, "conflict");
+	expect_header("POST", p, NULL, 0, NULL, 405, "Allow: GET, HEAD, DELETE");
+	snprintf(p, sizeof p, "/v1/jobs/%s/cancel", id);
+	expect_header("GET", p, NULL, 0, NULL, 405, "Allow: POST");
+	snprintf(p, sizeof p, "/v1/jobs/%s/volume?format=", id);
+	expect("GET", p, NULL, 0, NULL, 400, "invalid_argument");
 	snprintf(p, sizeof p, "/v1/jobs/%s/volume", id);
 	expect("GET", p, NULL, 0, NULL, 409, "conflict");
 
@@ -594,15 +613,21 @@ static void test_cancel(void **state)
 	assert_string_equal(state_of(j), "queued");
 	json_decref(j);
 	snprintf(p, sizeof p, "/v1/jobs/%s", queued);
-	expect("DELETE", p, NULL, 0, NULL, 200, NULL);
+	expect("DELETE", p, NULL, 0, NULL, 409, "conflict"); /* DELETE never cancels */
+	snprintf(p, sizeof p, "/v1/jobs/%s/cancel", queued);
+	expect("POST", p, NULL, 0, NULL, 200, NULL);
 	j = get_job(queued);
 	assert_string_equal(state_of(j), "cancelled");
 	json_decref(j);
-	snprintf(p, sizeof p, "/v1/jobs/%s", run);
-	expect("DELETE", p, NULL, 0, NULL, 202, NULL);
+	expect("POST", p, NULL, 0, NULL, 409, "conflict"); /* already cancelled */
+	snprintf(p, sizeof p, "/v1/jobs/%s/cancel", run);
+	expect("POST", p, NULL, 0, NULL, 202, NULL);
+	expect("POST", p, NULL, 0, NULL, 202, NULL); /* still running: asked again */
 	j = wait_final(run);
 	assert_string_equal(state_of(j), "cancelled");
 	json_decref(j);
+	snprintf(p, sizeof p, "/v1/jobs/%s", run);
+	expect("DELETE", p, NULL, 0, NULL, 204, NULL);
 }
 
 struct sse_buf { char *p; size_t len; };
