@@ -66,9 +66,7 @@ void daemon_stop(app *a, double grace_s)
 	if (a->hub)
 		hub_shutdown(a->hub);
 	runner_stop(a->run);
-	pusher_stop(a->push);
-	a->push = NULL;
-	http_stop(a->http, grace_s);
+	http_stop(a->http, grace_s); /* before the pusher goes: a handler may kick it */
 	a->http = NULL;
 	close_parts(a);
 }

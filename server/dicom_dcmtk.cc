@@ -381,9 +381,12 @@ extern "C" int rc_dcm_write_ct(const rc_dcm_ct_slice *s, const char *path, rc_er
 		OFCondition c = ff.saveFile(OFFilename(path), EXS_LittleEndianExplicit, EET_ExplicitLength,
 					    EGL_withoutGL, EPD_noChange, 0, 0, EWM_fileformat);
 		if (c.bad()) {
+			/* A full disk is the client's 507 (docs/api.md), whatever DCMTK says. */
+			int e = errno;
 			/* Not a half-written instance a PACS could pick up. */
 			unlink(path);
-			return rc_fail(err, RC_EIO, "", "cannot write DICOM file %s: %s", path, c.text());
+			return rc_fail(err, e == ENOSPC || e == EDQUOT ? RC_ENOSPACE : RC_EIO, "",
+				       "cannot write DICOM file %s: %s", path, c.text());
 		}
 		return 0;
 	} catch (const std::bad_alloc &) {

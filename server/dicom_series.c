@@ -65,7 +65,7 @@ static int rm_tree(const char *dir)
 	char path[4300];
 	for (int k = 1;; k++) { /* only what this module writes: NNNNN.dcm and series.json */
 		snprintf(path, sizeof path, "%s/%05d.dcm", dir, k);
-		if (unlink(path) && errno == ENOENT)
+		if (unlink(path)) /* numbered without gaps: the first that fails ends it */
 			break;
 	}
 	snprintf(path, sizeof path, "%s/series.json", dir);
@@ -287,7 +287,7 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 	rc = generate(&g, out, err);
 	if (g.fd >= 0)
 		close(g.fd);
-	if (rc)
+	if (rc && g.tmp[0])
 		rm_tree(g.tmp);
 	job_spec_free(spec);
 out:

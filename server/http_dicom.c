@@ -166,6 +166,8 @@ enum MHD_Result volume_get_dicom(struct MHD_Connection *c, req *r)
 	rc_err err;
 	if (dicom_series_ensure(a->st, r->id, a->cfg->uid_root, &s, &err)) {
 		rlog(LOG_P_ERR, "dicom_series_failed", "id=%s error=\"%s\"", r->id, err.msg);
+		if (err.code == RC_EINVAL) /* a value DCMTK refused: nothing the client can fix */
+			err.code = RC_EINTERNAL;
 		return http_error_rc(c, r, &err);
 	}
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);

@@ -106,6 +106,19 @@ static long stow_verdict(const body *ans)
 	return reason;
 }
 
+typedef struct xfer {
+	push_progress progress;
+	void *ud;
+} xfer;
+
+/* libcurl's progress hook: lets a stop interrupt a slow PACS at once. */
+static int stow_poll(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)dt, (void)dn, (void)ut, (void)un;
+	const xfer *x = ud;
+	return x->progress && x->progress(x->ud, -1) ? 1 : 0;
+}
+
 static int send_stow(store *st, const char *id, int n, const destination *d, push_progress progress, void *ud,
 		     rc_err *err)
 {
@@ -130,6 +143,10 @@ static int send_stow(store *st, const char *id, int n, const destination *d, pus
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_answer);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ans);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	xfer x = { progress, ud };
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, stow_poll);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 	if (d->username[0]) {
 		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 		curl_easy_setopt(h, CURLOPT_USERNAME, d->username);
@@ -149,17 +166,16 @@ static int send_stow(store *st, const char *id, int n, const destination *d, pus
 		CURLcode cc = curl_easy_perform(h);
 		long status = 0, reason;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		if (cc != CURLE_OK) {
+		if (cc == CURLE_ABORTED_BY_CALLBACK) {
+			rc = rc_fail(err, RC_ECANCELLED, "", "stopped");
+		} else if (cc != CURLE_OK) {
 			rc = rc_fail(err, RC_EIO, "", "STOW-RS to %s failed: %s", url, curl_easy_strerror(cc));
 		} else if (status != 200) {
 			/* 202 is "stored with warnings or some failed" (PS3.18 10.5.3):
-			 * with one instance per request, a failure of that one */
-			body_add(&ans, "", 1);
-			for (char *c = ans.p; c && *c; c++)
-				if (*c == '\r' || *c == '\n' || *c == '"')
-					*c = ' ';
-			rc = rc_fail(err, RC_EIO, "", "STOW-RS to %s answered %ld for instance %d: %.200s", url, status,
-				     k + 1, ans.p ? ans.p : "");
+			 * with one instance per request, a failure of that one.  The
+			 * answer's body is not quoted: a PACS may echo patient data. */
+			rc = rc_fail(err, RC_EIO, "", "STOW-RS to %s answered HTTP %ld for instance %d", url, status,
+				     k + 1);
 		} else if ((reason = stow_verdict(&ans))) {
 			rc = rc_fail(err, RC_EIO, "", "STOW-RS to %s answered 200 but did not store instance %d "
 				     "(failure reason %ld)", url, k + 1, reason);

@@ -2,8 +2,9 @@
  * push_send: one attempt at sending a job's DICOM series to one destination
  * (destinations.h): STOW-RS over libcurl, one instance per request on one
  * kept connection, or C-STORE over one DIMSE association (dicom_dcmtk.h).
- * progress(k) is called after each instance the peer accepted; a nonzero
- * return stops the attempt (the daemon is stopping).
+ * progress(ud, k) is called after each instance the peer accepted, and
+ * progress(ud, -1) while a STOW-RS transfer runs; a nonzero return stops the
+ * attempt (the daemon is stopping).
  */
 #ifndef RC_PUSH_SEND_H
 #define RC_PUSH_SEND_H

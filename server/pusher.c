@@ -30,9 +30,20 @@ typedef struct attempt {
 	double last_publish;
 } attempt;
 
+static int stopping(pusher *p)
+{
+	pthread_mutex_lock(&p->lock);
+	int stop = p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return stop;
+}
+
+/* sent < 0: only "stop?" (asked during a transfer). */
 static int on_progress(void *ud, int sent)
 {
 	attempt *t = ud;
+	if (sent < 0)
+		return stopping(t->p);
 	t->row->sent = sent;
 	double now = store_now();
 	if (now - t->last_publish >= PUBLISH_EVERY_S || sent == t->row->total) {
@@ -40,10 +51,8 @@ static int on_progress(void *ud, int sent)
 		app_job_changed(t->p->a, t->row->job);
 		t->last_publish = now;
 	}
-	pthread_mutex_lock(&t->p->lock);
-	int stop = t->p->stop;
-	pthread_mutex_unlock(&t->p->lock);
-	return stop;
+	/* the last instance is in: finish the attempt even when stopping */
+	return sent == t->row->total ? 0 : stopping(t->p);
 }
 
 static void run_one(pusher *p, push_row *row)

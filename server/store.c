@@ -859,15 +859,24 @@ static int delete_locked(store *st, const char *id, rc_err *err)
 {
 	sqlite3_stmt *q;
 	char dir[4200];
-	if (sqlite3_prepare_v2(st->db, "DELETE FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK)
-		return db_fail(st, err, "delete");
-	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "delete");
-	sqlite3_finalize(q);
-	if (!rc)
-		rc = store_push_delete_locked(st, id, err);
+	int rc = exec_sql(st, "BEGIN IMMEDIATE", err); /* the row and its pushes together */
 	if (rc)
 		return rc;
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "delete");
+	} else {
+		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "delete");
+		sqlite3_finalize(q);
+	}
+	if (!rc)
+		rc = store_push_delete_locked(st, id, err);
+	if (!rc)
+		rc = exec_sql(st, "COMMIT", err);
+	if (rc) {
+		exec_sql(st, "ROLLBACK", NULL);
+		return rc;
+	}
 	/* The row is gone first: a crash here leaves an orphan directory that
 	 * store_recover removes, never a row without its files. */
 	store_job_path(st, id, NULL, dir, sizeof dir);

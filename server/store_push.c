@@ -131,7 +131,10 @@ int store_push_take(store *st, double now, push_row *out, double *next_due, rc_e
 	}
 	sqlite3_bind_int(q, 1, PUSH_PENDING);
 	sqlite3_bind_int(q, 2, JOB_SUCCEEDED);
-	if (sqlite3_step(q) == SQLITE_ROW) {
+	int step = sqlite3_step(q);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = store_db_fail(st, err, "take push");
+	if (step == SQLITE_ROW) {
 		read_push(q, out);
 		if (out->next_try > now) {
 			if (next_due)
@@ -201,8 +204,13 @@ int store_push_again(store *st, const char *id, int *n, rc_err *err)
 		goto out;
 	}
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-	int total = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
+	int step = sqlite3_step(q);
+	int total = step == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
 	sqlite3_finalize(q);
+	if (step != SQLITE_ROW) {
+		rc = store_db_fail(st, err, "push again");
+		goto out;
+	}
 	if (!total) {
 		rc = rc_fail(err, RC_ENOTFOUND, "output.push", "job %s names no destination in output.push", id);
 		goto out;

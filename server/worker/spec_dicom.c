@@ -82,7 +82,7 @@ static int date_field(const json_t *o, char *dst, rc_err *err)
 	}
 	if (!ok)
 		return rc_fail(err, RC_EINVAL, "dicom.patient_birth_date",
-			       "dicom.patient_birth_date must be a date YYYYMMDD (got \"%s\")", v);
+			       "dicom.patient_birth_date must be a real date written YYYYMMDD");
 	snprintf(dst, 9, "%s", v);
 	return 0;
 }
@@ -111,7 +111,7 @@ static int uid_field(const json_t *o, char *dst, rc_err *err)
 	if (!spec_uid_valid(v, 64))
 		return rc_fail(err, RC_EINVAL, "dicom.study_instance_uid",
 			       "dicom.study_instance_uid must be a DICOM UID: digits and dots, at most 64 characters, no "
-			       "empty component, no leading zero (got \"%s\")", v);
+			       "empty component, no leading zero");
 	snprintf(dst, 65, "%s", v);
 	return 0;
 }
