@@ -44,23 +44,22 @@ void app_job_add_push(app *a, const job_row *r, json_t *j)
 void app_job_add_dicom(app *a, const char *id, json_t *j)
 {
 	char path[4200];
-	job_spec *s = NULL;
+	job_output out;
+	job_dicom d;
 	store_job_path(a->st, id, "spec.json", path, sizeof path);
 	json_t *dj = json_object();
-	if (!job_spec_load(path, &s, NULL)) {
-		const job_dicom *d = &s->dicom;
+	if (!job_spec_load_output(path, &out, &d, NULL)) {
 		const char *const keys[] = { "patient_id", "patient_name", "patient_birth_date", "patient_sex",
 					     "accession_number", "study_instance_uid", "study_description",
 					     "series_description", "referring_physician", "institution" };
-		const char *const vals[] = { d->patient_id, d->patient_name, d->patient_birth_date, d->patient_sex,
-					     d->accession_number, d->study_instance_uid, d->study_description,
-					     d->series_description, d->referring_physician, d->institution };
+		const char *const vals[] = { d.patient_id, d.patient_name, d.patient_birth_date, d.patient_sex,
+					     d.accession_number, d.study_instance_uid, d.study_description,
+					     d.series_description, d.referring_physician, d.institution };
 		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 			if (vals[i][0])
 				json_object_set_new(dj, keys[i], json_string(vals[i]));
-		json_object_set_new(j, "water_mu_per_mm", json_real(s->out.water_mu_per_mm));
+		json_object_set_new(j, "water_mu_per_mm", json_real(out.water_mu_per_mm));
 	}
-	job_spec_free(s);
 	json_object_set_new(j, "dicom", dj);
 	dicom_series ser;
 	if (dicom_series_read(a->st, id, &ser))

@@ -10,15 +10,12 @@
  */
 #include <archive.h>
 #include <archive_entry.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "bytebuf.h"
 #include "dicom_series.h"
 #include "http_internal.h"
 #include "log.h"
@@ -31,60 +28,17 @@ typedef struct dcm_dl {
 	int n, k;            /* instances, next one */
 	int multipart;
 	struct archive *ar;
-	char *buf;           /* bytes produced, not yet handed to MHD */
-	size_t len, off, cap;
+	bytebuf out;         /* bytes produced; those from off on not yet handed to MHD */
+	size_t off;
+	bytebuf file;        /* ZIP: the instance being added */
 	int finished;
 } dcm_dl;
-
-static int buf_add(dcm_dl *d, const void *p, size_t n)
-{
-	if (d->len + n > d->cap) {
-		size_t cap = d->cap ? d->cap : 1 << 16;
-		while (cap < d->len + n)
-			cap *= 2;
-		char *nb = realloc(d->buf, cap);
-		if (!nb)
-			return -1;
-		d->buf = nb;
-		d->cap = cap;
-	}
-	memcpy(d->buf + d->len, p, n);
-	d->len += n;
-	return 0;
-}
 
 static la_ssize_t zip_write(struct archive *ar, void *cls, const void *p, size_t n)
 {
 	(void)ar;
-	return buf_add(cls, p, n) ? -1 : (la_ssize_t)n;
-}
-
-static int read_file(const char *path, char **ret, size_t *len, time_t *mtime)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	char *b = NULL;
-	size_t done = 0;
-	if (fd < 0 || fstat(fd, &sb) || !(b = malloc((size_t)sb.st_size + 1)))
-		goto fail;
-	while (done < (size_t)sb.st_size) {
-		ssize_t r = read(fd, b + done, (size_t)sb.st_size - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			goto fail;
-		done += (size_t)r;
-	}
-	close(fd);
-	*ret = b;
-	*len = done;
-	*mtime = sb.st_mtime;
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(b);
-	return -1;
+	dcm_dl *d = cls;
+	return bytebuf_add(&d->out, p, n) ? -1 : (la_ssize_t)n;
 }
 
 /* Puts the next instance (or the end) into the buffer. */
@@ -93,41 +47,37 @@ static int produce(dcm_dl *d)
 	if (d->k == d->n) {
 		d->finished = 1;
 		if (d->multipart)
-			return buf_add(d, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
+			return bytebuf_add(&d->out, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
 		return archive_write_close(d->ar) == ARCHIVE_OK ? 0 : -1;
 	}
-	char path[4200], *file = NULL;
-	size_t flen = 0;
+	char path[4200];
 	time_t mtime = 0;
-	dicom_series_file(d->st, d->id, d->k, path, sizeof path);
-	if (read_file(path, &file, &flen, &mtime))
-		return -1;
-	int rc = 0;
+	dicom_series_file(d->st, d->id, d->k++, path, sizeof path);
 	if (d->multipart) {
 		static const char head[] = "--" BOUNDARY "\r\nContent-Type: application/dicom\r\n\r\n";
-		rc = buf_add(d, head, strlen(head)) || buf_add(d, file, flen) || buf_add(d, "\r\n", 2) ? -1 : 0;
-	} else {
-		struct archive_entry *e = archive_entry_new();
-		char name[64];
-		snprintf(name, sizeof name, "%s/%05d.dcm", d->id, d->k + 1);
-		if (!e)
-			rc = -1;
-		else {
-			archive_entry_set_pathname(e, name);
-			archive_entry_set_size(e, (la_int64_t)flen);
-			archive_entry_set_filetype(e, AE_IFREG);
-			archive_entry_set_perm(e, 0644);
-			archive_entry_set_mtime(e, mtime, 0); /* the file's: every download the same bytes */
-			rc = archive_write_header(d->ar, e) != ARCHIVE_OK ||
-					     archive_write_data(d->ar, file, flen) != (la_ssize_t)flen ||
-					     archive_write_finish_entry(d->ar) != ARCHIVE_OK
-				     ? -1
-				     : 0;
-			archive_entry_free(e);
-		}
+		return bytebuf_add(&d->out, head, strlen(head)) || bytebuf_add_file(&d->out, path, NULL) ||
+			       bytebuf_add(&d->out, "\r\n", 2)
+			       ? -1
+			       : 0;
 	}
-	free(file);
-	d->k++;
+	d->file.len = 0; /* the instance, which libarchive copies into out */
+	struct archive_entry *e = archive_entry_new();
+	char name[64];
+	snprintf(name, sizeof name, "%s/%05d.dcm", d->id, d->k);
+	int rc = !e || bytebuf_add_file(&d->file, path, &mtime) ? -1 : 0;
+	if (!rc) {
+		archive_entry_set_pathname(e, name);
+		archive_entry_set_size(e, (la_int64_t)d->file.len);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0644);
+		archive_entry_set_mtime(e, mtime, 0); /* the file's: every download the same bytes */
+		rc = archive_write_header(d->ar, e) != ARCHIVE_OK ||
+				     archive_write_data(d->ar, d->file.p, d->file.len) != (la_ssize_t)d->file.len ||
+				     archive_write_finish_entry(d->ar) != ARCHIVE_OK
+			     ? -1
+			     : 0;
+	}
+	archive_entry_free(e);
 	return rc;
 }
 
@@ -135,17 +85,17 @@ static ssize_t dcm_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	(void)pos;
 	dcm_dl *d = cls;
-	while (d->off == d->len) {
+	while (d->off == d->out.len) {
 		if (d->finished)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		d->off = d->len = 0;
+		d->off = d->out.len = 0;
 		if (produce(d)) {
 			rlog(LOG_P_ERR, "dicom_download_failed", "id=%s instance=%d", d->id, d->k);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 	}
-	size_t n = d->len - d->off < max ? d->len - d->off : max;
-	memcpy(out, d->buf + d->off, n);
+	size_t n = d->out.len - d->off < max ? d->out.len - d->off : max;
+	memcpy(out, d->out.p + d->off, n);
 	d->off += n;
 	return (ssize_t)n;
 }
@@ -155,7 +105,8 @@ static void dcm_free(void *cls)
 	dcm_dl *d = cls;
 	if (d->ar)
 		archive_write_free(d->ar);
-	free(d->buf);
+	bytebuf_free(&d->out);
+	bytebuf_free(&d->file);
 	free(d);
 }
 

@@ -3,84 +3,35 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "bytebuf.h"
 #include "dicom_dcmtk.h"
 #include "dicom_series.h"
 
 #define BOUNDARY "recond-stow-5d1c8e2b7a4f"
 
-typedef struct body {
-	char *p;
-	size_t len, cap;
-} body;
-
-static int body_reserve(body *b, size_t more)
-{
-	if (b->len + more <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 1 << 16;
-	while (cap < b->len + more)
-		cap *= 2;
-	char *np = realloc(b->p, cap);
-	if (!np)
-		return -1;
-	b->p = np;
-	b->cap = cap;
-	return 0;
-}
-
-static int body_add(body *b, const void *p, size_t n)
-{
-	if (body_reserve(b, n))
-		return -1;
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
 static size_t keep_answer(char *p, size_t size, size_t n, void *ud)
 {
-	body *b = ud;
+	bytebuf *b = ud;
 	size_t len = size * n;
 	if (b->len < 4096) /* the start is enough for the error message */
-		body_add(b, p, len < 4096 - b->len ? len : 4096 - b->len);
+		bytebuf_add(b, p, len < 4096 - b->len ? len : 4096 - b->len);
 	return len;
 }
 
 /* One instance as a multipart/related body (PS3.18 10.5). */
-static int instance_body(const char *path, body *b)
+static int instance_body(const char *path, bytebuf *b)
 {
 	static const char head[] = "--" BOUNDARY "\r\nContent-Type: application/dicom\r\n\r\n";
 	static const char tail[] = "\r\n--" BOUNDARY "--\r\n";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	int rc = fd < 0 || fstat(fd, &sb) ? -1 : 0;
 	b->len = 0;
-	size_t want = rc ? 0 : (size_t)sb.st_size, done = 0;
-	if (!rc)
-		rc = body_add(b, head, sizeof head - 1) || body_reserve(b, want + sizeof tail) ? -1 : 0;
-	while (!rc && done < want) {
-		ssize_t r = read(fd, b->p + b->len + done, want - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			rc = -1;
-		else
-			done += (size_t)r;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (rc)
-		return rc;
-	b->len += want;
-	return body_add(b, tail, sizeof tail - 1);
+	return bytebuf_add(b, head, sizeof head - 1) || bytebuf_add_file(b, path, NULL) ||
+		       bytebuf_add(b, tail, sizeof tail - 1)
+		       ? -1
+		       : 0;
 }
 
 /* A STOW-RS answer's verdict on the one instance sent (PS3.18 10.5.3): a
@@ -88,7 +39,7 @@ static int instance_body(const char *path, body *b)
  * (0008,1199) that does not list it, is a failure even under 200 (a PACS
  * may drop what it could not store).  Answers that are not DICOM JSON are
  * taken at their status.  Returns 0, or the failure reason (-1: unknown). */
-static long stow_verdict(const body *ans)
+static long stow_verdict(const bytebuf *ans)
 {
 	json_t *j = ans->len ? json_loadb(ans->p, ans->len, 0, NULL) : NULL;
 	long reason = 0;
@@ -126,7 +77,7 @@ static int send_stow(store *st, const char *id, int n, const destination *d, pus
 	snprintf(url, sizeof url, "%s/studies", d->url);
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
-	body b = { 0 }, ans = { 0 };
+	bytebuf b = { 0 }, ans = { 0 };
 	int rc = 0;
 	if (!h || !(hdr = curl_slist_append(hdr, "Content-Type: multipart/related; type=\"application/dicom\"; "
 						 "boundary=" BOUNDARY)) ||
@@ -187,8 +138,8 @@ out:
 	curl_slist_free_all(hdr);
 	if (h)
 		curl_easy_cleanup(h);
-	free(b.p);
-	free(ans.p);
+	bytebuf_free(&b);
+	bytebuf_free(&ans);
 	return rc;
 }
 

@@ -458,7 +458,8 @@ void job_spec_free(job_spec *s)
 	free(s);
 }
 
-int job_spec_load(const char *path, job_spec **ret, rc_err *err)
+/* The stored spec's bytes (malloc'd, NUL-terminated). */
+static int read_spec(const char *path, char **ret, size_t *ret_len, rc_err *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
@@ -479,8 +480,45 @@ int job_spec_load(const char *path, job_spec **ret, rc_err *err)
 		len += (size_t)n;
 	}
 	close(fd);
-	int rc = buf && len == (size_t)sb.st_size ? job_spec_parse(buf, len, 0, ret, err)
-						     : rc_fail(err, RC_EIO, "", "cannot read the job's spec %s", path);
+	if (!buf || len != (size_t)sb.st_size) {
+		free(buf);
+		return rc_fail(err, RC_EIO, "", "cannot read the job's spec %s", path);
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int job_spec_load(const char *path, job_spec **ret, rc_err *err)
+{
+	char *buf;
+	size_t len;
+	int rc = read_spec(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = job_spec_parse(buf, len, 0, ret, err);
+	free(buf);
+	return rc;
+}
+
+int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err *err)
+{
+	char *buf;
+	size_t len;
+	int rc = read_spec(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *o = json_object_get(root, "output"), *dj = json_object_get(root, "dicom");
+	memset(out, 0, sizeof *out);
+	memset(d, 0, sizeof *d);
+	out->water_mu_per_mm = SPEC_WATER_MU_DEFAULT;
+	if (!json_is_object(root))
+		rc = rc_fail(err, RC_EIO, "", "the job's spec %s is not a JSON object", path);
+	else if (!(rc = o ? spec_parse_output(o, out, err) : 0) && dj)
+		rc = spec_parse_dicom(dj, d, err);
+	json_decref(root);
 	free(buf);
 	return rc;
 }

@@ -58,6 +58,11 @@ void job_spec_free(job_spec *s);
  * job_spec_parse. */
 int job_spec_load(const char *path, job_spec **ret, rc_err *err);
 
+/* Only the stored spec's output and dicom objects, by the same parsers,
+ * without building the geometry: what GET /v1/jobs/{id} shows of a job's
+ * DICOM fields on every poll. */
+int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err *err);
+
 /* The Job resource's `summary` (api/openapi.yaml) as compact JSON text,
  * malloc'd (NULL when out of memory): geometry type, detector (nu, rows),
  * volume, voxel_mm, algorithm, iterations, engine.  Kept with the job row. */

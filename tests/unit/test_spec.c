@@ -299,6 +299,18 @@ static void test_output_dicom(void **state)
 	assert_string_equal(s->dicom.patient_birth_date, "20000229");
 	assert_string_equal(s->dicom.study_instance_uid, "1.2.0.10");
 	assert_int_equal(strlen(s->dicom.institution), 128);
+	/* the stored spec's output and dicom alone read the same */
+	char path[] = "/tmp/test_spec_out.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, j, strlen(j)), (ssize_t)strlen(j));
+	close(fd);
+	job_output out;
+	job_dicom d;
+	assert_int_equal(job_spec_load_output(path, &out, &d, &err), 0);
+	assert_memory_equal(&out, &s->out, sizeof out);
+	assert_memory_equal(&d, &s->dicom, sizeof d);
+	unlink(path);
 	job_spec_free(s);
 }
 
