@@ -4,7 +4,7 @@
 set -eu
 pkgs=(
   build-essential pkg-config clang libclang-rt-14-dev
-  libmicrohttpd-dev libjansson-dev uuid-dev libsqlite3-dev
+  libmicrohttpd-dev libjansson-dev uuid-dev libsqlite3-dev libpq-dev postgresql-15
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev
   libnifti2-dev nettle-dev

@@ -1,7 +1,13 @@
 /*
- * store: the durable job table (SQLite, WAL, synchronous=FULL) and the spool
- * directory {dir}/jobs/{id}/ with spec.json, projections.f32 (preallocated to
- * its final size at creation) and volume.f32 (written by the worker).
+ * store: the durable job table and the spool directory {dir}/jobs/{id}/ with
+ * spec.json, projections.f32 (preallocated to its final size at creation)
+ * and volume.f32 (written by the worker).
+ *
+ * Backends (store_backend.h): the table lives in SQLite ({dir}/recond.db,
+ * WAL, synchronous=FULL; one daemon; the default) or in PostgreSQL (many
+ * daemons on one database and one shared spool directory).  Both keep the
+ * same contract below; a version table (recond_schema) is created and
+ * migrated at open, and a database newer than this binary is refused.
  *
  * Durability contract: every function that changes state returns 0 only once
  * the change is on disk: files and their directory fsynced before the row
@@ -11,6 +17,8 @@
  * crash every bit that is set describes bytes that are on disk.
  *
  * Threads: one connection behind the store's mutex; any thread may call.
+ * PostgreSQL: a lost connection fails the call with RC_EUNAVAIL ("retry";
+ * HTTP 503) and is opened again by the next call.
  * Life cycle: store_open (creates the schema and directories), store_recover
  * once at start, store_close.
  */
@@ -51,6 +59,9 @@ typedef struct job_row {
 	int nu, rows;
 	uint64_t view_stride, row_stride;   /* floats */
 	uint64_t view_bytes, proj_bytes, vol_bytes;
+	char node[64];       /* the node that runs or ran it ("" = none yet) */
+	double lease_until;  /* running under a lease until then; 0 = no lease */
+	int attempts;        /* leases that expired while it ran */
 	char error_code[32];
 	char error_message[512];
 	char *summary;   /* JSON text, owned */
@@ -62,14 +73,29 @@ void job_row_clear(job_row *r);
 
 typedef struct store store;
 
+/* Opens the store at where: a postgresql:// or postgres:// URI (libpq's
+ * syntax; spool is then required, the directory every daemon of the database
+ * shares) or else a directory (SQLite's recond.db, and the spool unless
+ * spool says otherwise).  node names this daemon in leases (NULL or "": the
+ * host name).  A schema newer than this binary knows is RC_EUNSUPPORTED; a
+ * database that cannot be reached RC_EUNAVAIL. */
+int store_open2(const char *where, const char *spool, const char *node, store **ret, rc_err *err);
+/* store_open2(dir, NULL, NULL, ...): the SQLite store in dir. */
 int store_open(const char *dir, store **ret, rc_err *err);
 void store_close(store *st);
+/* Whether where names a PostgreSQL database. */
+int store_is_pg(const char *where);
+/* The spool directory, this daemon's node name, "sqlite" or "postgresql". */
 const char *store_dir(const store *st);
+const char *store_node(const store *st);
+const char *store_backend_name(const store *st);
 /* {dir}/jobs/{id}[/name] into buf. */
 void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n);
 
 /* Re-queues running jobs (a running job whose cancel was acknowledged is
- * cancelled instead), removes spool directories without a row, the
+ * cancelled instead; PostgreSQL: only this node's), removes spool
+ * directories without a row (PostgreSQL: only those older than ten minutes,
+ * as another daemon may be creating one), the
  * temporaries of interrupted writes and the volume.f32 of a job that has not
  * succeeded (an interrupted run's; *orphans counts all three).  Counts may
  * be NULL. */
@@ -106,9 +132,29 @@ int store_views_set(store *st, const char *id, int first, int last, job_state *r
  * otherwise; *ret_changed says whether the state changed. */
 int store_start(store *st, const char *id, int *ret_changed, rc_err *err);
 
-/* The next job to run (priority, then first queued); moves it to running.
- * Returns RC_ENOTFOUND when the queue is empty. */
+/* The next job to run (priority, then first queued); moves it to running
+ * on this node, with no lease.  Returns RC_ENOTFOUND when the queue is
+ * empty.  PostgreSQL: daemons never take the same job (SKIP LOCKED). */
 int store_take_next(store *st, char id[37], rc_err *err);
+
+/* Leases: a job taken with a lease runs on node until lease_until (the
+ * database's clock for PostgreSQL), renewed by the node while its worker
+ * runs.  A running job whose lease passed (its node was killed or cut off)
+ * is given up by store_lease_expire, which any daemon may call.  Nothing in
+ * the runner uses them yet.
+ *
+ * store_take_next with a lease of lease_s (> 0) seconds for node. */
+int store_take_next_lease(store *st, const char *node, double lease_s, char id[37], rc_err *err);
+/* Extends the lease of running job id held by node to now + lease_s;
+ * RC_ESTATE when the job is not running on node any more (its lease was
+ * given up: the worker should stop), RC_ENOTFOUND when it is gone. */
+int store_lease_renew(store *st, const char *id, const char *node, double lease_s, rc_err *err);
+/* Running jobs whose lease passed: queued again (at the front of their
+ * priority) with attempts + 1, or, at the max_attempts-th expiry, failed with
+ * the code lease_expired and each expiry (node, time) in the message; a job
+ * whose cancel was acknowledged is cancelled.  *ret_n (may be NULL) counts
+ * them.  Jobs taken without a lease never expire. */
+int store_lease_expire(store *st, int max_attempts, int *ret_n, rc_err *err);
 int store_queue_depth(store *st);
 
 /* Cancel: created/receiving/queued -> cancelled; running -> cancel_requested.
@@ -131,7 +177,7 @@ int store_expire(store *st, double retention_s, int *ret_n, rc_err *err);
 
 double store_now(void);
 
-/* --- pushes to PACS (store_push.c): one row per (job, destination) of the
+/* --- pushes to PACS (store_sqlite_push.c, store_pg.c): one row per (job, destination) of the
  * job's output.push, made with the job.  pending (waiting for the job to
  * succeed, or for its next try) -> sending -> sent, or back to pending with
  * the error and a later next_try, or send_failed after the last attempt. */

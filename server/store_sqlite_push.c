@@ -1,19 +1,12 @@
-/* store_push: the pushes table (store.h, "pushes to PACS"). */
+/* store_sqlite_push: the pushes table in SQLite (store.h, "pushes to PACS"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
-#include "store_internal.h"
+#include "store_sqlite.h"
 
-static const char *const push_names[PUSH_NSTATES] = { "pending", "sending", "sent", "send_failed" };
-
-const char *push_state_name(push_state s)
-{
-	return (unsigned)s < PUSH_NSTATES ? push_names[s] : "unknown";
-}
-
-int store_push_insert_locked(store *st, const char *id, const job_spec *spec, rc_err *err)
+int store_push_insert_locked(sq_store *st, const char *id, const job_spec *spec, rc_err *err)
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO pushes (job, dest, ord, state, updated) VALUES (?,?,?,?,?)", -1, &q,
@@ -34,7 +27,7 @@ int store_push_insert_locked(store *st, const char *id, const job_spec *spec, rc
 	return rc;
 }
 
-static int exec1(store *st, const char *sql, const char *id, rc_err *err)
+static int exec1(sq_store *st, const char *sql, const char *id, rc_err *err)
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
@@ -46,7 +39,7 @@ static int exec1(store *st, const char *sql, const char *id, rc_err *err)
 	return rc;
 }
 
-int store_push_delete_locked(store *st, const char *id, rc_err *err)
+int store_push_delete_locked(sq_store *st, const char *id, rc_err *err)
 {
 	return exec1(st, "DELETE FROM pushes WHERE job=?", id, err);
 }
@@ -55,7 +48,7 @@ int store_push_delete_locked(store *st, const char *id, rc_err *err)
  * keeps one copy of an instance it receives twice), and pushes waiting for
  * a retry are tried now: a restart is when an operator has fixed the
  * destination.  Rows of deleted jobs go. */
-int store_push_recover_locked(store *st, rc_err *err)
+int store_push_recover_locked(sq_store *st, rc_err *err)
 {
 	int rc = exec1(st, "UPDATE pushes SET state=0, next_try=0 WHERE state IN (0, 1)", NULL, err);
 	return rc ? rc : exec1(st, "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, err);
@@ -80,8 +73,9 @@ static void read_push(sqlite3_stmt *q, push_row *p)
 	snprintf(p->error, sizeof p->error, "%s", e ? (const char *)e : "");
 }
 
-int store_push_list(store *st, const char *id, push_row **rows, int *n, rc_err *err)
+int sq_push_list(store *base, const char *id, push_row **rows, int *n, rc_err *err)
 {
+	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	int rc = 0, cap = 0;
 	*rows = NULL;
@@ -115,8 +109,9 @@ out:
 	return rc;
 }
 
-int store_push_take(store *st, double now, push_row *out, double *next_due, rc_err *err)
+int sq_push_take(store *base, double now, push_row *out, double *next_due, rc_err *err)
 {
+	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	int rc = RC_ENOTFOUND;
 	if (next_due)
@@ -164,8 +159,9 @@ out:
 	return rc;
 }
 
-int store_push_update(store *st, const push_row *p, rc_err *err)
+int sq_push_update(store *base, const push_row *p, rc_err *err)
 {
+	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	int rc = 0;
 	pthread_mutex_lock(&st->lock);
@@ -193,8 +189,9 @@ out:
 	return rc;
 }
 
-int store_push_again(store *st, const char *id, int *n, rc_err *err)
+int sq_push_again(store *base, const char *id, int *n, rc_err *err)
 {
+	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	int rc = 0;
 	*n = 0;

@@ -1,0 +1,117 @@
+/*
+ * store_backend: what the store's backends share (store.h is the contract).
+ *
+ * store.c keeps store.h's functions and calls the open store's table of
+ * operations; store_sqlite.c (SQLite, one machine) and store_pg.c
+ * (PostgreSQL, many daemons on one database and a shared spool) each fill
+ * one.  Every backend struct begins with struct store, so a store * is the
+ * backend's own struct.  The spool directory {dir}/jobs/{id}/ is the same for
+ * both and handled once, in store_spool.c.
+ *
+ * Not including store.h keeps the modules free of cycles (store.c includes
+ * this file): the rows are named by their struct tags.
+ */
+#ifndef RC_STORE_BACKEND_H
+#define RC_STORE_BACKEND_H
+
+#include <stddef.h>
+
+#include "util/rc_error.h"
+#include "spec.h"
+
+typedef struct store store;
+struct job_row;
+struct push_row;
+
+#define STORE_NODE_MAX 64
+/* A spool directory without a row younger than this may be another daemon's
+ * create in progress (a shared spool): the sweep leaves it. */
+#define STORE_ORPHAN_AGE_S 600.0
+
+struct store {
+	const struct store_ops *ops;
+	char dir[4096];             /* the spool: {dir}/jobs/{id}/ */
+	char node[STORE_NODE_MAX];  /* this daemon's name in leases */
+};
+
+/* One per backend; the arguments are store.h's (states as int).  The store
+ * layer checks nothing itself: each operation keeps store.h's contract. */
+struct store_ops {
+	const char *name;
+	void (*close)(store *st);
+	/* rows only: the spool sweep is store_spool_sweep, after this */
+	int (*recover)(store *st, int *requeued, rc_err *err);
+	/* the state of job id, -1 when there is no such row; when unsure, a
+	 * state that keeps the files (JOB_RUNNING) */
+	int (*state_of)(store *st, const char *id);
+	/* the row (the spool files are already made) */
+	int (*insert)(store *st, const char *id, const job_spec *spec, const char *summary, rc_err *err);
+	int (*get)(store *st, const char *id, int with_bitmap, struct job_row *out, rc_err *err);
+	int (*list)(store *st, int state, int limit, int offset, struct job_row **rows, int *n, int *total,
+		    rc_err *err);
+	int (*counts)(store *st, int *counts, rc_err *err);
+	int (*views)(store *st, const char *id, int first, int last, int set, int *ret_state, rc_err *err);
+	int (*start)(store *st, const char *id, int *ret_changed, rc_err *err);
+	int (*take_next)(store *st, const char *node, double lease_s, char id[37], rc_err *err);
+	int (*lease_renew)(store *st, const char *id, const char *node, double lease_s, rc_err *err);
+	int (*lease_expire)(store *st, int max_attempts, int *ret_n, rc_err *err);
+	int (*cancel)(store *st, const char *id, int *ret_state, rc_err *err);
+	int (*finish)(store *st, const char *id, int state, const char *err_code, const char *err_msg,
+		      const char *report, rc_err *err);
+	/* the row and its pushes, when the job has finished (RC_ESTATE else);
+	 * the files are removed by the caller after */
+	int (*delete_row)(store *st, const char *id, rc_err *err);
+	/* up to n ids of finished jobs whose finish is older than before */
+	int (*expired)(store *st, double before, char (*ids)[37], int n, int *ret_n, rc_err *err);
+	int (*push_list)(store *st, const char *id, struct push_row **rows, int *n, rc_err *err);
+	int (*push_take)(store *st, double now, struct push_row *out, double *next_due, rc_err *err);
+	int (*push_update)(store *st, const struct push_row *p, rc_err *err);
+	int (*push_again)(store *st, const char *id, int *n, rc_err *err);
+};
+
+/* where is the database's directory (recond.db); st->dir and node are set
+ * by the caller. */
+int store_sqlite_open(const char *where, store **ret, rc_err *err);
+/* where is a postgresql:// URI. */
+int store_pg_open(const char *where, store **ret, rc_err *err);
+
+/* Decisions both backends take on a job's row, with their messages (store.c);
+ * each returns 0 or the error for the caller to return. */
+
+/* Views [first, last) set or cleared in r's bitmap and views_present: RC_ESTATE
+ * when the job is not uploadable, RC_EINVAL for a range outside it.  *ret_state
+ * is the state to store, -1 when nothing changed (a clear of absent views);
+ * *ret_queue whether the job goes to the queue now (autostart). */
+int store_views_apply(struct job_row *r, int first, int last, int set, int *ret_state, int *ret_queue,
+		      rc_err *err);
+/* POST start on r: *ret_go = 1 when it is to be queued now, 0 when it is
+ * already queued or running; RC_ESTATE otherwise. */
+int store_start_check(const struct job_row *r, int *ret_go, rc_err *err);
+/* The RC_ESTATE of a cancel of a finished job, and of a delete of an
+ * unfinished one. */
+int store_cancel_final(const struct job_row *r, rc_err *err);
+int store_delete_unfinished(const struct job_row *r, rc_err *err);
+/* The RC_ESTATE of a renewal by node of r's lease that is no longer its. */
+int store_lease_lost(const struct job_row *r, const char *node, rc_err *err);
+
+/* The spool (store_spool.c): the same files for every backend. */
+
+/* snprintf for paths: -1 when the result would not fit (never a cut path). */
+int store_pathf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* {dir}/jobs, made with its parents. */
+int store_spool_init(const char *dir, rc_err *err);
+/* {dir}/jobs/{id}/: spec.json, projections.f32 preallocated to its final
+ * size, both fsynced with the directories; removed again on a failure. */
+int store_spool_create(const char *dir, const char *id, const job_spec *spec, const char *spec_json,
+		       size_t spec_len, rc_err *err);
+/* Removes {dir}/jobs/{id} and fsyncs {dir}/jobs (best effort: a leftover is
+ * an orphan that the next sweep removes). */
+void store_spool_remove(const char *dir, const char *id);
+/* Removes spool directories without a row (when older than min_age_s: on a
+ * shared spool another daemon may be between its files and its row), the
+ * temporaries of writes cut short and the volume.f32 of a job that has not
+ * succeeded, sparing running jobs (another daemon's worker may be writing).
+ * Returns how many it removed. */
+int store_spool_sweep(store *st, double min_age_s);
+
+#endif
