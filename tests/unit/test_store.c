@@ -1,10 +1,17 @@
 /*
- * Tests of server/store.c: the job life cycle through the store (views,
- * autostart, start, queue order, cancel, finish, delete, expiry) and
- * recovery after a crash (running jobs re-queued, partial uploads kept with
- * their presence record, orphan spool directories removed), and the
- * pushes to PACS (made with the job, due once it succeeds, earliest retry
- * first, back to pending at a restart, gone with the job).
+ * Tests of server/store.c and its backends: the job life cycle through the
+ * store (views, autostart, start, queue order, cancel, finish, delete,
+ * expiry) and recovery after a crash (running jobs re-queued, partial
+ * uploads kept with their presence record, orphan spool directories
+ * removed), the pushes to PACS (made with the job, due once it succeeds,
+ * earliest retry first, back to pending at a restart, gone with the job),
+ * leases (renewal, expiry back to the queue, the cap on attempts), two
+ * daemons on one queue, and the refusal of a schema newer than the binary.
+ *
+ * One set of tests, two groups: SQLite always, PostgreSQL when
+ * RECOND_TEST_PG holds a connection URI (tests/integration/test_store_pg.sh
+ * starts a private cluster and sets it).  Each PostgreSQL test starts from
+ * an empty database: its tables are dropped first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include "spec.h"
 #include "store.h"
@@ -34,13 +45,81 @@ static const char *spec_json(int prio, int autostart)
 }
 
 static char dir[256];
+static const char *pg_uri; /* the PostgreSQL group's database; NULL: SQLite */
+
+static void quiet(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg; /* "table does not exist, skipping" */
+}
+
+/* Runs sql on the group's database, outside any store. */
+static void db_exec(const char *sql)
+{
+	if (pg_uri) {
+		PGconn *c = PQconnectdb(pg_uri);
+		assert_int_equal(PQstatus(c), CONNECTION_OK);
+		PQsetNoticeProcessor(c, quiet, NULL);
+		PGresult *r = PQexec(c, sql);
+		int s = PQresultStatus(r);
+		if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+			fail_msg("%s: %s", sql, PQerrorMessage(c));
+		PQclear(r);
+		PQfinish(c);
+	} else {
+		char path[300];
+		sqlite3 *db;
+		snprintf(path, sizeof path, "%s/recond.db", dir);
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		char *msg = NULL;
+		if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+			fail_msg("%s: %s", sql, msg ? msg : "?");
+		sqlite3_close(db);
+	}
+}
 
 static int setup(void **state)
 {
 	(void)state;
 	snprintf(dir, sizeof dir, "/tmp/test_store.XXXXXX");
 	assert_non_null(mkdtemp(dir));
+	if (pg_uri)
+		db_exec("DROP TABLE IF EXISTS jobs, pushes, recond_schema;"
+			" DROP SEQUENCE IF EXISTS recond_job_seq, recond_queue_seq");
 	return 0;
+}
+
+/* The store of this group, as the daemon named node opens it. */
+static store *open_node(const char *node)
+{
+	store *st = NULL;
+	rc_err err;
+	int rc = pg_uri ? store_open2(pg_uri, dir, node, &st, &err) : store_open2(dir, NULL, node, &st, &err);
+	if (rc)
+		fail_msg("store_open2: %s", err.msg);
+	return st;
+}
+
+static store *open_store(void) { return open_node("node-a"); }
+
+static int group_sqlite(void **state)
+{
+	(void)state;
+	pg_uri = NULL;
+	return 0;
+}
+
+static int group_pg(void **state)
+{
+	(void)state;
+	pg_uri = getenv("RECOND_TEST_PG");
+	return 0;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	nanosleep(&ts, NULL);
 }
 
 static int teardown(void **state)
@@ -79,7 +158,7 @@ static void test_lifecycle(void **state)
 	(void)state;
 	store *st = NULL;
 	rc_err err;
-	assert_int_equal(store_open(dir, &st, &err), 0);
+	st = open_store();
 	create(st, ID1, 5, 0);
 	char path[512];
 	struct stat sb;
@@ -183,7 +262,7 @@ static void test_recovery(void **state)
 	rc_err err;
 	job_state ns;
 	char id[37];
-	assert_int_equal(store_open(dir, &st, &err), 0);
+	st = open_store();
 	create(st, ID1, 5, 1);
 	create(st, ID2, 5, 0);
 	assert_int_equal(store_views_set(st, ID1, 0, 12, &ns, &err), 0);
@@ -203,6 +282,13 @@ static void test_recovery(void **state)
 	char orphan[512];
 	snprintf(orphan, sizeof orphan, "%s/jobs/55555555-5555-4555-8555-555555555555", dir);
 	assert_int_equal(mkdir(orphan, 0750), 0);
+	/* an hour old: on a shared spool (PostgreSQL) a younger one may be
+	 * another daemon's create in progress, and is left */
+	struct timeval old[2];
+	gettimeofday(&old[0], NULL);
+	old[0].tv_sec -= 3600;
+	old[1] = old[0];
+	assert_int_equal(utimes(orphan, old), 0);
 	/* A temporary left by a volume write cut short in a live job. */
 	char tmpf[512];
 	snprintf(tmpf, sizeof tmpf, "%s/jobs/%s/.volume.f32.tmp", dir, ID1);
@@ -216,7 +302,7 @@ static void test_recovery(void **state)
 	assert_non_null(tf);
 	fclose(tf);
 
-	assert_int_equal(store_open(dir, &st, &err), 0);
+	st = open_store();
 	int requeued, orphans;
 	assert_int_equal(store_recover(st, &requeued, &orphans, &err), 0);
 	assert_int_equal(requeued, 1);
@@ -271,7 +357,7 @@ static void test_pushes(void **state)
 	push_row p, *rows;
 	int n;
 	double due;
-	assert_int_equal(store_open(dir, &st, &err), 0);
+	st = open_store();
 	create_pushing(st, ID1);
 	create(st, ID2, 5, 1); /* no pushes */
 	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
@@ -314,7 +400,7 @@ static void test_pushes(void **state)
 
 	/* a restart tries the waiting push now */
 	store_close(st);
-	assert_int_equal(store_open(dir, &st, &err), 0);
+	st = open_store();
 	assert_int_equal(store_recover(st, NULL, NULL, &err), 0);
 	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), 0);
 	assert_string_equal(p.dest, "a");
@@ -334,12 +420,202 @@ static void test_pushes(void **state)
 	store_close(st);
 }
 
+static void test_leases(void **state)
+{
+	(void)state;
+	store *st = open_store();
+	rc_err err;
+	job_row r;
+	char id[37];
+	int n;
+	create(st, ID1, 5, 1);
+	assert_int_equal(store_views_set(st, ID1, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next_lease(st, "node-a", 0, id, &err), RC_EINVAL);
+	assert_int_equal(store_lease_expire(st, 0, &n, &err), RC_EINVAL);
+
+	/* held and renewed by its node only */
+	assert_int_equal(store_take_next_lease(st, "node-a", 0.3, id, &err), 0);
+	assert_string_equal(id, ID1);
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_int_equal(r.state, JOB_RUNNING);
+	assert_string_equal(r.node, "node-a");
+	assert_true(r.lease_until > 0);
+	job_row_clear(&r);
+	assert_int_equal(store_lease_renew(st, ID1, "node-b", 0.3, &err), RC_ESTATE);
+	assert_non_null(strstr(err.msg, "node-a"));
+	assert_int_equal(store_lease_renew(st, ID1, "node-a", 0.3, &err), 0);
+	assert_int_equal(store_lease_renew(st, ID2, "node-a", 0.3, &err), RC_ENOTFOUND);
+	assert_int_equal(store_lease_expire(st, 3, &n, &err), 0);
+	assert_int_equal(n, 0);
+
+	/* a job taken without a lease never expires */
+	create(st, ID2, 1, 1);
+	assert_int_equal(store_views_set(st, ID2, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_string_equal(id, ID2);
+
+	/* expired: queued again, counted; the old node's renewal is refused */
+	sleep_s(0.5);
+	assert_int_equal(store_lease_expire(st, 3, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_int_equal(r.state, JOB_QUEUED);
+	assert_int_equal(r.attempts, 1);
+	assert_string_equal(r.node, "");
+	job_row_clear(&r);
+	assert_int_equal(state_of(st, ID2), JOB_RUNNING);
+	assert_int_equal(store_lease_renew(st, ID1, "node-a", 0.3, &err), RC_ESTATE);
+	assert_int_equal(store_finish(st, ID1, JOB_SUCCEEDED, NULL, NULL, NULL, &err), RC_ESTATE);
+
+	/* two more expiries reach the cap: failed, with each node named */
+	assert_int_equal(store_take_next_lease(st, "node-b", 0.05, id, &err), 0);
+	assert_string_equal(id, ID1);
+	sleep_s(0.2);
+	assert_int_equal(store_lease_expire(st, 3, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_take_next_lease(st, "node-c", 0.05, id, &err), 0);
+	assert_string_equal(id, ID1);
+	sleep_s(0.2);
+	assert_int_equal(store_lease_expire(st, 3, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_int_equal(r.state, JOB_FAILED);
+	assert_int_equal(r.attempts, 3);
+	assert_string_equal(r.error_code, "lease_expired");
+	assert_non_null(strstr(r.error_message, "3 times"));
+	assert_non_null(strstr(r.error_message, "node node-a lost its lease"));
+	assert_non_null(strstr(r.error_message, "node node-b"));
+	assert_non_null(strstr(r.error_message, "node node-c"));
+	assert_true(r.finished > 0);
+	job_row_clear(&r);
+
+	/* an acknowledged cancel holds when the lease expires */
+	create(st, ID3, 5, 1);
+	assert_int_equal(store_views_set(st, ID3, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next_lease(st, "node-a", 0.05, id, &err), 0);
+	assert_string_equal(id, ID3);
+	job_state ns;
+	assert_int_equal(store_cancel(st, ID3, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RUNNING);
+	sleep_s(0.2);
+	assert_int_equal(store_lease_expire(st, 3, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(state_of(st, ID3), JOB_CANCELLED);
+	assert_int_equal(state_of(st, ID2), JOB_RUNNING);
+	store_close(st);
+}
+
+/* Two daemons on one queue never take the same job. */
+static void test_two_nodes(void **state)
+{
+	(void)state;
+	store *a = open_node("node-a"), *b = open_node("node-b");
+	rc_err err;
+	char ida[37], idb[37], idc[37];
+	create(a, ID1, 5, 1);
+	create(b, ID2, 5, 1);
+	assert_int_equal(store_views_set(a, ID1, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_views_set(b, ID2, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next_lease(a, "node-a", 60, ida, &err), 0);
+	assert_int_equal(store_take_next_lease(b, "node-b", 60, idb, &err), 0);
+	assert_string_not_equal(ida, idb);
+	/* first queued first; SQLite's queue sequence is counted per process
+	 * (it serves one daemon), so only PostgreSQL's order holds here */
+	if (pg_uri)
+		assert_string_equal(ida, ID1);
+	assert_int_equal(store_take_next(a, idc, &err), RC_ENOTFOUND);
+	/* b restarts: only its own job goes back to the queue */
+	store_close(b);
+	b = open_node("node-b");
+	int requeued;
+	assert_int_equal(store_recover(b, &requeued, NULL, &err), 0);
+	if (pg_uri) {
+		assert_int_equal(requeued, 1);
+		assert_int_equal(state_of(b, ID1), JOB_RUNNING);
+	} else {
+		assert_int_equal(requeued, 2); /* SQLite: one daemon, every running job is its own */
+	}
+	assert_int_equal(state_of(b, ID2), JOB_QUEUED);
+	store_close(a);
+	store_close(b);
+}
+
+/* A database newer than the binary is refused at open, with a reason. */
+static void test_schema_version(void **state)
+{
+	(void)state;
+	store *st = open_store();
+	create(st, ID1, 5, 0);
+	store_close(st);
+	db_exec("UPDATE recond_schema SET version = 99");
+	rc_err err;
+	st = NULL;
+	int rc = pg_uri ? store_open2(pg_uri, dir, "node-a", &st, &err) : store_open2(dir, NULL, "node-a", &st, &err);
+	assert_int_equal(rc, RC_EUNSUPPORTED);
+	assert_null(st);
+	assert_non_null(strstr(err.msg, "schema version 99"));
+	assert_non_null(strstr(err.msg, "newer"));
+}
+
+/* SQLite: a store made before the version table (and leases) is migrated
+ * and keeps its jobs. */
+static void test_sqlite_migration(void **state)
+{
+	(void)state;
+	if (pg_uri)
+		skip();
+	store *st = open_store();
+	create(st, ID1, 5, 0);
+	store_close(st);
+	db_exec("DROP TABLE recond_schema; ALTER TABLE jobs DROP COLUMN node; ALTER TABLE jobs DROP COLUMN lease_until;"
+		" ALTER TABLE jobs DROP COLUMN attempts; ALTER TABLE jobs DROP COLUMN lease_log;");
+	st = open_store();
+	job_row r;
+	rc_err err;
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_int_equal(r.state, JOB_CREATED);
+	assert_int_equal(r.attempts, 0);
+	job_row_clear(&r);
+	store_close(st);
+}
+
+/* PostgreSQL: a lost connection fails one call with RC_EUNAVAIL (503) and
+ * the next call connects again. */
+static void test_pg_reconnect(void **state)
+{
+	(void)state;
+	if (!pg_uri)
+		skip();
+	store *st = open_store();
+	rc_err err;
+	int counts[JOB_NSTATES];
+	create(st, ID1, 5, 0);
+	db_exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+		" WHERE application_name = 'recond' AND pid <> pg_backend_pid()");
+	assert_int_equal(store_counts(st, counts, &err), RC_EUNAVAIL);
+	assert_non_null(strstr(err.msg, "retry"));
+	assert_int_equal(store_counts(st, counts, &err), 0);
+	assert_int_equal(counts[JOB_CREATED], 1);
+	assert_int_equal(state_of(st, ID1), JOB_CREATED);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pushes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sqlite_migration, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pg_reconnect, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("sqlite", tests, group_sqlite, NULL);
+	if (getenv("RECOND_TEST_PG") && getenv("RECOND_TEST_PG")[0])
+		failed += cmocka_run_group_tests_name("postgresql", tests, group_pg, NULL);
+	else
+		printf("postgresql: not run (RECOND_TEST_PG is not set; tests/integration/test_store_pg.sh sets it)\n");
+	return failed;
 }
