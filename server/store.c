@@ -62,6 +62,11 @@ void job_row_clear(job_row *r)
 	memset(r, 0, sizeof *r);
 }
 
+int job_row_uploadable(const job_row *r)
+{
+	return !!(JOB_BIT(r->state) & (r->streaming ? JOB_STREAM_UPLOADABLE : JOB_UPLOADABLE));
+}
+
 const char *store_dir(const store *st) { return st->dir; }
 
 void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n)
@@ -161,7 +166,8 @@ static const char schema[] =
 	" nu INTEGER NOT NULL, rows INTEGER NOT NULL, view_stride INTEGER NOT NULL, row_stride INTEGER NOT NULL,"
 	" view_bytes INTEGER NOT NULL, proj_bytes INTEGER NOT NULL, vol_bytes INTEGER NOT NULL,"
 	" error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
-	" summary TEXT, report TEXT, present BLOB NOT NULL);"
+	" summary TEXT, report TEXT, present BLOB NOT NULL,"
+	" stream INTEGER NOT NULL DEFAULT 0, streaming INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(state, priority, queue_seq);"
 	"CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq);"
 	STORE_PUSH_SCHEMA;
@@ -196,6 +202,15 @@ static long long query_ll(store *st, const char *sql)
 	return v;
 }
 
+/* A store made before streaming FDK lacks its two columns: add them. */
+static int add_stream_columns(store *st, rc_err *err)
+{
+	if (query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='streaming'"))
+		return 0;
+	return exec_sql(st, "ALTER TABLE jobs ADD COLUMN stream INTEGER NOT NULL DEFAULT 0;"
+			    "ALTER TABLE jobs ADD COLUMN streaming INTEGER NOT NULL DEFAULT 0;", err);
+}
+
 int store_open(const char *dir, store **ret, rc_err *err)
 {
 	store *st = calloc(1, sizeof *st);
@@ -220,7 +235,7 @@ int store_open(const char *dir, store **ret, rc_err *err)
 	}
 	sqlite3_busy_timeout(st->db, 5000);
 	if ((rc = exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err)) ||
-	    (rc = exec_sql(st, schema, err)))
+	    (rc = exec_sql(st, schema, err)) || (rc = add_stream_columns(st, err)))
 		goto out_free;
 	st->seq = query_ll(st, "SELECT COALESCE(MAX(seq),0) FROM jobs");
 	st->queue_seq = query_ll(st, "SELECT COALESCE(MAX(queue_seq),0) FROM jobs");
@@ -429,7 +444,7 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 	} else if (sqlite3_prepare_v2(st->db,
 			       "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
 			       " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
-			       " summary, present) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " summary, present, stream) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "insert");
 		exec_sql(st, "ROLLBACK", NULL);
@@ -453,6 +468,7 @@ int store_create(store *st, const char *id, const job_spec *spec, const char *sp
 		sqlite3_bind_int64(q, 16, (sqlite3_int64)spec->vol_bytes);
 		sqlite3_bind_text(q, 17, summary, -1, SQLITE_STATIC);
 		sqlite3_bind_blob(q, 18, bits, (int)nbits, SQLITE_STATIC);
+		sqlite3_bind_int(q, 19, spec->stream);
 		if (sqlite3_step(q) != SQLITE_DONE)
 			rc = db_fail(st, err, "insert");
 		sqlite3_finalize(q);
@@ -477,7 +493,8 @@ out_rm:
 
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
-	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present"
+	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
+	" stream, streaming"
 
 static char *dup_col(sqlite3_stmt *q, int i)
 {
@@ -512,6 +529,8 @@ static void read_row(sqlite3_stmt *q, int with_bitmap, job_row *r)
 	snprintf(r->error_message, sizeof r->error_message, "%s", (const char *)sqlite3_column_text(q, 21));
 	r->summary = dup_col(q, 22);
 	r->report = dup_col(q, 23);
+	r->stream = sqlite3_column_int(q, 25);
+	r->streaming = sqlite3_column_int(q, 26);
 	if (with_bitmap) {
 		int n = sqlite3_column_bytes(q, 24);
 		r->present = calloc(1, (size_t)n + 1);
@@ -638,7 +657,7 @@ static int update_views(store *st, const char *id, int first, int last, int set,
 	int rc = get_locked(st, id, 1, &r, err);
 	if (rc)
 		return rc;
-	if (!(JOB_BIT(r.state) & JOB_UPLOADABLE)) {
+	if (!job_row_uploadable(&r)) {
 		rc = rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections",
 			     id, job_state_name(r.state));
 		goto out;
@@ -662,14 +681,19 @@ static int update_views(store *st, const char *id, int first, int last, int set,
 	double now = store_now();
 	if (set && ns == JOB_CREATED)
 		ns = JOB_RECEIVING;
-	int queue = set && r.autostart && npresent == r.views_expected;
-	if (queue)
+	int waiting = ns == JOB_RECEIVING; /* not queued yet */
+	int queue = waiting && set && r.autostart && npresent == r.views_expected;
+	/* a streaming FDK job runs from its first views on */
+	int stream = waiting && set && !queue && (r.stream == STREAM_ON || (r.stream == STREAM_AUTO && r.autostart));
+	if (queue || stream)
 		ns = JOB_QUEUED;
+	queue |= stream;
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(st->db,
 			       "UPDATE jobs SET present=?1, views_present=?2, state=?3, updated=?4,"
 			       " queued=CASE WHEN ?5 THEN ?4 ELSE queued END,"
-			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END WHERE id=?7",
+			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END,"
+			       " streaming=CASE WHEN ?8 THEN 1 ELSE streaming END WHERE id=?7",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "update views");
 		goto out;
@@ -681,6 +705,7 @@ static int update_views(store *st, const char *id, int first, int last, int set,
 	sqlite3_bind_int(q, 5, queue);
 	sqlite3_bind_int64(q, 6, st->queue_seq + 1);
 	sqlite3_bind_text(q, 7, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, 8, stream);
 	if (sqlite3_step(q) != SQLITE_DONE)
 		rc = db_fail(st, err, "update views");
 	else if (queue)
@@ -886,6 +911,14 @@ static int delete_locked(store *st, const char *id, rc_err *err)
 	return 0;
 }
 
+int store_stream_pause(store *st, const char *id, rc_err *err)
+{
+	pthread_mutex_lock(&st->lock);
+	int rc = transition(st, id, JOB_RUNNING, JOB_RECEIVING, ", streaming=0", err);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
 int store_delete(store *st, const char *id, rc_err *err)
 {
 	job_row r;
@@ -932,5 +965,40 @@ int store_expire(store *st, double retention_s, int *ret_n, rc_err *err)
 	pthread_mutex_unlock(&st->lock);
 	if (ret_n)
 		*ret_n = total;
+	return rc;
+}
+
+int store_set_priority(store *st, const char *id, int priority, job_state *ret_state, rc_err *err)
+{
+	sqlite3_stmt *q;
+	job_row r;
+	if (priority < 0 || priority > 9)
+		return rc_fail(err, RC_EINVAL, "priority", "priority must be an integer from 0 to 9 (got %d)", priority);
+	pthread_mutex_lock(&st->lock);
+	int rc = get_locked(st, id, 0, &r, err);
+	if (rc)
+		goto out_unlock;
+	/* Under the lock the state cannot move (store_take_next takes it too),
+	 * so a job checked here is not running when the row changes. */
+	if (!(JOB_BIT(r.state) & (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED)))) {
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is %s: the priority orders the queue, so it changes only "
+			     "before the job runs (created, receiving or queued)", id, job_state_name(r.state));
+		goto out;
+	}
+	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET priority=?, updated=? WHERE id=?", -1, &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "priority");
+		goto out;
+	}
+	sqlite3_bind_int(q, 1, priority);
+	sqlite3_bind_double(q, 2, store_now());
+	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "priority");
+	sqlite3_finalize(q);
+	if (!rc && ret_state)
+		*ret_state = r.state;
+out:
+	job_row_clear(&r);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
