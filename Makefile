@@ -25,7 +25,7 @@ SHELL := /bin/bash
 BUILD   ?= build
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson uuid sqlite3 libpq fftw3f fftw3 OpenCL libcurl libsystemd cmocka libarchive
+PKGS    := libmicrohttpd jansson uuid sqlite3 libpq fftw3f fftw3 OpenCL libcurl libsystemd cmocka libarchive libpng
 
 # Portable baseline (any x86-64); wider paths are separate files chosen at run time.
 ARCHFLAGS ?= -march=x86-64 -mtune=generic

@@ -32,6 +32,8 @@ static void usage(FILE *to)
 "  status ID             state, progress, error and PACS delivery of a job\n"
 "  list [--state S] [--limit N]   jobs, newest first\n"
 "  cancel ID             cancel a job that has not finished (never deletes)\n"
+"  priority ID N         set the priority (0..9, higher runs first) of a job\n"
+"                        that has not started running\n"
 "  delete ID             delete a finished job and its files (cancel first)\n"
 "  devices               the daemon's compute devices\n"
 "  push ID               send a succeeded job's DICOM series again to the\n"
@@ -71,6 +73,7 @@ static const struct command {
 	{ "status", rctl_cmd_status, 1, 1, "" },
 	{ "list", rctl_cmd_list, 0, 0, "sl" },
 	{ "cancel", rctl_cmd_cancel, 1, 1, "" },
+	{ "priority", rctl_cmd_priority, 2, 1, "" },
 	{ "delete", rctl_cmd_delete, 1, 1, "" },
 	{ "devices", rctl_cmd_devices, 0, 0, "" },
 	{ "push", rctl_cmd_push, 1, 1, "" },

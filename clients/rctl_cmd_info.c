@@ -1,5 +1,5 @@
 /*
- * The small commands: list, status, cancel, delete, devices.  Each is one
+ * The small commands: list, status, cancel, priority, delete, devices.  Each is one
  * request; --json prints the server's answer as it came, otherwise a short
  * table or summary.
  */
@@ -145,6 +145,36 @@ out_fail:
 	json_decref(j);
 	rctl_fail_print(&f);
 	return rctl_fail_exit(&f);
+}
+
+/* priority N (0..9, as in a spec) reorders the queue: PATCH /v1/jobs/{id}.
+ * A job that runs or has finished is refused (409, exit 2) and stays as it
+ * is; N out of range is a usage error, checked before any request. */
+int rctl_cmd_priority(rctl_conn *c, const rctl_args *a)
+{
+	char path[128], body[48], *end;
+	json_t *j = NULL;
+	rctl_fail f;
+	long prio = strtol(a->pos[1], &end, 10);
+	if (!*a->pos[1] || *end || strspn(a->pos[1], "0123456789") != strlen(a->pos[1]) || prio > 9) {
+		fprintf(stderr, "reconctl: the priority must be a whole number from 0 to 9 (got '%s')\n", a->pos[1]);
+		return RCTL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof path, "/v1/jobs/%s", a->pos[0]);
+	snprintf(body, sizeof body, "{\"priority\": %ld}", prio);
+	if (rctl_request(c, "PATCH", path, body, &j, &f) < 0) {
+		rctl_fail_print(&f);
+		return rctl_fail_exit(&f);
+	}
+	if (a->json) {
+		rctl_print_json(j);
+	} else {
+		rctl_job_view v;
+		rctl_job_view_of(j, &v);
+		printf("%s priority %ld %s\n", a->pos[0], prio, v.state ? v.state : "");
+	}
+	json_decref(j);
+	return RCTL_EXIT_OK;
 }
 
 /* delete removes a finished job; one that has not finished is refused (409)

@@ -33,6 +33,8 @@ void rctl_job_view_of(json_t *j, rctl_job_view *v)
 	v->fraction = num_or(json_object_get(p, "fraction"), -1);
 	v->iteration = (long)num_or(json_object_get(p, "iteration"), -1);
 	v->of = (long)num_or(json_object_get(p, "of"), -1);
+	v->views_done = (long)num_or(json_object_get(p, "views_done"), 0);
+	v->views_expected = (long)num_or(json_object_get(p, "views_expected"), 0);
 	if (v->of < 0)
 		v->of = (long)num_or(json_object_get(p, "iterations"), -1);
 	v->eta_s = num_or(json_object_get(p, "eta_s"), -1);
@@ -60,7 +62,9 @@ void rctl_job_progress_text(const rctl_job_view *v, char *buf, size_t n)
 	buf[0] = '\0';
 #define ADD(...) do { if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__); } while (0)
 	ADD("%s", v->state ? v->state : "?");
-	if (v->iteration >= 0 && v->of > 0)
+	if (v->views_expected > 0)
+		ADD(", streaming: view %ld/%ld back-projected", v->views_done, v->views_expected);
+	else if (v->iteration >= 0 && v->of > 0)
 		ADD(", iteration %ld/%ld", v->iteration, v->of);
 	if (v->eta_s >= 0 && !rctl_state_terminal(v->state))
 		ADD(", ETA %.0f s", v->eta_s);

@@ -17,6 +17,7 @@ typedef struct rctl_job_view {
 	double fraction;      /* < 0: unknown */
 	long iteration, of;   /* < 0: unknown */
 	double eta_s;         /* < 0: unknown */
+	long views_done, views_expected; /* a streaming FDK's views; views_expected 0: not streaming */
 } rctl_job_view;
 
 void rctl_job_view_of(json_t *j, rctl_job_view *v);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every benchmark program (build/bin/bench-*) in turn; each prints its
-# own table.  RECOND_BENCH_QUICK=1 shrinks the problems for a smoke run.
+# Runs every benchmark program (build/bin/bench-*) in turn, then the
+# benchmarks through the daemon (bench/*_bench.py: uploads, streaming FDK,
+# previews); each prints its own table.  RECOND_BENCH_QUICK=1 shrinks the
+# problems for a smoke run.
 set -u
 build=${1:-build}
 rc=0
@@ -8,6 +10,14 @@ for b in "$build"/bin/bench-*; do
   [ -x "$b" ] || continue
   echo "### $(basename "$b")"
   "$b" || rc=1
+  echo
+done
+# Through the daemon: upload speed (curl -T, store on local disk), the last
+# view to the volume of a streaming FDK, what 32 preview pollers cost a job
+# (docs/server.md, "Upload speed"; docs/api.md, "Streaming FDK", "Slice previews").
+for p in upload_bench stream_bench preview_bench; do
+  echo "### $p"
+  /usr/bin/python3 "bench/$p.py" "$build" || rc=1
   echo
 done
 exit $rc

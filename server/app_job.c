@@ -93,6 +93,11 @@ json_t *app_job_json(app *a, const job_row *r)
 		json_object_set_new(prog, "elapsed_s", json_real(live.elapsed_s));
 		if (live.stopped[0])
 			json_object_set_new(prog, "stopped", json_string(live.stopped));
+		if (live.views_expected) {
+			json_object_set_new(prog, "views_done", json_integer(live.views_done));
+			json_object_set_new(prog, "views_expected", json_integer(live.views_expected));
+			json_object_set_new(prog, "fraction", json_real((double)live.views_done / live.views_expected));
+		}
 	} else {
 		json_t *rp = report ? json_object_get(report, "progress") : NULL;
 		int it = rp ? (int)json_integer_value(json_object_get(rp, "iteration")) : 0;
@@ -119,6 +124,15 @@ json_t *app_job_json(app *a, const job_row *r)
 			    ? json_incref(json_object_get(report, "plan")) : json_array());
 	json_object_set_new(j, "matrix", report && json_is_object(json_object_get(report, "matrix"))
 			    ? json_incref(json_object_get(report, "matrix")) : json_null());
+	/* streaming FDK: what was asked, whether it streams, how it went */
+	static const char *const modes[] = { "off", "auto", "on" };
+	json_t *rs = report ? json_object_get(report, "stream") : NULL;
+	json_t *fb = rs ? json_object_get(rs, "fallback") : NULL;
+	json_object_set_new(j, "stream", json_pack("{sssbsoso}", "mode", modes[r->stream >= 0 && r->stream <= 2 ? r->stream : 0],
+						   "active", r->streaming,
+						   "views_streamed", rs && json_is_integer(json_object_get(rs, "views_streamed"))
+						   ? json_incref(json_object_get(rs, "views_streamed")) : json_null(),
+						   "fallback", json_is_string(fb) ? json_incref(fb) : json_null()));
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

@@ -23,10 +23,12 @@ void config_default(config *c)
 	c->max_body = 16u << 20;           /* a spec with 100k matrices is ~20 MB of JSON at most */
 	c->max_job_bytes = 64ull << 30;
 	c->retention_s = 7 * 86400.0;
+	c->stream_idle_s = 300;
 	c->max_per_ip = 64;
 	c->conn_timeout_s = 600;
 	c->push_retry_s = 10;
 	c->push_max_attempts = 8;
+	c->preview_concurrency = 2; /* a render is one core's work; leave the rest to the reconstruction */
 }
 
 void config_clear(config *c)
@@ -99,8 +101,9 @@ static int copy_str(const json_t *o, const char *key, char *dst, size_t n, rc_er
 static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 {
 	static const char *const keys[] = { "listen", "store", "worker", "probe_worker", "threads", "worker_threads", "max_body_bytes",
-					    "max_job_bytes", "retention_s", "max_connections_per_ip", "connection_timeout_s",
-					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations", NULL };
+					    "max_job_bytes", "retention_s", "stream_idle_s", "max_connections_per_ip", "connection_timeout_s",
+					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations",
+					    "preview_concurrency", NULL };
 	int rc;
 	long long v;
 	double d;
@@ -133,11 +136,16 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	INT_OPT("max_job_bytes", 1 << 20, 1ll << 50, c->max_job_bytes);
 	INT_OPT("max_connections_per_ip", 1, 100000, c->max_per_ip);
 	INT_OPT("connection_timeout_s", 1, 86400, c->conn_timeout_s);
+	INT_OPT("preview_concurrency", 1, 64, c->preview_concurrency);
 #undef INT_OPT
 	d = c->retention_s;
 	if ((rc = jf_num(o, "", "retention_s", 0, 0, 0, 1e10, &d, err)))
 		goto out;
 	c->retention_s = d;
+	d = c->stream_idle_s;
+	if ((rc = jf_num(o, "", "stream_idle_s", 0, 1, 0, 86400, &d, err)))
+		goto out;
+	c->stream_idle_s = d;
 	json_t *t = json_object_get(o, "tokens");
 	if (t) {
 		json_decref(c->tokens);

@@ -25,6 +25,7 @@ typedef struct config {
 	uint64_t max_body;         /* JSON request body cap */
 	uint64_t max_job_bytes;    /* projections + volume cap of one job */
 	double retention_s;        /* finished jobs expire after this */
+	double stream_idle_s;      /* a streaming job pauses (back to receiving) when no view came for this long */
 	int max_per_ip;
 	int conn_timeout_s;
 	char tls_cert[1024], tls_key[1024];
@@ -37,6 +38,7 @@ typedef struct config {
 	int ndests;
 	double push_retry_s;       /* first wait before a failed push is retried; doubles, up to 1 h */
 	int push_max_attempts;     /* then the push is send_failed */
+	int preview_concurrency;   /* slice previews rendered at once (http_preview.c); more wait, then 503 */
 } config;
 
 void config_default(config *c);

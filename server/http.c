@@ -24,19 +24,31 @@
 
 #include "http_internal.h"
 #include "log.h"
+#include "preview.h"
 #include "util/rc_clock.h"
 
 struct http {
 	app *a;
 	struct MHD_Daemon *d;
 	char *cert, *key;
+	preview_cache *previews; /* the last rendered slice previews (http_preview.c) */
 };
+
+/* PNGs kept for pollers: a few slices of the running job's current
+ * generation and of finished jobs (at least preview_concurrency). */
+#define PREVIEW_CACHE_ENTRIES 8
+
+struct preview_cache *http_previews(struct http *h)
+{
+	return h->previews;
+}
 
 enum MHD_Result http_answer(struct MHD_Connection *c, req *r, unsigned status, struct MHD_Response *resp)
 {
 	if (!resp)
 		return MHD_NO;
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL)) /* the page's files: no-cache */
+		MHD_add_response_header(resp, "Cache-Control", "no-store");
 	enum MHD_Result ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	r->answered = 1;
@@ -113,6 +125,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(url, "/metrics")) { r->rt = R_METRICS; return MHD_YES; }
 	if (!strcmp(url, "/v1/devices")) { r->rt = R_DEVICES; return MHD_YES; }
 	if (!strcmp(url, "/v1/destinations")) { r->rt = R_DESTINATIONS; return MHD_YES; }
+	if (!strcmp(url, "/") || !strncmp(url, "/ui/", 4)) { r->rt = R_WWW; return MHD_YES; }
 	if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/jobs/")) { /* labels may name patients */
 		r->rt = R_JOBS;
 		r->audit = 1;
@@ -141,6 +154,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(rest, "volume")) { r->rt = R_VOLUME; return MHD_YES; }
 	if (!strcmp(rest, "push")) { r->rt = R_PUSH; return MHD_YES; }
 	if (!strcmp(rest, "cancel")) { r->rt = R_CANCEL; return MHD_YES; }
+	if (!strcmp(rest, "preview")) { r->rt = R_PREVIEW; return MHD_YES; }
 	if (!strncmp(rest, "projections/", 12)) {
 		const char *ks = rest + 12;
 		size_t n = strlen(ks);
@@ -165,18 +179,18 @@ static int needed_role(route rt, const char *m, const char **allow)
 {
 	int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
 	switch (rt) {
-	case R_HEALTHZ: case R_READYZ: case R_METRICS:
+	case R_HEALTHZ: case R_READYZ: case R_METRICS: case R_WWW:
 		*allow = "GET, HEAD";
 		return get ? ROLE_NONE : -1;
-	case R_DEVICES: case R_EVENTS: case R_VOLUME: case R_DESTINATIONS:
+	case R_DEVICES: case R_EVENTS: case R_VOLUME: case R_DESTINATIONS: case R_PREVIEW:
 		*allow = "GET, HEAD";
 		return get ? ROLE_READ : -1;
 	case R_JOBS:
 		*allow = "GET, HEAD, POST";
 		return get ? ROLE_READ : !strcmp(m, "POST") ? ROLE_SUBMIT : -1;
 	case R_JOB:
-		*allow = "GET, HEAD, DELETE";
-		return get ? ROLE_READ : !strcmp(m, "DELETE") ? ROLE_SUBMIT : -1;
+		*allow = "GET, HEAD, PATCH, DELETE";
+		return get ? ROLE_READ : !strcmp(m, "DELETE") || !strcmp(m, "PATCH") ? ROLE_SUBMIT : -1;
 	case R_PROJ: case R_VIEW:
 		*allow = "PUT";
 		return !strcmp(m, "PUT") ? ROLE_SUBMIT : -1;
@@ -228,7 +242,11 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 			return jobs_create_begin(c, r);
 		}
 		return jobs_list(c, r);
-	case R_JOB: return !strcmp(method, "DELETE") ? jobs_delete(c, r) : jobs_get(c, r);
+	case R_JOB:
+		if (!strcmp(method, "PATCH"))
+			return jobs_patch_begin(c, r);
+		return !strcmp(method, "DELETE") ? jobs_delete(c, r) : jobs_get(c, r);
+	case R_PREVIEW: return preview_get(c, r);
 	case R_PROJ: case R_VIEW: return upload_begin(c, r);
 	case R_START: return jobs_start(c, r);
 	case R_CANCEL: return jobs_cancel(c, r);
@@ -236,6 +254,7 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	case R_VOLUME: return volume_get(c, r);
 	case R_DESTINATIONS: return push_destinations(c, r);
 	case R_PUSH: return push_again(c, r);
+	case R_WWW: return www_get(c, r);
 	default: return http_fail(c, r, RC_ENOTFOUND, "", "no such endpoint");
 	}
 }
@@ -244,7 +263,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  const char *version, const char *data, size_t *data_size, void **con_cls)
 {
 	(void)version;
-	app *a = cls;
+	http *h = cls;
+	app *a = h->a;
 	req *r = *con_cls;
 	if (!r) {
 		r = calloc(1, sizeof *r);
@@ -252,6 +272,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		*con_cls = r;
 		r->a = a;
+		r->http = h;
 		snprintf(r->method, sizeof r->method, "%s", method);
 		snprintf(r->path, sizeof r->path, "%s", url);
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -270,7 +291,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*data_size = 0;
 		if (r->answered)
 			return MHD_YES;
-		if (r->rt == R_JOBS)
+		if (r->rt == R_JOBS || r->rt == R_JOB) /* POST a spec, PATCH a job */
 			return jobs_create_body(r, data, n);
 		if (r->up)
 			upload_data(r, data, n);
@@ -280,6 +301,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	if (r->rt == R_JOBS)
 		return jobs_create_end(c, r);
+	if (r->rt == R_JOB)
+		return jobs_patch_end(c, r);
 	if (r->up)
 		return upload_end(c, r);
 	return http_fail(c, r, RC_EINTERNAL, "", "request ended without an answer");
@@ -394,15 +417,32 @@ int http_start(app *a, http **ret, int *ret_port, rc_err *err)
 		{ MHD_OPTION_CONNECTION_LIMIT, cfg->threads, NULL },
 		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_ip, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s, NULL },
-		/* Bigger reads per call into the upload handler: fewer pwrite calls. */
+		/* The pool of each connection.  MHD 0.9.75 reads into half of it:
+		 * the upload handler gets about 128 KiB per call (18 500 pwrite
+		 * calls for 2.38 GB).  A bigger pool is not worth it: uploads with
+		 * 1 or 4 MiB were faster only within this VM's noise, but MHD
+		 * zeroes the whole pool before every keep-alive request: 32 status
+		 * pollers got 470 answers/s with 4 MiB, 1000 with 1 MiB, 1300-1600
+		 * with this (docs/server.md, "Upload speed"). */
 		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
 		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->cert },
 		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->key },
 		{ MHD_OPTION_END, 0, NULL },
 	};
-	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	/* Before MHD starts: a request may arrive at once. */
+	int prc = preview_cache_new(cfg->preview_concurrency > PREVIEW_CACHE_ENTRIES ? cfg->preview_concurrency
+										     : PREVIEW_CACHE_ENTRIES,
+				    cfg->preview_concurrency, &h->previews, err);
+	if (prc) {
+		free(h->cert);
+		free(h->key);
+		free(h);
+		return prc;
+	}
+	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!h->d) {
+		preview_cache_free(h->previews);
 		free(h->cert);
 		free(h->key);
 		free(h);
@@ -428,6 +468,7 @@ void http_stop(http *h, double grace_s)
 		usleep(50000);
 	}
 	MHD_stop_daemon(h->d);
+	preview_cache_free(h->previews);
 	free(h->cert);
 	free(h->key);
 	free(h);

@@ -26,12 +26,15 @@ typedef enum route {
 	R_DESTINATIONS,  /* /v1/destinations */
 	R_PUSH,          /* /v1/jobs/{id}/push */
 	R_CANCEL,        /* /v1/jobs/{id}/cancel */
+	R_PREVIEW,       /* /v1/jobs/{id}/preview */
+	R_WWW,           /* /, /ui/...: the operator page (http_www.c) */
 } route;
 
 struct upload;
 
 typedef struct req {
 	app *a;
+	struct http *http; /* its daemon (the preview cache) */
 	route rt;
 	char method[8];
 	char path[256];
@@ -43,7 +46,7 @@ typedef struct req {
 	int audit;
 	int answered;
 	unsigned status;
-	/* JSON body (POST /v1/jobs) */
+	/* JSON body (POST /v1/jobs, PATCH /v1/jobs/{id}) */
 	char *body;
 	size_t body_len, body_cap;
 	int body_too_big;
@@ -79,6 +82,10 @@ enum MHD_Result jobs_get(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_cancel(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_start(struct MHD_Connection *c, req *r);
+/* PATCH /v1/jobs/{id} {"priority": N}: the body is gathered by
+ * jobs_create_body under the same cap. */
+enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r);
+enum MHD_Result jobs_patch_end(struct MHD_Connection *c, req *r);
 
 enum MHD_Result upload_begin(struct MHD_Connection *c, req *r);
 void upload_data(req *r, const char *data, size_t len);
@@ -92,8 +99,14 @@ enum MHD_Result volume_get_dicom(struct MHD_Connection *c, req *r);
 enum MHD_Result push_destinations(struct MHD_Connection *c, req *r);
 enum MHD_Result push_again(struct MHD_Connection *c, req *r);
 enum MHD_Result events_get(struct MHD_Connection *c, req *r);
+/* GET /v1/jobs/{id}/preview (http_preview.c): one slice as a PNG. */
+enum MHD_Result preview_get(struct MHD_Connection *c, req *r);
+/* The daemon's cache of rendered previews (http.c owns it). */
+struct preview_cache *http_previews(struct http *h);
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r);
 enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready);
 enum MHD_Result misc_metrics(struct MHD_Connection *c, req *r);
+/* The operator page and its files (http_www.c, www.h). */
+enum MHD_Result www_get(struct MHD_Connection *c, req *r);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * http_jobs: POST /v1/jobs (create), GET /v1/jobs (list), GET and DELETE
- * /v1/jobs/{id}, POST /v1/jobs/{id}/start and /cancel.  Cancel stops a job
+ * http_jobs: POST /v1/jobs (create), GET /v1/jobs (list), GET, PATCH
+ * (priority) and DELETE /v1/jobs/{id}, POST /v1/jobs/{id}/start and /cancel.  Cancel stops a job
  * that has not finished (409 once it has); DELETE removes a finished job and
  * its files (409 before: cancel it first), so neither has two meanings and a
  * 2xx DELETE always leaves the job gone.  The spec body is capped by its
@@ -15,6 +15,7 @@
 #include <uuid/uuid.h>
 
 #include "http_internal.h"
+#include "jfield.h"
 #include "log.h"
 #include "spec.h"
 
@@ -213,4 +214,53 @@ enum MHD_Result jobs_start(struct MHD_Connection *c, req *r)
 		runner_kick(r->a->run);
 	}
 	return http_job(c, r, changed ? 202 : 200, r->id);
+}
+
+/* PATCH: the body is capped like a spec's (jobs_create_body gathers it). */
+enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > r->a->cfg->max_body)
+		return http_fail(c, r, RC_EBODYTOOBIG, "", "the body is %.24s bytes; the limit is %llu", cl,
+				 (unsigned long long)r->a->cfg->max_body);
+	return MHD_YES;
+}
+
+/* The one change PATCH makes: {"priority": N}, N as at creation (spec.c:
+ * an integer 0..9), while the job has not started.  Priority orders the
+ * queue only, so a running or finished job has none left to change. */
+enum MHD_Result jobs_patch_end(struct MHD_Connection *c, req *r)
+{
+	app *a = r->a;
+	rc_err err;
+	if (r->body_too_big)
+		return http_fail(c, r, RC_EBODYTOOBIG, "", "the body is longer than the limit of %llu bytes",
+				 (unsigned long long)a->cfg->max_body);
+	json_error_t jerr;
+	json_t *root = r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	if (!root)
+		return http_fail(c, r, RC_EBADJSON, "", "the body must be a JSON object such as {\"priority\": 7}%s%s",
+				 r->body_len ? ": " : "", r->body_len ? jerr.text : "");
+	long long prio = 0;
+	int rc = 0;
+	const char *key;
+	json_t *v;
+	if (!json_is_object(root))
+		rc = rc_fail(&err, RC_EBADJSON, "", "the body must be a JSON object such as {\"priority\": 7}");
+	json_object_foreach(root, key, v) {
+		if (!rc && strcmp(key, "priority"))
+			rc = rc_fail(&err, RC_EINVAL, key, "%.64s cannot be changed: PATCH takes {\"priority\": N} only", key);
+	}
+	if (!rc)
+		rc = jf_int(root, "", "priority", 1, 0, 9, &prio, &err);
+	json_decref(root);
+	if (rc)
+		return http_error_rc(c, r, &err);
+	job_state was;
+	if (store_set_priority(a->st, r->id, (int)prio, &was, &err))
+		return http_error_rc(c, r, &err);
+	rlog(LOG_P_INFO, "job_priority", "id=%s priority=%lld state=%s client=%s token=%s", r->id, prio,
+	     job_state_name(was), r->client, r->who);
+	app_job_changed(a, r->id);
+	return http_job(c, r, 200, r->id);
 }

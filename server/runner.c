@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -52,6 +53,12 @@ struct runner {
 	pthread_t probe_thread;
 	int probe_started;
 	pid_t probe_pid;         /* under lock; 0 when none */
+	/* the running job's shared memory (worker_proto.h), under lock */
+	int live_fd;             /* its live volume; -1 when none */
+	unsigned long live_gen;  /* preview lines seen */
+	_Atomic uint32_t *stamp; /* streaming: one stamp per view; NULL when not streaming */
+	int nstamp;
+	uint32_t next_stamp;     /* the last even stamp handed out */
 };
 
 int runner_new(app *a, runner **ret, rc_err *err)
@@ -60,6 +67,7 @@ int runner_new(app *a, runner **ret, rc_err *err)
 	if (!r)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory");
 	r->a = a;
+	r->live_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -148,6 +156,10 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		snprintf(p.stopped, sizeof p.stopped, "%s", stopped ? stopped : "");
 		if (stopped)
 			p.eta_s = 0.0;
+		p.views_done = (int)json_integer_value(json_object_get(j, "views_done"));
+		p.views_expected = (int)json_integer_value(json_object_get(j, "views_expected"));
+		if (p.views_expected)
+			p.eta_s = NAN; /* the scanner sets the pace */
 		metrics_iteration(r->a->met, p.elapsed_s - *last_elapsed);
 		*last_elapsed = p.elapsed_s;
 		pthread_mutex_lock(&r->lock);
@@ -159,6 +171,11 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 				       "fraction", p.of ? (double)p.iteration / p.of : 0.0,
 				       "eta_s", isfinite(p.eta_s) ? json_real(p.eta_s) : json_null());
 		json_object_set_new(ev, "elapsed_s", json_real(p.elapsed_s));
+		if (p.views_expected) {
+			json_object_set_new(ev, "views_done", json_integer(p.views_done));
+			json_object_set_new(ev, "views_expected", json_integer(p.views_expected));
+			json_object_set_new(ev, "fraction", json_real((double)p.views_done / p.views_expected));
+		}
 		if (p.stopped[0])
 			json_object_set_new(ev, "stopped", json_string(p.stopped));
 		char *s = json_dumps(ev, JSON_COMPACT);
@@ -166,6 +183,16 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 			hub_publish(r->a->hub, id, "progress", s);
 		free(s);
 		json_decref(ev);
+	} else if (type && !strcmp(type, "preview")) {
+		pthread_mutex_lock(&r->lock);
+		unsigned long gen = ++r->live_gen;
+		pthread_mutex_unlock(&r->lock);
+		json_object_del(j, "type");
+		json_object_set_new(j, "generation", json_integer((json_int_t)gen));
+		char *s = json_dumps(j, JSON_COMPACT);
+		if (s)
+			hub_publish(r->a->hub, id, "preview", s);
+		free(s);
 	} else if (type && !strcmp(type, "report")) {
 		json_object_del(j, "type");
 		free(oc->report);
@@ -201,14 +228,18 @@ static void busy_by_plan(app *a, const char *report, double secs)
 	json_decref(r);
 }
 
-static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
+/* live_fd and stamp_fd (-1: none) are the memfds the worker gets as fds 4
+ * and 5 (worker_proto.h); both are >= 10, so the child's dup2s below cannot
+ * overwrite one before it is copied. */
+static pid_t spawn(runner *r, const char *dir, int live_fd, int stamp_fd, int *ret_fd, rc_err *err)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC))
 		return rc_fail(err, RC_EIO, "", "pipe: %s", strerror(errno));
 	const config *c = r->a->cfg;
-	char threads[16];
+	char threads[16], idle[32];
 	snprintf(threads, sizeof threads, "%d", c->worker_threads);
+	snprintf(idle, sizeof idle, "%.3f", c->stream_idle_s);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -247,10 +278,25 @@ static pid_t spawn(runner *r, const char *dir, int *ret_fd, rc_err *err)
 		} else {
 			fcntl(3, F_SETFD, 0);
 		}
+		if ((live_fd >= 0 && dup2(live_fd, 4) < 0) || (stamp_fd >= 0 && dup2(stamp_fd, 5) < 0))
+			_exit(127);
 		/* --state-dir: fitted device models and cached system matrices
 		 * live in the store, shared by every job */
-		char *argv[] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
-				 "--state-dir", (char *)c->store, (char *)dir, NULL };
+		char *argv[16] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
+				   "--state-dir", (char *)c->store };
+		int n = 7;
+		if (live_fd >= 0) {
+			argv[n++] = "--live-fd";
+			argv[n++] = "4";
+		}
+		if (stamp_fd >= 0) {
+			argv[n++] = "--stream-fd";
+			argv[n++] = "5";
+			argv[n++] = "--stream-idle";
+			argv[n++] = idle;
+		}
+		argv[n++] = (char *)dir;
+		argv[n] = NULL;
 		execv(c->worker, argv);
 		_exit(127);
 	}
@@ -332,12 +378,113 @@ static void record_outcome(runner *r, const char *id, job_state final, const str
 	}
 }
 
+/* The job's shared memory for its worker (worker_proto.h): the live
+ * volume, and for a streaming job that still misses views the stamps, with
+ * every present view stamped.  The stamps are published before the store's
+ * bitmap is read, so a view stored meanwhile is stamped by runner_views or
+ * here, never by neither.  Returns 0 or -1 (the job then runs without). */
+static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
+{
+	job_row row;
+	rc_err err;
+	*live_fd = *stamp_fd = -1;
+	if (store_get(r->a->st, id, 0, &row, &err))
+		return -1;
+	int fd = memfd_create("recond-live", MFD_CLOEXEC), rc = -1;
+	if (fd >= 0 && ftruncate(fd, (off_t)row.vol_bytes) == 0)
+		*live_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	if (fd >= 0)
+		close(fd);
+	if (*live_fd < 0)
+		goto out;
+	pthread_mutex_lock(&r->lock);
+	r->live_fd = *live_fd;
+	r->live_gen = 0;
+	pthread_mutex_unlock(&r->lock);
+	rc = 0;
+	if (!row.streaming || row.views_present >= row.views_expected)
+		goto out;
+	size_t bytes = sizeof(uint32_t) * (size_t)row.views_expected;
+	fd = memfd_create("recond-views", MFD_CLOEXEC);
+	if (fd >= 0 && ftruncate(fd, (off_t)bytes) == 0)
+		*stamp_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	if (fd >= 0)
+		close(fd);
+	void *map = *stamp_fd >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *stamp_fd, 0) : MAP_FAILED;
+	if (map == MAP_FAILED) {
+		if (*stamp_fd >= 0)
+			close(*stamp_fd);
+		*stamp_fd = -1;
+		goto out; /* it runs when its last view arrives instead */
+	}
+	pthread_mutex_lock(&r->lock);
+	r->stamp = map;
+	r->nstamp = row.views_expected;
+	pthread_mutex_unlock(&r->lock);
+	job_row_clear(&row);
+	if (store_get(r->a->st, id, 1, &row, &err) == 0) {
+		pthread_mutex_lock(&r->lock);
+		for (int k = 0; k < r->nstamp; k++)
+			if ((row.present[k >> 3] >> (k & 7)) & 1 && !atomic_load(&r->stamp[k]))
+				atomic_store(&r->stamp[k], r->next_stamp += 2);
+		pthread_mutex_unlock(&r->lock);
+	}
+out:
+	job_row_clear(&row);
+	return rc;
+}
+
+static void unshare_memory(runner *r, int stamp_fd)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->live_fd >= 0)
+		close(r->live_fd);
+	r->live_fd = -1;
+	r->live_gen = 0;
+	if (r->stamp)
+		munmap((void *)r->stamp, sizeof(uint32_t) * (size_t)r->nstamp);
+	r->stamp = NULL;
+	r->nstamp = 0;
+	pthread_mutex_unlock(&r->lock);
+	if (stamp_fd >= 0)
+		close(stamp_fd);
+}
+
+int runner_live_volume(runner *r, const char *id, int *fd, unsigned long *generation)
+{
+	int rc = RC_ENOTFOUND;
+	*fd = -1;
+	*generation = 0;
+	pthread_mutex_lock(&r->lock);
+	if (!strcmp(r->current, id) && r->live_fd >= 0) {
+		*fd = fcntl(r->live_fd, F_DUPFD_CLOEXEC, 0);
+		*generation = r->live_gen;
+		rc = *fd >= 0 ? 0 : RC_EIO;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+void runner_views(runner *r, const char *id, int first, int last, int set)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->stamp && !strcmp(r->current, id))
+		for (int k = first < 0 ? 0 : first; k < last && k < r->nstamp; k++) {
+			uint32_t s = atomic_load(&r->stamp[k]);
+			if (set)
+				atomic_store(&r->stamp[k], r->next_stamp += 2);
+			else if (s && !(s & 1))
+				atomic_store(&r->stamp[k], s | 1);
+		}
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void run_job(runner *r, const char *id)
 {
 	app *a = r->a;
 	char dir[4200], vol[4300];
 	struct outcome oc;
-	int succeeded = 0;
+	int succeeded = 0, live_fd = -1, stamp_fd = -1;
 	memset(&oc, 0, sizeof oc);
 	store_job_path(a->st, id, NULL, dir, sizeof dir);
 	snprintf(vol, sizeof vol, "%s/volume.f32", dir);
@@ -349,11 +496,12 @@ static void run_job(runner *r, const char *id)
 	r->prog.residual = r->prog.eta_s = NAN;
 	pthread_mutex_unlock(&r->lock);
 	app_job_changed(a, id);
+	share_memory(r, id, &live_fd, &stamp_fd);
 
 	rc_err err;
 	int fd = -1;
 	double t0 = rc_now_s();
-	pid_t pid = spawn(r, dir, &fd, &err);
+	pid_t pid = spawn(r, dir, live_fd, stamp_fd, &fd, &err);
 	if (pid < 0) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
 		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, err.msg);
@@ -405,6 +553,7 @@ static void run_job(runner *r, const char *id)
 	/* EOF: the worker closed the pipe, normally by exiting.  Keep the
 	 * SIGKILL deadline while waiting, for a worker that closed fd 3 and hangs. */
 	struct rusage ru = { 0 };
+	useconds_t nap = 500; /* the worker exits right after its EOF: look again soon, then less often */
 	for (;;) {
 		pid_t w = wait4(pid, &status, WNOHANG, &ru);
 		if (w == pid || (w < 0 && errno != EINTR))
@@ -419,7 +568,8 @@ static void run_job(runner *r, const char *id)
 			kill(pid, SIGKILL);
 		}
 		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
-		usleep(50000);
+		usleep(nap);
+		nap = nap < 50000 ? nap * 2 : 50000;
 	}
 	double secs = rc_now_s() - t0;
 	busy_by_plan(a, oc.report, secs);
@@ -429,6 +579,11 @@ static void run_job(runner *r, const char *id)
 		final = JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
 	} else if (stopping && !cancelled) {
 		final = JOB_QUEUED;
+	} else if (!cancelled && WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_STREAM_IDLE &&
+		   store_stream_pause(a->st, id, &err) == 0) {
+		/* the views stopped coming: back to receiving, the queue goes on */
+		rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f", id, rc_now_s() - t0);
+		goto out;
 	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
 		final = JOB_CANCELLED;
 		snprintf(oc.err_code, sizeof oc.err_code, "cancelled");
@@ -455,6 +610,7 @@ static void run_job(runner *r, const char *id)
 		rlog(LOG_P_INFO, final == JOB_QUEUED ? "job_requeued" : "job_finished", "id=%s state=%s seconds=%.3f",
 		     id, job_state_name(final), secs);
 out:
+	unshare_memory(r, stamp_fd);
 	pthread_mutex_lock(&r->lock);
 	r->current[0] = '\0';
 	if (!strcmp(r->cancel_id, id))
@@ -628,3 +784,4 @@ void runner_stop(runner *r)
 		r->probe_started = 0;
 	}
 }
+

@@ -27,6 +27,8 @@ typedef struct run_progress {
 	double elapsed_s;
 	double eta_s;       /* NAN when unknown */
 	char stopped[16];   /* the stop rule that ended the run here, or "" */
+	int views_done;     /* streaming FDK: views back-projected so far, */
+	int views_expected; /* of this many (0 when not streaming) */
 } run_progress;
 
 int runner_new(struct app *a, runner **ret, rc_err *err);
@@ -50,5 +52,16 @@ json_t *runner_devices(runner *r);
 int runner_probed(runner *r);
 /* True while a job runs. */
 int runner_busy(runner *r);
+
+/* The running job's live volume (the worker's current iterate, or a
+ * streaming FDK's partial sum): *fd gets a new read-only descriptor of
+ * vol_bytes floats [z][y][x] (close it), *generation how many snapshots the
+ * worker has announced (0 = none yet: the contents are zeros).  A reader may
+ * see a snapshot being overwritten by the next one.  RC_ENOTFOUND when id is
+ * not the running job or its worker has not started. */
+int runner_live_volume(runner *r, const char *id, int *fd, unsigned long *generation);
+/* Views [first, last) of job id were marked present (set) or absent: a
+ * streaming worker of id learns of them at once. */
+void runner_views(runner *r, const char *id, int first, int last, int set);
 
 #endif

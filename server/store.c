@@ -58,6 +58,11 @@ void job_row_clear(job_row *r)
 	memset(r, 0, sizeof *r);
 }
 
+int job_row_uploadable(const job_row *r)
+{
+	return !!(JOB_BIT(r->state) & (r->streaming ? JOB_STREAM_UPLOADABLE : JOB_UPLOADABLE));
+}
+
 static int popcount_bits(const uint8_t *b, int nbits)
 {
 	int n = 0;
@@ -68,7 +73,7 @@ static int popcount_bits(const uint8_t *b, int nbits)
 
 int store_views_apply(job_row *r, int first, int last, int set, int *ret_state, int *ret_queue, rc_err *err)
 {
-	if (!(JOB_BIT(r->state) & JOB_UPLOADABLE))
+	if (!job_row_uploadable(r))
 		return rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections",
 			       r->id, job_state_name(r->state));
 	if (first < 0 || last > r->views_expected || first >= last)
@@ -91,9 +96,15 @@ int store_views_apply(job_row *r, int first, int last, int set, int *ret_state, 
 	job_state ns = r->state;
 	if (set && ns == JOB_CREATED)
 		ns = JOB_RECEIVING;
-	if (set && r->autostart && r->views_present == r->views_expected) {
+	int waiting = ns == JOB_RECEIVING; /* not queued yet (a streaming job may be) */
+	if (waiting && set && r->autostart && r->views_present == r->views_expected) {
 		ns = JOB_QUEUED;
 		*ret_queue = 1;
+	} else if (waiting && set && (r->stream == STREAM_ON || (r->stream == STREAM_AUTO && r->autostart))) {
+		/* a streaming FDK job runs from its first views on */
+		ns = JOB_QUEUED;
+		*ret_queue = 1;
+		r->streaming = 1;
 	}
 	*ret_state = (int)ns;
 	return 0;
@@ -124,6 +135,12 @@ int store_cancel_final(const job_row *r, rc_err *err)
 int store_delete_unfinished(const job_row *r, rc_err *err)
 {
 	return rc_fail(err, RC_ESTATE, "state", "job %s is %s; cancel it first", r->id, job_state_name(r->state));
+}
+
+int store_priority_fixed(const job_row *r, rc_err *err)
+{
+	return rc_fail(err, RC_ESTATE, "state", "job %s is %s: the priority orders the queue, so it changes only "
+		       "before the job runs (created, receiving or queued)", r->id, job_state_name(r->state));
 }
 
 int store_lease_lost(const job_row *r, const char *node, rc_err *err)
@@ -294,6 +311,22 @@ int store_lease_expire(store *st, int max_attempts, int *ret_n, rc_err *err)
 	int rc = st->ops->lease_expire(st, max_attempts, &n, err);
 	if (ret_n)
 		*ret_n = rc ? 0 : n;
+	return rc;
+}
+
+int store_stream_pause(store *st, const char *id, rc_err *err)
+{
+	return st->ops->stream_pause(st, id, err);
+}
+
+int store_set_priority(store *st, const char *id, int priority, job_state *ret_state, rc_err *err)
+{
+	int s = 0;
+	if (priority < 0 || priority > 9)
+		return rc_fail(err, RC_EINVAL, "priority", "priority must be an integer from 0 to 9 (got %d)", priority);
+	int rc = st->ops->set_priority(st, id, priority, &s, err);
+	if (!rc && ret_state)
+		*ret_state = (job_state)s;
 	return rc;
 }
 

@@ -44,6 +44,8 @@ typedef enum job_state {
 
 #define JOB_BIT(s) (1u << (s))
 #define JOB_UPLOADABLE (JOB_BIT(JOB_CREATED) | JOB_BIT(JOB_RECEIVING))
+/* A streaming job also takes views while it waits in the queue and runs. */
+#define JOB_STREAM_UPLOADABLE (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED) | JOB_BIT(JOB_RUNNING))
 #define JOB_FINAL (JOB_BIT(JOB_SUCCEEDED) | JOB_BIT(JOB_FAILED) | JOB_BIT(JOB_CANCELLED))
 
 const char *job_state_name(job_state s);
@@ -54,6 +56,8 @@ typedef struct job_row {
 	job_state state;
 	char label[4 * SPEC_LABEL_MAX + 1];
 	int priority, autostart, cancel_requested;
+	int stream;      /* the spec's execution.stream: STREAM_OFF, STREAM_AUTO, STREAM_ON */
+	int streaming;   /* queued before its last view: it runs as views arrive */
 	double created, updated, queued, started, finished; /* unix seconds; 0 = not yet */
 	int views_expected, views_present;
 	int nu, rows;
@@ -70,6 +74,8 @@ typedef struct job_row {
 } job_row;
 
 void job_row_clear(job_row *r);
+/* Whether the job takes projection uploads in its state. */
+int job_row_uploadable(const job_row *r);
 
 typedef struct store store;
 
@@ -124,7 +130,10 @@ int store_counts(store *st, int counts[JOB_NSTATES], rc_err *err);
 int store_views_clear(store *st, const char *id, int first, int last, rc_err *err);
 /* Marks views [first, last) present after their bytes were fsynced; the job
  * goes created -> receiving, and to queued when every view is present and
- * autostart is set.  RC_ESTATE when the job is no longer uploadable.
+ * autostart is set.  A streaming FDK job (stream on, or auto with autostart)
+ * is queued with its first views instead, marked streaming: it keeps taking
+ * views while it is queued and runs.  RC_ESTATE when the job is no longer
+ * uploadable.
  * *ret_state (may be NULL) gets the new state. */
 int store_views_set(store *st, const char *id, int first, int last, job_state *ret_state, rc_err *err);
 
@@ -167,6 +176,11 @@ int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err);
 int store_finish(store *st, const char *id, job_state state, const char *err_code,
 		 const char *err_msg, const char *report, rc_err *err);
 
+/* A streaming job whose views stopped coming: running -> receiving, no
+ * longer streaming (the next view queues it again, or it runs as a batch
+ * once complete).  RC_ESTATE when it is not running. */
+int store_stream_pause(store *st, const char *id, rc_err *err);
+
 /* Removes a finished job: row first, then its files.  RC_ESTATE when the job
  * has not finished. */
 int store_delete(store *st, const char *id, rc_err *err);
@@ -176,6 +190,13 @@ int store_delete(store *st, const char *id, rc_err *err);
 int store_expire(store *st, double retention_s, int *ret_n, rc_err *err);
 
 double store_now(void);
+
+/* PATCH: sets the priority (0..9, as at creation) of a job that has not
+ * started (created, receiving, queued); a queued job keeps its place in the
+ * order it was queued within its new priority (store_take_next).  *ret_state
+ * (may be NULL) gets the job's state.  RC_ESTATE naming the state when it is
+ * running or finished: nothing changes. */
+int store_set_priority(store *st, const char *id, int priority, job_state *ret_state, rc_err *err);
 
 /* --- pushes to PACS (store_sqlite_push.c, store_pg.c): one row per (job, destination) of the
  * job's output.push, made with the job.  pending (waiting for the job to

@@ -56,6 +56,10 @@ struct store_ops {
 	int (*lease_renew)(store *st, const char *id, const char *node, double lease_s, rc_err *err);
 	int (*lease_expire)(store *st, int max_attempts, int *ret_n, rc_err *err);
 	int (*cancel)(store *st, const char *id, int *ret_state, rc_err *err);
+	/* running -> receiving, no longer streaming (store_stream_pause) */
+	int (*stream_pause)(store *st, const char *id, rc_err *err);
+	/* the priority of a job not yet running (store_set_priority) */
+	int (*set_priority)(store *st, const char *id, int priority, int *ret_state, rc_err *err);
 	int (*finish)(store *st, const char *id, int state, const char *err_code, const char *err_msg,
 		      const char *report, rc_err *err);
 	/* the row and its pushes, when the job has finished (RC_ESTATE else);
@@ -81,7 +85,8 @@ int store_pg_open(const char *where, store **ret, rc_err *err);
 /* Views [first, last) set or cleared in r's bitmap and views_present: RC_ESTATE
  * when the job is not uploadable, RC_EINVAL for a range outside it.  *ret_state
  * is the state to store, -1 when nothing changed (a clear of absent views);
- * *ret_queue whether the job goes to the queue now (autostart). */
+ * *ret_queue whether the job goes to the queue now (autostart, or a
+ * streaming FDK job's first views: then r->streaming is set, to store). */
 int store_views_apply(struct job_row *r, int first, int last, int set, int *ret_state, int *ret_queue,
 		      rc_err *err);
 /* POST start on r: *ret_go = 1 when it is to be queued now, 0 when it is
@@ -91,6 +96,8 @@ int store_start_check(const struct job_row *r, int *ret_go, rc_err *err);
  * unfinished one. */
 int store_cancel_final(const struct job_row *r, rc_err *err);
 int store_delete_unfinished(const struct job_row *r, rc_err *err);
+/* The RC_ESTATE of a priority change of a job that runs or has finished. */
+int store_priority_fixed(const struct job_row *r, rc_err *err);
 /* The RC_ESTATE of a renewal by node of r's lease that is no longer its. */
 int store_lease_lost(const struct job_row *r, const char *node, rc_err *err);
 

@@ -170,6 +170,9 @@ static const char *const migrations[] = {
 	" attempts int NOT NULL DEFAULT 0, sent int NOT NULL DEFAULT 0, total int NOT NULL DEFAULT 0,"
 	" next_try float8 NOT NULL DEFAULT 0, updated float8 NOT NULL DEFAULT 0, error text NOT NULL DEFAULT '',"
 	" node text NOT NULL DEFAULT '', PRIMARY KEY (job, dest));",
+	/* version 2: streaming FDK */
+	"ALTER TABLE jobs ADD COLUMN stream int NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN streaming int NOT NULL DEFAULT 0;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -254,7 +257,7 @@ static void pg_close(store *base)
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
 	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts"
+	" node, lease_until, attempts, stream, streaming"
 
 static char *dup_col(const PGresult *res, int i, int c)
 {
@@ -300,6 +303,8 @@ static void read_row(const PGresult *res, int i, int with_bitmap, job_row *r)
 	snprintf(r->node, sizeof r->node, "%s", V(25));
 	r->lease_until = strtod(V(26), NULL);
 	r->attempts = atoi(V(27));
+	r->stream = atoi(V(28));
+	r->streaming = atoi(V(29));
 #undef V
 }
 
@@ -432,13 +437,14 @@ static int pg_insert(store *base, const char *id, const job_spec *spec, const ch
 	p_int(&p, (long long)spec->vol_bytes);
 	p_str(&p, summary);
 	p_str(&p, hex);
+	p_int(&p, spec->stream);
 	PG_ENTER(st, err);
 	if ((rc = pg_run(st, "insert", "BEGIN", NULL, NULL, err)) ||
 	    (rc = pg_run(st, "insert",
 			 "INSERT INTO jobs (id, state, label, priority, autostart, created, updated, views_expected, nu,"
-			 " rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes, summary, present)"
+			 " rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes, summary, present, stream)"
 			 " VALUES ($1, $2::int, $3, $4::int, $5::int, $6::float8, $6::float8, $7::int, $8::int, $9::int,"
-			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea)",
+			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea, $17::int)",
 			 &p, NULL, err)))
 		goto out_rollback;
 	for (int i = 0; i < spec->out.npush; i++) {
@@ -561,11 +567,12 @@ static int pg_views(store *base, const char *id, int first, int last, int set, i
 	p_dbl(&p, store_now());
 	p_str(&p, queue ? "true" : "false");
 	p_str(&p, id);
+	p_int(&p, r.streaming);
 	if ((rc = pg_run(st, "update views",
 			 "UPDATE jobs SET present=$1::bytea, views_present=$2::int, state=$3::int, updated=$4::float8,"
 			 " queued=CASE WHEN $5::boolean THEN $4::float8 ELSE queued END,"
-			 " queue_seq=CASE WHEN $5::boolean THEN nextval('recond_queue_seq') ELSE queue_seq END"
-			 " WHERE id=$6",
+			 " queue_seq=CASE WHEN $5::boolean THEN nextval('recond_queue_seq') ELSE queue_seq END,"
+			 " streaming=$7::int WHERE id=$6",
 			 &p, NULL, err)) ||
 	    (rc = pg_run(st, "update views", "COMMIT", NULL, NULL, err)))
 		goto out_rollback;
@@ -758,6 +765,59 @@ static int pg_cancel(store *base, const char *id, int *ret_state, rc_err *err)
 	    (rc = pg_run(st, "cancel", "COMMIT", NULL, NULL, err)))
 		goto out_rollback;
 	*ret_state = running ? JOB_RUNNING : JOB_CANCELLED;
+	goto out;
+out_rollback:
+	pg_rollback(st);
+out:
+	job_row_clear(&r);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int pg_stream_pause(store *base, const char *id, rc_err *err)
+{
+	pg_store *st = PG(base);
+	PG_ENTER(st, err);
+	pgp p = { .n = 0 };
+	PGresult *res = NULL;
+	p_int(&p, JOB_RECEIVING);
+	p_dbl(&p, store_now());
+	p_str(&p, id);
+	p_int(&p, JOB_RUNNING);
+	if (!(rc = pg_run(st, "stream pause",
+			  "UPDATE jobs SET state=$1::int, updated=$2::float8, streaming=0, started=0, node='', lease_until=0"
+			  " WHERE id=$3 AND state=$4::int",
+			  &p, &res, err)) &&
+	    pg_changes(res) != 1)
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running any more", id);
+	PQclear(res);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int pg_set_priority(store *base, const char *id, int priority, int *ret_state, rc_err *err)
+{
+	pg_store *st = PG(base);
+	job_row r = { .present = NULL };
+	PG_ENTER(st, err);
+	if ((rc = pg_run(st, "priority", "BEGIN", NULL, NULL, err)) || (rc = get_row(st, id, 0, 1, &r, err)))
+		goto out_rollback;
+	/* the row is locked: a job checked here is not taken before the update */
+	if (!(JOB_BIT(r.state) & (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED)))) {
+		rc = store_priority_fixed(&r, err);
+		goto out_rollback;
+	}
+	pgp p = { .n = 0 };
+	p_int(&p, priority);
+	p_dbl(&p, store_now());
+	p_str(&p, id);
+	if ((rc = pg_run(st, "priority", "UPDATE jobs SET priority=$1::int, updated=$2::float8 WHERE id=$3", &p, NULL,
+			 err)) ||
+	    (rc = pg_run(st, "priority", "COMMIT", NULL, NULL, err)))
+		goto out_rollback;
+	*ret_state = r.state;
 	goto out;
 out_rollback:
 	pg_rollback(st);
@@ -1016,6 +1076,8 @@ static const struct store_ops pg_ops = {
 	.lease_renew = pg_lease_renew,
 	.lease_expire = pg_lease_expire,
 	.cancel = pg_cancel,
+	.stream_pause = pg_stream_pause,
+	.set_priority = pg_set_priority,
 	.finish = pg_finish,
 	.delete_row = pg_delete_row,
 	.expired = pg_expired,

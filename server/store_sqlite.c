@@ -120,8 +120,13 @@ static const char schema_v2[] =
 	"ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN lease_log TEXT NOT NULL DEFAULT '';";
 
+/* Version 3: streaming FDK (stream, streaming); add_stream_columns adds
+ * them, since a store of the first streaming build has them already
+ * without a version table. */
+static const char schema_v3[] = "";
+
 /* migrations[v] takes a store from version v to v + 1 */
-static const char *const migrations[] = { schema_v1, schema_v2 };
+static const char *const migrations[] = { schema_v1, schema_v2, schema_v3 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
 static long long query_ll(sq_store *st, const char *sql)
@@ -134,6 +139,14 @@ static long long query_ll(sq_store *st, const char *sql)
 		v = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
 	return v;
+}
+
+static int add_stream_columns(sq_store *st, rc_err *err)
+{
+	if (query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='streaming'"))
+		return 0;
+	return exec_sql(st, "ALTER TABLE jobs ADD COLUMN stream INTEGER NOT NULL DEFAULT 0;"
+			    "ALTER TABLE jobs ADD COLUMN streaming INTEGER NOT NULL DEFAULT 0;", err);
 }
 
 /* Creates or migrates the schema in one transaction (SQLite's DDL is
@@ -154,6 +167,8 @@ static int migrate(sq_store *st, const char *path, rc_err *err)
 	for (; v < SCHEMA_VERSION; v++)
 		if ((rc = exec_sql(st, migrations[v], err)))
 			goto out_rollback;
+	if ((rc = add_stream_columns(st, err)))
+		goto out_rollback;
 	if ((rc = exec_sql(st, "DELETE FROM recond_schema", err)))
 		goto out_rollback;
 	char sql[96];
@@ -295,7 +310,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 	} else if (sqlite3_prepare_v2(st->db,
 			       "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
 			       " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
-			       " summary, present) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " summary, present, stream) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "insert");
 		exec_sql(st, "ROLLBACK", NULL);
@@ -319,6 +334,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 		sqlite3_bind_int64(q, 16, (sqlite3_int64)spec->vol_bytes);
 		sqlite3_bind_text(q, 17, summary, -1, SQLITE_STATIC);
 		sqlite3_bind_blob(q, 18, bits, (int)nbits, SQLITE_STATIC);
+		sqlite3_bind_int(q, 19, spec->stream);
 		if (sqlite3_step(q) != SQLITE_DONE)
 			rc = db_fail(st, err, "insert");
 		sqlite3_finalize(q);
@@ -339,7 +355,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
 	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts"
+	" node, lease_until, attempts, stream, streaming"
 
 static char *dup_col(sqlite3_stmt *q, int i)
 {
@@ -383,6 +399,8 @@ static void read_row(sqlite3_stmt *q, int with_bitmap, job_row *r)
 	snprintf(r->node, sizeof r->node, "%s", (const char *)sqlite3_column_text(q, 25));
 	r->lease_until = sqlite3_column_double(q, 26);
 	r->attempts = sqlite3_column_int(q, 27);
+	r->stream = sqlite3_column_int(q, 28);
+	r->streaming = sqlite3_column_int(q, 29);
 }
 
 /* Caller holds the lock. */
@@ -495,11 +513,12 @@ static int sq_views(store *base, const char *id, int first, int last, int set, i
 	if (sqlite3_prepare_v2(st->db,
 			       "UPDATE jobs SET present=?1, views_present=?2, state=?3, updated=?4,"
 			       " queued=CASE WHEN ?5 THEN ?4 ELSE queued END,"
-			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END WHERE id=?7",
+			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END, streaming=?8 WHERE id=?7",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "update views");
 		goto out;
 	}
+	sqlite3_bind_int(q, 8, r.streaming);
 	sqlite3_bind_blob(q, 1, r.present, (r.views_expected + 7) / 8, SQLITE_STATIC);
 	sqlite3_bind_int(q, 2, r.views_present);
 	sqlite3_bind_int(q, 3, ns);
@@ -724,6 +743,48 @@ out_unlock:
 	return rc;
 }
 
+static int sq_stream_pause(store *base, const char *id, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	pthread_mutex_lock(&st->lock);
+	int rc = transition(st, id, JOB_RUNNING, JOB_RECEIVING, ", streaming=0, started=0, node='', lease_until=0", err);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int sq_set_priority(store *base, const char *id, int priority, int *ret_state, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	sqlite3_stmt *q;
+	job_row r;
+	pthread_mutex_lock(&st->lock);
+	int rc = get_locked(st, id, 0, &r, err);
+	if (rc)
+		goto out_unlock;
+	/* Under the lock the state cannot move (taking a job takes it too), so
+	 * a job checked here is not running when the row changes. */
+	if (!(JOB_BIT(r.state) & (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED)))) {
+		rc = store_priority_fixed(&r, err);
+		goto out;
+	}
+	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET priority=?, updated=? WHERE id=?", -1, &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "priority");
+		goto out;
+	}
+	sqlite3_bind_int(q, 1, priority);
+	sqlite3_bind_double(q, 2, store_now());
+	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "priority");
+	sqlite3_finalize(q);
+	if (!rc)
+		*ret_state = r.state;
+out:
+	job_row_clear(&r);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
 static int sq_finish(store *base, const char *id, int state, const char *err_code,
 		     const char *err_msg, const char *report, rc_err *err)
 {
@@ -843,6 +904,8 @@ static const struct store_ops sqlite_ops = {
 	.lease_renew = sq_lease_renew,
 	.lease_expire = sq_lease_expire,
 	.cancel = sq_cancel,
+	.stream_pause = sq_stream_pause,
+	.set_priority = sq_set_priority,
 	.finish = sq_finish,
 	.delete_row = sq_delete_row,
 	.expired = sq_expired,

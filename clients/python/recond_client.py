@@ -184,6 +184,12 @@ class Client:
                 raise
             return self.status(job_id)
 
+    def set_priority(self, job_id, priority):
+        """PATCH /v1/jobs/{id}: the priority (0..9, higher runs first) of a job that has
+        not started running.  Returns the job; a running or finished job is refused
+        (RecondError 409) and keeps its priority."""
+        return self._json("PATCH", "/v1/jobs/%s" % self._id(job_id), {"priority": priority})
+
     def delete(self, job_id):
         """DELETE /v1/jobs/{id}: remove a finished job and its files (admin role with
         tokens).  A job that has not finished is refused (RecondError 409): cancel first."""

@@ -127,6 +127,8 @@ typedef struct rc_progress {
 	const char *stopped; /* the run ends after this iteration, before `of`:
 	                        "tolerance" or "discrepancy" (algo.h's stop
 	                        rule); NULL otherwise */
+	int views_done;     /* streaming FDK: views back-projected so far; */
+	int views_of;       /* of this many (0 when not streaming) */
 } rc_progress;
 
 typedef struct rc_algo_hooks {
@@ -140,6 +142,15 @@ typedef struct rc_algo_hooks {
 	 * for tests and benchmarks that follow the error per iteration
 	 * (rc_bk_download it).  A non-zero return stops the run with it. */
 	int (*iterate)(void *ud, rc_backend *b, const rc_vec *x, int iteration);
+	/* Streaming FDK (NULL: proj holds the whole stack; rc_recon_streams
+	 * says which runs honour it).  Puts up to max views that are now in
+	 * proj and were not given before into list, waiting up to wait_s
+	 * seconds for at least one; returns how many (0: none came in time),
+	 * or a negative rc_code (err filled) to stop the run.  Each view is
+	 * given once; FDK stops asking when it has them all, filters each as it
+	 * comes and back-projects them in groups, reporting progress
+	 * (views_done) and calling iterate (the partial sum) after each group. */
+	int (*views)(void *ud, double wait_s, int *list, int max, rc_err *err);
 } rc_algo_hooks;
 
 /* Reconstructs vol (rc_volume_count floats, overwritten) from proj (the whole

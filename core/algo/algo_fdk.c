@@ -19,6 +19,13 @@
  * pixels read off the matrix).  Then the back projection's 1/w^2 turns the
  * sum into Feldkamp's (1/2) int D^2/U^2 Q dbeta and the result is in 1/mm.
  *
+ * Streaming (hooks->views): each view is filtered as it arrives, exactly as
+ * above, and the filtered views are back-projected in groups into a
+ * scratch volume that is added to the sum; the angles, dbeta and Parker's
+ * weights come from the geometry, which holds every view's angle from the
+ * start, so a short scan streams too.  Only the order of the float sums
+ * differs from the batch run.
+ *
  * Parker weights (Parker 1982) use the ray's fan angle gamma in the plane
  * of rotation, the view's angle beta along the scan from its start, and
  * Delta = (range - pi) / 2 from the angular range the views cover, so that
@@ -245,6 +252,135 @@ static int check_matrices(const struct fdk *f, rc_err *err)
 	return 0;
 }
 
+struct fdk_list {
+	struct fdk *f;
+	const int *k;
+};
+
+static void filter_listed(void *ud, int worker, int i)
+{
+	struct fdk_list *l = ud;
+	filter_view(l->f, worker, l->k[i]);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Views back-projected per group: about 16 MB of volume per view, so that a
+ * small volume shows each view at once and a large one is not re-read per
+ * view (a group costs a back projection plus three volume passes). */
+static int stream_group(const rc_volume_desc *v)
+{
+	double mb = 4.0 * (double)rc_volume_count(v) / (1 << 20);
+	int g = (int)ceil(mb / 16);
+	return g < 1 ? 1 : g > 32 ? 32 : g;
+}
+
+#define STREAM_LATENCY_S 0.25 /* a view waits at most this long for its group */
+
+/* Back-projects the pending views (sorted into runs of consecutive views)
+ * and adds them to vv. */
+static int stream_flush(rc_backend *b, rc_vec *vf, rc_vec *vv, rc_vec *tmp, const float *filt, int *pend, int npend,
+			const float *ones, rc_err *err)
+{
+	int rc = 0;
+	qsort(pend, (size_t)npend, sizeof *pend, cmp_int);
+	if (!b->ops->vec_borrow && (rc = rc_bk_upload(b, vf, filt, err)))
+		return rc;
+	for (int i = 0; i < npend && !rc;) {
+		int j = i + 1;
+		while (j < npend && pend[j] == pend[j - 1] + 1)
+			j++;
+		if (!(rc = rc_bk_back(b, RC_BP_VOXEL, vf, tmp, pend[i], pend[j - 1] + 1, err)))
+			rc = rc_bk_axpy(b, vv, ones, tmp, err);
+		i = j;
+	}
+	return rc;
+}
+
+static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_hooks *h, double t0, rc_err *err)
+{
+	const int n = f->nviews;
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	int group = stream_group(v), given = 0, npend = 0, rc;
+	int *list = malloc(sizeof(int) * (size_t)n), *pend = malloc(sizeof(int) * (size_t)n);
+	float *ones = malloc(sizeof(float) * (size_t)b->nbatch);
+	rc_vec *vf = NULL, *vv = NULL, *tmp = NULL;
+	double oldest = 0;
+	if (!list || !pend || !ones) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the streaming FDK's view lists");
+		goto out;
+	}
+	for (int i = 0; i < b->nbatch; i++)
+		ones[i] = 1.0f;
+	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, f->filt, &vf, err)) ||
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &tmp, err)) ||
+	    (rc = rc_bk_fill(b, vv, 0.0f, RC_VIEWS_ALL, err)))
+		goto out;
+	while (given < n || npend > 0) {
+		if (f->cancel && atomic_load(f->cancel)) {
+			rc = rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
+			goto out;
+		}
+		if (given < n) {
+			double wait = npend ? fmax(0.0, oldest + STREAM_LATENCY_S - rc_now_s()) : 1.0;
+			int got = h->views(h->ud, wait, list, n - given, err);
+			if (got < 0) {
+				rc = got;
+				goto out;
+			}
+			for (int i = 0; i < got; i++)
+				if (list[i] < 0 || list[i] >= n) {
+					rc = rc_fail(err, RC_EINTERNAL, "", "streamed view %d is not a view of the job", list[i]);
+					goto out;
+				}
+			struct fdk_list l = { f, list };
+			rc_parallel_for(got, f->nwork, filter_listed, &l);
+			if (got && !npend)
+				oldest = rc_now_s();
+			memcpy(pend + npend, list, sizeof(int) * (size_t)got);
+			npend += got;
+			given += got;
+		}
+		if (!npend || (npend < group && given < n && rc_now_s() - oldest < STREAM_LATENCY_S))
+			continue;
+		if ((rc = stream_flush(b, vf, vv, tmp, f->filt, pend, npend, ones, err)))
+			goto out;
+		int done = given;
+		npend = 0;
+		if (given == n)
+			break;
+		if (!b->ops->vec_borrow && (rc = rc_bk_download(b, vv, vol, err)))
+			goto out;
+		if (h->progress) {
+			rc_progress pr = { .iteration = 0, .of = 1, .residual = 0.0, .elapsed_s = rc_now_s() - t0,
+					   .views_done = done, .views_of = n };
+			h->progress(h->ud, &pr);
+		}
+		if (h->iterate && (rc = h->iterate(h->ud, b, vv, 0)))
+			goto out;
+	}
+	if ((rc = rc_bk_download(b, vv, vol, err)))
+		goto out;
+	if (h->progress) {
+		rc_progress pr = { .iteration = 1, .of = 1, .residual = 0.0, .elapsed_s = rc_now_s() - t0,
+				   .views_done = n, .views_of = n };
+		h->progress(h->ud, &pr);
+	}
+	rc = h->iterate ? h->iterate(h->ud, b, vv, 1) : 0;
+out:
+	rc_bk_vec_free(b, tmp);
+	rc_bk_vec_free(b, vv);
+	rc_bk_vec_free(b, vf);
+	free(ones);
+	free(pend);
+	free(list);
+	return rc;
+}
+
 static void fdk_free(struct fdk *f)
 {
 	for (int t = 0; t < f->nwork; t++) {
@@ -285,7 +421,9 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	f.beta = malloc(sizeof(double) * (size_t)f.nviews);
 	f.dbeta = malloc(sizeof(double) * (size_t)f.nviews);
 	f.theta = malloc(sizeof(double) * (size_t)f.nviews);
-	f.filt = malloc(sizeof(float) * nproj);
+	/* streaming back-projects only views it filtered; calloc keeps the
+	 * others (and a device's upload of them) defined */
+	f.filt = hooks && hooks->views ? calloc(nproj, sizeof(float)) : malloc(sizeof(float) * nproj);
 	f.nwork = rc_parallel_threads(0);
 	f.work = calloc((size_t)f.nwork, sizeof *f.work);
 	f.pre = calloc((size_t)f.nwork, sizeof *f.pre);
@@ -304,6 +442,10 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
 			goto out;
 		}
+	}
+	if (hooks && hooks->views) {
+		rc = fdk_stream(&f, b, vol, hooks, t0, err);
+		goto out;
 	}
 	rc_parallel_for(f.nviews, f.nwork, filter_view, &f);
 	if (atomic_load(&f.stopped) || (f.cancel && atomic_load(f.cancel))) {

@@ -116,6 +116,25 @@ static int keep_geom(int v, void *ud)
 	return combo_runs(&c);
 }
 
+int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
+{
+	int eng = RC_ENGINE_AUTO;
+	if (s->algo.name != RC_ALGO_FDK)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+			       "execution.stream is for fdk: an iterative algorithm needs every view before its first "
+			       "iteration (it shows its iterates as previews instead)");
+	if (s->geom.type != RC_GEOM_CONE && s->geom.type != RC_GEOM_MATRICES)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+			       "execution.stream runs on cone and matrices geometries; a %s job is reconstructed "
+			       "from the whole stack (the tensor engine's 2-D path)",
+			       rc_name_str(RC_NAMES_GEOMETRY, (int)s->geom.type));
+	if (!rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng) && eng == RC_ENGINE_TENSOR)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+			       "execution.stream does not run on execution.engine \"tensor\" (it solves from the "
+			       "whole stack); use auto, cpu, opencl, cuda or trigeneous");
+	return 0;
+}
+
 int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 {
 	int eng;

@@ -20,6 +20,13 @@ void rc_recon_spec_default(rc_recon_spec *s);
  * host has the device is still decided when the job runs. */
 int rc_recon_check(const rc_recon_spec *s, rc_err *err);
 
+/* Whether rc_recon_run honours hooks->views (FDK back-projecting views as
+ * they arrive): 0, or RC_EUNSUPPORTED with a message (field
+ * "execution.stream") that says what streams.  FDK on cone and matrices
+ * geometries streams on every engine but the tensor engine (its 2-D path
+ * runs on whole sinograms). */
+int rc_recon_streams(const rc_recon_spec *s, rc_err *err);
+
 /* Validates the spec (messages name the field), builds the geometry, opens
  * the engines, runs the algorithm.  proj holds the whole stack
  * (rc_geom_proj_count floats); vol receives rc_volume_count floats.

@@ -5,7 +5,9 @@
  * command line:
  *
  *   recond-worker var/jobs/ID              progress lines on stdout
- *   recond-worker --progress-fd 3 [--state-dir STORE] DIR   (as the daemon runs it)
+ *   recond-worker --progress-fd 3 [--state-dir STORE] [--live-fd 4]
+ *                 [--stream-fd 5 --stream-idle S] DIR   (as the daemon runs it;
+ *     worker_proto.h: the live volume and the streamed views' stamps)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *   recond-worker --devices [--state-dir STORE]   the devices of this build,
@@ -25,6 +27,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +43,27 @@
 #include "algo/names.h"
 #include "plan/recon.h"
 #include "spec.h"
+#include "util/rc_clock.h"
 #include "worker_proto.h"
 
 static atomic_int cancel_flag;
 static FILE *out;
 static rc_progress last;
+
+/* The live volume the daemon previews (or the worker's own buffer). */
+static struct {
+	float *vol;
+	double last_emit;
+} live;
+
+/* A streaming FDK's view source: the daemon's stamps (worker_proto.h). */
+struct stream {
+	const _Atomic uint32_t *stamp;
+	uint32_t *seen;      /* the stamp each view had when it was given; 0 = not given */
+	int n, given;
+	double idle_s, last_new;
+	int replaced;        /* first view stored again after it was given, or -1 */
+};
 
 static void on_signal(int sig)
 {
@@ -73,10 +92,88 @@ static void on_progress(void *ud, const rc_progress *p)
 			      "residual", num(p->residual), "elapsed_s", num(p->elapsed_s));
 	if (j && p->stopped)
 		json_object_set_new(j, "stopped", json_string(p->stopped));
+	if (j && p->views_of) {
+		json_object_set_new(j, "views_done", json_integer(p->views_done));
+		json_object_set_new(j, "views_expected", json_integer(p->views_of));
+	}
 	emit(j);
 }
 
-static void emit_report(const rc_recon_report *rep)
+/* After each iteration (or streamed group): the iterate into the live
+ * volume (nothing to copy where the run works in it) and a preview line,
+ * at most every WORKER_PREVIEW_EVERY_S and always after the last. */
+static int on_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
+{
+	(void)ud;
+	double now = rc_now_s();
+	int final = iteration >= last.of && last.of > 0 && (!last.views_of || last.views_done == last.views_of);
+	if (!final && now - live.last_emit < WORKER_PREVIEW_EVERY_S)
+		return 0;
+	rc_err e;
+	if (rc_bk_download(b, x, live.vol, &e))
+		return 0; /* a preview is not worth failing the job */
+	live.last_emit = now;
+	emit(json_pack("{sssisisisi}", "type", "preview", "iteration", last.iteration, "of", last.of, "views_done",
+		       last.views_done, "views_expected", last.views_of));
+	return 0;
+}
+
+static int stream_views(void *ud, double wait_s, int *list, int max, rc_err *err)
+{
+	struct stream *st = ud;
+	double until = rc_now_s() + wait_s;
+	for (;;) {
+		int got = 0;
+		for (int k = 0; k < st->n; k++) {
+			uint32_t s = atomic_load_explicit(&st->stamp[k], memory_order_acquire);
+			if (!st->seen[k]) {
+				if (s && !(s & 1) && got < max) {
+					st->seen[k] = s;
+					list[got++] = k;
+				}
+			} else if (s != st->seen[k] && st->replaced < 0) {
+				st->replaced = k;
+			}
+		}
+		double now = rc_now_s();
+		st->given += got;
+		if (got) {
+			st->last_new = now;
+			return got;
+		}
+		if (atomic_load(&cancel_flag))
+			return rc_fail(err, RC_ECANCELLED, "", "cancelled");
+		if (st->given < st->n && now - st->last_new > st->idle_s)
+			return rc_fail(err, RC_EUNAVAIL, "stream_idle",
+				       "no view arrived for %.0f s (%d of %d views streamed)", st->idle_s, st->given, st->n);
+		if (now >= until)
+			return 0;
+		usleep(2000);
+	}
+}
+
+/* Whether every view is present (after a view was stored again: the batch
+ * run needs the final bytes); waits as stream_views does. */
+static int stream_wait_complete(struct stream *st, rc_err *err)
+{
+	for (;;) {
+		int all = 1;
+		for (int k = 0; k < st->n && all; k++) {
+			uint32_t s = atomic_load_explicit(&st->stamp[k], memory_order_acquire);
+			all = s && !(s & 1);
+		}
+		if (all)
+			return 0;
+		if (atomic_load(&cancel_flag))
+			return rc_fail(err, RC_ECANCELLED, "", "cancelled");
+		if (rc_now_s() - st->last_new > st->idle_s)
+			return rc_fail(err, RC_EUNAVAIL, "stream_idle", "a view stored again did not arrive within %.0f s",
+				       st->idle_s);
+		usleep(2000);
+	}
+}
+
+static void emit_report(const rc_recon_report *rep, json_t *stream)
 {
 	json_t *plan = json_array();
 	for (int i = 0; i < rep->ndevices && i < RC_RECON_MAX_DEVICES; i++) {
@@ -100,6 +197,8 @@ static void emit_report(const rc_recon_report *rep)
 		json_object_set_new(json_object_get(j, "progress"), "stopped", json_string(last.stopped));
 	if (j)
 		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
+	if (j && stream)
+		json_object_set(j, "stream", stream);
 	emit(j);
 }
 
@@ -108,6 +207,8 @@ static int fail(const rc_err *e)
 	emit(json_pack("{ssssssss}", "type", "error", "code", rc_code_name(e->code), "field", e->field,
 		       "message", e->msg));
 	fprintf(stderr, "recond-worker: %s%s%s\n", e->field, e->field[0] ? ": " : "", e->msg);
+	if (e->code == RC_EUNAVAIL && !strcmp(e->field, "stream_idle"))
+		return WORKER_EXIT_STREAM_IDLE;
 	return e->code == RC_ECANCELLED ? WORKER_EXIT_CANCELLED : WORKER_EXIT_FAILED;
 }
 
@@ -206,10 +307,14 @@ int main(int argc, char **argv)
 		{ "devices", no_argument, NULL, 'd' },
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "names", no_argument, NULL, 'n' },
+		{ "live-fd", required_argument, NULL, 'l' },
+		{ "stream-fd", required_argument, NULL, 'S' },
+		{ "stream-idle", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0, names = 0;
+	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0, names = 0, live_fd = -1, stream_fd = -1;
+	double stream_idle = 300;
 	const char *state_dir = NULL;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'p')
@@ -222,6 +327,12 @@ int main(int argc, char **argv)
 			state_dir = optarg;
 		else if (o == 'n')
 			names = 1;
+		else if (o == 'l')
+			live_fd = atoi(optarg);
+		else if (o == 'S')
+			stream_fd = atoi(optarg);
+		else if (o == 'i')
+			stream_idle = atof(optarg);
 		else {
 			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
@@ -271,37 +382,78 @@ int main(int argc, char **argv)
 			spec->r.cache_dir = cache_dir;
 	}
 
+	/* A streaming job's views keep arriving: the mapping is shared so that
+	 * it sees the daemon's writes (a view is announced after its fsync). */
+	int streaming = stream_fd >= 0 && rc_recon_streams(&spec->r, NULL) == 0;
+	struct stream sv = { .n = spec->nviews, .idle_s = stream_idle > 0 ? stream_idle : 300, .replaced = -1 };
+	const float *proj = MAP_FAILED;
+	json_t *stream_info = NULL;
+	live.vol = MAP_FAILED;
 	snprintf(path, sizeof path, "%s/projections.f32", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb) || (uint64_t)sb.st_size != spec->proj_bytes) {
-		rc_fail(&err, RC_EIO, "projections", "%s must hold %llu bytes (%s)", path,
-			(unsigned long long)spec->proj_bytes, fd < 0 ? strerror(errno) : "size differs");
-		job_spec_free(spec);
-		return fail(&err);
+		rc = rc_fail(&err, RC_EIO, "projections", "%s must hold %llu bytes (%s)", path,
+			     (unsigned long long)spec->proj_bytes, fd < 0 ? strerror(errno) : "size differs");
+		if (fd >= 0)
+			close(fd);
+		goto out;
 	}
-	const float *proj = mmap(NULL, spec->proj_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+	proj = mmap(NULL, spec->proj_bytes, PROT_READ, streaming ? MAP_SHARED : MAP_PRIVATE, fd, 0);
 	close(fd);
-	float *vol = malloc(spec->vol_bytes);
-	if (proj == MAP_FAILED || !vol) {
-		rc_fail(&err, RC_ENOMEM, "", "cannot map the projections or allocate the %llu-byte volume",
-			(unsigned long long)spec->vol_bytes);
-		free(vol);
-		job_spec_free(spec);
-		return fail(&err);
+	if (live_fd >= 0)
+		live.vol = mmap(NULL, spec->vol_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0);
+	else
+		live.vol = mmap(NULL, spec->vol_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (streaming) {
+		sv.stamp = mmap(NULL, sizeof(uint32_t) * (size_t)sv.n, PROT_READ, MAP_SHARED, stream_fd, 0);
+		sv.seen = calloc((size_t)sv.n, sizeof(uint32_t));
 	}
-	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag };
+	if (proj == MAP_FAILED || live.vol == MAP_FAILED ||
+	    (streaming && (sv.stamp == MAP_FAILED || !sv.seen))) {
+		rc = rc_fail(&err, RC_ENOMEM, "", "cannot map the projections, the %llu-byte volume or the view stamps",
+			     (unsigned long long)spec->vol_bytes);
+		goto out;
+	}
+	sv.last_new = rc_now_s();
+	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate };
+	if (streaming) {
+		hooks.views = stream_views;
+		hooks.ud = &sv;
+	}
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
-	rc = rc_recon_run(&spec->r, proj, vol, &hooks, &rep, &err);
+	rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+	if (!rc && streaming && sv.replaced >= 0) {
+		/* a view changed after it was back-projected: the sum cannot take it
+		 * back, so the job is reconstructed again from the final stack */
+		stream_info = json_pack("{sisiss}", "views_streamed", sv.given, "replaced_view", sv.replaced, "fallback",
+					"a view was stored again after it was back-projected: reconstructed from the "
+					"whole stack");
+		hooks.views = NULL;
+		hooks.ud = NULL;
+		if (!(rc = stream_wait_complete(&sv, &err))) {
+			memset(&rep, 0, sizeof rep);
+			rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+		}
+	} else if (streaming) {
+		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
+	}
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
-	emit_report(&rep);
+	emit_report(&rep, stream_info);
 	if (!rc && atomic_load(&cancel_flag))
 		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
 	if (!rc)
-		rc = write_volume(dir, vol, spec->vol_bytes, &err);
-	munmap((void *)proj, spec->proj_bytes);
-	free(vol);
+		rc = write_volume(dir, live.vol, spec->vol_bytes, &err);
+out:
+	json_decref(stream_info);
+	if (proj != MAP_FAILED)
+		munmap((void *)proj, spec->proj_bytes);
+	if (live.vol != MAP_FAILED)
+		munmap(live.vol, spec->vol_bytes);
+	if (streaming && sv.stamp && sv.stamp != MAP_FAILED)
+		munmap((void *)sv.stamp, sizeof(uint32_t) * (size_t)sv.n);
+	free(sv.seen);
 	job_spec_free(spec);
 	if (rc)
 		return fail(&err);

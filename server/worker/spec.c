@@ -338,9 +338,9 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 	return 0;
 }
 
-static int parse_execution(const json_t *e, rc_recon_spec *r, rc_err *err)
+static int parse_execution(const json_t *e, rc_recon_spec *r, int *stream, rc_err *err)
 {
-	static const char *const keys[] = { "engine", "precision", "threads", NULL };
+	static const char *const keys[] = { "engine", "precision", "threads", "stream", NULL };
 	const char *p = "execution";
 	const char *engine = NULL, *prec = NULL;
 	long long threads = 0;
@@ -349,7 +349,10 @@ static int parse_execution(const json_t *e, rc_recon_spec *r, rc_err *err)
 	    (rc = jf_str(e, p, "precision", 0, 7, &prec, err)) ||
 	    (rc = jf_int(e, p, "threads", 0, 0, 1024, &threads, err)))
 		return rc;
-	int v;
+	int v = -1;
+	if ((rc = jf_bool(e, p, "stream", 0, &v, err)))
+		return rc;
+	*stream = v < 0 ? STREAM_AUTO : v ? STREAM_ON : STREAM_OFF;
 	if (engine) {
 		if (rc_name_parse(RC_NAMES_ENGINE, engine, &v))
 			return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", engine);
@@ -391,8 +394,16 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 		return rc;
 	if ((rc = jf_obj(root, "", "algorithm", 1, &a, err)) || (rc = parse_algorithm(a, s->nviews, &s->r.algo, err)))
 		return rc;
-	if ((rc = jf_obj(root, "", "execution", 0, &e, err)) || (e && (rc = parse_execution(e, &s->r, err))))
+	s->stream = STREAM_AUTO;
+	if ((rc = jf_obj(root, "", "execution", 0, &e, err)) ||
+	    (e && (rc = parse_execution(e, &s->r, &s->stream, err))))
 		return rc;
+	/* asked for: it must stream here; by default only where it can */
+	if (s->stream != STREAM_OFF && (rc = rc_recon_streams(&s->r, err))) {
+		if (s->stream == STREAM_ON)
+			return rc;
+		s->stream = STREAM_OFF;
+	}
 	s->out.water_mu_per_mm = SPEC_WATER_MU_DEFAULT;
 	if ((rc = jf_obj(root, "", "output", 0, &o, err)) || (o && (rc = spec_parse_output(o, &s->out, err))) ||
 	    (rc = jf_obj(root, "", "dicom", 0, &d, err)) || (d && (rc = spec_parse_dicom(d, &s->dicom, err))))

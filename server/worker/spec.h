@@ -26,8 +26,14 @@
 #define SPEC_LABEL_MAX 128 /* characters, as api/openapi.yaml's maxLength counts; up to 4 bytes each */
 #define SPEC_MAX_VIEWS 100000
 
+/* execution.stream: FDK back-projects each view as it arrives (runner.h) */
+#define STREAM_OFF 0   /* false: wait for the whole stack */
+#define STREAM_AUTO 1  /* absent: stream an autostart FDK job whose views come one by one */
+#define STREAM_ON 2    /* true */
+
 typedef struct job_spec {
 	rc_recon_spec r;
+	int stream;            /* STREAM_OFF, STREAM_AUTO, STREAM_ON (STREAM_OFF unless fdk streams here) */
 	char label[4 * SPEC_LABEL_MAX + 1];
 	int priority;          /* 0..9, higher first */
 	int autostart;

@@ -27,6 +27,8 @@ still judges the answer):
     unsupported  what the engines run (422, rc_recon_check): fdk needs cone
                  or matrices; fan/parallel run on auto, cpu or tensor and
                  only with projector auto; tensor runs fan/parallel only
+    stream       execution.stream true only where FDK streams (fdk on cone or
+                 matrices, not the tensor engine): else it is dropped
     splat        projector splat only where voxels project at most a pixel
                  apart (a ratio of voxel size, pixel size and distances):
                  becomes raycast
@@ -39,8 +41,11 @@ still judges the answer):
                  the schema's (the hook asks the daemon, then sends zeros)
   getVolume      416 for a Range past the end of this job's volume is in the
                  positive_data_acceptance statuses (tests/integration/contract.toml)
+  getPreview     index < the job's nx, ny or nz along axis (the job's size);
+                 window's WIDTH > 0 (a rule between the two items of the
+                 array: its negative or zero WIDTH becomes its magnitude, or 1)
 
-Timing, not a rule: before any getVolume the hook waits (at most 5 s) for a
+Timing, not a rule: before any getVolume or getPreview the hook waits (at most 5 s) for a
 queued or running job to end, as a client would; otherwise whether a scenario
 downloads a volume or gets 409 would depend on how fast the worker is.
 
@@ -49,7 +54,7 @@ iterations of at most 2 TV steps on at most 2 threads.
 
 Also here: event_data_conformance, a check of its own: every event of
 GET /v1/jobs/{id}/events carries JSON of the schema its name says (state: Job,
-progress: Progress, deleted: {}); the OpenAPI schema of an event can only say
+progress: Progress, preview: PreviewEvent, deleted: {}); the OpenAPI schema of an event can only say
 that `data` is a string.  And after_call counts the requests per operation
 and status into $RECOND_CONTRACT_COUNTS for the test to print.
 """
@@ -83,7 +88,7 @@ def _positive(case):
 
 LABELS = {"POST /v1/jobs": "createJob", "PUT /v1/jobs/{id}/projections": "putProjections",
           "PUT /v1/jobs/{id}/projections/{k}": "putView", "GET /v1/jobs/{id}/events": "jobEvents",
-          "GET /v1/jobs/{id}/volume": "getVolume"}
+          "GET /v1/jobs/{id}/volume": "getVolume", "GET /v1/jobs/{id}/preview": "getPreview"}
 
 
 def _op(case):
@@ -219,6 +224,8 @@ def _fit_algorithm(spec):
         ex["engine"] = "cpu"
     if not is2d and eng == "tensor":
         ex["engine"] = "cpu"
+    if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor"):
+        del ex["stream"]
     if "subsets" in a:
         a["subsets"] = min(a["subsets"], _views(g))
     if "slices" in g:
@@ -255,6 +262,35 @@ def fit_spec(spec):
     except (KeyError, TypeError, ValueError, AttributeError):
         pass  # not a schema-valid spec after all: send it as it is
     return spec
+
+
+# -- previews: the job's own sizes, and width > 0 ------------------------------------------------
+
+def _fit_preview(case):
+    """index < the job's nx, ny or nz along axis (the job's, not the schema's); the window's WIDTH > 0
+    (a rule between the array's two items, which one `items` schema cannot state).  Some phases hand
+    the hook the query already serialized ("C,W", "5"): both forms are fitted."""
+    q = case.query if isinstance(case.query, dict) else {}
+    win = q.get("window")
+    if isinstance(win, str) and win.count(",") == 1:
+        c, w = win.split(",")
+        try:
+            w = abs(float(w))
+            q["window"] = "%s,%r" % (c, w if w > 0 else 1.0)
+        except ValueError:
+            pass
+    elif isinstance(win, list) and len(win) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                         for x in win):
+        w = abs(win[1])
+        q["window"] = [win[0], w if w > 0 else 1]
+    k, axis = q.get("index"), q.get("axis", "z")
+    if isinstance(k, str) and k.isdigit():
+        k = int(k)
+    if not isinstance(k, int) or isinstance(k, bool):
+        return
+    vol = ((_job(case.path_parameters.get("id")) or {}).get("summary") or {}).get("volume")
+    if isinstance(vol, list) and len(vol) == 3 and axis in ("x", "y", "z"):
+        q["index"] = k % vol["xyz".index(axis)]
 
 
 # -- uploads: the job's own lengths --------------------------------------------------------------
@@ -297,6 +333,12 @@ def before_call(context, case, kwargs):
         # race the (fast) worker and the scenario would depend on timing.
         _wait_ended((case.path_parameters or {}).get("id"))
         return
+    if op == "getPreview":
+        # The same for a preview (a running job's is 409 or a live PNG by timing alone).
+        _wait_ended((case.path_parameters or {}).get("id"))
+        if _positive(case):
+            _fit_preview(case)
+        return
     if not _positive(case):
         return
     if op == "createJob" and isinstance(case.body, dict):
@@ -338,7 +380,7 @@ def _validator(name):
     return _schemas[name]
 
 
-EVENT_SCHEMA = {"state": "Job", "progress": "Progress"}
+EVENT_SCHEMA = {"state": "Job", "progress": "Progress", "preview": "PreviewEvent"}
 
 
 def parse_sse(text):

@@ -3,10 +3,11 @@
 with no token, a wrong token and a token of each role (read, submit,
 admin), against a daemon with a token file.
 
-The documented rule (docs/server.md, "Configuration"): /healthz, /readyz and
-/metrics need no token; every other route needs one; GET (and HEAD) need
-read; POST and PUT need submit; DELETE of a finished job needs admin (of an
-unfinished one, which answers 409 "cancel it first", submit).  Below the route's role: 403
+The documented rule (docs/server.md, "Configuration"): /healthz, /readyz,
+/metrics and the operator page (/, /ui/app.js, /ui/app.css) need no token;
+every other route needs one; GET (and HEAD) need read; POST, PUT and PATCH
+need submit; DELETE of a finished job needs admin (of an unfinished one, which
+answers 409 "cancel it first", submit).  Below the route's role: 403
 forbidden; no token or an unknown one: 401 unauthorized with
 `WWW-Authenticate: Bearer`.  At or above it: the route's own answer, which
 must be one the operation documents (and not 401/403).  The operations are
@@ -29,7 +30,7 @@ from recond_harness import (OPENAPI, RECOND, Daemon, check, proj_bytes, require_
 TOKENS = {"reader": ("matrix-read-0123456789", "read"), "submitter": ("matrix-submit-0123456789", "submit"),
           "admin": ("matrix-admin-0123456789", "admin")}
 RANK = {None: 0, "read": 1, "submit": 2, "admin": 3}
-PUBLIC = ("/healthz", "/readyz", "/metrics")
+PUBLIC = ("/healthz", "/readyz", "/metrics", "/", "/ui/app.js", "/ui/app.css")  # + the operator page
 
 
 def needed_role(method, path, finished):
@@ -37,7 +38,7 @@ def needed_role(method, path, finished):
         return None
     if method in ("get", "head"):
         return "read"
-    if method in ("post", "put"):
+    if method in ("post", "put", "patch"):
         return "submit"
     if method == "delete" and path == "/v1/jobs/{id}":
         return "admin" if finished else "submit"
@@ -71,13 +72,13 @@ def main():
     calls = 0
     for path, item in doc["paths"].items():
         for method, op in item.items():
-            if method not in ("get", "put", "post", "delete", "head"):
+            if method not in ("get", "put", "post", "patch", "delete", "head"):
                 continue
             documented = set(int(s) for s in op.get("responses", {}) if s.isdigit())
             # a finished job where the route wants one (and where an open event
             # stream would wait for it); DELETE both ways
             variants = [False, True] if method == "delete" else \
-                [path.endswith(("/volume", "/push", "/events"))]
+                [path.endswith(("/volume", "/push", "/events", "/preview"))]
             for finished in variants:
                 for cname, tok in creds:
                     job = fresh_job(finished) if "{id}" in path else None
@@ -89,6 +90,8 @@ def main():
                         body = b"\0" * proj_bytes(spec)
                     elif method == "put":
                         body = b"\0" * (proj_bytes(spec) // spec["geometry"]["angles"]["count"])
+                    elif method == "patch":
+                        body, headers = b'{"priority": 3}', {"Content-Type": "application/json"}
                     if path.endswith("/events"):
                         headers["Accept"] = "text/event-stream"
                     if tok:

@@ -174,11 +174,13 @@ def main():
         n = sum(f.get("count", 1) for f in fails.get(name, []))
         check("check %s: no failures" % name, n == 0, "%d failures" % n)
     check("no errors", not errors, "; ".join(e.get("title", "?") for e in errors))
-    # The stateful phase reached what the links promise: jobs filled, run and downloaded, then deleted.
+    # The stateful phase reached what the links promise: jobs filled, run and downloaded (and previewed,
+    # their priority changed), then deleted.
     for op, want in (("PUT /v1/jobs/{id}/projections", ("200",)), ("PUT /v1/jobs/{id}/projections/{k}", ("200",)),
                      ("POST /v1/jobs/{id}/start", ("202",)), ("POST /v1/jobs/{id}/cancel", ("200", "202")),
                      ("GET /v1/jobs/{id}/events", ("200",)), ("GET /v1/jobs/{id}/volume", ("200", "206")),
-                     ("DELETE /v1/jobs/{id}", ("204",))):
+                     ("DELETE /v1/jobs/{id}", ("204",)), ("PATCH /v1/jobs/{id}", ("200",)),
+                     ("GET /v1/jobs/{id}/preview", ("200",))):
         n = sum(per_op.get(op, {}).get(c, 0) for c in want)
         check("%s answered %s at least once" % (op, "/".join(want)), n > 0, str(per_op.get(op)))
     check("the daemon is still up", d.proc.poll() is None, "exit %s" % d.proc.poll())

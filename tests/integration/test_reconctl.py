@@ -158,8 +158,8 @@ def main():
           "rc %d %s" % (rc, err))
     check("watch --json: last line is end/%s" % want_state, lines and lines[-1]["event"] == "end"
           and lines[-1]["data"]["state"] == want_state, str(lines[-1:]))
-    check("watch --json: events carry state or progress",
-          all(ln["event"] in ("state", "progress", "end") for ln in lines), str([ln["event"] for ln in lines]))
+    check("watch --json: events carry state, progress or preview",
+          all(ln["event"] in ("state", "progress", "preview", "end") for ln in lines), str([ln["event"] for ln in lines]))
 
     job = json.loads(ctl(d, "--json", "status", jid)[1])
     for fmt, name in (("raw", "v.raw"), ("nifti", "v.nii"), ("mha", "v.mha")):

@@ -77,7 +77,7 @@ def main(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--progress-fd", "--threads", "--state-dir"):
+        if a in ("--progress-fd", "--threads", "--state-dir", "--live-fd", "--stream-fd", "--stream-idle"):
             if a == "--progress-fd":
                 fd = int(argv[i + 1])
             i += 2

@@ -639,9 +639,103 @@ static void test_invalid(void **state)
 	small_close(&s);
 }
 
+/* --- streaming: the views in any order and grouping, the batch volume --------- */
+
+struct feed {
+	int order[64], n, next, chunk, calls_iterate, last_done, fail_after;
+};
+
+static int feed_views(void *ud, double wait_s, int *list, int max, rc_err *err)
+{
+	struct feed *f = ud;
+	(void)wait_s;
+	if (f->fail_after && f->next >= f->fail_after)
+		return rc_fail(err, RC_EIO, "", "the scanner went away");
+	int c = f->chunk++ % 4; /* 0, 1, 2, 3 views per call: "none came in time" too */
+	if (c > max)
+		c = max;
+	if (c > f->n - f->next)
+		c = f->n - f->next;
+	memcpy(list, f->order + f->next, sizeof(int) * (size_t)c);
+	f->next += c;
+	return c;
+}
+
+static void feed_progress(void *ud, const rc_progress *p)
+{
+	struct feed *f = ud;
+	assert_true(p->views_of == f->n);
+	assert_true(p->views_done >= f->last_done && p->views_done <= f->n);
+	f->last_done = p->views_done;
+}
+
+static int feed_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
+{
+	struct feed *f = ud;
+	(void)b;
+	(void)x;
+	(void)iteration;
+	f->calls_iterate++;
+	return 0;
+}
+
+static void stream_case(int nviews, double step)
+{
+	struct small s;
+	small_open(&s, RC_GEOM_CONE, nviews, step);
+	for (size_t i = 0; i < rc_geom_proj_count(s.g); i++)
+		s.proj[i] = (float)(1.0 + 0.5 * sin(0.013 * (double)i) + 0.25 * cos(0.0007 * (double)i));
+	rc_algo_params a = fdk_params(RC_WINDOW_RAM_LAK, RC_SCAN_AUTO);
+	rc_err err;
+	size_t nv = rc_volume_count(&s.vol);
+	float *batch = malloc(nv * sizeof(float));
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, batch, NULL, &err), 0);
+	struct feed f = { .n = nviews };
+	for (int k = 0; k < nviews; k++)
+		f.order[k] = k;
+	uint64_t seed = 12345;
+	for (int k = nviews - 1; k > 0; k--) { /* a fixed shuffle */
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		int j = (int)((seed >> 33) % (uint64_t)(k + 1)), t = f.order[k];
+		f.order[k] = f.order[j];
+		f.order[j] = t;
+	}
+	rc_algo_hooks hooks = { .progress = feed_progress, .iterate = feed_iterate, .views = feed_views, .ud = &f };
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, &hooks, &err), 0);
+	assert_int_equal(f.next, nviews);
+	assert_int_equal(f.last_done, nviews);
+	assert_true(f.calls_iterate >= 1);
+	double peak = 0, diff = 0;
+	for (size_t i = 0; i < nv; i++) {
+		peak = fmax(peak, fabs(batch[i]));
+		diff = fmax(diff, fabs((double)s.vol_buf[i] - batch[i]));
+	}
+	assert_true(peak > 0);
+	printf("streamed %d views (step %.1f deg): max |stream - batch| / max |batch| = %.3g\n", nviews, step, diff / peak);
+	assert_true(diff / peak <= 1e-5);
+	/* an error from the view source ends the run with it */
+	struct feed g = f;
+	g.next = 0;
+	g.chunk = 0;
+	g.last_done = 0;
+	g.fail_after = nviews / 2;
+	hooks.ud = &g;
+	assert_int_equal(rc_algo_run(&a, s.x, s.proj, s.vol_buf, &hooks, &err), RC_EIO);
+	free(batch);
+	small_close(&s);
+}
+
+static void test_stream(void **state)
+{
+	(void)state;
+	stream_case(36, 10);  /* a full scan */
+	stream_case(25, 9.6); /* a short scan: Parker's weights from the angles */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_full_scan),
 		cmocka_unit_test(test_short_scan),
 		cmocka_unit_test(test_hann),

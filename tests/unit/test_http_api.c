@@ -515,7 +515,7 @@ static void test_bad_input(void **state)
 	/* DELETE never cancels: a job that has not finished stays as it is */
 	snprintf(p, sizeof p, "/v1/jobs/%s", id);
 	expect("DELETE", p, NULL, 0, NULL, 409, "conflict");
-	expect_header("POST", p, NULL, 0, NULL, 405, "Allow: GET, HEAD, DELETE");
+	expect_header("POST", p, NULL, 0, NULL, 405, "Allow: GET, HEAD, PATCH, DELETE");
 	snprintf(p, sizeof p, "/v1/jobs/%s/cancel", id);
 	expect_header("GET", p, NULL, 0, NULL, 405, "Allow: POST");
 	snprintf(p, sizeof p, "/v1/jobs/%s/volume?format=", id);

@@ -131,6 +131,32 @@ static void test_projector_choice(void **state)
 	job_spec_free(s);
 }
 
+/* execution.stream: absent = auto where FDK streams, off elsewhere */
+static void test_stream_modes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *alg, *exec;
+		int want;
+	} c[] = {
+		{ "{\"name\": \"fdk\"}", "{}", STREAM_AUTO },
+		{ "{\"name\": \"fdk\"}", "{\"stream\": true}", STREAM_ON },
+		{ "{\"name\": \"fdk\"}", "{\"stream\": false}", STREAM_OFF },
+		{ "{\"name\": \"fdk\"}", "{\"engine\": \"tensor\"}", STREAM_OFF },
+		{ "{\"name\": \"sart\"}", "{}", STREAM_OFF },
+		{ "{\"name\": \"sart\"}", "{\"stream\": false}", STREAM_OFF },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char buf[1024];
+		job_spec *s = NULL;
+		rc_err err;
+		snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", \"algorithm\": %s, \"execution\": %s}", c[i].alg, c[i].exec);
+		assert_int_equal(parse(buf, 0, &s, &err), 0);
+		assert_int_equal(s->stream, c[i].want);
+		job_spec_free(s);
+	}
+}
+
 static void test_matrices_ok(void **state)
 {
 	(void)state;
@@ -211,6 +237,9 @@ static const struct bad_case bad[] = {
 	{ "unknown algorithm", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"art\"}}", RC_EINVAL, "algorithm.name" },
 	{ "unknown engine", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"engine\": \"gpu\"}}", RC_EINVAL, "execution.engine" },
 	{ "unknown precision", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"precision\": \"fp64\"}}", RC_EINVAL, "execution.precision" },
+	{ "stream not a boolean", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\"}, \"execution\": {\"stream\": 1}}", RC_EINVAL, "execution.stream" },
+	{ "stream with sart", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"stream\": true}}", RC_EUNSUPPORTED, "execution.stream" },
+	{ "stream on the tensor engine", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\"}, \"execution\": {\"stream\": true, \"engine\": \"tensor\"}}", RC_EUNSUPPORTED, "execution.stream" },
 	{ "unknown top key", "{" CONE_GEOM ", " VOL ", " ALG ", \"priorty\": 3}", RC_EINVAL, "priorty" },
 	{ "unknown nested key", "{" G_DET("{\"nu\": 64, \"nv\": 48, \"du_mm\": 1, \"dv_mm\": 1, \"pitch\": 2}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.pitch" },
 	{ "missing geometry", "{" VOL ", " ALG "}", RC_EINVAL, "geometry" },
@@ -337,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_layout),
 		cmocka_unit_test(test_projector_choice),
 		cmocka_unit_test(test_matrices_ok),
+		cmocka_unit_test(test_stream_modes),
 		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_output_dicom),
 		cmocka_unit_test(test_bad),

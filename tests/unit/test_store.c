@@ -326,6 +326,92 @@ static void test_recovery(void **state)
 }
 
 /* A job that pushes to two destinations. */
+/* A streaming FDK job: queued with its first view, takes views while queued
+ * and running, finishes; paused back to receiving when its views stop; a
+ * whole stack with stream auto queues as a batch. */
+static void create_fdk(store *st, const char *id, const char *stream)
+{
+	char j[1024];
+	snprintf(j, sizeof j,
+		 "{\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000, \"source_detector_mm\": 1500,"
+		 " \"angles\": {\"start_deg\": 0, \"step_deg\": 30, \"count\": 12},"
+		 " \"detector\": {\"nu\": 16, \"nv\": 8, \"du_mm\": 1, \"dv_mm\": 1}},"
+		 " \"volume\": {\"nx\": 8, \"ny\": 8, \"nz\": 4, \"voxel_mm\": 1},"
+		 " \"algorithm\": {\"name\": \"fdk\"}, \"autostart\": true, \"execution\": {%s}}", stream);
+	job_spec *s = NULL;
+	rc_err err;
+	assert_int_equal(job_spec_parse(j, strlen(j), 0, &s, &err), 0);
+	assert_int_equal(store_create(st, id, s, j, strlen(j), "{}", &err), 0);
+	job_spec_free(s);
+}
+
+static void test_streaming(void **state)
+{
+	(void)state;
+	store *st;
+	rc_err err;
+	job_state ns;
+	job_row r;
+	char id[37];
+	st = open_store();
+	create_fdk(st, "00000000-0000-4000-8000-0000000000a1", "\"stream\": true");
+	assert_int_equal(store_views_set(st, "00000000-0000-4000-8000-0000000000a1", 3, 4, &ns, &err), 0);
+	assert_int_equal(ns, JOB_QUEUED);
+	assert_int_equal(store_get(st, "00000000-0000-4000-8000-0000000000a1", 0, &r, &err), 0);
+	assert_int_equal(r.stream, STREAM_ON);
+	assert_int_equal(r.streaming, 1);
+	assert_true(job_row_uploadable(&r));
+	job_row_clear(&r);
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_string_equal(id, "00000000-0000-4000-8000-0000000000a1");
+	/* running: views still come, and may be stored again */
+	assert_int_equal(store_views_set(st, id, 0, 3, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RUNNING);
+	assert_int_equal(store_views_clear(st, id, 1, 2, &err), 0);
+	assert_int_equal(store_views_set(st, id, 1, 2, &ns, &err), 0);
+	/* the views stop coming: back to receiving, no longer streaming */
+	assert_int_equal(store_stream_pause(st, id, &err), 0);
+	assert_int_equal(store_get(st, id, 0, &r, &err), 0);
+	assert_int_equal(r.state, JOB_RECEIVING);
+	assert_int_equal(r.streaming, 0);
+	assert_int_equal(r.views_present, 4);
+	job_row_clear(&r);
+	assert_int_equal(store_stream_pause(st, id, &err), RC_ESTATE);
+	/* the next view queues it again, streaming */
+	assert_int_equal(store_views_set(st, id, 4, 5, &ns, &err), 0);
+	assert_int_equal(ns, JOB_QUEUED);
+	assert_int_equal(store_take_next(st, id, &err), 0);
+	assert_int_equal(store_views_set(st, id, 5, 12, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RUNNING);
+	assert_int_equal(store_finish(st, id, JOB_SUCCEEDED, NULL, NULL, NULL, &err), 0);
+	assert_int_equal(store_get(st, id, 0, &r, &err), 0);
+	assert_false(job_row_uploadable(&r));
+	job_row_clear(&r);
+	assert_int_equal(store_views_set(st, id, 0, 1, &ns, &err), RC_ESTATE);
+	/* stream auto and a whole stack: a batch job */
+	create_fdk(st, "00000000-0000-4000-8000-0000000000a2", "");
+	assert_int_equal(store_views_set(st, "00000000-0000-4000-8000-0000000000a2", 0, 12, &ns, &err), 0);
+	assert_int_equal(ns, JOB_QUEUED);
+	assert_int_equal(store_get(st, "00000000-0000-4000-8000-0000000000a2", 0, &r, &err), 0);
+	assert_int_equal(r.stream, STREAM_AUTO);
+	assert_int_equal(r.streaming, 0);
+	job_row_clear(&r);
+	/* stream off: views one by one wait for the last */
+	create_fdk(st, "00000000-0000-4000-8000-0000000000a3", "\"stream\": false");
+	assert_int_equal(store_views_set(st, "00000000-0000-4000-8000-0000000000a3", 0, 1, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RECEIVING);
+	/* priority: before the job runs only */
+	assert_int_equal(store_set_priority(st, "00000000-0000-4000-8000-0000000000a3", 9, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RECEIVING);
+	assert_int_equal(store_set_priority(st, "00000000-0000-4000-8000-0000000000a3", 10, &ns, &err), RC_EINVAL);
+	assert_int_equal(store_set_priority(st, "00000000-0000-4000-8000-0000000000a1", 1, &ns, &err), RC_ESTATE);
+	assert_int_equal(store_set_priority(st, "00000000-0000-4000-8000-0000000000ff", 1, &ns, &err), RC_ENOTFOUND);
+	assert_int_equal(store_get(st, "00000000-0000-4000-8000-0000000000a3", 0, &r, &err), 0);
+	assert_int_equal(r.priority, 9);
+	job_row_clear(&r);
+	store_close(st);
+}
+
 static void create_pushing(store *st, const char *id)
 {
 	char j[1200];
@@ -605,6 +691,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pushes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_nodes, setup, teardown),
