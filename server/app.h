@@ -30,8 +30,12 @@ typedef struct app {
 	struct runner *run;
 	struct http *http;
 	struct pusher *push;
+	struct node_thread *node;  /* heartbeat and lease expiry (node.h) */
 	atomic_int stopping;
 	double started;
+	/* this node's own state (device models, matrices cache, audit log):
+	 * the spool with SQLite, SPOOL/nodes/NAME with PostgreSQL */
+	char state_dir[4200];
 } app;
 
 /* A unix time as the API's date-time (UTC, milliseconds); null for t <= 0. */

@@ -84,6 +84,8 @@ json_t *app_job_json(app *a, const job_row *r)
 	int of = (int)json_integer_value(json_object_get(json_object_get(j, "summary"), "iterations"));
 	json_t *prog = json_object();
 	run_progress live;
+	/* running on another node: the progress it last wrote into the row */
+	json_t *remote = r->state == JOB_RUNNING && r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	if (r->state == JOB_RUNNING && a && a->run && runner_progress(a->run, r->id, &live) == 0) {
 		json_object_set_new(prog, "iteration", json_integer(live.iteration));
 		json_object_set_new(prog, "of", json_integer(live.of ? live.of : of));
@@ -98,6 +100,10 @@ json_t *app_job_json(app *a, const job_row *r)
 			json_object_set_new(prog, "views_expected", json_integer(live.views_expected));
 			json_object_set_new(prog, "fraction", json_real((double)live.views_done / live.views_expected));
 		}
+	} else if (json_is_object(remote) && json_is_integer(json_object_get(remote, "iteration"))) {
+		json_object_update(prog, remote);
+		if (!json_object_get(prog, "of") || !json_integer_value(json_object_get(prog, "of")))
+			json_object_set_new(prog, "of", json_integer(of));
 	} else {
 		json_t *rp = report ? json_object_get(report, "progress") : NULL;
 		int it = rp ? (int)json_integer_value(json_object_get(rp, "iteration")) : 0;
@@ -115,6 +121,9 @@ json_t *app_job_json(app *a, const job_row *r)
 			json_object_set_new(prog, "stopped", json_incref(st));
 	}
 	json_object_set_new(j, "progress", prog);
+	json_decref(remote);
+	json_object_set_new(j, "node", r->node[0] ? json_string(r->node) : json_null());
+	json_object_set_new(j, "attempts", json_integer(r->attempts));
 
 	json_object_set_new(j, "engine", report && json_object_get(report, "engine")
 			    ? json_incref(json_object_get(report, "engine")) : json_null());

@@ -28,6 +28,8 @@ void config_default(config *c)
 	c->conn_timeout_s = 600;
 	c->push_retry_s = 10;
 	c->push_max_attempts = 8;
+	c->lease_s = 15;
+	c->max_attempts = 3;
 	c->preview_concurrency = 2; /* a render is one core's work; leave the rest to the reconstruction */
 }
 
@@ -103,7 +105,7 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	static const char *const keys[] = { "listen", "store", "worker", "probe_worker", "threads", "worker_threads", "max_body_bytes",
 					    "max_job_bytes", "retention_s", "stream_idle_s", "max_connections_per_ip", "connection_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations",
-					    "preview_concurrency", NULL };
+					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", NULL };
 	int rc;
 	long long v;
 	double d;
@@ -121,7 +123,9 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	    (rc = copy_str(o, "tls_key", c->tls_key, sizeof c->tls_key, err)) ||
 	    (rc = copy_str(o, "token_file", c->token_file, sizeof c->token_file, err)) ||
 	    (rc = copy_str(o, "audit_log", c->audit_log, sizeof c->audit_log, err)) ||
-	    (rc = copy_str(o, "port_file", c->port_file, sizeof c->port_file, err)))
+	    (rc = copy_str(o, "port_file", c->port_file, sizeof c->port_file, err)) ||
+	    (rc = copy_str(o, "spool", c->spool, sizeof c->spool, err)) ||
+	    (rc = copy_str(o, "node", c->node, sizeof c->node, err)))
 		goto out;
 #define INT_OPT(key, lo, hi, dst) \
 	do { \
@@ -137,6 +141,7 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	INT_OPT("max_connections_per_ip", 1, 100000, c->max_per_ip);
 	INT_OPT("connection_timeout_s", 1, 86400, c->conn_timeout_s);
 	INT_OPT("preview_concurrency", 1, 64, c->preview_concurrency);
+	INT_OPT("max_attempts", 1, 1000, c->max_attempts);
 #undef INT_OPT
 	d = c->retention_s;
 	if ((rc = jf_num(o, "", "retention_s", 0, 0, 0, 1e10, &d, err)))
@@ -146,6 +151,10 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	if ((rc = jf_num(o, "", "stream_idle_s", 0, 1, 0, 86400, &d, err)))
 		goto out;
 	c->stream_idle_s = d;
+	d = c->lease_s;
+	if ((rc = jf_num(o, "", "lease_s", 0, 1, 0, 86400, &d, err)))
+		goto out;
+	c->lease_s = d;
 	json_t *t = json_object_get(o, "tokens");
 	if (t) {
 		json_decref(c->tokens);
@@ -207,12 +216,38 @@ int config_reload_tokens(config *c, json_t **ret_tokens, rc_err *err)
 	return 0;
 }
 
+void config_mask_uri(const char *where, char *out, size_t n)
+{
+	snprintf(out, n, "%s", where);
+	if (strncmp(out, "postgres", 8))
+		return;
+	/* scheme://user:PASSWORD@host: the userinfo ends at the first '@' */
+	char *auth = strstr(out, "://"), *at, *colon;
+	if (auth && (at = strchr(auth + 3, '@')) && (colon = memchr(auth + 3, ':', (size_t)(at - auth - 3)))) {
+		char rest[1024];
+		snprintf(rest, sizeof rest, "%s", at);
+		snprintf(colon, n - (size_t)(colon - out), ":***%s", rest);
+	}
+	/* ?password=...&: libpq's parameter form */
+	for (char *p = strstr(out, "password="); p; p = strstr(p + 1, "password=")) {
+		char *v = p + 9, *end = v + strcspn(v, "&");
+		char rest[1024];
+		snprintf(rest, sizeof rest, "%s", end);
+		snprintf(v, n - (size_t)(v - out), "***%s", rest);
+	}
+}
+
 static void usage(void)
 {
 	printf("usage: recond [options]\n"
 	       "  --config PATH          JSON config file (optional; flags override it)\n"
 	       "  --listen HOST:PORT     address to serve on (default 127.0.0.1:8080; port 0 = any free port)\n"
-	       "  --store DIR            job database and spool directory (default ./var)\n"
+	       "  --store DIR|URI        job database and spool directory (default ./var), or a PostgreSQL\n"
+	       "                         database postgresql://USER@HOST:PORT/DB shared by many daemons\n"
+	       "  --spool DIR            the job files (required with PostgreSQL: one directory all share)\n"
+	       "  --node NAME            this daemon's name in the cluster (default: the host name)\n"
+	       "  --lease SECONDS        a running job's lease (PostgreSQL; default 15, at least 1)\n"
+	       "  --max-attempts N       lease expiries before a job fails (default 3)\n"
 	       "  --worker PATH          the worker program (default: recond-worker next to recond)\n"
 	       "  --probe-worker PATH    program run as `PATH --devices` at start to list the devices\n"
 	       "                         (default: recond-worker next to recond, whatever --worker says)\n"
@@ -244,7 +279,8 @@ static int parse_u64(const char *s, const char *name, uint64_t lo, uint64_t *out
 int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 {
 	enum { O_CONFIG = 256, O_LISTEN, O_STORE, O_WORKER, O_THREADS, O_WTHREADS, O_MAXBODY, O_MAXJOB, O_RET,
-	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP };
+	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP,
+	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, O_CONFIG }, { "listen", required_argument, NULL, O_LISTEN },
 		{ "store", required_argument, NULL, O_STORE }, { "worker", required_argument, NULL, O_WORKER },
@@ -255,6 +291,8 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		{ "timeout", required_argument, NULL, O_TIMEOUT }, { "token-file", required_argument, NULL, O_TOKENS },
 		{ "tls-cert", required_argument, NULL, O_CERT }, { "tls-key", required_argument, NULL, O_KEY },
 		{ "audit-log", required_argument, NULL, O_AUDIT }, { "port-file", required_argument, NULL, O_PORTFILE },
+		{ "spool", required_argument, NULL, O_SPOOL }, { "node", required_argument, NULL, O_NODE },
+		{ "lease", required_argument, NULL, O_LEASE }, { "max-attempts", required_argument, NULL, O_ATTEMPTS },
 		{ "hash-token", no_argument, NULL, O_HASH }, { "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -273,6 +311,15 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		case O_CONFIG: break;
 		case O_LISTEN: rc = config_parse_listen(optarg, c->listen_host, sizeof c->listen_host, &c->listen_port, err); break;
 		case O_STORE: snprintf(c->store, sizeof c->store, "%s", optarg); break;
+		case O_SPOOL: snprintf(c->spool, sizeof c->spool, "%s", optarg); break;
+		case O_NODE:
+			if (!optarg[0] || strlen(optarg) >= sizeof c->node)
+				rc = rc_fail(err, RC_EINVAL, "node", "--node needs a name of 1 to %zu bytes", sizeof c->node - 1);
+			else
+				snprintf(c->node, sizeof c->node, "%s", optarg);
+			break;
+		case O_LEASE: if (!(rc = parse_u64(optarg, "lease", 1, &v, err))) c->lease_s = (double)v; break;
+		case O_ATTEMPTS: if (!(rc = parse_u64(optarg, "max-attempts", 1, &v, err))) c->max_attempts = (int)v; break;
 		case O_WORKER: snprintf(c->worker, sizeof c->worker, "%s", optarg); break;
 		case O_PROBE: snprintf(c->probe_worker, sizeof c->probe_worker, "%s", optarg); break;
 		case O_THREADS: if (!(rc = parse_u64(optarg, "threads", 1, &v, err))) c->threads = (int)v; break;

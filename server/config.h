@@ -17,7 +17,11 @@ typedef struct config {
 	char config_path[1024];
 	char listen_host[256];
 	int listen_port;
-	char store[1024];
+	char store[1024];          /* a directory (SQLite) or a postgresql:// URI (store.h) */
+	char spool[1024];          /* the job files; "" = the store's directory (required with PostgreSQL) */
+	char node[64];             /* this daemon's name in the cluster; "" = the host name */
+	double lease_s;            /* PostgreSQL: a running job's lease, renewed every lease_s / 3 */
+	int max_attempts;          /* a job whose lease expired this many times fails (lease_expired) */
 	char worker[1024];
 	char probe_worker[1024];   /* runs `--devices` at start; "" = recond-worker next to recond */
 	int threads;               /* HTTP: maximum concurrent connections served (thread per connection) */
@@ -54,5 +58,7 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err);
 /* Loads the tokens again (token file if set, else the config file). */
 int config_reload_tokens(config *c, json_t **ret_tokens, rc_err *err);
 int config_parse_listen(const char *s, char *host, size_t hn, int *port, rc_err *err);
+/* where (a store's address) with a URI's password replaced by "***", for logs. */
+void config_mask_uri(const char *where, char *out, size_t n);
 
 #endif

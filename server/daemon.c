@@ -6,15 +6,20 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "http.h"
 #include "log.h"
+#include "node.h"
 #include "pusher.h"
 #include "runner.h"
 
 static void close_parts(app *a)
 {
+	node_stop(a->node);
+	a->node = NULL;
 	pusher_stop(a->push);
 	a->push = NULL;
 	runner_stop(a->run);
@@ -32,15 +37,39 @@ static void close_parts(app *a)
 	a->st = NULL;
 }
 
+/* The node's own files: beside the jobs with SQLite (one daemon, as before
+ * clusters), SPOOL/nodes/NAME with PostgreSQL, so that nodes with other
+ * devices keep their models and caches apart on the shared spool. */
+static int state_dir(app *a, rc_err *err)
+{
+	const char *spool = store_dir(a->st);
+	if (!store_is_shared(a->st)) {
+		snprintf(a->state_dir, sizeof a->state_dir, "%s", spool);
+		return 0;
+	}
+	char nodes[4200];
+	snprintf(nodes, sizeof nodes, "%.4000s/nodes", spool);
+	snprintf(a->state_dir, sizeof a->state_dir, "%.4000s/nodes/%.64s", spool, store_node(a->st));
+	if ((mkdir(nodes, 0750) && errno != EEXIST) || (mkdir(a->state_dir, 0750) && errno != EEXIST))
+		return rc_fail(err, RC_EIO, "spool", "cannot create %s: %s", a->state_dir, strerror(errno));
+	return 0;
+}
+
 int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 {
 	memset(a, 0, sizeof *a);
 	a->cfg = cfg;
 	a->started = store_now();
 	int requeued = 0, orphans = 0, rc;
-	if ((rc = store_open(cfg->store, &a->st, err)) || (rc = store_recover(a->st, &requeued, &orphans, err)))
+	char masked[1024];
+	config_mask_uri(cfg->store, masked, sizeof masked);
+	if ((rc = store_open2(cfg->store, cfg->spool[0] ? cfg->spool : NULL, cfg->node, &a->st, err)) ||
+	    (rc = store_recover(a->st, &requeued, &orphans, err)) || (rc = state_dir(a, err)))
 		goto fail;
-	rlog(LOG_P_INFO, "store_open", "store=%s requeued=%d orphans_removed=%d", cfg->store, requeued, orphans);
+	if (!cfg->audit_log[0])
+		snprintf(cfg->audit_log, sizeof cfg->audit_log, "%.1000s/audit.log", a->state_dir);
+	rlog(LOG_P_INFO, "store_open", "store=%s backend=%s spool=%s node=%s state_dir=%s requeued=%d orphans_removed=%d",
+	     masked, store_backend_name(a->st), store_dir(a->st), store_node(a->st), a->state_dir, requeued, orphans);
 	if (hub_new(&a->hub) || metrics_new(&a->met) || auth_new(&a->auth)) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
 		goto fail;
@@ -50,7 +79,7 @@ int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 	if (cfg->audit_log[0] && audit_open(cfg->audit_log, &a->audit))
 		rlog(LOG_P_WARNING, "audit_unavailable", "path=%s error=\"%s\"", cfg->audit_log, strerror(errno));
 	if ((rc = runner_new(a, &a->run, err)) || (rc = runner_start(a->run, err)) ||
-	    (rc = pusher_start(a, &a->push, err)))
+	    (rc = pusher_start(a, &a->push, err)) || (rc = node_start(a, &a->node, err)))
 		goto fail;
 	if ((rc = http_start(a, &a->http, ret_port, err)))
 		goto fail;

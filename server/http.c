@@ -124,6 +124,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(url, "/readyz")) { r->rt = R_READYZ; return MHD_YES; }
 	if (!strcmp(url, "/metrics")) { r->rt = R_METRICS; return MHD_YES; }
 	if (!strcmp(url, "/v1/devices")) { r->rt = R_DEVICES; return MHD_YES; }
+	if (!strcmp(url, "/v1/nodes")) { r->rt = R_NODES; return MHD_YES; }
 	if (!strcmp(url, "/v1/destinations")) { r->rt = R_DESTINATIONS; return MHD_YES; }
 	if (!strcmp(url, "/") || !strncmp(url, "/ui/", 4)) { r->rt = R_WWW; return MHD_YES; }
 	if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/jobs/")) { /* labels may name patients */
@@ -182,7 +183,7 @@ static int needed_role(route rt, const char *m, const char **allow)
 	case R_HEALTHZ: case R_READYZ: case R_METRICS: case R_WWW:
 		*allow = "GET, HEAD";
 		return get ? ROLE_NONE : -1;
-	case R_DEVICES: case R_EVENTS: case R_VOLUME: case R_DESTINATIONS: case R_PREVIEW:
+	case R_DEVICES: case R_NODES: case R_EVENTS: case R_VOLUME: case R_DESTINATIONS: case R_PREVIEW:
 		*allow = "GET, HEAD";
 		return get ? ROLE_READ : -1;
 	case R_JOBS:
@@ -236,6 +237,7 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	case R_READYZ: return misc_health(c, r, 1);
 	case R_METRICS: return misc_metrics(c, r);
 	case R_DEVICES: return misc_devices(c, r);
+	case R_NODES: return misc_nodes(c, r);
 	case R_JOBS:
 		if (!strcmp(method, "POST")) {
 			r->audit = 1;

@@ -18,6 +18,7 @@
 typedef enum route {
 	R_NONE = 0,
 	R_HEALTHZ, R_READYZ, R_METRICS, R_DEVICES,
+	R_NODES,         /* /v1/nodes */
 	R_JOBS,          /* /v1/jobs */
 	R_JOB,           /* /v1/jobs/{id} */
 	R_PROJ,          /* /v1/jobs/{id}/projections */
@@ -104,6 +105,7 @@ enum MHD_Result preview_get(struct MHD_Connection *c, req *r);
 /* The daemon's cache of rendered previews (http.c owns it). */
 struct preview_cache *http_previews(struct http *h);
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r);
+enum MHD_Result misc_nodes(struct MHD_Connection *c, req *r);
 enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready);
 enum MHD_Result misc_metrics(struct MHD_Connection *c, req *r);
 /* The operator page and its files (http_www.c, www.h). */

@@ -3,7 +3,7 @@
  *
  * Devices: the list the worker's `--devices` probe printed at start (drivers
  * are loaded only in workers), with the ids of core's device registry; the
- * fitted models are read from STORE/models on every request (plain files, no
+ * fitted models are read from STATE/models (app.h's state_dir) on every request (plain files, no
  * driver), so the refit of the job that just ended shows at once.  Before the
  * probe has answered: the host CPU alone.
  */
@@ -12,40 +12,37 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device_json.h"
-#include "backend/cpu/engine_cpu.h"
 #include "http_internal.h"
-#include "algo/names.h"
+#include "node.h"
 
 enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
 {
-	const char *state = runner_busy(r->a->run) ? "busy" : "idle";
-	char model_dir[1100];
-	snprintf(model_dir, sizeof model_dir, "%s/models", r->a->cfg->store);
-	json_t *probed = runner_devices(r->a->run);
+	return http_json(c, r, 200, json_pack("{so}", "devices", node_devices_json(r->a)));
+}
+
+/* GET /v1/nodes: every node's row; alive by the store's clock (node.h). */
+enum MHD_Result misc_nodes(struct MHD_Connection *c, req *r)
+{
+	node_row *rows = NULL;
+	int n = 0;
+	rc_err err;
+	if (store_nodes_list(r->a->st, &rows, &n, &err))
+		return http_error_rc(c, r, &err);
 	json_t *out = json_array();
-	size_t i;
-	json_t *d;
-	json_array_foreach(probed, i, d) {
-		json_t *copy = json_deep_copy(d);
-		const char *id = json_string_value(json_object_get(copy, "device_id"));
-		json_object_set_new(copy, "state", json_string(state));
-		json_object_set_new(copy, "models", device_models_json(id ? model_dir : NULL, id));
-		json_array_append_new(out, copy);
+	for (int i = 0; i < n; i++) {
+		json_t *devs = rows[i].devices ? json_loads(rows[i].devices, 0, NULL) : NULL;
+		if (!json_is_array(devs)) {
+			json_decref(devs);
+			devs = json_array();
+		}
+		json_array_append_new(out, json_pack("{sssosososbso}", "name", rows[i].name, "devices", devs, "running",
+						     rows[i].running[0] ? json_string(rows[i].running) : json_null(),
+						     "heartbeat", app_ts_json(rows[i].heartbeat), "alive",
+						     rows[i].age_s < NODE_ALIVE_S, "started", app_ts_json(rows[i].started)));
+		node_row_clear(&rows[i]);
 	}
-	json_decref(probed);
-	if (json_array_size(out) == 0) { /* not probed (yet): the host CPU */
-		char id[128], name[160];
-		rc_cpu_identity(id, sizeof id, name, sizeof name);
-		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		json_array_append_new(out, json_pack("{sssssssssssIsissso}", "name", name, "engine",
-						     rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CPU), "type", "cpu",
-						     "device_id", id, "hw_group", "host-cpu", "memory_bytes",
-						     (json_int_t)pages * psz, "compute_units",
-						     (int)sysconf(_SC_NPROCESSORS_ONLN), "state", state, "models",
-						     device_models_json(model_dir, id)));
-	}
-	return http_json(c, r, 200, json_pack("{so}", "devices", out));
+	free(rows);
+	return http_json(c, r, 200, json_pack("{so}", "nodes", out));
 }
 
 enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready)

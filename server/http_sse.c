@@ -10,14 +10,23 @@
  * pushes to a PACS, once no push is pending or sending), on "deleted", and at
  * shutdown.  The hub position is taken before the initial state is read, so
  * no change between the two is lost (at worst one is sent twice).
+ *
+ * A shared store (PostgreSQL, a cluster): the hub has only this node's
+ * events, so the stream also reads the job's row every POLL_MS and sends a
+ * "state" event when its state (or delivery) changed and a "progress" event
+ * when the progress the running node wrote into the row changed: another
+ * node's events arrive within POLL_MS plus that node's own period (0.5 s,
+ * runner.c).  SQLite (one node) never polls.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_internal.h"
+#include "util/rc_clock.h"
 
 #define KEEPALIVE_MS 15000
+#define POLL_MS 500
 
 struct sse {
 	app *a;
@@ -26,7 +35,25 @@ struct sse {
 	char *pending;      /* formatted text not yet sent */
 	size_t pend_len, pend_off;
 	int done;           /* end after the pending text */
+	int poll;           /* a shared store: read the row every POLL_MS */
+	char seen[48];      /* the state and delivery last sent ("state/delivery") */
+	char *seen_prog;    /* the progress last sent (as in the row), or NULL */
+	double quiet_since; /* monotonic time of the last text (keep-alives) */
 };
+
+/* "state/delivery" of a Job's JSON, the part whose change is a state event. */
+static void state_key(const json_t *j, char *key, size_t n)
+{
+	const char *s = json_string_value(json_object_get(j, "state"));
+	const char *d = json_string_value(json_object_get(j, "delivery"));
+	snprintf(key, n, "%s/%s", s ? s : "", d ? d : "");
+}
+
+static void seen_progress(struct sse *e, const char *data)
+{
+	free(e->seen_prog);
+	e->seen_prog = data ? strdup(data) : NULL;
+}
 
 /* The job (as JSON) has nothing more to report: a final state, and no push
  * to a PACS still to send (docs/pacs.md: the pushes' progress follows the
@@ -73,12 +100,44 @@ static int state_event(struct sse *e)
 	}
 	json_t *j = app_job_json(e->a, &row);
 	e->done = job_done(j);
+	state_key(j, e->seen, sizeof e->seen);
 	job_row_clear(&row);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	set_pending(e, "state", s ? s : "{}");
 	free(s);
 	return 0;
+}
+
+/* A shared store: what changed in the row since the last text, as the
+ * pending event; nothing pending when nothing did. */
+static void poll_row(struct sse *e)
+{
+	job_row row;
+	rc_err err;
+	int rc = store_get(e->a->st, e->id, 1, &row, &err);
+	if (rc == RC_ENOTFOUND) {
+		set_pending(e, "deleted", "{}");
+		e->done = 1;
+		return;
+	}
+	if (rc)
+		return; /* the store is away: keep-alives until it is back */
+	json_t *j = app_job_json(e->a, &row);
+	char key[48];
+	state_key(j, key, sizeof key);
+	if (strcmp(key, e->seen)) {
+		char *s = json_dumps(j, JSON_COMPACT);
+		set_pending(e, "state", s ? s : "{}");
+		free(s);
+		snprintf(e->seen, sizeof e->seen, "%s", key);
+		e->done = job_done(j);
+	} else if (row.state == JOB_RUNNING && row.progress && (!e->seen_prog || strcmp(row.progress, e->seen_prog))) {
+		set_pending(e, "progress", row.progress);
+		seen_progress(e, row.progress);
+	}
+	json_decref(j);
+	job_row_clear(&row);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -89,12 +148,29 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		if (e->done || atomic_load(&e->a->stopping))
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		char ev[32], *data = NULL;
-		int rc = hub_next(e->a->hub, e->id, &e->seq, KEEPALIVE_MS, ev, &data);
+		int rc = hub_next(e->a->hub, e->id, &e->seq, e->poll ? POLL_MS : KEEPALIVE_MS, ev, &data);
 		if (rc == 0) {
 			set_pending(e, ev, data);
 			if (!strcmp(ev, "deleted") || (!strcmp(ev, "state") && final_state(data)))
 				e->done = 1;
+			if (e->poll && !strcmp(ev, "progress"))
+				seen_progress(e, data); /* the row gets the same text: not twice */
+			if (e->poll && !strcmp(ev, "state")) {
+				json_t *j = json_loads(data, 0, NULL);
+				if (j)
+					state_key(j, e->seen, sizeof e->seen);
+				json_decref(j);
+			}
 			free(data);
+		} else if (rc == RC_ENOTFOUND && e->poll) {
+			free(e->pending);
+			e->pending = NULL;
+			e->pend_len = e->pend_off = 0;
+			poll_row(e);
+			if (!e->pending && rc_now_s() - e->quiet_since >= KEEPALIVE_MS / 1000.0)
+				set_pending(e, ": keep-alive", "");
+			if (!e->pending)
+				continue;
 		} else if (rc == RC_ENOTFOUND) {
 			set_pending(e, ": keep-alive", "");
 		} else if (rc == RC_ETOOBIG) {
@@ -104,6 +180,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (!e->pending)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
+		e->quiet_since = rc_now_s();
 	}
 	size_t n = e->pend_len - e->pend_off;
 	if (n > max)
@@ -117,6 +194,7 @@ static void sse_free(void *cls)
 {
 	struct sse *e = cls;
 	free(e->pending);
+	free(e->seen_prog);
 	free(e);
 }
 
@@ -128,6 +206,8 @@ enum MHD_Result events_get(struct MHD_Connection *c, req *r)
 	e->a = r->a;
 	snprintf(e->id, sizeof e->id, "%s", r->id);
 	e->seq = hub_head(r->a->hub);
+	e->poll = store_is_shared(r->a->st);
+	e->quiet_since = rc_now_s();
 	job_row row;
 	rc_err err;
 	if (store_get(r->a->st, r->id, 0, &row, &err)) {

@@ -71,8 +71,7 @@ int main(int argc, char **argv)
 	if (access(cfg.worker, X_OK))
 		rlog(LOG_P_WARNING, "worker_missing", "worker=%s error=\"%s\" (jobs will fail until it exists)", cfg.worker,
 		     strerror(errno));
-	if (!cfg.audit_log[0])
-		snprintf(cfg.audit_log, sizeof cfg.audit_log, "%.1000s/audit.log", cfg.store);
+	/* the audit log's default is the node's state directory (daemon.c) */
 
 	/* Signals are taken by sigtimedwait below; every thread created from
 	 * here on inherits the mask. */

@@ -142,6 +142,21 @@ char *metrics_render(metrics *m, store *st)
 		bprintf(&b, "recond_jobs{state=\"%s\"} %d\n", job_state_name((job_state)s), have ? counts[s] : 0);
 	bprintf(&b, "# HELP recond_queue_depth Jobs waiting to run.\n# TYPE recond_queue_depth gauge\n");
 	bprintf(&b, "recond_queue_depth %d\n", have ? counts[JOB_QUEUED] : 0);
+	bprintf(&b, "# HELP recond_store_up Whether the store answered (the job gauges are 0 when not).\n"
+		    "# TYPE recond_store_up gauge\nrecond_store_up %d\n", have);
+	if (st) {
+		/* which node of a cluster answered: every series of this text is its */
+		char name[2 * 64 + 1], *o = name;
+		for (const char *p = store_node(st); *p && o < name + sizeof name - 2; p++) {
+			if (*p == '\\' || *p == '"')
+				*o++ = '\\';
+			*o++ = *p == '\n' ? ' ' : *p;
+		}
+		*o = '\0';
+		bprintf(&b, "# HELP recond_node_info The node that serves these metrics and its store's backend.\n"
+			    "# TYPE recond_node_info gauge\nrecond_node_info{node=\"%s\",backend=\"%s\"} 1\n", name,
+			store_backend_name(st));
+	}
 	pthread_mutex_lock(&m->lock);
 	bprintf(&b, "# HELP recond_bytes_received_total Projection bytes stored.\n# TYPE recond_bytes_received_total counter\n");
 	bprintf(&b, "recond_bytes_received_total %llu\n", (unsigned long long)m->bytes);

@@ -35,6 +35,8 @@
 
 #define CANCEL_GRACE_S 10.0   /* SIGTERM -> SIGKILL: one iteration of a large job fits */
 #define EXPIRE_EVERY_S 60.0
+#define PROGRESS_EVERY_S 0.5  /* a shared store gets the live progress this often at most */
+#define STREAM_POLL_MS 50     /* a shared store's streaming job: the bitmap is read this often */
 
 struct runner {
 	app *a;
@@ -59,6 +61,11 @@ struct runner {
 	_Atomic uint32_t *stamp; /* streaming: one stamp per view; NULL when not streaming */
 	int nstamp;
 	uint32_t next_stamp;     /* the last even stamp handed out */
+	/* shared store: what the other nodes see of the running job */
+	char *prog_json;         /* the last progress event, under lock; NULL = none */
+	unsigned prog_seq;       /* bumped with prog_json */
+	uint8_t *seen;           /* streaming: the bitmap at the last look, under lock */
+	long long cleared_seen;  /* the row's views_cleared then */
 };
 
 int runner_new(app *a, runner **ret, rc_err *err)
@@ -121,6 +128,13 @@ int runner_healthy(runner *r)
 	return rc_now_s() * 1000 - (double)hb < 10000;
 }
 
+void runner_current(runner *r, char id[37])
+{
+	pthread_mutex_lock(&r->lock);
+	snprintf(id, 37, "%s", r->current);
+	pthread_mutex_unlock(&r->lock);
+}
+
 int runner_busy(runner *r)
 {
 	pthread_mutex_lock(&r->lock);
@@ -181,7 +195,11 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		char *s = json_dumps(ev, JSON_COMPACT);
 		if (s)
 			hub_publish(r->a->hub, id, "progress", s);
-		free(s);
+		pthread_mutex_lock(&r->lock);
+		free(r->prog_json);
+		r->prog_json = s; /* for the other nodes (lease_tick) */
+		r->prog_seq++;
+		pthread_mutex_unlock(&r->lock);
 		json_decref(ev);
 	} else if (type && !strcmp(type, "preview")) {
 		pthread_mutex_lock(&r->lock);
@@ -281,9 +299,9 @@ static pid_t spawn(runner *r, const char *dir, int live_fd, int stamp_fd, int *r
 		if ((live_fd >= 0 && dup2(live_fd, 4) < 0) || (stamp_fd >= 0 && dup2(stamp_fd, 5) < 0))
 			_exit(127);
 		/* --state-dir: fitted device models and cached system matrices
-		 * live in the store, shared by every job */
+		 * live in the node's state directory, shared by its jobs */
 		char *argv[16] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
-				   "--state-dir", (char *)c->store };
+				   "--state-dir", r->a->state_dir };
 		int n = 7;
 		if (live_fd >= 0) {
 			argv[n++] = "--live-fd";
@@ -427,6 +445,11 @@ static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
 		for (int k = 0; k < r->nstamp; k++)
 			if ((row.present[k >> 3] >> (k & 7)) & 1 && !atomic_load(&r->stamp[k]))
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
+		/* a shared store: views stored through other nodes are seen by
+		 * polling the bitmap from here on (stamp_from_store) */
+		if (store_is_shared(r->a->st) && (r->seen = malloc(((size_t)r->nstamp + 7) / 8)))
+			memcpy(r->seen, row.present, ((size_t)r->nstamp + 7) / 8);
+		r->cleared_seen = row.views_cleared;
 		pthread_mutex_unlock(&r->lock);
 	}
 out:
@@ -445,6 +468,10 @@ static void unshare_memory(runner *r, int stamp_fd)
 		munmap((void *)r->stamp, sizeof(uint32_t) * (size_t)r->nstamp);
 	r->stamp = NULL;
 	r->nstamp = 0;
+	free(r->seen);
+	r->seen = NULL;
+	free(r->prog_json);
+	r->prog_json = NULL;
 	pthread_mutex_unlock(&r->lock);
 	if (stamp_fd >= 0)
 		close(stamp_fd);
@@ -479,6 +506,94 @@ void runner_views(runner *r, const char *id, int first, int last, int set)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* A shared store's streaming job: views stored or cleared through any node
+ * show in the row's bitmap; each change since the last look is stamped as
+ * runner_views stamps a local one.  A view cleared and stored again between
+ * two looks leaves the bitmap as it was: the row's count of cleared views
+ * tells, and then every present view is stamped again, so that a worker
+ * that used one finishes from the whole stack (stream.fallback). */
+static void stamp_from_store(runner *r, const char *id)
+{
+	job_row row;
+	if (store_get(r->a->st, id, 1, &row, NULL))
+		return; /* the next look */
+	pthread_mutex_lock(&r->lock);
+	if (r->stamp && r->seen && row.present && row.views_expected == r->nstamp) {
+		long long fell = 0;
+		for (int k = 0; k < r->nstamp; k++) {
+			int now = (row.present[k >> 3] >> (k & 7)) & 1, was = (r->seen[k >> 3] >> (k & 7)) & 1;
+			uint32_t s = atomic_load(&r->stamp[k]);
+			fell += was && !now;
+			if (now && (!s || (s & 1)))
+				atomic_store(&r->stamp[k], r->next_stamp += 2);
+			else if (!now && s && !(s & 1))
+				atomic_store(&r->stamp[k], s | 1);
+		}
+		if (row.views_cleared - r->cleared_seen > fell) /* in doubt: the whole stack */
+			for (int k = 0; k < r->nstamp; k++)
+				if ((row.present[k >> 3] >> (k & 7)) & 1)
+					atomic_store(&r->stamp[k], r->next_stamp += 2);
+		memcpy(r->seen, row.present, ((size_t)r->nstamp + 7) / 8);
+		r->cleared_seen = row.views_cleared;
+	}
+	pthread_mutex_unlock(&r->lock);
+	job_row_clear(&row);
+}
+
+enum { LEASE_HELD = 0, LEASE_CANCEL, LEASE_LOST };
+
+struct lease {
+	double renew_at, prog_at, stream_at;
+	unsigned prog_sent;
+	int failing;
+};
+
+/* A shared store, while the worker runs: the lease renewed every lease_s /
+ * 3 (a renewal also reads a cancel asked of another node), the live
+ * progress written for the other nodes, a streaming job's bitmap read.  A
+ * renewal the store cannot make now is tried again each second; one refused
+ * (RC_ESTATE, RC_ENOTFOUND) means another node has the job. */
+static int lease_tick(runner *r, const char *id, struct lease *ls)
+{
+	app *a = r->a;
+	double now = rc_now_s();
+	rc_err err;
+	if (now >= ls->renew_at) {
+		int cancel = 0, rc = store_lease_renew(a->st, id, store_node(a->st), a->cfg->lease_s, &cancel, &err);
+		if (rc == RC_ESTATE || rc == RC_ENOTFOUND) {
+			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"%s\"", id, store_node(a->st), err.msg);
+			return LEASE_LOST;
+		}
+		if (rc && !ls->failing++)
+			rlog(LOG_P_ERR, "lease_renew_failed", "id=%s node=%s error=\"%s\" (retrying every second)", id,
+			     store_node(a->st), err.msg);
+		else if (!rc && ls->failing) {
+			rlog(LOG_P_INFO, "lease_renewed", "id=%s node=%s tries=%d", id, store_node(a->st), ls->failing + 1);
+			ls->failing = 0;
+		}
+		ls->renew_at = now + (rc ? 1.0 : a->cfg->lease_s / 3);
+		if (!rc && cancel)
+			return LEASE_CANCEL;
+	}
+	if (now >= ls->prog_at) {
+		char *text = NULL;
+		pthread_mutex_lock(&r->lock);
+		unsigned seq = r->prog_seq;
+		if (seq != ls->prog_sent && r->prog_json)
+			text = strdup(r->prog_json);
+		pthread_mutex_unlock(&r->lock);
+		if (text && store_progress(a->st, id, text, NULL) == 0)
+			ls->prog_sent = seq;
+		free(text);
+		ls->prog_at = now + PROGRESS_EVERY_S;
+	}
+	if (now >= ls->stream_at) {
+		stamp_from_store(r, id);
+		ls->stream_at = now + STREAM_POLL_MS / 1000.0;
+	}
+	return LEASE_HELD;
+}
+
 static void run_job(runner *r, const char *id)
 {
 	app *a = r->a;
@@ -507,19 +622,32 @@ static void run_job(runner *r, const char *id)
 		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, err.msg);
 		goto out;
 	}
-	rlog(LOG_P_INFO, "job_running", "id=%s pid=%d worker=%s", id, (int)pid, a->cfg->worker);
+	rlog(LOG_P_INFO, "job_running", "id=%s node=%s pid=%d worker=%s", id, store_node(a->st), (int)pid,
+	     a->cfg->worker);
 
 	char buf[65536];
 	size_t used = 0;
 	double last_elapsed = 0, term_at = 0;
-	int cancelled = 0, stopping = 0, status = 0;
+	int cancelled = 0, stopping = 0, status = 0, lost = 0, remote_cancel = 0;
+	int shared = store_is_shared(a->st);
+	struct lease ls = { .renew_at = t0 + a->cfg->lease_s / 3, .prog_at = t0, .stream_at = t0 };
+	pthread_mutex_lock(&r->lock);
+	int poll_ms = shared && r->stamp ? STREAM_POLL_MS : 250;
+	if (!shared || !r->stamp)
+		ls.stream_at = 1e300; /* nothing streams, or this node sees every view itself */
+	pthread_mutex_unlock(&r->lock);
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int n = poll(&pfd, 1, 250);
+		int n = poll(&pfd, 1, poll_ms);
 		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
+		if (shared && !term_at) {
+			int l = lease_tick(r, id, &ls);
+			lost |= l == LEASE_LOST;
+			remote_cancel |= l == LEASE_CANCEL;
+		}
 		pthread_mutex_lock(&r->lock);
-		int want_cancel = !strcmp(r->cancel_id, id);
-		int want_stop = r->stop;
+		int want_cancel = !strcmp(r->cancel_id, id) || remote_cancel;
+		int want_stop = r->stop || lost;
 		pthread_mutex_unlock(&r->lock);
 		if ((want_cancel || want_stop) && !term_at) {
 			cancelled = want_cancel;
@@ -573,6 +701,12 @@ static void run_job(runner *r, const char *id)
 	}
 	double secs = rc_now_s() - t0;
 	busy_by_plan(a, oc.report, secs);
+	if (lost) {
+		/* another node has the job now: its files and its row are that
+		 * node's to write (record nothing, leave volume.f32) */
+		rlog(LOG_P_WARNING, "job_abandoned", "id=%s node=%s seconds=%.3f", id, store_node(a->st), secs);
+		goto out;
+	}
 
 	job_state final;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
@@ -620,6 +754,22 @@ out:
 	app_job_changed(a, id);
 	if (succeeded)
 		pusher_kick(a->push);
+}
+
+void runner_engines(runner *r, char *buf, size_t n)
+{
+	json_t *devs = runner_devices(r);
+	int cl = 0, cuda = 0;
+	size_t i;
+	json_t *d;
+	json_array_foreach(devs, i, d) {
+		const char *e = json_string_value(json_object_get(d, "engine"));
+		cl |= e && !strcmp(e, "opencl");
+		cuda |= e && !strcmp(e, "cuda");
+	}
+	json_decref(devs);
+	snprintf(buf, n, "%s%s%s%s", cl ? "opencl," : "", cuda ? "cuda,tensor," : "", cl || cuda ? "trigeneous," : "",
+		 "cpu");
 }
 
 json_t *runner_devices(runner *r)
@@ -713,6 +863,7 @@ static void *runner_main(void *arg)
 {
 	runner *r = arg;
 	double last_expire = 0;
+	int queue_failing = 0; /* logged once until the store answers again */
 	for (;;) {
 		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 		pthread_mutex_lock(&r->lock);
@@ -732,13 +883,28 @@ static void *runner_main(void *arg)
 		}
 		char id[37];
 		rc_err err;
-		int rc = store_take_next(r->a->st, id, &err);
+		int rc;
+		if (store_is_shared(r->a->st)) {
+			/* placement needs this node's devices: none taken before the probe */
+			char engines[128];
+			runner_engines(r, engines, sizeof engines);
+			rc = !runner_probed(r) ? RC_ENOTFOUND
+					       : store_take_next_on(r->a->st, store_node(r->a->st), r->a->cfg->lease_s,
+								    engines, id, &err);
+		} else {
+			rc = store_take_next(r->a->st, id, &err);
+		}
 		if (rc == 0) {
+			queue_failing = 0;
 			run_job(r, id);
 			continue;
 		}
-		if (rc != RC_ENOTFOUND)
+		if (rc != RC_ENOTFOUND && !queue_failing++)
 			rlog(LOG_P_ERR, "queue_error", "error=\"%s\"", err.msg);
+		else if (rc == RC_ENOTFOUND && queue_failing) {
+			rlog(LOG_P_INFO, "queue_recovered", "tries=%d", queue_failing + 1);
+			queue_failing = 0;
+		}
 		pthread_mutex_lock(&r->lock);
 		if (!r->kicked && !r->stop) {
 			struct timespec dl;

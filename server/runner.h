@@ -50,8 +50,14 @@ int runner_healthy(runner *r);
 json_t *runner_devices(runner *r);
 /* True once the device probe has finished (successfully or not). */
 int runner_probed(runner *r);
+/* The engines this node's devices can run, for placement
+ * (store_take_next_on): cpu, each device's engine, tensor with a CUDA
+ * device (the tensor path's GPU), trigeneous with any GPU (OpenCL or CUDA). */
+void runner_engines(runner *r, char *buf, size_t n);
 /* True while a job runs. */
 int runner_busy(runner *r);
+/* The running job's id into id ("" when idle). */
+void runner_current(runner *r, char id[37]);
 
 /* The running job's live volume (the worker's current iterate, or a
  * streaming FDK's partial sum): *fd gets a new read-only descriptor of

@@ -55,7 +55,26 @@ void job_row_clear(job_row *r)
 	free(r->summary);
 	free(r->report);
 	free(r->present);
+	free(r->progress);
 	memset(r, 0, sizeof *r);
+}
+
+void node_row_clear(node_row *r)
+{
+	if (!r)
+		return;
+	free(r->devices);
+	memset(r, 0, sizeof *r);
+}
+
+const char *store_spec_engine(const job_spec *spec)
+{
+	/* auto and cpu run on every node (each has a CPU) */
+	static const char *const placed[] = { "opencl", "cuda", "tensor", "trigeneous" };
+	for (size_t i = 0; i < sizeof placed / sizeof placed[0]; i++)
+		if (!strcmp(spec->r.engine, placed[i]))
+			return placed[i];
+	return "";
 }
 
 int job_row_uploadable(const job_row *r)
@@ -81,7 +100,9 @@ int store_views_apply(job_row *r, int first, int last, int set, int *ret_state, 
 			       r->views_expected - 1);
 	int changed = 0;
 	for (int k = first; k < last; k++) {
-		changed |= ((r->present[k >> 3] >> (k & 7)) & 1) != set;
+		int was = (r->present[k >> 3] >> (k & 7)) & 1;
+		changed |= was != set;
+		r->views_cleared += was && !set;
 		if (set)
 			r->present[k >> 3] |= (uint8_t)(1u << (k & 7));
 		else
@@ -284,23 +305,57 @@ int store_start(store *st, const char *id, int *ret_changed, rc_err *err)
 
 int store_take_next(store *st, char id[37], rc_err *err)
 {
-	return st->ops->take_next(st, st->node, 0, id, err);
+	return st->ops->take_next(st, st->node, 0, NULL, id, err);
 }
 
 int store_take_next_lease(store *st, const char *node, double lease_s, char id[37], rc_err *err)
+{
+	return store_take_next_on(st, node, lease_s, NULL, id, err);
+}
+
+int store_take_next_on(store *st, const char *node, double lease_s, const char *engines, char id[37],
+		       rc_err *err)
 {
 	if (!node || !node[0] || strlen(node) >= STORE_NODE_MAX)
 		return rc_fail(err, RC_EINVAL, "node", "a lease needs a node name of 1 to %d bytes", STORE_NODE_MAX - 1);
 	if (!(lease_s > 0))
 		return rc_fail(err, RC_EINVAL, "lease_s", "a lease lasts more than 0 s");
-	return st->ops->take_next(st, node, lease_s, id, err);
+	return st->ops->take_next(st, node, lease_s, engines, id, err);
 }
 
-int store_lease_renew(store *st, const char *id, const char *node, double lease_s, rc_err *err)
+int store_lease_renew(store *st, const char *id, const char *node, double lease_s, int *ret_cancel,
+		      rc_err *err)
 {
+	int cancel = 0;
 	if (!node || !node[0] || !(lease_s > 0))
 		return rc_fail(err, RC_EINVAL, "lease_s", "a lease needs a node name and more than 0 s");
-	return st->ops->lease_renew(st, id, node, lease_s, err);
+	int rc = st->ops->lease_renew(st, id, node, lease_s, &cancel, err);
+	if (ret_cancel)
+		*ret_cancel = rc ? 0 : cancel;
+	return rc;
+}
+
+int store_progress(store *st, const char *id, const char *progress, rc_err *err)
+{
+	return st->ops->progress(st, id, progress, err);
+}
+
+int store_node_heartbeat(store *st, const char *devices, const char *running, double started, rc_err *err)
+{
+	return st->ops->node_heartbeat(st, devices && devices[0] ? devices : "[]", running ? running : "", started,
+				       err);
+}
+
+int store_nodes_list(store *st, node_row **rows, int *n, rc_err *err)
+{
+	*rows = NULL;
+	*n = 0;
+	return st->ops->nodes_list(st, rows, n, err);
+}
+
+int store_is_shared(const store *st)
+{
+	return strcmp(st->ops->name, "sqlite") != 0;
 }
 
 int store_lease_expire(store *st, int max_attempts, int *ret_n, rc_err *err)

@@ -66,6 +66,10 @@ typedef struct job_row {
 	char node[64];       /* the node that runs or ran it ("" = none yet) */
 	double lease_until;  /* running under a lease until then; 0 = no lease */
 	int attempts;        /* leases that expired while it ran */
+	char engine[16];     /* the engine a node needs to take it ("" = any node; store_take_next_on) */
+	long long views_cleared; /* views cleared so far (bits that went 1 -> 0): a streaming job's node
+				  * polling the bitmap knows when it missed a view cleared and set again */
+	char *progress;      /* live progress (JSON text) written by the node running it, owned; NULL = none */
 	char error_code[32];
 	char error_message[512];
 	char *summary;   /* JSON text, owned */
@@ -154,10 +158,26 @@ int store_take_next(store *st, char id[37], rc_err *err);
  *
  * store_take_next with a lease of lease_s (> 0) seconds for node. */
 int store_take_next_lease(store *st, const char *node, double lease_s, char id[37], rc_err *err);
+/* Placement: store_take_next_lease that takes only a job this node can run:
+ * one that needs no engine (engine "") or one whose engine is in engines, a
+ * comma-separated list ("opencl,cuda,tensor"; "" = none; NULL = any job).
+ * Passed-over jobs keep their place for the nodes that can run them. */
+int store_take_next_on(store *st, const char *node, double lease_s, const char *engines, char id[37],
+		       rc_err *err);
+/* The engine a node needs for spec (opencl, cuda, tensor, trigeneous), ""
+ * for auto and cpu: kept in the row at creation. */
+const char *store_spec_engine(const job_spec *spec);
 /* Extends the lease of running job id held by node to now + lease_s;
  * RC_ESTATE when the job is not running on node any more (its lease was
- * given up: the worker should stop), RC_ENOTFOUND when it is gone. */
-int store_lease_renew(store *st, const char *id, const char *node, double lease_s, rc_err *err);
+ * given up: the worker should stop), RC_ENOTFOUND when it is gone.
+ * *ret_cancel (may be NULL) gets the row's cancel_requested: a cancel asked
+ * of another node reaches the running one at its next renewal. */
+int store_lease_renew(store *st, const char *id, const char *node, double lease_s, int *ret_cancel,
+		      rc_err *err);
+/* The running job's live progress (JSON text), for the other nodes' GET and
+ * event streams; written only while this node (store_node) runs it, else
+ * RC_ESTATE. */
+int store_progress(store *st, const char *id, const char *progress, rc_err *err);
 /* Running jobs whose lease passed: queued again (at the front of their
  * priority) with attempts + 1, or, at the max_attempts-th expiry, failed with
  * the code lease_expired and each expiry (node, time) in the message; a job
@@ -172,7 +192,9 @@ int store_queue_depth(store *st);
 int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err);
 
 /* running -> state (succeeded, failed, cancelled, or queued when the daemon
- * stops), with the error and the worker's report (both may be NULL). */
+ * stops), with the error and the worker's report (both may be NULL).  Only
+ * while this node (store_node) holds the job: RC_ESTATE when it is not
+ * running or runs elsewhere (its lease expired and another node took it). */
 int store_finish(store *st, const char *id, job_state state, const char *err_code,
 		 const char *err_msg, const char *report, rc_err *err);
 
@@ -197,6 +219,27 @@ double store_now(void);
  * (may be NULL) gets the job's state.  RC_ESTATE naming the state when it is
  * running or finished: nothing changes. */
 int store_set_priority(store *st, const char *id, int priority, job_state *ret_state, rc_err *err);
+
+/* --- nodes: each daemon's row, upserted every few seconds (its heartbeat) */
+typedef struct node_row {
+	char name[64];
+	char running[37];   /* the job it runs, "" = none */
+	double heartbeat;   /* unix seconds (PostgreSQL: the database's clock) */
+	double age_s;       /* seconds since the heartbeat, by the same clock */
+	double started;     /* when the daemon started */
+	char *devices;      /* JSON array text, owned */
+} node_row;
+
+void node_row_clear(node_row *r);
+/* Upserts this node's row (store_node): its devices (JSON array text), the
+ * job it runs ("" or NULL = none), its start time, the heartbeat now.
+ * SQLite keeps one row: this daemon's. */
+int store_node_heartbeat(store *st, const char *devices, const char *running, double started, rc_err *err);
+/* Every node's row, by name (*rows malloc'd, NULL when none; clear each with
+ * node_row_clear, then free). */
+int store_nodes_list(store *st, node_row **rows, int *n, rc_err *err);
+/* Whether several daemons may share the store (PostgreSQL). */
+int store_is_shared(const store *st);
 
 /* --- pushes to PACS (store_sqlite_push.c, store_pg.c): one row per (job, destination) of the
  * job's output.push, made with the job.  pending (waiting for the job to

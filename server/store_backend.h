@@ -22,6 +22,7 @@
 typedef struct store store;
 struct job_row;
 struct push_row;
+struct node_row;
 
 #define STORE_NODE_MAX 64
 /* A spool directory without a row younger than this may be another daemon's
@@ -52,16 +53,22 @@ struct store_ops {
 	int (*counts)(store *st, int *counts, rc_err *err);
 	int (*views)(store *st, const char *id, int first, int last, int set, int *ret_state, rc_err *err);
 	int (*start)(store *st, const char *id, int *ret_changed, rc_err *err);
-	int (*take_next)(store *st, const char *node, double lease_s, char id[37], rc_err *err);
-	int (*lease_renew)(store *st, const char *id, const char *node, double lease_s, rc_err *err);
+	/* engines: store_take_next_on's (NULL = any job) */
+	int (*take_next)(store *st, const char *node, double lease_s, const char *engines, char id[37], rc_err *err);
+	int (*lease_renew)(store *st, const char *id, const char *node, double lease_s, int *ret_cancel, rc_err *err);
+	/* the live progress of a job running on st->node */
+	int (*progress)(store *st, const char *id, const char *progress, rc_err *err);
 	int (*lease_expire)(store *st, int max_attempts, int *ret_n, rc_err *err);
 	int (*cancel)(store *st, const char *id, int *ret_state, rc_err *err);
 	/* running -> receiving, no longer streaming (store_stream_pause) */
 	int (*stream_pause)(store *st, const char *id, rc_err *err);
 	/* the priority of a job not yet running (store_set_priority) */
 	int (*set_priority)(store *st, const char *id, int priority, int *ret_state, rc_err *err);
+	/* only while st->node holds the job (RC_ESTATE else) */
 	int (*finish)(store *st, const char *id, int state, const char *err_code, const char *err_msg,
 		      const char *report, rc_err *err);
+	int (*node_heartbeat)(store *st, const char *devices, const char *running, double started, rc_err *err);
+	int (*nodes_list)(store *st, struct node_row **rows, int *n, rc_err *err);
 	/* the row and its pushes, when the job has finished (RC_ESTATE else);
 	 * the files are removed by the caller after */
 	int (*delete_row)(store *st, const char *id, rc_err *err);

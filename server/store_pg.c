@@ -173,6 +173,13 @@ static const char *const migrations[] = {
 	/* version 2: streaming FDK */
 	"ALTER TABLE jobs ADD COLUMN stream int NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN streaming int NOT NULL DEFAULT 0;",
+	/* version 3: clusters (placement, live progress, the bitmap's change
+	 * counter, the nodes' heartbeats) */
+	"ALTER TABLE jobs ADD COLUMN engine text NOT NULL DEFAULT '';"
+	"ALTER TABLE jobs ADD COLUMN progress text;"
+	"ALTER TABLE jobs ADD COLUMN views_cleared bigint NOT NULL DEFAULT 0;"
+	"CREATE TABLE nodes (name text PRIMARY KEY, devices text NOT NULL DEFAULT '[]',"
+	" running text NOT NULL DEFAULT '', heartbeat float8 NOT NULL, started float8 NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -257,7 +264,7 @@ static void pg_close(store *base)
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
 	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts, stream, streaming"
+	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress"
 
 static char *dup_col(const PGresult *res, int i, int c)
 {
@@ -305,6 +312,9 @@ static void read_row(const PGresult *res, int i, int with_bitmap, job_row *r)
 	r->attempts = atoi(V(27));
 	r->stream = atoi(V(28));
 	r->streaming = atoi(V(29));
+	snprintf(r->engine, sizeof r->engine, "%s", V(30));
+	r->views_cleared = strtoll(V(31), NULL, 10);
+	r->progress = dup_col(res, i, 32);
 #undef V
 }
 
@@ -438,13 +448,14 @@ static int pg_insert(store *base, const char *id, const job_spec *spec, const ch
 	p_str(&p, summary);
 	p_str(&p, hex);
 	p_int(&p, spec->stream);
+	p_str(&p, store_spec_engine(spec));
 	PG_ENTER(st, err);
 	if ((rc = pg_run(st, "insert", "BEGIN", NULL, NULL, err)) ||
 	    (rc = pg_run(st, "insert",
 			 "INSERT INTO jobs (id, state, label, priority, autostart, created, updated, views_expected, nu,"
-			 " rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes, summary, present, stream)"
+			 " rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes, summary, present, stream, engine)"
 			 " VALUES ($1, $2::int, $3, $4::int, $5::int, $6::float8, $6::float8, $7::int, $8::int, $9::int,"
-			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea, $17::int)",
+			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea, $17::int, $18)",
 			 &p, NULL, err)))
 		goto out_rollback;
 	for (int i = 0; i < spec->out.npush; i++) {
@@ -568,11 +579,12 @@ static int pg_views(store *base, const char *id, int first, int last, int set, i
 	p_str(&p, queue ? "true" : "false");
 	p_str(&p, id);
 	p_int(&p, r.streaming);
+	p_int(&p, r.views_cleared);
 	if ((rc = pg_run(st, "update views",
 			 "UPDATE jobs SET present=$1::bytea, views_present=$2::int, state=$3::int, updated=$4::float8,"
 			 " queued=CASE WHEN $5::boolean THEN $4::float8 ELSE queued END,"
 			 " queue_seq=CASE WHEN $5::boolean THEN nextval('recond_queue_seq') ELSE queue_seq END,"
-			 " streaming=$7::int WHERE id=$6",
+			 " streaming=$7::int, views_cleared=$8::bigint WHERE id=$6",
 			 &p, NULL, err)) ||
 	    (rc = pg_run(st, "update views", "COMMIT", NULL, NULL, err)))
 		goto out_rollback;
@@ -621,7 +633,8 @@ out_unlock:
 	return rc;
 }
 
-static int pg_take_next(store *base, const char *node, double lease_s, char id[37], rc_err *err)
+static int pg_take_next(store *base, const char *node, double lease_s, const char *engines, char id[37],
+			rc_err *err)
 {
 	pg_store *st = PG(base);
 	PGresult *res = NULL;
@@ -631,13 +644,16 @@ static int pg_take_next(store *base, const char *node, double lease_s, char id[3
 	p_str(&p, node);
 	p_dbl(&p, lease_s > 0 ? lease_s : 0);
 	p_int(&p, JOB_QUEUED);
+	p_str(&p, engines); /* NULL: SQL NULL, any job */
 	PG_ENTER(st, err);
 	/* One statement: the row is locked from the choice to the update, and
-	 * rows another daemon is taking are passed over, not waited for. */
+	 * rows another daemon is taking are passed over, not waited for.
+	 * Placement: a job that needs no engine, or one of the node's. */
 	if ((rc = pg_run(st, "take",
 			 "UPDATE jobs SET state=$1::int, updated=$2::float8, started=$2::float8, cancel_requested=0,"
-			 " node=$3, lease_until=CASE WHEN $4::float8 > 0 THEN " PG_NOW " + $4::float8 ELSE 0 END"
-			 " WHERE state=$5::int AND id=(SELECT id FROM jobs WHERE state=$5::int"
+			 " node=$3, lease_until=CASE WHEN $4::float8 > 0 THEN " PG_NOW " + $4::float8 ELSE 0 END,"
+			 " progress=NULL WHERE state=$5::int AND id=(SELECT id FROM jobs WHERE state=$5::int"
+			 " AND ($6::text IS NULL OR engine='' OR engine = ANY(string_to_array($6::text, ',')))"
 			 " ORDER BY priority DESC, queue_seq ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
 			 &p, &res, err)))
 		goto out_unlock;
@@ -651,7 +667,8 @@ out_unlock:
 	return rc;
 }
 
-static int pg_lease_renew(store *base, const char *id, const char *node, double lease_s, rc_err *err)
+static int pg_lease_renew(store *base, const char *id, const char *node, double lease_s, int *ret_cancel,
+			  rc_err *err)
 {
 	pg_store *st = PG(base);
 	PGresult *res = NULL;
@@ -664,10 +681,12 @@ static int pg_lease_renew(store *base, const char *id, const char *node, double 
 	PG_ENTER(st, err);
 	if ((rc = pg_run(st, "renew",
 			 "UPDATE jobs SET lease_until=" PG_NOW " + $1::float8"
-			 " WHERE id=$2 AND state=$3::int AND node=$4 AND lease_until > 0",
+			 " WHERE id=$2 AND state=$3::int AND node=$4 AND lease_until > 0 RETURNING cancel_requested",
 			 &p, &res, err)))
 		goto out_unlock;
-	int changed = pg_changes(res);
+	int changed = PQntuples(res);
+	if (changed == 1)
+		*ret_cancel = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	if (changed != 1 && !(rc = get_row(st, id, 0, 0, &r, err))) {
 		rc = store_lease_lost(&r, node, err);
@@ -838,23 +857,99 @@ static int pg_finish(store *base, const char *id, int state, const char *err_cod
 	p_dbl(&p, store_now());
 	p_str(&p, id);
 	p_int(&p, JOB_RUNNING);
+	p_str(&p, st->base.node);
 	if (state != JOB_QUEUED) {
 		p_str(&p, err_code ? err_code : "");
 		p_str(&p, err_msg ? err_msg : "");
 		p_str(&p, report); /* NULL: SQL NULL, the report kept */
 	}
 	PG_ENTER(st, err);
+	/* only by the node that holds it: one whose lease expired meanwhile
+	 * records nothing over the node that took the job next */
 	if ((rc = pg_run(st, "finish",
 			 state == JOB_QUEUED
 				 ? "UPDATE jobs SET state=$1::int, updated=$2::float8, started=0, cancel_requested=0,"
-				   " node='', lease_until=0 WHERE id=$3 AND state=$4::int"
-				 : "UPDATE jobs SET state=$1::int, updated=$2::float8, finished=$2::float8, error_code=$5,"
-				   " error_message=$6, report=COALESCE($7, report), lease_until=0"
-				   " WHERE id=$3 AND state=$4::int",
+				   " node='', lease_until=0, progress=NULL WHERE id=$3 AND state=$4::int AND node=$5"
+				 : "UPDATE jobs SET state=$1::int, updated=$2::float8, finished=$2::float8, error_code=$6,"
+				   " error_message=$7, report=COALESCE($8, report), lease_until=0"
+				   " WHERE id=$3 AND state=$4::int AND node=$5",
 			 &p, &res, err)))
 		goto out_unlock;
 	if (pg_changes(res) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running", id);
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
+	PQclear(res);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int pg_progress(store *base, const char *id, const char *progress, rc_err *err)
+{
+	pg_store *st = PG(base);
+	PGresult *res = NULL;
+	pgp p = { .n = 0 };
+	p_str(&p, progress);
+	p_str(&p, id);
+	p_int(&p, JOB_RUNNING);
+	p_str(&p, st->base.node);
+	PG_ENTER(st, err);
+	if ((rc = pg_run(st, "progress", "UPDATE jobs SET progress=$1 WHERE id=$2 AND state=$3::int AND node=$4", &p,
+			 &res, err)))
+		goto out_unlock;
+	if (pg_changes(res) != 1)
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
+	PQclear(res);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int pg_node_heartbeat(store *base, const char *devices, const char *running, double started, rc_err *err)
+{
+	pg_store *st = PG(base);
+	pgp p = { .n = 0 };
+	p_str(&p, st->base.node);
+	p_str(&p, devices);
+	p_str(&p, running);
+	p_dbl(&p, started);
+	PG_ENTER(st, err);
+	/* the database's clock: every node's age is measured by the same one */
+	rc = pg_run(st, "heartbeat",
+		    "INSERT INTO nodes (name, devices, running, heartbeat, started) VALUES ($1, $2, $3, " PG_NOW ","
+		    " $4::float8) ON CONFLICT (name) DO UPDATE SET devices=$2, running=$3, heartbeat=" PG_NOW ","
+		    " started=$4::float8",
+		    &p, NULL, err);
+out_unlock:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int pg_nodes_list(store *base, node_row **rows, int *n, rc_err *err)
+{
+	pg_store *st = PG(base);
+	PGresult *res = NULL;
+	PG_ENTER(st, err);
+	if ((rc = pg_run(st, "nodes",
+			 "SELECT name, running, heartbeat, " PG_NOW " - heartbeat, started, devices FROM nodes ORDER BY name",
+			 NULL, &res, err)))
+		goto out_unlock;
+	int nt = PQntuples(res);
+	node_row *out = nt ? calloc((size_t)nt, sizeof *out) : NULL;
+	if (nt && !out) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
+		goto out_clear;
+	}
+	for (int i = 0; i < nt; i++) {
+		snprintf(out[i].name, sizeof out[i].name, "%s", PQgetvalue(res, i, 0));
+		snprintf(out[i].running, sizeof out[i].running, "%s", PQgetvalue(res, i, 1));
+		out[i].heartbeat = strtod(PQgetvalue(res, i, 2), NULL);
+		out[i].age_s = strtod(PQgetvalue(res, i, 3), NULL);
+		out[i].started = strtod(PQgetvalue(res, i, 4), NULL);
+		out[i].devices = dup_col(res, i, 5);
+	}
+	*rows = out;
+	*n = nt;
+out_clear:
 	PQclear(res);
 out_unlock:
 	pthread_mutex_unlock(&st->lock);
@@ -1078,7 +1173,10 @@ static const struct store_ops pg_ops = {
 	.cancel = pg_cancel,
 	.stream_pause = pg_stream_pause,
 	.set_priority = pg_set_priority,
+	.progress = pg_progress,
 	.finish = pg_finish,
+	.node_heartbeat = pg_node_heartbeat,
+	.nodes_list = pg_nodes_list,
 	.delete_row = pg_delete_row,
 	.expired = pg_expired,
 	.push_list = pg_push_list,

@@ -125,8 +125,16 @@ static const char schema_v2[] =
  * without a version table. */
 static const char schema_v3[] = "";
 
+/* Version 4: clusters (store.h): the engine a job needs, its live progress,
+ * the bitmap's change counter, the nodes table; add_cluster_columns adds
+ * the columns, since version 0 runs the versions before it on a store that
+ * may have them (the stream columns' case). */
+static const char schema_v4[] =
+	"CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, devices TEXT NOT NULL DEFAULT '[]',"
+	" running TEXT NOT NULL DEFAULT '', heartbeat REAL NOT NULL, started REAL NOT NULL);";
+
 /* migrations[v] takes a store from version v to v + 1 */
-static const char *const migrations[] = { schema_v1, schema_v2, schema_v3 };
+static const char *const migrations[] = { schema_v1, schema_v2, schema_v3, schema_v4 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
 static long long query_ll(sq_store *st, const char *sql)
@@ -149,6 +157,15 @@ static int add_stream_columns(sq_store *st, rc_err *err)
 			    "ALTER TABLE jobs ADD COLUMN streaming INTEGER NOT NULL DEFAULT 0;", err);
 }
 
+static int add_cluster_columns(sq_store *st, rc_err *err)
+{
+	if (query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='views_cleared'"))
+		return 0;
+	return exec_sql(st, "ALTER TABLE jobs ADD COLUMN engine TEXT NOT NULL DEFAULT '';"
+			    "ALTER TABLE jobs ADD COLUMN progress TEXT;"
+			    "ALTER TABLE jobs ADD COLUMN views_cleared INTEGER NOT NULL DEFAULT 0;", err);
+}
+
 /* Creates or migrates the schema in one transaction (SQLite's DDL is
  * transactional: a crash leaves the old version whole). */
 static int migrate(sq_store *st, const char *path, rc_err *err)
@@ -167,7 +184,7 @@ static int migrate(sq_store *st, const char *path, rc_err *err)
 	for (; v < SCHEMA_VERSION; v++)
 		if ((rc = exec_sql(st, migrations[v], err)))
 			goto out_rollback;
-	if ((rc = add_stream_columns(st, err)))
+	if ((rc = add_stream_columns(st, err)) || (rc = add_cluster_columns(st, err)))
 		goto out_rollback;
 	if ((rc = exec_sql(st, "DELETE FROM recond_schema", err)))
 		goto out_rollback;
@@ -310,7 +327,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 	} else if (sqlite3_prepare_v2(st->db,
 			       "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
 			       " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
-			       " summary, present, stream) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " summary, present, stream, engine) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "insert");
 		exec_sql(st, "ROLLBACK", NULL);
@@ -335,6 +352,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 		sqlite3_bind_text(q, 17, summary, -1, SQLITE_STATIC);
 		sqlite3_bind_blob(q, 18, bits, (int)nbits, SQLITE_STATIC);
 		sqlite3_bind_int(q, 19, spec->stream);
+		sqlite3_bind_text(q, 20, store_spec_engine(spec), -1, SQLITE_STATIC);
 		if (sqlite3_step(q) != SQLITE_DONE)
 			rc = db_fail(st, err, "insert");
 		sqlite3_finalize(q);
@@ -355,7 +373,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
 	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts, stream, streaming"
+	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress"
 
 static char *dup_col(sqlite3_stmt *q, int i)
 {
@@ -401,6 +419,9 @@ static void read_row(sqlite3_stmt *q, int with_bitmap, job_row *r)
 	r->attempts = sqlite3_column_int(q, 27);
 	r->stream = sqlite3_column_int(q, 28);
 	r->streaming = sqlite3_column_int(q, 29);
+	snprintf(r->engine, sizeof r->engine, "%s", (const char *)sqlite3_column_text(q, 30));
+	r->views_cleared = sqlite3_column_int64(q, 31);
+	r->progress = dup_col(q, 32);
 }
 
 /* Caller holds the lock. */
@@ -513,12 +534,14 @@ static int sq_views(store *base, const char *id, int first, int last, int set, i
 	if (sqlite3_prepare_v2(st->db,
 			       "UPDATE jobs SET present=?1, views_present=?2, state=?3, updated=?4,"
 			       " queued=CASE WHEN ?5 THEN ?4 ELSE queued END,"
-			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END, streaming=?8 WHERE id=?7",
+			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END, streaming=?8, views_cleared=?9"
+			       " WHERE id=?7",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "update views");
 		goto out;
 	}
 	sqlite3_bind_int(q, 8, r.streaming);
+	sqlite3_bind_int64(q, 9, r.views_cleared);
 	sqlite3_bind_blob(q, 1, r.present, (r.views_expected + 7) / 8, SQLITE_STATIC);
 	sqlite3_bind_int(q, 2, r.views_present);
 	sqlite3_bind_int(q, 3, ns);
@@ -584,18 +607,26 @@ out_unlock:
 	return rc;
 }
 
-static int sq_take_next(store *base, const char *node, double lease_s, char id[37], rc_err *err)
+static int sq_take_next(store *base, const char *node, double lease_s, const char *engines, char id[37],
+			rc_err *err)
 {
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	pthread_mutex_lock(&st->lock);
 	int rc;
-	if (sqlite3_prepare_v2(st->db, "SELECT id FROM jobs WHERE state=? ORDER BY priority DESC, queue_seq ASC LIMIT 1",
+	/* placement: a job that needs no engine, or one of the node's */
+	if (sqlite3_prepare_v2(st->db, "SELECT id FROM jobs WHERE state=?1 AND (?2 IS NULL OR engine=''"
+			       " OR instr(',' || ?2 || ',', ',' || engine || ',') > 0)"
+			       " ORDER BY priority DESC, queue_seq ASC LIMIT 1",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "queue");
 		goto out;
 	}
 	sqlite3_bind_int(q, 1, JOB_QUEUED);
+	if (engines)
+		sqlite3_bind_text(q, 2, engines, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, 2);
 	if (sqlite3_step(q) != SQLITE_ROW) {
 		sqlite3_finalize(q);
 		rc = rc_fail(err, RC_ENOTFOUND, "", "the queue is empty");
@@ -606,7 +637,7 @@ static int sq_take_next(store *base, const char *node, double lease_s, char id[3
 	/* transition's ?5 is the queue sequence: the lease goes in ?6 and ?7 */
 	if (sqlite3_prepare_v2(st->db,
 			       "UPDATE jobs SET state=?1, updated=?2, started=?2, cancel_requested=0, node=?5,"
-			       " lease_until=?6 WHERE id=?3 AND state=?4",
+			       " lease_until=?6, progress=NULL WHERE id=?3 AND state=?4",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "take");
 		goto out;
@@ -625,7 +656,8 @@ out:
 	return rc;
 }
 
-static int sq_lease_renew(store *base, const char *id, const char *node, double lease_s, rc_err *err)
+static int sq_lease_renew(store *base, const char *id, const char *node, double lease_s, int *ret_cancel,
+			  rc_err *err)
 {
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
@@ -643,12 +675,13 @@ static int sq_lease_renew(store *base, const char *id, const char *node, double 
 	sqlite3_bind_text(q, 4, node, -1, SQLITE_STATIC);
 	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "renew");
 	sqlite3_finalize(q);
-	if (rc || sqlite3_changes(st->db) == 1)
+	int held = !rc && sqlite3_changes(st->db) == 1;
+	if (rc || (rc = get_locked(st, id, 0, &r, err)))
 		goto out;
-	if (!(rc = get_locked(st, id, 0, &r, err))) {
+	*ret_cancel = r.cancel_requested;
+	if (!held)
 		rc = store_lease_lost(&r, node, err);
-		job_row_clear(&r);
-	}
+	job_row_clear(&r);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
@@ -793,10 +826,10 @@ static int sq_finish(store *base, const char *id, int state, const char *err_cod
 	pthread_mutex_lock(&st->lock);
 	int rc = 0;
 	const char *sql = state == JOB_QUEUED
-		? "UPDATE jobs SET state=?1, updated=?2, started=0, cancel_requested=0, node='', lease_until=0"
-		  " WHERE id=?6 AND state=?7"
+		? "UPDATE jobs SET state=?1, updated=?2, started=0, cancel_requested=0, node='', lease_until=0,"
+		  " progress=NULL WHERE id=?6 AND state=?7 AND node=?8"
 		: "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code=?3, error_message=?4,"
-		  " report=COALESCE(?5, report), lease_until=0 WHERE id=?6 AND state=?7";
+		  " report=COALESCE(?5, report), lease_until=0 WHERE id=?6 AND state=?7 AND node=?8";
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "finish");
 		goto out;
@@ -813,14 +846,126 @@ static int sq_finish(store *base, const char *id, int state, const char *err_cod
 	}
 	sqlite3_bind_text(q, 6, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 7, JOB_RUNNING);
+	sqlite3_bind_text(q, 8, st->base.node, -1, SQLITE_STATIC);
 	if (sqlite3_step(q) != SQLITE_DONE)
 		rc = db_fail(st, err, "finish");
 	else if (sqlite3_changes(st->db) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running", id);
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
 	sqlite3_finalize(q);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
+}
+
+static int sq_progress(store *base, const char *id, const char *progress, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	sqlite3_stmt *q;
+	pthread_mutex_lock(&st->lock);
+	int rc = 0;
+	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET progress=? WHERE id=? AND state=? AND node=?", -1, &q, NULL) !=
+	    SQLITE_OK) {
+		rc = db_fail(st, err, "progress");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, progress, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, 3, JOB_RUNNING);
+	sqlite3_bind_text(q, 4, st->base.node, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) != SQLITE_DONE)
+		rc = db_fail(st, err, "progress");
+	else if (sqlite3_changes(st->db) != 1)
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
+	sqlite3_finalize(q);
+out:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+/* One daemon per SQLite store: its row replaces any other (a renamed node). */
+static int sq_node_heartbeat(store *base, const char *devices, const char *running, double started, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	sqlite3_stmt *q = NULL;
+	pthread_mutex_lock(&st->lock);
+	int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+	if (rc)
+		goto out;
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM nodes WHERE name<>?1", -1, &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "heartbeat");
+		goto out_rollback;
+	}
+	sqlite3_bind_text(q, 1, st->base.node, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "heartbeat");
+	sqlite3_finalize(q);
+	q = NULL;
+	if (rc)
+		goto out_rollback;
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO nodes (name, devices, running, heartbeat, started)"
+			       " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET devices=?2, running=?3,"
+			       " heartbeat=?4, started=?5", -1, &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "heartbeat");
+		goto out_rollback;
+	}
+	sqlite3_bind_text(q, 1, st->base.node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, devices, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, running, -1, SQLITE_STATIC);
+	sqlite3_bind_double(q, 4, store_now());
+	sqlite3_bind_double(q, 5, started);
+	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "heartbeat");
+	sqlite3_finalize(q);
+	if (!rc && !(rc = exec_sql(st, "COMMIT", err)))
+		goto out;
+out_rollback:
+	exec_sql(st, "ROLLBACK", NULL);
+out:
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int sq_nodes_list(store *base, node_row **rows, int *n, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	sqlite3_stmt *q;
+	node_row *out = NULL;
+	int cnt = 0, cap = 0, rc = 0;
+	pthread_mutex_lock(&st->lock);
+	if (sqlite3_prepare_v2(st->db, "SELECT name, running, heartbeat, started, devices FROM nodes ORDER BY name", -1,
+			       &q, NULL) != SQLITE_OK) {
+		rc = db_fail(st, err, "nodes");
+		goto out;
+	}
+	double now = store_now();
+	while (!rc && sqlite3_step(q) == SQLITE_ROW) {
+		if (cnt == cap) {
+			node_row *g = realloc(out, sizeof *out * (size_t)(cap = cap ? 2 * cap : 4));
+			if (!g) {
+				rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
+				break;
+			}
+			out = g;
+		}
+		node_row *r = &out[cnt++];
+		memset(r, 0, sizeof *r);
+		snprintf(r->name, sizeof r->name, "%s", (const char *)sqlite3_column_text(q, 0));
+		snprintf(r->running, sizeof r->running, "%s", (const char *)sqlite3_column_text(q, 1));
+		r->heartbeat = sqlite3_column_double(q, 2);
+		r->age_s = now - r->heartbeat;
+		r->started = sqlite3_column_double(q, 3);
+		r->devices = dup_col(q, 4);
+	}
+	sqlite3_finalize(q);
+out:
+	pthread_mutex_unlock(&st->lock);
+	if (rc) {
+		for (int i = 0; i < cnt; i++)
+			node_row_clear(&out[i]);
+		free(out);
+		return rc;
+	}
+	*rows = out;
+	*n = cnt;
+	return 0;
 }
 
 /* Caller holds the lock. */
@@ -906,7 +1051,10 @@ static const struct store_ops sqlite_ops = {
 	.cancel = sq_cancel,
 	.stream_pause = sq_stream_pause,
 	.set_priority = sq_set_priority,
+	.progress = sq_progress,
 	.finish = sq_finish,
+	.node_heartbeat = sq_node_heartbeat,
+	.nodes_list = sq_nodes_list,
 	.delete_row = sq_delete_row,
 	.expired = sq_expired,
 	.push_list = sq_push_list,

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,7 +85,7 @@ static int setup(void **state)
 	snprintf(dir, sizeof dir, "/tmp/test_store.XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	if (pg_uri)
-		db_exec("DROP TABLE IF EXISTS jobs, pushes, recond_schema;"
+		db_exec("DROP TABLE IF EXISTS jobs, pushes, nodes, recond_schema;"
 			" DROP SEQUENCE IF EXISTS recond_job_seq, recond_queue_seq");
 	return 0;
 }
@@ -527,10 +528,10 @@ static void test_leases(void **state)
 	assert_string_equal(r.node, "node-a");
 	assert_true(r.lease_until > 0);
 	job_row_clear(&r);
-	assert_int_equal(store_lease_renew(st, ID1, "node-b", 0.3, &err), RC_ESTATE);
+	assert_int_equal(store_lease_renew(st, ID1, "node-b", 0.3, NULL, &err), RC_ESTATE);
 	assert_non_null(strstr(err.msg, "node-a"));
-	assert_int_equal(store_lease_renew(st, ID1, "node-a", 0.3, &err), 0);
-	assert_int_equal(store_lease_renew(st, ID2, "node-a", 0.3, &err), RC_ENOTFOUND);
+	assert_int_equal(store_lease_renew(st, ID1, "node-a", 0.3, NULL, &err), 0);
+	assert_int_equal(store_lease_renew(st, ID2, "node-a", 0.3, NULL, &err), RC_ENOTFOUND);
 	assert_int_equal(store_lease_expire(st, 3, &n, &err), 0);
 	assert_int_equal(n, 0);
 
@@ -550,7 +551,7 @@ static void test_leases(void **state)
 	assert_string_equal(r.node, "");
 	job_row_clear(&r);
 	assert_int_equal(state_of(st, ID2), JOB_RUNNING);
-	assert_int_equal(store_lease_renew(st, ID1, "node-a", 0.3, &err), RC_ESTATE);
+	assert_int_equal(store_lease_renew(st, ID1, "node-a", 0.3, NULL, &err), RC_ESTATE);
 	assert_int_equal(store_finish(st, ID1, JOB_SUCCEEDED, NULL, NULL, NULL, &err), RC_ESTATE);
 
 	/* two more expiries reach the cap: failed, with each node named */
@@ -626,6 +627,150 @@ static void test_two_nodes(void **state)
 	store_close(b);
 }
 
+/* A job spec with execution.engine (placement). */
+static void create_engine(store *st, const char *id, int prio, const char *engine)
+{
+	char j[1200];
+	job_spec *s = NULL;
+	rc_err err;
+	const char *base = spec_json(prio, 1);
+	snprintf(j, sizeof j, "%.*s, \"execution\": {\"engine\": \"%s\"}}", (int)strlen(base) - 1, base, engine);
+	if (job_spec_parse(j, strlen(j), 0, &s, &err))
+		fail_msg("%s: %s", j, err.msg);
+	assert_int_equal(store_create(st, id, s, j, strlen(j), "{}", &err), 0);
+	job_spec_free(s);
+}
+
+/* Only the node that holds a job records its end or its progress. */
+static void test_finish_node(void **state)
+{
+	(void)state;
+	store *a = open_node("node-a"), *b = open_node("node-b");
+	rc_err err;
+	job_row r;
+	char id[37];
+	create(a, ID1, 5, 1);
+	assert_int_equal(store_views_set(a, ID1, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next_lease(b, "node-b", 60, id, &err), 0);
+	assert_string_equal(id, ID1);
+	assert_int_equal(store_finish(a, ID1, JOB_SUCCEEDED, NULL, NULL, NULL, &err), RC_ESTATE);
+	assert_non_null(strstr(err.msg, "node-a"));
+	assert_int_equal(store_finish(a, ID1, JOB_QUEUED, NULL, NULL, NULL, &err), RC_ESTATE);
+	assert_int_equal(store_progress(a, ID1, "{\"iteration\":1}", &err), RC_ESTATE);
+	assert_int_equal(state_of(a, ID1), JOB_RUNNING);
+
+	/* the live progress round trip, cleared when the job is taken again */
+	const char *prog = "{\"iteration\":3,\"of\":10,\"residual\":0.5,\"fraction\":0.3}";
+	assert_int_equal(store_progress(b, ID1, prog, &err), 0);
+	assert_int_equal(store_get(a, ID1, 0, &r, &err), 0);
+	assert_non_null(r.progress);
+	assert_string_equal(r.progress, prog);
+	assert_string_equal(r.node, "node-b");
+	job_row_clear(&r);
+	assert_int_equal(store_finish(b, ID1, JOB_QUEUED, NULL, NULL, NULL, &err), 0);
+	assert_int_equal(store_get(a, ID1, 0, &r, &err), 0);
+	assert_null(r.progress);
+	job_row_clear(&r);
+	assert_int_equal(store_take_next_lease(b, "node-b", 60, id, &err), 0);
+	assert_int_equal(store_finish(b, ID1, JOB_SUCCEEDED, NULL, NULL, "{}", &err), 0);
+	assert_int_equal(state_of(a, ID1), JOB_SUCCEEDED);
+
+	/* a renewal reads a cancel asked through another node */
+	int cancel = -1;
+	create(a, ID2, 5, 1);
+	assert_int_equal(store_views_set(a, ID2, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_take_next_lease(b, "node-b", 60, id, &err), 0);
+	assert_int_equal(store_lease_renew(b, ID2, "node-b", 60, &cancel, &err), 0);
+	assert_int_equal(cancel, 0);
+	job_state ns;
+	assert_int_equal(store_cancel(a, ID2, &ns, &err), 0);
+	assert_int_equal(ns, JOB_RUNNING);
+	assert_int_equal(store_lease_renew(b, ID2, "node-b", 60, &cancel, &err), 0);
+	assert_int_equal(cancel, 1);
+
+	/* views cleared are counted (a streaming job's node polls the bitmap) */
+	create(a, ID3, 5, 0);
+	assert_int_equal(store_views_set(a, ID3, 0, 6, NULL, &err), 0);
+	assert_int_equal(store_views_clear(b, ID3, 2, 8, &err), 0);
+	assert_int_equal(store_views_clear(b, ID3, 2, 8, &err), 0); /* nothing present: nothing counted */
+	assert_int_equal(store_get(a, ID3, 0, &r, &err), 0);
+	assert_int_equal(r.views_cleared, 4);
+	assert_int_equal(r.views_present, 2);
+	job_row_clear(&r);
+	store_close(a);
+	store_close(b);
+}
+
+/* Each node's heartbeat row; SQLite keeps the one daemon's. */
+static void test_nodes(void **state)
+{
+	(void)state;
+	store *a = open_node("node-a"), *b = open_node("node-b");
+	rc_err err;
+	node_row *rows = NULL;
+	int n = -1;
+	assert_int_equal(store_nodes_list(a, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	double t0 = store_now();
+	assert_int_equal(store_node_heartbeat(a, "[{\"engine\":\"cpu\"}]", ID1, t0 - 5, &err), 0);
+	assert_int_equal(store_node_heartbeat(a, "[{\"engine\":\"cpu\"}]", "", t0 - 5, &err), 0);
+	assert_int_equal(store_node_heartbeat(b, NULL, ID2, t0, &err), 0);
+	assert_int_equal(store_nodes_list(a, &rows, &n, &err), 0);
+	if (pg_uri) {
+		assert_int_equal(n, 2);
+		assert_string_equal(rows[0].name, "node-a");
+		assert_string_equal(rows[0].running, "");
+		assert_string_equal(rows[0].devices, "[{\"engine\":\"cpu\"}]");
+		assert_true(fabs(rows[0].started - (t0 - 5)) < 1e-3);
+		assert_string_equal(rows[1].name, "node-b");
+		assert_string_equal(rows[1].running, ID2);
+		assert_string_equal(rows[1].devices, "[]");
+	} else {
+		assert_int_equal(n, 1); /* one daemon: the last one's row */
+		assert_string_equal(rows[0].name, "node-b");
+	}
+	for (int i = 0; i < n; i++) {
+		assert_true(rows[i].age_s > -1 && rows[i].age_s < 5);
+		assert_true(rows[i].heartbeat > t0 - 60);
+		node_row_clear(&rows[i]);
+	}
+	free(rows);
+	store_close(a);
+	store_close(b);
+}
+
+/* Placement: a job that names an engine goes only to a node that has it. */
+static void test_placement(void **state)
+{
+	(void)state;
+	store *st = open_store();
+	rc_err err;
+	job_row r;
+	char id[37];
+	create_engine(st, ID1, 9, "opencl");
+	create_engine(st, ID2, 1, "cpu");
+	create_engine(st, ID3, 5, "auto");
+	assert_int_equal(store_views_set(st, ID1, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_views_set(st, ID2, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_views_set(st, ID3, 0, 12, NULL, &err), 0);
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_string_equal(r.engine, "opencl");
+	job_row_clear(&r);
+	assert_int_equal(store_get(st, ID2, 0, &r, &err), 0);
+	assert_string_equal(r.engine, "");
+	job_row_clear(&r);
+	/* a CPU-only node passes over the OpenCL job, highest priority first */
+	assert_int_equal(store_take_next_on(st, "node-a", 60, "cpu", id, &err), 0);
+	assert_string_equal(id, ID3);
+	assert_int_equal(store_take_next_on(st, "node-a", 60, "", id, &err), 0);
+	assert_string_equal(id, ID2);
+	assert_int_equal(store_take_next_on(st, "node-a", 60, "cpu", id, &err), RC_ENOTFOUND);
+	assert_int_equal(state_of(st, ID1), JOB_QUEUED);
+	assert_int_equal(store_take_next_on(st, "node-a", 60, "cuda,opencl", id, &err), 0);
+	assert_string_equal(id, ID1);
+	store_close(st);
+}
+
 /* A database newer than the binary is refused at open, with a reason. */
 static void test_schema_version(void **state)
 {
@@ -695,6 +840,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pushes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finish_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_placement, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_migration, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_reconnect, setup, teardown),
