@@ -135,6 +135,10 @@ static int open_source(app *a, job_row *row, struct source *s, rc_err *err)
 			row->state = now.state;
 			job_row_clear(&now);
 		}
+		/* a cluster: the live volume is the running node's memfd */
+		if (row->state == JOB_RUNNING && row->node[0] && strcmp(row->node, store_node(a->st)))
+			return rc_fail(err, RC_ESTATE, "state", "job %s runs on node %s: its live slices are served there"
+				       " (this node has them once it has succeeded)", row->id, row->node);
 		if (row->state == JOB_RUNNING)
 			return rc_fail(err, RC_ESTATE, "state", "job %s is running but its worker has not started: no "
 				       "volume yet; a preview exists while the job runs and after it succeeds", row->id);
