@@ -36,6 +36,8 @@ static void usage(FILE *to)
 "                        that has not started running\n"
 "  delete ID             delete a finished job and its files (cancel first)\n"
 "  devices               the daemon's compute devices\n"
+"  nodes                 the daemons sharing the store: alive, running job,\n"
+"                        heartbeat, engines\n"
 "  push ID               send a succeeded job's DICOM series again to the\n"
 "                        destinations of its output.push; prints the pushes\n"
 "  destinations          the PACS the daemon may push to (name, kind, address)\n"
@@ -76,6 +78,7 @@ static const struct command {
 	{ "priority", rctl_cmd_priority, 2, 1, "" },
 	{ "delete", rctl_cmd_delete, 1, 1, "" },
 	{ "devices", rctl_cmd_devices, 0, 0, "" },
+	{ "nodes", rctl_cmd_nodes, 0, 0, "" },
 	{ "push", rctl_cmd_push, 1, 1, "" },
 	{ "destinations", rctl_cmd_destinations, 0, 0, "" },
 };

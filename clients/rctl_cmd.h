@@ -35,6 +35,7 @@ int rctl_cmd_cancel(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_priority(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_delete(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_devices(rctl_conn *c, const rctl_args *a);
+int rctl_cmd_nodes(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_push(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_destinations(rctl_conn *c, const rctl_args *a);
 

@@ -233,3 +233,30 @@ int rctl_cmd_devices(rctl_conn *c, const rctl_args *a)
 {
 	return simple(c, a, "GET", "/v1/devices", print_devices);
 }
+
+/* One line per node: a cluster's daemons (one with SQLite). */
+static void print_nodes(json_t *body)
+{
+	json_t *items = rctl_list_items(body, "nodes"), *n;
+	size_t i;
+	printf("%-24s  %-5s  %-36s  %-24s  %s\n", "NODE", "ALIVE", "RUNNING", "HEARTBEAT", "ENGINES");
+	json_array_foreach(items, i, n) {
+		char engines[128] = "";
+		json_t *d;
+		size_t k;
+		json_array_foreach(json_object_get(n, "devices"), k, d) {
+			const char *e = str_or(d, "engine", "?");
+			if (!strstr(engines, e) && strlen(engines) + strlen(e) + 2 < sizeof engines)
+				snprintf(engines + strlen(engines), sizeof engines - strlen(engines), "%s%s", engines[0] ? "," : "",
+					 e);
+		}
+		printf("%-24s  %-5s  %-36s  %-24s  %s\n", str_or(n, "name", "-"),
+		       json_is_true(json_object_get(n, "alive")) ? "yes" : "no", str_or(n, "running", "-"),
+		       str_or(n, "heartbeat", "-"), engines[0] ? engines : "-");
+	}
+}
+
+int rctl_cmd_nodes(rctl_conn *c, const rctl_args *a)
+{
+	return simple(c, a, "GET", "/v1/nodes", print_nodes);
+}

@@ -52,7 +52,7 @@ json_t *runner_devices(runner *r);
 int runner_probed(runner *r);
 /* The engines this node's devices can run, for placement
  * (store_take_next_on): cpu, each device's engine, tensor with a CUDA
- * device (the tensor path's GPU), trigeneous with any GPU (OpenCL or CUDA). */
+ * device (the tensor path's GPU), trigeneous with any OpenCL or CUDA device. */
 void runner_engines(runner *r, char *buf, size_t n);
 /* True while a job runs. */
 int runner_busy(runner *r);

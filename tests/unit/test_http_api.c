@@ -565,6 +565,64 @@ static void test_bad_input(void **state)
 	assert_int_equal(json_integer_value(json_object_get(bk, "samples")), 1);
 	json_decref(doc);
 	resp_free(&r);
+	/* the one node of a SQLite store, with the same devices (heartbeat every 2 s) */
+	json_t *nd = NULL;
+	for (int tries = 0; tries < 60 && !nd; tries++) {
+		r = call("GET", "/v1/nodes", NULL, 0, NULL);
+		assert_int_equal(r.status, 200);
+		doc = json_loads(r.body, 0, NULL);
+		json_t *nodes = json_object_get(doc, "nodes");
+		const char *dev0 = json_string_value(json_object_get(
+			json_array_get(json_object_get(json_array_get(nodes, 0), "devices"), 0), "device_id"));
+		/* the probed list reaches the row at the heartbeat after the probe */
+		if (json_array_size(nodes) == 1 && dev0 && !strcmp(dev0, "fake:0"))
+			nd = json_incref(json_array_get(nodes, 0));
+		json_decref(doc);
+		resp_free(&r);
+		if (!nd)
+			usleep(100000);
+	}
+	assert_non_null(nd);
+	assert_true(json_is_true(json_object_get(nd, "alive")));
+	assert_true(json_is_string(json_object_get(nd, "heartbeat")) && json_is_string(json_object_get(nd, "started")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(nd, "devices"), 0),
+							      "device_id")), "fake:0");
+	json_decref(nd);
+	r = call("GET", "/metrics", NULL, 0, NULL);
+	assert_non_null(strstr(r.body, "recond_node_info{node=\""));
+	assert_non_null(strstr(r.body, "recond_store_up 1"));
+	resp_free(&r);
+}
+
+/* Cluster settings: flags, config keys, bounds; a URI's password never logged. */
+static void test_cluster_config(void **state)
+{
+	(void)state;
+	config c;
+	rc_err err;
+	config_default(&c);
+	assert_true(c.lease_s == 15 && c.max_attempts == 3 && !c.spool[0] && !c.node[0]);
+	const char *cfg = "{\"spool\": \"/srv/spool\", \"node\": \"ct-1\", \"lease_s\": 4, \"max_attempts\": 5}";
+	assert_int_equal(config_load_json(&c, cfg, strlen(cfg), &err), 0);
+	assert_string_equal(c.spool, "/srv/spool");
+	assert_string_equal(c.node, "ct-1");
+	assert_true(c.lease_s == 4 && c.max_attempts == 5);
+	assert_int_equal(config_load_json(&c, "{\"lease_s\": 0.5}", 16, &err), RC_EINVAL);
+	char *argv[] = { "recond", "--store", "postgresql://u:pw@db:5432/recond", "--spool", "/s", "--node", "n2",
+			 "--lease", "9", "--max-attempts", "2", NULL };
+	assert_int_equal(config_parse_args(&c, 11, argv, &err), 0);
+	assert_string_equal(c.node, "n2");
+	assert_true(c.lease_s == 9 && c.max_attempts == 2);
+	char m[256];
+	config_mask_uri(c.store, m, sizeof m);
+	assert_string_equal(m, "postgresql://u:***@db:5432/recond");
+	config_mask_uri("postgres://db/recond?user=u&password=secret&sslmode=require", m, sizeof m);
+	assert_string_equal(m, "postgres://db/recond?user=u&password=***&sslmode=require");
+	config_mask_uri("postgresql://u@db/recond", m, sizeof m);
+	assert_string_equal(m, "postgresql://u@db/recond");
+	config_mask_uri("/var/lib/recond", m, sizeof m);
+	assert_string_equal(m, "/var/lib/recond");
+	config_clear(&c);
 }
 
 static void test_crash_then_next(void **state)
@@ -749,6 +807,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens, setup_tokens, teardown),
+		cmocka_unit_test(test_cluster_config),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
