@@ -64,7 +64,11 @@ void job_row_clear(job_row *r)
 
 int job_row_uploadable(const job_row *r)
 {
-	return !!(JOB_BIT(r->state) & (r->streaming ? JOB_STREAM_UPLOADABLE : JOB_UPLOADABLE));
+	if (JOB_BIT(r->state) & JOB_UPLOADABLE)
+		return 1;
+	/* a streaming job takes views while it is queued and runs, until it has
+	 * them all: from then on its volume is made from exactly those */
+	return r->streaming && (JOB_BIT(r->state) & JOB_STREAM_UPLOADABLE) && r->views_present < r->views_expected;
 }
 
 const char *store_dir(const store *st) { return st->dir; }
@@ -640,6 +644,15 @@ int store_queue_depth(store *st)
 	return c[JOB_QUEUED];
 }
 
+int job_row_upload_refused(const job_row *r, rc_err *err)
+{
+	if (r->streaming && !(JOB_BIT(r->state) & JOB_FINAL))
+		return rc_fail(err, RC_ESTATE, "state", "job %s is %s with every view: its volume is made from the views "
+			       "it has, so it takes no more uploads", r->id, job_state_name(r->state));
+	return rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections", r->id,
+		       job_state_name(r->state));
+}
+
 static int popcount_bits(const uint8_t *b, int nbits)
 {
 	int n = 0;
@@ -658,8 +671,7 @@ static int update_views(store *st, const char *id, int first, int last, int set,
 	if (rc)
 		return rc;
 	if (!job_row_uploadable(&r)) {
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections",
-			     id, job_state_name(r.state));
+		rc = job_row_upload_refused(&r, err);
 		goto out;
 	}
 	if (first < 0 || last > r.views_expected || first >= last) {
