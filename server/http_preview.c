@@ -123,6 +123,12 @@ static int open_source(app *a, job_row *row, struct source *s, rc_err *err)
 	unsigned long g;
 	if (row->state == JOB_RUNNING) {
 		if (!runner_live_volume(a->run, row->id, &s->fd, &g)) {
+			if (!g) { /* the worker has written nothing yet: zeros */
+				close(s->fd);
+				s->fd = -1;
+				return rc_fail(err, RC_ESTATE, "state", "job %s is running but has no volume yet (no "
+					       "snapshot so far; a preview SSE event announces the first)", row->id);
+			}
 			snprintf(s->gen, sizeof s->gen, "%lu", g);
 			/* a restart runs the job afresh from generation 0: the
 			 * start time keeps its generations apart */

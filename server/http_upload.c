@@ -113,8 +113,8 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 		return http_error_rc(c, r, &err);
 	enum MHD_Result ret;
 	if (!job_row_uploadable(&row)) {
-		ret = http_fail(c, r, RC_ESTATE, "state", "job %s is %s and no longer accepts projections",
-				r->id, job_state_name(row.state));
+		job_row_upload_refused(&row, &err);
+		ret = http_error_rc(c, r, &err);
 		goto out;
 	}
 	if (r->k >= row.views_expected) {

@@ -59,6 +59,7 @@ struct runner {
 	int live_fd;             /* its live volume; -1 when none */
 	unsigned long live_gen;  /* preview lines seen */
 	_Atomic uint32_t *stamp; /* streaming: one stamp per view; NULL when not streaming */
+	uint8_t *stamped_first;  /* views share_memory stamped, not yet touched by runner_views */
 	int nstamp;
 	uint32_t next_stamp;     /* the last even stamp handed out */
 	/* shared store: what the other nodes see of the running job */
@@ -400,7 +401,9 @@ static void record_outcome(runner *r, const char *id, job_state final, const str
  * volume, and for a streaming job that still misses views the stamps, with
  * every present view stamped.  The stamps are published before the store's
  * bitmap is read, so a view stored meanwhile is stamped by runner_views or
- * here, never by neither.  Returns 0 or -1 (the job then runs without). */
+ * here, never by neither (and not by both: stamped_first).  Returns 0, 1 for
+ * a streaming job whose stamps could not be made (it must not run: its
+ * missing views would be zeros), or -1 (it runs without a live volume). */
 static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
 {
 	job_row row;
@@ -429,22 +432,30 @@ static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
 	if (fd >= 0)
 		close(fd);
 	void *map = *stamp_fd >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *stamp_fd, 0) : MAP_FAILED;
-	if (map == MAP_FAILED) {
+	uint8_t *first = calloc((size_t)row.views_expected, 1);
+	if (map == MAP_FAILED || !first) {
+		if (map != MAP_FAILED)
+			munmap(map, bytes);
 		if (*stamp_fd >= 0)
 			close(*stamp_fd);
 		*stamp_fd = -1;
-		goto out; /* it runs when its last view arrives instead */
+		free(first);
+		rc = 1;
+		goto out;
 	}
 	pthread_mutex_lock(&r->lock);
 	r->stamp = map;
+	r->stamped_first = first;
 	r->nstamp = row.views_expected;
 	pthread_mutex_unlock(&r->lock);
 	job_row_clear(&row);
 	if (store_get(r->a->st, id, 1, &row, &err) == 0) {
 		pthread_mutex_lock(&r->lock);
 		for (int k = 0; k < r->nstamp; k++)
-			if ((row.present[k >> 3] >> (k & 7)) & 1 && !atomic_load(&r->stamp[k]))
+			if ((row.present[k >> 3] >> (k & 7)) & 1 && !atomic_load(&r->stamp[k])) {
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
+				r->stamped_first[k] = 1;
+			}
 		/* a shared store: views stored through other nodes are seen by
 		 * polling the bitmap from here on (stamp_from_store) */
 		if (store_is_shared(r->a->st) && (r->seen = malloc(((size_t)r->nstamp + 7) / 8)))
@@ -457,6 +468,22 @@ out:
 	return rc;
 }
 
+/* A paused stream whose last views arrived between the worker giving up and
+ * the pause (they found the job running, so they did not queue it): queue it
+ * now, as its last view would have. */
+static void requeue_if_complete(runner *r, const char *id)
+{
+	job_row row;
+	rc_err err;
+	int changed = 0;
+	if (store_get(r->a->st, id, 0, &row, &err))
+		return;
+	if (row.state == JOB_RECEIVING && row.views_present == row.views_expected &&
+	    (row.autostart || row.stream == STREAM_ON) && store_start(r->a->st, id, &changed, &err) == 0 && changed)
+		rlog(LOG_P_INFO, "job_queued", "id=%s reason=\"every view arrived as the stream paused\"", id);
+	job_row_clear(&row); /* run_job returns to the loop, which takes it next */
+}
+
 static void unshare_memory(runner *r, int stamp_fd)
 {
 	pthread_mutex_lock(&r->lock);
@@ -467,6 +494,8 @@ static void unshare_memory(runner *r, int stamp_fd)
 	if (r->stamp)
 		munmap((void *)r->stamp, sizeof(uint32_t) * (size_t)r->nstamp);
 	r->stamp = NULL;
+	free(r->stamped_first);
+	r->stamped_first = NULL;
 	r->nstamp = 0;
 	free(r->seen);
 	r->seen = NULL;
@@ -498,9 +527,15 @@ void runner_views(runner *r, const char *id, int first, int last, int set)
 	if (r->stamp && !strcmp(r->current, id))
 		for (int k = first < 0 ? 0 : first; k < last && k < r->nstamp; k++) {
 			uint32_t s = atomic_load(&r->stamp[k]);
-			if (set)
+			/* An upload clears its views before it writes them; a set
+			 * with no clear since share_memory stamped the view is that
+			 * stamp's own commit: stamping it again would look like a
+			 * view stored twice. */
+			int own = r->stamped_first[k];
+			r->stamped_first[k] = 0;
+			if (set && !own)
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
-			else if (s && !(s & 1))
+			else if (!set && s && !(s & 1))
 				atomic_store(&r->stamp[k], s | 1);
 		}
 	pthread_mutex_unlock(&r->lock);
@@ -542,8 +577,13 @@ static void stamp_from_store(runner *r, const char *id)
 
 enum { LEASE_HELD = 0, LEASE_CANCEL, LEASE_LOST };
 
+/* The part of the lease a node keeps its worker after its last renewal
+ * when the store cannot be reached. */
+#define LEASE_FENCE 0.8
+
 struct lease {
 	double renew_at, prog_at, stream_at;
+	double held_at;       /* when the last renewal (or the take) began */
 	unsigned prog_sent;
 	int failing;
 };
@@ -562,6 +602,17 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 		int cancel = 0, rc = store_lease_renew(a->st, id, store_node(a->st), a->cfg->lease_s, &cancel, &err);
 		if (rc == RC_ESTATE || rc == RC_ENOTFOUND) {
 			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"%s\"", id, store_node(a->st), err.msg);
+			return LEASE_LOST;
+		}
+		if (!rc)
+			ls->held_at = now;
+		/* Cut off from the store (a network cut): by our own clock the
+		 * lease ends lease_s after the last renewal began, and another
+		 * node may take the job then.  Stop first, so that two workers
+		 * never write one job's directory. */
+		if (rc && now - ls->held_at > LEASE_FENCE * a->cfg->lease_s) {
+			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"no renewal for %.1f s: the lease may have "
+			     "passed to another node\"", id, store_node(a->st), now - ls->held_at);
 			return LEASE_LOST;
 		}
 		if (rc && !ls->failing++)
@@ -611,11 +662,17 @@ static void run_job(runner *r, const char *id)
 	r->prog.residual = r->prog.eta_s = NAN;
 	pthread_mutex_unlock(&r->lock);
 	app_job_changed(a, id);
-	share_memory(r, id, &live_fd, &stamp_fd);
-
 	rc_err err;
 	int fd = -1;
 	double t0 = rc_now_s();
+	if (share_memory(r, id, &live_fd, &stamp_fd) > 0) {
+		/* without stamps its missing views would be reconstructed as
+		 * zeros: back to receiving; its next view queues it again */
+		rlog(LOG_P_ERR, "stream_paused", "id=%s error=\"no shared memory for the view stamps\"", id);
+		if (store_stream_pause(a->st, id, &err))
+			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
+		goto out;
+	}
 	pid_t pid = spawn(r, dir, live_fd, stamp_fd, &fd, &err);
 	if (pid < 0) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
@@ -630,7 +687,7 @@ static void run_job(runner *r, const char *id)
 	double last_elapsed = 0, term_at = 0;
 	int cancelled = 0, stopping = 0, status = 0, lost = 0, remote_cancel = 0;
 	int shared = store_is_shared(a->st);
-	struct lease ls = { .renew_at = t0 + a->cfg->lease_s / 3, .prog_at = t0, .stream_at = t0 };
+	struct lease ls = { .renew_at = t0 + a->cfg->lease_s / 3, .prog_at = t0, .stream_at = t0, .held_at = t0 };
 	pthread_mutex_lock(&r->lock);
 	int poll_ms = shared && r->stamp ? STREAM_POLL_MS : 250;
 	if (!shared || !r->stamp)
@@ -717,6 +774,7 @@ static void run_job(runner *r, const char *id)
 		   store_stream_pause(a->st, id, &err) == 0) {
 		/* the views stopped coming: back to receiving, the queue goes on */
 		rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f", id, rc_now_s() - t0);
+		requeue_if_complete(r, id);
 		goto out;
 	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
 		final = JOB_CANCELLED;

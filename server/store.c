@@ -79,7 +79,20 @@ const char *store_spec_engine(const job_spec *spec)
 
 int job_row_uploadable(const job_row *r)
 {
-	return !!(JOB_BIT(r->state) & (r->streaming ? JOB_STREAM_UPLOADABLE : JOB_UPLOADABLE));
+	if (JOB_BIT(r->state) & JOB_UPLOADABLE)
+		return 1;
+	/* a streaming job takes views while it is queued and runs, until it has
+	 * them all: from then on its volume is made from exactly those */
+	return r->streaming && (JOB_BIT(r->state) & JOB_STREAM_UPLOADABLE) && r->views_present < r->views_expected;
+}
+
+int job_row_upload_refused(const job_row *r, rc_err *err)
+{
+	if (r->streaming && !(JOB_BIT(r->state) & JOB_FINAL))
+		return rc_fail(err, RC_ESTATE, "state", "job %s is %s with every view: its volume is made from the views "
+			       "it has, so it takes no more uploads", r->id, job_state_name(r->state));
+	return rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections", r->id,
+		       job_state_name(r->state));
 }
 
 static int popcount_bits(const uint8_t *b, int nbits)
@@ -93,8 +106,7 @@ static int popcount_bits(const uint8_t *b, int nbits)
 int store_views_apply(job_row *r, int first, int last, int set, int *ret_state, int *ret_queue, rc_err *err)
 {
 	if (!job_row_uploadable(r))
-		return rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections",
-			       r->id, job_state_name(r->state));
+		return job_row_upload_refused(r, err);
 	if (first < 0 || last > r->views_expected || first >= last)
 		return rc_fail(err, RC_EINVAL, "k", "views [%d, %d) are outside 0..%d", first, last,
 			       r->views_expected - 1);

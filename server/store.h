@@ -78,8 +78,12 @@ typedef struct job_row {
 } job_row;
 
 void job_row_clear(job_row *r);
-/* Whether the job takes projection uploads in its state. */
+/* Whether the job takes projection uploads in its state: created and
+ * receiving, and a streaming job while it is queued or running and still
+ * misses a view. */
 int job_row_uploadable(const job_row *r);
+/* The RC_ESTATE (and message) of an upload to a job that takes none. */
+int job_row_upload_refused(const job_row *r, rc_err *err);
 
 typedef struct store store;
 

@@ -279,7 +279,10 @@ static int stream_group(const rc_volume_desc *v)
 	return g < 1 ? 1 : g > 32 ? 32 : g;
 }
 
-#define STREAM_LATENCY_S 0.25 /* a view waits at most this long for its group */
+/* a view waits at most this long for its group: longer where a group costs
+ * an upload of the whole filtered stack */
+#define STREAM_LATENCY_S 0.25
+#define STREAM_LATENCY_DEVICE_S 2.0
 
 /* Back-projects the pending views (sorted into runs of consecutive views)
  * and adds them to vv. */
@@ -306,6 +309,11 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 	const int n = f->nviews;
 	const rc_volume_desc *v = rc_geom_volume(f->g);
 	int group = stream_group(v), given = 0, npend = 0, rc;
+	/* A backend that cannot borrow the filtered stack uploads all of it per
+	 * group (no ranged upload yet): at most about 8 groups per run there. */
+	double latency = b->ops->vec_borrow ? STREAM_LATENCY_S : STREAM_LATENCY_DEVICE_S;
+	if (!b->ops->vec_borrow && group < (n + 7) / 8)
+		group = (n + 7) / 8;
 	int *list = malloc(sizeof(int) * (size_t)n), *pend = malloc(sizeof(int) * (size_t)n);
 	float *ones = malloc(sizeof(float) * (size_t)b->nbatch);
 	rc_vec *vf = NULL, *vv = NULL, *tmp = NULL;
@@ -326,7 +334,7 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 			goto out;
 		}
 		if (given < n) {
-			double wait = npend ? fmax(0.0, oldest + STREAM_LATENCY_S - rc_now_s()) : 1.0;
+			double wait = npend ? fmax(0.0, oldest + latency - rc_now_s()) : 1.0;
 			int got = h->views(h->ud, wait, list, n - given, err);
 			if (got < 0) {
 				rc = got;
@@ -345,7 +353,7 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 			npend += got;
 			given += got;
 		}
-		if (!npend || (npend < group && given < n && rc_now_s() - oldest < STREAM_LATENCY_S))
+		if (!npend || (npend < group && given < n && rc_now_s() - oldest < latency))
 			continue;
 		if ((rc = stream_flush(b, vf, vv, tmp, f->filt, pend, npend, ones, err)))
 			goto out;
@@ -353,8 +361,8 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 		npend = 0;
 		if (given == n)
 			break;
-		if (!b->ops->vec_borrow && (rc = rc_bk_download(b, vv, vol, err)))
-			goto out;
+		/* the partial sum reaches the host through iterate (the worker's
+		 * live volume), not here: once per preview, not per group */
 		if (h->progress) {
 			rc_progress pr = { .iteration = 0, .of = 1, .residual = 0.0, .elapsed_s = rc_now_s() - t0,
 					   .views_done = done, .views_of = n };

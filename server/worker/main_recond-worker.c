@@ -152,6 +152,31 @@ static int stream_views(void *ud, double wait_s, int *list, int max, rc_err *err
 	}
 }
 
+static int stream_wait_complete(struct stream *st, rc_err *err);
+
+/* Waits until every view is present (as stream_views waits), then compares
+ * each view's stamp with the one it was used at: 1 when one changed (noted
+ * in replaced; seen takes the new stamps), 0 when the volume was made from
+ * exactly the stored views, or an error.  Once every view is present the
+ * daemon takes no more uploads (job_row_uploadable), so a settled stream
+ * stays settled. */
+static int stream_settle(struct stream *st, rc_err *err)
+{
+	int rc = stream_wait_complete(st, err), changed = 0;
+	if (rc)
+		return rc;
+	for (int k = 0; k < st->n; k++) {
+		uint32_t s = atomic_load_explicit(&st->stamp[k], memory_order_acquire);
+		if (s != st->seen[k]) {
+			if (st->replaced < 0)
+				st->replaced = k;
+			st->seen[k] = s;
+			changed = 1;
+		}
+	}
+	return changed;
+}
+
 /* Whether every view is present (after a view was stored again: the batch
  * run needs the final bytes); waits as stream_views does. */
 static int stream_wait_complete(struct stream *st, rc_err *err)
@@ -424,21 +449,28 @@ int main(int argc, char **argv)
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
 	rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
-	if (!rc && streaming && sv.replaced >= 0) {
-		/* a view changed after it was back-projected: the sum cannot take it
-		 * back, so the job is reconstructed again from the final stack */
+	/* A view stored again after it was back-projected cannot be taken back
+	 * out of the sum: the job is made again from the whole stack, until no
+	 * view changed under the last run. */
+	for (int round = 0; !rc && streaming; round++) {
+		int changed = stream_settle(&sv, &err);
+		if (changed < 0) {
+			rc = changed;
+			break;
+		}
+		if (!changed && (sv.replaced < 0 || round > 0))
+			break;
+		hooks.views = NULL;
+		hooks.ud = NULL;
+		memset(&rep, 0, sizeof rep);
+		rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+	}
+	if (streaming && sv.replaced >= 0)
 		stream_info = json_pack("{sisiss}", "views_streamed", sv.given, "replaced_view", sv.replaced, "fallback",
 					"a view was stored again after it was back-projected: reconstructed from the "
 					"whole stack");
-		hooks.views = NULL;
-		hooks.ud = NULL;
-		if (!(rc = stream_wait_complete(&sv, &err))) {
-			memset(&rep, 0, sizeof rep);
-			rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
-		}
-	} else if (streaming) {
+	else if (streaming)
 		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
-	}
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
 	emit_report(&rep, stream_info);
 	if (!rc && atomic_load(&cancel_flag))

@@ -583,7 +583,7 @@
     const v = job && job.summary && job.summary.volume;
     if (!Array.isArray(v) || v.length !== 3) return null;
     const n = { x: v[0], y: v[1], z: v[2] }[axis];
-    return Math.floor((n - 1) / 2);
+    return Math.floor(n / 2); /* the API's default index */
   }
 
   /* The three slices, one refresh at a time: events that arrive meanwhile

@@ -15,6 +15,7 @@ Checks, against a real daemon and worker on loopback:
 - a view stored again after it was back-projected: the job falls back to
   the whole stack, says so (stream.fallback), and the volume is the batch
   volume of the final views;
+- once a streaming job has every view it takes no more uploads (409);
 - views that stop coming: after stream_idle_s the job goes back to
   receiving (the queue goes on); the rest of the views finish it;
 - kill -9 of the daemon mid-stream: after the restart the job streams
@@ -149,7 +150,7 @@ def main():
     require_binaries()
     cfg = os.path.join(tempdir("recond-stream-cfg-"), "recond.json")
     with open(cfg, "w") as f:
-        json.dump({"stream_idle_s": 2}, f)
+        json.dump({"stream_idle_s": 5}, f)  # above the device engines' 2 s group wait
     d = Daemon(config=cfg).start()
     api = d.api()
 
@@ -221,6 +222,32 @@ def main():
     diff = rel_max(vol, batch) if vol else 1.0
     check("the rest of the views finish it with the batch volume", jj["state"] == "succeeded" and diff <= TOL,
           "%s %.3g" % (jj["state"], diff))
+
+    # once a streaming job has every view it takes no more uploads: its
+    # volume is made from exactly those (here it waits behind a long job)
+    blocker = phantom.cone_spec(n=48, voxel=1.0, views=90, nu=64, nv=64, du=1.2, dv=1.2,
+                                algorithm={"name": "sirt", "iterations": 2000}, label="blocker")
+    bj = api.create(blocker)
+    g = blocker["geometry"]
+    api.put("/v1/jobs/%s/projections" % bj["id"], bytes(4 * g["angles"]["count"] * 64 * 64))
+    api.post_json("/v1/jobs/%s/start" % bj["id"], b"")
+    api.wait_state(bj["id"], ("running",), timeout=30, poll=0.02)
+    j = api.create(spec)
+    jid = j["id"]
+    upload_views(api, jid, spec, data, range(n - 1), 0)
+    mid = api.put("/v1/jobs/%s/projections/0" % jid, data[:vb])[0]
+    upload_views(api, jid, spec, data, [n - 1], 0)
+    jj = api.job(jid)
+    st, _, body, _ = api.put("/v1/jobs/%s/projections/0" % jid, data[:vb])
+    check("a queued streaming job takes a view stored again while views are missing (200), "
+          "and no upload once it has them all (409)", mid == 200 and st == 409 and jj["state"] == "queued",
+          "%s %d %s %s" % (mid, st, jj["state"], body[:160]))
+    api.post_json("/v1/jobs/%s/cancel" % bj["id"], b"")
+    jj = api.wait_state(jid, ("succeeded", "failed", "cancelled"), timeout=60)
+    vol = volume(api, jid)
+    diff = rel_max(vol, batch) if vol else 1.0
+    check("then it runs (from the whole stack: every view was there when it started) to the batch volume",
+          jj["state"] == "succeeded" and diff <= TOL, "%s %.3g" % (jj["state"], diff))
 
     # kill -9 of the daemon mid-stream
     j = api.create(spec)
