@@ -19,6 +19,9 @@
 #include "durable.h"
 #include "spec.h"
 
+/* generate's answer when another daemon's series is already in place */
+#define SERIES_WRITTEN_ELSEWHERE 1
+
 #define HU_BINS 65536 /* int16 */
 
 static pthread_mutex_t series_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -228,8 +231,12 @@ static int generate(gen *g, dicom_series *out, rc_err *err)
 	struct stat sb;
 	if (g->fd < 0 || fstat(g->fd, &sb) || (uint64_t)sb.st_size != g->spec->vol_bytes)
 		return rc_fail(err, RC_EIO, "", "the volume file of job %s is missing or has the wrong size", g->id);
-	store_job_path(g->st, g->id, "dicom.tmp", g->tmp, sizeof g->tmp);
-	rm_tree(g->tmp); /* what a crash left */
+	/* named per node and process: daemons sharing a spool may write one
+	 * job's series at once; the first rename wins (below) */
+	char name[160];
+	snprintf(name, sizeof name, "dicom.%s.%ld.tmp", store_node(g->st), (long)getpid());
+	store_job_path(g->st, g->id, name, g->tmp, sizeof g->tmp);
+	rm_tree(g->tmp); /* what a crash of this process's pid left */
 	if (mkdir(g->tmp, 0750))
 		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", g->tmp, strerror(errno));
 	if (d->study_instance_uid[0])
@@ -252,7 +259,13 @@ static int generate(gen *g, dicom_series *out, rc_err *err)
 		return rc;
 	store_job_path(g->st, g->id, "dicom", final, sizeof final);
 	store_job_path(g->st, g->id, NULL, path, sizeof path);
-	if (rename(g->tmp, final) || durable_fsync_dir(path))
+	if (rename(g->tmp, final)) {
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			return SERIES_WRITTEN_ELSEWHERE; /* another node's rename came first */
+		return rc_fail(err, durable_errno_code(errno), "", "cannot move the series into %s: %s", final,
+			       strerror(errno));
+	}
+	if (durable_fsync_dir(path))
 		return rc_fail(err, durable_errno_code(errno), "", "cannot move the series into %s: %s", final,
 			       strerror(errno));
 	return 0;
@@ -289,6 +302,10 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		close(g.fd);
 	if (rc && g.tmp[0])
 		rm_tree(g.tmp);
+	if (rc == SERIES_WRITTEN_ELSEWHERE) { /* the same UIDs for everyone: the series that is there */
+		store_job_path(st, id, "dicom/series.json", path, sizeof path);
+		rc = read_info(path, out) ? rc_fail(err, RC_EIO, "", "cannot read the series of job %s", id) : 0;
+	}
 	job_spec_free(spec);
 out:
 	pthread_mutex_unlock(&series_lock);

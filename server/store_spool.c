@@ -144,6 +144,31 @@ void store_spool_remove(const char *sdir, const char *id)
 	durable_fsync_dir(dir);
 }
 
+/* The durable writes' temporaries (.NAME.PID.tmp, durable.c) left in job
+ * id's directory by writes cut short; returns how many were removed. */
+static int remove_temporaries(const char *sdir, const char *id)
+{
+	char path[4200];
+	int n = 0;
+	if (store_pathf(path, sizeof path, "%s/jobs/%s", sdir, id))
+		return 0;
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char file[4400];
+		if (e->d_name[0] != '.' || len < 6 || strcmp(e->d_name + len - 4, ".tmp") ||
+		    store_pathf(file, sizeof file, "%s/%s", path, e->d_name))
+			continue;
+		if (unlink(file) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 int store_spool_sweep(store *st, double min_age_s)
 {
 	char path[4200];
@@ -166,12 +191,11 @@ int store_spool_sweep(store *st, double min_age_s)
 			 * and runs afresh), or one of a job that failed or was
 			 * cancelled (the runner removes those; this catches a crash
 			 * in between). */
-			static const char *const tmps[] = { ".volume.f32.tmp", ".spec.json.tmp", "volume.f32" };
-			for (int i = 0; i < 3; i++)
-				if ((i < 2 || state != JOB_SUCCEEDED) &&
-				    store_pathf(path, sizeof path, "%s/jobs/%s/%s", st->dir, e->d_name, tmps[i]) == 0 &&
-				    unlink(path) == 0)
-					norph++;
+			norph += remove_temporaries(st->dir, e->d_name);
+			if (state != JOB_SUCCEEDED &&
+			    store_pathf(path, sizeof path, "%s/jobs/%s/volume.f32", st->dir, e->d_name) == 0 &&
+			    unlink(path) == 0)
+				norph++;
 			continue;
 		}
 		/* No row: a create that died before its commit, or a delete that

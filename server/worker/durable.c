@@ -25,7 +25,9 @@ int durable_fsync_dir(const char *path)
 int durable_write_file(const char *dir, const char *name, const void *buf, size_t len, rc_err *err)
 {
 	char tmp[4200], path[4200];
-	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
+	/* named per process: two writers of one file (two nodes' runs of a job
+	 * whose lease changed hands) each rename a whole file into place */
+	snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, name, (long)getpid());
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)

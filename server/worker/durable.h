@@ -4,7 +4,8 @@
  * worker (volume.f32) and the daemon's store (spec.json, the spool
  * directories), so it lives on the worker's floor and needs nothing but libc.
  *
- * A write of DIR/NAME goes through the temporary DIR/.NAME.tmp: a crash
+ * A write of DIR/NAME goes through the temporary DIR/.NAME.PID.tmp (one per
+ * process, so two writers each rename a whole file into place): a crash
  * leaves either the old file or the new one, never a part, plus perhaps the
  * temporary (store_recover removes those).
  */

@@ -118,9 +118,9 @@ def answered(name, op, err, st, doc, fired):
 def create_cases(d, api, f, done):
     points = [
         ("create: mkdir of the job directory", "mkdir", "*/jobs/" + UUID_GLOB, ("ENOSPC", "EDQUOT", "EIO")),
-        ("create: open spec.json temporary", "open", "*/.spec.json.tmp", ("ENOSPC", "EIO")),
-        ("create: write spec.json", "write", "*/.spec.json.tmp", ("ENOSPC", "EIO")),
-        ("create: fsync spec.json", "fsync", "*/.spec.json.tmp", ("ENOSPC", "EIO")),
+        ("create: open spec.json temporary", "open", "*/.spec.json.*.tmp", ("ENOSPC", "EIO")),
+        ("create: write spec.json", "write", "*/.spec.json.*.tmp", ("ENOSPC", "EIO")),
+        ("create: fsync spec.json", "fsync", "*/.spec.json.*.tmp", ("ENOSPC", "EIO")),
         ("create: rename spec.json into place", "rename", "*/spec.json", ("ENOSPC", "EIO")),
         ("create: fsync the job directory", "fsync", "*/jobs/" + UUID_GLOB, ("ENOSPC", "EIO")),
         ("create: open projections.f32", "open", "*/projections.f32", ("ENOSPC", "EIO")),
@@ -258,9 +258,9 @@ def start_cases(d, api, f, started):
 def volume_cases(d, api, f):
     """The worker's volume write fails: the disk fills during the run."""
     points = [
-        ("run: open the volume temporary", "open", "*/.volume.f32.tmp", ("ENOSPC", "EIO")),
-        ("run: write the volume (disk fills)", "write", "*/.volume.f32.tmp", ("ENOSPC", "EDQUOT", "EIO")),
-        ("run: fsync the volume", "fsync", "*/.volume.f32.tmp", ("ENOSPC", "EIO")),
+        ("run: open the volume temporary", "open", "*/.volume.f32.*.tmp", ("ENOSPC", "EIO")),
+        ("run: write the volume (disk fills)", "write", "*/.volume.f32.*.tmp", ("ENOSPC", "EDQUOT", "EIO")),
+        ("run: fsync the volume", "fsync", "*/.volume.f32.*.tmp", ("ENOSPC", "EIO")),
         ("run: rename the volume into place", "rename", "*/volume.f32", ("ENOSPC", "EIO")),
         ("run: fsync the job directory after the rename", "fsync", "*/jobs/{id}", ("ENOSPC", "EIO")),
     ]

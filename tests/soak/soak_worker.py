@@ -15,7 +15,7 @@ reference" is an exact comparison, whatever the job's geometry.
 - SIGTERM or SIGINT stops it between iterations with exit status 3
   (cancelled), as the real worker's cancel flag does; once the volume is
   being written it finishes the write (exit 0), like the real worker;
-- the volume is written as durable.c writes it: .volume.f32.tmp, fsync,
+- the volume is written as durable.c writes it: .volume.f32.PID.tmp, fsync,
   rename to volume.f32, fsync of the directory;
 - while the file named by SOAK_PAUSE exists it waits before starting, so
   that the soak can look at the store after a restart with no worker
@@ -51,7 +51,7 @@ def _on_term(_sig, _frame):
 
 
 def write_durable(d, name, data):
-    tmp = os.path.join(d, "." + name + ".tmp")
+    tmp = os.path.join(d, ".%s.%d.tmp" % (name, os.getpid()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o640)
     try:
         view = memoryview(data)
