@@ -371,18 +371,18 @@ static void describe_exit(int status, struct outcome *oc, const char *worker)
  * I/O error) it tries again every FINISH_RETRY_S, so that the job does not
  * stay "running" with no worker behind it.  A daemon that stops meanwhile
  * leaves the row running: the next start re-queues it (store_recover). */
-static void record_outcome(runner *r, const char *id, job_state final, const struct outcome *oc)
+static int record_outcome(runner *r, const char *id, job_state final, const struct outcome *oc)
 {
 	rc_err err;
 	for (int tries = 0;; tries++) {
 		if (store_finish(r->a->st, id, final, oc->err_code, oc->err_msg, oc->report, &err) == 0) {
 			if (tries)
 				rlog(LOG_P_INFO, "store_recovered", "id=%s tries=%d", id, tries + 1);
-			return;
+			return 1;
 		}
-		if (err.code == RC_ESTATE) { /* not running any more: nothing to record */
+		if (err.code == RC_ESTATE) { /* not ours (any more): nothing to record */
 			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
-			return;
+			return 0;
 		}
 		if (!tries)
 			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\" (retrying every %.0f s)", id, err.msg,
@@ -391,7 +391,7 @@ static void record_outcome(runner *r, const char *id, job_state final, const str
 		int stop = r->stop;
 		pthread_mutex_unlock(&r->lock);
 		if (stop)
-			return;
+			return 0;
 		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 		usleep((useconds_t)(FINISH_RETRY_S * 1e6));
 	}
@@ -598,6 +598,16 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 	app *a = r->a;
 	double now = rc_now_s();
 	rc_err err;
+	/* Cut off from the store (a network cut, a hung server): by our own
+	 * clock the lease ends lease_s after the last renewal began, and
+	 * another node may take the job then.  Stop before it can, allowing
+	 * for a call that blocks as long as the store lets it. */
+	double L = a->cfg->lease_s, fence = fmin(LEASE_FENCE * L, L - store_call_bound(a->st) - 0.5);
+	if (ls->failing && now - ls->held_at > fence) {
+		rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"no renewal for %.1f s: the lease may pass to "
+		     "another node\"", id, store_node(a->st), now - ls->held_at);
+		return LEASE_LOST;
+	}
 	if (now >= ls->renew_at) {
 		int cancel = 0, rc = store_lease_renew(a->st, id, store_node(a->st), a->cfg->lease_s, &cancel, &err);
 		if (rc == RC_ESTATE || rc == RC_ENOTFOUND) {
@@ -606,13 +616,9 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 		}
 		if (!rc)
 			ls->held_at = now;
-		/* Cut off from the store (a network cut): by our own clock the
-		 * lease ends lease_s after the last renewal began, and another
-		 * node may take the job then.  Stop first, so that two workers
-		 * never write one job's directory. */
-		if (rc && now - ls->held_at > LEASE_FENCE * a->cfg->lease_s) {
-			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"no renewal for %.1f s: the lease may have "
-			     "passed to another node\"", id, store_node(a->st), now - ls->held_at);
+		if (rc && rc_now_s() - ls->held_at > fence) {
+			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"no renewal for %.1f s: the lease may pass "
+			     "to another node\"", id, store_node(a->st), rc_now_s() - ls->held_at);
 			return LEASE_LOST;
 		}
 		if (rc && !ls->failing++)
@@ -622,7 +628,7 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 			rlog(LOG_P_INFO, "lease_renewed", "id=%s node=%s tries=%d", id, store_node(a->st), ls->failing + 1);
 			ls->failing = 0;
 		}
-		ls->renew_at = now + (rc ? 1.0 : a->cfg->lease_s / 3);
+		ls->renew_at = now + (rc ? fmin(1.0, 0.1 * L) : L / 3);
 		if (!rc && cancel)
 			return LEASE_CANCEL;
 	}
@@ -788,11 +794,14 @@ static void run_job(runner *r, const char *id)
 	}
 	/* A volume.f32 exists only for a succeeded job (a cancel that raced the
 	 * worker's last write, or a write whose directory fsync failed, leave
-	 * one behind otherwise). */
-	if (final != JOB_SUCCEEDED)
-		unlink(vol);
+	 * one behind otherwise).  Removed once the outcome is this node's to
+	 * record: on a shared spool a node that lost the job must not touch
+	 * the volume of the node that has it (a crash in between leaves it to
+	 * the recovery sweep, which removes the volume of a job that has not
+	 * succeeded). */
 	with_last_progress(r, &oc, &ru);
-	record_outcome(r, id, final, &oc);
+	if (record_outcome(r, id, final, &oc) && final != JOB_SUCCEEDED)
+		unlink(vol);
 	if (final != JOB_QUEUED)
 		metrics_job_finished(a->met, final);
 	succeeded = final == JOB_SUCCEEDED;

@@ -235,6 +235,7 @@ void store_close(store *st)
 
 const char *store_dir(const store *st) { return st->dir; }
 const char *store_node(const store *st) { return st->node; }
+double store_call_bound(const store *st) { return st->call_bound_s; }
 const char *store_backend_name(const store *st) { return st->ops->name; }
 
 void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n)

@@ -102,6 +102,9 @@ int store_is_pg(const char *where);
 /* The spool directory, this daemon's node name, "sqlite" or "postgresql". */
 const char *store_dir(const store *st);
 const char *store_node(const store *st);
+/* The longest one call may block (a shared store bounds each statement and
+ * reconnect); 0 for the local SQLite store. */
+double store_call_bound(const store *st);
 const char *store_backend_name(const store *st);
 /* {dir}/jobs/{id}[/name] into buf. */
 void store_job_path(const store *st, const char *id, const char *name, char *buf, size_t n);

@@ -33,6 +33,7 @@ struct store {
 	const struct store_ops *ops;
 	char dir[4096];             /* the spool: {dir}/jobs/{id}/ */
 	char node[STORE_NODE_MAX];  /* this daemon's name in leases */
+	double call_bound_s;        /* the longest one store call may block (0: unbounded, local) */
 };
 
 /* One per backend; the arguments are store.h's (states as int).  The store

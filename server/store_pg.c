@@ -19,7 +19,9 @@
  */
 #include "store.h"
 
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,13 +29,22 @@
 #include <string.h>
 
 #include "store_backend.h"
+#include "util/rc_clock.h"
 
 typedef struct pg_store {
 	struct store base; /* first: a store * is a pg_store * */
 	PGconn *conn;
 	pthread_mutex_t lock;
 	char *uri;
+	double call_timeout_s; /* how long one statement may take (pg_run) */
 } pg_store;
+
+/* A statement that does not answer within this (a hung server, a network
+ * cut that TCP has not noticed yet) drops the connection and fails
+ * RC_EUNAVAIL: no call holds the store's mutex, or a lease, for longer.
+ * Migrations, which may wait for another daemon's, get longer. */
+#define PG_CALL_TIMEOUT_S 3.0
+#define PG_MIGRATE_TIMEOUT_S 60.0
 
 #define PG(st) ((pg_store *)(st))
 
@@ -93,9 +104,40 @@ static int pg_fail(pg_store *st, const PGresult *res, rc_err *err, const char *w
 /* Runs sql with p's parameters, or without any (p NULL: several statements
  * may follow each other, as in a migration); *ret (may be NULL) gets the
  * result, to PQclear. */
+/* PQexec / PQexecParams with a deadline: the last result (an error ends
+ * the statements), or NULL when none came in time (the connection is then
+ * dropped; pg_ensure makes a new one) or the connection failed. */
+static PGresult *pg_exec_bounded(pg_store *st, const char *sql, const pgp *p)
+{
+	if (!st->conn || !(p ? PQsendQueryParams(st->conn, sql, p->n, NULL, p->v, NULL, NULL, 0)
+			     : PQsendQuery(st->conn, sql)))
+		return NULL;
+	double until = rc_now_s() + st->call_timeout_s;
+	PGresult *last = NULL, *r;
+	for (;;) {
+		while (!PQisBusy(st->conn)) {
+			if (!(r = PQgetResult(st->conn)))
+				return last;
+			PQclear(last);
+			last = r;
+		}
+		double left = until - rc_now_s();
+		struct pollfd pfd = { .fd = PQsocket(st->conn), .events = POLLIN };
+		int n = left > 0 ? poll(&pfd, 1, (int)(left * 1000) + 1) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || !PQconsumeInput(st->conn)) {
+			PQclear(last);
+			PQfinish(st->conn);
+			st->conn = NULL;
+			return NULL;
+		}
+	}
+}
+
 static int pg_run(pg_store *st, const char *what, const char *sql, const pgp *p, PGresult **ret, rc_err *err)
 {
-	PGresult *res = p ? PQexecParams(st->conn, sql, p->n, NULL, p->v, NULL, NULL, 0) : PQexec(st->conn, sql);
+	PGresult *res = pg_exec_bounded(st, sql, p);
 	ExecStatusType s = PQresultStatus(res);
 	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
 		int rc = pg_fail(st, res, err, what);
@@ -114,8 +156,8 @@ static int pg_changes(PGresult *res) { return atoi(PQcmdTuples(res)); }
 
 static void pg_rollback(pg_store *st)
 {
-	if (PQstatus(st->conn) == CONNECTION_OK && PQtransactionStatus(st->conn) != PQTRANS_IDLE)
-		PQclear(PQexec(st->conn, "ROLLBACK"));
+	if (st->conn && PQstatus(st->conn) == CONNECTION_OK && PQtransactionStatus(st->conn) != PQTRANS_IDLE)
+		PQclear(pg_exec_bounded(st, "ROLLBACK", NULL));
 }
 
 /* Connects, or again after a loss (the call before failed RC_EUNAVAIL). */
@@ -130,8 +172,10 @@ static int pg_ensure(pg_store *st, rc_err *err)
 		PQreset(st->conn);
 	else {
 		/* the URI's own settings win over these defaults (they come later) */
-		const char *const keys[] = { "connect_timeout", "fallback_application_name", "dbname", NULL };
-		const char *const vals[] = { "10", "recond", st->uri, NULL };
+		const char *const keys[] = { "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+					     "keepalives_count", "tcp_user_timeout", "fallback_application_name", "dbname",
+					     NULL };
+		const char *const vals[] = { "3", "1", "5", "2", "3", "5000", "recond", st->uri, NULL };
 		st->conn = PQconnectdbParams(keys, vals, 1);
 		if (st->conn)
 			PQsetNoticeProcessor(st->conn, pg_notice, NULL);
@@ -234,7 +278,13 @@ int store_pg_open(const char *where, store **ret, rc_err *err)
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
 		goto out_free;
 	}
-	if ((rc = pg_ensure(st, err)) || (rc = migrate(st, err)))
+	st->call_timeout_s = PG_MIGRATE_TIMEOUT_S;
+	if (!(rc = pg_ensure(st, err)))
+		rc = migrate(st, err);
+	st->call_timeout_s = PG_CALL_TIMEOUT_S;
+	/* a call also reconnects: connect_timeout (3 s) on top */
+	st->base.call_bound_s = PG_CALL_TIMEOUT_S + 3.0;
+	if (rc)
 		goto out_free;
 	*ret = &st->base;
 	return 0;
@@ -804,12 +854,14 @@ static int pg_stream_pause(store *base, const char *id, rc_err *err)
 	p_dbl(&p, store_now());
 	p_str(&p, id);
 	p_int(&p, JOB_RUNNING);
+	p_str(&p, st->base.node);
+	/* only the node that holds the job pauses it */
 	if (!(rc = pg_run(st, "stream pause",
 			  "UPDATE jobs SET state=$1::int, updated=$2::float8, streaming=0, started=0, node='', lease_until=0"
-			  " WHERE id=$3 AND state=$4::int",
+			  " WHERE id=$3 AND state=$4::int AND node=$5",
 			  &p, &res, err)) &&
 	    pg_changes(res) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running any more", id);
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s any more", id, st->base.node);
 	PQclear(res);
 out_unlock:
 	pthread_mutex_unlock(&st->lock);

@@ -184,6 +184,13 @@ int store_spool_sweep(store *st, double min_age_s)
 		int state = st->ops->state_of(st, e->d_name);
 		if (state == JOB_RUNNING)
 			continue;
+		/* A shared spool (min_age_s > 0): a queued job may be taken by
+		 * another node between this look and the unlink, so only a job
+		 * that has finished is swept; the runner clears a queued job's
+		 * leftovers before it runs it. */
+		if (state >= 0 && min_age_s > 0 && state != JOB_SUCCEEDED && state != JOB_FAILED &&
+		    state != JOB_CANCELLED)
+			continue;
 		if (state >= 0) {
 			/* Temporaries of writes cut short (durable writes rename into
 			 * place), and a volume that no succeeded run wrote: a worker

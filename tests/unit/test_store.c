@@ -307,11 +307,20 @@ static void test_recovery(void **state)
 	int requeued, orphans;
 	assert_int_equal(store_recover(st, &requeued, &orphans, &err), 0);
 	assert_int_equal(requeued, 1);
-	assert_int_equal(orphans, 3);
 	struct stat sb;
 	assert_int_not_equal(stat(orphan, &sb), 0);
-	assert_int_not_equal(stat(tmpf, &sb), 0);
-	assert_int_not_equal(stat(stale, &sb), 0);
+	if (store_is_shared(st)) {
+		/* a shared spool sweeps finished jobs only: another node may take
+		 * the re-queued one at once (its runner clears volume.f32 first) */
+		assert_int_equal(orphans, 1);
+		assert_int_equal(stat(tmpf, &sb), 0);
+		unlink(tmpf);
+		unlink(stale);
+	} else {
+		assert_int_equal(orphans, 3);
+		assert_int_not_equal(stat(tmpf, &sb), 0);
+		assert_int_not_equal(stat(stale, &sb), 0);
+	}
 	assert_int_equal(state_of(st, ID1), JOB_QUEUED);
 	assert_int_equal(state_of(st, ID3), JOB_CANCELLED); /* the acknowledged cancel holds */
 	job_row r;
