@@ -148,7 +148,7 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 		goto out;
 	c->retention_s = d;
 	d = c->stream_idle_s;
-	if ((rc = jf_num(o, "", "stream_idle_s", 0, 5, 0, 86400, &d, err))) /* above a device group's 2 s wait */
+	if ((rc = jf_num(o, "", "stream_idle_s", 0, 5, 0, 86400, &d, err))) /* well above a device group's 1 s wait */
 		goto out;
 	c->stream_idle_s = d;
 	d = c->lease_s;

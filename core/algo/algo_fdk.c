@@ -280,9 +280,9 @@ static int stream_group(const rc_volume_desc *v)
 }
 
 /* a view waits at most this long for its group: longer where a group costs
- * an upload of the whole filtered stack */
+ * a device round trip */
 #define STREAM_LATENCY_S 0.25
-#define STREAM_LATENCY_DEVICE_S 2.0
+#define STREAM_LATENCY_DEVICE_S 1.0
 
 /* Back-projects the pending views (sorted into runs of consecutive views)
  * and adds them to vv. */
@@ -291,13 +291,15 @@ static int stream_flush(rc_backend *b, rc_vec *vf, rc_vec *vv, rc_vec *tmp, cons
 {
 	int rc = 0;
 	qsort(pend, (size_t)npend, sizeof *pend, cmp_int);
-	if (!b->ops->vec_borrow && (rc = rc_bk_upload(b, vf, filt, err)))
-		return rc;
 	for (int i = 0; i < npend && !rc;) {
 		int j = i + 1;
 		while (j < npend && pend[j] == pend[j - 1] + 1)
 			j++;
-		if (!(rc = rc_bk_back(b, RC_BP_VOXEL, vf, tmp, pend[i], pend[j - 1] + 1, err)))
+		/* a device backend gets the run's filtered views (a host one
+		 * reads them where they were filtered) */
+		if (!b->ops->vec_borrow)
+			rc = rc_bk_upload_views(b, vf, filt, pend[i], pend[j - 1] + 1, err);
+		if (!rc && !(rc = rc_bk_back(b, RC_BP_VOXEL, vf, tmp, pend[i], pend[j - 1] + 1, err)))
 			rc = rc_bk_axpy(b, vv, ones, tmp, err);
 		i = j;
 	}
@@ -309,11 +311,12 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 	const int n = f->nviews;
 	const rc_volume_desc *v = rc_geom_volume(f->g);
 	int group = stream_group(v), given = 0, npend = 0, rc;
-	/* A backend that cannot borrow the filtered stack uploads all of it per
-	 * group (no ranged upload yet): at most about 8 groups per run there. */
+	/* A device backend uploads each group's views and launches a back
+	 * projection over the whole volume per run of views: groups of at
+	 * least 1/32 of the views keep those launches few. */
 	double latency = b->ops->vec_borrow ? STREAM_LATENCY_S : STREAM_LATENCY_DEVICE_S;
-	if (!b->ops->vec_borrow && group < (n + 7) / 8)
-		group = (n + 7) / 8;
+	if (!b->ops->vec_borrow && group < (n + 31) / 32)
+		group = (n + 31) / 32;
 	int *list = malloc(sizeof(int) * (size_t)n), *pend = malloc(sizeof(int) * (size_t)n);
 	float *ones = malloc(sizeof(float) * (size_t)b->nbatch);
 	rc_vec *vf = NULL, *vv = NULL, *tmp = NULL;

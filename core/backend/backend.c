@@ -21,6 +21,13 @@ int rc_bk_vec_from(rc_backend *b, rc_space s, const float *host, rc_vec **ret, r
 	return rc;
 }
 
+int rc_bk_upload_views(rc_backend *b, rc_vec *proj, const float *host, int first, int last, rc_err *err)
+{
+	if (!b->ops->upload_views || rc_geom_is_2d(b->geom))
+		return b->ops->upload(b, proj, host, err);
+	return b->ops->upload_views(b, proj, host, first, last, err);
+}
+
 int rc_bk_vec_for(rc_backend *b, rc_space s, float *host, rc_vec **ret, rc_err *err)
 {
 	if (b->ops->vec_borrow)

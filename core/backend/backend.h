@@ -65,6 +65,11 @@ typedef struct rc_backend_ops {
 	/* The whole vector from / to the host layout. */
 	int (*upload)(rc_backend *b, rc_vec *dst, const float *src, rc_err *err);
 	int (*download)(rc_backend *b, const rc_vec *src, float *dst, rc_err *err);
+	/* Optional (NULL: upload the whole vector): views first..last of a
+	 * projection vector from the same views of src, a whole stack in the
+	 * host layout; cone and matrices geometries only (their views are
+	 * contiguous).  A streaming FDK sends each group's views alone. */
+	int (*upload_views)(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err);
 
 	/* proj[views first..last) = A_kind vol; other views of proj untouched. */
 	int (*forward)(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first,
@@ -157,6 +162,11 @@ static inline int rc_bk_vec_new(rc_backend *b, rc_space s, rc_vec **ret, rc_err 
 /* A vector holding host data: borrowed where the backend can, else a new
  * vector uploaded from host. */
 int rc_bk_vec_from(rc_backend *b, rc_space s, const float *host, rc_vec **ret, rc_err *err);
+/* Views first..last of proj from host (a whole stack): upload_views where
+ * the backend offers it and the views are contiguous, else the whole
+ * vector (the other views then take host's too: the same for a caller whose
+ * host stack holds every view it uploaded before, as FDK's does). */
+int rc_bk_upload_views(rc_backend *b, rc_vec *proj, const float *host, int first, int last, rc_err *err);
 /* A vector for a result that ends up in host: borrowed where the backend
  * can (rc_bk_download to host is then free), else new. */
 int rc_bk_vec_for(rc_backend *b, rc_space s, float *host, rc_vec **ret, rc_err *err);

@@ -150,7 +150,7 @@ def main():
     require_binaries()
     cfg = os.path.join(tempdir("recond-stream-cfg-"), "recond.json")
     with open(cfg, "w") as f:
-        json.dump({"stream_idle_s": 5}, f)  # above the device engines' 2 s group wait
+        json.dump({"stream_idle_s": 5}, f)  # above the device engines' 1 s group wait
     d = Daemon(config=cfg).start()
     api = d.api()
 

@@ -4,7 +4,8 @@
  * CUDA backend has the same checks in test_engine_cuda.c (emulator).
  *
  *  - forward / back over RC_VIEWS_ALL equal the explicit range 0..n, and a
- *    forward over a subset leaves the other views untouched;
+ *    forward over a subset, or an upload of a range of views, leaves the
+ *    other views untouched;
  *  - the defaults (ordered subsets, TV, the clamp, the stop rule) and
  *    MLEM's OS-EM give the same volume on both: the OpenCL backend runs
  *    the TV operator through rc_bk_tv_apply's host copies and the ratio
@@ -129,6 +130,19 @@ static void test_full_range(void **s)
 			if (in ? c[i] != a[i] : c[i] != -7.0f)
 				fail_msg("%s: forward over views 5..9 wrote element %zu wrongly", names[which], i);
 		}
+		/* rc_bk_upload_views writes views 5..9 alone (a streaming FDK's
+		 * groups): the others keep what the vector held */
+		assert_int_equal(rc_bk_fill(b, q, -7.0f, RC_VIEWS_ALL, &err), 0);
+		assert_int_equal(rc_bk_upload_views(b, q, a, 5, 9, &err), 0);
+		assert_int_equal(rc_bk_download(b, q, c, &err), 0);
+		if (b->ops->upload_views)
+			for (size_t i = 0; i < C.np; i++) {
+				int in = i >= 5 * view && i < 9 * view;
+				if (in ? c[i] != a[i] : c[i] != -7.0f)
+					fail_msg("%s: upload of views 5..9 wrote element %zu wrongly", names[which], i);
+			}
+		else /* the whole vector */
+			assert_memory_equal(a, c, C.np * sizeof(float));
 		for (int kind = RC_BP_VOXEL; kind <= RC_BP_MATCHED; kind++) {
 			assert_int_equal(rc_bk_back(b, (rc_bp_kind)kind, p, v, RC_VIEWS_ALL, &err), 0);
 			assert_int_equal(rc_bk_back(b, (rc_bp_kind)kind, p, w, 0, NVIEWS, &err), 0);

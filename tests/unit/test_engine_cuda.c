@@ -860,6 +860,19 @@ static void test_backend_ops(void **state)
 	}
 	bpair_check(&bp, P, 0, "fill views [f, l)");
 	bpair_check(&bp, Q, 0, "fill all views");
+	{
+		/* an upload of views [f, l) alone (a streaming FDK's group) */
+		float *h = malloc(NP * sizeof(float));
+		size_t view = NP / NVIEWS;
+		assert_non_null(h);
+		assert_int_equal(rc_bk_upload_views(bp.b[0], bp.v[0][Q], PROJ, f, l, &err), 0);
+		assert_int_equal(rc_bk_download(bp.b[0], bp.v[0][Q], h, &err), 0);
+		for (size_t i = 0; i < NP; i++)
+			if (i >= (size_t)f * view && i < (size_t)l * view ? h[i] != PROJ[i] : h[i] != -3.0f)
+				fail_msg("upload of views [%d, %d) wrote element %zu wrongly", f, l, i);
+		assert_int_equal(rc_bk_fill(bp.b[0], bp.v[0][Q], -3.0f, 0, -1, &err), 0);
+		free(h);
+	}
 	for (int k = 0; k < 2; k++) {
 		rc_backend *b = bp.b[k];
 		rc_vec **v = bp.v[k];

@@ -164,6 +164,20 @@ out:
 	return rc;
 }
 
+static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	size_t vs = rc_geom_view_stride(b->geom), off = (size_t)first * vs;
+	CU_CHECK(cudaMemcpyAsync(dst->d + off, src + off, (size_t)(last - first) * vs * sizeof(float),
+				 cudaMemcpyHostToDevice, k->c.ks),
+		 "cudaMemcpyAsync(views upload)");
+	rc = sync_ks(k, "cudaStreamSynchronize(views upload)", err);
+out:
+	return rc;
+}
+
 static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 {
 	cuda_bk *k = BK(b);
@@ -456,6 +470,7 @@ static const rc_backend_ops cuda_ops = {
 	.vec_borrow = NULL, /* device memory cannot borrow the caller's */
 	.vec_free = vec_free,
 	.upload = upload,
+	.upload_views = upload_views,
 	.download = download,
 	.forward = forward,
 	.back = back,

@@ -93,6 +93,12 @@ static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 	return rc_ocl_ew_read(OB(b)->w, src->m, dst, src->n, err);
 }
 
+static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err)
+{
+	size_t vs = rc_geom_view_stride(b->geom), off = (size_t)first * vs;
+	return rc_ocl_ew_write_at(OB(b)->w, dst->m, off, src + off, (size_t)(last - first) * vs, err);
+}
+
 static int finish(rc_backend *b, rc_err *err);
 
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
@@ -213,6 +219,7 @@ static const rc_backend_ops ocl_ops = {
 	.vec_new = vec_new,
 	.vec_free = vec_free,
 	.upload = upload,
+	.upload_views = upload_views,
 	.download = download,
 	.forward = forward,
 	.back = back,

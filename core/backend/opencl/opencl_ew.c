@@ -164,6 +164,12 @@ int rc_ocl_ew_write(rc_ocl_ew *w, cl_mem dst, const float *src, size_t n, rc_err
 	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "write to the device");
 }
 
+int rc_ocl_ew_write_at(rc_ocl_ew *w, cl_mem dst, size_t off, const float *src, size_t n, rc_err *err)
+{
+	cl_int e = clEnqueueWriteBuffer(w->q, dst, CL_TRUE, off * sizeof(float), n * sizeof(float), src, 0, NULL, NULL);
+	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "write to the device");
+}
+
 int rc_ocl_ew_read(rc_ocl_ew *w, cl_mem src, float *dst, size_t n, rc_err *err)
 {
 	cl_int e = clEnqueueReadBuffer(w->q, src, CL_TRUE, 0, n * sizeof(float), dst, 0, NULL, NULL);

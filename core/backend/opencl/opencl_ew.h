@@ -29,6 +29,8 @@ int rc_ocl_ew_fill(rc_ocl_ew *w, cl_mem a, float v, size_t off, size_t n, rc_err
 int rc_ocl_ew_copy(rc_ocl_ew *w, cl_mem dst, cl_mem src, size_t n, rc_err *err);
 /* host <-> device, blocking */
 int rc_ocl_ew_write(rc_ocl_ew *w, cl_mem dst, const float *src, size_t n, rc_err *err);
+/* n floats at float offset off of dst from src (blocking). */
+int rc_ocl_ew_write_at(rc_ocl_ew *w, cl_mem dst, size_t off, const float *src, size_t n, rc_err *err);
 int rc_ocl_ew_read(rc_ocl_ew *w, cl_mem src, float *dst, size_t n, rc_err *err);
 
 /* rc_vinv_guarded: a = a > rel * max(a, 0) && a > 0 ? 1 / a : 0 */
