@@ -32,7 +32,7 @@ import subprocess
 import threading
 import time
 
-from recond_harness import Daemon, deadline, log, skip, tempdir, _cleanups
+from recond_harness import Daemon, child_pids, deadline, log, skip, tempdir, _cleanups
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PG_CLUSTER = os.path.join(HERE, "pg_cluster.sh")
@@ -62,21 +62,6 @@ def pg_missing():
 
 def _as_pg(argv):
     return (["runuser", "-u", "postgres", "--"] + argv) if os.getuid() == 0 else argv
-
-
-def _pids_with_parent(ppid):
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == ppid and fields[0] != "Z":
-            out.append(int(p))
-    return out
 
 
 def _alive(pid):
@@ -151,7 +136,7 @@ class Postgres:
         pid = self.postmaster_pid()
         if not pid:
             raise RuntimeError("no running postmaster in %s" % self.dir)
-        kids = _pids_with_parent(pid)
+        kids = child_pids(pid)
         os.kill(pid, signal.SIGKILL)
         alive = deadline(10)
         while alive() and (os.path.exists("/proc/%d" % pid) or any(_alive(k) for k in kids)):

@@ -115,6 +115,22 @@ for _sig in (signal.SIGTERM, signal.SIGINT):
     signal.signal(_sig, lambda s, f: sys.exit(128 + s))
 
 
+def child_pids(ppid):
+    """Pids of the living processes whose parent is ppid (a daemon's workers, a postmaster's children)."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % p) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == ppid and fields[0] != "Z":
+            out.append(int(p))
+    return out
+
+
 def tempdir(prefix="recond-it-"):
     d = tempfile.mkdtemp(prefix=prefix)
     _cleanups.append(lambda: shutil.rmtree(d, ignore_errors=True))

@@ -9,7 +9,7 @@ import socket
 import time
 
 import phantom
-from recond_harness import (Daemon, Validation, check, deadline, require_engine, fake_worker, log, read_f32,
+from recond_harness import (Daemon, child_pids, Validation, check, deadline, require_engine, fake_worker, log, read_f32,
                             require_binaries, run_main, small_spec)
 
 LONG_ITERS = 20
@@ -22,22 +22,6 @@ def half_put(d, path, total, sent):
                "Content-Length: %d\r\n\r\n" % (path, total)).encode())
     s.sendall(b"\x01" * sent)
     return s
-
-
-def children(pid):
-    """Pids of the processes whose parent is pid (the daemon's workers)."""
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(p))
-    return out
 
 
 def alive_pids(pids):
@@ -94,7 +78,7 @@ def main():
     sapi.wait_state(tj["id"], ("running",), timeout=30, poll=0.02)
     uj = sapi.create(spec)
     sapi.put("/v1/jobs/%s/projections/0" % uj["id"], views[0])
-    workers = children(ds.proc.pid)
+    workers = child_pids(ds.proc.pid)
     hang = half_put(ds, "/v1/jobs/%s/projections/1" % uj["id"], len(views[1]), len(views[1]) // 2)
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -146,7 +130,7 @@ def main():
         j = api.job(lj["id"])
     check("long job is running before the kill", j["state"] == "running",
           "%s iteration %s" % (j["state"], j["progress"]["iteration"]))
-    workers = children(d.proc.pid)
+    workers = child_pids(d.proc.pid)
     check("a worker process runs the job", len(workers) >= 1, str(workers))
     d.kill9()
     alive = deadline(10)
