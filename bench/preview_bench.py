@@ -22,6 +22,7 @@ if len(sys.argv) > 1:
     os.environ["RECOND_BUILD"] = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from recond_harness import Api, Daemon, tempdir  # noqa: E402
+from stream_bench import data_for  # noqa: E402
 
 POLLERS = 32
 POLL_S = 0.5
@@ -34,12 +35,6 @@ def spec(n, views, nu, nv, its):
                          "detector": {"nu": nu, "nv": nv, "du_mm": 1.0 * 256 / nu, "dv_mm": 1.0 * 256 / nu}},
             "volume": {"nx": n, "ny": n, "nz": n, "voxel_mm": [0.5 * 128 / n] * 3},
             "algorithm": {"name": "sirt", "iterations": its}}
-
-
-def data_for(views, nu, nv):
-    import array
-    row = array.array("f", [((i * 7919) % 1000) / 1000.0 for i in range(nu)])
-    return (row * (nv * views)).tobytes()
 
 
 def run_job(api, sp, data, pollers):

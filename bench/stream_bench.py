@@ -18,7 +18,6 @@ Cases: paper 000's shape (128^3 <- 210 views of 256x200) and RabbitCT's
 (512^3 <- 496 views of 1248x960); RECOND_BENCH_QUICK=1 runs a 64^3 case only.
 Usage: stream_bench.py BUILD_DIR
 """
-import json
 import os
 import sys
 import time

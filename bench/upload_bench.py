@@ -202,24 +202,9 @@ def upload_run(d, api, spec, src, nbytes, verify, pause):
 
 def pollers(d, api, seconds):
     """Status latency under 32 pollers while a SIRT job runs (formerly tests/integration/bench_upload.py)."""
-    import phantom
-    from recond_harness import require_engine, small_spec
-    from test_pollers import CLIENTS, pct, poll
-    require_engine(api)
-    sspec = small_spec(n=32, views=60, nu=32, nv=32, label="bench-busy",
-                       algorithm={"name": "sirt", "iterations": 5000})
-    j = api.create(sspec)
-    api.put("/v1/jobs/%s/projections" % j["id"], phantom.project_cone(sspec))
-    api.post_json("/v1/jobs/%s/start" % j["id"], b"")
-    api.wait_state(j["id"], ("running",), timeout=60, poll=0.02)
-    lat = [[] for _ in range(CLIENTS)]
-    errors = []
-    stop_at = time.monotonic() + seconds
-    ths = [threading.Thread(target=poll, args=(d.url, j["id"], stop_at, lat[i], errors)) for i in range(CLIENTS)]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
+    from test_pollers import CLIENTS, busy_job, pct, run_pollers
+    j = busy_job(api, "bench-busy", 5000)
+    lat, errors = run_pollers(d.url, j["id"], seconds)
     allv = [x for ls in lat for x in ls]
     print("\nstatus under %d pollers while a job runs: %d answers in %.0f s (%.0f/s), %d errors, median %.2f ms, "
           "p99 %.2f ms, max %.2f ms" % (CLIENTS, len(allv), seconds, len(allv) / seconds, len(errors),

@@ -43,12 +43,6 @@ static int simple(rctl_conn *c, const rctl_args *a, const char *method,
 	return RCTL_EXIT_OK;
 }
 
-static const char *str_or(json_t *j, const char *key, const char *dflt)
-{
-	const char *s = json_string_value(json_object_get(j, key));
-	return s ? s : dflt;
-}
-
 static void print_list(json_t *body)
 {
 	json_t *items = rctl_list_items(body, "jobs"), *j;
@@ -210,21 +204,21 @@ static void print_devices(json_t *body)
 		char mb[32] = "-";
 		if (json_is_number(mem))
 			snprintf(mb, sizeof mb, "%.0f", json_number_value(mem) / 1048576.0);
-		printf("%-32s  %-8s  %-12s  %10s  %s\n", str_or(d, "name", "-"),
-		       str_or(d, "engine", "-"), str_or(d, "state", "-"), mb, str_or(d, "device_id", "-"));
+		printf("%-32s  %-8s  %-12s  %10s  %s\n", rctl_str_or(d, "name", "-"),
+		       rctl_str_or(d, "engine", "-"), rctl_str_or(d, "state", "-"), mb, rctl_str_or(d, "device_id", "-"));
 		/* its fitted models, one line each: T = a * views + b ms */
 		json_t *m;
 		size_t k;
 		json_array_foreach(json_object_get(d, "models"), k, m) {
 			json_t *a = json_object_get(m, "a"), *b = json_object_get(m, "b");
 			if (json_is_number(a) && json_is_number(b))
-				printf("    model %s %-7s  %.4g ms/view %c %.4g ms  (%lld samples, %s)\n", str_or(m, "shape", "-"),
-				       str_or(m, "task", "-"), json_number_value(a), json_number_value(b) < 0 ? '-' : '+',
+				printf("    model %s %-7s  %.4g ms/view %c %.4g ms  (%lld samples, %s)\n", rctl_str_or(m, "shape", "-"),
+				       rctl_str_or(m, "task", "-"), json_number_value(a), json_number_value(b) < 0 ? '-' : '+',
 				       fabs(json_number_value(b)),
-				       (long long)json_integer_value(json_object_get(m, "samples")), str_or(m, "updated", "-"));
+				       (long long)json_integer_value(json_object_get(m, "samples")), rctl_str_or(m, "updated", "-"));
 			else
-				printf("    model %s %-7s  not fitted yet  (%lld samples)\n", str_or(m, "shape", "-"),
-				       str_or(m, "task", "-"), (long long)json_integer_value(json_object_get(m, "samples")));
+				printf("    model %s %-7s  not fitted yet  (%lld samples)\n", rctl_str_or(m, "shape", "-"),
+				       rctl_str_or(m, "task", "-"), (long long)json_integer_value(json_object_get(m, "samples")));
 		}
 	}
 }
@@ -245,14 +239,14 @@ static void print_nodes(json_t *body)
 		json_t *d;
 		size_t k;
 		json_array_foreach(json_object_get(n, "devices"), k, d) {
-			const char *e = str_or(d, "engine", "?");
+			const char *e = rctl_str_or(d, "engine", "?");
 			if (!strstr(engines, e) && strlen(engines) + strlen(e) + 2 < sizeof engines)
 				snprintf(engines + strlen(engines), sizeof engines - strlen(engines), "%s%s", engines[0] ? "," : "",
 					 e);
 		}
-		printf("%-24s  %-5s  %-36s  %-24s  %s\n", str_or(n, "name", "-"),
-		       json_is_true(json_object_get(n, "alive")) ? "yes" : "no", str_or(n, "running", "-"),
-		       str_or(n, "heartbeat", "-"), engines[0] ? engines : "-");
+		printf("%-24s  %-5s  %-36s  %-24s  %s\n", rctl_str_or(n, "name", "-"),
+		       json_is_true(json_object_get(n, "alive")) ? "yes" : "no", rctl_str_or(n, "running", "-"),
+		       rctl_str_or(n, "heartbeat", "-"), engines[0] ? engines : "-");
 	}
 }
 

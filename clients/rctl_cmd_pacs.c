@@ -11,12 +11,6 @@
 
 #include "rctl_job.h"
 
-static const char *str_or(json_t *j, const char *key, const char *dflt)
-{
-	const char *s = json_string_value(json_object_get(j, key));
-	return s ? s : dflt;
-}
-
 void rctl_print_delivery(json_t *job)
 {
 	json_t *pushes = json_object_get(job, "push"), *p;
@@ -26,7 +20,7 @@ void rctl_print_delivery(json_t *job)
 	if (json_is_object(series))
 		printf("dicom:    %lld instances, series %s\n",
 		       (long long)json_integer_value(json_object_get(series, "instances")),
-		       str_or(series, "series_instance_uid", "?"));
+		       rctl_str_or(series, "series_instance_uid", "?"));
 	if (!delivery && json_array_size(pushes) == 0)
 		return; /* the job names no destination */
 	printf("delivery: %s\n", delivery ? delivery : "-");
@@ -39,7 +33,7 @@ void rctl_print_delivery(json_t *job)
 		if (total > 0)
 			snprintf(of, sizeof of, "%lld", total);
 		printf("push:     %-16s %-8s %-12s %lld/%s instances, %lld attempt%s",
-		       str_or(p, "destination", "?"), str_or(p, "kind", "-"), str_or(p, "state", "?"),
+		       rctl_str_or(p, "destination", "?"), rctl_str_or(p, "kind", "-"), rctl_str_or(p, "state", "?"),
 		       (long long)json_integer_value(json_object_get(p, "instances_sent")), of,
 		       attempts, attempts == 1 ? "" : "s");
 		if (next)
@@ -63,7 +57,7 @@ int rctl_cmd_push(rctl_conn *c, const rctl_args *a)
 	if (a->json) {
 		rctl_print_json(j);
 	} else {
-		printf("id:       %s\n", str_or(j, "id", a->pos[0]));
+		printf("id:       %s\n", rctl_str_or(j, "id", a->pos[0]));
 		rctl_print_delivery(j);
 	}
 	json_decref(j);
@@ -87,18 +81,18 @@ int rctl_cmd_destinations(rctl_conn *c, const rctl_args *a)
 	printf("%-16s  %-8s  %-40s  %s\n", "NAME", "KIND", "ADDRESS", "DETAILS");
 	json_array_foreach(rctl_list_items(j, "destinations"), i, d) {
 		char addr[512], details[160] = "";
-		const char *kind = str_or(d, "kind", "-");
+		const char *kind = rctl_str_or(d, "kind", "-");
 		if (!strcmp(kind, "c-store")) {
-			snprintf(addr, sizeof addr, "%s:%lld", str_or(d, "host", "?"),
+			snprintf(addr, sizeof addr, "%s:%lld", rctl_str_or(d, "host", "?"),
 				 (long long)json_integer_value(json_object_get(d, "port")));
 			snprintf(details, sizeof details, "called_ae=%s calling_ae=%s",
-				 str_or(d, "called_ae", "-"), str_or(d, "calling_ae", "-"));
+				 rctl_str_or(d, "called_ae", "-"), rctl_str_or(d, "calling_ae", "-"));
 		} else {
-			snprintf(addr, sizeof addr, "%s", str_or(d, "url", "-"));
+			snprintf(addr, sizeof addr, "%s", rctl_str_or(d, "url", "-"));
 			if (json_is_true(json_object_get(d, "authenticated")))
 				snprintf(details, sizeof details, "authenticated");
 		}
-		printf("%-16s  %-8s  %-40s  %s\n", str_or(d, "name", "-"), kind, addr, details);
+		printf("%-16s  %-8s  %-40s  %s\n", rctl_str_or(d, "name", "-"), kind, addr, details);
 	}
 	json_decref(j);
 	return RCTL_EXIT_OK;

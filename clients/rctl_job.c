@@ -95,3 +95,9 @@ json_t *rctl_list_items(json_t *body, const char *key)
 	json_t *a = json_object_get(body, key);
 	return json_is_array(a) ? a : NULL;
 }
+
+const char *rctl_str_or(json_t *j, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	return s ? s : dflt;
+}

@@ -32,6 +32,9 @@ void rctl_job_progress_text(const rctl_job_view *v, char *buf, size_t n);
 /* True when id is a UUID in its 8-4-4-4-12 hex form. */
 int rctl_valid_id(const char *id);
 
+/* The string member key of j, or dflt when it is absent or no string. */
+const char *rctl_str_or(json_t *j, const char *key, const char *dflt);
+
 /* The array of a list answer: either the body itself or its member `key`. */
 json_t *rctl_list_items(json_t *body, const char *key);
 

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -495,7 +496,6 @@ bool ae_ok(const char *ae)
 extern "C" int rc_dcm_cstore_open(const char *host, int port, const char *called_ae, const char *calling_ae,
 				  int timeout_s, rc_dcm_cstore **ret, rc_err *err)
 {
-	rc_dcm_cstore *c = nullptr;
 	try {
 		dcmtk_init();
 		if (!ret)
@@ -517,7 +517,8 @@ extern "C" int rc_dcm_cstore_open(const char *host, int port, const char *called
 		if (rc < 0)
 			return rc;
 
-		c = new rc_dcm_cstore;
+		/* Freed on every way out but success. */
+		std::unique_ptr<rc_dcm_cstore> c(new rc_dcm_cstore);
 		c->peer = std::string(host) + ":" + std::to_string(port);
 		DcmSCU &scu = c->scu;
 		scu.setPeerHostName(host);
@@ -535,45 +536,32 @@ extern "C" int rc_dcm_cstore_open(const char *host, int port, const char *called
 		OFCondition cond = scu.addPresentationContext(UID_CTImageStorage, ts);
 		if (cond.good())
 			cond = scu.initNetwork();
-		if (cond.bad()) {
-			rc = rc_fail(err, RC_EIO, "", "C-STORE peer %s: cannot set up the association: %s",
-				     c->peer.c_str(), cond_text(cond).c_str());
-			delete c;
-			return rc;
-		}
+		if (cond.bad())
+			return rc_fail(err, RC_EIO, "", "C-STORE peer %s: cannot set up the association: %s",
+				       c->peer.c_str(), cond_text(cond).c_str());
 		reject_reason.clear();
 		{
 			NetDebug on;
 			cond = scu.negotiateAssociation();
 		}
-		if (cond == DUL_ASSOCIATIONREJECTED) {
-			rc = rc_fail(err, RC_EIO, "", "C-STORE peer %s (called AE %s, calling AE %s) rejected the association: %s",
-				     c->peer.c_str(), called_ae, calling_ae,
-				     reject_reason.empty() ? cond_text(cond).c_str() : reject_reason.c_str());
-			delete c;
-			return rc;
-		}
-		if (cond == NET_EC_NoAcceptablePresentationContexts) {
-			rc = rc_fail(err, RC_EIO, "",
-				     "C-STORE peer %s accepted no presentation context for CT Image Storage "
-				     "(explicit or implicit VR little endian)",
-				     c->peer.c_str());
-			delete c;
-			return rc;
-		}
-		if (cond.bad()) {
-			rc = rc_fail(err, RC_EIO, "", "C-STORE peer %s: association failed: %s", c->peer.c_str(),
-				     cond_text(cond).c_str());
-			delete c;
-			return rc;
-		}
-		*ret = c;
+		if (cond == DUL_ASSOCIATIONREJECTED)
+			return rc_fail(err, RC_EIO, "",
+				       "C-STORE peer %s (called AE %s, calling AE %s) rejected the association: %s",
+				       c->peer.c_str(), called_ae, calling_ae,
+				       reject_reason.empty() ? cond_text(cond).c_str() : reject_reason.c_str());
+		if (cond == NET_EC_NoAcceptablePresentationContexts)
+			return rc_fail(err, RC_EIO, "",
+				       "C-STORE peer %s accepted no presentation context for CT Image Storage "
+				       "(explicit or implicit VR little endian)",
+				       c->peer.c_str());
+		if (cond.bad())
+			return rc_fail(err, RC_EIO, "", "C-STORE peer %s: association failed: %s", c->peer.c_str(),
+				       cond_text(cond).c_str());
+		*ret = c.release();
 		return 0;
 	} catch (const std::bad_alloc &) {
-		delete c;
 		return rc_fail(err, RC_ENOMEM, "", "out of memory opening a C-STORE association");
 	} catch (...) {
-		delete c;
 		return rc_fail(err, RC_EINTERNAL, "", "unexpected C++ exception opening a C-STORE association");
 	}
 }

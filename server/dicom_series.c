@@ -33,8 +33,11 @@ void dicom_series_file(store *st, const char *id, int k, char *buf, size_t n)
 	store_job_path(st, id, name, buf, n);
 }
 
-static int read_info(const char *path, dicom_series *out)
+int dicom_series_read(store *st, const char *id, dicom_series *out)
 {
+	char path[4200];
+	memset(out, 0, sizeof *out);
+	store_job_path(st, id, "dicom/series.json", path, sizeof path);
 	json_t *j = json_load_file(path, 0, NULL);
 	const char *study = NULL, *series = NULL;
 	json_int_t inst = 0, clamped = 0;
@@ -55,14 +58,6 @@ static int read_info(const char *path, dicom_series *out)
 	return rc;
 }
 
-int dicom_series_read(store *st, const char *id, dicom_series *out)
-{
-	char path[4200];
-	memset(out, 0, sizeof *out);
-	store_job_path(st, id, "dicom/series.json", path, sizeof path);
-	return read_info(path, out);
-}
-
 static int rm_tree(const char *dir)
 {
 	char path[4300];
@@ -76,9 +71,10 @@ static int rm_tree(const char *dir)
 	return rmdir(dir) && errno != ENOENT ? -1 : 0;
 }
 
-static int16_t to_hu(float mu, double mu_w, long long *clamped)
+/* hu_per_mu = 1000 / mu_w, divided once per series, not per voxel. */
+static int16_t to_hu(float mu, double mu_w, double hu_per_mu, long long *clamped)
 {
-	double hu = 1000.0 * ((double)mu - mu_w) / mu_w;
+	double hu = ((double)mu - mu_w) * hu_per_mu;
 	if (!(hu >= -32768.0)) { /* also NaN */
 		++*clamped;
 		return INT16_MIN;
@@ -127,7 +123,7 @@ typedef struct gen {
 static int write_slices(gen *g, dicom_series *out, rc_err *err)
 {
 	const rc_volume_desc *v = &g->spec->r.vol;
-	const double mu_w = g->spec->out.water_mu_per_mm;
+	const double mu_w = g->spec->out.water_mu_per_mm, hu_per_mu = 1000.0 / mu_w;
 	const size_t count = (size_t)v->nx * (size_t)v->ny;
 	float *f = malloc(count * sizeof *f);
 	int16_t *px = malloc(count * sizeof *px);
@@ -144,7 +140,7 @@ static int write_slices(gen *g, dicom_series *out, rc_err *err)
 			break;
 		}
 		for (size_t i = 0; i < count; i++)
-			hist[to_hu(f[i], mu_w, &out->clamped) - INT16_MIN]++;
+			hist[to_hu(f[i], mu_w, hu_per_mu, &out->clamped) - INT16_MIN]++;
 	}
 	if (rc)
 		goto out;
@@ -179,16 +175,17 @@ static int write_slices(gen *g, dicom_series *out, rc_err *err)
 		snprintf(series_desc, sizeof series_desc, "recond %s", algo);
 	pt.series_description = d->series_description[0] ? d->series_description : series_desc;
 
+	/* voxel (ix, iy, iz) sits at ((ix - (nx-1)/2) vx + cx, ...) (docs/geometry.md) */
 	rc_dcm_ct_slice s = {
 		.patient = &pt, .study_uid = out->study_uid, .series_uid = out->series_uid, .sop_uid = sop_uid,
 		.frame_uid = frame_uid, .date = date, .time = tim, .study_id = study_id, .series_number = 1,
 		.rows = v->ny, .cols = v->nx, .pixel_spacing = { v->vy, v->vx }, .slice_thickness = v->vz,
+		.position = { -0.5 * (v->nx - 1) * v->vx + v->cx, -0.5 * (v->ny - 1) * v->vy + v->cy, 0 },
 		.orientation = { 1, 0, 0, 0, 1, 0 }, .window_center = out->window_center,
 		.window_width = out->window_width, .rescale_slope = 1, .rescale_intercept = 0,
 		.convolution_kernel = kernel, .derivation = derivation, .software = "recond", .pixels = px,
 	};
-	/* pass 2: one instance per slice; voxel (ix, iy, iz) sits at
-	 * ((ix - (nx-1)/2) vx + cx, ...) (docs/geometry.md) */
+	/* pass 2: one instance per slice */
 	for (int z = 0; z < v->nz && !rc; z++) {
 		long long ignored = 0;
 		char path[4300];
@@ -197,12 +194,10 @@ static int write_slices(gen *g, dicom_series *out, rc_err *err)
 			break;
 		}
 		for (size_t i = 0; i < count; i++)
-			px[i] = to_hu(f[i], mu_w, &ignored);
+			px[i] = to_hu(f[i], mu_w, hu_per_mu, &ignored);
 		if ((rc = rc_dcm_uid(g->uid_root, sop_uid, sizeof sop_uid, err)))
 			break;
 		s.instance_number = z + 1;
-		s.position[0] = -0.5 * (v->nx - 1) * v->vx + v->cx;
-		s.position[1] = -0.5 * (v->ny - 1) * v->vy + v->cy;
 		s.position[2] = (z - 0.5 * (v->nz - 1)) * v->vz + v->cz;
 		s.slice_location = s.position[2];
 		snprintf(path, sizeof path, "%s/%05d.dcm", g->tmp, z + 1);
@@ -287,8 +282,7 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		return rc_fail(err, RC_ESTATE, "state", "job %s is %s; its DICOM series exists once it has succeeded", id,
 			       job_state_name(state));
 	pthread_mutex_lock(&series_lock);
-	store_job_path(st, id, "dicom/series.json", path, sizeof path);
-	if (read_info(path, out) == 0) {
+	if (dicom_series_read(st, id, out) == 0) {
 		rc = 0;
 		goto out;
 	}
@@ -302,10 +296,9 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		close(g.fd);
 	if (rc && g.tmp[0])
 		rm_tree(g.tmp);
-	if (rc == SERIES_WRITTEN_ELSEWHERE) { /* the same UIDs for everyone: the series that is there */
-		store_job_path(st, id, "dicom/series.json", path, sizeof path);
-		rc = read_info(path, out) ? rc_fail(err, RC_EIO, "", "cannot read the series of job %s", id) : 0;
-	}
+	if (rc == SERIES_WRITTEN_ELSEWHERE) /* the same UIDs for everyone: the series that is there */
+		rc = dicom_series_read(st, id, out) ? rc_fail(err, RC_EIO, "", "cannot read the series of job %s", id)
+						    : 0;
 	job_spec_free(spec);
 out:
 	pthread_mutex_unlock(&series_lock);

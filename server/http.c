@@ -99,6 +99,30 @@ int http_arg_int(struct MHD_Connection *c, const char *name, long lo, long hi, l
 	return 0;
 }
 
+int http_etag_matches(struct MHD_Connection *c, const char *etag)
+{
+	const char *p = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	size_t n = strlen(etag);
+	while (p && *p) {
+		p += strspn(p, " \t,");
+		if (*p == '*')
+			return 1;
+		if (!strncmp(p, "W/", 2))
+			p += 2;
+		if (*p != '"') {
+			p += strcspn(p, ",");
+			continue;
+		}
+		const char *end = strchr(p + 1, '"');
+		if (!end)
+			return 0;
+		if ((size_t)(end + 1 - p) == n && !memcmp(p, etag, n))
+			return 1;
+		p = end + 1;
+	}
+	return 0;
+}
+
 /* A canonical lower-case UUID, as libuuid writes them. */
 static int valid_uuid(const char *s, size_t n)
 {

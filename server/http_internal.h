@@ -71,6 +71,9 @@ enum MHD_Result http_fail(struct MHD_Connection *c, req *r, rc_code code, const 
  * digits only (no sign, blank or empty value, which strtol would take), from
  * lo to hi, else -1 and the route answers 400 naming it. */
 int http_arg_int(struct MHD_Connection *c, const char *name, long lo, long hi, long *out);
+/* Whether the request's If-None-Match names etag (quotes included) or is
+ * "*": RFC 9110 13.1.2's weak comparison, so W/"x" matches "x". */
+int http_etag_matches(struct MHD_Connection *c, const char *etag);
 /* The job as JSON (200) or the error of loading it. */
 enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id);
 

@@ -4,7 +4,7 @@
  * grey PNG (server/preview.h renders it; the slice orientation is there).
  *
  * The volume is the running job's live iterate (runner_live_volume: a
- * read-only descriptor and the snapshot's generation) or a succeeded job's
+ * descriptor of its memfd and the snapshot's generation) or a succeeded job's
  * volume.f32 ("final"); it is mapped read-only and only the pages of the
  * slice are touched.  Pollers
  * ask for the same slice again and again, so every answer carries an ETag
@@ -193,31 +193,6 @@ static void fmt_num(char *buf, size_t n, double v)
 		snprintf(buf, n, "%.17g", v);
 }
 
-/* Whether If-None-Match (RFC 9110 13.1.2, weak comparison) names etag. */
-static int etag_matches(const char *inm, const char *etag)
-{
-	size_t n = strlen(etag);
-	const char *p = inm;
-	while (p && *p) {
-		p += strspn(p, " \t,");
-		if (*p == '*')
-			return 1;
-		if (!strncmp(p, "W/", 2))
-			p += 2;
-		if (*p != '"') {
-			p += strcspn(p, ",");
-			continue;
-		}
-		const char *end = strchr(p + 1, '"');
-		if (!end)
-			return 0;
-		if ((size_t)(end + 1 - p) == n && !memcmp(p, etag, n))
-			return 1;
-		p = end + 1;
-	}
-	return 0;
-}
-
 static struct MHD_Response *with_tags(struct MHD_Response *resp, const char *etag, const char *gen)
 {
 	if (resp) {
@@ -263,7 +238,7 @@ enum MHD_Result preview_get(struct MHD_Connection *c, req *r)
 		snprintf(win, sizeof win, "%s_%s", wc, ww);
 	}
 	snprintf(etag, sizeof etag, "\"%s.%s.%c%ld.%s\"", r->id, s.tag, "xyz"[q.axis], q.index, win);
-	if (etag_matches(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH), etag)) {
+	if (http_etag_matches(c, etag)) {
 		close(s.fd);
 		return http_answer(c, r, 304, with_tags(MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT),
 							 etag, s.gen));

@@ -35,7 +35,8 @@ struct upload {
 	int k;                /* -1 = whole stack */
 	uint64_t expected, got;
 	uint64_t row_bytes;   /* nu * 4 */
-	job_row geo;          /* strides and sizes of the job */
+	uint64_t view_stride, row_stride; /* the job's strides (floats) */
+	int views_expected;
 	int io_errno;
 	int registered;
 	double t0;            /* headers checked: the body starts */
@@ -109,7 +110,8 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 		return http_fail(c, r, RC_EINVAL, "Content-Length", "Content-Length is not a number");
 	job_row row;
 	rc_err err;
-	if (store_get(a->st, r->id, 1, &row, &err))
+	/* no bitmap: the store_views_clear below decides which views were present */
+	if (store_get(a->st, r->id, 0, &row, &err))
 		return http_error_rc(c, r, &err);
 	enum MHD_Result ret;
 	if (!job_row_uploadable(&row)) {
@@ -173,9 +175,9 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 		ret = http_fail(c, r, durable_errno_code(errno), "", "cannot open the spool file: %s", strerror(errno));
 		goto out;
 	}
-	up->geo = row;
-	up->geo.summary = up->geo.report = NULL;
-	up->geo.present = NULL;
+	up->view_stride = row.view_stride;
+	up->row_stride = row.row_stride;
+	up->views_expected = row.views_expected;
 	ret = MHD_YES;
 out:
 	job_row_clear(&row);
@@ -216,7 +218,7 @@ void upload_data(req *r, const char *data, size_t len)
 			size_t n = (size_t)(up->row_bytes - within);
 			if (n > len - done)
 				n = len - done;
-			uint64_t off = 4 * ((uint64_t)up->k * up->geo.view_stride + j * up->geo.row_stride) + within;
+			uint64_t off = 4 * ((uint64_t)up->k * up->view_stride + j * up->row_stride) + within;
 			if (pwrite_all(up->fd, data + done, n, off)) {
 				up->io_errno = errno ? errno : EIO;
 				return;
@@ -282,7 +284,7 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 	}
 	double t_synced = rc_now_s();
 	job_state ns;
-	int first = up->k < 0 ? 0 : up->k, last = up->k < 0 ? up->geo.views_expected : up->k + 1;
+	int first = up->k < 0 ? 0 : up->k, last = up->k < 0 ? up->views_expected : up->k + 1;
 	if (store_views_set(a->st, r->id, first, last, &ns, &err))
 		return http_error_rc(c, r, &err);
 	runner_views(a->run, r->id, first, last, 1);

@@ -11,8 +11,6 @@
  * are revalidated on every load (Cache-Control: no-cache) against their
  * ETag, a hash of the bytes: a matching If-None-Match is 304 with no body.
  */
-#include <string.h>
-
 #include "http_internal.h"
 #include "www.h"
 
@@ -28,22 +26,12 @@ __attribute__((weak)) const www_asset *www_find(const char *path)
 	return NULL;
 }
 
-/* If-None-Match names the asset's ETag (or is "*"): weak comparison, as
- * RFC 9110 asks for this header, so W/"x" matches "x". */
-static int not_modified(struct MHD_Connection *c, const www_asset *w)
-{
-	const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-	if (!inm)
-		return 0;
-	return strstr(inm, w->etag) != NULL || !strcmp(inm, "*");
-}
-
 enum MHD_Result www_get(struct MHD_Connection *c, req *r)
 {
 	const www_asset *w = www_find(r->path);
 	if (!w)
 		return http_fail(c, r, RC_ENOTFOUND, "", "no such page: %.200s (the operator page is /)", r->path);
-	int same = not_modified(c, w);
+	int same = http_etag_matches(c, w->etag);
 	struct MHD_Response *resp = same ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
 					 : MHD_create_response_from_buffer(w->len, (void *)w->bytes,
 									   MHD_RESPMEM_PERSISTENT);

@@ -835,8 +835,7 @@ void runner_engines(runner *r, char *buf, size_t n)
 		cuda |= e && !strcmp(e, "cuda");
 	}
 	json_decref(devs);
-	snprintf(buf, n, "%s%s%s%s", cl ? "opencl," : "", cuda ? "cuda,tensor," : "", cl || cuda ? "trigeneous," : "",
-		 "cpu");
+	snprintf(buf, n, "%s%s%s", cl ? "opencl," : "", cuda ? "cuda," : "", "cpu");
 }
 
 json_t *runner_devices(runner *r)

@@ -60,8 +60,9 @@ int runner_busy(runner *r);
 void runner_current(runner *r, char id[37]);
 
 /* The running job's live volume (the worker's current iterate, or a
- * streaming FDK's partial sum): *fd gets a new read-only descriptor of
- * vol_bytes floats [z][y][x] (close it), *generation how many snapshots the
+ * streaming FDK's partial sum): *fd gets a duplicate of the memfd's
+ * descriptor, writable like it, so map it read-only (close it): vol_bytes
+ * floats [z][y][x]; *generation how many snapshots the
  * worker has announced (0 = none yet: the contents are zeros).  A reader may
  * see a snapshot being overwritten by the next one.  RC_ENOTFOUND when id is
  * not the running job or its worker has not started. */

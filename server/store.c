@@ -69,8 +69,10 @@ void node_row_clear(node_row *r)
 
 const char *store_spec_engine(const job_spec *spec)
 {
-	/* auto and cpu run on every node (each has a CPU) */
-	static const char *const placed[] = { "opencl", "cuda", "tensor", "trigeneous" };
+	/* auto and cpu run on every node (each has a CPU), and so do tensor (its
+	 * CPU path where there is no CUDA device) and trigeneous (whatever the
+	 * node has, its CPU alone included): only these two need a device */
+	static const char *const placed[] = { "opencl", "cuda" };
 	for (size_t i = 0; i < sizeof placed / sizeof placed[0]; i++)
 		if (!strcmp(spec->r.engine, placed[i]))
 			return placed[i];
@@ -185,6 +187,11 @@ int store_lease_lost(const job_row *r, const char *node, rc_err *err)
 		       r->node[0] ? r->node : "(none)", r->lease_until > 0 ? "" : " without a lease", node);
 }
 
+int store_not_held(const char *id, const char *node, rc_err *err)
+{
+	return rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, node);
+}
+
 int store_is_pg(const char *where)
 {
 	return where && (!strncmp(where, "postgresql://", 13) || !strncmp(where, "postgres://", 11));
@@ -253,7 +260,7 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 	/* A shared spool (PostgreSQL) may hold another daemon's job between its
 	 * files and its row: only directories older than a create can take. */
 	if (!rc)
-		norph = store_spool_sweep(st, strcmp(st->ops->name, "sqlite") ? STORE_ORPHAN_AGE_S : 0);
+		norph = store_spool_sweep(st, store_is_shared(st) ? STORE_ORPHAN_AGE_S : 0);
 	if (requeued)
 		*requeued = nre;
 	if (orphans)

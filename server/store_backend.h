@@ -108,6 +108,9 @@ int store_delete_unfinished(const struct job_row *r, rc_err *err);
 int store_priority_fixed(const struct job_row *r, rc_err *err);
 /* The RC_ESTATE of a renewal by node of r's lease that is no longer its. */
 int store_lease_lost(const struct job_row *r, const char *node, rc_err *err);
+/* The RC_ESTATE of a finish or progress of job id by node, which does not
+ * run it (any more). */
+int store_not_held(const char *id, const char *node, rc_err *err);
 
 /* The spool (store_spool.c): the same files for every backend. */
 

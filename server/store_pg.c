@@ -302,12 +302,28 @@ static void pg_close(store *base)
 	free(st);
 }
 
-/* Every operation: the lock, a live connection, the body, the lock again. */
+/* Every operation: the lock, a live connection, the body, then pg_leave
+ * at its label out_unlock. */
 #define PG_ENTER(st, err) \
 	pthread_mutex_lock(&(st)->lock); \
 	int rc = pg_ensure((st), (err)); \
 	if (rc) \
 		goto out_unlock
+
+/* The end of every operation: the transaction a failure left open is rolled
+ * back (nothing is sent when none is open), the lock released. */
+static void pg_leave(pg_store *st)
+{
+	pg_rollback(st);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* sql with p, then COMMIT: the end of a transaction (pg_begin_row). */
+static int pg_run_commit(pg_store *st, const char *what, const char *sql, const pgp *p, rc_err *err)
+{
+	int rc = pg_run(st, what, sql, p, NULL, err);
+	return rc ? rc : pg_run(st, what, "COMMIT", NULL, NULL, err);
+}
 
 /* --- jobs */
 
@@ -387,6 +403,14 @@ static int get_row(pg_store *st, const char *id, int with_bitmap, int lock, job_
 	return rc;
 }
 
+/* A transaction that decides on job id's row: BEGIN, then the row FOR
+ * UPDATE (another daemon's decision on it waits for this one's COMMIT). */
+static int pg_begin_row(pg_store *st, const char *what, const char *id, int with_bitmap, job_row *r, rc_err *err)
+{
+	int rc = pg_run(st, what, "BEGIN", NULL, NULL, err);
+	return rc ? rc : get_row(st, id, with_bitmap, 1, r, err);
+}
+
 static int pg_state_of(store *base, const char *id)
 {
 	pg_store *st = PG(base);
@@ -430,7 +454,7 @@ static int pg_recover(store *base, int *requeued, rc_err *err)
 			 "UPDATE jobs SET state=$1::int, updated=$2::float8, started=0, cancel_requested=0, node='',"
 			 " lease_until=0 WHERE state=$3::int AND node IN ($4, '')",
 			 &p2, &res, err)))
-		goto out_rollback;
+		goto out_unlock;
 	*requeued = pg_changes(res);
 	PQclear(res);
 	pgp q = { .n = 0 };
@@ -443,14 +467,11 @@ static int pg_recover(store *base, int *requeued, rc_err *err)
 			 "UPDATE pushes SET state=$2::int, next_try=0, node=''"
 			 " WHERE state=$2::int OR (state=$3::int AND node IN ($1::text, ''))",
 			 &q, NULL, err)) ||
-	    (rc = pg_run(st, "recover", "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, NULL, err)) ||
-	    (rc = pg_run(st, "recover", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	goto out_unlock;
-out_rollback:
-	pg_rollback(st);
+	    (rc = pg_run(st, "recover", "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, NULL, err)))
+		goto out_unlock;
+	rc = pg_run(st, "recover", "COMMIT", NULL, NULL, err);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -507,7 +528,7 @@ static int pg_insert(store *base, const char *id, const job_spec *spec, const ch
 			 " VALUES ($1, $2::int, $3, $4::int, $5::int, $6::float8, $6::float8, $7::int, $8::int, $9::int,"
 			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea, $17::int, $18)",
 			 &p, NULL, err)))
-		goto out_rollback;
+		goto out_unlock;
 	for (int i = 0; i < spec->out.npush; i++) {
 		pgp q = { .n = 0 };
 		p_str(&q, id);
@@ -518,15 +539,11 @@ static int pg_insert(store *base, const char *id, const job_spec *spec, const ch
 		if ((rc = pg_run(st, "insert push",
 				 "INSERT INTO pushes (job, dest, ord, state, updated) VALUES ($1, $2, $3::int, $4::int, $5::float8)",
 				 &q, NULL, err)))
-			goto out_rollback;
+			goto out_unlock;
 	}
-	if ((rc = pg_run(st, "insert", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	goto out_unlock;
-out_rollback:
-	pg_rollback(st);
+	rc = pg_run(st, "insert", "COMMIT", NULL, NULL, err);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	free(hex);
 	return rc;
 }
@@ -537,7 +554,7 @@ static int pg_get(store *base, const char *id, int with_bitmap, job_row *out, rc
 	PG_ENTER(st, err);
 	rc = get_row(st, id, with_bitmap, 0, out, err);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -565,7 +582,7 @@ static int pg_list(store *base, int state, int limit, int offset, job_row **rows
 			 state < 0 ? "SELECT COUNT(*) FROM jobs" : "SELECT COUNT(*) FROM jobs WHERE state=$1::int",
 			 &q, &cnt, err)) ||
 	    (rc = pg_run(st, "list", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
+		goto out_clear;
 	int nt = PQntuples(res);
 	job_row *out = calloc((size_t)(nt > 0 ? nt : 1), sizeof *out);
 	if (!out) {
@@ -577,14 +594,11 @@ static int pg_list(store *base, int state, int limit, int offset, job_row **rows
 	*rows = out;
 	*n = nt;
 	*total = atoi(PQgetvalue(cnt, 0, 0));
-	goto out_clear;
-out_rollback:
-	pg_rollback(st);
 out_clear:
 	PQclear(res);
 	PQclear(cnt);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -602,7 +616,7 @@ static int pg_counts(store *base, int *counts, rc_err *err)
 	}
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -613,13 +627,12 @@ static int pg_views(store *base, const char *id, int first, int last, int set, i
 	char *hex = NULL;
 	int ns, queue;
 	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "update views", "BEGIN", NULL, NULL, err)) ||
-	    (rc = get_row(st, id, 1, 1, &r, err)) ||
+	if ((rc = pg_begin_row(st, "update views", id, 1, &r, err)) ||
 	    (rc = store_views_apply(&r, first, last, set, &ns, &queue, err)) || ns < 0)
-		goto out_rollback; /* refused, or nothing to commit */
+		goto out; /* refused, or nothing to commit */
 	if (!r.present || !(hex = hex_bytea(r.present, ((size_t)r.views_expected + 7) / 8))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
-		goto out_rollback;
+		goto out;
 	}
 	pgp p = { .n = 0 };
 	p_str(&p, hex);
@@ -630,24 +643,18 @@ static int pg_views(store *base, const char *id, int first, int last, int set, i
 	p_str(&p, id);
 	p_int(&p, r.streaming);
 	p_int(&p, r.views_cleared);
-	if ((rc = pg_run(st, "update views",
-			 "UPDATE jobs SET present=$1::bytea, views_present=$2::int, state=$3::int, updated=$4::float8,"
-			 " queued=CASE WHEN $5::boolean THEN $4::float8 ELSE queued END,"
-			 " queue_seq=CASE WHEN $5::boolean THEN nextval('recond_queue_seq') ELSE queue_seq END,"
-			 " streaming=$7::int, views_cleared=$8::bigint WHERE id=$6",
-			 &p, NULL, err)) ||
-	    (rc = pg_run(st, "update views", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	if (ret_state)
+	if (!(rc = pg_run_commit(st, "update views",
+				 "UPDATE jobs SET present=$1::bytea, views_present=$2::int, state=$3::int, updated=$4::float8,"
+				 " queued=CASE WHEN $5::boolean THEN $4::float8 ELSE queued END,"
+				 " queue_seq=CASE WHEN $5::boolean THEN nextval('recond_queue_seq') ELSE queue_seq END,"
+				 " streaming=$7::int, views_cleared=$8::bigint WHERE id=$6",
+				 &p, err)) && ret_state)
 		*ret_state = ns;
-	goto out;
-out_rollback:
-	pg_rollback(st);
 out:
 	free(hex);
 	job_row_clear(&r);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -658,28 +665,21 @@ static int pg_start(store *base, const char *id, int *ret_changed, rc_err *err)
 	int go = 0;
 	PG_ENTER(st, err);
 	*ret_changed = 0;
-	if ((rc = pg_run(st, "start", "BEGIN", NULL, NULL, err)) ||
-	    (rc = get_row(st, id, 0, 1, &r, err)) ||
-	    (rc = store_start_check(&r, &go, err)) || !go)
-		goto out_rollback;
+	if ((rc = pg_begin_row(st, "start", id, 0, &r, err)) || (rc = store_start_check(&r, &go, err)) || !go)
+		goto out;
 	pgp p = { .n = 0 };
 	p_int(&p, JOB_QUEUED);
 	p_dbl(&p, store_now());
 	p_str(&p, id);
-	if ((rc = pg_run(st, "start",
-			 "UPDATE jobs SET state=$1::int, updated=$2::float8, queued=$2::float8,"
-			 " queue_seq=nextval('recond_queue_seq') WHERE id=$3",
-			 &p, NULL, err)) ||
-	    (rc = pg_run(st, "start", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	*ret_changed = 1;
-	goto out;
-out_rollback:
-	pg_rollback(st);
+	if (!(rc = pg_run_commit(st, "start",
+				 "UPDATE jobs SET state=$1::int, updated=$2::float8, queued=$2::float8,"
+				 " queue_seq=nextval('recond_queue_seq') WHERE id=$3",
+				 &p, err)))
+		*ret_changed = 1;
 out:
 	job_row_clear(&r);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -713,7 +713,7 @@ static int pg_take_next(store *base, const char *node, double lease_s, const cha
 		rc = rc_fail(err, RC_ENOTFOUND, "", "the queue is empty");
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -743,7 +743,7 @@ static int pg_lease_renew(store *base, const char *id, const char *node, double 
 		job_row_clear(&r);
 	}
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -761,7 +761,7 @@ static int pg_lease_expire(store *base, int max_attempts, int *ret_n, rc_err *er
 	PG_ENTER(st, err);
 	if ((rc = pg_run(st, "lease expiry", "BEGIN", NULL, NULL, err)) ||
 	    (rc = pg_run(st, "lease expiry", "SELECT " PG_NOW, NULL, &res, err)))
-		goto out_rollback;
+		goto out_unlock;
 	/* one now for the three steps: $1 now, $2 running, $3 the new state */
 	const char *now = PQgetvalue(res, 0, 0);
 	p_str(&a, now);
@@ -796,16 +796,10 @@ static int pg_lease_expire(store *base, int max_attempts, int *ret_n, rc_err *er
 		}
 	}
 	PQclear(now_res);
-	if (rc)
-		goto out_rollback;
-	if ((rc = pg_run(st, "lease expiry", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	*ret_n = n;
-	goto out_unlock;
-out_rollback:
-	pg_rollback(st);
+	if (!rc && !(rc = pg_run(st, "lease expiry", "COMMIT", NULL, NULL, err)))
+		*ret_n = n;
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -814,11 +808,11 @@ static int pg_cancel(store *base, const char *id, int *ret_state, rc_err *err)
 	pg_store *st = PG(base);
 	job_row r = { .present = NULL };
 	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "cancel", "BEGIN", NULL, NULL, err)) || (rc = get_row(st, id, 0, 1, &r, err)))
-		goto out_rollback;
+	if ((rc = pg_begin_row(st, "cancel", id, 0, &r, err)))
+		goto out;
 	if (JOB_BIT(r.state) & JOB_FINAL) {
 		rc = store_cancel_final(&r, err);
-		goto out_rollback;
+		goto out;
 	}
 	int running = r.state == JOB_RUNNING;
 	pgp p = { .n = 0 };
@@ -826,21 +820,16 @@ static int pg_cancel(store *base, const char *id, int *ret_state, rc_err *err)
 	p_str(&p, id);
 	if (!running)
 		p_int(&p, JOB_CANCELLED);
-	if ((rc = pg_run(st, "cancel",
-			 running ? "UPDATE jobs SET cancel_requested=1, updated=$1::float8 WHERE id=$2"
-				 : "UPDATE jobs SET state=$3::int, updated=$1::float8, finished=$1::float8,"
-				   " error_code='cancelled', error_message='cancelled by request' WHERE id=$2",
-			 &p, NULL, err)) ||
-	    (rc = pg_run(st, "cancel", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	*ret_state = running ? JOB_RUNNING : JOB_CANCELLED;
-	goto out;
-out_rollback:
-	pg_rollback(st);
+	if (!(rc = pg_run_commit(st, "cancel",
+				 running ? "UPDATE jobs SET cancel_requested=1, updated=$1::float8 WHERE id=$2"
+					 : "UPDATE jobs SET state=$3::int, updated=$1::float8, finished=$1::float8,"
+					   " error_code='cancelled', error_message='cancelled by request' WHERE id=$2",
+				 &p, err)))
+		*ret_state = running ? JOB_RUNNING : JOB_CANCELLED;
 out:
 	job_row_clear(&r);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -864,7 +853,7 @@ static int pg_stream_pause(store *base, const char *id, rc_err *err)
 		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s any more", id, st->base.node);
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -873,29 +862,24 @@ static int pg_set_priority(store *base, const char *id, int priority, int *ret_s
 	pg_store *st = PG(base);
 	job_row r = { .present = NULL };
 	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "priority", "BEGIN", NULL, NULL, err)) || (rc = get_row(st, id, 0, 1, &r, err)))
-		goto out_rollback;
+	if ((rc = pg_begin_row(st, "priority", id, 0, &r, err)))
+		goto out;
 	/* the row is locked: a job checked here is not taken before the update */
 	if (!(JOB_BIT(r.state) & (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED)))) {
 		rc = store_priority_fixed(&r, err);
-		goto out_rollback;
+		goto out;
 	}
 	pgp p = { .n = 0 };
 	p_int(&p, priority);
 	p_dbl(&p, store_now());
 	p_str(&p, id);
-	if ((rc = pg_run(st, "priority", "UPDATE jobs SET priority=$1::int, updated=$2::float8 WHERE id=$3", &p, NULL,
-			 err)) ||
-	    (rc = pg_run(st, "priority", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	*ret_state = r.state;
-	goto out;
-out_rollback:
-	pg_rollback(st);
+	if (!(rc = pg_run_commit(st, "priority", "UPDATE jobs SET priority=$1::int, updated=$2::float8 WHERE id=$3", &p,
+				 err)))
+		*ret_state = r.state;
 out:
 	job_row_clear(&r);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -928,10 +912,10 @@ static int pg_finish(store *base, const char *id, int state, const char *err_cod
 			 &p, &res, err)))
 		goto out_unlock;
 	if (pg_changes(res) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
+		rc = store_not_held(id, st->base.node, err);
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -949,10 +933,10 @@ static int pg_progress(store *base, const char *id, const char *progress, rc_err
 			 &res, err)))
 		goto out_unlock;
 	if (pg_changes(res) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
+		rc = store_not_held(id, st->base.node, err);
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -972,7 +956,7 @@ static int pg_node_heartbeat(store *base, const char *devices, const char *runni
 		    " started=$4::float8",
 		    &p, NULL, err);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1004,7 +988,7 @@ static int pg_nodes_list(store *base, node_row **rows, int *n, rc_err *err)
 out_clear:
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1015,24 +999,19 @@ static int pg_delete_row(store *base, const char *id, rc_err *err)
 	pgp p = { .n = 0 };
 	p_str(&p, id);
 	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "delete", "BEGIN", NULL, NULL, err)) || (rc = get_row(st, id, 0, 1, &r, err)))
-		goto out_rollback;
+	if ((rc = pg_begin_row(st, "delete", id, 0, &r, err)))
+		goto out;
 	if (!(JOB_BIT(r.state) & JOB_FINAL)) {
 		rc = store_delete_unfinished(&r, err);
-		goto out_rollback;
+		goto out;
 	}
 	/* the row and its pushes together */
-	if ((rc = pg_run(st, "delete", "DELETE FROM jobs WHERE id=$1", &p, NULL, err)) ||
-	    (rc = pg_run(st, "delete", "DELETE FROM pushes WHERE job=$1", &p, NULL, err)) ||
-	    (rc = pg_run(st, "delete", "COMMIT", NULL, NULL, err)))
-		goto out_rollback;
-	goto out;
-out_rollback:
-	pg_rollback(st);
+	if (!(rc = pg_run(st, "delete", "DELETE FROM jobs WHERE id=$1", &p, NULL, err)))
+		rc = pg_run_commit(st, "delete", "DELETE FROM pushes WHERE job=$1", &p, err);
 out:
 	job_row_clear(&r);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1059,7 +1038,7 @@ static int pg_expired(store *base, double before, char (*ids)[37], int max, int 
 	*ret_n = n < max ? n : max;
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1104,7 +1083,7 @@ static int pg_push_list(store *base, const char *id, push_row **rows, int *n, rc
 		*n = nt;
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1148,7 +1127,7 @@ static int pg_push_take(store *base, double now, push_row *out, double *next_due
 	PQclear(res);
 	rc = RC_ENOTFOUND;
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1171,7 +1150,7 @@ static int pg_push_update(store *base, const push_row *r, rc_err *err)
 		    " updated=$6::float8, error=$7 WHERE job=$8 AND dest=$9",
 		    &p, NULL, err);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 
@@ -1204,7 +1183,7 @@ static int pg_push_again(store *base, const char *id, int *n, rc_err *err)
 	*n = pg_changes(res);
 	PQclear(res);
 out_unlock:
-	pthread_mutex_unlock(&st->lock);
+	pg_leave(st);
 	return rc;
 }
 

@@ -10,18 +10,11 @@
  */
 #include "store.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "durable.h"
 #include "log.h"
@@ -92,6 +85,18 @@ static int exec_sql(sq_store *st, const char *sql, rc_err *err)
 		return rc;
 	}
 	return 0;
+}
+
+int sq_prepare(sq_store *st, const char *sql, sqlite3_stmt **q, const char *what, rc_err *err)
+{
+	return sqlite3_prepare_v2(st->db, sql, -1, q, NULL) == SQLITE_OK ? 0 : db_fail(st, err, what);
+}
+
+int sq_step_done(sq_store *st, sqlite3_stmt *q, const char *what, rc_err *err)
+{
+	int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, what);
+	sqlite3_finalize(q);
+	return rc;
 }
 
 /* Version 1: the tables as they were before the version table; a store made
@@ -268,46 +273,31 @@ out:
 static int sq_recover(store *base, int *requeued, rc_err *err)
 {
 	sq_store *st = SQ(base);
-	int rc = 0;
-	pthread_mutex_lock(&st->lock);
 	sqlite3_stmt *q;
+	pthread_mutex_lock(&st->lock);
 	/* A running job whose cancel was acknowledged (202) ends cancelled, as
 	 * it would have had the daemon lived; the other running jobs go back to
 	 * the front of their priority class. */
-	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code='cancelled',"
-			       " error_message='cancelled by request', lease_until=0"
-			       " WHERE state=?3 AND cancel_requested=1",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "recover");
-		goto out;
+	int rc = sq_prepare(st, "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code='cancelled',"
+			    " error_message='cancelled by request', lease_until=0 WHERE state=?3 AND cancel_requested=1",
+			    &q, "recover", err);
+	if (!rc) {
+		sqlite3_bind_int(q, 1, JOB_CANCELLED);
+		sqlite3_bind_double(q, 2, store_now());
+		sqlite3_bind_int(q, 3, JOB_RUNNING);
+		rc = sq_step_done(st, q, "recover", err);
 	}
-	sqlite3_bind_int(q, 1, JOB_CANCELLED);
-	sqlite3_bind_double(q, 2, store_now());
-	sqlite3_bind_int(q, 3, JOB_RUNNING);
-	int s = sqlite3_step(q);
-	sqlite3_finalize(q);
-	if (s != SQLITE_DONE) {
-		rc = db_fail(st, err, "recover");
-		goto out;
+	if (!rc && !(rc = sq_prepare(st, "UPDATE jobs SET state=?, updated=?, started=0, cancel_requested=0,"
+				     " node='', lease_until=0 WHERE state=?", &q, "recover", err))) {
+		sqlite3_bind_int(q, 1, JOB_QUEUED);
+		sqlite3_bind_double(q, 2, store_now());
+		sqlite3_bind_int(q, 3, JOB_RUNNING);
+		rc = sq_step_done(st, q, "recover", err);
 	}
-	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET state=?, updated=?, started=0, cancel_requested=0,"
-			       " node='', lease_until=0 WHERE state=?",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "recover");
-		goto out;
+	if (!rc) {
+		*requeued = sqlite3_changes(st->db);
+		rc = store_push_recover_locked(st, err);
 	}
-	sqlite3_bind_int(q, 1, JOB_QUEUED);
-	sqlite3_bind_double(q, 2, store_now());
-	sqlite3_bind_int(q, 3, JOB_RUNNING);
-	if (sqlite3_step(q) != SQLITE_DONE) {
-		sqlite3_finalize(q);
-		rc = db_fail(st, err, "recover");
-		goto out;
-	}
-	sqlite3_finalize(q);
-	*requeued = sqlite3_changes(st->db);
-	rc = store_push_recover_locked(st, err);
-out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
@@ -324,12 +314,10 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 	int rc = 0;
 	if ((rc = exec_sql(st, "BEGIN IMMEDIATE", err))) {
 		/* nothing written */
-	} else if (sqlite3_prepare_v2(st->db,
-			       "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
-			       " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
-			       " summary, present, stream, engine) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "insert");
+	} else if ((rc = sq_prepare(st, "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
+				    " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
+				    " summary, present, stream, engine) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				    &q, "insert", err))) {
 		exec_sql(st, "ROLLBACK", NULL);
 	} else {
 		double now = store_now();
@@ -353,9 +341,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 		sqlite3_bind_blob(q, 18, bits, (int)nbits, SQLITE_STATIC);
 		sqlite3_bind_int(q, 19, spec->stream);
 		sqlite3_bind_text(q, 20, store_spec_engine(spec), -1, SQLITE_STATIC);
-		if (sqlite3_step(q) != SQLITE_DONE)
-			rc = db_fail(st, err, "insert");
-		sqlite3_finalize(q);
+		rc = sq_step_done(st, q, "insert", err);
 		if (!rc && spec->out.npush)
 			rc = store_push_insert_locked(st, id, spec, err);
 		if (!rc)
@@ -531,15 +517,11 @@ static int sq_views(store *base, const char *id, int first, int last, int set, i
 	if ((rc = store_views_apply(&r, first, last, set, &ns, &queue, err)) || ns < 0)
 		goto out; /* refused, or nothing to commit */
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(st->db,
-			       "UPDATE jobs SET present=?1, views_present=?2, state=?3, updated=?4,"
-			       " queued=CASE WHEN ?5 THEN ?4 ELSE queued END,"
-			       " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END, streaming=?8, views_cleared=?9"
-			       " WHERE id=?7",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "update views");
+	if ((rc = sq_prepare(st, "UPDATE jobs SET present=?1, views_present=?2, state=?3, updated=?4,"
+			     " queued=CASE WHEN ?5 THEN ?4 ELSE queued END,"
+			     " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END, streaming=?8, views_cleared=?9"
+			     " WHERE id=?7", &q, "update views", err)))
 		goto out;
-	}
 	sqlite3_bind_int(q, 8, r.streaming);
 	sqlite3_bind_int64(q, 9, r.views_cleared);
 	sqlite3_bind_blob(q, 1, r.present, (r.views_expected + 7) / 8, SQLITE_STATIC);
@@ -549,12 +531,11 @@ static int sq_views(store *base, const char *id, int first, int last, int set, i
 	sqlite3_bind_int(q, 5, queue);
 	sqlite3_bind_int64(q, 6, st->queue_seq + 1);
 	sqlite3_bind_text(q, 7, id, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = db_fail(st, err, "update views");
-	else if (queue)
+	if ((rc = sq_step_done(st, q, "update views", err)))
+		goto out;
+	if (queue)
 		st->queue_seq++;
-	sqlite3_finalize(q);
-	if (!rc && ret_state)
+	if (ret_state)
 		*ret_state = ns;
 out:
 	job_row_clear(&r);
@@ -569,17 +550,16 @@ static int transition(sq_store *st, const char *id, job_state from, job_state to
 	char sql[512];
 	sqlite3_stmt *q;
 	snprintf(sql, sizeof sql, "UPDATE jobs SET state=?1, updated=?2%s WHERE id=?3 AND state=?4", extra ? extra : "");
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return db_fail(st, err, "transition");
+	int rc = sq_prepare(st, sql, &q, "transition", err);
+	if (rc)
+		return rc;
 	sqlite3_bind_int(q, 1, to);
 	sqlite3_bind_double(q, 2, store_now());
 	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 4, from);
 	sqlite3_bind_int64(q, 5, st->queue_seq + 1);
-	int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "transition");
-	if (!rc && sqlite3_changes(st->db) != 1)
+	if (!(rc = sq_step_done(st, q, "transition", err)) && sqlite3_changes(st->db) != 1)
 		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not %s any more", id, job_state_name(from));
-	sqlite3_finalize(q);
 	return rc;
 }
 
@@ -613,15 +593,12 @@ static int sq_take_next(store *base, const char *node, double lease_s, const cha
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	pthread_mutex_lock(&st->lock);
-	int rc;
 	/* placement: a job that needs no engine, or one of the node's */
-	if (sqlite3_prepare_v2(st->db, "SELECT id FROM jobs WHERE state=?1 AND (?2 IS NULL OR engine=''"
-			       " OR instr(',' || ?2 || ',', ',' || engine || ',') > 0)"
-			       " ORDER BY priority DESC, queue_seq ASC LIMIT 1",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "queue");
+	int rc = sq_prepare(st, "SELECT id FROM jobs WHERE state=?1 AND (?2 IS NULL OR engine=''"
+			    " OR instr(',' || ?2 || ',', ',' || engine || ',') > 0)"
+			    " ORDER BY priority DESC, queue_seq ASC LIMIT 1", &q, "queue", err);
+	if (rc)
 		goto out;
-	}
 	sqlite3_bind_int(q, 1, JOB_QUEUED);
 	if (engines)
 		sqlite3_bind_text(q, 2, engines, -1, SQLITE_STATIC);
@@ -634,14 +611,9 @@ static int sq_take_next(store *base, const char *node, double lease_s, const cha
 	}
 	snprintf(id, 37, "%s", (const char *)sqlite3_column_text(q, 0));
 	sqlite3_finalize(q);
-	/* transition's ?5 is the queue sequence: the lease goes in ?6 and ?7 */
-	if (sqlite3_prepare_v2(st->db,
-			       "UPDATE jobs SET state=?1, updated=?2, started=?2, cancel_requested=0, node=?5,"
-			       " lease_until=?6, progress=NULL WHERE id=?3 AND state=?4",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "take");
+	if ((rc = sq_prepare(st, "UPDATE jobs SET state=?1, updated=?2, started=?2, cancel_requested=0, node=?5,"
+			     " lease_until=?6, progress=NULL WHERE id=?3 AND state=?4", &q, "take", err)))
 		goto out;
-	}
 	double now = store_now();
 	sqlite3_bind_int(q, 1, JOB_RUNNING);
 	sqlite3_bind_double(q, 2, now);
@@ -649,8 +621,7 @@ static int sq_take_next(store *base, const char *node, double lease_s, const cha
 	sqlite3_bind_int(q, 4, JOB_QUEUED);
 	sqlite3_bind_text(q, 5, node, -1, SQLITE_STATIC);
 	sqlite3_bind_double(q, 6, lease_s > 0 ? now + lease_s : 0);
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "take");
-	sqlite3_finalize(q);
+	rc = sq_step_done(st, q, "take", err);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
@@ -663,18 +634,15 @@ static int sq_lease_renew(store *base, const char *id, const char *node, double 
 	sqlite3_stmt *q;
 	job_row r;
 	pthread_mutex_lock(&st->lock);
-	int rc = 0;
-	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET lease_until=? WHERE id=? AND state=? AND node=? AND lease_until>0",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "renew");
+	int rc = sq_prepare(st, "UPDATE jobs SET lease_until=? WHERE id=? AND state=? AND node=? AND lease_until>0", &q,
+			    "renew", err);
+	if (rc)
 		goto out;
-	}
 	sqlite3_bind_double(q, 1, store_now() + lease_s);
 	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 3, JOB_RUNNING);
 	sqlite3_bind_text(q, 4, node, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "renew");
-	sqlite3_finalize(q);
+	rc = sq_step_done(st, q, "renew", err);
 	int held = !rc && sqlite3_changes(st->db) == 1;
 	if (rc || (rc = get_locked(st, id, 0, &r, err)))
 		goto out;
@@ -691,17 +659,16 @@ out:
 static int expire_step(sq_store *st, const char *sql, double now, int max_attempts, int *n, rc_err *err)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return db_fail(st, err, "lease expiry");
+	int rc = sq_prepare(st, sql, &q, "lease expiry", err);
+	if (rc)
+		return rc;
 	sqlite3_bind_double(q, 1, now);
 	sqlite3_bind_int(q, 2, JOB_RUNNING);
 	sqlite3_bind_int(q, 3, max_attempts);
 	sqlite3_bind_int(q, 4, JOB_CANCELLED);
 	sqlite3_bind_int(q, 5, JOB_FAILED);
 	sqlite3_bind_int(q, 6, JOB_QUEUED);
-	int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "lease expiry");
-	sqlite3_finalize(q);
-	if (!rc)
+	if (!(rc = sq_step_done(st, q, "lease expiry", err)))
 		*n += sqlite3_changes(st->db);
 	return rc;
 }
@@ -754,13 +721,10 @@ static int sq_cancel(store *base, const char *id, int *ret_state, rc_err *err)
 		rc = store_cancel_final(&r, err);
 	} else if (r.state == JOB_RUNNING) {
 		sqlite3_stmt *q;
-		if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET cancel_requested=1, updated=? WHERE id=?", -1, &q, NULL)) {
-			rc = db_fail(st, err, "cancel");
-		} else {
+		if (!(rc = sq_prepare(st, "UPDATE jobs SET cancel_requested=1, updated=? WHERE id=?", &q, "cancel", err))) {
 			sqlite3_bind_double(q, 1, store_now());
 			sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-			rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "cancel");
-			sqlite3_finalize(q);
+			rc = sq_step_done(st, q, "cancel", err);
 		}
 		if (!rc)
 			*ret_state = JOB_RUNNING;
@@ -800,16 +764,12 @@ static int sq_set_priority(store *base, const char *id, int priority, int *ret_s
 		rc = store_priority_fixed(&r, err);
 		goto out;
 	}
-	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET priority=?, updated=? WHERE id=?", -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "priority");
+	if ((rc = sq_prepare(st, "UPDATE jobs SET priority=?, updated=? WHERE id=?", &q, "priority", err)))
 		goto out;
-	}
 	sqlite3_bind_int(q, 1, priority);
 	sqlite3_bind_double(q, 2, store_now());
 	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "priority");
-	sqlite3_finalize(q);
-	if (!rc)
+	if (!(rc = sq_step_done(st, q, "priority", err)))
 		*ret_state = r.state;
 out:
 	job_row_clear(&r);
@@ -824,16 +784,14 @@ static int sq_finish(store *base, const char *id, int state, const char *err_cod
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	pthread_mutex_lock(&st->lock);
-	int rc = 0;
 	const char *sql = state == JOB_QUEUED
 		? "UPDATE jobs SET state=?1, updated=?2, started=0, cancel_requested=0, node='', lease_until=0,"
 		  " progress=NULL WHERE id=?6 AND state=?7 AND node=?8"
 		: "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code=?3, error_message=?4,"
 		  " report=COALESCE(?5, report), lease_until=0 WHERE id=?6 AND state=?7 AND node=?8";
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "finish");
+	int rc = sq_prepare(st, sql, &q, "finish", err);
+	if (rc)
 		goto out;
-	}
 	sqlite3_bind_int(q, 1, state);
 	sqlite3_bind_double(q, 2, store_now());
 	if (state != JOB_QUEUED) {
@@ -847,11 +805,8 @@ static int sq_finish(store *base, const char *id, int state, const char *err_cod
 	sqlite3_bind_text(q, 6, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 7, JOB_RUNNING);
 	sqlite3_bind_text(q, 8, st->base.node, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = db_fail(st, err, "finish");
-	else if (sqlite3_changes(st->db) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
-	sqlite3_finalize(q);
+	if (!(rc = sq_step_done(st, q, "finish", err)) && sqlite3_changes(st->db) != 1)
+		rc = store_not_held(id, st->base.node, err);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
@@ -862,21 +817,15 @@ static int sq_progress(store *base, const char *id, const char *progress, rc_err
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
 	pthread_mutex_lock(&st->lock);
-	int rc = 0;
-	if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET progress=? WHERE id=? AND state=? AND node=?", -1, &q, NULL) !=
-	    SQLITE_OK) {
-		rc = db_fail(st, err, "progress");
+	int rc = sq_prepare(st, "UPDATE jobs SET progress=? WHERE id=? AND state=? AND node=?", &q, "progress", err);
+	if (rc)
 		goto out;
-	}
 	sqlite3_bind_text(q, 1, progress, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 3, JOB_RUNNING);
 	sqlite3_bind_text(q, 4, st->base.node, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = db_fail(st, err, "progress");
-	else if (sqlite3_changes(st->db) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, st->base.node);
-	sqlite3_finalize(q);
+	if (!(rc = sq_step_done(st, q, "progress", err)) && sqlite3_changes(st->db) != 1)
+		rc = store_not_held(id, st->base.node, err);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
@@ -886,7 +835,7 @@ out:
 static int sq_node_heartbeat(store *base, const char *devices, const char *running, double started, rc_err *err)
 {
 	sq_store *st = SQ(base);
-	sqlite3_stmt *q = NULL;
+	sqlite3_stmt *q;
 	pthread_mutex_lock(&st->lock);
 	/* a heartbeat lost in a crash is harmless: no fsync of the WAL every
 	 * 2 s for it (the next FULL commit syncs it along); under the lock, so
@@ -894,33 +843,24 @@ static int sq_node_heartbeat(store *base, const char *devices, const char *runni
 	int rc = exec_sql(st, "PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE", err);
 	if (rc)
 		goto out;
-	if (sqlite3_prepare_v2(st->db, "DELETE FROM nodes WHERE name<>?1", -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "heartbeat");
-		goto out_rollback;
+	if (!(rc = sq_prepare(st, "DELETE FROM nodes WHERE name<>?1", &q, "heartbeat", err))) {
+		sqlite3_bind_text(q, 1, st->base.node, -1, SQLITE_STATIC);
+		rc = sq_step_done(st, q, "heartbeat", err);
 	}
-	sqlite3_bind_text(q, 1, st->base.node, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "heartbeat");
-	sqlite3_finalize(q);
-	q = NULL;
+	if (!rc && !(rc = sq_prepare(st, "INSERT INTO nodes (name, devices, running, heartbeat, started)"
+				     " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET devices=?2, running=?3,"
+				     " heartbeat=?4, started=?5", &q, "heartbeat", err))) {
+		sqlite3_bind_text(q, 1, st->base.node, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, devices, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 3, running, -1, SQLITE_STATIC);
+		sqlite3_bind_double(q, 4, store_now());
+		sqlite3_bind_double(q, 5, started);
+		rc = sq_step_done(st, q, "heartbeat", err);
+	}
+	if (!rc)
+		rc = exec_sql(st, "COMMIT", err);
 	if (rc)
-		goto out_rollback;
-	if (sqlite3_prepare_v2(st->db, "INSERT INTO nodes (name, devices, running, heartbeat, started)"
-			       " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET devices=?2, running=?3,"
-			       " heartbeat=?4, started=?5", -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "heartbeat");
-		goto out_rollback;
-	}
-	sqlite3_bind_text(q, 1, st->base.node, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, devices, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, running, -1, SQLITE_STATIC);
-	sqlite3_bind_double(q, 4, store_now());
-	sqlite3_bind_double(q, 5, started);
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "heartbeat");
-	sqlite3_finalize(q);
-	if (!rc && !(rc = exec_sql(st, "COMMIT", err)))
-		goto out;
-out_rollback:
-	exec_sql(st, "ROLLBACK", NULL);
+		exec_sql(st, "ROLLBACK", NULL);
 out:
 	exec_sql(st, "PRAGMA synchronous=FULL", NULL);
 	pthread_mutex_unlock(&st->lock);
@@ -979,12 +919,9 @@ static int delete_locked(sq_store *st, const char *id, rc_err *err)
 	int rc = exec_sql(st, "BEGIN IMMEDIATE", err); /* the row and its pushes together */
 	if (rc)
 		return rc;
-	if (sqlite3_prepare_v2(st->db, "DELETE FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK) {
-		rc = db_fail(st, err, "delete");
-	} else {
+	if (!(rc = sq_prepare(st, "DELETE FROM jobs WHERE id=?", &q, "delete", err))) {
 		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-		rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_fail(st, err, "delete");
-		sqlite3_finalize(q);
+		rc = sq_step_done(st, q, "delete", err);
 	}
 	if (!rc)
 		rc = store_push_delete_locked(st, id, err);

@@ -23,6 +23,11 @@ typedef struct sq_store {
 #define SQ(st) ((sq_store *)(st))
 
 int store_db_fail(sq_store *st, rc_err *err, const char *what);
+/* sqlite3_prepare_v2 of sql into *q: 0, or store_db_fail's error of what. */
+int sq_prepare(sq_store *st, const char *sql, sqlite3_stmt **q, const char *what, rc_err *err);
+/* Steps q (a statement that returns no row) to its end and finalizes it: 0,
+ * or store_db_fail's error of what.  sqlite3_changes still counts its rows. */
+int sq_step_done(sq_store *st, sqlite3_stmt *q, const char *what, rc_err *err);
 
 /* One row per (job, destination) of output.push; a table of its own so that
  * stores made before it gain it with CREATE TABLE IF NOT EXISTS. */

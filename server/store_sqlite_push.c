@@ -9,10 +9,8 @@
 int store_push_insert_locked(sq_store *st, const char *id, const job_spec *spec, rc_err *err)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(st->db, "INSERT INTO pushes (job, dest, ord, state, updated) VALUES (?,?,?,?,?)", -1, &q,
-			       NULL) != SQLITE_OK)
-		return store_db_fail(st, err, "insert push");
-	int rc = 0;
+	int rc = sq_prepare(st, "INSERT INTO pushes (job, dest, ord, state, updated) VALUES (?,?,?,?,?)", &q,
+			    "insert push", err);
 	for (int i = 0; i < spec->out.npush && !rc; i++) {
 		sqlite3_reset(q);
 		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -30,13 +28,12 @@ int store_push_insert_locked(sq_store *st, const char *id, const job_spec *spec,
 static int exec1(sq_store *st, const char *sql, const char *id, rc_err *err)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return store_db_fail(st, err, "pushes");
+	int rc = sq_prepare(st, sql, &q, "pushes", err);
+	if (rc)
+		return rc;
 	if (id)
 		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : store_db_fail(st, err, "pushes");
-	sqlite3_finalize(q);
-	return rc;
+	return sq_step_done(st, q, "pushes", err);
 }
 
 int store_push_delete_locked(sq_store *st, const char *id, rc_err *err)
@@ -141,18 +138,13 @@ int sq_push_take(store *base, double now, push_row *out, double *next_due, rc_er
 	sqlite3_finalize(q);
 	if (rc)
 		goto out;
-	if (sqlite3_prepare_v2(st->db, "UPDATE pushes SET state=?, updated=? WHERE job=? AND dest=?", -1, &q, NULL) !=
-	    SQLITE_OK) {
-		rc = store_db_fail(st, err, "take push");
+	if ((rc = sq_prepare(st, "UPDATE pushes SET state=?, updated=? WHERE job=? AND dest=?", &q, "take push", err)))
 		goto out;
-	}
 	sqlite3_bind_int(q, 1, PUSH_SENDING);
 	sqlite3_bind_double(q, 2, now);
 	sqlite3_bind_text(q, 3, out->job, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 4, out->dest, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = store_db_fail(st, err, "take push");
-	sqlite3_finalize(q);
+	rc = sq_step_done(st, q, "take push", err);
 	out->state = PUSH_SENDING;
 out:
 	pthread_mutex_unlock(&st->lock);
@@ -163,15 +155,11 @@ int sq_push_update(store *base, const push_row *p, rc_err *err)
 {
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
-	int rc = 0;
 	pthread_mutex_lock(&st->lock);
-	if (sqlite3_prepare_v2(st->db,
-			       "UPDATE pushes SET state=?, attempts=?, sent=?, total=?, next_try=?, updated=?, error=?"
-			       " WHERE job=? AND dest=?",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = store_db_fail(st, err, "update push");
+	int rc = sq_prepare(st, "UPDATE pushes SET state=?, attempts=?, sent=?, total=?, next_try=?, updated=?, error=?"
+			    " WHERE job=? AND dest=?", &q, "update push", err);
+	if (rc)
 		goto out;
-	}
 	sqlite3_bind_int(q, 1, p->state);
 	sqlite3_bind_int(q, 2, p->attempts);
 	sqlite3_bind_int(q, 3, p->sent);
@@ -181,9 +169,7 @@ int sq_push_update(store *base, const push_row *p, rc_err *err)
 	sqlite3_bind_text(q, 7, p->error, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 8, p->job, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 9, p->dest, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = store_db_fail(st, err, "update push");
-	sqlite3_finalize(q);
+	rc = sq_step_done(st, q, "update push", err);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
@@ -212,22 +198,15 @@ int sq_push_again(store *base, const char *id, int *n, rc_err *err)
 		rc = rc_fail(err, RC_ENOTFOUND, "output.push", "job %s names no destination in output.push", id);
 		goto out;
 	}
-	if (sqlite3_prepare_v2(st->db,
-			       "UPDATE pushes SET state=?, attempts=0, sent=0, next_try=0, error='', updated=?"
-			       " WHERE job=? AND state<>?",
-			       -1, &q, NULL) != SQLITE_OK) {
-		rc = store_db_fail(st, err, "push again");
+	if ((rc = sq_prepare(st, "UPDATE pushes SET state=?, attempts=0, sent=0, next_try=0, error='', updated=?"
+			     " WHERE job=? AND state<>?", &q, "push again", err)))
 		goto out;
-	}
 	sqlite3_bind_int(q, 1, PUSH_PENDING);
 	sqlite3_bind_double(q, 2, store_now());
 	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 4, PUSH_SENDING);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = store_db_fail(st, err, "push again");
-	else
+	if (!(rc = sq_step_done(st, q, "push again", err)))
 		*n = sqlite3_changes(st->db);
-	sqlite3_finalize(q);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;

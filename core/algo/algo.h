@@ -79,6 +79,8 @@ typedef struct rc_algo_params {
 	rc_filter_window window; /* FDK */
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
+	int streaming;           /* FDK run with hooks->views: one more volume
+	                            (rc_algo_vectors; the caller sets both) */
 	rc_projector projector;  /* iterative cone/matrices jobs on a host backend */
 	size_t subset_cache_bytes; /* SART / OS-EM: per-subset column sums kept
 	                              up to this many bytes, beyond it recomputed

@@ -41,9 +41,9 @@ void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *
 	int S = rc_algo_subsets(p, rc_geom_nviews(g));
 	int tv = p->tv_weight > 0.0;
 	switch (p->name) {
-	/* FDK: 2 volumes, for a streaming run's scratch volume (its groups are
-	 * back-projected apart and added: algo_fdk.c); a batch run uses 1 */
-	case RC_ALGO_FDK: *nvol = 2, *nproj = 1; break;
+	/* FDK: a streaming run back-projects its groups into a scratch volume
+	 * and adds them (algo_fdk.c) */
+	case RC_ALGO_FDK: *nvol = 1 + !!p->streaming, *nproj = 1; break;
 	case RC_ALGO_CGLS: *nvol = 3 + tv, *nproj = 2; break;
 	default: /* SART, SIRT, MLEM (the same loop) */
 		*nvol = 2 + (S > 1) + (rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g))) ? S : 1);

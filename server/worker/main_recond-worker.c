@@ -445,6 +445,7 @@ int main(int argc, char **argv)
 	if (streaming) {
 		hooks.views = stream_views;
 		hooks.ud = &sv;
+		spec->r.algo.streaming = 1; /* its scratch volume counts where memory is planned */
 	}
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
@@ -462,6 +463,7 @@ int main(int argc, char **argv)
 			break;
 		hooks.views = NULL;
 		hooks.ud = NULL;
+		spec->r.algo.streaming = 0;
 		memset(&rep, 0, sizeof rep);
 		rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
 	}

@@ -579,13 +579,6 @@
     delete note.dataset.status;
   }
 
-  function middle(job, axis) {
-    const v = job && job.summary && job.summary.volume;
-    if (!Array.isArray(v) || v.length !== 3) return null;
-    const n = { x: v[0], y: v[1], z: v[2] }[axis];
-    return Math.floor(n / 2); /* the API's default index */
-  }
-
   /* The three slices, one refresh at a time: events that arrive meanwhile
    * ask for one more refresh afterwards, not one each. */
   async function refreshPreviews() {
@@ -611,8 +604,7 @@
     const note = $("preview-note");
     try {
       for (const a of AXES) {
-        const idx = middle(ui.job, a);
-        const q = "axis=" + a + (idx === null ? "" : "&index=" + idx) + "&format=png";
+        const q = "axis=" + a + "&format=png"; /* no index: the API's default, the middle slice */
         const resp = await fetch("/v1/jobs/" + id + "/preview?" + q, { headers: authHeaders(), cache: "no-store" });
         if (!resp.ok) throw await errorOf(resp);
         got[a] = { blob: await resp.blob(), gen: resp.headers.get("X-Recond-Generation") || "" };

@@ -32,7 +32,7 @@ import subprocess
 import threading
 import time
 
-from recond_harness import Daemon, child_pids, deadline, log, skip, tempdir, _cleanups
+from recond_harness import Daemon, child_pids, deadline, log, pid_alive, skip, tempdir, _cleanups
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PG_CLUSTER = os.path.join(HERE, "pg_cluster.sh")
@@ -62,14 +62,6 @@ def pg_missing():
 
 def _as_pg(argv):
     return (["runuser", "-u", "postgres", "--"] + argv) if os.getuid() == 0 else argv
-
-
-def _alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Postgres:
@@ -112,7 +104,7 @@ class Postgres:
                 pid = int(f.readline().strip())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        return pid if pid_alive(pid) else None
 
     def _reap_orphans(self):
         """Backends of a killed postmaster still running: SIGKILL (their data dir is ours)."""
@@ -139,16 +131,16 @@ class Postgres:
         kids = child_pids(pid)
         os.kill(pid, signal.SIGKILL)
         alive = deadline(10)
-        while alive() and (os.path.exists("/proc/%d" % pid) or any(_alive(k) for k in kids)):
+        while alive() and (os.path.exists("/proc/%d" % pid) or any(pid_alive(k) for k in kids)):
             time.sleep(0.05)
         for k in kids:
-            if _alive(k):
+            if pid_alive(k):
                 try:
                     os.kill(k, signal.SIGKILL)
                 except OSError:
                     pass
         alive = deadline(10)
-        while alive() and any(_alive(k) for k in kids):
+        while alive() and any(pid_alive(k) for k in kids):
             time.sleep(0.05)
         return pid
 
@@ -161,7 +153,7 @@ class Postgres:
         try:
             with open(pidfile) as f:
                 old = int(f.readline().strip())
-            if not _alive(old):
+            if not pid_alive(old):
                 os.unlink(pidfile)
         except (OSError, ValueError):
             pass

@@ -10,8 +10,9 @@
   runs `Orthanc --no-jobs FILE` (that file is the only config read), stdout and
   stderr in orthanc.log in the same directory, and waits (bounded) until
   GET /system answers with our AET and DICOM port.  stop() sends SIGTERM,
-  then SIGKILL, and removes the directory; atexit stops whatever is left,
-  and Orthanc gets SIGKILL (PR_SET_PDEATHSIG) if the test process dies.
+  then SIGKILL, and removes the directory; atexit stops whatever is left
+  (recond_harness, imported here, makes SIGTERM and SIGINT run atexit), and
+  Orthanc gets SIGKILL (PR_SET_PDEATHSIG) if the test process dies.
 - Nothing is written outside the temporary directory, so it runs as root or
   as a normal user.
 
@@ -29,12 +30,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
+
+from recond_harness import free_port, log
 
 ORTHANC = os.environ.get("ORTHANC_BIN") or "/usr/sbin/Orthanc"
 DICOMWEB_PLUGIN = (os.environ.get("ORTHANC_DICOMWEB_PLUGIN")
@@ -53,21 +54,12 @@ def available():
     return True, ""
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _stop_all():
     for o in list(_running):
         o.stop()
 
 
 atexit.register(_stop_all)
-# atexit runs on SIGTERM only when SIGTERM becomes sys.exit (recond_harness does the same)
-if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-    signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 
 
 def _die_with_parent():
@@ -156,7 +148,7 @@ class Orthanc:
                 self.stop()  # the exception carries the log tail; nothing is left behind
                 if attempt == 2 or not clash:
                     raise
-                # a port was taken between _free_port() and Orthanc: once more, new ports
+                # a port was taken between free_port() and Orthanc: once more, new ports
 
     def _port_clash(self):
         text = self.read_log().lower()
@@ -168,12 +160,12 @@ class Orthanc:
         self.dir = tempfile.mkdtemp(prefix="recond-orthanc-")
         self.config_path = os.path.join(self.dir, "orthanc.json")
         self.log_path = os.path.join(self.dir, "orthanc.log")
-        self.http_port = _free_port()
-        self.dicom_port = _free_port()
+        self.http_port = free_port()
+        self.dicom_port = free_port()
         for _ in range(5):
             if self.dicom_port != self.http_port:
                 break
-            self.dicom_port = _free_port()
+            self.dicom_port = free_port()
         with open(self.config_path, "w") as f:
             json.dump(self._config(), f, indent=2)
         t0 = time.monotonic()
@@ -260,7 +252,7 @@ class Orthanc:
 
     def dump_log(self, tail=40):
         lines = self.read_log().splitlines()[-tail:]
-        print("---- orthanc log (%s, last %d lines) ----" % (self.log_path, len(lines)), flush=True)
+        log("---- orthanc log (%s, last %d lines) ----" % (self.log_path, len(lines)))
         for ln in lines:
-            print("  | " + ln, flush=True)
-        print("---- end of log ----", flush=True)
+            log("  | " + ln)
+        log("---- end of log ----")

@@ -131,6 +131,15 @@ def child_pids(ppid):
     return out
 
 
+def pid_alive(pid):
+    """Whether process pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def tempdir(prefix="recond-it-"):
     d = tempfile.mkdtemp(prefix=prefix)
     _cleanups.append(lambda: shutil.rmtree(d, ignore_errors=True))
@@ -477,6 +486,12 @@ def small_spec(n=16, views=24, nu=24, nv=24, algorithm=None, autostart=False, la
 def proj_bytes(spec):
     g = spec["geometry"]
     return 4 * g["angles"]["count"] * g["detector"]["nu"] * g["detector"]["nv"]
+
+
+def view_bytes(spec):
+    """Bytes of one view of a cone job (detector nu x nv float32)."""
+    d = spec["geometry"]["detector"]
+    return 4 * d["nu"] * d["nv"]
 
 
 # -- engine availability and fake workers --------------------------------------------

@@ -25,7 +25,7 @@ import subprocess
 import yaml
 
 from recond_harness import (OPENAPI, RECOND, Daemon, check, proj_bytes, require_binaries, run_main, small_spec,
-                            tempdir)
+                            tempdir, view_bytes)
 
 TOKENS = {"reader": ("matrix-read-0123456789", "read"), "submitter": ("matrix-submit-0123456789", "submit"),
           "admin": ("matrix-admin-0123456789", "admin")}
@@ -56,6 +56,7 @@ def main():
     d = Daemon(extra=["--token-file", tokfile]).start()
     api = d.api()
     admin = TOKENS["admin"][0]
+    admin_api = d.api(token=admin)
     spec = small_spec(n=8, views=6, nu=8, nv=8, algorithm={"name": "fdk"}, label="access")
 
     def fresh_job(finished):
@@ -64,7 +65,7 @@ def main():
         if finished:
             api.put("/v1/jobs/%s/projections" % j["id"], b"\0" * proj_bytes(spec), token=admin)
             api.request("POST", "/v1/jobs/%s/start" % j["id"], token=admin)
-            j = _wait(api, j["id"], admin)
+            j = admin_api.wait_state(j["id"], ("succeeded", "failed", "cancelled"), timeout=60)
         return j
 
     creds = [("no token", None), ("a wrong token", "not-a-known-token-0123")] + \
@@ -89,7 +90,7 @@ def main():
                     elif method == "put" and path.endswith("/projections"):
                         body = b"\0" * proj_bytes(spec)
                     elif method == "put":
-                        body = b"\0" * (proj_bytes(spec) // spec["geometry"]["angles"]["count"])
+                        body = b"\0" * view_bytes(spec)
                     elif method == "patch":
                         body, headers = b'{"priority": 3}', {"Content-Type": "application/json"}
                     if path.endswith("/events"):
@@ -123,16 +124,6 @@ def main():
     check("no tokens + 0.0.0.0: refuses to start and says why", p.returncode != 0 and "token" in p.stderr.lower(),
           "exit %d: %s" % (p.returncode, p.stderr.strip()[-200:]))
     d.stop()
-
-
-def _wait(api, jid, token):
-    import time
-    for _ in range(600):
-        st, _, _, j = api.request("GET", "/v1/jobs/" + jid, token=token)
-        if j and j.get("state") in ("succeeded", "failed", "cancelled"):
-            return j
-        time.sleep(0.1)
-    return j
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import subprocess
 import time
 
 from recond_harness import (BUILD, ROOT, Daemon, check, deadline, f32, log, proj_bytes, require_binaries,
-                            run_main, small_spec, tempdir)
+                            run_main, small_spec, tempdir, view_bytes)
 
 SHIM = os.path.join(BUILD, "lib", "iofault.so")
 EXPECT = {"ENOSPC": (507, "disk_full"), "EDQUOT": (507, "disk_full"), "EIO": (500, "io_error")}
@@ -83,10 +83,6 @@ class Faults:
 def data_for(spec):
     n = proj_bytes(spec) // 4
     return f32([rng.uniform(0.0, 2.0) for _ in range(n)])
-
-
-def view_bytes(spec):
-    return proj_bytes(spec) // spec["geometry"]["angles"]["count"]
 
 
 def disk(d, jid):

@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import zipfile
 
 import orthanc_harness
@@ -78,14 +79,18 @@ def submit(api, spec, proj):
     return job["id"]
 
 
-def wait_delivery(api, jid, want, timeout=120):
+def wait_job(api, jid, done, timeout=120):
+    """The job once done(job) holds, or as it is when timeout s have passed."""
     alive = deadline(timeout)
     j = api.job(jid)
-    while j.get("delivery") not in want and alive():
-        import time
+    while not done(j) and alive():
         time.sleep(0.1)
         j = api.job(jid)
     return j
+
+
+def wait_delivery(api, jid, want, timeout=120):
+    return wait_job(api, jid, lambda j: j.get("delivery") in want, timeout)
 
 
 def hu_of(mu):
@@ -271,8 +276,6 @@ def bad_requests(api):
         for k, v in change.items():
             spec[k] = v
         st, _, body, doc = api.post_json("/v1/jobs", spec)
-        got = (doc or {}).get("error", {}).get("field", "") if isinstance((doc or {}).get("error"), dict) else \
-            (doc or {}).get("field", "")
         check("bad %s is a 400 naming it" % field, st == 400 and field in body.decode("utf-8", "replace"),
               "%d %s" % (st, body[:200]))
     # 64 characters of UTF-8 are 64 characters, not bytes
@@ -396,12 +399,8 @@ def main():
     api = d.api()
     spec_later = make_spec(["pacs-down"], dicom=dict(PATIENT, patient_id="PID-LATER"), label="pacs-later")
     jid_later = submit(api, spec_later, proj)
-    alive = deadline(120)
-    j = api.job(jid_later)
-    while not (j.get("push") and j["push"][0]["attempts"] >= 1 and j["push"][0]["state"] == "pending") and alive():
-        import time
-        time.sleep(0.1)
-        j = api.job(jid_later)
+    j = wait_job(api, jid_later,
+                 lambda j: j.get("push") and j["push"][0]["attempts"] >= 1 and j["push"][0]["state"] == "pending")
     check("a failed attempt waits for its retry (pending, next_attempt set)",
           j["push"][0]["state"] == "pending" and j["push"][0].get("next_attempt"), str(j.get("push")))
     d.stop()

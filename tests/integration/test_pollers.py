@@ -33,26 +33,38 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
 
 
-def main():
-    require_binaries()
-    d = Daemon().start()
-    api = d.api()
+def busy_job(api, label, iterations):
+    """A long SIRT job of the phantom, started and running (the engine probed first)."""
     require_engine(api)
-    spec = small_spec(n=32, views=60, nu=32, nv=32, label="busy",
-                      algorithm={"name": "sirt", "iterations": 2000})
+    spec = small_spec(n=32, views=60, nu=32, nv=32, label=label,
+                      algorithm={"name": "sirt", "iterations": iterations})
     j = api.create(spec)
     api.put("/v1/jobs/%s/projections" % j["id"], phantom.project_cone(spec))
     api.post_json("/v1/jobs/%s/start" % j["id"], b"")
     api.wait_state(j["id"], ("running",), timeout=60, poll=0.02)
+    return j
+
+
+def run_pollers(url, jid, seconds):
+    """CLIENTS threads polling the job for seconds: (latencies per client, errors)."""
     lat = [[] for _ in range(CLIENTS)]
     errors = []
-    stop_at = time.monotonic() + SECONDS
-    threads = [threading.Thread(target=poll, args=(d.url, j["id"], stop_at, lat[i], errors))
+    stop_at = time.monotonic() + seconds
+    threads = [threading.Thread(target=poll, args=(url, jid, stop_at, lat[i], errors))
                for i in range(CLIENTS)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(SECONDS + 30)
+        t.join(seconds + 30)
+    return lat, errors
+
+
+def main():
+    require_binaries()
+    d = Daemon().start()
+    api = d.api()
+    j = busy_job(api, "busy", 2000)
+    lat, errors = run_pollers(d.url, j["id"], SECONDS)
     state = api.job(j["id"])["state"]
     allv = [x for ls in lat for x in ls]
     check("job was running during the polls", state == "running", state)

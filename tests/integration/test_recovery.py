@@ -4,13 +4,12 @@ the same store: every acknowledged view is still there (the half-sent one is
 not), the upload can be finished, and the job that was running is re-queued
 and succeeds with the right result."""
 
-import os
 import socket
 import time
 
 import phantom
-from recond_harness import (Daemon, child_pids, Validation, check, deadline, require_engine, fake_worker, log, read_f32,
-                            require_binaries, run_main, small_spec)
+from recond_harness import (Daemon, child_pids, Validation, check, deadline, require_engine, fake_worker, log, pid_alive,
+                            read_f32, require_binaries, run_main, small_spec)
 
 LONG_ITERS = 20
 
@@ -25,15 +24,7 @@ def half_put(d, path, total, sent):
 
 
 def alive_pids(pids):
-    out = []
-    for p in pids:
-        try:
-            with open("/proc/%d/stat" % p) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    out.append(p)
-        except OSError:
-            pass
-    return out
+    return [p for p in pids if pid_alive(p)]
 
 
 def main():

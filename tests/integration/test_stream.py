@@ -29,7 +29,8 @@ import random
 import threading
 import time
 
-from recond_harness import (Daemon, check, deadline, read_f32, run_main, tempdir, require_binaries)
+from recond_harness import (Daemon, check, deadline, log, read_f32, run_main, tempdir, require_binaries, view_bytes)
+from recond_client import Client
 import phantom
 
 TOL = 1e-5
@@ -43,11 +44,6 @@ def spec_for(views=60, n=32, stream=True, autostart=True, span=360.0, label="str
     if stream is not None:
         s["execution"]["stream"] = stream
     return s
-
-
-def view_bytes(spec):
-    d = spec["geometry"]["detector"]
-    return 4 * d["nu"] * d["nv"]
 
 
 def volume(api, jid):
@@ -83,19 +79,10 @@ class Events(threading.Thread):
         self.names, self.progress = [], []
 
     def run(self):
-        import http.client
-        host, port = self.url.split("//")[1].split(":")
-        c = http.client.HTTPConnection(host, int(port), timeout=120)
-        c.request("GET", "/v1/jobs/%s/events" % self.jid)
-        r = c.getresponse()
-        name = None
-        for raw in r:
-            line = raw.decode().rstrip("\n")
-            if line.startswith("event: "):
-                name = line[7:]
-                self.names.append(name)
-            elif line.startswith("data: ") and name == "progress":
-                self.progress.append(json.loads(line[6:]))
+        for name, data in Client(self.url).events(self.jid, idle_timeout=120):
+            self.names.append(name)
+            if name == "progress":
+                self.progress.append(data)
 
 
 def upload_views(api, jid, spec, data, order, pause=0.01):
@@ -172,7 +159,7 @@ def main():
         oj = streamed(d, api, ocl, data, batch, "OpenCL engine")
         check("OpenCL: the streamed job ran on the OpenCL engine", oj.get("engine") == "opencl", oj.get("engine"))
     else:
-        check("no OpenCL device here: the OpenCL case is not run (it runs where PoCL is installed, as in CI)", True)
+        log("no OpenCL device here: the OpenCL case is not run (it runs where PoCL is installed, as in CI)")
 
     # the default: an autostart FDK job whose views come one by one
     auto = spec_for(stream=None, label="auto")

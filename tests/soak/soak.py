@@ -718,15 +718,16 @@ def kill_while_starting(s, d, delay):
 
 
 def wait_workers_gone(store, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    alive = H.deadline(timeout)
+    while alive():
         if not workers_of(store):
             return True
         time.sleep(0.01)
     return False
 
 
-def fake_worker_script(step_s):
+def fake_worker_script():
+    """A worker script that runs soak_worker.py (its pace comes from SOAK_STEP_S in the daemon's environment)."""
     d = H.tempdir("recond-soak-worker-")
     path = os.path.join(d, "soak-worker.sh")
     with open(path, "w") as f:
@@ -756,7 +757,7 @@ def main(argv=None):
     os.makedirs(s.store, exist_ok=True)
     pause = os.path.join(H.tempdir("recond-soak-pause-"), "pause")
     env = {"SOAK_PAUSE": pause, "SOAK_STEP_S": str(args.step)}
-    worker = fake_worker_script(args.step) if args.worker == "soak" else None
+    worker = fake_worker_script() if args.worker == "soak" else None
     d = H.Daemon(store=s.store, worker=worker, env=env)
     t0 = time.monotonic()
     H.log("soak: seed=%d kills=%d clients=%d worker=%s store=%s" %

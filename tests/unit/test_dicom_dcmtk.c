@@ -28,10 +28,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dicom_dcmtk.h"
+#include "util/rc_clock.h"
 #include "util/rc_error.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -118,6 +118,15 @@ static void write_sample(char *path, size_t n)
 	if (rc)
 		print_error("rc_dcm_write_ct: %s\n", e.msg);
 	assert_int_equal(rc, 0);
+}
+
+/* Skips the calling test when the program at path is not installed. */
+static void need_tool(const char *path, const char *package)
+{
+	if (access(path, X_OK) != 0) {
+		print_message("SKIP: %s is missing (%s)\n", path, package);
+		skip();
+	}
 }
 
 static int have_pydicom(void)
@@ -231,10 +240,7 @@ static void test_write_read_pydicom(void **state)
 static void test_dciodvfy(void **state)
 {
 	(void)state;
-	if (access(DCIODVFY, X_OK) != 0) {
-		print_message("SKIP: %s is missing (dicom3tools)\n", DCIODVFY);
-		skip();
-	}
+	need_tool(DCIODVFY, "dicom3tools");
 	char path[128];
 	write_sample(path, sizeof path);
 	char cmd[256];
@@ -373,22 +379,15 @@ static int free_port(void)
 	return ntohs(a.sin_port);
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void test_cstore_closed_port(void **state)
 {
 	(void)state;
 	int port = free_port();
 	rc_dcm_cstore *c = (rc_dcm_cstore *)0x1;
 	rc_err e = { 0 };
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	int rc = rc_dcm_cstore_open("127.0.0.1", port, "ORTHANC", "RECOND", 3, &c, &e);
-	double dt = now_s() - t0;
+	double dt = rc_now_s() - t0;
 	print_message("closed port %d: %.3f s, %s\n", port, dt, e.msg);
 	assert_int_equal(rc, RC_EIO);
 	assert_true(c == (rc_dcm_cstore *)0x1); /* untouched on failure */
@@ -471,10 +470,7 @@ static int count_files(const char *d)
 static void test_cstore_storescp(void **state)
 {
 	(void)state;
-	if (access(STORESCP, X_OK) != 0) {
-		print_message("SKIP: %s is missing (dcmtk)\n", STORESCP);
-		skip();
-	}
+	need_tool(STORESCP, "dcmtk");
 	char path[128];
 	write_sample(path, sizeof path);
 	static const char *const implicit_only[] = { "+xi", NULL };
@@ -516,10 +512,7 @@ static void test_cstore_storescp(void **state)
 static void test_cstore_refused(void **state)
 {
 	(void)state;
-	if (access(STORESCP, X_OK) != 0) {
-		print_message("SKIP: %s is missing (dcmtk)\n", STORESCP);
-		skip();
-	}
+	need_tool(STORESCP, "dcmtk");
 	static const char *const refuse[] = { "--refuse", NULL };
 	int port = start_storescp(dir, refuse);
 	rc_dcm_cstore *c = NULL;
@@ -541,10 +534,7 @@ static void test_cstore_refused(void **state)
 static void test_cstore_timeout(void **state)
 {
 	(void)state;
-	if (access(STORESCP, X_OK) != 0) {
-		print_message("SKIP: %s is missing (dcmtk)\n", STORESCP);
-		skip();
-	}
+	need_tool(STORESCP, "dcmtk");
 	char path[128];
 	write_sample(path, sizeof path);
 	static const char *const slow[] = { "--sleep-during", "5", "--ignore", NULL };
@@ -552,20 +542,20 @@ static void test_cstore_timeout(void **state)
 	rc_dcm_cstore *c = NULL;
 	rc_err e = { 0 };
 	assert_int_equal(rc_dcm_cstore_open("127.0.0.1", port, "PACS", "RECOND", 1, &c, &e), 0);
-	double t0 = now_s();
+	double t0 = rc_now_s();
 	int rc = rc_dcm_cstore_send(c, path, &e);
-	double dt = now_s() - t0;
+	double dt = rc_now_s() - t0;
 	print_message("slow peer: %.3f s, %s\n", dt, e.msg);
 	assert_int_equal(rc, RC_EIO);
 	/* timeout_s for the answer, then up to timeout_s more for the abort. */
 	assert_true(dt > 0.9 && dt < 4.0);
 	/* The association is gone: no second wait, and close is quick. */
-	t0 = now_s();
+	t0 = rc_now_s();
 	assert_int_equal(rc_dcm_cstore_send(c, path, &e), RC_EIO);
 	print_message("after the timeout: %s\n", e.msg);
 	assert_non_null(strstr(e.msg, "closed"));
 	rc_dcm_cstore_close(c);
-	dt = now_s() - t0;
+	dt = rc_now_s() - t0;
 	print_message("send + close after the timeout: %.3f s\n", dt);
 	stop_storescp();
 	assert_true(dt < 1.0);

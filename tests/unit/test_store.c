@@ -90,12 +90,17 @@ static int setup(void **state)
 	return 0;
 }
 
-/* The store of this group, as the daemon named node opens it. */
+/* store_open2 of this group's store, as the daemon named node opens it. */
+static int open_as(const char *node, store **st, rc_err *err)
+{
+	return pg_uri ? store_open2(pg_uri, dir, node, st, err) : store_open2(dir, NULL, node, st, err);
+}
+
 static store *open_node(const char *node)
 {
 	store *st = NULL;
 	rc_err err;
-	int rc = pg_uri ? store_open2(pg_uri, dir, node, &st, &err) : store_open2(dir, NULL, node, &st, &err);
+	int rc = open_as(node, &st, &err);
 	if (rc)
 		fail_msg("store_open2: %s", err.msg);
 	return st;
@@ -335,7 +340,6 @@ static void test_recovery(void **state)
 	store_close(st);
 }
 
-/* A job that pushes to two destinations. */
 /* A streaming FDK job: queued with its first view, takes views while queued
  * and running, finishes; paused back to receiving when its views stop; a
  * whole stack with stream auto queues as a batch. */
@@ -422,6 +426,7 @@ static void test_streaming(void **state)
 	store_close(st);
 }
 
+/* A job that pushes to two destinations. */
 static void create_pushing(store *st, const char *id)
 {
 	char j[1200];
@@ -790,8 +795,7 @@ static void test_schema_version(void **state)
 	db_exec("UPDATE recond_schema SET version = 99");
 	rc_err err;
 	st = NULL;
-	int rc = pg_uri ? store_open2(pg_uri, dir, "node-a", &st, &err) : store_open2(dir, NULL, "node-a", &st, &err);
-	assert_int_equal(rc, RC_EUNSUPPORTED);
+	assert_int_equal(open_as("node-a", &st, &err), RC_EUNSUPPORTED);
 	assert_null(st);
 	assert_non_null(strstr(err.msg, "schema version 99"));
 	assert_non_null(strstr(err.msg, "newer"));
