@@ -54,18 +54,21 @@ void rc_recon_spec_default(rc_recon_spec *s)
 }
 
 /* Whether engine e runs algorithm a on a geometry of type g, from the spec
- * and the build alone: fan and parallel run on the tensor backend
- * (execution.engine auto, cpu or tensor) and fdk does not run on them; the
- * tensor engine runs fan and parallel only; cuda needs a build with CUDA
- * (whether the host has a GPU is found when the job runs).  Every message
- * of rc_recon_check lists the choices this accepts. */
+ * and the build alone: on fan and parallel the iterative algorithms run on
+ * the tensor backend (execution.engine auto, cpu or tensor) and fdk (FBP)
+ * on the CPU engine (auto or cpu); the tensor engine runs fan and parallel
+ * only; cuda needs a build with CUDA (whether the host has a GPU is found
+ * when the job runs).  Every message of rc_recon_check lists the choices
+ * this accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 {
 	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
+	if (is2d && a == RC_ALGO_FDK)
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU;
 	if (is2d)
-		return a != RC_ALGO_FDK && (e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR);
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR;
 	return e != RC_ENGINE_TENSOR;
 }
 
@@ -565,9 +568,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		goto out;
 	j.g = g;
 	/* the tensor backend (paper 001, helper "tensor"): asked for, or any
-	 * 2-D job on auto or cpu (the CPU engine's projectors are cone and
-	 * matrices only; cpu runs the tensor backend's CPU path) */
-	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
+	 * iterative 2-D job on auto or cpu (the CPU engine projects cone and
+	 * matrices; on a 2-D stack it runs FBP's back projection alone, and
+	 * cpu runs the tensor backend's CPU path) */
+	int fbp = rc_geom_is_2d(g) && s->algo.name == RC_ALGO_FDK;
+	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && !fbp && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
 		pair = "distance-driven";
 		goto out;

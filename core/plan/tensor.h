@@ -26,7 +26,7 @@
 #include "plan/recon_spec.h"
 
 /* The job path for a fan or parallel geometry: every algorithm but fdk
- * (RC_EUNSUPPORTED naming algorithm.name); fills report->matrix and
+ * (RC_EUNSUPPORTED naming algorithm.name; FBP runs on the CPU engine); fills report->matrix and
  * report->engine = "tensor".  Engine "cpu" runs the CPU path only. */
 int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
 		  const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err);

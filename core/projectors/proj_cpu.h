@@ -83,6 +83,11 @@ void rc_bpv_free(rc_bpv *b);
 void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 		 float *vol, int first, int last, int splat_gain);
 
+/* Voxel-driven back projection of a fan or parallel stack (proj_plane.c):
+ * vol = sum over views first..last of p_k,z(u) / w^2 (w = 1 for parallel),
+ * linear in u with zero outside; the FBP back projection of algo_fdk.c. */
+int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
+
 /* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
  * (proj_splat.c derives it): what a voxel of unit density adds to the
  * detector in sum, times its depth squared. */

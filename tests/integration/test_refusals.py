@@ -10,9 +10,10 @@ naming the field at fault and every choice that would run, with nothing
 stored, or accepted (201; the job is not run: whether the host has the
 device is decided when it runs).  The rules, as docs/api.md states them:
 
-- fdk needs a cone or matrices geometry;
-- fan and parallel run on the tensor backend: execution.engine auto, cpu or
-  tensor, every other algorithm;
+- fdk (FBP) on fan and parallel runs on the CPU engine: execution.engine
+  auto or cpu;
+- the other algorithms on fan and parallel run on the tensor backend:
+  execution.engine auto, cpu or tensor;
 - the tensor engine runs fan and parallel only;
 - cone runs every algorithm on auto, cpu, opencl, cuda and trigeneous.
 """
@@ -48,7 +49,7 @@ def runs(geom, algo, engine):
         return False
     flat = geom in ("fan", "parallel")
     if flat and algo == "fdk":
-        return False
+        return engine in ("auto", "cpu")
     if flat:
         return engine in ("auto", "cpu", "tensor")
     return engine != "tensor"

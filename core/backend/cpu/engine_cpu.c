@@ -5,8 +5,9 @@
  * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
  * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
  * first call that needs them and reused, so iterative algorithms allocate nothing per call.
- * Cone and matrices geometries only: fan and parallel belong to the tensor
- * engine (issue 6).
+ * Cone and matrices geometries; of a fan or parallel stack only the voxel
+ * back projection (FBP's, proj_plane.c): their iterative products belong to
+ * the tensor engine's distance-driven matrix.
  */
 #include "backend/cpu/engine_cpu.h"
 
@@ -29,15 +30,16 @@ struct cpu_engine {
 	rc_fps *fps;
 };
 
-static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out,
+/* plane: the call is the 2-D voxel back projection, the one projection the
+ * CPU engine runs on a fan or parallel stack. */
+static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out, int plane,
 		      rc_err *err)
 {
 	const rc_geom *g = c->base.geom;
-	rc_geom_type t = rc_geom_type_of(g);
-	if (t != RC_GEOM_CONE && t != RC_GEOM_MATRICES)
+	if (rc_geom_is_2d(g) && !plane)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the CPU engine projects cone and matrices geometries; fan and parallel run on "
-			       "the tensor engine");
+			       "the CPU engine runs FBP's back projection on fan and parallel geometries; their "
+			       "iterative products run on the tensor engine");
 	if (first < 0 || last > rc_geom_nviews(g) || first > last)
 		return rc_fail(err, RC_EINVAL, "", "view range [%d, %d) is outside 0..%d", first, last,
 			       rc_geom_nviews(g));
@@ -50,7 +52,7 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 		       int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
-	int rc = check_call(c, first, last, vol, proj, err);
+	int rc = check_call(c, first, last, vol, proj, 0, err);
 	if (rc)
 		return rc;
 	switch (kind) {
@@ -86,9 +88,11 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		    int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
-	int rc = check_call(c, first, last, proj, vol, err);
+	int rc = check_call(c, first, last, proj, vol, kind == RC_BP_VOXEL, err);
 	if (rc)
 		return rc;
+	if (rc_geom_is_2d(e->geom))
+		return rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err);
 	switch (kind) {
 	case RC_BP_VOXEL:
 	case RC_BP_SPLAT:
