@@ -10,10 +10,9 @@ naming the field at fault and every choice that would run, with nothing
 stored, or accepted (201; the job is not run: whether the host has the
 device is decided when it runs).  The rules, as docs/api.md states them:
 
-- fdk (FBP) on fan and parallel runs on the CPU engine: execution.engine
-  auto or cpu;
-- the other algorithms on fan and parallel run on the tensor backend:
-  execution.engine auto, cpu or tensor;
+- fan and parallel run every algorithm on execution.engine auto, cpu or
+  tensor (fdk is FBP: the CPU engine, or the tensor backend's product with
+  FBP's matrix);
 - the tensor engine runs fan and parallel only;
 - cone runs every algorithm on auto, cpu, opencl, cuda and trigeneous.
 """
@@ -48,8 +47,6 @@ def runs(geom, algo, engine):
     if engine == "cuda" and not CUDA_BUILT:
         return False
     flat = geom in ("fan", "parallel")
-    if flat and algo == "fdk":
-        return engine in ("auto", "cpu")
     if flat:
         return engine in ("auto", "cpu", "tensor")
     return engine != "tensor"
