@@ -31,8 +31,8 @@
 #include "tensor_phantom.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#define N_IMG 40
-#define N_VIEWS 48
+#define N_IMG 64
+#define N_VIEWS 64
 #else
 #define N_IMG 96
 #define N_VIEWS 120
