@@ -60,6 +60,13 @@ int rc_dd_row(const rc_geom *g, int view, int u, int32_t *cols, float *vals, int
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const double *A = rc_geom_view(g, view)->A;
 	double e0 = u - 0.5, e1 = u + 0.5, ec = u;
+	if (rc_geom_detector(g)->shape == RC_DETECTOR_CURVED) {
+		/* a curved bin is bounded by the rays at its edge angles: the
+		 * lines of A at their tangent-plane indices (geometry.h) */
+		e0 = rc_geom_line_u(g, e0);
+		e1 = rc_geom_line_u(g, e1);
+		ec = rc_geom_line_u(g, ec);
+	}
 	/* boundary lines a x + b y + c = 0 */
 	double a0 = A[0] - e0 * A[3], b0 = A[1] - e0 * A[4], c0 = A[2] - e0 * A[5];
 	double a1 = A[0] - e1 * A[3], b1 = A[1] - e1 * A[4], c1 = A[2] - e1 * A[5];

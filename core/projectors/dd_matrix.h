@@ -11,6 +11,9 @@
  * (x, y, 1) -> (u w, w)) the ray of coordinate e is the line
  *     (A0 - e A3) x + (A1 - e A4) y + (A2 - e A5) = 0,
  * whose coefficients are linear in e; this holds for fan and parallel alike.
+ * A curved fan's bin edges are the rays at their fan angles: the same lines
+ * at e' = rc_geom_line_u(e) (the tangent-plane index of that ray), so its
+ * bin footprints, and with them the overlaps below, are exact for the arc.
  * When the bin's central ray is closer to the y axis we walk the image rows:
  * both boundaries cut row y_j at xa, xb, each pixel of the row gets
  * overlap([xa, xb], pixel) / (xb - xa) times the central ray's path length
