@@ -148,13 +148,6 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 	char l1[128], l2[128];
 	if (!geom)
 		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type %d is not a geometry type", (int)s->geom.type);
-	/* FDK's fan weights and filter assume a flat detector (algo_fdk.c):
-	 * refused until it learns the arc, before the type-level answer so the
-	 * message stays right once FDK runs on flat fans */
-	if (s->algo.name == RC_ALGO_FDK && s->geom.det.shape == RC_DETECTOR_CURVED)
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.shape",
-			       "fdk on a curved fan detector is not available yet; use an iterative algorithm or a flat "
-			       "detector");
 	struct combo on_geom = { -1, -1, (int)s->geom.type }, for_algo = { -1, (int)s->algo.name, -1 };
 	if (!keep_algo((int)s->algo.name, &on_geom))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",

@@ -128,7 +128,7 @@ def main():
     doc = post("unknown algorithm names the field", spec_with("algorithm.name", "magic", base), 400, "invalid_argument")
     check("  error.field is algorithm.name", doc and doc["error"].get("field") == "algorithm.name",
           str(doc and doc["error"].get("field")))
-    # geometry.detector.shape: fan only (flat by default, or curved); fdk on a curved fan is 422.
+    # geometry.detector.shape: fan only (flat by default, or curved).
     fan = copy.deepcopy(base)
     fan["geometry"] = {"type": "fan", "source_isocenter_mm": 200.0, "source_detector_mm": 400.0,
                        "angles": {"start_deg": 0.0, "step_deg": 15.0, "count": 24},
@@ -146,12 +146,6 @@ def main():
         if name == "unknown shape":
             check("  the message lists the choices", "flat" in err.get("message", "")
                   and "curved" in err.get("message", ""), err.get("message"))
-    doc = post("fdk on a curved fan", spec_with("algorithm", {"name": "fdk"}, fan), 422, "unsupported")
-    err = (doc or {}).get("error", {})
-    check("  error.field is geometry.detector.shape", err.get("field") == "geometry.detector.shape",
-          str(err.get("field")))
-    check("  the message says fdk on a curved fan is not available yet",
-          "fdk on a curved fan detector is not available yet" in err.get("message", ""), err.get("message"))
     huge = dict(base, volume={"nx": 8192, "ny": 8192, "nz": 8192, "voxel_mm": [0.01, 0.01, 0.01]})
     post("volume of 2 TiB (over the memory cap): a validation error", json.dumps(huge).encode(), 400, "too_big")
     post("body of 20 MB", b'{"label": "' + b"x" * (20 << 20) + b'"}', 413, "body_too_large")

@@ -10,6 +10,8 @@ A wide fan: D 30 mm, S 60 mm, 80 pixels of 1.361 mm of arc (+-52 degrees), 96 vi
 - curved data reconstructed as curved: sart (8 subsets, 10 iterations) succeeds on engine
   "cpu" and its relative L2 error against the phantom (pixel area fractions) is below BOUND;
   the same with 1 iteration is above it (the bound can fail);
+- FBP ("fdk") of the curved data on engines "cpu" and "tensor" is below FBP_BOUND, and the
+  flat projections through the curved FBP are above it;
 - the wrong shape: flat projections (the same nu, du, offset on a line at S) reconstructed as
   curved must be clearly worse: error above BOUND and above WRONG_FACTOR times the right
   one's, so the test shows that the shape is used.
@@ -31,6 +33,7 @@ DU = 2 * S * math.radians(52.0) / NU
 # (centre x, centre y, radius, density per slice)
 DISKS = [(0.0, 0.0, 10.0, [0.02, 0.04]), (9.0, -8.0, 4.0, [0.01, 0.03]), (-10.0, 8.0, 3.0, [0.015, 0.01])]
 BOUND, WRONG_FACTOR = 0.12, 1.8
+FBP_BOUND = 0.12
 
 
 def geometry(shape):
@@ -41,13 +44,14 @@ def geometry(shape):
     }
 
 
-def spec(label, iterations):
+def spec(label, iterations, algorithm="sart", engine="cpu"):
+    algo = {"name": "fdk"} if algorithm == "fdk" else {"name": algorithm, "iterations": iterations, "subsets": 8}
     return {
         "label": label,
         "geometry": geometry("curved"),
         "volume": {"nx": N, "ny": N, "nz": SLICES, "voxel_mm": [1.0, 1.0, 1.0]},
-        "algorithm": {"name": "sart", "iterations": iterations, "subsets": 8},
-        "execution": {"engine": "cpu"},
+        "algorithm": algo,
+        "execution": {"engine": engine},
         "priority": 5,
     }
 
@@ -80,7 +84,7 @@ def run_job(c, sp, data, ref):
         if ev == "end":
             final = ed
     ok = final and final["state"] == "succeeded"
-    check("%s succeeded on engine cpu" % sp["label"], ok,
+    check("%s succeeded on engine %s" % (sp["label"], sp["execution"]["engine"]), ok,
           "state %s error %s" % (final and final["state"], final and final.get("error")))
     if not ok:
         return None
@@ -110,6 +114,14 @@ def main():
     if ew is not None and e10 is not None:
         check("flat data reconstructed as curved is clearly worse: %.4f > %.2f and > %.1f x %.4f"
               % (ew, BOUND, WRONG_FACTOR, e10), ew > BOUND and ew > WRONG_FACTOR * e10)
+    # FBP (fdk) with the arc's weights, kernel and 1/L^2, on the CPU engine and the tensor engine
+    for engine in ("cpu", "tensor"):
+        ef = run_job(c, spec("curved-fbp-" + engine, 1, "fdk", engine), curved, ref)
+        if ef is not None:
+            check("curved FBP on %s: error %.4f below %.2f" % (engine, ef, FBP_BOUND), ef < FBP_BOUND)
+    efw = run_job(c, spec("flat-data-as-curved-fbp", 1, "fdk"), flat, ref)
+    if efw is not None:
+        check("flat data through curved FBP is above the bound: %.4f > %.2f" % (efw, FBP_BOUND), efw > FBP_BOUND)
     d.stop()
 
 
