@@ -68,5 +68,11 @@ int rc_csr_transpose(const rc_csr *m, rc_csr **ret, rc_err *err);
 /* Y[rows][ncols] = m * X[cols][ncols] (row-major, ncols slices side by side),
  * fp32, `threads` threads (0 = all cores). */
 int rc_csr_mul(const rc_csr *m, const float *X, float *Y, int ncols, int threads, rc_err *err);
+/* The same over rows [r0, r1) of Y only (the others untouched) and the
+ * entries of columns [c0, c1) only (the others count as 0): a subset of
+ * views of a matrix in natural order (rows view * nu + u) is a row range of
+ * A and a column range of A^T, so its product costs the subset's share. */
+int rc_csr_mul_range(const rc_csr *m, const float *X, float *Y, int ncols, int threads, int64_t r0, int64_t r1,
+		     int32_t c0, int32_t c1, rc_err *err);
 
 #endif
