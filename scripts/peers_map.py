@@ -280,6 +280,74 @@ def rtk_objects(m):
     return g
 
 
+def cone_matrices(geom):
+    """recond's normalised 3x4 matrices of a cone geometry (docs/geometry.md, "The matrices"):
+    world mm (x, y, z, 1) -> (u·w, v·w, w), u and v continuous pixel indices."""
+    D, S = geom["source_isocenter_mm"], geom["source_detector_mm"]
+    det = geom["detector"]
+    cu = (det["nu"] - 1) / 2.0 - det.get("offset_u_mm", 0.0) / det["du_mm"]
+    cv = (det["nv"] - 1) / 2.0 - det.get("offset_v_mm", 0.0) / det["dv_mm"]
+    out = []
+    for a in geom["angles_deg"]:
+        th = math.radians(a)
+        n = np.array([-math.cos(th), -math.sin(th), 0.0])
+        eu, ev, src = np.array([-math.sin(th), math.cos(th), 0.0]), np.array([0.0, 0.0, 1.0]), -D * n
+        rows = [S / det["du_mm"] * eu + cu * n, S / det["dv_mm"] * ev + cv * n, n]
+        out.append(np.array([list(r) + [-r @ src] for r in rows]))
+    return out
+
+
+def rtk_to_recond_matrices(g, proj_origin, proj_spacing):
+    """Any RTK ThreeDCircularProjectionGeometry (source offsets, out-of-plane and in-plane angles
+    included) -> recond `matrices`, one 3x4 per view: RTK's matrix M_k maps RTK world (X, Y, Z, 1)
+    to the detector's physical coordinates (the projection image's origin + index · spacing), so
+
+        P_k = K · M_k · Π,   K = [[1/du, 0, −o_u/du], [0, 1/dv, −o_v/dv], [0, 0, 1]],
+        Π: (x, y, z, 1)_recond -> (X, Y, Z, 1)_RTK = (y, z, x, 1)
+
+    with (o_u, o_v) = proj_origin[:2] and (du, dv) = proj_spacing[:2] of RTK's projection stack,
+    whose [view][v][u] array is recond's stack as is.  Returns a list of numpy 3x4 arrays (recond
+    rescales each: docs/geometry.md)."""
+    import itk
+    K = np.array([[1.0 / proj_spacing[0], 0.0, -proj_origin[0] / proj_spacing[0]],
+                  [0.0, 1.0 / proj_spacing[1], -proj_origin[1] / proj_spacing[1]], [0.0, 0.0, 1.0]])
+    Pi = np.array([[0.0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 0, 1]])
+    return [K @ np.array(itk.array_from_vnl_matrix(g.GetMatrix(k).GetVnlMatrix().as_matrix())) @ Pi
+            for k in range(len(g.GetGantryAngles()))]
+
+
+def _unit_w(p):
+    """A 3x4 projection matrix scaled so that its third row has unit norm and w > 0 at the origin."""
+    return p / (np.linalg.norm(p[2, :3]) * np.sign(p[2, 3]))
+
+
+def check_rtk_matrices():
+    """rtk_to_recond_matrices of rtk_mapping's geometry (offsets in the stack's origin, and again
+    as RTK's ProjectionOffsetX/Y with the origin centred) equals recond's own cone matrices up to
+    scale: the axis order, angle and offset rules in one comparison."""
+    geom = cone_geometry(300.0, 500.0, [0, 33, 90, 137, 180, 222, 270, 318], 64, 56, 0.7, 0.7,
+                         offset_u=2.1, offset_v=-1.4)
+    vol = {"nx": 8, "ny": 8, "nz": 8, "voxel_mm": 1.0}
+    m = rtk_mapping(geom, vol)
+    ours = cone_matrices(geom)
+    from itk import RTK as rtk
+    g2 = rtk.ThreeDCircularProjectionGeometry.New()
+    for a in m["angles"]:  # offset_u = origin_u + ProjectionOffsetX + (nu−1)/2·du
+        g2.AddProjection(m["sid"], m["sdd"], a, 2.1, -1.4)
+    centred = [-(64 - 1) / 2.0 * 0.7, -(56 - 1) / 2.0 * 0.7]
+    res = []
+    for what, mats in (("offsets in the origin", rtk_to_recond_matrices(rtk_objects(m), m["proj_origin"], m["proj_spacing"])),
+                       ("offsets as ProjectionOffsetX/Y", rtk_to_recond_matrices(g2, centred, m["proj_spacing"]))):
+        worst = max(float(np.max(np.abs(_unit_w(p) - _unit_w(q))) / np.max(np.abs(_unit_w(q))))
+                    for p, q in zip(mats, ours))
+        res.append(("rtk matrices (%s) equal recond's cone matrices (max rel. diff %.1e)" % (what, worst), worst < 1e-6, ""))
+    wrong = rtk_mapping(geom, vol, angle_sign=-1.0)
+    worst = max(float(np.max(np.abs(_unit_w(p) - _unit_w(q))) / np.max(np.abs(_unit_w(q))))
+                for p, q in zip(rtk_to_recond_matrices(rtk_objects(wrong), wrong["proj_origin"], wrong["proj_spacing"]), ours))
+    res.append(("rtk matrices with the angle sign flipped differ (max rel. diff %.2f > 0.1)" % worst, worst > 0.1, ""))
+    return res
+
+
 def rtk_image(arr, origin, spacing):
     import itk
     img = itk.image_from_array(np.ascontiguousarray(arr, dtype=np.float32))
