@@ -63,15 +63,21 @@ def _to_unit(ell, p, is_dir):
 
 
 def segment_integrals(ells, src, ends):
-    """Line integrals of the phantom along the segments src -> ends (ends [..., 3]), exact."""
+    """Line integrals of the phantom along the segments src -> ends (ends [..., 3]; src one point
+    [3] or one per segment, broadcast against ends), exact."""
+    src = np.asarray(src, dtype=float)
     d = ends - src
     dn = np.linalg.norm(d, axis=-1)
     out = np.zeros(ends.shape[:-1])
     for e in ells:
-        q0 = _to_unit(e, np.asarray(src, dtype=float)[None, :], False)[0]
         qd = _to_unit(e, d, True)
         A = np.einsum("...i,...i->...", qd, qd)
-        tm = -(qd @ q0) / A
+        if src.ndim == 1:
+            q0 = _to_unit(e, src[None, :], False)[0]
+            tm = -(qd @ q0) / A
+        else:
+            q0 = _to_unit(e, np.broadcast_to(src, ends.shape), False)
+            tm = -np.einsum("...i,...i->...", qd, q0) / A
         m = q0 + tm[..., None] * qd
         r2 = np.einsum("...i,...i->...", m, m)
         h = np.sqrt(np.clip(1.0 - r2, 0.0, None) / A)
@@ -163,10 +169,9 @@ def project_parallel(ells, geom, vol, reach=1.0e4):
         for k, a in enumerate(geom["angles_deg"]):
             th = math.radians(a)
             c, s = math.cos(th), math.sin(th)
-            for i, t in enumerate(pu):
-                p = np.array([-t * s, t * c, z])
-                n = np.array([c, s, 0.0])
-                out[iz, k, i] = segment_integrals(ells, p + reach * n, (p - reach * n)[None, :])[0]
+            p = np.stack([-pu * s, pu * c, np.full(nu, z)], axis=1)
+            n = np.array([c, s, 0.0])
+            out[iz, k] = segment_integrals(ells, p + reach * n, p - reach * n)
     return out
 
 
