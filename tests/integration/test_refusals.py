@@ -22,14 +22,28 @@ The rules, as docs/api.md's table states them:
   the daemon's own GET /v1/devices), else 422 at creation; a build without
   CUDA has no cuda device;
 - execution.precision (fp32, mixed) is accepted on every combination.
+
+The device rule's source is the probe: a daemon whose probe (--probe-worker)
+lists the CPU and a (fake) CUDA device and no OpenCL device accepts cuda
+(in a CUDA build; the job is not run) and refuses opencl; a daemon whose
+probe has not answered yet answers 503 unavailable to an opencl or cuda job
+and 201 to a cpu one.  With PostgreSQL (a private cluster of two nodes, as
+test_cluster.py's; left out where PostgreSQL 15 is missing) a node without
+a CUDA device accepts a cuda job while the other node, whose probe lists
+one, is alive, and refuses it once that node has stopped (no heartbeat for
+6 s).
 """
 
 import json
 import math
+import os
 import re
+import subprocess
 import time
 
-from recond_harness import Daemon, Validation, check, deadline, log, require_binaries, run_main, store_files
+import recond_harness
+from recond_harness import (Daemon, Validation, check, deadline, log, require_binaries, run_main, store_files,
+                            tempdir)
 
 GEOMETRIES = ["cone", "matrices", "fan", "parallel"]
 ALGORITHMS = ["fdk", "sart", "sirt", "cgls", "mlem"]
@@ -108,8 +122,94 @@ def names_all(msg, words):
     return all(re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(w), msg) for w in words)
 
 
+def script(body):
+    path = os.path.join(tempdir("recond-probe-"), "probe.sh")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body)
+    os.chmod(path, 0o700)
+    return path
+
+
+def cuda_built():
+    worker = os.path.join(recond_harness.BIN, "recond-worker")
+    out = subprocess.run(["ldd", worker], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
+    return "libcudart" in out
+
+
+def probe_rules():
+    """The devices come from the daemon's probe, and nothing is decided before it answers."""
+    J = {"Content-Type": "application/json"}
+    fake = {"devices": [{"name": "host", "engine": "cpu", "type": "cpu", "device_id": "cpu:host:2c",
+                         "hw_group": "host-cpu", "memory_bytes": 1 << 30, "compute_units": 2},
+                        {"name": "Fake GPU", "engine": "cuda", "type": "gpu", "device_id": "cuda:GPU-fake",
+                         "hw_group": "gpu-0", "memory_bytes": 1 << 30, "compute_units": 1}]}
+    fake_probe = script("echo '%s'\n" % json.dumps(fake))
+    d = Daemon(extra=["--probe-worker", fake_probe]).start()
+    api = d.api()
+    st, _, data, doc = api.request("POST", "/v1/jobs", json.dumps(spec("cone", "sirt", "cuda", "fp32")).encode(), J)
+    want = 201 if cuda_built() else 422
+    check("a probe listing a CUDA device: a cuda job is %d (CUDA build: %s)" % (want, cuda_built()), st == want,
+          "got %d %s" % (st, data[:300]))
+    st, _, data, doc = api.request("POST", "/v1/jobs", json.dumps(spec("cone", "sirt", "opencl", "fp32")).encode(), J)
+    err = (doc or {}).get("error") or {}
+    check("a probe listing no OpenCL device: an opencl job is 422 unsupported naming cpu and trigeneous",
+          st == 422 and err.get("field") == "execution.engine" and names_all(err.get("message", ""), ["cpu", "trigeneous"]),
+          "got %d %s" % (st, data[:300]))
+    d.stop()
+    d = Daemon(extra=["--probe-worker", script("sleep 6\nexec '%s' \"$@\"\n" % recond_harness.WORKER)]).start(ready=False)
+    api = d.api()
+    st, _, data, doc = api.request("POST", "/v1/jobs", json.dumps(spec("cone", "sirt", "opencl", "fp32")).encode(), J)
+    check("before the probe answered: an opencl job is 503 unavailable", st == 503 and
+          ((doc or {}).get("error") or {}).get("code") == "unavailable", "got %d %s" % (st, data[:300]))
+    st, _, data, doc = api.request("POST", "/v1/jobs", json.dumps(spec("cone", "sirt", "cpu", "fp32")).encode(), J)
+    check("before the probe answered: a cpu job is 201", st == 201, "got %d %s" % (st, data[:300]))
+    d.stop()
+    return fake_probe
+
+
+def cluster_rules(fake_probe):
+    import cluster_harness
+    why = cluster_harness.pg_missing()
+    if why:
+        log("cluster part left out: %s" % why)
+        return
+    J = {"Content-Type": "application/json"}
+    cl = cluster_harness.Cluster(2)
+    cl.nodes[0].extra += ["--probe-worker", fake_probe]
+    cl.start()
+    api = cl.api(1)
+    alive = deadline(10)  # a node's probed devices reach the store with its next heartbeat (every 2 s)
+    listed = []
+    while alive() and "cuda" not in listed:
+        st, _, _, doc = api.get("/v1/nodes")
+        listed = [dv.get("engine") for n in (doc or {}).get("nodes", []) if n.get("name") == "node-1"
+                  for dv in n.get("devices", [])]
+        time.sleep(0.2)
+    check("cluster: GET /v1/nodes on node-2 lists node-1's CUDA device", "cuda" in listed, str(listed))
+    body = json.dumps(spec("cone", "sirt", "cuda", "fp32")).encode()
+    st, _, data, _ = api.request("POST", "/v1/jobs", body, J)
+    want = 201 if cuda_built() else 422
+    check("cluster: node-2 (no CUDA device) answers %d to a cuda job while node-1 (a CUDA device) is alive" % want,
+          st == want, "got %d %s" % (st, data[:300]))
+    cl.nodes[0].stop()
+    alive = deadline(20)
+    t0 = time.monotonic()
+    while alive():
+        st, _, data, doc = api.request("POST", "/v1/jobs", body, J)
+        if st != 201:
+            break
+        time.sleep(0.5)
+    err = (doc or {}).get("error") or {}
+    check("cluster: once node-1 has stopped, node-2 refuses the cuda job (422 unsupported after %.1f s; alive: "
+          "a heartbeat younger than 6 s)" % (time.monotonic() - t0),
+          st == 422 and err.get("code") == "unsupported" and err.get("field") == "execution.engine",
+          "got %d %s" % (st, data[:300]))
+    cl.stop()
+
+
 def main():
     require_binaries()
+    cluster_rules(probe_rules())
     d = Daemon().start()
     api = d.api()
     st, _, _, doc = api.get("/v1/devices")
