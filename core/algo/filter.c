@@ -63,20 +63,27 @@ static double window_at(rc_filter_window w, double x)
 	return 1.0;
 }
 
-static int kernel_spectrum(rc_ramp *r, rc_filter_window window, double cutoff, rc_err *err)
+/* The windowed kernel's spectrum (times 1/n) into r->H.  arc > 0: the
+ * equiangular fan's kernel, the windowed ramp times (m arc / sin(m arc))^2
+ * at lag m (Kak & Slaney Eq. 3.177's g), applied in the spatial domain
+ * between a backward and a forward transform; lags |m| >= nu never meet a
+ * sample (rows are padded to n >= 2 nu) and keep the ramp's value. */
+static int kernel_spectrum(rc_ramp *r, rc_filter_window window, double cutoff, double arc, rc_err *err)
 {
 	const int n = r->n, nh = n / 2 + 1;
 	double *h = fftw_malloc(sizeof(double) * (size_t)n);
 	fftw_complex *Hc = fftw_malloc(sizeof(fftw_complex) * (size_t)nh);
+	fftw_plan p = NULL, q = NULL;
 	int rc = 0;
 	if (!h || !Hc) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a ramp filter of length %d", n);
 		goto out;
 	}
 	pthread_mutex_lock(&planner_lock);
-	fftw_plan p = fftw_plan_dft_r2c_1d(n, h, Hc, FFTW_ESTIMATE);
+	p = fftw_plan_dft_r2c_1d(n, h, Hc, FFTW_ESTIMATE);
+	q = arc > 0 ? fftw_plan_dft_c2r_1d(n, Hc, h, FFTW_ESTIMATE) : NULL;
 	pthread_mutex_unlock(&planner_lock);
-	if (!p) {
+	if (!p || (arc > 0 && !q)) {
 		rc = rc_fail(err, RC_EINTERNAL, "", "FFTW could not plan a transform of length %d", n);
 		goto out;
 	}
@@ -87,12 +94,31 @@ static int kernel_spectrum(rc_ramp *r, rc_filter_window window, double cutoff, r
 	fftw_execute(p);
 	for (int k = 0; k < nh; k++) {
 		double x = (double)k / (double)(n / 2) / cutoff;
-		r->H[k] = (float)(Hc[k][0] * window_at(window, x) / n);
+		Hc[k][0] *= window_at(window, x) / n;
+		Hc[k][1] = 0.0; /* h is even: its spectrum is real */
 	}
-	pthread_mutex_lock(&planner_lock);
-	fftw_destroy_plan(p);
-	pthread_mutex_unlock(&planner_lock);
+	if (arc > 0) {
+		fftw_execute(q); /* h = the windowed kernel (c2r destroys Hc) */
+		for (int i = 1; i < n; i++) {
+			int m = i <= n / 2 ? i : i - n;
+			if (abs(m) < r->nu) {
+				double a = m * arc;
+				h[i] *= (a / sin(a)) * (a / sin(a));
+			}
+		}
+		fftw_execute(p);
+		for (int k = 0; k < nh; k++)
+			Hc[k][0] /= n;
+	}
+	for (int k = 0; k < nh; k++)
+		r->H[k] = (float)Hc[k][0];
 out:
+	pthread_mutex_lock(&planner_lock);
+	if (p)
+		fftw_destroy_plan(p);
+	if (q)
+		fftw_destroy_plan(q);
+	pthread_mutex_unlock(&planner_lock);
 	fftw_free(h);
 	fftw_free(Hc);
 	return rc;
@@ -101,7 +127,16 @@ out:
 int rc_ramp_new(int nu, int batch, rc_filter_window window, double cutoff,
 		rc_ramp **ret, rc_err *err)
 {
+	return rc_ramp_new_arc(nu, batch, window, cutoff, 0.0, ret, err);
+}
+
+int rc_ramp_new_arc(int nu, int batch, rc_filter_window window, double cutoff, double arc,
+		    rc_ramp **ret, rc_err *err)
+{
 	int rc;
+	if (!(arc >= 0 && arc * nu < M_PI))
+		return rc_fail(err, RC_EINVAL, "geometry.detector",
+			       "a curved detector's fan must span less than 180 degrees (%d pixels of %g rad)", nu, arc);
 	if (nu < 1 || nu > (1 << 24) || batch < 1)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.nu", "a ramp filter needs rows of 1 to 2^24 samples (got %d)", nu);
 	if (!(cutoff > 0 && cutoff <= 1))
@@ -124,7 +159,7 @@ int rc_ramp_new(int nu, int batch, rc_filter_window window, double cutoff,
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a ramp filter of length %d", n);
 		goto out_free;
 	}
-	if ((rc = kernel_spectrum(r, window, cutoff, err)))
+	if ((rc = kernel_spectrum(r, window, cutoff, arc, err)))
 		goto out_free;
 	if ((rc = rc_ramp_work_new(r, &w, err)))
 		goto out_free;

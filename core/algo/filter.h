@@ -39,6 +39,12 @@ typedef struct rc_ramp_work rc_ramp_work;
  * nv rows of one view).  cutoff in (0, 1], fraction of Nyquist. */
 int rc_ramp_new(int nu, int batch, rc_filter_window window, double cutoff,
 		rc_ramp **ret, rc_err *err);
+/* The same for an equiangular (curved) fan whose samples are arc radians
+ * apart: the windowed kernel times (m arc / sin(m arc))^2 at lag m, Kak &
+ * Slaney's g for equiangular rays; arc = 0 is rc_ramp_new.  nu * arc must
+ * stay below pi. */
+int rc_ramp_new_arc(int nu, int batch, rc_filter_window window, double cutoff, double arc,
+		    rc_ramp **ret, rc_err *err);
 void rc_ramp_free(rc_ramp *r);
 
 /* The padded length N. */

@@ -56,17 +56,17 @@ void rc_recon_spec_default(rc_recon_spec *s)
 /* Whether engine e runs algorithm a on a geometry of type g, from the spec
  * and the build alone: on fan and parallel the iterative algorithms run on
  * the tensor backend (execution.engine auto, cpu or tensor) and fdk (FBP)
- * on the CPU engine (auto or cpu); the tensor engine runs fan and parallel
+ * on the CPU engine (auto, cpu) or as one product with FBP's matrix on the
+ * tensor backend (tensor); the tensor engine runs fan and parallel
  * only; cuda needs a build with CUDA (whether a node has a GPU the
  * daemon checks at creation: server/http_jobs.c, engine_offered).  Every
  * message of rc_recon_check lists the choices this accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 {
 	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;
+	(void)a; /* each geometry's engines run every algorithm */
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
-	if (is2d && a == RC_ALGO_FDK)
-		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU;
 	if (is2d)
 		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR;
 	return e != RC_ENGINE_TENSOR;

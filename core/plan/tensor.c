@@ -17,6 +17,7 @@
 #include "algo/names.h"
 #include "projectors/bsr.h"
 #include "projectors/dd_matrix.h"
+#include "projectors/fbp_matrix.h"
 #include "backend/cpu/engine_cpu.h"
 #include "backend/cuda/engine_cuda.h"
 #include "backend/backend.h"
@@ -107,6 +108,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		report = &local;
 	double t0 = rc_now_s();
 	rc_csr *m = NULL, *mt = NULL;
+	float *scaled = NULL; /* fdk on a fan: the projections / D^2 */
 	rc_bsr *b = NULL;
 	int32_t *rperm = NULL, *cperm = NULL;
 	rc_backend *bk = NULL;
@@ -119,11 +121,6 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	if (!rc_geom_is_2d(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the tensor engine runs fan and parallel geometries; use another execution.engine for cone or matrices");
-	if (algo->name == RC_ALGO_FDK)
-		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
-			       "algorithm.name \"%s\" is not available for fan and parallel geometries (filtered back projection "
-			       "in 2-D is not implemented); use sart, sirt, cgls or mlem",
-			       rc_algo_name_str(algo->name));
 	if (algo->iterations < 1)
 		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
 			       "algorithm.iterations must be at least 1 (got %d)", algo->iterations);
@@ -132,7 +129,25 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	int64_t rows = (int64_t)nviews * nu, cols = (int64_t)v->nx * v->ny;
 	rc_frag frag = o->fragment >= 0 && o->fragment < RC_FRAG_COUNT ? (rc_frag)o->fragment : pick_fragment(nz);
 
-	rc = rc_dd_cached(g, o->cache_dir, o->threads, &m, &hit, err);
+	/* FDK is one product with FBP's back-projection matrix (fbp_matrix.h)
+	 * in place of the system matrix: the backend's back product is M^T.
+	 * A fan's matrix is scaled by D^2 (fp16 holds its weights then) and
+	 * the projections by 1/D^2, in a copy: FDK's filter is linear. */
+	if (algo->name == RC_ALGO_FDK) {
+		double s = rc_geom_type_of(g) == RC_GEOM_FAN ? rc_geom_sid(g) * rc_geom_sid(g) : 1.0;
+		size_t n = rc_geom_proj_count(g);
+		if (s != 1.0) {
+			if (!(scaled = malloc(n * sizeof *scaled))) {
+				rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the scaled projections (%zu floats)", n);
+				goto out;
+			}
+			for (size_t i = 0; i < n; i++)
+				scaled[i] = (float)(proj[i] / s);
+			proj = scaled;
+		}
+		rc = rc_fbp_matrix_build(g, s, o->threads, &m, err);
+	} else
+		rc = rc_dd_cached(g, o->cache_dir, o->threads, &m, &hit, err);
 	if (rc)
 		goto out;
 	rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &rperm, err);
@@ -293,6 +308,7 @@ out:
 	report->seconds = rc_now_s() - t0;
 	free(w.cur);
 	free(w.prev);
+	free(scaled);
 	free(rperm);
 	free(cperm);
 	rc_bsr_free(b);

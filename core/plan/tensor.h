@@ -25,9 +25,10 @@
 #include "backend/tensor/backend_tensor.h"
 #include "plan/recon_spec.h"
 
-/* The job path for a fan or parallel geometry: every algorithm but fdk
- * (RC_EUNSUPPORTED naming algorithm.name; FBP runs on the CPU engine); fills report->matrix and
- * report->engine = "tensor".  Engine "cpu" runs the CPU path only. */
+/* The job path for a fan or parallel geometry: every algorithm, fdk as one
+ * product with FBP's back-projection matrix (fbp_matrix.h) in place of the
+ * distance-driven system matrix; fills report->matrix and report->engine =
+ * "tensor".  Engine "cpu" runs the CPU path only. */
 int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
 		  const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err);
 
@@ -48,8 +49,7 @@ typedef struct rc_tensor_opts {
 
 void rc_tensor_opts_default(rc_tensor_opts *o);
 
-/* rc_tensor_run with explicit options (tests, benchmarks): algo may be any
- * algorithm but fdk. */
+/* rc_tensor_run with explicit options (tests, benchmarks). */
 int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
 		    const float *proj, float *vol, const rc_algo_hooks *hooks,
 		    rc_recon_report *report, rc_err *err);

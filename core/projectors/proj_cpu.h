@@ -87,6 +87,10 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
  * vol = sum over views first..last of p_k,z(u) / w^2 (w = 1 for parallel),
  * linear in u with zero outside; the FBP back projection of algo_fdk.c. */
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
+/* What rc_bp_plane applies at in-plane point (x, y) in view k, in double:
+ * the continuous pixel index *u and the returned distance weight (1/w^2,
+ * 1 for parallel).  The FBP matrix (fbp_matrix.h) is built from it. */
+double rc_plane_fbp_weight(const rc_geom *g, int k, double x, double y, double *u);
 
 /* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
  * (proj_splat.c derives it): what a voxel of unit density adds to the

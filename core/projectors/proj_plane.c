@@ -78,6 +78,14 @@ static void plane_task(void *ud, long task, int worker)
 	memcpy(out, acc, sizeof(float) * (size_t)(y1 - y0) * (size_t)nx);
 }
 
+double rc_plane_fbp_weight(const rc_geom *g, int k, double x, double y, double *u)
+{
+	const double *A = rc_geom_view(g, k)->A;
+	double w = A[3] * x + A[4] * y + A[5];
+	*u = (A[0] * x + A[1] * y + A[2]) / w;
+	return rc_geom_type_of(g) == RC_GEOM_FAN ? 1.0 / (w * w) : 1.0;
+}
+
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);

@@ -8,7 +8,9 @@ fan and parallel formulas (independent of the C code):
 
 - fan, sart with 8 ordered subsets, 10 iterations;
 - parallel, mlem, 30 iterations;
-- fan and parallel FBP ("fdk"), on the CPU engine's 2-D back projection;
+- fan and parallel FBP ("fdk"), on the CPU engine's 2-D back projection, and
+  on the tensor engine (one product with FBP's matrix, fp32 and fp16), which
+  must agree with it;
 
 each job succeeds on engine "cpu" and the downloaded volume's relative L2
 error against the phantom (pixel area fractions, 4x4 samples per pixel) is
@@ -85,7 +87,7 @@ def phantom():
     return ref
 
 
-def spec(gtype, du, algo, iterations, subsets, offset_mm=0.0):
+def spec(gtype, du, algo, iterations, subsets, offset_mm=0.0, engine="cpu", precision=None):
     geom = {
         "type": gtype, "slices": SLICES,
         "angles": {"start_deg": 0.0, "step_deg": 360.0 / VIEWS, "count": VIEWS},
@@ -101,7 +103,7 @@ def spec(gtype, du, algo, iterations, subsets, offset_mm=0.0):
         "geometry": geom,
         "volume": {"nx": N, "ny": N, "nz": SLICES, "voxel_mm": [1.0, 1.0, 1.0]},
         "algorithm": algorithm,
-        "execution": {"engine": "cpu"},
+        "execution": dict({"engine": engine}, **({"precision": precision} if precision else {})),
         "priority": 5,
     }
 
@@ -119,7 +121,7 @@ def run_job(c, sp, data):
         if ev == "end":
             final = ed
     ok = final and final["state"] == "succeeded"
-    check("%s job succeeded on engine cpu" % sp["label"], ok,
+    check("%s job succeeded on engine %s" % (sp["label"], sp["execution"]["engine"]), ok,
           "state %s error %s" % (final and final["state"], final and final.get("error")))
     if not ok:
         return None, None
@@ -163,6 +165,15 @@ def main():
         check("%s FBP: no system matrix, no projector pair" % gtype,
               st.get("matrix") is None and st.get("projector") is None,
               "matrix %s projector %s" % (st.get("matrix"), st.get("projector")))
+        # the tensor engine: one product with FBP's matrix, fp32 CSR and fp16 BSR
+        for precision, bound_diff in (("fp32", 1e-5), ("mixed", 2e-4)):
+            st_t, vol_t = run_job(c, spec(gtype, du, "fdk", 1, 1, engine="tensor", precision=precision), raw)
+            if vol_t is not None:
+                diff = rel_err(vol_t, vol)
+                log("%s FBP on the tensor engine (%s, matrix %s): %.2e from the CPU engine's" %
+                    (gtype, precision, (st_t.get("matrix") or {}).get("fragment"), diff))
+                check("%s FBP, tensor engine %s: within %g of the CPU engine" % (gtype, precision, bound_diff),
+                      diff < bound_diff, "%.2e" % diff)
         # the same data read as if the detector sat two bins over: the bound must catch it
         _, vol2 = run_job(c, spec(gtype, du, "fdk", 1, 1, offset_mm=2 * du), raw)
         if vol2 is not None:

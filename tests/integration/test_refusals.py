@@ -14,10 +14,9 @@ The rules, as docs/api.md's table states them:
 
 - cone and matrices run every algorithm on auto, cpu, opencl, cuda and
   trigeneous (not tensor);
-- fdk (FBP) on fan and parallel runs on the CPU engine: execution.engine
-  auto or cpu;
-- the other algorithms on fan and parallel run on the tensor backend:
-  execution.engine auto, cpu or tensor;
+- fan and parallel run every algorithm on execution.engine auto, cpu or
+  tensor (fdk is FBP: the CPU engine, or the tensor backend's product with
+  FBP's matrix);
 - opencl and cuda need such a device on some node of the store now (here:
   the daemon's own GET /v1/devices), else 422 at creation; a build without
   CUDA has no cuda device;
@@ -53,7 +52,7 @@ DEVICE_ENGINES = ("opencl", "cuda")  # engines that need a device of their kind
 OFFERED = set()  # the device engines GET /v1/devices lists (main() fills it)
 
 # the rule for fdk (FBP) on fan and parallel: which engines run it
-FLAT_FDK = ("auto", "cpu")
+FLAT_FDK = ("auto", "cpu", "tensor")
 
 
 def runs(geom, algo, engine):

@@ -67,6 +67,55 @@ static void test_matches_direct_convolution(void **state)
 	}
 }
 
+/* The equiangular kernel (ram-lak): rc_ramp_new_arc's output against the
+ * direct convolution with h(m) (m a / sin(m a))^2, written here; and a
+ * flat kernel differs from it by more than the bound (the test can fail). */
+static void test_arc_kernel(void **state)
+{
+	(void)state;
+	const int nu = 301;
+	const double arc = 2.8 / nu; /* a fan of 160 degrees */
+	unsigned seed = 11;
+	rc_ramp *r, *flat;
+	rc_ramp_work *w, *wf;
+	assert_int_equal(rc_ramp_new_arc(nu, 1, RC_WINDOW_RAM_LAK, 1.0, arc, &r, NULL), 0);
+	assert_int_equal(rc_ramp_new(nu, 1, RC_WINDOW_RAM_LAK, 1.0, &flat, NULL), 0);
+	assert_int_equal(rc_ramp_work_new(r, &w, NULL), 0);
+	assert_int_equal(rc_ramp_work_new(flat, &wf, NULL), 0);
+	float *row = malloc(sizeof(float) * nu), *rowf = malloc(sizeof(float) * nu);
+	double *x = malloc(sizeof(double) * nu);
+	for (int i = 0; i < nu; i++)
+		x[i] = row[i] = rowf[i] = (float)urand(&seed, 0, 1);
+	rc_ramp_apply(r, w, row, (size_t)nu, row, (size_t)nu, 1, NULL, 1.0f);
+	rc_ramp_apply(flat, wf, rowf, (size_t)nu, rowf, (size_t)nu, 1, NULL, 1.0f);
+	double worst = 0, worst_flat = 0;
+	for (int i = 0; i < nu; i++) {
+		double y = 0;
+		for (int k = 0; k < nu; k++) {
+			int m = i - k;
+			double c = m ? (m * arc) / sin(m * arc) : 1.0;
+			y += kernel(m) * c * c * x[k];
+		}
+		worst = fmax(worst, fabs(row[i] - y));
+		worst_flat = fmax(worst_flat, fabs(rowf[i] - y));
+	}
+	print_message("equiangular kernel: worst difference %.2e (flat kernel %.2e)\n", worst, worst_flat);
+	assert_true(worst < 2e-6 * sqrt(nu));
+	assert_true(worst_flat > 10 * 2e-6 * sqrt(nu));
+	/* a fan of 180 degrees or more has no such kernel */
+	rc_err err;
+	rc_ramp *bad = NULL;
+	assert_int_equal(rc_ramp_new_arc(nu, 1, RC_WINDOW_RAM_LAK, 1.0, M_PI / nu, &bad, &err), RC_EINVAL);
+	assert_null(bad);
+	free(x);
+	free(row);
+	free(rowf);
+	rc_ramp_work_free(w);
+	rc_ramp_work_free(wf);
+	rc_ramp_free(r);
+	rc_ramp_free(flat);
+}
+
 /* The parallel projection of a unit disc of density 1, p(s) = 2 sqrt(1 - s^2),
  * ramp-filtered (|omega| in cycles) is 1/pi inside and
  * (1/pi)(1 - |s| / sqrt(s^2 - 1)) outside: back projecting it over pi
@@ -218,6 +267,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matches_direct_convolution),
+		cmocka_unit_test(test_arc_kernel),
 		cmocka_unit_test(test_disc_projection),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_batch_stride_weights),
