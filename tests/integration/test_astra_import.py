@@ -12,13 +12,14 @@ same window (so that neither tool reconstructs data of its own discrete model):
 - fan: `fanflat` (source 160, detector 80 units from the axis, 112 bins of 1.4 units), angles
   over the full circle that start at 17.8 degrees and are jittered by up to 0.3 of their step
   (non-uniform), the detector shifted by 3.5 bins (astra.geom_postalignment: a fanflat_vec);
-  recond SIRT (100 iterations), CGLS (8) and FBP (`fdk`) against ASTRA's SIRT and CGLS (ASTRA's
+  recond SIRT (100 iterations), CGLS (8) and FBP (`fdk`, engines auto (the CPU engine) and
+  tensor) against ASTRA's SIRT and CGLS (ASTRA's
   CPU FBP takes the plain `parallel` geometry only, so recond's fan FBP is held to the phantom
   alone);
 - fan, bins reversed: the same fanflat_vec with u negated (astra_to_recond reverses each row);
   CGLS;
 - parallel: `parallel`, 96 bins of 0.9 units, 120 views over 180 degrees from 31 degrees; recond
-  CGLS and FBP against ASTRA's CGLS and FBP;
+  CGLS and FBP (auto and tensor) against ASTRA's CGLS and FBP;
 - parallel, shifted: the same with the detector shifted by −2.25 bins (a parallel_vec); CGLS
   against ASTRA's, FBP against the phantom.
 
@@ -28,10 +29,11 @@ at most 0.03 above the error of ASTRA's own reconstruction (the same algorithm a
 `line` projectors) of the same sinogram.  The same fan CGLS job mapped wrongly (angle sign
 flipped; u mirrored) must be more than twice as far off, so the test can fail.
 
-Measured (2 shared cores): fan SIRT 0.161 (ASTRA 0.176), CGLS 0.185 (0.186), FBP 0.162;
-reversed bins CGLS 0.185 (0.186); parallel CGLS 0.196 (0.182), FBP 0.160 (ASTRA 0.215);
+Measured (2 shared cores): fan SIRT 0.161 (ASTRA 0.176), CGLS 0.185 (0.186), FBP 0.162 (the
+same on tensor); reversed bins CGLS 0.185 (0.186); parallel CGLS 0.196 (0.182), FBP 0.160 (the
+same on tensor; ASTRA 0.215);
 shifted parallel CGLS 0.180 (0.176), FBP 0.148; the wrong mappings 0.76 (angle sign) and 0.89
-(u mirrored); about 13 s in all.
+(u mirrored); about 14 s in all.
 Also checked: peers_map.astra_vectors equals astra.geom_2vec for fanflat and parallel.
 
 Needs build/peers-venv (`make bench-peers`: astra-toolbox from PyPI); without it the test is
@@ -148,14 +150,15 @@ def astra_recon(pg, vg, sino, algo):
         astra.projector.delete(pid)
 
 
-def recond_recon(c, label, pg, vg, sino, algo, **wrong):
+def recond_recon(c, label, pg, vg, sino, algo, engine="auto", **wrong):
     """The sinogram reconstructed by recond: astra_to_recond's spec and stack, uploaded, started,
     waited for, downloaded, and brought back to ASTRA's image layout."""
     m = peers_map.astra_to_recond(pg, vg, unit_mm=UNIT_MM, **wrong)
     a = {"name": algo}
     if algo != "fdk":
         a.update(PLAIN, iterations=ITERS[algo])
-    spec = {"label": label, "geometry": m["geometry"], "volume": m["volume"], "algorithm": a}
+    spec = {"label": label, "geometry": m["geometry"], "volume": m["volume"], "algorithm": a,
+            "execution": {"engine": engine}}
     job = c.submit(spec, m["to_recond"](sino).tobytes())
     final = c.wait(job["id"], timeout=300)
     if not final or final.get("state") != "succeeded":
@@ -194,10 +197,12 @@ def fine_sino(pg, vg):
     return astra_sino(pg, vf, phantom(vf, sub=2))
 
 
-def compare(c, name, pg, vg, ref, m, algo, peer=True):
+def compare(c, name, pg, vg, ref, m, algo, peer=True, engine="auto"):
     sino = fine_sino(pg, vg)
     t0 = time.monotonic()
-    x, job = recond_recon(c, "astra %s %s" % (name, algo), pg, vg, sino, algo)
+    x, job = recond_recon(c, "astra %s %s" % (name, algo), pg, vg, sino, algo, engine)
+    if engine != "auto":
+        name = "%s (engine %s)" % (name, engine)
     e = err(x, ref, m)
     detail = "engine %s, %.2f s" % (job.get("engine"), time.monotonic() - t0)
     if peer:
@@ -225,6 +230,7 @@ def main():
     compare(c, "fanflat", fan, vg, ref, m, "sirt")
     sino, e_right = compare(c, "fanflat", fan, vg, ref, m, "cgls")
     compare(c, "fanflat", fan, vg, ref, m, "fdk", peer=False)
+    compare(c, "fanflat", fan, vg, ref, m, "fdk", peer=False, engine="tensor")
     for what, wrong in (("angle sign flipped", {"angle_sign": -1.0}), ("u mirrored", {"mirror_u": True})):
         x, _ = recond_recon(c, "astra fanflat cgls, %s" % what, fan, vg, sino, "cgls", **wrong)
         ew = err(x, ref, m)
@@ -242,6 +248,7 @@ def main():
     par = parallel_geometry()
     compare(c, "parallel", par, vg, ref, m, "cgls")
     compare(c, "parallel", par, vg, ref, m, "fdk")
+    compare(c, "parallel", par, vg, ref, m, "fdk", engine="tensor")
     shifted = astra.geom_postalignment(par, -2.25)
     compare(c, "parallel_vec shifted", shifted, vg, ref, m, "cgls")
     compare(c, "parallel_vec shifted", shifted, vg, ref, m, "fdk", peer=False)
