@@ -75,17 +75,22 @@ static int engine_would_run(int e, void *ud)
  * without one now (this daemon's probe; with PostgreSQL any alive node's
  * devices, node_engines_offered) the job is refused (RC_EUNSUPPORTED, 422)
  * instead of failing when it runs or waiting for a node that may never
- * come.  auto, cpu, tensor and trigeneous run on any node (CPU paths). */
+ * come; while this daemon's own probe has not answered and no other node
+ * offers the device, RC_EUNAVAIL (503: retry).  auto, cpu, tensor and
+ * trigeneous run on any node (CPU paths). */
 static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
 {
 	int eng;
 	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng) || (eng != RC_ENGINE_OPENCL && eng != RC_ENGINE_CUDA))
 		return 0;
 	struct offered o = { s, 0 };
-	if (node_engines_offered(a, &o.bits, err))
+	int probed;
+	if (node_engines_offered(a, &o.bits, &probed, err))
 		return err->code;
 	if (o.bits & (1u << eng))
 		return 0;
+	if (!probed)
+		return rc_fail(err, RC_EUNAVAIL, "", "this daemon is still probing its devices; retry shortly");
 	char l[128];
 	return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 		       "execution.engine \"%s\" needs %s device and no node of this daemon's store has one now: "

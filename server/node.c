@@ -69,7 +69,7 @@ static unsigned engine_bits(json_t *devs)
 	return bits;
 }
 
-int node_engines_offered(app *a, unsigned *ret_bits, rc_err *err)
+int node_engines_offered(app *a, unsigned *ret_bits, int *ret_probed, rc_err *err)
 {
 	json_t *own = runner_devices(a->run);
 	int probed = runner_probed(a->run);
@@ -91,8 +91,7 @@ int node_engines_offered(app *a, unsigned *ret_bits, rc_err *err)
 		free(rows);
 	}
 	*ret_bits = bits;
-	if (!probed && !(bits & ~(1u << RC_ENGINE_CPU)))
-		return rc_fail(err, RC_EUNAVAIL, "", "the devices are still being probed; retry shortly");
+	*ret_probed = probed;
 	return 0;
 }
 

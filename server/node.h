@@ -33,8 +33,8 @@ json_t *node_devices_json(struct app *a);
  * (1 << rc_engine_choice) over the devices' "engine" (cpu, opencl, cuda):
  * this daemon's own probe (runner_devices) and, with a shared store
  * (PostgreSQL), every alive node's row (its last heartbeat younger than
- * NODE_ALIVE_S).  RC_EUNAVAIL while this daemon's probe has not answered
- * (and no other node offers one), or the store's error. */
-int node_engines_offered(struct app *a, unsigned *ret_bits, rc_err *err);
+ * NODE_ALIVE_S).  *ret_probed: whether this daemon's probe has answered
+ * (before, its own devices are unknown).  0, or the store's error. */
+int node_engines_offered(struct app *a, unsigned *ret_bits, int *ret_probed, rc_err *err);
 
 #endif
