@@ -18,6 +18,10 @@
  * distance from the axis through the volume centre, f_u the focal length in
  * pixels read off the matrix).  Then the back projection's 1/w^2 turns the
  * sum into Feldkamp's (1/2) int D^2/U^2 Q dbeta and the result is in 1/mm.
+ * A curved (equiangular) fan is Kak & Slaney's equiangular FBP in the same
+ * form: c = cos(gamma) with gamma = u / S (u the arc length), h times
+ * (m a / sin(m a))^2 with a = du / S (rc_ramp_new_arc), the same K = D / a,
+ * and a back projection weighted by 1/L^2, L the distance from the source.
  *
  * Streaming (hooks->views): each view is filtered as it arrives, exactly as
  * above, and the filtered views are back-projected in groups into a
@@ -163,6 +167,12 @@ static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw
 		double S = rc_geom_sdd(f->g);
 		double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u;
 		double vm = f->type == RC_GEOM_CONE ? (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v : 0.0;
+		if (d->shape == RC_DETECTOR_CURVED) {
+			/* an arc: um is the arc length, the ray's angle um / S */
+			*gamma = um / S;
+			*cosw = cos(*gamma);
+			break;
+		}
 		*cosw = S / sqrt(S * S + um * um + vm * vm);
 		/* e_u is the counter-clockwise tangent: gamma > 0 toward it */
 		*gamma = atan(um / S);
@@ -442,7 +452,9 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the filtered projections (%zu floats)", nproj);
 		goto out;
 	}
-	if ((rc = rc_ramp_new(f.nu, f.nrows, p->window, p->cutoff, &f.ramp, err)))
+	/* a curved fan's kernel is the equiangular one (filter.h) */
+	double arc = f.det->shape == RC_DETECTOR_CURVED ? f.det->du / rc_geom_sdd(g) : 0.0;
+	if ((rc = rc_ramp_new_arc(f.nu, f.nrows, p->window, p->cutoff, arc, &f.ramp, err)))
 		goto out;
 	if ((rc = fdk_angles(&f, p, err)))
 		goto out;

@@ -44,6 +44,10 @@ static const struct word geometries[] = {
 	{ "fan", RC_GEOM_FAN, 0 },
 	{ "parallel", RC_GEOM_PARALLEL, 0 },
 };
+static const struct word shapes[] = {
+	{ "flat", RC_DETECTOR_FLAT, 0 },
+	{ "curved", RC_DETECTOR_CURVED, 0 },
+};
 static const struct word precisions[] = {
 	{ "fp32", RC_PRECISION_FP32, 0 },
 	{ "mixed", RC_PRECISION_MIXED, 0 },
@@ -74,6 +78,7 @@ static const struct set {
 	[RC_NAMES_PRECISION] = SET("precision", precisions),
 	[RC_NAMES_FORMAT] = SET("format", formats),
 	[RC_NAMES_PROJECTOR] = SET("projector", projectors),
+	[RC_NAMES_SHAPE] = SET("detector_shape", shapes),
 };
 
 static const struct set *set_of(rc_name_set s)

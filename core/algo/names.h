@@ -1,9 +1,9 @@
 /*
  * names: the one table of the words that name a choice in a job spec and in
  * the API: engines, algorithms, filter windows, scan modes, geometry types,
- * precisions and volume formats.  The spec parser (server/worker/spec.c),
- * recon's check, /v1/devices, downloads and every error message that lists
- * the choices read them from here; api/openapi.yaml's enums are tested
+ * detector shapes, precisions and volume formats.  The spec parser
+ * (server/worker/spec.c), recon's check, /v1/devices, downloads and every
+ * error message that lists the choices read them from here; api/openapi.yaml's enums are tested
  * against this table (`recond-worker --names` prints it as JSON,
  * tests/integration/test_names.py compares).
  *
@@ -55,6 +55,7 @@ typedef enum rc_name_set {
 	RC_NAMES_PRECISION,  /* rc_precision */
 	RC_NAMES_FORMAT,     /* rc_volume_format */
 	RC_NAMES_PROJECTOR,  /* rc_projector (algo.h) */
+	RC_NAMES_SHAPE,      /* rc_detector_shape (geometry.h) */
 	RC_NAMES_COUNT
 } rc_name_set;
 

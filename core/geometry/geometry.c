@@ -14,6 +14,12 @@
  * Fan is the same in the (x, y) plane; parallel replaces the perspective by
  * u_mm = X.e_u with w = 1.  Client matrices are scaled so row_w has unit
  * norm and w > 0 at the volume centre.
+ *
+ * A curved fan (an arc of radius S about the source) keeps the flat A of
+ * the same du and offset_u: its depth row is the same, and a ray at fan
+ * angle gamma is the flat line of index (S tan gamma - offset_u)/du + c_u,
+ * so line-based code (the distance-driven rows) needs only that index
+ * (rc_geom_line_u); its pixel index is the angle's (rc_geom_plane_u).
  */
 #include "geometry/geometry.h"
 
@@ -61,6 +67,13 @@ static int check_detector(const rc_geom_spec *sp, rc_err *err)
 {
 	const rc_detector_desc *d = &sp->det;
 	int is2d = sp->type == RC_GEOM_FAN || sp->type == RC_GEOM_PARALLEL;
+	if (d->shape != RC_DETECTOR_FLAT && d->shape != RC_DETECTOR_CURVED)
+		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
+			       "geometry.detector.shape %d is no detector shape (flat or curved)", (int)d->shape);
+	if (d->shape == RC_DETECTOR_CURVED && sp->type != RC_GEOM_FAN)
+		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
+			       "geometry.detector.shape \"curved\" applies to a fan geometry only; other types have a "
+			       "flat detector");
 	if (d->nu < 1 || d->nu > 65536)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.nu",
 			       "geometry.detector.nu must be an integer from 1 to 65536 (got %d)", d->nu);
@@ -87,6 +100,25 @@ static int check_detector(const rc_geom_spec *sp, rc_err *err)
 		return rc_fail(err, RC_EINVAL, "geometry.detector",
 			       "geometry.detector: its extent (%d x %g mm, %d x %g mm, offsets %g and %g mm) is no finite "
 			       "number of millimetres", d->nu, d->du, d->nv, d->dv, d->offset_u, d->offset_v);
+	return 0;
+}
+
+/* A curved fan's pixel edges must stay within RC_CURVED_MAX_DEG of the
+ * central ray: rays at 90 degrees and beyond never meet the tangent flat
+ * detector of A (rc_geom_line_u) and would leave the source sideways. */
+static int check_curved(const rc_geom_spec *sp, rc_err *err)
+{
+	const rc_detector_desc *d = &sp->det;
+	if (d->shape != RC_DETECTOR_CURVED)
+		return 0;
+	double half = (d->nu * d->du / 2 + fabs(d->offset_u)) / sp->source_detector_mm;
+	double lim = RC_CURVED_MAX_DEG * (M_PI / 180.0);
+	if (!(half <= lim))
+		return rc_fail(err, RC_EINVAL, "geometry.detector",
+			       "geometry.detector: a curved fan must lie within %g degrees of its central ray; its pixels "
+			       "(%d of %g mm, offset %g mm, on an arc of radius %g mm) reach %.1f degrees: use fewer or "
+			       "smaller pixels or a smaller offset_u_mm",
+			       RC_CURVED_MAX_DEG, d->nu, d->du, d->offset_u, sp->source_detector_mm, half * (180.0 / M_PI));
 	return 0;
 }
 
@@ -298,8 +330,7 @@ static int check_views(const rc_geom *g, rc_err *err)
 			double X[3] = { corner & 1 ? hi[0] : lo[0], corner & 2 ? hi[1] : lo[1], corner & 4 ? hi[2] : lo[2] };
 			double u, vv, w;
 			if (is2d) {
-				w = vw->A[3] * X[0] + vw->A[4] * X[1] + vw->A[5];
-				u = (vw->A[0] * X[0] + vw->A[1] * X[1] + vw->A[2]) / w;
+				u = rc_geom_plane_u(g, k, X[0], X[1], &w);
 				vv = 0;
 			} else {
 				rc_view_project(vw, X, &u, &vv, &w);
@@ -308,7 +339,16 @@ static int check_views(const rc_geom *g, rc_err *err)
 				behind = 1;
 				continue;
 			}
-			if ((g->type == RC_GEOM_CONE || g->type == RC_GEOM_FAN) && w >= g->sdd)
+			if (g->det.shape == RC_DETECTOR_CURVED) {
+				/* the arc is at distance S from the source, the box's
+				 * farthest point from it one of its corners */
+				double r = hypot(X[0] - vw->src[0], X[1] - vw->src[1]);
+				if (r >= g->sdd)
+					return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
+						       "view %d: the curved detector cuts the volume; source_detector_mm (%g) "
+						       "must exceed the distance from the source to the farthest volume corner "
+						       "(%.1f mm)", k, g->sdd, r);
+			} else if ((g->type == RC_GEOM_CONE || g->type == RC_GEOM_FAN) && w >= g->sdd)
 				return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
 					       "view %d: the detector plane cuts the volume; source_detector_mm (%g) must exceed "
 					       "the depth of the farthest volume corner (%.1f mm)", k, g->sdd, w);
@@ -355,6 +395,8 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 			return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
 				       "geometry.source_detector_mm (%g) must exceed source_isocenter_mm (%g): the detector lies beyond the axis",
 				       sp->source_detector_mm, sp->source_isocenter_mm);
+		if ((rc = check_curved(sp, err)))
+			return rc;
 	}
 	if (sp->type == RC_GEOM_MATRICES) {
 		if (!sp->matrices)
@@ -497,7 +539,16 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 		double z = (iz - (v->nz - 1) / 2.0) * v->vz + v->cz;
 		const double *A = vw->A;
 		/* point on the ray: solve A (x, y, 1) = (i w, w) for the pixel line */
-		if (g->type == RC_GEOM_FAN) {
+		if (g->type == RC_GEOM_FAN && g->det.shape == RC_DETECTOR_CURVED) {
+			/* cos(gamma) n + sin(gamma) e_u, n = (A3, A4), e_u = (A4, -A3) */
+			double gam = rc_geom_fan_angle(g, i), cg = cos(gam), sg = sin(gam);
+			origin[0] = vw->src[0];
+			origin[1] = vw->src[1];
+			origin[2] = z;
+			dir[0] = cg * A[3] + sg * A[4];
+			dir[1] = cg * A[4] - sg * A[3];
+			dir[2] = 0;
+		} else if (g->type == RC_GEOM_FAN) {
 			origin[0] = vw->src[0];
 			origin[1] = vw->src[1];
 			origin[2] = z;
@@ -524,4 +575,35 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 	double nrm = sqrt(dot3(dir, dir));
 	for (int r = 0; r < 3; r++)
 		dir[r] /= nrm;
+}
+
+double rc_geom_fan_angle(const rc_geom *g, double e)
+{
+	const rc_detector_desc *d = &g->det;
+	return ((e - (d->nu - 1) / 2.0) * d->du + d->offset_u) / g->sdd;
+}
+
+double rc_geom_line_u(const rc_geom *g, double e)
+{
+	const rc_detector_desc *d = &g->det;
+	if (g->type != RC_GEOM_FAN || d->shape != RC_DETECTOR_CURVED)
+		return e;
+	return (g->sdd * tan(rc_geom_fan_angle(g, e)) - d->offset_u) / d->du + (d->nu - 1) / 2.0;
+}
+
+double rc_geom_plane_u(const rc_geom *g, int k, double x, double y, double *w)
+{
+	const double *A = g->views[k].A;
+	const rc_detector_desc *d = &g->det;
+	if (g->type == RC_GEOM_FAN && d->shape == RC_DETECTOR_CURVED) {
+		/* n = (A3, A4) and e_u = (A4, -A3) (build_2d), X - s from the source */
+		const double *s = g->views[k].src;
+		double px = x - s[0], py = y - s[1];
+		double depth = A[3] * px + A[4] * py, side = A[4] * px - A[3] * py;
+		*w = depth;
+		return atan2(side, depth) * g->sdd / d->du - d->offset_u / d->du + (d->nu - 1) / 2.0;
+	}
+	double ww = A[3] * x + A[4] * y + A[5];
+	*w = ww;
+	return (A[0] * x + A[1] * y + A[2]) / ww;
 }

@@ -16,6 +16,12 @@
  *  - For fan and parallel, A (2x3) maps in-plane (x, y, 1) to (u*w, w), with
  *    w = depth in mm for fan and w = 1 for parallel; slice iz is the plane
  *    z = (iz - (nz-1)/2)*vz + cz and has the same A.
+ *  - For a curved fan, A is the matrix of the flat detector tangent to the
+ *    arc at its centre with the same du and offset_u: its second row (the
+ *    depth w) is right, its first is NOT the curved pixel index.  Use
+ *    rc_geom_plane_u for u and rc_geom_line_u for the line of a pixel
+ *    coordinate; code that reads A's first row directly must refuse or
+ *    convert a curved detector.
  *
  * Life cycle: rc_geom_new validates a spec against a volume and limits and
  * builds the matrices; rc_geom_free releases it (NULL is fine).
@@ -43,12 +49,28 @@ typedef struct rc_volume_desc {
 	double cx, cy, cz;
 } rc_volume_desc;
 
-/* Flat-panel detector: nu x nv pixels of du x dv mm, centre shifted by
- * (offset_u, offset_v) mm along (e_u, e_v).  Fan/parallel use nv = 1. */
+/* geometry.detector.shape (core/algo/names.c has the words).  A curved
+ * detector is an arc of radius S about the source (fan only): du is a
+ * pixel's arc length, offset_u an arc length, pixel i at fan angle
+ * ((i - (nu-1)/2) du + offset_u) / S from the central ray towards e_u. */
+typedef enum rc_detector_shape {
+	RC_DETECTOR_FLAT = 0,
+	RC_DETECTOR_CURVED,
+} rc_detector_shape;
+
+/* A curved fan must lie within +-RC_CURVED_MAX_DEG of its central ray
+ * (pixel edges, offset included): at 90 degrees a ray runs parallel to the
+ * flat tangent detector that the view matrix A describes. */
+#define RC_CURVED_MAX_DEG 80.0
+
+/* Detector: nu x nv pixels of du x dv mm, centre shifted by (offset_u,
+ * offset_v) mm along (e_u, e_v); flat unless shape says curved (fan only).
+ * Fan/parallel use nv = 1.  Zero-initialised means flat. */
 typedef struct rc_detector_desc {
 	int nu, nv;
 	double du, dv;
 	double offset_u, offset_v;
+	rc_detector_shape shape;
 } rc_detector_desc;
 
 /* What a client says.  Pointers are borrowed for the duration of rc_geom_new. */
@@ -134,9 +156,31 @@ int rc_geom_pixel_pos(const rc_geom *g, int k, double i, double j, double pos[3]
  * (source, or a point far behind the volume for parallel) and unit direction.
  * For cone/fan the segment whose integral is measured ends at the pixel
  * centre; it lies beyond the volume for every valid geometry, so integrating
- * to infinity gives the same value. */
+ * to infinity gives the same value.  A curved fan's ray leaves the source at
+ * the pixel's fan angle gamma: direction cos(gamma) n + sin(gamma) e_u,
+ * pixel centre at distance S. */
 void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz,
 		 double origin[3], double dir[3]);
+
+/* Continuous pixel index along u of in-plane point (x, y) in view k of a
+ * fan or parallel geometry (either shape), and *w = its depth along the
+ * central ray in mm (fan) or 1 (parallel).  Flat: A's rows.  Curved:
+ * u = atan2(e_u.(X-s), n.(X-s)) S/du - offset_u/du + (nu-1)/2, the pixel
+ * index of the arc; monotone along any line that misses the source. */
+double rc_geom_plane_u(const rc_geom *g, int k, double x, double y, double *w);
+
+/* For fan and parallel: the coordinate of A's first row on the line of
+ * pixel coordinate e (continuous index), i.e. the line
+ * (A0 - f A3) x + (A1 - f A4) y + (A2 - f A5) = 0 with f the returned value
+ * is the ray through detector coordinate e.  Flat: e itself.  Curved fan:
+ * the index on the tangent flat detector hit by the ray at angle gamma(e),
+ * (S tan gamma - offset_u)/du + (nu-1)/2 (|gamma| < 90 degrees, which
+ * rc_geom_new ensures for every pixel edge). */
+double rc_geom_line_u(const rc_geom *g, double e);
+
+/* Fan angle (radians, towards e_u) of pixel coordinate e of a curved fan:
+ * ((e - (nu-1)/2) du + offset_u) / S. */
+double rc_geom_fan_angle(const rc_geom *g, double e);
 
 /* Apply the view matrix: (u, v, w) of world point x (cone, matrices). */
 static inline void rc_view_project(const rc_view *vw, const double x[3],

@@ -286,7 +286,10 @@ static void proj_view(void *ud, int worker, int k)
 			for (int i = 0; i < det->nu; i++) {
 				double o[3], d[3], t0 = 0, t1 = INFINITY;
 				rc_geom_ray(g, k, i, is2d ? 0 : j, is2d ? j : 0, o, d);
-				if (rc_geom_type_of(g) == RC_GEOM_FAN) {
+				if (rc_geom_type_of(g) == RC_GEOM_FAN && det->shape == RC_DETECTOR_CURVED) {
+					/* the arc is S from the source along every (unit) ray */
+					t1 = rc_geom_sdd(g);
+				} else if (rc_geom_type_of(g) == RC_GEOM_FAN) {
 					/* the detector line is at depth S along n = (A3, A4) */
 					t1 = rc_geom_sdd(g) / (d[0] * vw->A[3] + d[1] * vw->A[4]);
 				} else if (rc_geom_type_of(g) == RC_GEOM_PARALLEL) {

@@ -81,7 +81,8 @@ int rc_phantom_voxelize(const rc_phantom *p, const rc_volume_desc *vol, int k,
  *   matrices:  the ray from the source through the pixel, to infinity (no
  *              detector distance is known);
  *   fan:       the segment from the source to the pixel centre on the
- *              detector line at source_detector_mm, in the slice's plane;
+ *              detector line at source_detector_mm (flat) or on the arc of
+ *              that radius about the source (curved), in the slice's plane;
  *   parallel:  the whole line through the pixel in the slice's plane.
  * threads: 0 = all cores. */
 int rc_phantom_project(const rc_phantom *p, const rc_geom *g, int threads,

@@ -5,8 +5,9 @@
  *   "RCDDMAT1", u64 key length, key bytes, i32 rows, i32 cols, i64 nnz,
  *   i64 row_ptr[rows+1], i32 col[nnz], f32 val[nnz]   (host byte order)
  * The key is everything the matrix depends on (type, per-view 2x3 matrices,
- * pixel grid, bin count) plus a format version, so a changed generator bumps
- * the version and old files are simply not found.  A file that does not
+ * pixel grid, bin count; for a curved fan its shape and radius) plus a
+ * format version, so a changed generator bumps the version and old files
+ * are simply not found.  A file that does not
  * validate (short, other key, columns out of range) is rebuilt and replaced.
  * Written as temp file, fsync, rename, fsync of the directory: a crash leaves
  * the old file or none, never half a matrix under the final name.
@@ -55,6 +56,15 @@ static int make_key(const rc_geom *g, struct key *k)
 	for (int i = 0; i < rc_geom_nviews(g); i++)
 		if (key_put(k, rc_geom_view(g, i)->A, sizeof rc_geom_view(g, i)->A))
 			return -1;
+	/* a curved fan has the flat fan's A (geometry.h): the shape and the
+	 * arc's radius tell them apart.  Appended only for curved, so a flat
+	 * geometry's key, hash and cached file stay what they were. */
+	if (rc_geom_detector(g)->shape == RC_DETECTOR_CURVED) {
+		int32_t shape = (int32_t)RC_DETECTOR_CURVED;
+		double S = rc_geom_sdd(g);
+		if (key_put(k, &shape, sizeof shape) || key_put(k, &S, sizeof S))
+			return -1;
+	}
 	return 0;
 }
 

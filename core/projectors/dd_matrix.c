@@ -60,6 +60,13 @@ int rc_dd_row(const rc_geom *g, int view, int u, int32_t *cols, float *vals, int
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const double *A = rc_geom_view(g, view)->A;
 	double e0 = u - 0.5, e1 = u + 0.5, ec = u;
+	if (rc_geom_detector(g)->shape == RC_DETECTOR_CURVED) {
+		/* a curved bin is bounded by the rays at its edge angles: the
+		 * lines of A at their tangent-plane indices (geometry.h) */
+		e0 = rc_geom_line_u(g, e0);
+		e1 = rc_geom_line_u(g, e1);
+		ec = rc_geom_line_u(g, ec);
+	}
 	/* boundary lines a x + b y + c = 0 */
 	double a0 = A[0] - e0 * A[3], b0 = A[1] - e0 * A[4], c0 = A[2] - e0 * A[5];
 	double a1 = A[0] - e1 * A[3], b1 = A[1] - e1 * A[4], c1 = A[2] - e1 * A[5];
@@ -297,20 +304,38 @@ struct csr_mul {
 	const float *X;
 	float *Y;
 	int ncols;
+	int64_t r0;     /* first row */
+	int32_t c0, c1; /* the columns used */
 };
 
-static int csr_mul_row(int64_t r, int worker, void *ud)
+/* The first entry of row r at a column >= c (columns ascend in a row). */
+static int64_t first_at(const rc_csr *m, int64_t r, int32_t c)
+{
+	int64_t lo = m->row_ptr[r], hi = m->row_ptr[r + 1];
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (m->col[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int csr_mul_row(int64_t i, int worker, void *ud)
 {
 	(void)worker;
 	const struct csr_mul *c = ud;
 	const rc_csr *m = c->m;
+	int64_t r = c->r0 + i;
 	int nc = c->ncols;
 	float *y = c->Y + r * nc;
 	for (int j = 0; j < nc; j++)
 		y[j] = 0;
-	for (int64_t i = m->row_ptr[r]; i < m->row_ptr[r + 1]; i++) {
-		float a = m->val[i];
-		const float *x = c->X + (int64_t)m->col[i] * nc;
+	int64_t end = m->row_ptr[r + 1];
+	for (int64_t e = c->c0 > 0 ? first_at(m, r, c->c0) : m->row_ptr[r]; e < end && m->col[e] < c->c1; e++) {
+		float a = m->val[e];
+		const float *x = c->X + (int64_t)m->col[e] * nc;
 		for (int j = 0; j < nc; j++)
 			y[j] += a * x[j];
 	}
@@ -319,7 +344,13 @@ static int csr_mul_row(int64_t r, int worker, void *ud)
 
 int rc_csr_mul(const rc_csr *m, const float *X, float *Y, int ncols, int threads, rc_err *err)
 {
+	return rc_csr_mul_range(m, X, Y, ncols, threads, 0, m->rows, 0, m->cols, err);
+}
+
+int rc_csr_mul_range(const rc_csr *m, const float *X, float *Y, int ncols, int threads, int64_t r0, int64_t r1,
+		     int32_t c0, int32_t c1, rc_err *err)
+{
 	(void)err;
-	struct csr_mul c = { m, X, Y, ncols };
-	return rc_par_for(m->rows, 64, threads, csr_mul_row, &c);
+	struct csr_mul c = { m, X, Y, ncols, r0, c0, c1 };
+	return r1 > r0 ? rc_par_for(r1 - r0, 64, threads, csr_mul_row, &c) : 0;
 }

@@ -11,6 +11,9 @@
  * (x, y, 1) -> (u w, w)) the ray of coordinate e is the line
  *     (A0 - e A3) x + (A1 - e A4) y + (A2 - e A5) = 0,
  * whose coefficients are linear in e; this holds for fan and parallel alike.
+ * A curved fan's bin edges are the rays at their fan angles: the same lines
+ * at e' = rc_geom_line_u(e) (the tangent-plane index of that ray), so its
+ * bin footprints, and with them the overlaps below, are exact for the arc.
  * When the bin's central ray is closer to the y axis we walk the image rows:
  * both boundaries cut row y_j at xa, xb, each pixel of the row gets
  * overlap([xa, xb], pixel) / (xb - xa) times the central ray's path length
@@ -65,5 +68,11 @@ int rc_csr_transpose(const rc_csr *m, rc_csr **ret, rc_err *err);
 /* Y[rows][ncols] = m * X[cols][ncols] (row-major, ncols slices side by side),
  * fp32, `threads` threads (0 = all cores). */
 int rc_csr_mul(const rc_csr *m, const float *X, float *Y, int ncols, int threads, rc_err *err);
+/* The same over rows [r0, r1) of Y only (the others untouched) and the
+ * entries of columns [c0, c1) only (the others count as 0): a subset of
+ * views of a matrix in natural order (rows view * nu + u) is a row range of
+ * A and a column range of A^T, so its product costs the subset's share. */
+int rc_csr_mul_range(const rc_csr *m, const float *X, float *Y, int ncols, int threads, int64_t r0, int64_t r1,
+		     int32_t c0, int32_t c1, rc_err *err);
 
 #endif

@@ -7,7 +7,9 @@
  *
  * linear in u with zero outside the detector, w the depth in mm (1 for
  * parallel) and u the continuous pixel index, both from the view's in-plane
- * matrix A (geometry.h): (u w, w) = A (x, y, 1).  Every slice of a stack
+ * matrix A (geometry.h): (u w, w) = A (x, y, 1).  A curved (equiangular)
+ * fan takes u from the angle (rc_geom_plane_u) and 1/L^2, L the distance
+ * from the source, in place of 1/w^2 (rc_plane_fbp_weight).  Every slice of a stack
  * shares A, so u and w are computed once per view and pixel row and applied
  * to every slice.
  *
@@ -39,6 +41,8 @@ struct plane_job {
 	float **acc; /* per worker: PLANE_ROWS * nx floats */
 };
 
+static void curved_rows(const struct plane_job *J, const float *pad, float *acc, int iz, int y0, int y1, int k);
+
 static void plane_task(void *ud, long task, int worker)
 {
 	const struct plane_job *J = ud;
@@ -48,6 +52,7 @@ static void plane_task(void *ud, long task, int worker)
 	const int iz = (int)(task / J->blocks), y0 = (int)(task % J->blocks) * PLANE_ROWS;
 	const int y1 = y0 + PLANE_ROWS < v->ny ? y0 + PLANE_ROWS : v->ny;
 	const int fan = rc_geom_type_of(g) == RC_GEOM_FAN;
+	const int curved = fan && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED;
 	float *pad = J->pad[worker], *acc = J->acc[worker];
 	const float umax = (float)nu;
 	memset(acc, 0, sizeof(float) * (size_t)(y1 - y0) * (size_t)nx);
@@ -55,6 +60,10 @@ static void plane_task(void *ud, long task, int worker)
 	for (int k = J->first; k < J->last; k++) {
 		const double *A = rc_geom_view(g, k)->A;
 		memcpy(pad + 1, J->proj + rc_geom_row_offset(g, k, iz), sizeof(float) * (size_t)nu);
+		if (curved) {
+			curved_rows(J, pad, acc, iz, y0, y1, k);
+			continue;
+		}
 		for (int iy = y0; iy < y1; iy++) {
 			double X[3];
 			rc_volume_voxel_pos(v, 0, iy, iz, X);
@@ -80,10 +89,38 @@ static void plane_task(void *ud, long task, int worker)
 
 double rc_plane_fbp_weight(const rc_geom *g, int k, double x, double y, double *u)
 {
-	const double *A = rc_geom_view(g, k)->A;
-	double w = A[3] * x + A[4] * y + A[5];
-	*u = (A[0] * x + A[1] * y + A[2]) / w;
-	return rc_geom_type_of(g) == RC_GEOM_FAN ? 1.0 / (w * w) : 1.0;
+	double w;
+	*u = rc_geom_plane_u(g, k, x, y, &w);
+	if (rc_geom_type_of(g) != RC_GEOM_FAN)
+		return 1.0;
+	if (rc_geom_detector(g)->shape != RC_DETECTOR_CURVED)
+		return 1.0 / (w * w);
+	/* equiangular FBP weighs by the distance L from the source, not the
+	 * depth: 1 / L^2 = cos^2(gamma) / w^2 (Kak & Slaney Eq. 3.179) */
+	double c = cos(rc_geom_fan_angle(g, *u));
+	return c * c / (w * w);
+}
+
+/* A curved fan's task: u and the weight per voxel in double (an atan2 each,
+ * shared by the slices); rare enough not to need plane_task's float path. */
+static void curved_rows(const struct plane_job *J, const float *pad, float *acc, int iz, int y0, int y1, int k)
+{
+	const rc_geom *g = J->g;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const int nu = rc_geom_detector(g)->nu, nx = v->nx;
+	for (int iy = y0; iy < y1; iy++) {
+		float *a = acc + (size_t)(iy - y0) * nx;
+		for (int ix = 0; ix < nx; ix++) {
+			double X[3], u;
+			rc_volume_voxel_pos(v, ix, iy, iz, X);
+			double wt = rc_plane_fbp_weight(g, k, X[0], X[1], &u);
+			u = u < -1.0 ? -1.0 : u > nu ? nu : u;
+			double fl = floor(u);
+			int i = (int)fl + 1;
+			float f = (float)(u - fl);
+			a[ix] += (pad[i] + f * (pad[i + 1] - pad[i])) * (float)wt;
+		}
+	}
 }
 
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err)

@@ -30,17 +30,40 @@
 #define LEN_MIN 1e-6
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
 
+/* geometry.detector.shape: fan only ("flat", the default, or "curved"); on
+ * another type the key itself is refused, with the reason. */
+static int parse_shape(const json_t *d, const char *p, rc_geom_type type, rc_detector_desc *det, rc_err *err)
+{
+	const char *shape = NULL;
+	int sv = RC_DETECTOR_FLAT, rc;
+	det->shape = RC_DETECTOR_FLAT;
+	if (!json_object_get(d, "shape"))
+		return 0;
+	if (type != RC_GEOM_FAN)
+		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
+			       "geometry.detector.shape applies to geometry.type \"fan\" only (flat or curved); a %s "
+			       "geometry's detector is flat: remove it",
+			       rc_name_str(RC_NAMES_GEOMETRY, (int)type));
+	if ((rc = jf_str(d, p, "shape", 0, 32, &shape, err)))
+		return rc;
+	if (rc_name_parse(RC_NAMES_SHAPE, shape, &sv))
+		return rc_name_fail(err, RC_NAMES_SHAPE, "geometry.detector.shape", shape);
+	det->shape = (rc_detector_shape)sv;
+	return 0;
+}
+
 static int parse_detector(const json_t *d, rc_geom_type type, rc_detector_desc *det, rc_err *err)
 {
-	static const char *const cone_keys[] = { "nu", "nv", "du_mm", "dv_mm", "offset_u_mm", "offset_v_mm", NULL };
-	static const char *const flat_keys[] = { "nu", "du_mm", "offset_u_mm", NULL };
-	static const char *const mat_keys[] = { "nu", "nv", NULL };
+	static const char *const cone_keys[] = { "nu", "nv", "du_mm", "dv_mm", "offset_u_mm", "offset_v_mm",
+						 "shape", NULL };
+	static const char *const flat_keys[] = { "nu", "du_mm", "offset_u_mm", "shape", NULL };
+	static const char *const mat_keys[] = { "nu", "nv", "shape", NULL };
 	const char *p = "geometry.detector";
 	int is2d = type == RC_GEOM_FAN || type == RC_GEOM_PARALLEL;
 	const char *const *keys = type == RC_GEOM_MATRICES ? mat_keys : is2d ? flat_keys : cone_keys;
 	long long nu = 0, nv = 1;
 	int rc;
-	if ((rc = jf_check_keys(d, p, keys, err)))
+	if ((rc = jf_check_keys(d, p, keys, err)) || (rc = parse_shape(d, p, type, det, err)))
 		return rc;
 	if ((rc = jf_int(d, p, "nu", 1, 1, 65536, &nu, err)))
 		return rc;

@@ -15,11 +15,13 @@ still judges the answer):
     too_big      projections + volume fit the daemon's --max-job-bytes: the
                  cap is the operator's, not the schema's (sizes are halved)
     geometry     the source outside the volume, the detector beyond it and
-                 seeing it, a projection not singular in doubles
-                 (rc_geom_new): relations of distances, volume size, voxel
-                 size, centre, pixel sizes and counts (centre and offsets
-                 become 0, the distances grow past the volume, pixels far
-                 too small or large for their distance become S / count)
+                 seeing it, a projection not singular in doubles, a curved
+                 fan within 80 degrees of its central ray (rc_geom_new):
+                 relations of distances, volume size, voxel size, centre,
+                 pixel sizes and counts (centre and offsets become 0, the
+                 distances grow past the volume, pixels far too small or
+                 large for their distance, or a curved fan wider than
+                 1 rad each side, become S / count)
     matrices     a 3x4 matrix sees the volume only by chance: each is
                  replaced by the cone matrix of its view
     subsets      algorithm.subsets <= the number of views
@@ -206,7 +208,9 @@ def _fit_pixels(g):
     a = S / d["du_mm"]
     b = S / d["dv_mm"] if cone else a
     cu, cv = (d["nu"] - 1) / 2.0, ((d["nv"] - 1) / 2.0 if cone else 0.0)
-    if 1 <= a <= 1e6 and 1 <= b <= 1e6 and max(a, b) <= 1e3 * min(a, b) and cu <= a and cv <= b:
+    # a curved fan's edges must stay within 80 degrees of the central ray: keep it within 1 rad
+    narrow = d.get("shape") != "curved" or d["nu"] * d["du_mm"] / 2 <= S
+    if 1 <= a <= 1e6 and 1 <= b <= 1e6 and max(a, b) <= 1e3 * min(a, b) and cu <= a and cv <= b and narrow:
         return
     px = max(S / max(d["nu"], d.get("nv", 1)), 1e-6)
     d["du_mm"] = px

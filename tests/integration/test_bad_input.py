@@ -128,6 +128,24 @@ def main():
     doc = post("unknown algorithm names the field", spec_with("algorithm.name", "magic", base), 400, "invalid_argument")
     check("  error.field is algorithm.name", doc and doc["error"].get("field") == "algorithm.name",
           str(doc and doc["error"].get("field")))
+    # geometry.detector.shape: fan only (flat by default, or curved).
+    fan = copy.deepcopy(base)
+    fan["geometry"] = {"type": "fan", "source_isocenter_mm": 200.0, "source_detector_mm": 400.0,
+                       "angles": {"start_deg": 0.0, "step_deg": 15.0, "count": 24},
+                       "detector": {"nu": 24, "du_mm": 3.0, "shape": "curved"}}
+    for name, path, value, b, field in (
+            ("shape on a cone", "geometry.detector.shape", "flat", base, "geometry.detector.shape"),
+            ("unknown shape", "geometry.detector.shape", "round", fan, "geometry.detector.shape"),
+            ("shape a number", "geometry.detector.shape", 1, fan, "geometry.detector.shape"),
+            ("curved fan wider than 80 degrees", "geometry.detector.nu", 800, fan, "geometry.detector")):
+        doc = post(name, spec_with(path, value, b), 400, "invalid_argument")
+        err = (doc or {}).get("error", {})
+        check("  error.field is %s" % field, err.get("field") == field, str(err.get("field")))
+        if name == "shape on a cone":
+            check("  the message says shape is the fan's", "fan" in err.get("message", ""), err.get("message"))
+        if name == "unknown shape":
+            check("  the message lists the choices", "flat" in err.get("message", "")
+                  and "curved" in err.get("message", ""), err.get("message"))
     huge = dict(base, volume={"nx": 8192, "ny": 8192, "nz": 8192, "voxel_mm": [0.01, 0.01, 0.01]})
     post("volume of 2 TiB (over the memory cap): a validation error", json.dumps(huge).encode(), 400, "too_big")
     post("body of 20 MB", b'{"label": "' + b"x" * (20 << 20) + b'"}', 413, "body_too_large")

@@ -45,6 +45,7 @@ def main():
         "scan": ("IterativeAlgorithm.scan", schema(doc, "IterativeAlgorithm")["scan"]["enum"]),
         "projector": ("IterativeAlgorithm.projector", schema(doc, "IterativeAlgorithm")["projector"]["enum"]),
         "geometry": ("GeometryType", doc["components"]["schemas"]["GeometryType"]["enum"]),
+        "detector_shape": ("DetectorShape", doc["components"]["schemas"]["DetectorShape"]["enum"]),
         "format": ("GET /v1/jobs/{id}/volume format", volume_format_enum(doc)),
         "device_engine": ("Device.engine", schema(doc, "Device")["engine"]["enum"]),
     }
@@ -68,7 +69,8 @@ def main():
                             ("Execution.precision", schema(doc, "Execution")["precision"], "precision"),
                             ("IterativeAlgorithm.window", it["window"], "window"),
                             ("IterativeAlgorithm.scan", it["scan"], "scan"),
-                            ("IterativeAlgorithm.projector", it["projector"], "projector")):
+                            ("IterativeAlgorithm.projector", it["projector"], "projector"),
+                            ("DetectorShape", doc["components"]["schemas"]["DetectorShape"], "detector_shape")):
         check("default of %s is in the table" % what, prop.get("default") in table.get(key, []),
               str(prop.get("default")))
 

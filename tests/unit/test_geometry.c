@@ -77,10 +77,10 @@ struct cone_case {
 };
 
 static const struct cone_case cone_cases[] = {
-	{ 1000, 1500, { 256, 200, 1.0, 1.0, 0, 0 }, 0, 1.7142857, { 128, 128, 128, 0.5, 0.5, 0.5, 0, 0, 0 } },
-	{ 750, 1200, { 97, 64, 0.8, 1.3, 12.5, -7.25 }, 17, 23.5, { 40, 30, 20, 1.1, 0.9, 1.7, 2, -3, 5 } },
-	{ 300, 310, { 64, 65, 0.05, 0.07, 0.3, 0.1 }, -90, 37, { 16, 16, 16, 0.1, 0.1, 0.1, 0, 0, 0 } },
-	{ 500, 900, { 48, 32, 2.0, 0.5, -20, 3 }, 181, -11, { 24, 24, 24, 1, 1, 1, 0, 0, 0 } },
+	{ 1000, 1500, { 256, 200, 1.0, 1.0, 0, 0, RC_DETECTOR_FLAT }, 0, 1.7142857, { 128, 128, 128, 0.5, 0.5, 0.5, 0, 0, 0 } },
+	{ 750, 1200, { 97, 64, 0.8, 1.3, 12.5, -7.25, RC_DETECTOR_FLAT }, 17, 23.5, { 40, 30, 20, 1.1, 0.9, 1.7, 2, -3, 5 } },
+	{ 300, 310, { 64, 65, 0.05, 0.07, 0.3, 0.1, RC_DETECTOR_FLAT }, -90, 37, { 16, 16, 16, 0.1, 0.1, 0.1, 0, 0, 0 } },
+	{ 500, 900, { 48, 32, 2.0, 0.5, -20, 3, RC_DETECTOR_FLAT }, 181, -11, { 24, 24, 24, 1, 1, 1, 0, 0, 0 } },
 };
 
 static double *angles(double start, double step, int n)
@@ -548,7 +548,7 @@ static void test_exact_cap_and_counts(void **state)
 	assert_int_equal(rc_geom_new(&s.sp, &s.vol, &s.lim, &g, NULL), 0);
 	rc_geom_free(g);
 	/* the largest detector: element counts far beyond 2^32 are exact */
-	s.sp.det = (rc_detector_desc){ 65536, 65536, 0.01, 0.01, 0, 0 };
+	s.sp.det = (rc_detector_desc){ 65536, 65536, 0.01, 0.01, 0, 0, RC_DETECTOR_FLAT };
 	s.lim.max_bytes = 0;
 	assert_int_equal(rc_geom_new(&s.sp, &s.vol, NULL, &g, NULL), 0);
 	assert_int_equal(rc_geom_proj_count(g), (size_t)8 << 32);

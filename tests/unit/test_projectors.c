@@ -40,7 +40,7 @@ static const rc_volume_desc VOL_BALL = { 40, 40, 36, 0.8, 0.8, 0.8, 0, 0, 0 };
 static const rc_volume_desc VOL_ODD = { 37, 34, 33, 1.1, 0.9, 1.3, 1.3, -0.7, 0.9 };
 
 static const double D = 150, S = 300;
-static const rc_detector_desc DET = { 52, 44, 1.5, 1.5, 1.2, -0.9 };
+static const rc_detector_desc DET = { 52, 44, 1.5, 1.5, 1.2, -0.9, RC_DETECTOR_FLAT };
 static const double TILT_DEG = 12; /* matrices: gantry tilted about x */
 
 static void angles(double *a, int n, double start)
@@ -599,7 +599,7 @@ static void test_voxel_cone(void **s) { (void)s; voxel_case(RC_GEOM_CONE); }
 static void test_voxel_odd_detector(void **s)
 {
 	(void)s;
-	const rc_detector_desc det = { 53, 47, 1.5, 1.5, 1.2, -0.9 };
+	const rc_detector_desc det = { 53, 47, 1.5, 1.5, 1.2, -0.9, RC_DETECTOR_FLAT };
 	rc_geom *g = make_geom_full(RC_GEOM_CONE, &VOL_ODD, NV, &det, 0);
 	bp_isas_random(g, 0, NV, "cone, 53 x 47 detector");
 	rc_geom_free(g);
@@ -612,7 +612,7 @@ static void test_voxel_wide_tile(void **s)
 {
 	(void)s;
 	const rc_volume_desc vol = { 40, 40, 3, 1.0, 1.0, 1.0, 0.3, -0.2, 0.1 };
-	const rc_detector_desc det = { 1800, 10, 0.05, 1.0, 0.7, -0.4 };
+	const rc_detector_desc det = { 1800, 10, 0.05, 1.0, 0.7, -0.4, RC_DETECTOR_FLAT };
 	rc_geom *g = make_geom_full(RC_GEOM_CONE, &vol, NV, &det, 0);
 	bp_isas_random(g, 0, NV, "cone, 1800 x 10 detector of 0.05 mm pixels");
 	rc_geom_free(g);
@@ -667,7 +667,7 @@ static void test_voxel_matrices_paths(void **s)
 	bp_isas_random(g, 0, NV, "matrices, 1 degree tilt, 1.3 mm slices");
 	rc_geom_free(g);
 	rc_volume_desc thick = { 21, 19, 16, 1.1, 0.9, 5.0, 0.4, -0.3, 0.7 };
-	const rc_detector_desc tall_det = { 52, 120, 1.5, 1.5, 1.2, -0.9 }; /* all 16 slices on it */
+	const rc_detector_desc tall_det = { 52, 120, 1.5, 1.5, 1.2, -0.9, RC_DETECTOR_FLAT }; /* all 16 slices on it */
 	g = make_geom_full(RC_GEOM_MATRICES, &thick, NV, &tall_det, 0.2);
 	bp_isas_random(g, 0, NV, "matrices, 0.2 degree tilt, 5 mm slices");
 	rc_geom_free(g);
@@ -685,7 +685,7 @@ static void test_voxel_cone_windows(void **s)
 	(void)s;
 	const double vz[] = { 0.4, 1.9, 2.6, 3.4, 4.2, 5.0, 5.8, 9.0 };
 	/* 495 mm tall: 40 slices of 5.8 mm on it, columns of whole chunks */
-	const rc_detector_desc tall = { 52, 330, 1.5, 1.5, 1.2, -0.9 };
+	const rc_detector_desc tall = { 52, 330, 1.5, 1.5, 1.2, -0.9, RC_DETECTOR_FLAT };
 	for (int i = 0; i < 8; i++) {
 		int nz = (int)ceil(300 / vz[i]);
 		rc_volume_desc v = { 21, 19, nz < 150 ? nz : 150, 1.1, 0.9, vz[i], 0.4, -0.3, 0.7 };

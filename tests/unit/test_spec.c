@@ -131,6 +131,68 @@ static void test_projector_choice(void **state)
 	job_spec_free(s);
 }
 
+/* geometry.detector.shape: fan only, "flat" by default, words from core's
+ * table; fdk on a curved fan is refused by rc_recon_check (422). */
+#define FAN_DET(extra) "{\"geometry\": {\"type\": \"fan\", \"source_isocenter_mm\": 100, " \
+	"\"source_detector_mm\": 200, \"angles\": {\"start_deg\": 0, \"step_deg\": 3, \"count\": 120}, " \
+	"\"detector\": {\"nu\": 60, \"du_mm\": 1" extra "}}, " VOL ", "
+
+static void test_detector_shape(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	assert_int_equal(parse(FAN_DET("") ALG "}", 0, &s, &err), 0);
+	assert_int_equal(s->r.geom.det.shape, RC_DETECTOR_FLAT);
+	job_spec_free(s);
+	s = NULL;
+	assert_int_equal(parse(FAN_DET(", \"shape\": \"flat\"") ALG "}", 0, &s, &err), 0);
+	assert_int_equal(s->r.geom.det.shape, RC_DETECTOR_FLAT);
+	job_spec_free(s);
+	s = NULL;
+	assert_int_equal(parse(FAN_DET(", \"shape\": \"curved\"") ALG "}", 0, &s, &err), 0);
+	assert_int_equal(s->r.geom.det.shape, RC_DETECTOR_CURVED);
+	assert_int_equal(rc_recon_check(&s->r, &err), 0);
+	job_spec_free(s);
+	s = NULL;
+	/* fdk: refused on the curved fan, by its shape */
+	assert_int_equal(parse(FAN_DET(", \"shape\": \"curved\"") "\"algorithm\": {\"name\": \"fdk\"}}", 0, &s, &err),
+			 0);
+	assert_int_equal(rc_recon_check(&s->r, &err), RC_EUNSUPPORTED);
+	assert_string_equal(err.field, "geometry.detector.shape");
+	assert_non_null(strstr(err.msg, "fdk on a curved fan detector is not available yet"));
+	job_spec_free(s);
+	s = NULL;
+	/* an unknown word lists the choices */
+	assert_int_equal(parse(FAN_DET(", \"shape\": \"round\"") ALG "}", 0, &s, &err), RC_EINVAL);
+	assert_string_equal(err.field, "geometry.detector.shape");
+	assert_non_null(strstr(err.msg, "flat"));
+	assert_non_null(strstr(err.msg, "curved"));
+	assert_null(s);
+	/* a fan wider than the arc allows */
+	assert_int_equal(parse(FAN_DET(", \"shape\": \"curved\", \"offset_u_mm\": 260") ALG "}", 0, &s, &err),
+			 RC_EINVAL);
+	assert_string_equal(err.field, "geometry.detector");
+	assert_null(s);
+	/* other types: the key is refused, saying it is the fan's */
+	static const char *const other[] = {
+		"{" CONE_GEOM ", " VOL ", " ALG "}",
+		"{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0, 45, 90, 135],"
+		" \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}",
+	};
+	for (int i = 0; i < 2; i++) {
+		char buf[1024];
+		const char *at = strstr(other[i], "\"detector\": {");
+		assert_non_null(at);
+		at += strlen("\"detector\": {");
+		snprintf(buf, sizeof buf, "%.*s\"shape\": \"flat\", %s", (int)(at - other[i]), other[i], at);
+		assert_int_equal(parse(buf, 0, &s, &err), RC_EINVAL);
+		assert_string_equal(err.field, "geometry.detector.shape");
+		assert_non_null(strstr(err.msg, "fan"));
+		assert_null(s);
+	}
+}
+
 /* execution.stream: absent = auto where FDK streams, off elsewhere */
 static void test_stream_modes(void **state)
 {
@@ -258,6 +320,8 @@ static const struct bad_case bad[] = {
 	{ "both angle forms", "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0], \"angles\": {\"start_deg\": 0, \"step_deg\": 1, \"count\": 2}, \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.angles" },
 	{ "distance on parallel", "{\"geometry\": {\"type\": \"parallel\", \"source_isocenter_mm\": 5, \"angles_deg\": [0], \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.source_isocenter_mm" },
 	{ "slices mismatch", "{\"geometry\": {\"type\": \"parallel\", \"slices\": 3, \"angles_deg\": [0], \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.slices" },
+	{ "shape on matrices", "{\"geometry\": {\"type\": \"matrices\", \"detector\": {\"nu\": 8, \"nv\": 8, \"shape\": \"curved\"}, \"matrices\": [[1, 2, 3]]}, " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.shape" },
+	{ "shape not a string", "{\"geometry\": {\"type\": \"fan\", \"source_isocenter_mm\": 100, \"source_detector_mm\": 200, \"angles_deg\": [0, 90], \"detector\": {\"nu\": 60, \"du_mm\": 1, \"shape\": 1}}, " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.shape" },
 	{ "matrix short", "{\"geometry\": {\"type\": \"matrices\", \"detector\": {\"nu\": 8, \"nv\": 8}, \"matrices\": [[1, 2, 3]]}, " VOL ", " ALG "}", RC_EINVAL, "geometry.matrices[0]" },
 	{ "matrix singular", "{\"geometry\": {\"type\": \"matrices\", \"detector\": {\"nu\": 8, \"nv\": 8}, \"matrices\": [[0,0,0,1,0,0,0,1,0,0,0,1]]}, " VOL ", " ALG "}", RC_EINVAL, "geometry" },
 	{ "voxel zero", "{" CONE_GEOM ", \"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 16, \"voxel_mm\": 0}, " ALG "}", RC_EINVAL, "volume.voxel_mm" },
@@ -365,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_cone_ok),
 		cmocka_unit_test(test_parallel_layout),
 		cmocka_unit_test(test_projector_choice),
+		cmocka_unit_test(test_detector_shape),
 		cmocka_unit_test(test_matrices_ok),
 		cmocka_unit_test(test_stream_modes),
 		cmocka_unit_test(test_load_and_summary),

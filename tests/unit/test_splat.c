@@ -40,7 +40,7 @@ static const char *const isas[3] = { "baseline", "avx2", "avx512" };
 
 /* odd sizes, anisotropic, off-centre; voxels about 0.7 pixel apart */
 static const rc_volume_desc VOL = { 33, 30, 27, 0.55, 0.5, 0.6, 0.7, -0.4, 0.5 };
-static const rc_detector_desc DET = { 50, 42, 1.5, 1.5, 1.2, -0.9 };
+static const rc_detector_desc DET = { 50, 42, 1.5, 1.5, 1.2, -0.9, RC_DETECTOR_FLAT };
 static const double D = 150, S = 300;
 
 static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *v, const rc_detector_desc *det)
@@ -250,7 +250,7 @@ static double shepp_logan_error(int n, rc_fp_kind kind)
 {
 	const double vs = 30.0 / n;
 	rc_volume_desc v = { n, n, n, vs, vs, vs, 0, 0, 0 };
-	rc_detector_desc det = { (int)(1.1 * n), (int)(0.9 * n), 1.4 * 2 * vs, 1.4 * 2 * vs, 0, 0 };
+	rc_detector_desc det = { (int)(1.1 * n), (int)(0.9 * n), 1.4 * 2 * vs, 1.4 * 2 * vs, 0, 0, RC_DETECTOR_FLAT };
 	rc_geom *g = make_geom(RC_GEOM_CONE, &v, &det);
 	rc_engine *e = make_engine(g, 0);
 	assert_true(e->splat);

@@ -8,7 +8,8 @@
  * side, columns nz.. and padding rows zero.  upload/download gather and
  * scatter the host layouts.  Batches are the nz slices (one column each).
  * forward and back: A and A^T for every rc_fp_kind / rc_bp_kind (the DD
- * pair is matched).  A view subset costs a full product (see the .c).
+ * pair is matched).  A view subset costs a full product, except on the
+ * CPU's fp32 CSR, where it costs its share (see the .c).
  */
 #ifndef RC_BACKEND_TENSOR_H
 #define RC_BACKEND_TENSOR_H

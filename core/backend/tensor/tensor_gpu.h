@@ -42,7 +42,9 @@ typedef enum rc_tgpu_kind {
 } rc_tgpu_kind;
 
 /* Geometry for the on-the-fly kernel: per view the 2x3 matrix A of
- * geometry.h and the pixel grid. */
+ * geometry.h and the pixel grid.  Flat detectors only: the kernel takes
+ * bin edges at e +- 1/2 of A, not at rc_geom_line_u of a curved fan; only
+ * the tensor bench and test_tensor_gpu build it (jobs use the matrix). */
 typedef struct rc_tgpu_geom {
 	int nviews, nu, nx, ny;
 	double vx, vy, cx, cy;
