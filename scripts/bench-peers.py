@@ -9,14 +9,18 @@ tests/integration/test_peers_mapping.py), then the cases, one markdown table eac
   S = 1500 mm, full circle (bench/main_bench-algo.c): FDK, SART, SIRT, CGLS, MLEM at 5 and 20
   iterations (CGLS and MLEM also with the ray-casting pair; rows that share an RTK configuration
   share its run);
-- 2-D (ASTRA): 32 fan slices of 256^2 (0.5 mm) from 360 views of 256 bins of 1 mm, CGLS and SIRT;
+- 2-D (ASTRA): 32 fan slices of 256^2 (0.5 mm) from 360 views of 256 bins of 1 mm, CGLS, SIRT and
+  recond's FBP (ASTRA's CPU FBP takes parallel geometries only); 32 parallel slices of 256^2 from
+  360 views over 180 degrees of 384 bins of 0.5 mm, FBP against ASTRA's FBP_CPU and CGLS; the 2-D
+  tables also give ms per image (slice) and iteration, since recond runs every slice in one job
+  and ASTRA one slice after another;
 - RabbitCT-shaped FDK: 512^3 (0.5 mm) from 496 views of 1248x960 (0.308 mm), D = 750, S = 1200 mm
   (bench/main_bench-cpu.c's shape); skipped with BENCH_PEERS_QUICK=1.
 
 BENCH_PEERS_QUICK=1 shrinks the cases (bench-algo's quick sizes) and skips RabbitCT.
 
 Data: recond's modified Shepp-Logan (core/geometry/phantom.c's table, 0.94 of the field of view)
-with exact line integrals from docs/api.md's formulas (peers_map.project_cone/project_fan); the
+with exact line integrals from docs/api.md's formulas (peers_map.project_cone/_fan/_parallel); the
 same float32 stack goes to both tools.  Truth: the same phantom voxelised (2^3 sub-samples; 2^2 in
 a fan slice's plane).  Error: relative L2, ‖x − x0‖ / ‖x0‖, inside bench-algo's central cylinder
 (radius 0.45·fov, half height 0.35·fov; a fan case: the radius in every slice).
@@ -199,11 +203,19 @@ def mlem_start(pm, m, proj, vol):
 
 def astra_run(pm, m, sinos, vol, alg, iterations):
     """ASTRA's CPU algorithm slice by slice (sinos [slice][view][u]); returns (volume, seconds of
-    astra.algorithm.run summed)."""
+    astra.algorithm.run summed).  Fan: `line_fanflat` on the mapping's fanflat_vec; parallel:
+    `line` on the plain `parallel` geometry of the same views (a = θ + 90°, no offset), the one
+    ASTRA's CPU FBP takes (it refuses parallel_vec and every fan geometry)."""
     import astra
     import numpy as np
     vg, pg = pm.astra_geoms(m)
-    pid = astra.create_projector("line_fanflat", pg, vg)
+    if m["type"] == "parallel_vec":
+        V = m["vectors"]
+        if np.any(np.abs(V[:, 2:4]) > 1e-9):
+            raise ValueError("a detector offset has no plain ASTRA parallel geometry")
+        du = float(np.hypot(V[0, 4], V[0, 5]))
+        pg = astra.create_proj_geom("parallel", du, m["nu"], np.arctan2(V[:, 5], V[:, 4]))
+    pid = astra.create_projector("line_fanflat" if m["type"] == "fanflat_vec" else "line", pg, vg)
     out = np.empty((vol["nz"], vol["ny"], vol["nx"]), np.float32)
     total = 0.0
     try:
@@ -281,27 +293,58 @@ def cone_case(pm, rc, title, n, vx, nviews, nu, nv, du, D, S, algos, iters_list)
     return np
 
 
-def fan_case(pm, rc, title, n, vx, slices, vz, nviews, nu, du, D, S, runs):
+def table2d(title, rows, slices):
+    """The 2-D table: recond runs every slice in one job, ASTRA one slice after another, so the
+    times are also given per image (slice) and iteration, in ms.  A row without an ASTRA run
+    (fan FBP: ASTRA's CPU FBP is parallel-only) shows "—" in ASTRA's columns."""
+    print()
+    print("### " + title)
+    print()
+    print("| algorithm | iterations | recond s | (recon s) | ASTRA s | recond / ASTRA | recond ms / image / it "
+          "| ASTRA ms / image / it | recond error | ASTRA error | ‖recond − ASTRA‖ / ‖ASTRA‖ | recond peak MiB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    dash = "—"
+    for label, its, rt, rs, at, er, ea, ed, mib in rows:
+        per = 1000.0 / (slices * its)
+        peer = at is not None
+        print("| %s | %d | %.2f | %.2f | %s | %s | %.2f | %s | %.4f | %s | %s | %.0f |" % (
+            label, its, rt, rs, "%.2f" % at if peer else dash, "%.2f" % (rt / at) if peer else dash, rt * per,
+            "%.2f" % (at * per) if peer else dash, er, "%.4f" % ea if peer else dash,
+            "%.4f" % ed if peer else dash, mib))
+    sys.stdout.flush()
+
+
+def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs):
+    """A 2-D case: kind "fan" (full circle, D and S) or "parallel" (180 degrees); runs are
+    (label, recond algorithm, ASTRA algorithm or None, iterations)."""
     import numpy as np
     vol = {"nx": n, "ny": n, "nz": slices, "voxel_mm": [vx, vx, vz]}
-    geom = pm.fan_geometry(D, S, [360.0 * k / nviews for k in range(nviews)], nu, du, slices)
+    if kind == "fan":
+        geom = pm.fan_geometry(D, S, [360.0 * k / nviews for k in range(nviews)], nu, du, slices)
+    else:
+        geom = pm.parallel_geometry([180.0 * k / nviews for k in range(nviews)], nu, du, slices)
     fov = n * vx
     ells = pm.shepp_logan(0.94 * fov)
     t0 = time.monotonic()
-    sinos = pm.project_fan(ells, geom, vol)
+    sinos = (pm.project_fan if kind == "fan" else pm.project_parallel)(ells, geom, vol)
     ref = pm.voxelise(ells, vol, sub=2, planar=True)
     mask = pm.cylinder_mask(vol, 0.45 * fov, 1e9)
     print("\n%s: data made in %.1f s" % (title, time.monotonic() - t0), flush=True)
-    m = pm.astra_fan_mapping(geom, vol)
+    m = (pm.astra_fan_mapping if kind == "fan" else pm.astra_parallel_mapping)(geom, vol)
     rows = []
     for label, ralgo, alg, its in runs:
-        algo = dict(ralgo, iterations=its)
-        rv, rt, job = rc.run(recond_spec(geom, vol, algo, "peers-2d-%s-%d" % (label, its)), sinos)
-        av, at = astra_run(pm, m, sinos, vol, alg, its)
-        rows.append((label, its, rt, recon_s(job), at, rt / at, pm.rel_error(rv, ref, mask), pm.rel_error(av, ref, mask),
-                     pm.rel_error(rv, av, mask), peak_mib(job)))
-        print("  %-40s %3d  recond %.2f s  ASTRA %.2f s" % (label, its, rt, at), flush=True)
-    table(title, "ASTRA", rows)
+        algo = dict(ralgo) if ralgo["name"] == "fdk" else dict(ralgo, iterations=its)
+        rv, rt, job = rc.run(recond_spec(geom, vol, algo, "peers-2d-%s-%s-%d" % (kind, label, its)), sinos)
+        er = pm.rel_error(rv, ref, mask)
+        if alg:
+            av, at = astra_run(pm, m, sinos, vol, alg, its)
+            rows.append((label, its, rt, recon_s(job), at, er, pm.rel_error(av, ref, mask), pm.rel_error(rv, av, mask),
+                         peak_mib(job)))
+            print("  %-40s %3d  recond %.2f s  ASTRA %.2f s" % (label, its, rt, at), flush=True)
+        else:
+            rows.append((label, its, rt, recon_s(job), None, er, None, None, peak_mib(job)))
+            print("  %-40s %3d  recond %.2f s  (no ASTRA CPU run)" % (label, its, rt), flush=True)
+    table2d(title, rows, slices)
     return np
 
 
@@ -327,7 +370,8 @@ def main():
     if want("mapping"):
         print("\n## geometry mappings (tests/integration/test_peers_mapping.py)\n")
         bad = 0
-        for name, ok, _detail in pm.check_phantom_module() + pm.check_rtk_mapping() + pm.check_astra_mapping():
+        for name, ok, _detail in (pm.check_phantom_module() + pm.check_rtk_mapping() + pm.check_rtk_matrices()
+                                  + pm.check_astra_mapping() + pm.check_astra_parallel_mapping()):
             print("%s - %s" % ("ok" if ok else "FAIL", name))
             bad += not ok
         if bad:
@@ -368,13 +412,22 @@ def main():
                 cone_case(pm, rc, "paper 000's case: 128^3 (0.5 mm) from 210 views of 256x200 (1 mm), D=1000 S=1500 mm",
                           128, 0.5, 210, 256, 200, 1.0, 1000.0, 1500.0, algos, [5, 20])
         if want("fan"):
-            runs = [("cgls, plain", dict(plain, name="cgls"), "CGLS", 10), ("sirt, plain", dict(plain, name="sirt"), "SIRT", 10)]
+            runs = [("cgls, plain", dict(plain, name="cgls"), "CGLS", 10), ("sirt, plain", dict(plain, name="sirt"), "SIRT", 10),
+                    ("fdk (FBP, ram-lak; ASTRA's CPU FBP is parallel-only)", {"name": "fdk"}, None, 1)]
             if quick:
-                fan_case(pm, rc, "2-D fan, quick: 4 slices of 64^2 (2 mm) from 90 views of 64 bins (4 mm)",
-                         64, 2.0, 4, 8.0, 90, 64, 4.0, 1000.0, 1500.0, runs)
+                flat_case(pm, rc, "2-D fan, quick: 4 slices of 64^2 (2 mm) from 90 views of 64 bins (4 mm)",
+                          "fan", 64, 2.0, 4, 8.0, 90, 64, 4.0, 1000.0, 1500.0, runs)
             else:
-                fan_case(pm, rc, "2-D fan: 32 slices of 256^2 (0.5 mm) from 360 views of 256 bins (1 mm)",
-                         256, 0.5, 32, 2.0, 360, 256, 1.0, 1000.0, 1500.0, runs)
+                flat_case(pm, rc, "2-D fan: 32 slices of 256^2 (0.5 mm) from 360 views of 256 bins (1 mm)",
+                          "fan", 256, 0.5, 32, 2.0, 360, 256, 1.0, 1000.0, 1500.0, runs)
+            runs = [("fdk (FBP, ram-lak) vs ASTRA FBP (FBP_CPU)", {"name": "fdk"}, "FBP", 1),
+                    ("cgls, plain", dict(plain, name="cgls"), "CGLS", 10)]
+            if quick:
+                flat_case(pm, rc, "2-D parallel, quick: 4 slices of 64^2 (2 mm) from 90 views over 180 degrees of "
+                          "96 bins (2 mm)", "parallel", 64, 2.0, 4, 8.0, 90, 96, 2.0, None, None, runs)
+            else:
+                flat_case(pm, rc, "2-D parallel: 32 slices of 256^2 (0.5 mm) from 360 views over 180 degrees of "
+                          "384 bins (0.5 mm)", "parallel", 256, 0.5, 32, 2.0, 360, 384, 0.5, None, None, runs)
         if want("rabbitct") and not quick:
             cone_case(pm, rc, "RabbitCT-shaped FDK: 512^3 (0.5 mm) from 496 views of 1248x960 (0.308 mm), D=750 S=1200 mm",
                       512, 0.5, 496, 1248, 960, 0.308, 750.0, 1200.0, [("fdk", {"name": "fdk"}, "fdk", {})], [1])

@@ -16,7 +16,10 @@
 
 #include "http_internal.h"
 #include "jfield.h"
+#include "algo/names.h"
 #include "log.h"
+#include "node.h"
+#include "plan/recon.h"
 #include "spec.h"
 
 enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
@@ -49,6 +52,53 @@ enum MHD_Result jobs_create_body(req *r, const char *data, size_t len)
 	return MHD_YES;
 }
 
+/* The engines that run a spec here: those rc_recon_check accepts for its
+ * algorithm and geometry, less a device engine (opencl, cuda) no node offers. */
+struct offered {
+	const rc_recon_spec *s;
+	unsigned bits;
+};
+
+static int engine_would_run(int e, void *ud)
+{
+	const struct offered *o = ud;
+	if ((e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA) && !(o->bits & (1u << e)))
+		return 0;
+	rc_recon_spec t = *o->s;
+	const char *name = rc_name_str(RC_NAMES_ENGINE, e);
+	snprintf(t.engine, sizeof t.engine, "%s", name ? name : "");
+	rc_err ignored;
+	return rc_recon_check(&t, &ignored) == 0;
+}
+
+/* execution.engine opencl or cuda runs only where a node has such a device:
+ * without one now (this daemon's probe; with PostgreSQL any alive node's
+ * devices, node_engines_offered) the job is refused (RC_EUNSUPPORTED, 422)
+ * instead of failing when it runs or waiting for a node that may never
+ * come; while this daemon's own probe has not answered and no other node
+ * offers the device, RC_EUNAVAIL (503: retry).  auto, cpu, tensor and
+ * trigeneous run on any node (CPU paths). */
+static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
+{
+	int eng;
+	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng) || (eng != RC_ENGINE_OPENCL && eng != RC_ENGINE_CUDA))
+		return 0;
+	struct offered o = { s, 0 };
+	int probed;
+	if (node_engines_offered(a, &o.bits, &probed, err))
+		return err->code;
+	if (o.bits & (1u << eng))
+		return 0;
+	if (!probed)
+		return rc_fail(err, RC_EUNAVAIL, "", "this daemon is still probing its devices; retry shortly");
+	char l[128];
+	return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+		       "execution.engine \"%s\" needs %s device and no node of this daemon's store has one now: "
+		       "use execution.engine %s",
+		       s->engine, eng == RC_ENGINE_CUDA ? "a CUDA" : "an OpenCL",
+		       rc_names_join_if(RC_NAMES_ENGINE, engine_would_run, &o, l, sizeof l));
+}
+
 enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
@@ -65,7 +115,7 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	/* A combination no engine runs (fdk on tensor, opencl on parallel, tensor
 	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 422 "unsupported",
 	 * naming what runs), not accepted and failed by the worker later. */
-	if (rc_recon_check(&spec->r, &err)) {
+	if (rc_recon_check(&spec->r, &err) || engine_offered(a, &spec->r, &err)) {
 		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}

@@ -55,6 +55,46 @@ json_t *node_devices_json(app *a)
 	return out;
 }
 
+static unsigned engine_bits(json_t *devs)
+{
+	unsigned bits = 0;
+	size_t i;
+	json_t *d;
+	int e;
+	json_array_foreach(devs, i, d) {
+		const char *name = json_string_value(json_object_get(d, "engine"));
+		if (name && !rc_name_parse(RC_NAMES_ENGINE, name, &e))
+			bits |= 1u << e;
+	}
+	return bits;
+}
+
+int node_engines_offered(app *a, unsigned *ret_bits, int *ret_probed, rc_err *err)
+{
+	json_t *own = runner_devices(a->run);
+	int probed = runner_probed(a->run);
+	unsigned bits = engine_bits(own);
+	json_decref(own);
+	if (store_is_shared(a->st)) {
+		node_row *rows = NULL;
+		int n = 0;
+		if (store_nodes_list(a->st, &rows, &n, err))
+			return err->code;
+		for (int i = 0; i < n; i++) {
+			json_t *devs = rows[i].age_s < NODE_ALIVE_S && rows[i].devices
+					       ? json_loads(rows[i].devices, 0, NULL)
+					       : NULL;
+			bits |= engine_bits(devs);
+			json_decref(devs);
+			node_row_clear(&rows[i]);
+		}
+		free(rows);
+	}
+	*ret_bits = bits;
+	*ret_probed = probed;
+	return 0;
+}
+
 static void heartbeat(app *a)
 {
 	json_t *devs = node_devices_json(a);

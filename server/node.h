@@ -29,4 +29,12 @@ void node_stop(node_thread *n);
 /* This node's devices as GET /v1/devices lists them (a new array). */
 json_t *node_devices_json(struct app *a);
 
+/* Which device engines some node of the store offers now, as a bit set of
+ * (1 << rc_engine_choice) over the devices' "engine" (cpu, opencl, cuda):
+ * this daemon's own probe (runner_devices) and, with a shared store
+ * (PostgreSQL), every alive node's row (its last heartbeat younger than
+ * NODE_ALIVE_S).  *ret_probed: whether this daemon's probe has answered
+ * (before, its own devices are unknown).  0, or the store's error. */
+int node_engines_offered(struct app *a, unsigned *ret_bits, int *ret_probed, rc_err *err);
+
 #endif

@@ -58,9 +58,9 @@ void rc_recon_spec_default(rc_recon_spec *s)
  * the tensor backend (execution.engine auto, cpu or tensor) and fdk (FBP)
  * on the CPU engine (auto, cpu) or as one product with FBP's matrix on the
  * tensor backend (tensor); the tensor engine runs fan and parallel
- * only; cuda needs a build with CUDA (whether the host has a GPU is found
- * when the job runs).  Every message of rc_recon_check lists the choices
- * this accepts. */
+ * only; cuda needs a build with CUDA (whether a node has a GPU the
+ * daemon checks at creation: server/http_jobs.c, engine_offered).  Every
+ * message of rc_recon_check lists the choices this accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 {
 	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;

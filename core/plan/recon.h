@@ -16,8 +16,9 @@ void rc_recon_spec_default(rc_recon_spec *s);
  * execution.engine: 0, or RC_EUNSUPPORTED with a message (field
  * "execution.engine" or "algorithm.name") that names what is supported.
  * Decided from the spec alone, without opening a device, so the daemon can
- * refuse a job at creation instead of failing it when it runs; whether the
- * host has the device is still decided when the job runs. */
+ * refuse a job at creation instead of failing it when it runs; whether a
+ * node has the device (opencl, cuda) the daemon checks next to it
+ * (server/http_jobs.c, engine_offered). */
 int rc_recon_check(const rc_recon_spec *s, rc_err *err);
 
 /* Whether rc_recon_run honours hooks->views (FDK back-projecting views as

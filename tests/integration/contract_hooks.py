@@ -26,9 +26,12 @@ still judges the answer):
                  replaced by the cone matrix of its view
     subsets      algorithm.subsets <= the number of views
     slices       fan/parallel geometry.slices == volume.nz
-    unsupported  what the engines run (422, rc_recon_check): fdk needs cone
-                 or matrices; fan/parallel run on auto, cpu or tensor and
-                 only with projector auto; tensor runs fan/parallel only
+    unsupported  what the engines run (422, rc_recon_check): fdk on
+                 fan/parallel becomes sirt (FBP runs there on auto and cpu
+                 only); fan/parallel run on auto, cpu or tensor and only with
+                 projector auto; tensor runs fan/parallel only; opencl and
+                 cuda need such a device on the daemon (GET /v1/devices,
+                 read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
                  matrices, not the tensor engine): else it is dropped
     splat        projector splat only where voxels project at most a pixel
@@ -215,6 +218,17 @@ def _fit_pixels(g):
         d["dv_mm"] = px
 
 
+_offered = []
+
+
+def _device_engines():
+    """The device engines (opencl, cuda) the daemon's GET /v1/devices lists, read once."""
+    if not _offered:
+        r = requests.get("%s/v1/devices" % URL, timeout=10)
+        _offered.append({d.get("engine") for d in r.json().get("devices", [])})
+    return _offered[0]
+
+
 def _fit_algorithm(spec):
     g, a = spec["geometry"], spec["algorithm"]
     ex = spec.get("execution", {})
@@ -227,6 +241,8 @@ def _fit_algorithm(spec):
     if is2d and eng in ("opencl", "cuda", "trigeneous"):
         ex["engine"] = "cpu"
     if not is2d and eng == "tensor":
+        ex["engine"] = "cpu"
+    if ex.get("engine") in ("opencl", "cuda") and ex["engine"] not in _device_engines():
         ex["engine"] = "cpu"
     if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor"):
         del ex["stream"]

@@ -185,8 +185,9 @@ class Daemon:
             a += ["--worker", self.worker]
         return a + self.extra
 
-    def start(self, timeout=30):
-        """Starts on a port the daemon picks (--listen 127.0.0.1:0, --port-file) and waits for /readyz."""
+    def start(self, timeout=30, ready=True):
+        """Starts on a port the daemon picks (--listen 127.0.0.1:0, --port-file) and waits for /readyz
+        (ready=False: for /healthz only, e.g. while its device probe has not answered)."""
         self.starts += 1
         self.portfile = os.path.join(self.logdir, "port-%d" % self.starts)
         self.logpath = os.path.join(self.logdir, "recond-%d.log" % self.starts)
@@ -200,7 +201,7 @@ class Daemon:
             try:
                 with open(self.portfile) as f:
                     self.port = int(f.read().strip())
-                st, _, _, _ = Api(self.url, validate=False).get("/readyz", timeout=2)
+                st, _, _, _ = Api(self.url, validate=False).get("/readyz" if ready else "/healthz", timeout=2)
                 if st == 200:
                     return self
             except (OSError, ValueError):

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The geometry mappings of `make bench-peers` (scripts/peers_map.py): recond's cone convention to
-RTK's ThreeDCircularProjectionGeometry and recond's fan to ASTRA's fanflat_vec.
+RTK's ThreeDCircularProjectionGeometry, recond's fan to ASTRA's fanflat_vec and recond's parallel
+to ASTRA's parallel_vec.
 
 An off-centre, asymmetric object (two ellipsoids, one rotated) is projected analytically with
 recond's formulas (docs/api.md) and with the peer's forward projector (RTK Joseph, ASTRA FP_CPU
-line_fanflat) through the mapping; the projections must agree (relative L2 below 0.1, the
+line_fanflat and line) through the mapping; the projections must agree (relative L2 below 0.1, the
 voxelisation's share, and centroids within 0.25 pixel per view).  Three wrong mappings (angle sign
 flipped, u mirrored, x and y swapped) must disagree by more than 0.5, so the check can fail.  The
-numpy projector itself is checked against tests/integration/phantom.py.
+numpy projector itself is checked against tests/integration/phantom.py, and RTK's projection
+matrices brought to recond's `matrices` form (peers_map.rtk_to_recond_matrices; detector offsets
+given in the stack's origin or as RTK's ProjectionOffsetX/Y) must equal recond's own cone matrices.
 
 Needs the virtual environment that `make bench-peers` creates (build/peers-venv with itk-rtk and
 astra-toolbox from PyPI); without it the test is skipped (exit 77): `make test` does not download.
@@ -41,7 +44,8 @@ import peers_map  # noqa: E402
 
 def main():
     for name, ok, detail in (peers_map.check_phantom_module() + peers_map.check_rtk_mapping()
-                             + peers_map.check_astra_mapping()):
+                             + peers_map.check_rtk_matrices() + peers_map.check_astra_mapping()
+                             + peers_map.check_astra_parallel_mapping()):
         check(name, ok, detail)
 
 
