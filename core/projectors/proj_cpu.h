@@ -13,13 +13,17 @@
  *                   (proj_voxel.c), AVX2 (proj_voxel_avx2.c), AVX-512
  *                   (proj_voxel_avx512.c), chosen at run time; with the
  *                   splat gain it is RC_BP_SPLAT
+ *   proj_plane.c    RC_BP_VOXEL of a fan or parallel stack (FBP's)
+ *   proj_joseph.c   RC_FP_RAYCAST and RC_BP_MATCHED of a fan or parallel
+ *                   stack: Joseph's forward projection and its transpose
  *   proj_splat.c    RC_FP_SPLAT, the voxel-driven forward projector whose
  *                   exact transpose is RC_BP_SPLAT (the matched pair of the
  *                   iterative algorithms where voxels project at most a
  *                   pixel apart)
  *
  * Every projector runs views [first, last) of a cone or matrices geometry
- * (the caller checks the type and range), splits its work over the pool and
+ * (proj_plane.c and proj_joseph.c: of a fan or parallel stack; the caller
+ * checks the type and range), splits its work over the pool and
  * writes disjoint outputs per task, so results do not depend on the number
  * of threads (RAYCAST, MATCHED, ROTATE: bit-identical; VOXEL: identical too,
  * each voxel is summed in view order by one task).
@@ -87,6 +91,21 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
  * vol = sum over views first..last of p_k,z(u) / w^2 (w = 1 for parallel),
  * linear in u with zero outside; the FBP back projection of algo_fdk.c. */
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
+
+/* The matched pair of a fan or parallel stack (proj_joseph.c), the C
+ * reference of the OpenCL engine's (kernels/opencl/bp_plane.cl): proj
+ * views first..last = Joseph's forward projection of vol (line integrals in
+ * mm x 1/mm; other views untouched), and vol = its exact transpose over
+ * views first..last, gathered per voxel. */
+int rc_fp_plane(const rc_geom *g, rc_pool *pool, const float *vol, float *proj, int first, int last, rc_err *err);
+int rc_bp_plane_matched(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last,
+			rc_err *err);
+
+/* A view of a 2-D stack as the 2-D projectors read it, in voxel indices
+ * (i, j) of a slice: u w = o[0] + o[1] i + o[2] j and w = o[3] + o[4] i +
+ * o[5] j (w = 1 for parallel), from the view's A in double, rounded once. */
+#define RC_PLANE_FLOATS 6
+void rc_plane_view(const rc_geom *g, int k, float o[RC_PLANE_FLOATS]);
 
 /* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
  * (proj_splat.c derives it): what a voxel of unit density adds to the
