@@ -65,10 +65,13 @@ static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 	int is2d = g == RC_GEOM_FAN || g == RC_GEOM_PARALLEL;
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
+	/* 2-D on opencl and cuda: the engine's plane kernels (bp_plane.cl,
+	 * plane.cu) through the host backend */
 	if (is2d && a == RC_ALGO_FDK)
-		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_OPENCL;
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA;
 	if (is2d)
-		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR || e == RC_ENGINE_OPENCL;
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR || e == RC_ENGINE_OPENCL ||
+		       e == RC_ENGINE_CUDA;
 	return e != RC_ENGINE_TENSOR;
 }
 
@@ -323,7 +326,7 @@ static void auto_choose(const struct job *j, const rc_device *all, int nall, int
 }
 
 /* Opens the engines execution.engine asks for (a 2-D geometry: the cpu
- * engine, or the OpenCL engine when asked for). */
+ * engine, or the OpenCL or CUDA engine when asked for). */
 static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 {
 	rc_device all[RC_DEVICES_MAX];
@@ -332,7 +335,7 @@ static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 	if (rc)
 		return rc;
 	int is2d = rc_geom_is_2d(j->g);
-	if (mode == RC_ENGINE_CPU || (is2d && mode != RC_ENGINE_OPENCL))
+	if (mode == RC_ENGINE_CPU || (is2d && mode != RC_ENGINE_OPENCL && mode != RC_ENGINE_CUDA))
 		return add_engine(j, &all[0], err);
 	if (mode == RC_ENGINE_OPENCL || mode == RC_ENGINE_CUDA) {
 		rc_device_kind want = mode == RC_ENGINE_OPENCL ? RC_DEVICE_OPENCL : RC_DEVICE_CUDA;
@@ -573,9 +576,10 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	/* the tensor backend (paper 001, helper "tensor"): asked for, or any
 	 * iterative 2-D job on auto or cpu (cpu runs the tensor backend's CPU
 	 * path; the CPU engine's Joseph pair is the OpenCL engine's reference).
-	 * An iterative 2-D job on opencl runs rc_algo_run below over the host
-	 * backend with the OpenCL engine and its Joseph pair (resident.c's
-	 * rc_opencl_algo_supported leaves 2-D to that path). */
+	 * An iterative 2-D job on opencl or cuda runs rc_algo_run below over
+	 * the host backend with that engine and its Joseph pair (resident.c's
+	 * rc_opencl_algo_supported and rc_cuda_algo_supported leave 2-D to that
+	 * path). */
 	int fbp = rc_geom_is_2d(g) && s->algo.name == RC_ALGO_FDK;
 	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && !fbp && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);

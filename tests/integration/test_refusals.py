@@ -10,10 +10,10 @@ naming the field at fault and every choice that would run, with nothing
 stored, or accepted (201; the job is not run: whether the host has the
 device is decided when it runs).  The rules, as docs/api.md states them:
 
-- fdk (FBP) on fan and parallel runs on the CPU or the OpenCL engine:
-  execution.engine auto, cpu or opencl;
+- fdk (FBP) on fan and parallel runs on the CPU, OpenCL or CUDA engine:
+  execution.engine auto, cpu, opencl or cuda;
 - the other algorithms on fan and parallel run on the tensor backend or the
-  OpenCL engine: execution.engine auto, cpu, tensor or opencl;
+  OpenCL or CUDA engine: execution.engine auto, cpu, tensor, opencl or cuda;
 - the tensor engine runs fan and parallel only;
 - cone runs every algorithm on auto, cpu, opencl, cuda and trigeneous.
 """
@@ -49,9 +49,9 @@ def runs(geom, algo, engine):
         return False
     flat = geom in ("fan", "parallel")
     if flat and algo == "fdk":
-        return engine in ("auto", "cpu", "opencl")
+        return engine in ("auto", "cpu", "opencl", "cuda")
     if flat:
-        return engine in ("auto", "cpu", "tensor", "opencl")
+        return engine in ("auto", "cpu", "tensor", "opencl", "cuda")
     return engine != "tensor"
 
 
