@@ -164,15 +164,15 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
 	/* the projector pair: fan/parallel have their own (distance-driven on
-	 * the tensor backend, Joseph's on the OpenCL engine);
+	 * the tensor backend, Joseph's on the OpenCL and CUDA engines);
 	 * the splat pair is the CPU engine's alone (its geometry condition is
 	 * checked where the geometry is built: the spec parser, rc_geom) */
 	const char *proj = rc_name_str(RC_NAMES_PROJECTOR, (int)s->algo.projector);
 	if (s->algo.projector != RC_PROJECTOR_AUTO && (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 			       "algorithm.projector \"%s\" is for cone and matrices geometries; a %s job projects "
-			       "with its own pair (the tensor engine's distance-driven one, the OpenCL engine's "
-			       "Joseph one): use \"auto\"",
+			       "with its own pair (the tensor engine's distance-driven one, the OpenCL and CUDA "
+			       "engines' Joseph one): use \"auto\"",
 			       proj ? proj : "?", geom);
 	if (s->algo.projector == RC_PROJECTOR_SPLAT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
