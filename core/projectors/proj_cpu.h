@@ -106,6 +106,14 @@ int rc_bp_plane_matched(const rc_geom *g, rc_pool *pool, const float *proj, floa
  * o[5] j (w = 1 for parallel), from the view's A in double, rounded once. */
 #define RC_PLANE_FLOATS 6
 void rc_plane_view(const rc_geom *g, int k, float o[RC_PLANE_FLOATS]);
+/* Every pixel's ray of a 2-D stack, the Joseph pair's table (rays[view][u]
+ * of RC_PLANE_RAY_FLOATS): the line a i + b j + c = 0 in voxel indices
+ * through the pixel, from rc_plane_view's floats with u = the pixel index,
+ * and ds, the ray's length in mm per sample (per column where |b| >= |a|,
+ * else per row).  Every implementation of the pair reads this table, so
+ * forward and transpose weigh with the same floats. */
+#define RC_PLANE_RAY_FLOATS 4
+void rc_plane_rays(const rc_geom *g, float *rays);
 
 /* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
  * (proj_splat.c derives it): what a voxel of unit density adds to the

@@ -20,8 +20,9 @@
  * through the voxel centre one voxel up and down (column-sampled rays) or
  * left and right (row-sampled ones); their pixels lie between the
  * projections of those segments' ends, and each such pixel's weight is
- * recomputed with the forward's own expression (rc_plane_ray), so a
- * pixel the footprint includes in excess adds exactly zero.
+ * computed with the forward's own expression from the same ray (the table
+ * of rc_plane_rays, made once per call here and once per engine on the
+ * devices), so a pixel the footprint includes in excess adds exactly zero.
  */
 #include "projectors/proj_cpu.h"
 
@@ -43,24 +44,40 @@ void rc_plane_view(const rc_geom *g, int k, float o[RC_PLANE_FLOATS])
 	}
 }
 
+void rc_plane_rays(const rc_geom *g, float *rays)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const int nu = rc_geom_detector(g)->nu, nk = rc_geom_nviews(g);
+	const float vx = (float)v->vx, vy = (float)v->vy;
+	for (int k = 0; k < nk; k++) {
+		float V[RC_PLANE_FLOATS];
+		rc_plane_view(g, k, V);
+		for (int iu = 0; iu < nu; iu++) {
+			float *r = rays + ((size_t)k * nu + iu) * RC_PLANE_RAY_FLOATS;
+			float u = (float)iu;
+			float a = V[1] - u * V[4], b = V[2] - u * V[5], c = V[0] - u * V[3];
+			int percol = fabsf(b) >= fabsf(a);
+			float s = percol ? a / b : b / a;
+			float h = percol ? vx : vy, o = percol ? vy : vx;
+			r[0] = a;
+			r[1] = b;
+			r[2] = c;
+			r[3] = sqrtf(h * h + (o * s) * (o * s));
+		}
+	}
+}
+
 /* The ray of pixel iu: the line a i + b j + c = 0, whether it is sampled
- * per column, and its length per sample in mm. */
+ * per column, and its length per sample in mm (rc_plane_rays). */
 typedef struct plane_ray {
 	float a, b, c, ds;
 	int percol;
 } plane_ray;
 
-static plane_ray rc_plane_ray(const float *V, int iu, float vx, float vy)
+static inline plane_ray ray_get(const float *rays, int k, int nu, int iu)
 {
-	plane_ray r;
-	float u = (float)iu;
-	r.a = V[1] - u * V[4];
-	r.b = V[2] - u * V[5];
-	r.c = V[0] - u * V[3];
-	r.percol = fabsf(r.b) >= fabsf(r.a);
-	float s = r.percol ? r.a / r.b : r.b / r.a;
-	float h = r.percol ? vx : vy, o = r.percol ? vy : vx;
-	r.ds = sqrtf(h * h + (o * s) * (o * s));
+	const float *p = rays + ((size_t)k * nu + iu) * RC_PLANE_RAY_FLOATS;
+	plane_ray r = { p[0], p[1], p[2], p[3], fabsf(p[1]) >= fabsf(p[0]) };
 	return r;
 }
 
@@ -96,7 +113,7 @@ struct joseph_job {
 	float *out;
 	int first, last;
 	float *views; /* RC_PLANE_FLOATS per view */
-	float vx, vy;
+	float *rays;  /* RC_PLANE_RAY_FLOATS per view and pixel */
 	int blocks;
 };
 
@@ -107,11 +124,10 @@ static void fp_task(void *ud, long task, int worker)
 	const rc_volume_desc *v = rc_geom_volume(J->g);
 	const int nu = rc_geom_detector(J->g)->nu, nk = J->last - J->first;
 	const int z = (int)(task / nk), k = J->first + (int)(task % nk);
-	const float *V = J->views + (size_t)k * RC_PLANE_FLOATS;
 	const float *slice = J->in + (size_t)z * v->ny * v->nx;
 	float *out = J->out + rc_geom_row_offset(J->g, k, z);
 	for (int iu = 0; iu < nu; iu++) {
-		plane_ray r = rc_plane_ray(V, iu, J->vx, J->vy);
+		plane_ray r = ray_get(J->rays, k, nu, iu);
 		const int n = r.percol ? v->nx : v->ny, m = r.percol ? v->ny : v->nx;
 		int lo, hi;
 		ray_span(&r, n, m, &lo, &hi);
@@ -164,7 +180,7 @@ static void bp_task(void *ud, long task, int worker)
 				int lo = umin <= 0.0f ? 0 : (int)floorf(umin);
 				int hi = umax >= (float)(nu - 1) ? nu - 1 : (int)ceilf(umax);
 				for (int iu = lo; iu <= hi; iu++) {
-					plane_ray r = rc_plane_ray(V, iu, J->vx, J->vy);
+					plane_ray r = ray_get(J->rays, k, nu, iu);
 					float d = r.percol ? fabsf(ray_at(&r, i) - fj) : fabsf(ray_at(&r, j) - fi);
 					if (d < 1.0f)
 						acc += (1.0f - d) * r.ds * row[iu];
@@ -178,18 +194,24 @@ static int joseph_run(const rc_geom *g, rc_pool *pool, const float *in, float *o
 		      int back, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
-	const int nviews = rc_geom_nviews(g);
-	struct joseph_job J = { g, in, out, first, last, NULL, (float)v->vx, (float)v->vy, (v->ny + 7) / 8 };
+	const int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
+	struct joseph_job J = { g, in, out, first, last, NULL, NULL, (v->ny + 7) / 8 };
 	J.views = malloc((size_t)nviews * RC_PLANE_FLOATS * sizeof(float));
-	if (!J.views)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d view matrices", nviews);
+	J.rays = malloc((size_t)nviews * nu * RC_PLANE_RAY_FLOATS * sizeof(float));
+	if (!J.views || !J.rays) {
+		free(J.views);
+		free(J.rays);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d views' rays", nviews);
+	}
 	for (int k = 0; k < nviews; k++)
 		rc_plane_view(g, k, J.views + (size_t)k * RC_PLANE_FLOATS);
+	rc_plane_rays(g, J.rays);
 	if (back)
 		rc_pool_run(pool, (long)v->nz * J.blocks, bp_task, &J);
 	else if (last > first)
 		rc_pool_run(pool, (long)v->nz * (last - first), fp_task, &J);
 	free(J.views);
+	free(J.rays);
 	return 0;
 }
 

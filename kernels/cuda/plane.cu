@@ -18,7 +18,8 @@
  * Projections [slice][view][u] and volumes [z][y][x] in plain device
  * buffers (a stack's rows are short, its slices many: no textures); the
  * per-view floats (rc_plane_view) are a device array of
- * RC_CUDA_PLANE_FLOATS per view.  One thread per voxel or pixel, x fastest.
+ * RC_CUDA_PLANE_FLOATS per view, the Joseph pair's rays (rc_plane_rays) one
+ * of RC_CUDA_PLANE_RAY_FLOATS per view and pixel, read by both kernels.  One thread per voxel or pixel, x fastest.
  * The arithmetic uses __fmul_rn / __fadd_rn where the C references round
  * each operation (they are built with -ffp-contract=off), so that nvcc does
  * not fuse the products that decide a sample's weight.
@@ -68,18 +69,16 @@ struct plane_ray {
 	int percol;
 };
 
-__device__ __forceinline__ plane_ray ray_of(const float *V, int iu, float vx, float vy)
+/* pixel iu's ray of view k from the host's table (rc_plane_rays) */
+__device__ __forceinline__ plane_ray ray_get(const float *rays, int k, int nu, int iu)
 {
+	const float *p = rays + ((size_t)k * nu + iu) * RC_CUDA_PLANE_RAY_FLOATS;
 	plane_ray r;
-	float u = (float)iu;
-	r.a = __fadd_rn(V[1], -__fmul_rn(u, V[4]));
-	r.b = __fadd_rn(V[2], -__fmul_rn(u, V[5]));
-	r.c = __fadd_rn(V[0], -__fmul_rn(u, V[3]));
+	r.a = p[0];
+	r.b = p[1];
+	r.c = p[2];
+	r.ds = p[3];
 	r.percol = fabsf(r.b) >= fabsf(r.a);
-	float s = r.percol ? r.a / r.b : r.b / r.a;
-	float h = r.percol ? vx : vy, o = r.percol ? vy : vx;
-	float os = __fmul_rn(o, s);
-	r.ds = sqrtf(__fadd_rn(__fmul_rn(h, h), __fmul_rn(os, os)));
 	return r;
 }
 
@@ -89,13 +88,13 @@ __device__ __forceinline__ float ray_at(const plane_ray &r, int idx)
 			: -__fadd_rn(__fmul_rn(r.b, (float)idx), r.c) / r.a;
 }
 
-__global__ void fp_plane_kernel(const float *vol, const float *pv, float *proj, rc_cuda_plane g, int first,
+__global__ void fp_plane_kernel(const float *vol, const float *rays, float *proj, rc_cuda_plane g, int first,
 				int last)
 {
 	int iu = blockIdx.x * blockDim.x + threadIdx.x, k = first + blockIdx.y, z = blockIdx.z;
 	if (iu >= g.nu || k >= last)
 		return;
-	plane_ray r = ray_of(pv + (size_t)k * RC_CUDA_PLANE_FLOATS, iu, g.vx, g.vy);
+	plane_ray r = ray_get(rays, k, g.nu, iu);
 	const float *slice = vol + (size_t)z * g.ny * g.nx;
 	int ns = r.percol ? g.nx : g.ny, m = r.percol ? g.ny : g.nx;
 	float sum = 0.0f;
@@ -121,8 +120,8 @@ __device__ __forceinline__ float u_of(const float *V, float p, float q)
 	return lin(V[0], V[1], p, V[2], q) / lin(V[3], V[4], p, V[5], q);
 }
 
-__global__ void bp_plane_t_kernel(const float *proj, const float *pv, float *vol, rc_cuda_plane g, int first,
-				  int last, int accumulate)
+__global__ void bp_plane_t_kernel(const float *proj, const float *pv, const float *rays, float *vol,
+				  rc_cuda_plane g, int first, int last, int accumulate)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y * blockDim.y + threadIdx.y, z = blockIdx.z;
 	if (i >= g.nx || j >= g.ny)
@@ -141,7 +140,7 @@ __global__ void bp_plane_t_kernel(const float *proj, const float *pv, float *vol
 		int lo = umin <= 0.0f ? 0 : (int)floorf(umin);
 		int hi = umax >= (float)(g.nu - 1) ? g.nu - 1 : (int)ceilf(umax);
 		for (int iu = lo; iu <= hi; iu++) {
-			plane_ray r = ray_of(V, iu, g.vx, g.vy);
+			plane_ray r = ray_get(rays, k, g.nu, iu);
 			float d = r.percol ? fabsf(__fadd_rn(ray_at(r, i), -fj)) : fabsf(__fadd_rn(ray_at(r, j), -fi));
 			if (d < 1.0f)
 				acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(__fadd_rn(1.0f, -d), r.ds), row[iu]));
@@ -156,21 +155,22 @@ static dim3 vol_grid(const rc_cuda_plane *g, dim3 b)
 	return dim3((g->nx + b.x - 1) / b.x, (g->ny + b.y - 1) / b.y, g->nz);
 }
 
-extern "C" int rc_cuda_launch_bp_plane(const float *proj, const float *pv, float *vol, const rc_cuda_plane *g,
-				       int first, int last, int accumulate, int matched, cudaStream_t s)
+extern "C" int rc_cuda_launch_bp_plane(const float *proj, const float *pv, const float *rays, float *vol,
+				       const rc_cuda_plane *g, int first, int last, int accumulate, int matched,
+				       cudaStream_t s)
 {
 	dim3 b(32, 8, 1);
 	if (matched)
-		bp_plane_t_kernel<<<vol_grid(g, b), b, 0, s>>>(proj, pv, vol, *g, first, last, accumulate);
+		bp_plane_t_kernel<<<vol_grid(g, b), b, 0, s>>>(proj, pv, rays, vol, *g, first, last, accumulate);
 	else
 		bp_plane_kernel<<<vol_grid(g, b), b, 0, s>>>(proj, pv, vol, *g, first, last, accumulate);
 	return (int)cudaGetLastError();
 }
 
-extern "C" int rc_cuda_launch_fp_plane(const float *vol, const float *pv, float *proj, const rc_cuda_plane *g,
+extern "C" int rc_cuda_launch_fp_plane(const float *vol, const float *rays, float *proj, const rc_cuda_plane *g,
 				       int first, int last, cudaStream_t s)
 {
 	dim3 b(64, 1, 1), gr((g->nu + 63) / 64, last - first, g->nz);
-	fp_plane_kernel<<<gr, b, 0, s>>>(vol, pv, proj, *g, first, last);
+	fp_plane_kernel<<<gr, b, 0, s>>>(vol, rays, proj, *g, first, last);
 	return (int)cudaGetLastError();
 }

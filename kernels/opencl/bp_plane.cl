@@ -68,24 +68,27 @@ __kernel void bp_plane(__global float *restrict out, __global const float *restr
  * gather (RC_BP_MATCHED on 2-D), each float operation as in
  * core/projectors/proj_joseph.c (its comment has the derivation).  The ray
  * of pixel iu is the line a i + b j + c = 0 in voxel indices of a slice,
- * sampled per column (percol) or per row, ds mm per sample.
+ * sampled per column (percol) or per row, ds mm per sample, read from the
+ * host's table (both kernels read the same floats).
  */
+#define RC_PLANE_RAY_FLOATS 4
+
 typedef struct plane_ray {
 	float a, b, c, ds;
 	int percol;
 } plane_ray;
 
-static plane_ray plane_ray_of(__global const float *restrict V, int iu, float vx, float vy)
+/* pixel iu's ray of view k from the host's table (core/projectors'
+ * rc_plane_rays: a, b, c, ds) */
+static plane_ray plane_ray_get(__global const float *restrict rays, int k, int nu, int iu)
 {
+	__global const float *p = rays + ((size_t)k * nu + iu) * RC_PLANE_RAY_FLOATS;
 	plane_ray r;
-	float u = (float)iu;
-	r.a = V[1] - u * V[4];
-	r.b = V[2] - u * V[5];
-	r.c = V[0] - u * V[3];
+	r.a = p[0];
+	r.b = p[1];
+	r.c = p[2];
+	r.ds = p[3];
 	r.percol = fabs(r.b) >= fabs(r.a);
-	float s = r.percol ? r.a / r.b : r.b / r.a;
-	float h = r.percol ? vx : vy, o = r.percol ? vy : vx;
-	r.ds = sqrt(h * h + (o * s) * (o * s));
 	return r;
 }
 
@@ -103,13 +106,12 @@ static float plane_ray_at(const plane_ray *r, int idx)
  * no sample the gather counts is missed.
  */
 __kernel void fp_plane(__global float *restrict out, __global const float *restrict vol,
-		       __global const float *restrict pv, int first, int last, int4 n, int nu, int nviews,
-		       float vx, float vy)
+		       __global const float *restrict rays, int first, int last, int4 n, int nu, int nviews)
 {
 	int iu = get_global_id(0), k = first + (int)get_global_id(1), z = get_global_id(2);
 	if (iu >= nu || k >= last || z >= n.z)
 		return;
-	plane_ray r = plane_ray_of(pv + (size_t)k * RC_PLANE_FLOATS, iu, vx, vy);
+	plane_ray r = plane_ray_get(rays, k, nu, iu);
 	__global const float *slice = vol + (size_t)z * n.y * n.x;
 	int ns = r.percol ? n.x : n.y, m = r.percol ? n.y : n.x;
 	float sum = 0.0f;
@@ -143,8 +145,8 @@ static float plane_u_of(__global const float *restrict V, float p, float q)
  * whose ray weighs it, with fp_plane's own expression for the weight.
  */
 __kernel void bp_plane_t(__global float *restrict out, __global const float *restrict proj,
-			 __global const float *restrict pv, int first, int last, int accumulate, int4 n, int nu,
-			 int nviews, float vx, float vy)
+			 __global const float *restrict pv, __global const float *restrict rays, int first, int last,
+			 int accumulate, int4 n, int nu, int nviews)
 {
 	int i = get_global_id(0), j = get_global_id(1), z = get_global_id(2);
 	if (i >= n.x || j >= n.y || z >= n.z)
@@ -163,7 +165,7 @@ __kernel void bp_plane_t(__global float *restrict out, __global const float *res
 		int lo = umin <= 0.0f ? 0 : (int)floor(umin);
 		int hi = umax >= (float)(nu - 1) ? nu - 1 : (int)ceil(umax);
 		for (int iu = lo; iu <= hi; iu++) {
-			plane_ray r = plane_ray_of(V, iu, vx, vy);
+			plane_ray r = plane_ray_get(rays, k, nu, iu);
 			float d = r.percol ? fabs(plane_ray_at(&r, i) - fj) : fabs(plane_ray_at(&r, j) - fi);
 			if (d < 1.0f)
 				acc += (1.0f - d) * r.ds * row[iu];

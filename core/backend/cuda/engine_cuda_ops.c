@@ -26,7 +26,7 @@ typedef struct cu_engine {
 	/* a fan or parallel stack: plane.cu's kernels on plain buffers,
 	 * allocated at the first call (no slabs, textures or plan) */
 	int plane;
-	float *pvol, *pproj, *ppv;
+	float *pvol, *pproj, *ppv, *prays;
 	rc_cuda_plane pg;
 } cu_engine;
 
@@ -42,25 +42,26 @@ static int plane_ready(cu_engine *e, rc_err *err)
 		return 0;
 	const rc_geom *g = e->base.geom;
 	const rc_volume_desc *v = rc_geom_volume(g);
-	const int nk = rc_geom_nviews(g);
-	float *h = malloc((size_t)nk * RC_CUDA_PLANE_FLOATS * sizeof(float));
+	const int nk = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
+	const size_t nv = (size_t)nk * RC_CUDA_PLANE_FLOATS, nr = (size_t)nk * nu * RC_CUDA_PLANE_RAY_FLOATS;
+	float *h = malloc((nv > nr ? nv : nr) * sizeof(float));
 	if (!h)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d view matrices", nk);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d views' rays", nk);
 	for (int k = 0; k < nk; k++)
 		rc_plane_view(g, k, h + (size_t)k * RC_CUDA_PLANE_FLOATS);
-	CU_CHECK(cudaMalloc((void **)&e->ppv, (size_t)nk * RC_CUDA_PLANE_FLOATS * sizeof(float)),
-		 "cudaMalloc(in-plane view matrices)");
-	CU_CHECK(cudaMemcpy(e->ppv, h, (size_t)nk * RC_CUDA_PLANE_FLOATS * sizeof(float), cudaMemcpyHostToDevice),
-		 "cudaMemcpy(in-plane view matrices)");
+	CU_CHECK(cudaMalloc((void **)&e->ppv, nv * sizeof(float)), "cudaMalloc(in-plane view matrices)");
+	CU_CHECK(cudaMemcpy(e->ppv, h, nv * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(in-plane view matrices)");
+	rc_plane_rays(g, h);
+	CU_CHECK(cudaMalloc((void **)&e->prays, nr * sizeof(float)), "cudaMalloc(rays)");
+	CU_CHECK(cudaMemcpy(e->prays, h, nr * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(rays)");
 	CU_CHECK(cudaMalloc((void **)&e->pproj, rc_geom_proj_count(g) * sizeof(float)), "cudaMalloc(projections)");
 	CU_CHECK(cudaMalloc((void **)&e->pvol, rc_volume_count(v) * sizeof(float)), "cudaMalloc(volume)");
-	e->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, rc_geom_detector(g)->nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN,
-				 (float)v->vx, (float)v->vy };
+	e->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN };
 out:
 	free(h);
 	if (rc) { /* all or nothing: the next call starts again */
-		float **bufs[3] = { &e->pvol, &e->pproj, &e->ppv };
-		for (int i = 0; i < 3; i++) {
+		float **bufs[4] = { &e->pvol, &e->pproj, &e->ppv, &e->prays };
+		for (int i = 0; i < 4; i++) {
 			if (*bufs[i])
 				cu_release(cudaFree(*bufs[i]));
 			*bufs[i] = NULL;
@@ -98,7 +99,7 @@ static int plane_forward(cu_engine *e, rc_fp_kind kind, const float *vol, float 
 				    cudaMemcpyHostToDevice);
 	if (ce != cudaSuccess)
 		return cu_fail(err, ce, "cudaMemcpy(volume -> device)");
-	ce = (cudaError_t)rc_cuda_launch_fp_plane(e->pvol, e->ppv, e->pproj, &e->pg, first, last, 0);
+	ce = (cudaError_t)rc_cuda_launch_fp_plane(e->pvol, e->prays, e->pproj, &e->pg, first, last, 0);
 	if (ce == cudaSuccess)
 		ce = cudaDeviceSynchronize();
 	if (ce != cudaSuccess)
@@ -124,7 +125,7 @@ static int plane_back(cu_engine *e, rc_bp_kind kind, const float *proj, float *v
 		ce = cudaMemset(e->pvol, 0, nvox * sizeof(float));
 	for (int c = first; c < last && ce == cudaSuccess; c += RC_CUDA_MAX_BATCH) {
 		int cl = c + RC_CUDA_MAX_BATCH < last ? c + RC_CUDA_MAX_BATCH : last;
-		ce = (cudaError_t)rc_cuda_launch_bp_plane(e->pproj, e->ppv, e->pvol, &e->pg, c, cl, c > first,
+		ce = (cudaError_t)rc_cuda_launch_bp_plane(e->pproj, e->ppv, e->prays, e->pvol, &e->pg, c, cl, c > first,
 							  kind == RC_BP_MATCHED, 0);
 	}
 	if (ce == cudaSuccess)
@@ -293,8 +294,8 @@ static void cu_free(rc_engine *base)
 	cu_ctx_release(&e->c);
 	if (e->plane) {
 		cu_release(cudaSetDevice(e->opt.ordinal));
-		float *bufs[3] = { e->pvol, e->pproj, e->ppv };
-		for (int i = 0; i < 3; i++)
+		float *bufs[4] = { e->pvol, e->pproj, e->ppv, e->prays };
+		for (int i = 0; i < 4; i++)
 			if (bufs[i])
 				cu_release(cudaFree(bufs[i]));
 	}

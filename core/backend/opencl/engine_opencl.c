@@ -48,6 +48,7 @@ typedef struct ocl_engine {
 	cl_mem rot;        /* rotated volume of RC_FP_ROTATE, allocated at first use */
 	cl_mem pviews;     /* fan/parallel: RC_PLANE_FLOATS per view (proj_cpu.h's
 	                      rc_plane_view, read by bp_plane.cl) */
+	cl_mem prays;      /* fan/parallel: the Joseph pair's rays (rc_plane_rays) */
 	int plane;         /* fan or parallel: the bp_plane.cl kernels, buffers only */
 	int fan;           /* fan: FBP's back projection weighs by 1/w^2 */
 	int rot_nmax;      /* grid points per in-plane axis of rot */
@@ -441,26 +442,24 @@ static int bp_plane(ocl_engine *x, rc_bp_kind kind, cl_mem out, cl_mem in, int f
 {
 	const int K = kind == RC_BP_MATCHED ? K_BPT : K_BPP;
 	cl_kernel kk = x->k[K];
-	float vx = (float)rc_geom_volume(x->base.geom)->vx, vy = (float)rc_geom_volume(x->base.geom)->vy;
 	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
 		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
 		int acc = c > first;
 		cl_int e = 0;
-		SETARG(kk, 0, out);
-		SETARG(kk, 1, in);
-		SETARG(kk, 2, x->pviews);
-		SETARG(kk, 3, c);
-		SETARG(kk, 4, cl);
-		SETARG(kk, 5, acc);
-		SETARG(kk, 6, x->n);
-		SETARG(kk, 7, x->nu);
-		SETARG(kk, 8, x->nviews);
-		if (K == K_BPP) {
-			SETARG(kk, 9, x->fan);
-		} else {
-			SETARG(kk, 9, vx);
-			SETARG(kk, 10, vy);
-		}
+		int a = 0; /* bp_plane_t reads the rays after the views */
+		SETARG(kk, a++, out);
+		SETARG(kk, a++, in);
+		SETARG(kk, a++, x->pviews);
+		if (K == K_BPT)
+			SETARG(kk, a++, x->prays);
+		SETARG(kk, a++, c);
+		SETARG(kk, a++, cl);
+		SETARG(kk, a++, acc);
+		SETARG(kk, a++, x->n);
+		SETARG(kk, a++, x->nu);
+		SETARG(kk, a++, x->nviews);
+		if (K == K_BPP)
+			SETARG(kk, a++, x->fan);
 		if (e != CL_SUCCESS)
 			return rc_cl_fail(err, e, "clSetKernelArg (bp_plane)");
 		size_t g[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
@@ -500,19 +499,16 @@ static int plane_forward(ocl_engine *x, rc_fp_kind kind, const float *vol, float
 					0, NULL, NULL);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "write of the volume");
-	float vx = (float)rc_geom_volume(x->base.geom)->vx, vy = (float)rc_geom_volume(x->base.geom)->vy;
 	cl_kernel kk = x->k[K_FPP];
 	e = 0;
 	SETARG(kk, 0, x->proj);
 	SETARG(kk, 1, x->vol);
-	SETARG(kk, 2, x->pviews);
+	SETARG(kk, 2, x->prays);
 	SETARG(kk, 3, first);
 	SETARG(kk, 4, last);
 	SETARG(kk, 5, x->n);
 	SETARG(kk, 6, x->nu);
 	SETARG(kk, 7, x->nviews);
-	SETARG(kk, 8, vx);
-	SETARG(kk, 9, vy);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "clSetKernelArg (fp_plane)");
 	size_t g[3] = { (size_t)x->nu, (size_t)(last - first), (size_t)x->nz };
@@ -526,20 +522,24 @@ static int plane_forward(ocl_engine *x, rc_fp_kind kind, const float *vol, float
 	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clEnqueueReadBufferRect (views of the stack)");
 }
 
-/* RC_PLANE_FLOATS per view (proj_cpu.h's rc_plane_view: the C reference
- * reads the same floats). */
+/* RC_PLANE_FLOATS per view and the rays' table (proj_cpu.h's
+ * rc_plane_view and rc_plane_rays: the C reference reads the same floats). */
 static int upload_plane_views(ocl_engine *x, const rc_geom *g, rc_err *err)
 {
-	float *h = malloc((size_t)x->nviews * RC_PLANE_FLOATS * sizeof(float));
+	size_t nv = (size_t)x->nviews * RC_PLANE_FLOATS, nr = (size_t)x->nviews * x->nu * RC_PLANE_RAY_FLOATS;
+	float *h = malloc((nv > nr ? nv : nr) * sizeof(float));
 	if (!h)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d view matrices", x->nviews);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d views' rays", x->nviews);
 	for (int k = 0; k < x->nviews; k++)
 		rc_plane_view(g, k, h + (size_t)k * RC_PLANE_FLOATS);
 	cl_int e;
-	x->pviews = clCreateBuffer(x->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-				   (size_t)x->nviews * RC_PLANE_FLOATS * sizeof(float), h, &e);
+	x->pviews = clCreateBuffer(x->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, nv * sizeof(float), h, &e);
+	if (e == CL_SUCCESS) {
+		rc_plane_rays(g, h);
+		x->prays = clCreateBuffer(x->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, nr * sizeof(float), h, &e);
+	}
 	free(h);
-	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clCreateBuffer (in-plane view matrices)");
+	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clCreateBuffer (in-plane views and rays)");
 }
 
 /* --- engine ops ---------------------------------------------------------------- */
@@ -642,7 +642,7 @@ static void ocl_free(rc_engine *e)
 	ocl_engine *x = (ocl_engine *)e;
 	if (!x)
 		return;
-	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img, x->rot, x->pviews };
+	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img, x->rot, x->pviews, x->prays };
 	for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
 		if (mems[i])
 			clReleaseMemObject(mems[i]);
