@@ -7,7 +7,9 @@
  * or ray casting: backend.h),
  * R = 1 / A(1) (the row sums: each ray's length through the volume grid),
  * B = RC_BP_VOXEL (the voxel-driven back projector with its 1/w^2 weight,
- * the one paper 000 and the FDK use) and C = 1 / B(1) (the column sums).
+ * the one paper 000 and the FDK use; on a fan or parallel stack the
+ * matched transpose instead: rc_sart_run says why) and C = 1 / B(1) (the
+ * column sums).
  * Because C comes from the same B as the numerator, any per-voxel scale of
  * B cancels: B need not be the exact transpose of A, which is why the fast
  * voxel-driven back projector is the right one here.  The sums are over all
@@ -214,6 +216,14 @@ int rc_sart_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	int rc = rc_algo_check(p, b, proj, vol, 1, 1, err);
 	if (rc)
 		return rc;
-	return rc_sart_core(p, b, proj, vol, hooks, RC_BP_VOXEL, rc_algo_subsets(p, rc_geom_nviews(b->geom)), 0,
-			    err);
+	/* A fan or parallel stack back-projects with the transpose of A: on
+	 * such a stack RC_BP_VOXEL is FBP's back projection (proj_plane.c,
+	 * bp_plane.cl), weighted by 1/w^2 per view and voxel, which C = 1/B(1)
+	 * does not cancel (it is not a per-voxel scale), and the tensor
+	 * backend, which ran every 2-D SART so far, answers every kind with its
+	 * A^T: with the matched transpose SART is the same method on every
+	 * engine that runs 2-D stacks (Andersen and Kak's form, C A^T R, whose
+	 * iteration converges for 0 < lambda < 2). */
+	rc_bp_kind bp = rc_geom_is_2d(b->geom) ? rc_bk_bp_matched(b) : RC_BP_VOXEL;
+	return rc_sart_core(p, b, proj, vol, hooks, bp, rc_algo_subsets(p, rc_geom_nviews(b->geom)), 0, err);
 }

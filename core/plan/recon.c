@@ -55,10 +55,12 @@ void rc_recon_spec_default(rc_recon_spec *s)
 
 /* Whether engine e runs algorithm a on a geometry of type g, from the spec
  * and the build alone: on fan and parallel the iterative algorithms run on
- * the tensor backend (execution.engine auto, cpu or tensor) and fdk (FBP)
- * on the CPU engine (auto, cpu) or as one product with FBP's matrix on the
- * tensor backend (tensor); the tensor engine runs fan and parallel
- * only; cuda needs a build with CUDA (whether a node has a GPU the
+ * the tensor backend (execution.engine auto, cpu or tensor) or on the
+ * OpenCL or CUDA engine's Joseph pair through the host backend, and fdk
+ * (FBP) on the CPU, OpenCL or CUDA engine's 2-D back projection (auto,
+ * cpu, opencl, cuda) or as one product with FBP's matrix on the tensor
+ * backend (tensor); trigeneous does not split 2-D stacks; the tensor
+ * engine runs fan and parallel only; cuda needs a build with CUDA (whether a node has a GPU the
  * daemon checks at creation: server/http_jobs.c, engine_offered).  Every
  * message of rc_recon_check lists the choices this accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
@@ -68,7 +70,8 @@ static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
 	if (is2d)
-		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR;
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR || e == RC_ENGINE_OPENCL ||
+		       e == RC_ENGINE_CUDA;
 	return e != RC_ENGINE_TENSOR;
 }
 
@@ -160,14 +163,16 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", s->engine,
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
-	/* the projector pair: fan/parallel have their own (distance-driven);
+	/* the projector pair: fan/parallel have their own (distance-driven on
+	 * the tensor backend, Joseph's on the OpenCL and CUDA engines);
 	 * the splat pair is the CPU engine's alone (its geometry condition is
 	 * checked where the geometry is built: the spec parser, rc_geom) */
 	const char *proj = rc_name_str(RC_NAMES_PROJECTOR, (int)s->algo.projector);
 	if (s->algo.projector != RC_PROJECTOR_AUTO && (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 			       "algorithm.projector \"%s\" is for cone and matrices geometries; a %s job projects "
-			       "with the tensor engine's distance-driven pair: use \"auto\"",
+			       "with its own pair (the tensor engine's distance-driven one, the OpenCL and CUDA "
+			       "engines' Joseph one): use \"auto\"",
 			       proj ? proj : "?", geom);
 	if (s->algo.projector == RC_PROJECTOR_SPLAT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
@@ -179,10 +184,11 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 
 /* The back projector the algorithm runs with ray casting forward (one engine
  * with the splat pair runs RC_FP_SPLAT and RC_BP_SPLAT in its place:
- * load_models, rc_bk_fp). */
-static rc_bp_kind algo_bp(rc_algo_name n)
+ * load_models, rc_bk_fp); SART on a fan or parallel stack runs the matched
+ * one (algo_sart.c). */
+static rc_bp_kind algo_bp(rc_algo_name n, const rc_geom *g)
 {
-	return n == RC_ALGO_FDK || n == RC_ALGO_SART ? RC_BP_VOXEL : RC_BP_MATCHED;
+	return n == RC_ALGO_FDK || (n == RC_ALGO_SART && !rc_geom_is_2d(g)) ? RC_BP_VOXEL : RC_BP_MATCHED;
 }
 
 /* A job's devices: engines, what they are, their models and the plan. */
@@ -320,7 +326,7 @@ static void auto_choose(const struct job *j, const rc_device *all, int nall, int
 }
 
 /* Opens the engines execution.engine asks for (a 2-D geometry: the cpu
- * engine). */
+ * engine, or the OpenCL or CUDA engine when asked for). */
 static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 {
 	rc_device all[RC_DEVICES_MAX];
@@ -329,7 +335,7 @@ static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 	if (rc)
 		return rc;
 	int is2d = rc_geom_is_2d(j->g);
-	if (mode == RC_ENGINE_CPU || is2d)
+	if (mode == RC_ENGINE_CPU || (is2d && mode != RC_ENGINE_OPENCL && mode != RC_ENGINE_CUDA))
 		return add_engine(j, &all[0], err);
 	if (mode == RC_ENGINE_OPENCL || mode == RC_ENGINE_CUDA) {
 		rc_device_kind want = mode == RC_ENGINE_OPENCL ? RC_DEVICE_OPENCL : RC_DEVICE_CUDA;
@@ -377,7 +383,7 @@ static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 static int load_models(struct job *j, int calibrate, rc_err *err)
 {
 	const char *dir = j->s->model_dir;
-	rc_bp_kind bp = algo_bp(j->s->algo.name);
+	rc_bp_kind bp = algo_bp(j->s->algo.name, j->g);
 	rc_fp_kind fp = RC_FP_RAYCAST;
 	if (job_splat(j)) { /* the pair rc_algo_fp picks */
 		fp = RC_FP_SPLAT;
@@ -510,7 +516,7 @@ static int run_cuda_resident(const rc_recon_spec *s, const rc_geom *g, const flo
 	if (rc && err)
 		*err = e1;
 	if (b) {
-		rc_shape_key(g, algo_bp(s->algo.name), shape, sizeof shape);
+		rc_shape_key(g, algo_bp(s->algo.name, g), shape, sizeof shape);
 		if (rc_engine_cuda_info(0, &ci, NULL))
 			ci.device_id[0] = 0;
 		report_single(s, b, ci.device_id, shape, report);
@@ -562,15 +568,18 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	/* the splat pair is the CPU engine's: auto must not pick another */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
 		mode = RC_ENGINE_CPU;
-	const char *pair = "raycast"; /* the device backends' pair */
+	const char *pair = "raycast"; /* the device backends' pair (2-D: Joseph's) */
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (rc)
 		goto out;
 	j.g = g;
 	/* the tensor backend (paper 001, helper "tensor"): asked for, or any
-	 * iterative 2-D job on auto or cpu (the CPU engine projects cone and
-	 * matrices; on a 2-D stack it runs FBP's back projection alone, and
-	 * cpu runs the tensor backend's CPU path) */
+	 * iterative 2-D job on auto or cpu (cpu runs the tensor backend's CPU
+	 * path; the CPU engine's Joseph pair is the OpenCL engine's reference).
+	 * An iterative 2-D job on opencl or cuda runs rc_algo_run below over
+	 * the host backend with that engine and its Joseph pair (resident.c's
+	 * rc_opencl_algo_supported and rc_cuda_algo_supported leave 2-D to that
+	 * path). */
 	int fbp = rc_geom_is_2d(g) && s->algo.name == RC_ALGO_FDK;
 	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && !fbp && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
 		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
@@ -582,7 +591,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		if (rc != RC_ETOOBIG)
 			goto out;
 	}
-	rc_shape_key(g, algo_bp(s->algo.name), j.shape, sizeof j.shape);
+	rc_shape_key(g, algo_bp(s->algo.name, g), j.shape, sizeof j.shape);
 	if (s->model_dir && s->model_dir[0])
 		snprintf(j.cache_dir, sizeof j.cache_dir, "%s/opencl-cache", s->model_dir);
 	if ((rc = open_devices(&j, mode, err)))
@@ -612,7 +621,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		goto out;
 	if (j.n > 1)
 		rc_exec_set_replan(j.x, replan, &j);
-	pair = job_splat(&j) ? "splat" : "raycast";
+	pair = job_splat(&j) ? "splat" : rc_geom_is_2d(g) ? "joseph" : "raycast";
 	rc = rc_algo_run(&s->algo, j.x, proj, vol, hooks, err);
 	fill_report(&j, report);
 	if (!rc)

@@ -13,13 +13,17 @@
  *                   (proj_voxel.c), AVX2 (proj_voxel_avx2.c), AVX-512
  *                   (proj_voxel_avx512.c), chosen at run time; with the
  *                   splat gain it is RC_BP_SPLAT
+ *   proj_plane.c    RC_BP_VOXEL of a fan or parallel stack (FBP's)
+ *   proj_joseph.c   RC_FP_RAYCAST and RC_BP_MATCHED of a fan or parallel
+ *                   stack: Joseph's forward projection and its transpose
  *   proj_splat.c    RC_FP_SPLAT, the voxel-driven forward projector whose
  *                   exact transpose is RC_BP_SPLAT (the matched pair of the
  *                   iterative algorithms where voxels project at most a
  *                   pixel apart)
  *
  * Every projector runs views [first, last) of a cone or matrices geometry
- * (the caller checks the type and range), splits its work over the pool and
+ * (proj_plane.c and proj_joseph.c: of a fan or parallel stack; the caller
+ * checks the type and range), splits its work over the pool and
  * writes disjoint outputs per task, so results do not depend on the number
  * of threads (RAYCAST, MATCHED, ROTATE: bit-identical; VOXEL: identical too,
  * each voxel is summed in view order by one task).
@@ -91,6 +95,29 @@ int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, 
  * the continuous pixel index *u and the returned distance weight (1/w^2,
  * 1 for parallel).  The FBP matrix (fbp_matrix.h) is built from it. */
 double rc_plane_fbp_weight(const rc_geom *g, int k, double x, double y, double *u);
+
+/* The matched pair of a fan or parallel stack (proj_joseph.c), the C
+ * reference of the OpenCL engine's (kernels/opencl/bp_plane.cl): proj
+ * views first..last = Joseph's forward projection of vol (line integrals in
+ * mm x 1/mm; other views untouched), and vol = its exact transpose over
+ * views first..last, gathered per voxel. */
+int rc_fp_plane(const rc_geom *g, rc_pool *pool, const float *vol, float *proj, int first, int last, rc_err *err);
+int rc_bp_plane_matched(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last,
+			rc_err *err);
+
+/* A view of a 2-D stack as the 2-D projectors read it, in voxel indices
+ * (i, j) of a slice: u w = o[0] + o[1] i + o[2] j and w = o[3] + o[4] i +
+ * o[5] j (w = 1 for parallel), from the view's A in double, rounded once. */
+#define RC_PLANE_FLOATS 6
+void rc_plane_view(const rc_geom *g, int k, float o[RC_PLANE_FLOATS]);
+/* Every pixel's ray of a 2-D stack, the Joseph pair's table (rays[view][u]
+ * of RC_PLANE_RAY_FLOATS): the line a i + b j + c = 0 in voxel indices
+ * through the pixel, from rc_plane_view's floats with u = the pixel index,
+ * and ds, the ray's length in mm per sample (per column where |b| >= |a|,
+ * else per row).  Every implementation of the pair reads this table, so
+ * forward and transpose weigh with the same floats. */
+#define RC_PLANE_RAY_FLOATS 4
+void rc_plane_rays(const rc_geom *g, float *rays);
 
 /* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
  * (proj_splat.c derives it): what a voxel of unit density adds to the

@@ -18,6 +18,13 @@
  * the shared algorithms over that backend) of FDK, SART (with and without
  * subsets), SIRT, CGLS and MLEM against rc_algo_run over the CUDA engine
  * and over the CPU engine, cancel, and the refusal of a job too big.
+ *
+ * Fan and parallel stacks (plane.cu): FBP's back projection, Joseph's
+ * forward projection and its transpose against the CPU engine's (the C
+ * references proj_plane.c and proj_joseph.c, which test_opencl_plane checks
+ * against double precision and analytic line integrals) within 1e-5, on
+ * all views and on a range, the adjoint test, and a CGLS run over the CUDA
+ * engine against the same run over the CPU engine.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -1071,6 +1078,106 @@ static void test_plan(void **state)
 }
 #endif
 
+/* ---- fan and parallel stacks ------------------------------------------- */
+
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		den += (double)b[i] * b[i];
+	}
+	return sqrt(num / den);
+}
+
+static double dot_fd(const float *a, const float *b, size_t n)
+{
+	double r = 0;
+	for (size_t i = 0; i < n; i++)
+		r += (double)a[i] * b[i];
+	return r;
+}
+
+static void test_plane(void **state)
+{
+	(void)state;
+	static const rc_geom_type types[2] = { RC_GEOM_FAN, RC_GEOM_PARALLEL };
+	double ang[NVIEWS];
+	for (int k = 0; k < NVIEWS; k++)
+		ang[k] = 360.0 * k / NVIEWS + 1.5;
+	const rc_volume_desc v = { NVOX, NVOX + 2, 2, 1.0, 0.9, 1.0, 0.4, -0.3, 0 };
+	for (int t = 0; t < 2; t++) {
+		rc_geom_spec sp = { .type = types[t], .nviews = NVIEWS, .det = { 2 * NVOX, 1, 1.0, 1.0, 0.35, 0 },
+				    .source_isocenter_mm = 200, .source_detector_mm = 300, .angles_deg = ang };
+		rc_geom *g = NULL;
+		rc_err err;
+		assert_int_equal(rc_geom_new(&sp, &v, NULL, &g, &err), 0);
+		size_t np = rc_geom_proj_count(g), nv = rc_volume_count(&v);
+		float *x = malloc(nv * sizeof(float)), *y = malloc(np * sizeof(float));
+		float *pc = malloc(np * sizeof(float)), *pg = malloc(np * sizeof(float));
+		float *bc = malloc(nv * sizeof(float)), *bg = malloc(nv * sizeof(float));
+		uint32_t seed = 7;
+		for (size_t i = 0; i < nv; i++)
+			x[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f;
+		for (size_t i = 0; i < np; i++)
+			y[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f;
+		rc_engine *cu = NULL, *cpu = NULL;
+		assert_int_equal(rc_engine_cuda_new(g, 0, &cu, &err), 0);
+		assert_int_equal(rc_engine_cpu_new(g, 0, &cpu, &err), 0);
+		static const int ranges[2][2] = { { 0, NVIEWS }, { 5, NVIEWS - 7 } };
+		for (int r = 0; r < 2; r++) {
+			int f = ranges[r][0], l = ranges[r][1];
+			/* FBP's back projection */
+			assert_int_equal(rc_engine_back(cu, RC_BP_VOXEL, y, bg, f, l, &err), 0);
+			assert_int_equal(rc_engine_back(cpu, RC_BP_VOXEL, y, bc, f, l, &err), 0);
+			double d_voxel = rel_l2(bg, bc, nv);
+			/* the Joseph pair; pc/pg zero outside views f..l */
+			memset(pc, 0, np * sizeof(float));
+			memset(pg, 0, np * sizeof(float));
+			assert_int_equal(rc_engine_forward(cu, RC_FP_RAYCAST, x, pg, f, l, &err), 0);
+			assert_int_equal(rc_engine_forward(cpu, RC_FP_RAYCAST, x, pc, f, l, &err), 0);
+			double d_fwd = rel_l2(pg, pc, np);
+			assert_int_equal(rc_engine_back(cu, RC_BP_MATCHED, y, bg, f, l, &err), 0);
+			assert_int_equal(rc_engine_back(cpu, RC_BP_MATCHED, y, bc, f, l, &err), 0);
+			double d_back = rel_l2(bg, bc, nv);
+			double lhs = dot_fd(pg, y, np), rhs = dot_fd(x, bg, nv), gap = fabs(lhs - rhs) / fabs(lhs);
+			print_message("%s views %d..%d: CUDA vs CPU engine: FBP back %.2e, forward %.2e, matched back "
+				      "%.2e; adjoint gap %.2e\n",
+				      t ? "parallel" : "fan", f, l, d_voxel, d_fwd, d_back, gap);
+			assert_true(d_voxel <= 1e-5 && d_fwd <= 1e-5 && d_back <= 1e-5 && gap <= 1e-5);
+		}
+		assert_int_equal(rc_engine_forward(cu, RC_FP_ROTATE, x, pg, 0, NVIEWS, &err), RC_EUNSUPPORTED);
+		/* an algorithm over each engine: CGLS's iterates agree */
+		rc_phantom *ph = NULL;
+		rc_ellipsoid el = { { 0.5, -0.5, 0 }, { 7, 7, 1000 }, 0, 0.02 };
+		assert_int_equal(rc_phantom_new(&el, 1, &ph, &err), 0);
+		assert_int_equal(rc_phantom_project(ph, g, 0, pc, &err), 0);
+		rc_phantom_free(ph);
+		rc_algo_params a;
+		rc_algo_params_plain(&a, RC_ALGO_CGLS);
+		a.iterations = 5;
+		rc_exec *xc = NULL, *xg = NULL;
+		assert_int_equal(rc_exec_new(&cpu, 1, &xc, &err), 0);
+		assert_int_equal(rc_exec_new(&cu, 1, &xg, &err), 0);
+		assert_int_equal(rc_algo_run(&a, xc, pc, bc, NULL, &err), 0);
+		assert_int_equal(rc_algo_run(&a, xg, pc, bg, NULL, &err), 0);
+		double d_cgls = rel_l2(bg, bc, nv);
+		print_message("%s CGLS 5 iterations, CUDA vs CPU engine %.2e\n", t ? "parallel" : "fan", d_cgls);
+		assert_true(d_cgls <= 1e-4);
+		rc_exec_free(xc);
+		rc_exec_free(xg);
+		rc_engine_free(cu);
+		rc_engine_free(cpu);
+		rc_geom_free(g);
+		free(x);
+		free(y);
+		free(pc);
+		free(pg);
+		free(bc);
+		free(bg);
+	}
+}
+
 int main(void)
 {
 #ifdef RC_HAVE_CUDA
@@ -1102,6 +1209,7 @@ int main(void)
 		cmocka_unit_test(test_fdk),
 		cmocka_unit_test(test_auto_interp),
 		cmocka_unit_test(test_cancel_and_too_big),
+		cmocka_unit_test(test_plane),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

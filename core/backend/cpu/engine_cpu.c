@@ -5,9 +5,11 @@
  * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
  * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
  * first call that needs them and reused, so iterative algorithms allocate nothing per call.
- * Cone and matrices geometries; of a fan or parallel stack only the voxel
- * back projection (FBP's, proj_plane.c): their iterative products belong to
- * the tensor engine's distance-driven matrix.
+ * Cone and matrices geometries; of a fan or parallel stack the voxel back
+ * projection (FBP's, proj_plane.c) and the Joseph pair (proj_joseph.c, the
+ * reference of the OpenCL engine's): a job's iterative products on these
+ * geometries run on the tensor backend's distance-driven matrix
+ * (plan/recon.c), so the pair here serves tests and direct callers.
  */
 #include "backend/cpu/engine_cpu.h"
 
@@ -30,16 +32,16 @@ struct cpu_engine {
 	rc_fps *fps;
 };
 
-/* plane: the call is the 2-D voxel back projection, the one projection the
- * CPU engine runs on a fan or parallel stack. */
+/* plane: the call is one the CPU engine runs on a fan or parallel stack
+ * (RC_FP_RAYCAST, RC_BP_VOXEL, RC_BP_MATCHED). */
 static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out, int plane,
 		      rc_err *err)
 {
 	const rc_geom *g = c->base.geom;
 	if (rc_geom_is_2d(g) && !plane)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the CPU engine runs FBP's back projection on fan and parallel geometries; their "
-			       "iterative products run on the tensor engine");
+			       "the CPU engine projects fan and parallel geometries by ray casting (Joseph) and "
+			       "back-projects them voxel-driven or matched; not by rotation or splatting");
 	if (first < 0 || last > rc_geom_nviews(g) || first > last)
 		return rc_fail(err, RC_EINVAL, "", "view range [%d, %d) is outside 0..%d", first, last,
 			       rc_geom_nviews(g));
@@ -52,9 +54,11 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 		       int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
-	int rc = check_call(c, first, last, vol, proj, 0, err);
+	int rc = check_call(c, first, last, vol, proj, kind == RC_FP_RAYCAST, err);
 	if (rc)
 		return rc;
+	if (rc_geom_is_2d(e->geom))
+		return rc_fp_plane(e->geom, c->pool, vol, proj, first, last, err);
 	switch (kind) {
 	case RC_FP_RAYCAST:
 		if (!c->fpr && (rc = rc_fpr_new(e->geom, &c->fpr, err)))
@@ -88,11 +92,12 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		    int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
-	int rc = check_call(c, first, last, proj, vol, kind == RC_BP_VOXEL, err);
+	int rc = check_call(c, first, last, proj, vol, kind == RC_BP_VOXEL || kind == RC_BP_MATCHED, err);
 	if (rc)
 		return rc;
 	if (rc_geom_is_2d(e->geom))
-		return rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err);
+		return kind == RC_BP_VOXEL ? rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err)
+					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
 	switch (kind) {
 	case RC_BP_VOXEL:
 	case RC_BP_SPLAT:
@@ -171,7 +176,8 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	rc_cpu_identity(c->base.device_id, sizeof c->base.device_id, NULL, 0);
 	snprintf(c->base.hw_group, sizeof c->base.hw_group, "host-cpu");
 	c->isa = rc_cpu_isa_best();
-	c->base.splat = rc_splat_suits(g) && !getenv("RECOND_NO_SPLAT");
+	/* a 2-D stack has the Joseph pair alone */
+	c->base.splat = !rc_geom_is_2d(g) && rc_splat_suits(g) && !getenv("RECOND_NO_SPLAT");
 	*ret = &c->base;
 	return 0;
 out_free:

@@ -112,6 +112,26 @@ int rc_cuda_launch_rotate(cudaTextureObject_t vol_tex, const rc_cuda_rot_geom *g
 int rc_cuda_launch_project_rotated(const float *rot, const rc_cuda_rot_geom *g,
 				   float *proj, cudaStream_t s);
 
+/* Fan and parallel stacks (plane.cu; the OpenCL engine's bp_plane.cl and
+ * the C references proj_plane.c and proj_joseph.c): projections
+ * [slice][view][u], volume [z][y][x], pv RC_CUDA_PLANE_FLOATS per view
+ * (projectors/proj_cpu.h's rc_plane_view). */
+#define RC_CUDA_PLANE_FLOATS 6
+#define RC_CUDA_PLANE_RAY_FLOATS 4 /* rays: a, b, c, ds per view and pixel */
+typedef struct rc_cuda_plane {
+	int nx, ny, nz, nu, nviews;
+	int fan; /* FBP's back projection weighs by 1/w^2 */
+} rc_cuda_plane;
+/* vol = (accumulate ? vol : 0) + over views [first, last): FBP's back
+ * projection (matched == 0, RC_BP_VOXEL) or the exact transpose of
+ * rc_cuda_launch_fp_plane (matched == 1, RC_BP_MATCHED). */
+int rc_cuda_launch_bp_plane(const float *proj, const float *pv, const float *rays, float *vol,
+			    const rc_cuda_plane *g, int first, int last, int accumulate, int matched, cudaStream_t s);
+/* proj views [first, last) of every slice = Joseph's forward projection of
+ * vol (RC_FP_RAYCAST on 2-D); the other views are untouched. */
+int rc_cuda_launch_fp_plane(const float *vol, const float *rays, float *proj, const rc_cuda_plane *g,
+			    int first, int last, cudaStream_t s);
+
 /* Element-wise steps of the CUDA backend (backend_cuda.c), n elements each,
  * every one the loop of core/vec_host.c it names, float operation for float
  * operation (elementwise.cu).  Device pointers; sums go into device doubles

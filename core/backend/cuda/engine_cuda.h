@@ -6,7 +6,11 @@
  *    the planner can give a GPU any share of any task.  Each call uploads its
  *    inputs (the volume as a 3-D texture, projections in batches of views
  *    into layered 2-D textures, uploads overlapped with the kernels on two
- *    streams) and downloads its result.
+ *    streams) and downloads its result.  A fan or parallel stack takes
+ *    another path (kernels/cuda/plane.cu, plain device buffers, no slabs):
+ *    RC_BP_VOXEL is FBP's back projection, RC_FP_RAYCAST Joseph's forward
+ *    projection and RC_BP_MATCHED its exact transpose, each as the CPU
+ *    engine's C references (proj_plane.c, proj_joseph.c) compute it.
  *  - rc_cuda_run_algo: a whole run resident on one GPU.  It is the shared
  *    algorithms of algo.h (algo_fdk.c, algo_sart.c, algo_sirt.c,
  *    algo_cgls.c, algo_mlem.c: the same code the host backend runs) over
@@ -86,7 +90,8 @@ int rc_engine_cuda_info(int ordinal, rc_cuda_device_info *info, rc_err *err);
 
 /* An engine on device `ordinal` with default options.  Sets name "cuda",
  * device_id as in rc_cuda_device_info and hw_group = device_id.  Borrows g
- * (cone and matrices geometries; fan/parallel return RC_EUNSUPPORTED). */
+ * (any geometry; the resident backend, rc_backend_cuda_new, takes cone and
+ * matrices only). */
 int rc_engine_cuda_new(const rc_geom *g, int ordinal, rc_engine **ret, rc_err *err);
 int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o,
 			    rc_engine **ret, rc_err *err);

@@ -11,6 +11,8 @@
 #ifdef RC_HAVE_CUDA
 #include "backend/cuda/engine_cuda_impl.h"
 
+#include "projectors/proj_cpu.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,118 @@ typedef struct cu_engine {
 	cu_ctx c;
 	int ready;
 	int last_slabs;
+	/* a fan or parallel stack: plane.cu's kernels on plain buffers,
+	 * allocated at the first call (no slabs, textures or plan) */
+	int plane;
+	float *pvol, *pproj, *ppv, *prays;
+	rc_cuda_plane pg;
 } cu_engine;
+
+/* --- fan and parallel stacks (plane.cu) ----------------------------------- */
+
+static int plane_ready(cu_engine *e, rc_err *err)
+{
+	int rc = 0;
+	cudaError_t ce = cudaSetDevice(e->opt.ordinal);
+	if (ce != cudaSuccess)
+		return cu_fail(err, ce, "cudaSetDevice");
+	if (e->pvol)
+		return 0;
+	const rc_geom *g = e->base.geom;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const int nk = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
+	const size_t nv = (size_t)nk * RC_CUDA_PLANE_FLOATS, nr = (size_t)nk * nu * RC_CUDA_PLANE_RAY_FLOATS;
+	float *h = malloc((nv > nr ? nv : nr) * sizeof(float));
+	if (!h)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d views' rays", nk);
+	for (int k = 0; k < nk; k++)
+		rc_plane_view(g, k, h + (size_t)k * RC_CUDA_PLANE_FLOATS);
+	CU_CHECK(cudaMalloc((void **)&e->ppv, nv * sizeof(float)), "cudaMalloc(in-plane view matrices)");
+	CU_CHECK(cudaMemcpy(e->ppv, h, nv * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(in-plane view matrices)");
+	rc_plane_rays(g, h);
+	CU_CHECK(cudaMalloc((void **)&e->prays, nr * sizeof(float)), "cudaMalloc(rays)");
+	CU_CHECK(cudaMemcpy(e->prays, h, nr * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(rays)");
+	CU_CHECK(cudaMalloc((void **)&e->pproj, rc_geom_proj_count(g) * sizeof(float)), "cudaMalloc(projections)");
+	CU_CHECK(cudaMalloc((void **)&e->pvol, rc_volume_count(v) * sizeof(float)), "cudaMalloc(volume)");
+	e->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN };
+out:
+	free(h);
+	if (rc) { /* all or nothing: the next call starts again */
+		float **bufs[4] = { &e->pvol, &e->pproj, &e->ppv, &e->prays };
+		for (int i = 0; i < 4; i++) {
+			if (*bufs[i])
+				cu_release(cudaFree(*bufs[i]));
+			*bufs[i] = NULL;
+		}
+	}
+	return rc;
+}
+
+/* Views [first, last) of every slice between host and device: one run of
+ * (last - first) * nu floats per slice. */
+static int plane_copy_views(cu_engine *e, float *dst, const float *src, int first, int last, enum cudaMemcpyKind kind,
+			    rc_err *err)
+{
+	const size_t row = (size_t)e->pg.nviews * e->pg.nu, off = (size_t)first * e->pg.nu;
+	const size_t n = (size_t)(last - first) * e->pg.nu * sizeof(float);
+	for (int z = 0; z < e->pg.nz; z++) {
+		cudaError_t ce = cudaMemcpy(dst + z * row + off, src + z * row + off, n, kind);
+		if (ce != cudaSuccess)
+			return cu_fail(err, ce, kind == cudaMemcpyHostToDevice ? "cudaMemcpy(views -> device)"
+									 : "cudaMemcpy(views -> host)");
+	}
+	return 0;
+}
+
+static int plane_forward(cu_engine *e, rc_fp_kind kind, const float *vol, float *proj, int first, int last,
+			 rc_err *err)
+{
+	if (kind != RC_FP_RAYCAST)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "the CUDA engine forward-projects fan and parallel stacks by ray casting (Joseph)");
+	int rc = plane_ready(e, err);
+	if (rc)
+		return rc;
+	cudaError_t ce = cudaMemcpy(e->pvol, vol, rc_volume_count(rc_geom_volume(e->base.geom)) * sizeof(float),
+				    cudaMemcpyHostToDevice);
+	if (ce != cudaSuccess)
+		return cu_fail(err, ce, "cudaMemcpy(volume -> device)");
+	ce = (cudaError_t)rc_cuda_launch_fp_plane(e->pvol, e->prays, e->pproj, &e->pg, first, last, 0);
+	if (ce == cudaSuccess)
+		ce = cudaDeviceSynchronize();
+	if (ce != cudaSuccess)
+		return cu_fail(err, ce, "fp_plane");
+	return plane_copy_views(e, proj, e->pproj, first, last, cudaMemcpyDeviceToHost, err);
+}
+
+/* RC_CUDA_MAX_BATCH views per launch, as the voxel back projection. */
+static int plane_back(cu_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+		      rc_err *err)
+{
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "the CUDA engine back-projects fan and parallel stacks voxel-driven or matched");
+	int rc = plane_ready(e, err);
+	if (!rc)
+		rc = plane_copy_views(e, e->pproj, proj, first, last, cudaMemcpyHostToDevice, err);
+	if (rc)
+		return rc;
+	const size_t nvox = rc_volume_count(rc_geom_volume(e->base.geom));
+	cudaError_t ce = cudaSuccess;
+	if (first == last)
+		ce = cudaMemset(e->pvol, 0, nvox * sizeof(float));
+	for (int c = first; c < last && ce == cudaSuccess; c += RC_CUDA_MAX_BATCH) {
+		int cl = c + RC_CUDA_MAX_BATCH < last ? c + RC_CUDA_MAX_BATCH : last;
+		ce = (cudaError_t)rc_cuda_launch_bp_plane(e->pproj, e->ppv, e->prays, e->pvol, &e->pg, c, cl, c > first,
+							  kind == RC_BP_MATCHED, 0);
+	}
+	if (ce == cudaSuccess)
+		ce = cudaDeviceSynchronize();
+	if (ce != cudaSuccess)
+		return cu_fail(err, ce, kind == RC_BP_MATCHED ? "bp_plane_t" : "bp_plane");
+	ce = cudaMemcpy(vol, e->pvol, nvox * sizeof(float), cudaMemcpyDeviceToHost);
+	return ce == cudaSuccess ? 0 : cu_fail(err, ce, "cudaMemcpy(volume -> host)");
+}
 
 static int ensure_ctx(cu_engine *e, rc_err *err)
 {
@@ -66,6 +179,8 @@ static int cu_forward(rc_engine *base, rc_fp_kind kind, const float *vol, float 
 	int rc = check_range(base, first, last, err);
 	if (rc || first == last)
 		return rc;
+	if (e->plane)
+		return plane_forward(e, kind, vol, proj, first, last, err);
 	rc = ensure_ctx(e, err);
 	if (rc)
 		return rc;
@@ -127,6 +242,8 @@ static int cu_back(rc_engine *base, rc_bp_kind kind, const float *proj, float *v
 	int rc = check_range(base, first, last, err);
 	if (rc)
 		return rc;
+	if (e->plane)
+		return plane_back(e, kind, proj, vol, first, last, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	rc = ensure_ctx(e, err);
@@ -175,6 +292,13 @@ static void cu_free(rc_engine *base)
 	if (!e)
 		return;
 	cu_ctx_release(&e->c);
+	if (e->plane) {
+		cu_release(cudaSetDevice(e->opt.ordinal));
+		float *bufs[4] = { e->pvol, e->pproj, e->ppv, e->prays };
+		for (int i = 0; i < 4; i++)
+			if (bufs[i])
+				cu_release(cudaFree(bufs[i]));
+	}
 	free(e);
 }
 
@@ -191,8 +315,10 @@ int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o, rc_engin
 		rc_cuda_options_default(&def);
 		o = &def;
 	}
-	if (!cu_geom_ok(g, err))
-		return err ? err->code : RC_EUNSUPPORTED;
+	/* fan and parallel: plane.cu's kernels (the resident CUDA backend stays
+	 * with cone and matrices: cu_geom_ok) */
+	if (!g || (!rc_geom_is_2d(g) && !cu_geom_ok(g, err)))
+		return g ? (err ? err->code : RC_EUNSUPPORTED) : rc_fail(err, RC_EINVAL, "", "no geometry");
 	rc_cuda_device_info info;
 	int rc = rc_engine_cuda_info(o->ordinal, &info, err);
 	if (rc)
@@ -203,6 +329,7 @@ int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o, rc_engin
 	e->base.ops = &cu_ops;
 	e->base.geom = g;
 	e->opt = *o;
+	e->plane = rc_geom_is_2d(g);
 	snprintf(e->base.name, sizeof e->base.name, "cuda");
 	snprintf(e->base.device_id, sizeof e->base.device_id, "%s", info.device_id);
 	snprintf(e->base.hw_group, sizeof e->base.hw_group, "%.*s", (int)sizeof e->base.hw_group - 1,

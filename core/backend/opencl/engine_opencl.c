@@ -17,6 +17,7 @@
 
 #include "backend/opencl/engine_opencl_impl.h"
 #include "backend/opencl/opencl_util.h"
+#include "projectors/proj_cpu.h"
 #include "rc_opencl_kernels.h"
 #include "util/rc_clock.h"
 
@@ -25,11 +26,12 @@
 #define RC_OCL_BP_CHUNK 32
 #define RC_VIEW_FLOATS 26 /* kernels/opencl/common.cl */
 
-enum { K_BP = 0, K_FP, K_BPM, K_ROT, K_PRJ, K_COUNT };
-static const char *const kernel_names[K_COUNT] = { "bp_voxel", "fp_raycast", "bp_matched",
-						   "rotate_view", "project_view" };
-/* only bp and fp are tuned; bp_matched runs fp's shape with fp's groups */
-static const char *const kernel_short[K_COUNT] = { "bp", "fp", "bpm", "rot", "prj" };
+enum { K_BP = 0, K_FP, K_BPM, K_ROT, K_PRJ, K_BPP, K_FPP, K_BPT, K_COUNT };
+static const char *const kernel_names[K_COUNT] = { "bp_voxel", "fp_raycast", "bp_matched",   "rotate_view",
+						   "project_view", "bp_plane", "fp_plane", "bp_plane_t" };
+/* only bp and fp are tuned; bp_matched runs fp's shape with fp's groups;
+ * the 2-D kernels run with the runtime's groups */
+static const char *const kernel_short[K_COUNT] = { "bp", "fp", "bpm", "rot", "prj", "bpp", "fpp", "bpt" };
 
 typedef struct ocl_engine {
 	rc_engine base;
@@ -44,6 +46,11 @@ typedef struct ocl_engine {
 	cl_mem vol_img;    /* images variant: fp input */
 	cl_mem proj_img;   /* images variant: bp input */
 	cl_mem rot;        /* rotated volume of RC_FP_ROTATE, allocated at first use */
+	cl_mem pviews;     /* fan/parallel: RC_PLANE_FLOATS per view (proj_cpu.h's
+	                      rc_plane_view, read by bp_plane.cl) */
+	cl_mem prays;      /* fan/parallel: the Joseph pair's rays (rc_plane_rays) */
+	int plane;         /* fan or parallel: the bp_plane.cl kernels, buffers only */
+	int fan;           /* fan: FBP's back projection weighs by 1/w^2 */
 	int rot_nmax;      /* grid points per in-plane axis of rot */
 	float rot_h;
 	cl_float4 ctr;     /* volume centre (mm) */
@@ -403,6 +410,138 @@ static int fp_rotate(ocl_engine *x, const float *vol, float *proj, int first, in
 	return 0;
 }
 
+/* --- fan and parallel stacks (kernels/opencl/bp_plane.cl) -------------------- */
+
+/* The views [first, last) of every slice of a [slice][view][u] stack are
+ * one rectangle: a run of (last - first) * nu floats per slice, a slice
+ * nviews * nu floats apart.  Rectangle copies move just those (the other
+ * views of the caller's stack stay as they are: engine.h). */
+static void plane_rect(const ocl_engine *x, int first, int last, size_t org[3], size_t region[3], size_t *pitch)
+{
+	org[0] = (size_t)first * x->nu * sizeof(float);
+	org[1] = org[2] = 0;
+	region[0] = (size_t)(last - first) * x->nu * sizeof(float);
+	region[1] = (size_t)x->nz;
+	region[2] = 1;
+	*pitch = (size_t)x->nviews * x->nu * sizeof(float);
+}
+
+static int plane_write_views(ocl_engine *x, const float *proj, int first, int last, rc_err *err)
+{
+	size_t org[3], region[3], pitch;
+	plane_rect(x, first, last, org, region, &pitch);
+	cl_int e = clEnqueueWriteBufferRect(x->q, x->proj, CL_FALSE, org, org, region, pitch, 0, pitch, 0, proj, 0,
+					    NULL, NULL);
+	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clEnqueueWriteBufferRect (views of the stack)");
+}
+
+/* out = B in over views [first, last), RC_OCL_BP_CHUNK views per launch as
+ * bp_voxel: RC_BP_VOXEL is FBP's back projection (bp_plane), RC_BP_MATCHED
+ * the transpose of fp_plane (bp_plane_t). */
+static int bp_plane(ocl_engine *x, rc_bp_kind kind, cl_mem out, cl_mem in, int first, int last, rc_err *err)
+{
+	const int K = kind == RC_BP_MATCHED ? K_BPT : K_BPP;
+	cl_kernel kk = x->k[K];
+	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
+		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
+		int acc = c > first;
+		cl_int e = 0;
+		int a = 0; /* bp_plane_t reads the rays after the views */
+		SETARG(kk, a++, out);
+		SETARG(kk, a++, in);
+		SETARG(kk, a++, x->pviews);
+		if (K == K_BPT)
+			SETARG(kk, a++, x->prays);
+		SETARG(kk, a++, c);
+		SETARG(kk, a++, cl);
+		SETARG(kk, a++, acc);
+		SETARG(kk, a++, x->n);
+		SETARG(kk, a++, x->nu);
+		SETARG(kk, a++, x->nviews);
+		if (K == K_BPP)
+			SETARG(kk, a++, x->fan);
+		if (e != CL_SUCCESS)
+			return rc_cl_fail(err, e, "clSetKernelArg (bp_plane)");
+		size_t g[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
+		int rc = launch(x, K, 3, g, NULL, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* engine.h's back on a 2-D stack: write the views, project, read the volume */
+static int plane_back(ocl_engine *x, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+		      rc_err *err)
+{
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "the OpenCL engine back-projects fan and parallel stacks voxel-driven or matched");
+	int rc = plane_write_views(x, proj, first, last, err);
+	if (!rc)
+		rc = bp_plane(x, kind, x->vol, x->proj, first, last, err);
+	if (rc)
+		return rc;
+	cl_int ce = clEnqueueReadBuffer(x->q, x->vol, CL_TRUE, 0, (size_t)x->nx * x->ny * x->nz * sizeof(float), vol,
+					0, NULL, NULL);
+	return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "read of the volume");
+}
+
+/* engine.h's forward on a 2-D stack (RC_FP_RAYCAST: Joseph's, fp_plane):
+ * write the volume, project, read views [first, last) of every slice */
+static int plane_forward(ocl_engine *x, rc_fp_kind kind, const float *vol, float *proj, int first, int last,
+			 rc_err *err)
+{
+	if (kind != RC_FP_RAYCAST)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "the OpenCL engine forward-projects fan and parallel stacks by ray casting (Joseph)");
+	cl_int e = clEnqueueWriteBuffer(x->q, x->vol, CL_FALSE, 0, (size_t)x->nx * x->ny * x->nz * sizeof(float), vol,
+					0, NULL, NULL);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "write of the volume");
+	cl_kernel kk = x->k[K_FPP];
+	e = 0;
+	SETARG(kk, 0, x->proj);
+	SETARG(kk, 1, x->vol);
+	SETARG(kk, 2, x->prays);
+	SETARG(kk, 3, first);
+	SETARG(kk, 4, last);
+	SETARG(kk, 5, x->n);
+	SETARG(kk, 6, x->nu);
+	SETARG(kk, 7, x->nviews);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "clSetKernelArg (fp_plane)");
+	size_t g[3] = { (size_t)x->nu, (size_t)(last - first), (size_t)x->nz };
+	int rc = launch(x, K_FPP, 3, g, NULL, err);
+	if (rc)
+		return rc;
+	size_t org[3], region[3], pitch;
+	plane_rect(x, first, last, org, region, &pitch);
+	e = clEnqueueReadBufferRect(x->q, x->proj, CL_TRUE, org, org, region, pitch, 0, pitch, 0, proj, 0, NULL,
+				    NULL);
+	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clEnqueueReadBufferRect (views of the stack)");
+}
+
+/* RC_PLANE_FLOATS per view and the rays' table (proj_cpu.h's
+ * rc_plane_view and rc_plane_rays: the C reference reads the same floats). */
+static int upload_plane_views(ocl_engine *x, const rc_geom *g, rc_err *err)
+{
+	size_t nv = (size_t)x->nviews * RC_PLANE_FLOATS, nr = (size_t)x->nviews * x->nu * RC_PLANE_RAY_FLOATS;
+	float *h = malloc((nv > nr ? nv : nr) * sizeof(float));
+	if (!h)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d views' rays", x->nviews);
+	for (int k = 0; k < x->nviews; k++)
+		rc_plane_view(g, k, h + (size_t)k * RC_PLANE_FLOATS);
+	cl_int e;
+	x->pviews = clCreateBuffer(x->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, nv * sizeof(float), h, &e);
+	if (e == CL_SUCCESS) {
+		rc_plane_rays(g, h);
+		x->prays = clCreateBuffer(x->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, nr * sizeof(float), h, &e);
+	}
+	free(h);
+	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clCreateBuffer (in-plane views and rays)");
+}
+
 /* --- engine ops ---------------------------------------------------------------- */
 
 static int check_range(ocl_engine *x, int first, int last, rc_err *err)
@@ -419,6 +558,8 @@ static int ocl_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
+	if (x->plane)
+		return first == last ? 0 : plane_forward(x, kind, vol, proj, first, last, err);
 	if (kind == RC_FP_ROTATE && rc_geom_type_of(e->geom) != RC_GEOM_CONE)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 			       "the rotation forward projector (RC_FP_ROTATE) needs a cone geometry");
@@ -464,6 +605,8 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		memset(vol, 0, nvox * sizeof(float));
 		return 0;
 	}
+	if (x->plane)
+		return plane_back(x, kind, proj, vol, first, last, err);
 	size_t vsz = (size_t)x->nu * x->nv;
 	cl_int ce;
 	if (kind == RC_BP_MATCHED) {
@@ -499,7 +642,7 @@ static void ocl_free(rc_engine *e)
 	ocl_engine *x = (ocl_engine *)e;
 	if (!x)
 		return;
-	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img, x->rot };
+	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img, x->rot, x->pviews, x->prays };
 	for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
 		if (mems[i])
 			clReleaseMemObject(mems[i]);
@@ -541,6 +684,9 @@ int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int las
 	int rc = check_range(x, first, last, err);
 	if (rc || first == last)
 		return rc;
+	if (x->plane)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "the resident OpenCL run projects cone and matrices geometries");
 	if (x->images) {
 		size_t o[3] = { 0, 0, 0 }, r[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
 		cl_int ce = clEnqueueCopyBufferToImage(x->q, vol, x->vol_img, 0, o, r, 0, NULL, NULL);
@@ -558,6 +704,9 @@ int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int 
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
+	if (x->plane)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "the resident OpenCL run projects cone and matrices geometries");
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	if (first == last) {
@@ -640,9 +789,6 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc_opencl_options_default(&def);
 		o = &def;
 	}
-	if (rc_geom_is_2d(g))
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the OpenCL engine runs cone and matrices geometries; fan and parallel run on the cpu engine");
 	cl_platform_id plat = NULL;
 	cl_device_id dev = NULL;
 	int rc = get_device(o->platform, o->device, &plat, &dev, err);
@@ -654,6 +800,8 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 	x->base.ops = &ocl_ops;
 	x->base.geom = g;
 	x->dev = dev;
+	x->plane = rc_geom_is_2d(g);
+	x->fan = rc_geom_type_of(g) == RC_GEOM_FAN;
 	rc_opencl_device info;
 	device_info(plat, dev, o->platform, o->device, &info);
 	snprintf(x->base.name, sizeof x->base.name, "opencl");
@@ -688,7 +836,14 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 			     "OpenCL device \"%s\" cannot hold this job's projections and volume as 3-D images", info.name);
 		goto fail;
 	}
-	x->images = o->images == 1 || (o->images < 0 && x->gpu && can_img);
+	/* the 2-D kernels read buffers: a stack's rows are short, its slices
+	 * many, and its views not contiguous (no 3-D image of them) */
+	if (x->plane && o->images == 1) {
+		rc = rc_fail(err, RC_EUNSUPPORTED, "execution.device",
+			     "the OpenCL engine reads fan and parallel stacks from buffers, not images");
+		goto fail;
+	}
+	x->images = !x->plane && (o->images == 1 || (o->images < 0 && x->gpu && can_img));
 	if (x->images)
 		x->gpu = 1; /* the CPU variant reads buffers */
 	snprintf(x->variant, sizeof x->variant, "%s", x->images ? "gpu+images" : x->gpu ? "gpu" : "cpu");
@@ -736,6 +891,8 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 			  (rc = make_image(x, x->nu, x->nv, x->nviews, &x->proj_img, err))))
 		goto fail;
 	rc = upload_views(x, g, err);
+	if (!rc && x->plane)
+		rc = upload_plane_views(x, g, err);
 	if (rc)
 		goto fail;
 	wg_load(x);
@@ -766,6 +923,8 @@ static int fits_device(ocl_engine *x, int k, const size_t *l, int dims)
 int rc_engine_opencl_tune(rc_engine *e, rc_err *err)
 {
 	ocl_engine *x = (ocl_engine *)e;
+	if (x->plane) /* the 2-D kernels run with the runtime's work-groups */
+		return 0;
 	/* Candidates: warp/wavefront multiples along x for GPUs; for CPUs PoCL
 	 * and Intel pack work-items of a group into SIMD lanes, so small groups. */
 	static const size_t gpu3[][3] = { { 0, 0, 0 }, { 32, 4, 1 }, { 64, 4, 1 }, { 16, 16, 1 },

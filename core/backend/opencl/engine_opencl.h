@@ -16,11 +16,15 @@
  * device when the engine opens and stay there for the whole job; each call
  * moves only its input and its output views.
  *
- * Supported: cone and matrices geometries (fan and parallel run on the cpu
- * engine); every projector of engine.h with the CPU engine's definitions:
- * RC_FP_RAYCAST, RC_FP_ROTATE (cone only), RC_BP_VOXEL, and RC_BP_MATCHED as
- * a scatter with compare-and-swap float atomics (order-free, so equal to the
- * CPU engine within float rounding, not bit for bit).
+ * Supported: cone and matrices geometries, every projector of engine.h
+ * with the CPU engine's definitions: RC_FP_RAYCAST, RC_FP_ROTATE (cone
+ * only), RC_BP_VOXEL, and RC_BP_MATCHED as a scatter with compare-and-swap
+ * float atomics (order-free, so equal to the CPU engine within float
+ * rounding, not bit for bit).  Fan and parallel stacks (kernels/opencl/
+ * bp_plane.cl, buffers only): RC_BP_VOXEL, FBP's back projection, as the
+ * CPU engine's rc_bp_plane computes it; RC_FP_RAYCAST, Joseph's forward
+ * projection, and RC_BP_MATCHED, its exact transpose as a per-voxel gather
+ * (no atomics), as the CPU engine's proj_joseph.c computes them.
  */
 #ifndef RC_ENGINE_OPENCL_H
 #define RC_ENGINE_OPENCL_H
@@ -66,8 +70,8 @@ typedef struct rc_opencl_options {
 void rc_opencl_options_default(rc_opencl_options *o);
 
 /* Opens the device for geometry g (borrowed), builds or loads the program,
- * allocates the job's buffers.  RC_EUNSUPPORTED for fan/parallel geometries
- * or when images are required but unsupported; RC_EDEVICE for OpenCL
+ * allocates the job's buffers.  RC_EUNSUPPORTED when images are required
+ * but unsupported (always on fan/parallel geometries); RC_EDEVICE for OpenCL
  * failures (the message names the call, the error and, for builds, the log). */
 int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o,
 			 rc_engine **ret, rc_err *err);
