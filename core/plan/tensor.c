@@ -16,6 +16,7 @@
 
 #include "algo/names.h"
 #include "projectors/bsr.h"
+#include "projectors/bsr_cpu.h"
 #include "projectors/dd_matrix.h"
 #include "backend/cpu/engine_cpu.h"
 #include "backend/cuda/engine_cuda.h"
@@ -108,6 +109,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	double t0 = rc_now_s();
 	rc_csr *m = NULL, *mt = NULL;
 	rc_bsr *b = NULL;
+	rc_bsr_cpu *bc = NULL;
 	int32_t *rperm = NULL, *cperm = NULL;
 	rc_backend *bk = NULL;
 	struct watch w = { .o = o, .user = hooks };
@@ -215,8 +217,19 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	}
 #endif
 	if (!use_gpu) {
-		if (o->mixed) {
+		if (o->mixed && o->cpu_blocks) {
 			tm.bsr = b;
+		} else if (o->mixed) {
+			rc = rc_bsr_cpu_build(b, o->threads, &bc, err);
+			if (rc)
+				goto out;
+			tm.cpu = bc;
+			/* the products read only bc now: give back the blocks and the
+			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */
+			rc_bsr_free(b);
+			b = NULL;
+			rc_csr_free(m);
+			m = NULL;
 		} else {
 			rc = rc_csr_transpose(m, &mt, err);
 			if (rc)
@@ -250,7 +263,10 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
 #endif
 	} else {
-		snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
+		if (bc)
+			snprintf(d->name, sizeof d->name, "cpu-nz-fp16-%s", rc_bsr_cpu_path(bc));
+		else
+			snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
 		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
 	}
 
@@ -296,6 +312,7 @@ out:
 	free(rperm);
 	free(cperm);
 	rc_bsr_free(b);
+	rc_bsr_cpu_free(bc);
 	rc_csr_free(mt);
 	rc_csr_free(m);
 	(void)hit;

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "projectors/bsr.h"
+#include "projectors/bsr_cpu.h"
+#include "projectors/proj_cpu.h"
 #include "projectors/morton.h"
 #include "tensor_phantom.h"
 
@@ -167,39 +169,69 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 	assert_int_equal(neb, b->neb);
 	assert_int_equal(total, (int64_t)b->mb * b->nb);
 
-	/* products against a double reference over the decoded matrix */
-	int nc = 5;
-	float *x = malloc(sizeof(float) * (size_t)(C * nc)), *y = malloc(sizeof(float) * (size_t)(R * nc));
-	float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *aty = malloc(sizeof(float) * (size_t)(C * nc));
-	unsigned s = 99;
-	for (int64_t i = 0; i < C * nc; i++)
-		x[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
-	for (int64_t i = 0; i < R * nc; i++)
-		y[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
-	assert_int_equal(rc_bsr_mul(b, x, ax, nc, 2), 0);
-	assert_int_equal(rc_bsr_mul_t(b, y, aty, nc, 2), 0);
-	for (int c = 0; c < nc; c++) {
-		for (int64_t r = 0; r < R; r++) {
-			double acc = 0, mag = 0;
-			for (int64_t k = 0; k < C; k++) {
-				acc += (double)want[r * C + k] * x[k * nc + c];
-				mag += fabs((double)want[r * C + k] * x[k * nc + c]);
+	/* products against a double reference over the decoded matrix: the
+	 * block products, then the non-zero layout (bsr_cpu.h) on every path
+	 * this CPU runs, for slice counts that take each of its kernels (32:
+	 * the two-register one; 5, 16, 37: 16 at a time with a masked tail) */
+	rc_bsr_cpu *bc = NULL;
+	assert_int_equal(rc_bsr_cpu_build(b, 2, &bc, &err), 0);
+	assert_int_equal(bc->a.rows, R);
+	assert_int_equal(bc->at.rows, C);
+	assert_int_equal(bc->a.nnz, bc->at.nnz);
+	static const int ncs[4] = { 5, 16, 32, 37 };
+	for (int variant = 0; variant < 1 + 4 * RC_ISA_COUNT; variant++) {
+		int nc = variant == 0 ? 5 : ncs[(variant - 1) % 4], isa = variant == 0 ? -1 : (variant - 1) / 4;
+		if (isa == RC_ISA_AVX2 || (isa >= 0 && !rc_cpu_isa_supported((rc_cpu_isa)isa)))
+			continue; /* no AVX2 kernel: that path takes the baseline one */
+		float *x = malloc(sizeof(float) * (size_t)(C * nc)), *y = malloc(sizeof(float) * (size_t)(R * nc));
+		float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *aty = malloc(sizeof(float) * (size_t)(C * nc));
+		unsigned s = 99;
+		for (int64_t i = 0; i < C * nc; i++)
+			x[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
+		for (int64_t i = 0; i < R * nc; i++)
+			y[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
+		if (isa < 0) {
+			assert_int_equal(rc_bsr_mul(b, x, ax, nc, 2), 0);
+			assert_int_equal(rc_bsr_mul_t(b, y, aty, nc, 2), 0);
+		} else {
+			/* two calls over halves of the rows: ranges start mid-matrix */
+			rc_spm16_rows(&bc->a, isa, x, ax, nc, 0, R / 2);
+			rc_spm16_rows(&bc->a, isa, x, ax, nc, R / 2, R);
+			rc_spm16_rows(&bc->at, isa, y, aty, nc, 0, C / 3);
+			rc_spm16_rows(&bc->at, isa, y, aty, nc, C / 3, C);
+			if (isa == (int)rc_cpu_isa_best() || (isa == RC_ISA_BASELINE && rc_cpu_isa_best() == RC_ISA_AVX2)) {
+				float *ax2 = malloc(sizeof(float) * (size_t)(R * nc));
+				assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax2, nc, 2), 0);
+				assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
+				assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, ax2, nc, 2), 0);
+				assert_memory_equal(aty, ax2, sizeof(float) * (size_t)(C * nc));
+				free(ax2);
 			}
-			assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
 		}
-		for (int64_t k = 0; k < C; k++) {
-			double acc = 0, mag = 0;
+		for (int c = 0; c < nc; c++) {
 			for (int64_t r = 0; r < R; r++) {
-				acc += (double)want[r * C + k] * y[r * nc + c];
-				mag += fabs((double)want[r * C + k] * y[r * nc + c]);
+				double acc = 0, mag = 0;
+				for (int64_t k = 0; k < C; k++) {
+					acc += (double)want[r * C + k] * x[k * nc + c];
+					mag += fabs((double)want[r * C + k] * x[k * nc + c]);
+				}
+				assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
 			}
-			assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+			for (int64_t k = 0; k < C; k++) {
+				double acc = 0, mag = 0;
+				for (int64_t r = 0; r < R; r++) {
+					acc += (double)want[r * C + k] * y[r * nc + c];
+					mag += fabs((double)want[r * C + k] * y[r * nc + c]);
+				}
+				assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+			}
 		}
+		free(x);
+		free(y);
+		free(ax);
+		free(aty);
 	}
-	free(x);
-	free(y);
-	free(ax);
-	free(aty);
+	rc_bsr_cpu_free(bc);
 	free(dense);
 	free(want);
 	rc_bsr_free(b);
@@ -217,6 +249,11 @@ static void test_structure_and_products(void **state)
 		check_structure(m, NULL, NULL, (rc_frag)f);
 		check_structure(m, rp, cp, (rc_frag)f);
 	}
+	/* rows of ~70 non-zeros: the CPU layout's kernels go through several
+	 * groups of 16 values per row, with odd tails */
+	rc_csr *d = random_csr(70, 45, 0.5, 5);
+	check_structure(d, rp, cp, RC_FRAG_8_32_16);
+	rc_csr_free(d);
 	free(rp);
 	free(cp);
 	rc_csr_free(m);

@@ -44,6 +44,7 @@
 
 #include "backend/backend.h"
 #include "projectors/bsr.h"
+#include "projectors/bsr_cpu.h"
 #include "util/rc_clock.h"
 #include "backend/tensor/backend_tensor.h"
 #include "backend/tensor/tensor_gpu.h"
@@ -259,7 +260,11 @@ static int mul_fwd(tbk *t, const float *x, float *y, rc_err *err)
 {
 	double t0 = rc_now_s();
 	int rc;
-	if (t->m.bsr) {
+	if (t->m.cpu) {
+		rc = rc_bsr_cpu_mul(t->m.cpu, 0, x, y, t->nc, t->m.threads);
+		if (rc)
+			rc = rc_fail(err, rc, "", "the tensor engine's forward product failed (code %d)", rc);
+	} else if (t->m.bsr) {
 		rc = rc_bsr_mul(t->m.bsr, x, y, t->nc, t->m.threads);
 		if (rc)
 			rc = rc_fail(err, rc, "", "the tensor engine's forward product failed (code %d)", rc);
@@ -274,7 +279,11 @@ static int mul_back(tbk *t, const float *y, float *x, rc_err *err)
 {
 	double t0 = rc_now_s();
 	int rc;
-	if (t->m.bsr) {
+	if (t->m.cpu) {
+		rc = rc_bsr_cpu_mul(t->m.cpu, 1, y, x, t->nc, t->m.threads);
+		if (rc)
+			rc = rc_fail(err, rc, "", "the tensor engine's back product failed (code %d)", rc);
+	} else if (t->m.bsr) {
 		rc = rc_bsr_mul_t(t->m.bsr, y, x, t->nc, t->m.threads);
 		if (rc)
 			rc = rc_fail(err, rc, "", "the tensor engine's back product failed (code %d)", rc);
@@ -636,7 +645,7 @@ int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err)
 #ifdef RC_HAVE_CUDA
 	gpu = m->gpu != NULL;
 #endif
-	if (!gpu && !m->bsr && (!m->csr || !m->csr_t))
+	if (!gpu && !m->cpu && !m->bsr && (!m->csr || !m->csr_t))
 		return rc_fail(err, RC_EINVAL, "", "the tensor backend needs a BSR matrix or a CSR matrix and its transpose");
 	if (m->ncols < v->nz)
 		return rc_fail(err, RC_EINVAL, "", "the tensor backend needs at least %d columns (got %d)", v->nz, m->ncols);
