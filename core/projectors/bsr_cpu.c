@@ -9,6 +9,7 @@
  */
 #include "projectors/bsr_cpu.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ void rc_bsr_cpu_free(rc_bsr_cpu *c)
 		free(m[i]->idx);
 		free(m[i]->val);
 	}
+	free(c->xh);
 	free(c);
 }
 
@@ -145,6 +147,7 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 		return rc;
 	}
 	c->isa = rc_cpu_isa_best() >= RC_ISA_AVX512 ? RC_ISA_AVX512 : RC_ISA_BASELINE;
+	c->xh16 = 1;
 	*ret = c;
 	return 0;
 }
@@ -192,22 +195,82 @@ struct cmul {
 	int isa, nc;
 	const float *in;
 	float *out;
+	/* fp16 input (32 slices, AVX-512): */
+	uint16_t *xh, *xh_to; /* the product's input; the conversion's output */
+	int64_t in_rows;
+	float mx[64][32]; /* per worker largest |in| per slice */
+	float sc[32], inv[32];
+	int stage; /* 0 max, 1 convert, 2 product */
 };
 
 static int cmul_task(int64_t t, int worker, void *ud)
 {
-	(void)worker;
-	const struct cmul *c = ud;
-	int64_t r0 = t * SPM_TASK_ROWS, r1 = r0 + SPM_TASK_ROWS < c->m->rows ? r0 + SPM_TASK_ROWS : c->m->rows;
-	rc_spm16_rows(c->m, c->isa, c->in, c->out, c->nc, r0, r1);
+	struct cmul *c = ud;
+	int64_t rows = c->stage == 2 ? c->m->rows : c->in_rows;
+	int64_t r0 = t * SPM_TASK_ROWS, r1 = r0 + SPM_TASK_ROWS < rows ? r0 + SPM_TASK_ROWS : rows;
+	if (c->stage == 0)
+		rc_absmax32_avx512(c->in, r0, r1, c->mx[worker]);
+	else if (c->stage == 1)
+		rc_to_f16_32_avx512(c->in, c->inv, c->xh_to, r0, r1);
+	else if (c->xh)
+		rc_spm16_rows32h_avx512(c->m, c->xh, c->sc, c->out, r0, r1);
+	else
+		rc_spm16_rows(c->m, c->isa, c->in, c->out, c->nc, r0, r1);
 	return 0;
 }
 
-int rc_bsr_cpu_mul(const rc_bsr_cpu *c, int trans, const float *in, float *out, int nc, int threads)
+static int64_t tasks(int64_t rows)
+{
+	return (rows + SPM_TASK_ROWS - 1) / SPM_TASK_ROWS;
+}
+
+/* The input in fp16 per slice (rc_bsr_cpu_mul); 0 = take the fp32 kernel
+ * (no memory, or a slice that is not finite). */
+static int to_f16(rc_bsr_cpu *c, struct cmul *k, int threads)
+{
+	if (!c->xh) {
+		int64_t n = c->a.rows > c->a.cols ? c->a.rows : c->a.cols;
+		c->xh = malloc((size_t)n * 32 * sizeof *c->xh);
+		if (!c->xh)
+			return 0;
+	}
+	int nt = rc_par_threads(threads, tasks(k->in_rows));
+	if (nt > 64)
+		nt = 64;
+	memset(k->mx, 0, sizeof k->mx);
+	k->stage = 0;
+	if (rc_par_for(tasks(k->in_rows), 8, nt, cmul_task, k))
+		return 0;
+	for (int s = 0; s < 32; s++) {
+		float mx = 0;
+		for (int w = 0; w < nt; w++)
+			mx = k->mx[w][s] > mx ? k->mx[w][s] : mx;
+		if (!isfinite(mx))
+			return 0;
+		k->sc[s] = mx;
+		k->inv[s] = mx > 0 ? 1.0f / mx : 0;
+	}
+	k->stage = 1;
+	k->xh_to = c->xh;
+	if (rc_par_for(tasks(k->in_rows), 8, nt, cmul_task, k))
+		return 0;
+	k->xh = c->xh;
+	return 1;
+}
+
+int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc, int threads)
 {
 	const rc_spm16 *m = trans ? &c->at : &c->a;
-	struct cmul k = { m, c->isa, nc, in, out };
-	return rc_par_for((m->rows + SPM_TASK_ROWS - 1) / SPM_TASK_ROWS, 1, threads, cmul_task, &k);
+	struct cmul *k = calloc(1, sizeof *k);
+	if (!k)
+		return RC_ENOMEM;
+	*k = (struct cmul){ .m = m, .isa = c->isa, .nc = nc, .in = in, .out = out, .in_rows = m->cols };
+	if (c->isa >= RC_ISA_AVX512 && nc == 32 && c->xh16 && !to_f16(c, k, threads))
+		k->xh = NULL;
+	k->stage = 2;
+	int rc = rc_par_for(tasks(m->rows), 1, threads, cmul_task, k);
+	free(k);
+	return rc;
 }
 
 /* ---- machine figures ------------------------------------------------------ */

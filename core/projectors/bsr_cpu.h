@@ -37,6 +37,8 @@ typedef struct rc_spm16 {
 typedef struct rc_bsr_cpu {
 	rc_spm16 a, at; /* A and A^T */
 	int isa;        /* rc_cpu_isa of the products */
+	int xh16;       /* 1: 32-slice AVX-512 products read the input in fp16 */
+	uint16_t *xh;   /* that fp16 copy, max(rows, cols) x 32, made on first use */
 } rc_bsr_cpu;
 
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err);
@@ -46,8 +48,13 @@ int64_t rc_bsr_cpu_bytes(const rc_bsr_cpu *c);
 /* "avx512" or "baseline": the path the products take. */
 const char *rc_bsr_cpu_path(const rc_bsr_cpu *c);
 
-/* Y = A X (trans 0) or X = A^T Y (trans 1), nc slices. */
-int rc_bsr_cpu_mul(const rc_bsr_cpu *c, int trans, const float *in, float *out, int nc, int threads);
+/* Y = A X (trans 0) or X = A^T Y (trans 1), nc slices.  With 32 slices on
+ * the AVX-512 path (and xh16, the default) the input is first rounded to
+ * fp16 per slice relative to its largest |value| (paper 001's fp16 B
+ * operand; relative rounding 2^-11 of that maximum at most, as the GPU's
+ * WMMA path); an input slice with a NaN or inf takes the fp32 kernel.  One
+ * product at a time per matrix (the fp16 copy is the matrix's). */
+int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc, int threads);
 /* The same product on one matrix, rows [r0, r1), a given path (tests). */
 void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int nc, int64_t r0, int64_t r1);
 
@@ -61,5 +68,11 @@ double rc_cpu_fma_gflops(int isa, int threads);
 /* AVX-512 kernels (bsr_cpu_avx512.c; call only where rc_cpu_isa_supported). */
 void rc_spm16_rows_avx512(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1);
 double rc_fma_loop_avx512(long iters);
+/* 32 slices with X in fp16 (X / sc per slice), out = sc * (A Xh) */
+void rc_spm16_rows32h_avx512(const rc_spm16 *m, const uint16_t *in, const float *sc, float *out, int64_t r0, int64_t r1);
+/* mx[s] = max(mx[s], |in[r][s]|) over rows [r0, r1), 32 slices */
+void rc_absmax32_avx512(const float *in, int64_t r0, int64_t r1, float mx[32]);
+/* out[r][s] = fp16(in[r][s] * inv[s]), 32 slices */
+void rc_to_f16_32_avx512(const float *in, const float inv[32], uint16_t *out, int64_t r0, int64_t r1);
 
 #endif
