@@ -39,10 +39,12 @@
 #include "projectors/bsr_cpu.h"
 #include "projectors/proj_cpu.h"
 
-#define ITERS 8
+/* iterations: 8, or RECOND_BENCH_ITERS (2..64) */
+#define ITERS_MAX 64
+static int ITERS = 8;
 
 typedef struct timing {
-	double t[ITERS + 1], cpu[ITERS + 1];
+	double t[ITERS_MAX + 1], cpu[ITERS_MAX + 1];
 } timing;
 
 static double cpu_s(void)
@@ -71,6 +73,9 @@ int main(void)
 	const char *q = getenv("RECOND_BENCH_QUICK"), *s1 = getenv("RECOND_BENCH_SEED001");
 	const char *rows = getenv("RECOND_BENCH_ROWS"), *cache = getenv("RECOND_BENCH_CACHE");
 	int quick = q && *q && strcmp(q, "0"), seed = s1 && *s1 && strcmp(s1, "0");
+	const char *its = getenv("RECOND_BENCH_ITERS");
+	if (its && atoi(its) >= 2 && atoi(its) <= ITERS_MAX)
+		ITERS = atoi(its);
 	int n = quick ? 64 : seed ? 512 : 256, nviews = quick ? 90 : seed ? 720 : 360, nu = n, nz = 32;
 	if (!cache)
 		cache = "/tmp/recond-bench-cache";
@@ -104,6 +109,33 @@ int main(void)
 	    rc_phantom_voxelize(ph, &v, 2, 0, ref, &err))
 		goto out;
 
+	/* RECOND_BENCH_DUMP=dir: the sinograms, the phantom and the geometry
+	 * for bench/tensor_astra.py (ASTRA's CGLS on the same data) */
+	const char *dump = getenv("RECOND_BENCH_DUMP");
+	if (dump && *dump) {
+		char path[1024];
+		mkdir(dump, 0755);
+		snprintf(path, sizeof path, "%s/proj.f32", dump);
+		FILE *f = fopen(path, "wb");
+		if (f) {
+			fwrite(proj, sizeof *proj, np, f);
+			fclose(f);
+		}
+		snprintf(path, sizeof path, "%s/ref.f32", dump);
+		if ((f = fopen(path, "wb"))) {
+			fwrite(ref, sizeof *ref, nvox, f);
+			fclose(f);
+		}
+		snprintf(path, sizeof path, "%s/geom.json", dump);
+		if ((f = fopen(path, "w"))) {
+			fprintf(f, "{\"n\": %d, \"nz\": %d, \"voxel_mm\": %.17g, \"nviews\": %d, \"nu\": %d, \"du_mm\": %.17g, "
+				   "\"source_isocenter_mm\": %.17g, \"source_detector_mm\": %.17g}\n",
+				n, nz, px, nviews, nu, sp.det.du, D, S);
+			fclose(f);
+		}
+	}
+
+	__builtin_cpu_init();
 	rc_cpu_isa isa = rc_cpu_isa_best() >= RC_ISA_AVX512 ? RC_ISA_AVX512 : RC_ISA_BASELINE;
 	double gbs = rc_cpu_read_gbs(0, (size_t)1 << 30), gfl = rc_cpu_fma_gflops(isa, 0);
 	printf("tensor CG (CGLS, CPU products, all cores): %d slices of %d^2 from %d x %d fan projections, %d "
@@ -112,14 +144,21 @@ int main(void)
 	       gfl, rc_cpu_isa_name(isa));
 	printf("  %-22s %8s %12s %12s %9s %9s %9s %8s %8s %9s\n", "matrix", "build s", "ms/img/it", "cpu ms/img/it",
 	       "rel.err", "MB/prod", "floor ms", "x floor", "bsr-flr", "path");
-	for (int row = 0; row < 3; row++) {
-		static const char *names[3] = { "nz", "blocks", "csr" };
-		if (!want(rows, names[row]))
+	printf("  (ms/img/it: wall and CPU time of all threads per image per iteration; floor: max(memory, compute) floor "
+	       "of the bytes this row streams; x floor: wall / floor; bsr-flr: the floor with the fp16 BSR's bytes)\n");
+	for (int row = 0; row < 5; row++) {
+		/* nz: the CPU path's default; bf16, fp16: its other inputs
+		 * (bsr_cpu.h); blocks: the former product over the BSR blocks */
+		static const char *names[5] = { "nz", "bf16", "fp16", "blocks", "csr" };
+		static const char *labels[5] = { "fp16 non-zeros", "  bf16 (vdpbf16ps)", "  fp16 input", "fp16 BSR blocks",
+						 "CSR fp32" };
+		if (!want(rows, names[row]) || (row == 1 && !__builtin_cpu_supports("avx512bf16")))
 			continue;
 		rc_tensor_opts o;
 		rc_tensor_opts_default(&o);
-		o.mixed = row < 2;
-		o.cpu_blocks = row == 1;
+		o.mixed = row < 4;
+		o.cpu_blocks = row == 3;
+		o.cpu_input = row == 1 ? RC_SPM_IN_BF16 : row == 2 ? RC_SPM_IN_FP16 : -1;
 		o.gpu = 0;
 		o.cache_dir = cache;
 		rc_algo_params p;
@@ -136,20 +175,26 @@ int main(void)
 		 * index (+ row pointers), the BSR's blocks, or the CSR's fp32 +
 		 * int32; the floor per image per iteration = 2 products */
 		double nnz = (double)rep.matrix.nnz, bsr = (double)rep.matrix.bytes;
-		double bytes = row == 0 ? 6.0 * nnz : row == 1 ? bsr : 8.0 * nnz;
+		double bytes = row < 3 ? 6.0 * nnz : row == 3 ? bsr : 8.0 * nnz;
 		double flops = 2.0 * 2.0 * nnz * nz;
 		double fl_mem = 2.0 * bytes / (gbs * 1e9), fl_fma = flops / (gfl * 1e9);
 		double floor_ms = 1e3 * (fl_mem > fl_fma ? fl_mem : fl_fma) / nz;
 		double bsr_floor = 1e3 * (2.0 * bsr / (gbs * 1e9) > fl_fma ? 2.0 * bsr / (gbs * 1e9) : fl_fma) / nz;
-		printf("  %-22s %8.1f %12.3f %12.3f %9.4f %9.0f %9.3f %8.2f %8.3f %9s\n",
-		       row == 0 ? "fp16 non-zeros (mixed)" : row == 1 ? "fp16 BSR blocks" : "CSR fp32",
+		printf("  %-22s %8.1f %12.3f %12.3f %9.4f %9.0f %9.3f %8.2f %8.3f %9s\n", labels[row],
 		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rc_metric_rel_error(vol, ref, NULL, nvox),
 		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, bsr_floor,
-		       row == 0 ? rc_cpu_isa_name(isa) : "baseline");
+		       rep.dev[0].name + 4);
 		printf("    memory floor %.3f ms (%.0f MB x 2 / %.1f GB/s), compute floor %.3f ms (%.2f GFLOP / %.1f GFLOP/s), per image "
 		       "per iteration; BSR %.0f MB, nnz %.0f, %s\n",
 		       1e3 * fl_mem / nz, bytes / 1e6, gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, gfl, bsr / 1e6, nnz,
 		       rep.dev[0].name);
+		if (getenv("RECOND_BENCH_SLICES")) {
+			size_t per_slice = nvox / (size_t)nz;
+			printf("    per slice:");
+			for (int z = 0; z < nz; z++)
+				printf(" %.4f", rc_metric_rel_error(vol + z * per_slice, ref + z * per_slice, NULL, per_slice));
+			printf("\n");
+		}
 		fflush(stdout);
 	}
 	rc = 0;

@@ -66,14 +66,15 @@ int main(void)
 	int64_t R0 = rc_bsr_rows_pad(b), C0 = rc_bsr_cols_pad(b);
 	rc_bsr_free(b);
 	b = NULL;
-	x = malloc(sizeof(float) * (size_t)(C0 * nz));
-	y = malloc(sizeof(float) * (size_t)(R0 * nz));
+	/* 64-byte aligned, as the tensor backend's vectors */
+	x = aligned_alloc(64, sizeof(float) * (size_t)(C0 * nz));
+	y = aligned_alloc(64, sizeof(float) * (size_t)(R0 * nz));
 	if (!x || !y)
 		goto out;
 	for (int64_t i = 0; i < C0 * nz; i++)
 		x[i] = (float)(i % 97) / 97.0f;
 	for (int64_t i = 0; i < R0 * nz; i++)
-		y[i] = (float)(i % 89) / 89.0f;
+		y[i] = (float)(i % 89) / 89.0f - 0.5f;
 	printf("bench-tensor-spmm: %d^2 from %d x %d, %d slices, %lld non-zeros, path %s; matrix %.1f s, CPU layout %.1f s\n",
 	       n, nviews, nu, nz, (long long)c->a.nnz, rc_bsr_cpu_path(c), t1 - t0, t2 - t1);
 	int reps = quick ? 20 : 4;
@@ -88,6 +89,31 @@ int main(void)
 		}
 		printf("  %-4s best of %d: %8.1f ms wall %8.1f ms cpu, per image %.3f / %.3f ms, %.2f cpu-ns per non-zero x 32 slices\n",
 		       trans ? "A^T" : "A", reps, 1e3 * w, 1e3 * cc, 1e3 * w / nz, 1e3 * cc / nz, 1e9 * cc / (double)c->a.nnz);
+	}
+	/* the 16-bit inputs against the fp32 one: relative L2 difference of
+	 * A x and A^T y (x, y as above) */
+	{
+		int64_t big = R0 > C0 ? R0 : C0;
+		float *y32 = malloc(sizeof(float) * (size_t)(big * nz)), *y16 = malloc(sizeof(float) * (size_t)(big * nz));
+		int keep = c->input;
+		for (int mode = 1; mode <= 4 && y32 && y16; mode++) {
+			int tr = mode > 2;
+			int64_t no = tr ? C0 : R0;
+			c->input = RC_SPM_IN_FP32;
+			rc_bsr_cpu_mul(c, tr, tr ? y : x, y32, nz, 0);
+			c->input = 2 - mode % 2;
+			rc_bsr_cpu_mul(c, tr, tr ? y : x, y16, nz, 0);
+			double d = 0, n2 = 0;
+			for (int64_t i = 0; i < no * nz; i++) {
+				d += ((double)y16[i] - y32[i]) * ((double)y16[i] - y32[i]);
+				n2 += (double)y32[i] * y32[i];
+			}
+			printf("  input %s: %s differs from the fp32 input's by %.3g (relative L2)\n", mode % 2 ? "fp16" : "bf16",
+			       tr ? "A^T y" : "A x", sqrt(d / n2));
+		}
+		c->input = keep;
+		free(y32);
+		free(y16);
 	}
 	rc = 0;
 out:

@@ -36,6 +36,7 @@ void rc_tensor_opts_default(rc_tensor_opts *o)
 	o->fragment = -1;
 	o->mixed = 1;
 	o->gpu = -1;
+	o->cpu_input = -1;
 }
 
 /* Hooks around the caller's: progress passes through (and keeps the
@@ -223,6 +224,12 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			rc = rc_bsr_cpu_build(b, o->threads, &bc, err);
 			if (rc)
 				goto out;
+			if (o->cpu_input >= 0 && rc_bsr_cpu_set_input(bc, (rc_spm_input)o->cpu_input)) {
+				rc = rc_fail(err, RC_EUNSUPPORTED, "execution.precision",
+					     "this CPU has no path for the tensor engine's %s products",
+					     o->cpu_input == RC_SPM_IN_BF16 ? "bf16" : "requested");
+				goto out;
+			}
 			tm.cpu = bc;
 			/* the products read only bc now: give back the blocks and the
 			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */

@@ -39,6 +39,8 @@ int64_t rc_bsr_cpu_bytes(const rc_bsr_cpu *c)
 
 const char *rc_bsr_cpu_path(const rc_bsr_cpu *c)
 {
+	if (c->isa >= RC_ISA_AVX512)
+		return c->input == RC_SPM_IN_BF16 ? "avx512-bf16" : c->input == RC_SPM_IN_FP16 ? "avx512-fp16in" : "avx512";
 	return rc_cpu_isa_name((rc_cpu_isa)c->isa);
 }
 
@@ -134,6 +136,22 @@ static int spm_make(const rc_bsr *b, int trans, int threads, rc_spm16 *m, rc_err
 	return 0;
 }
 
+static int cpu_bf16(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512bf16");
+}
+
+int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in)
+{
+	if (in == RC_SPM_IN_BF16 && (c->isa < RC_ISA_AVX512 || !cpu_bf16()))
+		return RC_EUNSUPPORTED;
+	if ((int)in < 0 || in > RC_SPM_IN_BF16)
+		return RC_EINVAL;
+	c->input = in;
+	return 0;
+}
+
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err)
 {
 	rc_bsr_cpu *c = calloc(1, sizeof *c);
@@ -147,7 +165,14 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 		return rc;
 	}
 	c->isa = rc_cpu_isa_best() >= RC_ISA_AVX512 ? RC_ISA_AVX512 : RC_ISA_BASELINE;
-	c->xh16 = 1;
+	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
+	 * otherwise (comparisons; a path this CPU lacks is ignored) */
+	c->input = RC_SPM_IN_DEFAULT;
+	const char *env = getenv("RECOND_TENSOR_CPU_INPUT");
+	static const char *names[3] = { "fp32", "fp16", "bf16" };
+	for (int i = 0; env && i < 3; i++)
+		if (!strcmp(env, names[i]))
+			rc_bsr_cpu_set_input(c, (rc_spm_input)i);
 	*ret = c;
 	return 0;
 }
@@ -200,6 +225,7 @@ struct cmul {
 	int64_t in_rows;
 	float mx[64][32]; /* per worker largest |in| per slice */
 	float sc[32], inv[32];
+	int input; /* rc_spm_input */
 	int stage; /* 0 max, 1 convert, 2 product */
 };
 
@@ -210,8 +236,12 @@ static int cmul_task(int64_t t, int worker, void *ud)
 	int64_t r0 = t * SPM_TASK_ROWS, r1 = r0 + SPM_TASK_ROWS < rows ? r0 + SPM_TASK_ROWS : rows;
 	if (c->stage == 0)
 		rc_absmax32_avx512(c->in, r0, r1, c->mx[worker]);
+	else if (c->stage == 1 && c->input == RC_SPM_IN_BF16)
+		rc_to_bf16_32_avx512(c->in, c->xh_to, r0, r1);
 	else if (c->stage == 1)
 		rc_to_f16_32_avx512(c->in, c->inv, c->xh_to, r0, r1);
+	else if (c->xh && c->input == RC_SPM_IN_BF16)
+		rc_spm16_rows32b_avx512(c->m, c->xh, c->out, r0, r1);
 	else if (c->xh)
 		rc_spm16_rows32h_avx512(c->m, c->xh, c->sc, c->out, r0, r1);
 	else
@@ -230,7 +260,8 @@ static int to_f16(rc_bsr_cpu *c, struct cmul *k, int threads)
 {
 	if (!c->xh) {
 		int64_t n = c->a.rows > c->a.cols ? c->a.rows : c->a.cols;
-		c->xh = malloc((size_t)n * 32 * sizeof *c->xh);
+		/* 64-byte rows on 64-byte lines: one cache line per non-zero */
+		c->xh = aligned_alloc(64, (size_t)n * 32 * sizeof *c->xh);
 		if (!c->xh)
 			return 0;
 	}
@@ -245,7 +276,9 @@ static int to_f16(rc_bsr_cpu *c, struct cmul *k, int threads)
 		float mx = 0;
 		for (int w = 0; w < nt; w++)
 			mx = k->mx[w][s] > mx ? k->mx[w][s] : mx;
-		if (!isfinite(mx))
+		/* bf16 rounds values above ~3.39e38 to inf (0 x inf in a
+		 * padded pair would be NaN) */
+		if (!isfinite(mx) || (k->input == RC_SPM_IN_BF16 && mx > 1e38f))
 			return 0;
 		k->sc[s] = mx;
 		k->inv[s] = mx > 0 ? 1.0f / mx : 0;
@@ -264,8 +297,8 @@ int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc
 	struct cmul *k = calloc(1, sizeof *k);
 	if (!k)
 		return RC_ENOMEM;
-	*k = (struct cmul){ .m = m, .isa = c->isa, .nc = nc, .in = in, .out = out, .in_rows = m->cols };
-	if (c->isa >= RC_ISA_AVX512 && nc == 32 && c->xh16 && !to_f16(c, k, threads))
+	*k = (struct cmul){ .m = m, .isa = c->isa, .nc = nc, .in = in, .out = out, .in_rows = m->cols, .input = c->input };
+	if (c->isa >= RC_ISA_AVX512 && nc == 32 && c->input != RC_SPM_IN_FP32 && !to_f16(c, k, threads))
 		k->xh = NULL;
 	k->stage = 2;
 	int rc = rc_par_for(tasks(m->rows), 1, threads, cmul_task, k);

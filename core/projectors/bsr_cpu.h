@@ -34,18 +34,28 @@ typedef struct rc_spm16 {
 /* The AVX-512 kernel loads 16 values at a time, also past a row's end. */
 #define RC_SPM16_PAD 16
 
+/* What the 32-slice AVX-512 products read: the input as it is (fp32), in
+ * fp16 relative to each slice's largest |value|, or in bf16 with the
+ * weights in bf16 too (vdpbf16ps, where the CPU has AVX512_BF16). */
+typedef enum rc_spm_input { RC_SPM_IN_FP32 = 0, RC_SPM_IN_FP16, RC_SPM_IN_BF16 } rc_spm_input;
+#define RC_SPM_IN_DEFAULT RC_SPM_IN_FP32
+
 typedef struct rc_bsr_cpu {
 	rc_spm16 a, at; /* A and A^T */
 	int isa;        /* rc_cpu_isa of the products */
-	int xh16;       /* 1: 32-slice AVX-512 products read the input in fp16 */
-	uint16_t *xh;   /* that fp16 copy, max(rows, cols) x 32, made on first use */
+	int input;      /* rc_spm_input of 32-slice AVX-512 products */
+	uint16_t *xh;   /* the input's 16-bit copy, max(rows, cols) x 32, made on first use */
 } rc_bsr_cpu;
 
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err);
 void rc_bsr_cpu_free(rc_bsr_cpu *c);
+/* RC_EUNSUPPORTED: bf16 on a CPU without AVX512_BF16 (or off the AVX-512
+ * path); the input stays as it was. */
+int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in);
 /* Bytes one product streams (values, indices, row pointers of A or A^T). */
 int64_t rc_bsr_cpu_bytes(const rc_bsr_cpu *c);
-/* "avx512" or "baseline": the path the products take. */
+/* "avx512-bf16", "avx512-fp16in", "avx512" or "baseline": the path the
+ * 32-slice products take. */
 const char *rc_bsr_cpu_path(const rc_bsr_cpu *c);
 
 /* Y = A X (trans 0) or X = A^T Y (trans 1), nc slices.  With 32 slices on
@@ -74,5 +84,8 @@ void rc_spm16_rows32h_avx512(const rc_spm16 *m, const uint16_t *in, const float 
 void rc_absmax32_avx512(const float *in, int64_t r0, int64_t r1, float mx[32]);
 /* out[r][s] = fp16(in[r][s] * inv[s]), 32 slices */
 void rc_to_f16_32_avx512(const float *in, const float inv[32], uint16_t *out, int64_t r0, int64_t r1);
+/* AVX512_BF16 (call only where the CPU has it): rows of 32 slices */
+void rc_to_bf16_32_avx512(const float *in, uint16_t *out, int64_t r0, int64_t r1);
+void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, float *out, int64_t r0, int64_t r1);
 
 #endif

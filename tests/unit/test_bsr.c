@@ -101,6 +101,17 @@ static void test_f16_vs_compiler(void **state)
 #endif
 }
 
+/* fp32 -> bf16 -> fp32, round to nearest even (finite, normal values). */
+static float bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	u &= 0xffff0000u;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
 /* Random sparse matrix with values in [0.1, 1] (none rounds to zero). */
 static rc_csr *random_csr(int rows, int cols, double density, unsigned seed)
 {
@@ -269,6 +280,49 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 		assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
 		rc_spm16_rows(&bc->a, RC_ISA_AVX512, x, ax2, nc, 0, R);
 		assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
+		/* bf16 (vdpbf16ps): weights and input rounded to bf16, the
+		 * reference over the same rounded values; both products */
+		__builtin_cpu_init();
+		if (__builtin_cpu_supports("avx512bf16")) {
+			x[5 * nc + 7] = 1.5f;
+			bc->input = RC_SPM_IN_BF16;
+			float *y = malloc(sizeof(float) * (size_t)(R * nc)), *yr = malloc(sizeof(float) * (size_t)(R * nc));
+			float *aty = malloc(sizeof(float) * (size_t)(C * nc));
+			for (int64_t i = 0; i < R * nc; i++)
+				y[i] = ((float)(lcg(&s) % 2001) / 1000.0f - 1) * 3.0f;
+			for (int64_t i = 0; i < C * nc; i++)
+				xr[i] = bf16(x[i]);
+			for (int64_t i = 0; i < R * nc; i++)
+				yr[i] = bf16(y[i]);
+			assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
+			assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, aty, nc, 2), 0);
+			for (int c = 0; c < nc; c++) {
+				for (int64_t r = 0; r < R; r++) {
+					double acc = 0, mag = 0;
+					for (int64_t k = 0; k < C; k++) {
+						double a = bf16(want[r * C + k]);
+						acc += a * xr[k * nc + c];
+						mag += fabs(a * xr[k * nc + c]);
+					}
+					assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+				}
+				for (int64_t k = 0; k < C; k++) {
+					double acc = 0, mag = 0;
+					for (int64_t r = 0; r < R; r++) {
+						double a = bf16(want[r * C + k]);
+						acc += a * yr[r * nc + c];
+						mag += fabs(a * yr[r * nc + c]);
+					}
+					assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+				}
+			}
+			assert_string_equal(rc_bsr_cpu_path(bc), "avx512-bf16");
+			free(y);
+			free(yr);
+			free(aty);
+		} else {
+			printf("no AVX512_BF16 on this CPU: its kernel is not tested here\n");
+		}
 		free(x);
 		free(xr);
 		free(ax);
