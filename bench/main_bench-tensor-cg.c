@@ -38,6 +38,7 @@
 #include "plan/tensor.h"
 #include "projectors/bsr_cpu.h"
 #include "projectors/proj_cpu.h"
+#include "util/tensor_par.h"
 
 /* iterations: 8, or RECOND_BENCH_ITERS (2..64) */
 #define ITERS_MAX 64
@@ -137,22 +138,26 @@ int main(void)
 
 	__builtin_cpu_init();
 	rc_cpu_isa isa = rc_cpu_isa_best() >= RC_ISA_AVX512 ? RC_ISA_AVX512 : RC_ISA_BASELINE;
+	int has_bf16 = isa >= RC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
 	double gbs = rc_cpu_read_gbs(0, (size_t)1 << 30), gfl = rc_cpu_fma_gflops(isa, 0);
+	double gfl_bf = has_bf16 ? rc_cpu_fma_gflops(RC_FMA_BF16, 0) : 0;
 	printf("tensor CG (CGLS, CPU products, all cores): %d slices of %d^2 from %d x %d fan projections, %d "
 	       "iterations\n", nz, n, nviews, nu, ITERS);
-	printf("  machine: read bandwidth %.1f GB/s (all cores, 1 GiB), FMA rate %.1f GFLOP/s (%s, all cores)\n", gbs,
-	       gfl, rc_cpu_isa_name(isa));
-	printf("  %-22s %8s %12s %12s %9s %9s %9s %8s %8s %9s\n", "matrix", "build s", "ms/img/it", "cpu ms/img/it",
-	       "rel.err", "MB/prod", "floor ms", "x floor", "bsr-flr", "path");
-	printf("  (ms/img/it: wall and CPU time of all threads per image per iteration; floor: max(memory, compute) floor "
-	       "of the bytes this row streams; x floor: wall / floor; bsr-flr: the floor with the fp16 BSR's bytes)\n");
+	printf("  machine: read bandwidth %.1f GB/s (all cores, 1 GiB), FMA rate %.1f GFLOP/s (%s, all cores), vdpbf16ps "
+	       "%.1f GFLOP/s; rates per CPU second of each thread\n", gbs, gfl, rc_cpu_isa_name(isa), gfl_bf);
+	int ncores = rc_par_threads(0, 1 << 20);
+	printf("  %-22s %8s %10s %10s %9s %8s %9s %7s %7s %8s  %s\n", "matrix", "build s", "wall ms", "cpu ms", "rel.err",
+	       "MB/prod", "floor ms", "x floor", "x fl.cpu", "bsr-flr", "path");
+	printf("  (per image per iteration: wall, and CPU time of all %d threads; floor: max(memory, compute) floor of the "
+	       "bytes this row streams, on %d cores; x floor: wall / floor; x fl.cpu: cpu / %d / floor, the ratio on idle "
+	       "cores; bsr-flr: the floor with the fp16 BSR's bytes, as issue 17 states it)\n", ncores, ncores, ncores);
 	for (int row = 0; row < 5; row++) {
 		/* nz: the CPU path's default; bf16, fp16: its other inputs
 		 * (bsr_cpu.h); blocks: the former product over the BSR blocks */
 		static const char *names[5] = { "nz", "bf16", "fp16", "blocks", "csr" };
 		static const char *labels[5] = { "fp16 non-zeros", "  bf16 (vdpbf16ps)", "  fp16 input", "fp16 BSR blocks",
 						 "CSR fp32" };
-		if (!want(rows, names[row]) || (row == 1 && !__builtin_cpu_supports("avx512bf16")))
+		if (!want(rows, names[row]) || (row == 1 && !has_bf16))
 			continue;
 		rc_tensor_opts o;
 		rc_tensor_opts_default(&o);
@@ -177,17 +182,18 @@ int main(void)
 		double nnz = (double)rep.matrix.nnz, bsr = (double)rep.matrix.bytes;
 		double bytes = row < 3 ? 6.0 * nnz : row == 3 ? bsr : 8.0 * nnz;
 		double flops = 2.0 * 2.0 * nnz * nz;
-		double fl_mem = 2.0 * bytes / (gbs * 1e9), fl_fma = flops / (gfl * 1e9);
+		/* the bf16 row's flops run at the vdpbf16ps rate */
+		double fl_mem = 2.0 * bytes / (gbs * 1e9), fl_fma = flops / ((row == 1 ? gfl_bf : gfl) * 1e9);
 		double floor_ms = 1e3 * (fl_mem > fl_fma ? fl_mem : fl_fma) / nz;
 		double bsr_floor = 1e3 * (2.0 * bsr / (gbs * 1e9) > fl_fma ? 2.0 * bsr / (gbs * 1e9) : fl_fma) / nz;
-		printf("  %-22s %8.1f %12.3f %12.3f %9.4f %9.0f %9.3f %8.2f %8.3f %9s\n", labels[row],
+		printf("  %-22s %8.1f %10.3f %10.3f %9.4f %8.0f %9.3f %7.2f %7.2f %8.3f  %s\n", labels[row],
 		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rc_metric_rel_error(vol, ref, NULL, nvox),
-		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, bsr_floor,
+		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, 1e3 * cper / nz / ncores / floor_ms, bsr_floor,
 		       rep.dev[0].name + 4);
 		printf("    memory floor %.3f ms (%.0f MB x 2 / %.1f GB/s), compute floor %.3f ms (%.2f GFLOP / %.1f GFLOP/s), per image "
-		       "per iteration; BSR %.0f MB, nnz %.0f, %s\n",
-		       1e3 * fl_mem / nz, bytes / 1e6, gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, gfl, bsr / 1e6, nnz,
-		       rep.dev[0].name);
+		       "per iteration; BSR %.0f MB, nnz %.0f\n",
+		       1e3 * fl_mem / nz, bytes / 1e6, gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, row == 1 ? gfl_bf : gfl,
+		       bsr / 1e6, nnz);
 		if (getenv("RECOND_BENCH_SLICES")) {
 			size_t per_slice = nvox / (size_t)nz;
 			printf("    per slice:");

@@ -386,7 +386,9 @@ static void *fm_run(void *arg)
 {
 	struct fm *f = arg;
 	double t0 = thread_cpu_s();
-	if (f->isa >= RC_ISA_AVX512) {
+	if (f->isa == RC_FMA_BF16) {
+		f->flops = rc_dpbf16_loop_avx512(f->iters);
+	} else if (f->isa >= RC_ISA_AVX512) {
 		f->flops = rc_fma_loop_avx512(f->iters);
 	} else {
 		/* baseline: 8 independent multiply-adds over 4-wide vectors the

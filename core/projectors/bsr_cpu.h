@@ -78,6 +78,9 @@ double rc_cpu_fma_gflops(int isa, int threads);
 /* AVX-512 kernels (bsr_cpu_avx512.c; call only where rc_cpu_isa_supported). */
 void rc_spm16_rows_avx512(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1);
 double rc_fma_loop_avx512(long iters);
+double rc_dpbf16_loop_avx512(long iters);
+/* rc_cpu_fma_gflops's isa argument for the vdpbf16ps rate */
+#define RC_FMA_BF16 100
 /* 32 slices with X in fp16 (X / sc per slice), out = sc * (A Xh) */
 void rc_spm16_rows32h_avx512(const rc_spm16 *m, const uint16_t *in, const float *sc, float *out, int64_t r0, int64_t r1);
 /* mx[s] = max(mx[s], |in[r][s]|) over rows [r0, r1), 32 slices */

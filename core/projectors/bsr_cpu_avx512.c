@@ -265,3 +265,27 @@ BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, 
 		_mm512_storeu_ps(out + r * 32 + 16, _mm512_permutex2var_ps(lo, perm1, hi));
 	}
 }
+
+/* Peak vdpbf16ps rate, as rc_fma_loop_avx512: returns the flops done (two
+ * multiply-adds per fp32 lane per instruction). */
+BF16_TARGET double rc_dpbf16_loop_avx512(long iters)
+{
+	__m512 a[8];
+	__m512bh m = (__m512bh)_mm512_set1_epi32(0x3f803f80), d = (__m512bh)_mm512_set1_epi32(0x33d633d6);
+	for (int k = 0; k < 8; k++)
+		a[k] = _mm512_set1_ps((float)k);
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 8; k++)
+			a[k] = _mm512_dpbf16_ps(a[k], m, d);
+		__asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]),
+				 "+v"(a[6]), "+v"(a[7]));
+	}
+	float s[16];
+	__m512 t = a[0];
+	for (int k = 1; k < 8; k++)
+		t = _mm512_add_ps(t, a[k]);
+	_mm512_storeu_ps(s, t);
+	volatile float sink = s[0];
+	(void)sink;
+	return (double)iters * 8 * 16 * 4;
+}

@@ -251,6 +251,8 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 	 * takes the fp32 kernel (the result equals it bit for bit) */
 	if (rc_cpu_isa_supported(RC_ISA_AVX512) && bc->isa == RC_ISA_AVX512) {
 		const int nc = 32;
+		assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_FP16), 0);
+		assert_string_equal(rc_bsr_cpu_path(bc), "avx512-fp16in");
 		float *x = malloc(sizeof(float) * (size_t)(C * nc)), *xr = malloc(sizeof(float) * (size_t)(C * nc));
 		float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *ax2 = malloc(sizeof(float) * (size_t)(R * nc));
 		unsigned s = 7;
@@ -285,7 +287,7 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 		__builtin_cpu_init();
 		if (__builtin_cpu_supports("avx512bf16")) {
 			x[5 * nc + 7] = 1.5f;
-			bc->input = RC_SPM_IN_BF16;
+			assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_BF16), 0);
 			float *y = malloc(sizeof(float) * (size_t)(R * nc)), *yr = malloc(sizeof(float) * (size_t)(R * nc));
 			float *aty = malloc(sizeof(float) * (size_t)(C * nc));
 			for (int64_t i = 0; i < R * nc; i++)
@@ -321,6 +323,7 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 			free(yr);
 			free(aty);
 		} else {
+			assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_BF16), RC_EUNSUPPORTED);
 			printf("no AVX512_BF16 on this CPU: its kernel is not tested here\n");
 		}
 		free(x);
