@@ -144,7 +144,7 @@ static int cpu_bf16(void)
 
 int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in)
 {
-	if (in == RC_SPM_IN_BF16 && (c->isa < RC_ISA_AVX512 || !cpu_bf16()))
+	if ((in != RC_SPM_IN_FP32 && c->isa < RC_ISA_AVX512) || (in == RC_SPM_IN_BF16 && !cpu_bf16()))
 		return RC_EUNSUPPORTED;
 	if ((int)in < 0 || in > RC_SPM_IN_BF16)
 		return RC_EINVAL;
@@ -164,7 +164,11 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 		rc_bsr_cpu_free(c);
 		return rc;
 	}
-	c->isa = rc_cpu_isa_best() >= RC_ISA_AVX512 ? RC_ISA_AVX512 : RC_ISA_BASELINE;
+	rc_cpu_isa best = rc_cpu_isa_best();
+	__builtin_cpu_init();
+	c->isa = best >= RC_ISA_AVX512			   ? RC_ISA_AVX512
+		 : best >= RC_ISA_AVX2 && __builtin_cpu_supports("f16c") ? RC_ISA_AVX2
+									  : RC_ISA_BASELINE;
 	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
 	 * otherwise (comparisons; a path this CPU lacks is ignored) */
 	c->input = RC_SPM_IN_DEFAULT;
@@ -206,6 +210,8 @@ void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int 
 {
 	if (isa >= RC_ISA_AVX512)
 		rc_spm16_rows_avx512(m, in, out, nc, r0, r1);
+	else if (isa == RC_ISA_AVX2)
+		rc_spm16_rows_avx2(m, in, out, nc, r0, r1);
 	else
 		rows_base(m, in, out, nc, r0, r1);
 }

@@ -15,7 +15,8 @@
  * Products take X[col][nc], Y[row][nc] as rc_bsr_mul.  The AVX-512 path
  * (runtime dispatch through rc_cpu_isa_best, RECOND_CPU_ISA caps it) keeps
  * 32 slices in two zmm per row and converts 16 fp16 values per vcvtph2ps;
- * the baseline path is plain C over the slices (SSE2 vectorised).
+ * the AVX2 path (with F16C) four ymm and 8 values; the baseline path is
+ * plain C over the slices (SSE2 vectorised).
  */
 #ifndef RC_BSR_CPU_H
 #define RC_BSR_CPU_H
@@ -49,13 +50,13 @@ typedef struct rc_bsr_cpu {
 
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err);
 void rc_bsr_cpu_free(rc_bsr_cpu *c);
-/* RC_EUNSUPPORTED: bf16 on a CPU without AVX512_BF16 (or off the AVX-512
- * path); the input stays as it was. */
+/* RC_EUNSUPPORTED: a 16-bit input off the AVX-512 path, or bf16 on a CPU
+ * without AVX512_BF16; the input stays as it was. */
 int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in);
 /* Bytes one product streams (values, indices, row pointers of A or A^T). */
 int64_t rc_bsr_cpu_bytes(const rc_bsr_cpu *c);
-/* "avx512-bf16", "avx512-fp16in", "avx512" or "baseline": the path the
- * 32-slice products take. */
+/* "avx512-bf16", "avx512-fp16in", "avx512", "avx2" or "baseline": the path
+ * the 32-slice products take. */
 const char *rc_bsr_cpu_path(const rc_bsr_cpu *c);
 
 /* Y = A X (trans 0) or X = A^T Y (trans 1), nc slices.  With 32 slices on
@@ -74,6 +75,9 @@ void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int 
  * second of each thread, summed (what the cores do when they run). */
 double rc_cpu_read_gbs(int threads, size_t bytes);
 double rc_cpu_fma_gflops(int isa, int threads);
+
+/* AVX2 + F16C kernel (bsr_cpu_avx2.c; call only where the CPU has both). */
+void rc_spm16_rows_avx2(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1);
 
 /* AVX-512 kernels (bsr_cpu_avx512.c; call only where rc_cpu_isa_supported). */
 void rc_spm16_rows_avx512(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1);
