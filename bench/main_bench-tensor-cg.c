@@ -2,42 +2,85 @@
  * bench-tensor-cg: CGLS on the tensor path (paper 001 Alg. 1 as the one
  * CGLS of core/algo over the tensor backend), CPU products, in ms per image
  * per iteration: a fan-beam Shepp-Logan of 32 slices of n^2 from nviews x
- * nu projections (bench-tensor's geometry), fp16 BSR (precision mixed) and
- * fp32 CSR.  The per-iteration time is the mean of iterations 2..N from
- * the progress calls (the first carries the set-up: the matrix, its
- * ordering and blocks are built before the run and not counted); the
- * error is the relative L2 against the voxelised phantom after N.
- * The whole iteration is timed: both products and the element-wise steps,
- * so this row moves when the algorithm code does.
- * RECOND_BENCH_QUICK=1: 64^2 from 90 x 64, a second or two.
+ * nu projections (bench-tensor's geometry), fp16 non-zeros (precision
+ * mixed, bsr_cpu.h: the CPU path), the former product over the fp16 BSR
+ * blocks, and fp32 CSR.  The per-iteration time is the mean of iterations
+ * 2..N from the progress calls (the first carries the set-up: the matrix,
+ * its ordering and blocks are built before the run and not counted), wall
+ * and CPU time of all threads (the machine is shared: CPU time is the
+ * load-independent cost); the error is the relative L2 against the
+ * voxelised phantom after N.  The whole iteration is timed: both products
+ * and the element-wise steps, so this row moves when the algorithm code
+ * does.
+ *
+ * The floor (issue 17): an iteration streams the matrix twice (A and A^T)
+ * and does 2 x 2 x nnz x slices flops; the memory floor is those bytes over
+ * the read bandwidth measured here (all cores reading a 1 GiB buffer), the
+ * compute floor the flops over the FMA rate measured here on the path the
+ * products take.  Printed for the BSR fp16 blocks (the GPU's matrix, as the
+ * issue states it) and for the bytes the CPU layout really streams.
+ *
+ * Sizes: default 256^2 from 360 x 256; RECOND_BENCH_SEED001=1: paper 001's
+ * case, 512^2 from 720 x 512 (the matrix is cached in RECOND_BENCH_CACHE,
+ * default /tmp/recond-bench-cache, ~2.5 GB); RECOND_BENCH_QUICK=1: 64^2
+ * from 90 x 64.  RECOND_BENCH_ROWS=nz,blocks,csr picks rows (default all;
+ * blocks and csr are slow at 512^2).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "geometry/metrics.h"
 #include "geometry/phantom.h"
 #include "plan/tensor.h"
+#include "projectors/bsr_cpu.h"
+#include "projectors/proj_cpu.h"
+#include "util/tensor_par.h"
 
-#define ITERS 8
+/* iterations: 8, or RECOND_BENCH_ITERS (2..64) */
+#define ITERS_MAX 64
+static int ITERS = 8;
 
 typedef struct timing {
-	double t[ITERS + 1];
+	double t[ITERS_MAX + 1], cpu[ITERS_MAX + 1];
 } timing;
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void on_progress(void *ud, const rc_progress *p)
 {
 	timing *tm = ud;
-	if (p->iteration >= 1 && p->iteration <= ITERS)
+	if (p->iteration >= 1 && p->iteration <= ITERS) {
 		tm->t[p->iteration] = p->elapsed_s;
+		tm->cpu[p->iteration] = cpu_s();
+	}
+}
+
+static int want(const char *rows, const char *name)
+{
+	return !rows || strstr(rows, name) != NULL;
 }
 
 int main(void)
 {
-	const char *q = getenv("RECOND_BENCH_QUICK");
-	int quick = q && *q && strcmp(q, "0");
-	int n = quick ? 64 : 256, nviews = quick ? 90 : 360, nu = quick ? 64 : 256, nz = 32;
+	const char *q = getenv("RECOND_BENCH_QUICK"), *s1 = getenv("RECOND_BENCH_SEED001");
+	const char *rows = getenv("RECOND_BENCH_ROWS"), *cache = getenv("RECOND_BENCH_CACHE");
+	int quick = q && *q && strcmp(q, "0"), seed = s1 && *s1 && strcmp(s1, "0");
+	const char *its = getenv("RECOND_BENCH_ITERS");
+	if (its && atoi(its) >= 2 && atoi(its) <= ITERS_MAX)
+		ITERS = atoi(its);
+	int n = quick ? 64 : seed ? 512 : 256, nviews = quick ? 90 : seed ? 720 : 360, nu = n, nz = 32;
+	if (!cache)
+		cache = "/tmp/recond-bench-cache";
+	mkdir(cache, 0755);
 	static double ang[4096];
 	for (int k = 0; k < nviews; k++)
 		ang[k] = 360.0 * k / nviews;
@@ -66,14 +109,63 @@ int main(void)
 	if (rc_phantom_shepp_logan(0.9 * 512.0, &ph, &err) || rc_phantom_project(ph, g, 0, proj, &err) ||
 	    rc_phantom_voxelize(ph, &v, 2, 0, ref, &err))
 		goto out;
+
+	/* RECOND_BENCH_DUMP=dir: the sinograms, the phantom and the geometry
+	 * for bench/tensor_astra.py (ASTRA's CGLS on the same data) */
+	const char *dump = getenv("RECOND_BENCH_DUMP");
+	if (dump && *dump) {
+		char path[1024];
+		mkdir(dump, 0755);
+		snprintf(path, sizeof path, "%s/proj.f32", dump);
+		FILE *f = fopen(path, "wb");
+		if (f) {
+			fwrite(proj, sizeof *proj, np, f);
+			fclose(f);
+		}
+		snprintf(path, sizeof path, "%s/ref.f32", dump);
+		if ((f = fopen(path, "wb"))) {
+			fwrite(ref, sizeof *ref, nvox, f);
+			fclose(f);
+		}
+		snprintf(path, sizeof path, "%s/geom.json", dump);
+		if ((f = fopen(path, "w"))) {
+			fprintf(f, "{\"n\": %d, \"nz\": %d, \"voxel_mm\": %.17g, \"nviews\": %d, \"nu\": %d, \"du_mm\": %.17g, "
+				   "\"source_isocenter_mm\": %.17g, \"source_detector_mm\": %.17g}\n",
+				n, nz, px, nviews, nu, sp.det.du, D, S);
+			fclose(f);
+		}
+	}
+
+	__builtin_cpu_init();
+	rc_cpu_isa isa = rc_cpu_isa_best() >= RC_ISA_AVX512 ? RC_ISA_AVX512 : RC_ISA_BASELINE;
+	int has_bf16 = isa >= RC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
+	double gbs = rc_cpu_read_gbs(0, (size_t)1 << 30), gfl = rc_cpu_fma_gflops(isa, 0);
+	double gfl_bf = has_bf16 ? rc_cpu_fma_gflops(RC_FMA_BF16, 0) : 0;
 	printf("tensor CG (CGLS, CPU products, all cores): %d slices of %d^2 from %d x %d fan projections, %d "
 	       "iterations\n", nz, n, nviews, nu, ITERS);
-	printf("  %-18s %16s %12s\n", "matrix", "ms/image/iter", "rel.error");
-	for (int mixed = 1; mixed >= 0; mixed--) {
+	printf("  machine: read bandwidth %.1f GB/s (all cores, 1 GiB), FMA rate %.1f GFLOP/s (%s, all cores), vdpbf16ps "
+	       "%.1f GFLOP/s; rates per CPU second of each thread\n", gbs, gfl, rc_cpu_isa_name(isa), gfl_bf);
+	int ncores = rc_par_threads(0, 1 << 20);
+	printf("  %-22s %8s %10s %10s %9s %8s %9s %7s %7s %8s  %s\n", "matrix", "build s", "wall ms", "cpu ms", "rel.err",
+	       "MB/prod", "floor ms", "x floor", "x fl.cpu", "bsr-flr", "path");
+	printf("  (per image per iteration: wall, and CPU time of all %d threads; floor: max(memory, compute) floor of the "
+	       "bytes this row streams, on %d cores; x floor: wall / floor; x fl.cpu: cpu / %d / floor, the ratio on idle "
+	       "cores; bsr-flr: the floor with the fp16 BSR's bytes, as issue 17 states it)\n", ncores, ncores, ncores);
+	for (int row = 0; row < 5; row++) {
+		/* nz: the CPU path's default; bf16, fp16: its other inputs
+		 * (bsr_cpu.h); blocks: the former product over the BSR blocks */
+		static const char *names[5] = { "nz", "bf16", "fp16", "blocks", "csr" };
+		static const char *labels[5] = { "fp16 non-zeros", "  bf16 (vdpbf16ps)", "  fp16 input", "fp16 BSR blocks",
+						 "CSR fp32" };
+		if (!want(rows, names[row]) || (row == 1 && !has_bf16))
+			continue;
 		rc_tensor_opts o;
 		rc_tensor_opts_default(&o);
-		o.mixed = mixed;
+		o.mixed = row < 4;
+		o.cpu_blocks = row == 3;
+		o.cpu_input = row == 1 ? RC_SPM_IN_BF16 : row == 2 ? RC_SPM_IN_FP16 : -1;
 		o.gpu = 0;
+		o.cache_dir = cache;
 		rc_algo_params p;
 		rc_algo_params_plain(&p, RC_ALGO_CGLS);
 		p.iterations = ITERS;
@@ -83,9 +175,32 @@ int main(void)
 		rc_recon_report rep;
 		if (rc_tensor_solve(&o, &p, g, proj, vol, &h, &rep, &err))
 			goto out;
-		double per = (tm.t[ITERS] - tm.t[1]) / (ITERS - 1);
-		printf("  %-18s %16.3f %12.4f\n", mixed ? "BSR fp16 (mixed)" : "CSR fp32", 1e3 * per / nz,
-		       rc_metric_rel_error(vol, ref, NULL, nvox));
+		double per = (tm.t[ITERS] - tm.t[1]) / (ITERS - 1), cper = (tm.cpu[ITERS] - tm.cpu[1]) / (ITERS - 1);
+		/* bytes each product streams: the non-zeros' fp16 value + uint32
+		 * index (+ row pointers), the BSR's blocks, or the CSR's fp32 +
+		 * int32; the floor per image per iteration = 2 products */
+		double nnz = (double)rep.matrix.nnz, bsr = (double)rep.matrix.bytes;
+		double bytes = row < 3 ? 6.0 * nnz : row == 3 ? bsr : 8.0 * nnz;
+		double flops = 2.0 * 2.0 * nnz * nz;
+		/* the bf16 row's flops run at the vdpbf16ps rate */
+		double fl_mem = 2.0 * bytes / (gbs * 1e9), fl_fma = flops / ((row == 1 ? gfl_bf : gfl) * 1e9);
+		double floor_ms = 1e3 * (fl_mem > fl_fma ? fl_mem : fl_fma) / nz;
+		double bsr_floor = 1e3 * (2.0 * bsr / (gbs * 1e9) > fl_fma ? 2.0 * bsr / (gbs * 1e9) : fl_fma) / nz;
+		printf("  %-22s %8.1f %10.3f %10.3f %9.4f %8.0f %9.3f %7.2f %7.2f %8.3f  %s\n", labels[row],
+		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rc_metric_rel_error(vol, ref, NULL, nvox),
+		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, 1e3 * cper / nz / ncores / floor_ms, bsr_floor,
+		       rep.dev[0].name + 4);
+		printf("    memory floor %.3f ms (%.0f MB x 2 / %.1f GB/s), compute floor %.3f ms (%.2f GFLOP / %.1f GFLOP/s), per image "
+		       "per iteration; BSR %.0f MB, nnz %.0f\n",
+		       1e3 * fl_mem / nz, bytes / 1e6, gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, row == 1 ? gfl_bf : gfl,
+		       bsr / 1e6, nnz);
+		if (getenv("RECOND_BENCH_SLICES")) {
+			size_t per_slice = nvox / (size_t)nz;
+			printf("    per slice:");
+			for (int z = 0; z < nz; z++)
+				printf(" %.4f", rc_metric_rel_error(vol + z * per_slice, ref + z * per_slice, NULL, per_slice));
+			printf("\n");
+		}
 		fflush(stdout);
 	}
 	rc = 0;

@@ -16,6 +16,7 @@
 
 #include "algo/names.h"
 #include "projectors/bsr.h"
+#include "projectors/bsr_cpu.h"
 #include "projectors/dd_matrix.h"
 #include "projectors/fbp_matrix.h"
 #include "backend/cpu/engine_cpu.h"
@@ -36,6 +37,7 @@ void rc_tensor_opts_default(rc_tensor_opts *o)
 	o->fragment = -1;
 	o->mixed = 1;
 	o->gpu = -1;
+	o->cpu_input = -1;
 }
 
 /* Hooks around the caller's: progress passes through (and keeps the
@@ -110,6 +112,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	rc_csr *m = NULL, *mt = NULL;
 	float *scaled = NULL; /* fdk on a fan: the projections / D^2 */
 	rc_bsr *b = NULL;
+	rc_bsr_cpu *bc = NULL;
 	int32_t *rperm = NULL, *cperm = NULL;
 	rc_backend *bk = NULL;
 	struct watch w = { .o = o, .user = hooks };
@@ -230,8 +233,25 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	}
 #endif
 	if (!use_gpu) {
-		if (o->mixed) {
+		if (o->mixed && o->cpu_blocks) {
 			tm.bsr = b;
+		} else if (o->mixed) {
+			rc = rc_bsr_cpu_build(b, o->threads, &bc, err);
+			if (rc)
+				goto out;
+			if (o->cpu_input >= 0 && rc_bsr_cpu_set_input(bc, (rc_spm_input)o->cpu_input)) {
+				rc = rc_fail(err, RC_EUNSUPPORTED, "execution.precision",
+					     "this CPU has no path for the tensor engine's %s products",
+					     o->cpu_input == RC_SPM_IN_BF16 ? "bf16" : "requested");
+				goto out;
+			}
+			tm.cpu = bc;
+			/* the products read only bc now: give back the blocks and the
+			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */
+			rc_bsr_free(b);
+			b = NULL;
+			rc_csr_free(m);
+			m = NULL;
 		} else {
 			rc = rc_csr_transpose(m, &mt, err);
 			if (rc)
@@ -265,7 +285,10 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
 #endif
 	} else {
-		snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
+		if (bc)
+			snprintf(d->name, sizeof d->name, "cpu-nz-fp16-%s", rc_bsr_cpu_path(bc));
+		else
+			snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
 		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
 	}
 
@@ -312,6 +335,7 @@ out:
 	free(rperm);
 	free(cperm);
 	rc_bsr_free(b);
+	rc_bsr_cpu_free(bc);
 	rc_csr_free(mt);
 	rc_csr_free(m);
 	(void)hit;

@@ -38,6 +38,10 @@ typedef struct rc_tensor_opts {
 	int mixed;             /* 1 = fp16 BSR, 0 = fp32 CSR */
 	int gpu;               /* -1 = when present, 0 = never, 1 = required */
 	int threads;           /* 0 = all cores */
+	int cpu_input;         /* CPU, mixed, AVX-512, 32 slices: rc_spm_input (bsr_cpu.h) of the
+				* products, -1 = the default (fp32; RECOND_TENSOR_CPU_INPUT) */
+	int cpu_blocks;        /* CPU, mixed: 1 = products over the BSR blocks (rc_bsr_mul, the
+				* former path, for comparisons), 0 = over the non-zeros (bsr_cpu.h) */
 	const float *vol_ref;  /* optional reference volume: error per iteration */
 	/* per iteration (through rc_algo_hooks.iterate: the iterate is
 	 * downloaded), with the error ||x - ref|| / ||ref|| when vol_ref is

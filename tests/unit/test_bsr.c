@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "projectors/bsr.h"
+#include "projectors/bsr_cpu.h"
+#include "projectors/proj_cpu.h"
 #include "projectors/morton.h"
 #include "tensor_phantom.h"
 
@@ -99,6 +101,17 @@ static void test_f16_vs_compiler(void **state)
 #endif
 }
 
+/* fp32 -> bf16 -> fp32, round to nearest even (finite, normal values). */
+static float bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	u &= 0xffff0000u;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
 /* Random sparse matrix with values in [0.1, 1] (none rounds to zero). */
 static rc_csr *random_csr(int rows, int cols, double density, unsigned seed)
 {
@@ -167,39 +180,157 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 	assert_int_equal(neb, b->neb);
 	assert_int_equal(total, (int64_t)b->mb * b->nb);
 
-	/* products against a double reference over the decoded matrix */
-	int nc = 5;
-	float *x = malloc(sizeof(float) * (size_t)(C * nc)), *y = malloc(sizeof(float) * (size_t)(R * nc));
-	float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *aty = malloc(sizeof(float) * (size_t)(C * nc));
-	unsigned s = 99;
-	for (int64_t i = 0; i < C * nc; i++)
-		x[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
-	for (int64_t i = 0; i < R * nc; i++)
-		y[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
-	assert_int_equal(rc_bsr_mul(b, x, ax, nc, 2), 0);
-	assert_int_equal(rc_bsr_mul_t(b, y, aty, nc, 2), 0);
-	for (int c = 0; c < nc; c++) {
-		for (int64_t r = 0; r < R; r++) {
-			double acc = 0, mag = 0;
-			for (int64_t k = 0; k < C; k++) {
-				acc += (double)want[r * C + k] * x[k * nc + c];
-				mag += fabs((double)want[r * C + k] * x[k * nc + c]);
+	/* products against a double reference over the decoded matrix: the
+	 * block products, then the non-zero layout (bsr_cpu.h) on every path
+	 * this CPU runs, for slice counts that take each of its kernels (32:
+	 * the two-register one; 5, 16, 37: 16 at a time with a masked tail) */
+	rc_bsr_cpu *bc = NULL;
+	assert_int_equal(rc_bsr_cpu_build(b, 2, &bc, &err), 0);
+	assert_int_equal(bc->a.rows, R);
+	assert_int_equal(bc->at.rows, C);
+	assert_int_equal(bc->a.nnz, bc->at.nnz);
+	static const int ncs[4] = { 5, 16, 32, 37 };
+	for (int variant = 0; variant < 1 + 4 * RC_ISA_COUNT; variant++) {
+		int nc = variant == 0 ? 5 : ncs[(variant - 1) % 4], isa = variant == 0 ? -1 : (variant - 1) / 4;
+		if (isa >= 0 && !rc_cpu_isa_supported((rc_cpu_isa)isa))
+			continue;
+		float *x = malloc(sizeof(float) * (size_t)(C * nc)), *y = malloc(sizeof(float) * (size_t)(R * nc));
+		float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *aty = malloc(sizeof(float) * (size_t)(C * nc));
+		unsigned s = 99;
+		for (int64_t i = 0; i < C * nc; i++)
+			x[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
+		for (int64_t i = 0; i < R * nc; i++)
+			y[i] = (float)(lcg(&s) % 2001) / 1000.0f - 1;
+		if (isa < 0) {
+			assert_int_equal(rc_bsr_mul(b, x, ax, nc, 2), 0);
+			assert_int_equal(rc_bsr_mul_t(b, y, aty, nc, 2), 0);
+		} else {
+			/* two calls over halves of the rows: ranges start mid-matrix */
+			rc_spm16_rows(&bc->a, isa, x, ax, nc, 0, R / 2);
+			rc_spm16_rows(&bc->a, isa, x, ax, nc, R / 2, R);
+			rc_spm16_rows(&bc->at, isa, y, aty, nc, 0, C / 3);
+			rc_spm16_rows(&bc->at, isa, y, aty, nc, C / 3, C);
+			if (isa == bc->isa) {
+				/* the threaded call = the kernel over all rows (the
+				 * fp16-input product is checked below) */
+				float *ax2 = malloc(sizeof(float) * (size_t)(R * nc));
+				assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax2, nc, 2), 0);
+				assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
+				assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, ax2, nc, 2), 0);
+				assert_memory_equal(aty, ax2, sizeof(float) * (size_t)(C * nc));
+				free(ax2);
 			}
-			assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
 		}
-		for (int64_t k = 0; k < C; k++) {
-			double acc = 0, mag = 0;
+		for (int c = 0; c < nc; c++) {
 			for (int64_t r = 0; r < R; r++) {
-				acc += (double)want[r * C + k] * y[r * nc + c];
-				mag += fabs((double)want[r * C + k] * y[r * nc + c]);
+				double acc = 0, mag = 0;
+				for (int64_t k = 0; k < C; k++) {
+					acc += (double)want[r * C + k] * x[k * nc + c];
+					mag += fabs((double)want[r * C + k] * x[k * nc + c]);
+				}
+				assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
 			}
-			assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+			for (int64_t k = 0; k < C; k++) {
+				double acc = 0, mag = 0;
+				for (int64_t r = 0; r < R; r++) {
+					acc += (double)want[r * C + k] * y[r * nc + c];
+					mag += fabs((double)want[r * C + k] * y[r * nc + c]);
+				}
+				assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+			}
 		}
+		free(x);
+		free(y);
+		free(ax);
+		free(aty);
 	}
-	free(x);
-	free(y);
-	free(ax);
-	free(aty);
+	/* the 32-slice AVX-512 product reads its input in fp16, each slice
+	 * relative to its largest |value|: against a double reference over the
+	 * same rounded input; a slice of zeros stays zero; an inf anywhere
+	 * takes the fp32 kernel (the result equals it bit for bit) */
+	if (rc_cpu_isa_supported(RC_ISA_AVX512) && bc->isa == RC_ISA_AVX512) {
+		const int nc = 32;
+		assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_FP16), 0);
+		assert_string_equal(rc_bsr_cpu_path(bc), "avx512-fp16in");
+		float *x = malloc(sizeof(float) * (size_t)(C * nc)), *xr = malloc(sizeof(float) * (size_t)(C * nc));
+		float *ax = malloc(sizeof(float) * (size_t)(R * nc)), *ax2 = malloc(sizeof(float) * (size_t)(R * nc));
+		unsigned s = 7;
+		for (int64_t i = 0; i < C * nc; i++)
+			x[i] = (i % nc == 3) ? 0.0f : ((float)(lcg(&s) % 2001) / 1000.0f - 1) * (float)(1 + i % nc);
+		for (int c = 0; c < nc; c++) {
+			float mx = 0;
+			for (int64_t k = 0; k < C; k++)
+				mx = fabsf(x[k * nc + c]) > mx ? fabsf(x[k * nc + c]) : mx;
+			float inv = mx > 0 ? 1.0f / mx : 0;
+			for (int64_t k = 0; k < C; k++)
+				xr[k * nc + c] = (float)((double)rc_f16_to_f32(rc_f32_to_f16(x[k * nc + c] * inv)) * mx);
+		}
+		assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
+		for (int c = 0; c < nc; c++)
+			for (int64_t r = 0; r < R; r++) {
+				double acc = 0, mag = 0;
+				for (int64_t k = 0; k < C; k++) {
+					acc += (double)want[r * C + k] * xr[k * nc + c];
+					mag += fabs((double)want[r * C + k] * xr[k * nc + c]);
+				}
+				assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+				if (c == 3)
+					assert_true(ax[r * nc + c] == 0);
+			}
+		x[5 * nc + 7] = __builtin_inff();
+		assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
+		rc_spm16_rows(&bc->a, RC_ISA_AVX512, x, ax2, nc, 0, R);
+		assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
+		/* bf16 (vdpbf16ps): weights and input rounded to bf16, the
+		 * reference over the same rounded values; both products */
+		__builtin_cpu_init();
+		if (__builtin_cpu_supports("avx512bf16")) {
+			x[5 * nc + 7] = 1.5f;
+			assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_BF16), 0);
+			float *y = malloc(sizeof(float) * (size_t)(R * nc)), *yr = malloc(sizeof(float) * (size_t)(R * nc));
+			float *aty = malloc(sizeof(float) * (size_t)(C * nc));
+			for (int64_t i = 0; i < R * nc; i++)
+				y[i] = ((float)(lcg(&s) % 2001) / 1000.0f - 1) * 3.0f;
+			for (int64_t i = 0; i < C * nc; i++)
+				xr[i] = bf16(x[i]);
+			for (int64_t i = 0; i < R * nc; i++)
+				yr[i] = bf16(y[i]);
+			assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
+			assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, aty, nc, 2), 0);
+			for (int c = 0; c < nc; c++) {
+				for (int64_t r = 0; r < R; r++) {
+					double acc = 0, mag = 0;
+					for (int64_t k = 0; k < C; k++) {
+						double a = bf16(want[r * C + k]);
+						acc += a * xr[k * nc + c];
+						mag += fabs(a * xr[k * nc + c]);
+					}
+					assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+				}
+				for (int64_t k = 0; k < C; k++) {
+					double acc = 0, mag = 0;
+					for (int64_t r = 0; r < R; r++) {
+						double a = bf16(want[r * C + k]);
+						acc += a * yr[r * nc + c];
+						mag += fabs(a * yr[r * nc + c]);
+					}
+					assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+				}
+			}
+			assert_string_equal(rc_bsr_cpu_path(bc), "avx512-bf16");
+			free(y);
+			free(yr);
+			free(aty);
+		} else {
+			assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_BF16), RC_EUNSUPPORTED);
+			printf("no AVX512_BF16 on this CPU: its kernel is not tested here\n");
+		}
+		free(x);
+		free(xr);
+		free(ax);
+		free(ax2);
+	}
+	rc_bsr_cpu_free(bc);
 	free(dense);
 	free(want);
 	rc_bsr_free(b);
@@ -217,6 +348,11 @@ static void test_structure_and_products(void **state)
 		check_structure(m, NULL, NULL, (rc_frag)f);
 		check_structure(m, rp, cp, (rc_frag)f);
 	}
+	/* rows of ~70 non-zeros: the CPU layout's kernels go through several
+	 * groups of 16 values per row, with odd tails */
+	rc_csr *d = random_csr(70, 45, 0.5, 5);
+	check_structure(d, rp, cp, RC_FRAG_8_32_16);
+	rc_csr_free(d);
 	free(rp);
 	free(cp);
 	rc_csr_free(m);

@@ -19,12 +19,14 @@
 #include "backend/backend.h"
 
 struct rc_bsr;
+struct rc_bsr_cpu;
 struct rc_csr;
 struct rc_tgpu;
 
 typedef struct rc_tensor_mat {
 	const rc_geom *g;
-	const struct rc_bsr *bsr;         /* CPU: fp16 products when non-NULL */
+	struct rc_bsr_cpu *cpu;           /* CPU: fp16 products over the non-zeros (bsr_cpu.h) when non-NULL */
+	const struct rc_bsr *bsr;         /* CPU: fp16 products over the blocks when non-NULL and cpu is NULL */
 	const struct rc_csr *csr, *csr_t; /* CPU: fp32 products when bsr is NULL */
 	const int32_t *rperm, *cperm;     /* natural -> ordered index; NULL = identity */
 	int64_t rows_pad, cols_pad;

@@ -1,0 +1,441 @@
+/*
+ * bsr_cpu: the non-zeros of the fp16 BSR as rows of A and of A^T, and the
+ * CPU products over them (bsr_cpu.h).
+ *
+ * Both layouts are made from the BSR in two parallel passes (count per row,
+ * then fill), A over block rows, A^T over block columns through the BSR's
+ * block column index, so each row's entries come out in ascending order
+ * without a sort.
+ */
+#include "projectors/bsr_cpu.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "projectors/proj_cpu.h"
+#include "util/tensor_par.h"
+
+void rc_bsr_cpu_free(rc_bsr_cpu *c)
+{
+	if (!c)
+		return;
+	rc_spm16 *m[2] = { &c->a, &c->at };
+	for (int i = 0; i < 2; i++) {
+		free(m[i]->ptr);
+		free(m[i]->idx);
+		free(m[i]->val);
+	}
+	free(c->xh);
+	free(c);
+}
+
+int64_t rc_bsr_cpu_bytes(const rc_bsr_cpu *c)
+{
+	return c->a.nnz * (int64_t)(sizeof(uint32_t) + sizeof(uint16_t)) + (c->a.rows + 1) * (int64_t)sizeof(int64_t);
+}
+
+const char *rc_bsr_cpu_path(const rc_bsr_cpu *c)
+{
+	if (c->isa >= RC_ISA_AVX512)
+		return c->input == RC_SPM_IN_BF16 ? "avx512-bf16" : c->input == RC_SPM_IN_FP16 ? "avx512-fp16in" : "avx512";
+	return rc_cpu_isa_name((rc_cpu_isa)c->isa);
+}
+
+struct cbuild {
+	const rc_bsr *b;
+	rc_spm16 *m;
+	int fill; /* 0: count into ptr[row + 1], 1: fill from ptr[row] */
+};
+
+/* Block row br of A: its bm rows, each over the row's blocks in ascending
+ * block column. */
+static int cbuild_row(int64_t br, int worker, void *ud)
+{
+	(void)worker;
+	const struct cbuild *c = ud;
+	const rc_bsr *b = c->b;
+	rc_spm16 *m = c->m;
+	int bm = b->bm;
+	for (int rr = 0; rr < bm; rr++) {
+		int64_t r = br * bm + rr, n = c->fill ? m->ptr[r] : 0;
+		for (int64_t i = b->row_ptr[br]; i < b->row_ptr[br + 1]; i++) {
+			const uint16_t *h = b->blocks + (i * bm + rr) * 16;
+			for (int cc = 0; cc < 16; cc++) {
+				if (!(h[cc] & 0x7fff))
+					continue; /* -0 is zero, as in rc_bsr_mul */
+				if (c->fill) {
+					m->idx[n] = (uint32_t)((int64_t)b->col_idx[i] * 16 + cc);
+					m->val[n] = h[cc];
+				}
+				n++;
+			}
+		}
+		if (!c->fill)
+			m->ptr[r + 1] = n;
+	}
+	return 0;
+}
+
+/* Block column bc of A = 16 rows of A^T, each over the column's blocks in
+ * the order of tblk (ascending block id, so ascending block row). */
+static int cbuild_col(int64_t bc, int worker, void *ud)
+{
+	(void)worker;
+	const struct cbuild *c = ud;
+	const rc_bsr *b = c->b;
+	rc_spm16 *m = c->m;
+	int bm = b->bm;
+	for (int cc = 0; cc < 16; cc++) {
+		int64_t r = bc * 16 + cc, n = c->fill ? m->ptr[r] : 0;
+		for (int64_t j = b->tcol_ptr[bc]; j < b->tcol_ptr[bc + 1]; j++) {
+			int64_t i = b->tblk[j];
+			const uint16_t *h = b->blocks + i * bm * 16 + cc;
+			for (int rr = 0; rr < bm; rr++) {
+				if (!(h[rr * 16] & 0x7fff))
+					continue;
+				if (c->fill) {
+					m->idx[n] = (uint32_t)((int64_t)b->blk_row[i] * bm + rr);
+					m->val[n] = h[rr * 16];
+				}
+				n++;
+			}
+		}
+		if (!c->fill)
+			m->ptr[r + 1] = n;
+	}
+	return 0;
+}
+
+static int spm_make(const rc_bsr *b, int trans, int threads, rc_spm16 *m, rc_err *err)
+{
+	m->rows = trans ? rc_bsr_cols_pad(b) : rc_bsr_rows_pad(b);
+	m->cols = trans ? rc_bsr_rows_pad(b) : rc_bsr_cols_pad(b);
+	m->ptr = calloc((size_t)m->rows + 1, sizeof *m->ptr);
+	if (!m->ptr)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the CPU matrix's rows");
+	struct cbuild c = { b, m, 0 };
+	int64_t n = trans ? b->nb : b->mb;
+	rc_par_fn fn = trans ? cbuild_col : cbuild_row;
+	int rc = rc_par_for(n, 16, threads, fn, &c);
+	if (rc)
+		return rc_fail(err, rc, "", "building the CPU matrix failed (code %d)", rc);
+	for (int64_t r = 0; r < m->rows; r++)
+		m->ptr[r + 1] += m->ptr[r];
+	m->nnz = m->ptr[m->rows];
+	m->idx = calloc((size_t)m->nnz + RC_SPM16_PAD, sizeof *m->idx);
+	m->val = calloc((size_t)m->nnz + RC_SPM16_PAD, sizeof *m->val);
+	if (!m->idx || !m->val)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the CPU matrix (%lld non-zeros)", (long long)m->nnz);
+	c.fill = 1;
+	rc = rc_par_for(n, 16, threads, fn, &c);
+	if (rc)
+		return rc_fail(err, rc, "", "building the CPU matrix failed (code %d)", rc);
+	return 0;
+}
+
+static int cpu_bf16(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512bf16");
+}
+
+int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in)
+{
+	if ((in != RC_SPM_IN_FP32 && c->isa < RC_ISA_AVX512) || (in == RC_SPM_IN_BF16 && !cpu_bf16()))
+		return RC_EUNSUPPORTED;
+	if ((int)in < 0 || in > RC_SPM_IN_BF16)
+		return RC_EINVAL;
+	c->input = in;
+	return 0;
+}
+
+int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err)
+{
+	rc_bsr_cpu *c = calloc(1, sizeof *c);
+	if (!c)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory");
+	int rc = spm_make(b, 0, threads, &c->a, err);
+	if (!rc)
+		rc = spm_make(b, 1, threads, &c->at, err);
+	if (rc) {
+		rc_bsr_cpu_free(c);
+		return rc;
+	}
+	rc_cpu_isa best = rc_cpu_isa_best();
+	__builtin_cpu_init();
+	c->isa = best >= RC_ISA_AVX512			   ? RC_ISA_AVX512
+		 : best >= RC_ISA_AVX2 && __builtin_cpu_supports("f16c") ? RC_ISA_AVX2
+									  : RC_ISA_BASELINE;
+	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
+	 * otherwise (comparisons; a path this CPU lacks is ignored) */
+	c->input = RC_SPM_IN_DEFAULT;
+	const char *env = getenv("RECOND_TENSOR_CPU_INPUT");
+	static const char *names[3] = { "fp32", "fp16", "bf16" };
+	for (int i = 0; env && i < 3; i++)
+		if (!strcmp(env, names[i]))
+			rc_bsr_cpu_set_input(c, (rc_spm_input)i);
+	*ret = c;
+	return 0;
+}
+
+/* The 65536 halves decoded once for the baseline path. */
+static float h2f[65536];
+static pthread_once_t h2f_once = PTHREAD_ONCE_INIT;
+static void h2f_init(void)
+{
+	for (uint32_t i = 0; i < 65536; i++)
+		h2f[i] = rc_f16_to_f32((uint16_t)i);
+}
+
+static void rows_base(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1)
+{
+	pthread_once(&h2f_once, h2f_init);
+	for (int64_t r = r0; r < r1; r++) {
+		float *restrict y = out + r * nc;
+		for (int j = 0; j < nc; j++)
+			y[j] = 0;
+		for (int64_t i = m->ptr[r]; i < m->ptr[r + 1]; i++) {
+			float a = h2f[m->val[i]];
+			const float *restrict x = in + (int64_t)m->idx[i] * nc;
+			for (int j = 0; j < nc; j++)
+				y[j] += a * x[j];
+		}
+	}
+}
+
+void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int nc, int64_t r0, int64_t r1)
+{
+	if (isa >= RC_ISA_AVX512)
+		rc_spm16_rows_avx512(m, in, out, nc, r0, r1);
+	else if (isa == RC_ISA_AVX2)
+		rc_spm16_rows_avx2(m, in, out, nc, r0, r1);
+	else
+		rows_base(m, in, out, nc, r0, r1);
+}
+
+/* Rows per task: 64 rows are ~50 K non-zeros at 512^2 (~0.1 ms), small
+ * enough to balance two cores over 5760 tasks, large enough that the task
+ * counter is touched rarely. */
+#define SPM_TASK_ROWS 64
+
+struct cmul {
+	const rc_spm16 *m;
+	int isa, nc;
+	const float *in;
+	float *out;
+	/* fp16 input (32 slices, AVX-512): */
+	uint16_t *xh, *xh_to; /* the product's input; the conversion's output */
+	int64_t in_rows;
+	float mx[64][32]; /* per worker largest |in| per slice */
+	float sc[32], inv[32];
+	int input; /* rc_spm_input */
+	int stage; /* 0 max, 1 convert, 2 product */
+};
+
+static int cmul_task(int64_t t, int worker, void *ud)
+{
+	struct cmul *c = ud;
+	int64_t rows = c->stage == 2 ? c->m->rows : c->in_rows;
+	int64_t r0 = t * SPM_TASK_ROWS, r1 = r0 + SPM_TASK_ROWS < rows ? r0 + SPM_TASK_ROWS : rows;
+	if (c->stage == 0)
+		rc_absmax32_avx512(c->in, r0, r1, c->mx[worker]);
+	else if (c->stage == 1 && c->input == RC_SPM_IN_BF16)
+		rc_to_bf16_32_avx512(c->in, c->xh_to, r0, r1);
+	else if (c->stage == 1)
+		rc_to_f16_32_avx512(c->in, c->inv, c->xh_to, r0, r1);
+	else if (c->xh && c->input == RC_SPM_IN_BF16)
+		rc_spm16_rows32b_avx512(c->m, c->xh, c->out, r0, r1);
+	else if (c->xh)
+		rc_spm16_rows32h_avx512(c->m, c->xh, c->sc, c->out, r0, r1);
+	else
+		rc_spm16_rows(c->m, c->isa, c->in, c->out, c->nc, r0, r1);
+	return 0;
+}
+
+static int64_t tasks(int64_t rows)
+{
+	return (rows + SPM_TASK_ROWS - 1) / SPM_TASK_ROWS;
+}
+
+/* The input in fp16 per slice (rc_bsr_cpu_mul); 0 = take the fp32 kernel
+ * (no memory, or a slice that is not finite). */
+static int to_f16(rc_bsr_cpu *c, struct cmul *k, int threads)
+{
+	if (!c->xh) {
+		int64_t n = c->a.rows > c->a.cols ? c->a.rows : c->a.cols;
+		/* 64-byte rows on 64-byte lines: one cache line per non-zero */
+		c->xh = aligned_alloc(64, (size_t)n * 32 * sizeof *c->xh);
+		if (!c->xh)
+			return 0;
+	}
+	int nt = rc_par_threads(threads, tasks(k->in_rows));
+	if (nt > 64)
+		nt = 64;
+	memset(k->mx, 0, sizeof k->mx);
+	k->stage = 0;
+	if (rc_par_for(tasks(k->in_rows), 8, nt, cmul_task, k))
+		return 0;
+	for (int s = 0; s < 32; s++) {
+		float mx = 0;
+		for (int w = 0; w < nt; w++)
+			mx = k->mx[w][s] > mx ? k->mx[w][s] : mx;
+		/* bf16 rounds values above ~3.39e38 to inf (0 x inf in a
+		 * padded pair would be NaN) */
+		if (!isfinite(mx) || (k->input == RC_SPM_IN_BF16 && mx > 1e38f))
+			return 0;
+		k->sc[s] = mx;
+		k->inv[s] = mx > 0 ? 1.0f / mx : 0;
+	}
+	k->stage = 1;
+	k->xh_to = c->xh;
+	if (rc_par_for(tasks(k->in_rows), 8, nt, cmul_task, k))
+		return 0;
+	k->xh = c->xh;
+	return 1;
+}
+
+int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc, int threads)
+{
+	const rc_spm16 *m = trans ? &c->at : &c->a;
+	struct cmul *k = calloc(1, sizeof *k);
+	if (!k)
+		return RC_ENOMEM;
+	*k = (struct cmul){ .m = m, .isa = c->isa, .nc = nc, .in = in, .out = out, .in_rows = m->cols, .input = c->input };
+	if (c->isa >= RC_ISA_AVX512 && nc == 32 && c->input != RC_SPM_IN_FP32 && !to_f16(c, k, threads))
+		k->xh = NULL;
+	k->stage = 2;
+	int rc = rc_par_for(tasks(m->rows), 1, threads, cmul_task, k);
+	free(k);
+	return rc;
+}
+
+/* ---- machine figures ------------------------------------------------------ */
+
+/* Rates are per CPU second of each thread, summed over the threads: on a
+ * shared machine a wall-clock rate measures the other users' load too. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct rd {
+	const uint64_t *p;
+	size_t n;
+	uint64_t sum;
+	double cpu;
+};
+
+static void *rd_run(void *arg)
+{
+	struct rd *r = arg;
+	/* four independent sums: the loop is bound by the loads, not the adds */
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	double t0 = thread_cpu_s();
+	for (size_t i = 0; i + 4 <= r->n; i += 4) {
+		s0 += r->p[i];
+		s1 += r->p[i + 1];
+		s2 += r->p[i + 2];
+		s3 += r->p[i + 3];
+	}
+	r->sum = s0 + s1 + s2 + s3;
+	r->cpu = thread_cpu_s() - t0;
+	return NULL;
+}
+
+double rc_cpu_read_gbs(int threads, size_t bytes)
+{
+	threads = rc_par_threads(threads, 64);
+	size_t n = bytes / sizeof(uint64_t);
+	uint64_t *p = malloc(n * sizeof *p);
+	if (!p)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		p[i] = i;
+	double best = 0;
+	for (int rep = 0; rep < 3; rep++) {
+		struct rd r[64];
+		pthread_t tid[64];
+		size_t per = n / (size_t)threads / 4 * 4;
+		int started = 0;
+		for (int i = 0; i < threads; i++) {
+			r[i] = (struct rd){ p + (size_t)i * per, per, 0, 0 };
+			if (i > 0 && pthread_create(&tid[i], NULL, rd_run, &r[i]) == 0)
+				started = i;
+		}
+		rd_run(&r[0]);
+		for (int i = 1; i <= started; i++)
+			pthread_join(tid[i], NULL);
+		volatile uint64_t sink = r[0].sum;
+		(void)sink;
+		double gbs = 0;
+		for (int i = 0; i <= started; i++)
+			gbs += r[i].cpu > 0 ? (double)(per * sizeof *p) / r[i].cpu / 1e9 : 0;
+		if (gbs > best)
+			best = gbs;
+	}
+	free(p);
+	return best;
+}
+
+struct fm {
+	int isa;
+	long iters;
+	double flops, cpu;
+};
+
+static void *fm_run(void *arg)
+{
+	struct fm *f = arg;
+	double t0 = thread_cpu_s();
+	if (f->isa == RC_FMA_BF16) {
+		f->flops = rc_dpbf16_loop_avx512(f->iters);
+	} else if (f->isa >= RC_ISA_AVX512) {
+		f->flops = rc_fma_loop_avx512(f->iters);
+	} else {
+		/* baseline: 8 independent multiply-adds over 4-wide vectors the
+		 * compiler makes of these arrays (SSE2 has no FMA: 2 ops each) */
+		float a[8][4], m = 1.0000001f, d = 1e-7f;
+		for (int k = 0; k < 8; k++)
+			for (int j = 0; j < 4; j++)
+				a[k][j] = (float)(k + j);
+		for (long i = 0; i < f->iters; i++)
+			for (int k = 0; k < 8; k++)
+				for (int j = 0; j < 4; j++)
+					a[k][j] = a[k][j] * m + d;
+		volatile float sink = a[3][1];
+		(void)sink;
+		f->flops = (double)f->iters * 8 * 4 * 2;
+	}
+	f->cpu = thread_cpu_s() - t0;
+	return NULL;
+}
+
+double rc_cpu_fma_gflops(int isa, int threads)
+{
+	threads = rc_par_threads(threads, 64);
+	double best = 0;
+	for (int rep = 0; rep < 3; rep++) {
+		struct fm f[64];
+		pthread_t tid[64];
+		int started = 0;
+		for (int i = 0; i < threads; i++) {
+			f[i] = (struct fm){ isa, 20000000, 0, 0 };
+			if (i > 0 && pthread_create(&tid[i], NULL, fm_run, &f[i]) == 0)
+				started = i;
+		}
+		fm_run(&f[0]);
+		for (int i = 1; i <= started; i++)
+			pthread_join(tid[i], NULL);
+		double rate = 0;
+		for (int i = 0; i <= started; i++)
+			rate += f[i].cpu > 0 ? f[i].flops / f[i].cpu / 1e9 : 0;
+		if (rate > best)
+			best = rate;
+	}
+	return best;
+}

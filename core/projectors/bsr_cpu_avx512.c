@@ -1,0 +1,291 @@
+/*
+ * bsr_cpu_avx512: the AVX-512 products of bsr_cpu.h (compiled with the
+ * AVX-512 flags; called only where the CPU has them).
+ *
+ * One row at a time: its nc sums stay in registers while the row's
+ * non-zeros stream by; 16 fp16 values are converted per vcvtph2ps and
+ * spilled to a 64-byte buffer whose lanes are broadcast from L1.  With 32
+ * slices a non-zero costs two FMAs with the x row as memory operands; two
+ * sets of sums (even and odd non-zeros) give four independent FMA chains,
+ * enough to cover the FMA latency at one 512-bit FMA per cycle (Zen 4 and
+ * Skylake-X both issue one or two per cycle with latency 4).
+ */
+#include <immintrin.h>
+
+#include "projectors/bsr_cpu.h"
+
+/* fp32 input; four independent pairs of sums (2.04-2.10 CPU-ns per
+ * non-zero x 32 slices at 256^2 against 2.13-2.20 with two, bench-tensor-
+ * spmm on the Zen 4 of docs/tensor.md) */
+static void rows32(const rc_spm16 *m, const float *in, float *out, int64_t r0, int64_t r1)
+{
+	float w[16] __attribute__((aligned(64)));
+	for (int64_t r = r0; r < r1; r++) {
+		__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+		__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+		__m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+		__m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+		int64_t i = m->ptr[r], e = m->ptr[r + 1];
+		while (i < e) {
+			int n = e - i < 16 ? (int)(e - i) : 16;
+			/* the arrays have RC_SPM16_PAD entries past the last row */
+			_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+			const uint32_t *ix = m->idx + i;
+			int j = 0;
+			/* four chains of two FMAs: not over the row's end, where a
+			 * zero weight times an inf in the input would be a NaN */
+			for (; j + 4 <= n; j += 4) {
+				const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
+				const float *x2 = in + (size_t)ix[j + 2] * 32, *x3 = in + (size_t)ix[j + 3] * 32;
+				__m512 s0 = _mm512_set1_ps(w[j]), s1 = _mm512_set1_ps(w[j + 1]);
+				__m512 s2 = _mm512_set1_ps(w[j + 2]), s3 = _mm512_set1_ps(w[j + 3]);
+				a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
+				a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
+				b0 = _mm512_fmadd_ps(s1, _mm512_loadu_ps(x1), b0);
+				b1 = _mm512_fmadd_ps(s1, _mm512_loadu_ps(x1 + 16), b1);
+				c0 = _mm512_fmadd_ps(s2, _mm512_loadu_ps(x2), c0);
+				c1 = _mm512_fmadd_ps(s2, _mm512_loadu_ps(x2 + 16), c1);
+				d0 = _mm512_fmadd_ps(s3, _mm512_loadu_ps(x3), d0);
+				d1 = _mm512_fmadd_ps(s3, _mm512_loadu_ps(x3 + 16), d1);
+			}
+			for (; j < n; j++) {
+				const float *x0 = in + (size_t)ix[j] * 32;
+				__m512 s0 = _mm512_set1_ps(w[j]);
+				a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
+				a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
+			}
+			i += n;
+		}
+		a0 = _mm512_add_ps(_mm512_add_ps(a0, b0), _mm512_add_ps(c0, d0));
+		a1 = _mm512_add_ps(_mm512_add_ps(a1, b1), _mm512_add_ps(c1, d1));
+		_mm512_storeu_ps(out + r * 32, a0);
+		_mm512_storeu_ps(out + r * 32 + 16, a1);
+	}
+}
+
+/* X in fp16 (32 slices = 64 bytes a row, each slice divided by its largest
+ * |value|, as the GPU's WMMA path does), sums scaled back by sc at the
+ * store.  Half the bytes of fp32 rows: on the Zen 4 measured (bench-tensor-
+ * spmm, 256^2) 1.87 against 2.3-2.5 CPU-ns per non-zero x 32 slices, since
+ * the fp32 kernel is bound by its two 64-byte loads per non-zero (L1 / L2),
+ * not by its FMAs; vcvtph2ps runs beside the FMAs. */
+static void rows32h(const rc_spm16 *m, const uint16_t *in, const float *sc, float *out, int64_t r0, int64_t r1)
+{
+	float w[16] __attribute__((aligned(64)));
+	__m512 sc0 = _mm512_loadu_ps(sc), sc1 = _mm512_loadu_ps(sc + 16);
+	for (int64_t r = r0; r < r1; r++) {
+		__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+		__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+		int64_t i = m->ptr[r], e = m->ptr[r + 1];
+		while (i < e) {
+			int n = e - i < 16 ? (int)(e - i) : 16;
+			_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+			const uint32_t *ix = m->idx + i;
+			int j = 0;
+			for (; j + 2 <= n; j += 2) {
+				const uint16_t *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
+				__m512 s0 = _mm512_set1_ps(w[j]), s1 = _mm512_set1_ps(w[j + 1]);
+				a0 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x0)), a0);
+				a1 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x0 + 16))), a1);
+				b0 = _mm512_fmadd_ps(s1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x1)), b0);
+				b1 = _mm512_fmadd_ps(s1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x1 + 16))), b1);
+			}
+			if (j < n) {
+				const uint16_t *x0 = in + (size_t)ix[j] * 32;
+				__m512 s0 = _mm512_set1_ps(w[j]);
+				a0 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x0)), a0);
+				a1 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x0 + 16))), a1);
+			}
+			i += n;
+		}
+		_mm512_storeu_ps(out + r * 32, _mm512_mul_ps(sc0, _mm512_add_ps(a0, b0)));
+		_mm512_storeu_ps(out + r * 32 + 16, _mm512_mul_ps(sc1, _mm512_add_ps(a1, b1)));
+	}
+}
+
+void rc_spm16_rows32h_avx512(const rc_spm16 *m, const uint16_t *in, const float *sc, float *out, int64_t r0, int64_t r1)
+{
+	rows32h(m, in, sc, out, r0, r1);
+}
+
+void rc_absmax32_avx512(const float *in, int64_t r0, int64_t r1, float mx[32])
+{
+	/* max_ps drops a NaN in one of the two orders: NaN and inf are
+	 * flagged apart (not less than inf, unordered) and reported as inf */
+	const __m512 inf = _mm512_set1_ps(__builtin_inff());
+	__m512 m0 = _mm512_loadu_ps(mx), m1 = _mm512_loadu_ps(mx + 16);
+	__mmask16 bad0 = 0, bad1 = 0;
+	for (int64_t r = r0; r < r1; r++) {
+		__m512 v0 = _mm512_abs_ps(_mm512_loadu_ps(in + r * 32)), v1 = _mm512_abs_ps(_mm512_loadu_ps(in + r * 32 + 16));
+		bad0 |= _mm512_cmp_ps_mask(v0, inf, _CMP_NLT_UQ);
+		bad1 |= _mm512_cmp_ps_mask(v1, inf, _CMP_NLT_UQ);
+		m0 = _mm512_max_ps(m0, v0);
+		m1 = _mm512_max_ps(m1, v1);
+	}
+	_mm512_storeu_ps(mx, _mm512_mask_mov_ps(m0, bad0, inf));
+	_mm512_storeu_ps(mx + 16, _mm512_mask_mov_ps(m1, bad1, inf));
+}
+
+void rc_to_f16_32_avx512(const float *in, const float inv[32], uint16_t *out, int64_t r0, int64_t r1)
+{
+	__m512 i0 = _mm512_loadu_ps(inv), i1 = _mm512_loadu_ps(inv + 16);
+	for (int64_t r = r0; r < r1; r++) {
+		__m256i h0 = _mm512_cvtps_ph(_mm512_mul_ps(i0, _mm512_loadu_ps(in + r * 32)), _MM_FROUND_TO_NEAREST_INT);
+		__m256i h1 = _mm512_cvtps_ph(_mm512_mul_ps(i1, _mm512_loadu_ps(in + r * 32 + 16)), _MM_FROUND_TO_NEAREST_INT);
+		_mm256_storeu_si256((__m256i *)(out + r * 32), h0);
+		_mm256_storeu_si256((__m256i *)(out + r * 32 + 16), h1);
+	}
+}
+
+/* Any nc: 16 slices at a time (the last masked), the row's non-zeros walked
+ * once per group of 16. */
+static void rows_any(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1)
+{
+	float w[16] __attribute__((aligned(64)));
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t b = m->ptr[r], e = m->ptr[r + 1];
+		for (int c0 = 0; c0 < nc; c0 += 16) {
+			__mmask16 k = nc - c0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nc - c0)) - 1);
+			__m512 a0 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps();
+			for (int64_t i = b; i < e;) {
+				int n = e - i < 16 ? (int)(e - i) : 16;
+				_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+				const uint32_t *ix = m->idx + i;
+				int j = 0;
+				for (; j + 2 <= n; j += 2) {
+					const float *x0 = in + (size_t)ix[j] * nc + c0, *x1 = in + (size_t)ix[j + 1] * nc + c0;
+					a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), _mm512_maskz_loadu_ps(k, x0), a0);
+					b0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j + 1]), _mm512_maskz_loadu_ps(k, x1), b0);
+				}
+				if (j < n)
+					a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j]),
+							     _mm512_maskz_loadu_ps(k, in + (size_t)ix[j] * nc + c0), a0);
+				i += n;
+			}
+			_mm512_mask_storeu_ps(out + r * nc + c0, k, _mm512_add_ps(a0, b0));
+		}
+	}
+}
+
+void rc_spm16_rows_avx512(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1)
+{
+	if (nc == 32)
+		rows32(m, in, out, r0, r1);
+	else
+		rows_any(m, in, out, nc, r0, r1);
+}
+
+/* Peak FMA rate: 8 independent 512-bit FMA chains (latency 4 x up to two
+ * per cycle), iters times; returns the flops done. */
+double rc_fma_loop_avx512(long iters)
+{
+	__m512 a[8], m = _mm512_set1_ps(1.0000001f), d = _mm512_set1_ps(1e-7f);
+	for (int k = 0; k < 8; k++)
+		a[k] = _mm512_set1_ps((float)k);
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 8; k++)
+			a[k] = _mm512_fmadd_ps(a[k], m, d);
+		__asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]),
+				 "+v"(a[6]), "+v"(a[7]));
+	}
+	float s[16];
+	__m512 t = a[0];
+	for (int k = 1; k < 8; k++)
+		t = _mm512_add_ps(t, a[k]);
+	_mm512_storeu_ps(s, t);
+	volatile float sink = s[0];
+	(void)sink;
+	return (double)iters * 8 * 16 * 2;
+}
+
+/* ---- AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids) ---------------------
+ *
+ * vdpbf16ps adds two bf16 products to each fp32 lane: one instruction takes
+ * two non-zeros of a row for 16 slices, half the FMAs and half the input
+ * bytes of rows32.  The input rows are bf16 (32 slices = 64 bytes, slices
+ * in order); two rows x1, x2 are interleaved word by word (unpacklo/hi per
+ * 128-bit lane) so each dword holds (x1[s], x2[s]) against the broadcast
+ * pair (w1, w2).  unpacklo yields slices 8k..8k+3 in lane k, unpackhi
+ * 8k+4..8k+7; the sums are put back in slice order at the store.  The fp16
+ * weights are rounded to bf16 (8 significant bits instead of 11): A and A^T
+ * use the same rounded values, so the products stay an adjoint pair. */
+#define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
+
+BF16_TARGET void rc_to_bf16_32_avx512(const float *in, uint16_t *out, int64_t r0, int64_t r1)
+{
+	for (int64_t r = r0; r < r1; r++) {
+		__m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(in + r * 32 + 16), _mm512_loadu_ps(in + r * 32));
+		_mm512_storeu_si512((void *)(out + r * 32), (__m512i)h);
+	}
+}
+
+BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, float *out, int64_t r0, int64_t r1)
+{
+	uint32_t wp[8] __attribute__((aligned(32)));
+	/* output slice p of the first 16 from (lo, hi) dwords: lane k = p / 8 */
+	const __m512i perm0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+	const __m512i perm1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+	for (int64_t r = r0; r < r1; r++) {
+		__m512 l0 = _mm512_setzero_ps(), h0 = _mm512_setzero_ps();
+		__m512 l1 = _mm512_setzero_ps(), h1 = _mm512_setzero_ps();
+		int64_t i = m->ptr[r], e = m->ptr[r + 1];
+		while (i < e) {
+			int n = e - i < 16 ? (int)(e - i) : 16;
+			/* weights past the row's end are zeroed: the odd one out is
+			 * paired with a zero weight (and a valid row index: the
+			 * arrays are padded) */
+			__m512 w = _mm512_maskz_mov_ps((__mmask16)((1u << n) - 1),
+						       _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+			_mm256_store_si256((__m256i *)wp, (__m256i)_mm512_cvtneps_pbh(w));
+			const uint32_t *ix = m->idx + i;
+			int j = 0;
+			for (; j + 4 <= n + 1; j += 4) {
+				__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
+				__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
+				__m512i xc = _mm512_loadu_si512(in + (size_t)ix[j + 2] * 32);
+				__m512i xd = _mm512_loadu_si512(in + (size_t)ix[j + 3] * 32);
+				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wp[j / 2]);
+				__m512bh p1 = (__m512bh)_mm512_set1_epi32((int)wp[j / 2 + 1]);
+				l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
+				h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
+				l1 = _mm512_dpbf16_ps(l1, (__m512bh)_mm512_unpacklo_epi16(xc, xd), p1);
+				h1 = _mm512_dpbf16_ps(h1, (__m512bh)_mm512_unpackhi_epi16(xc, xd), p1);
+			}
+			if (j < n) {
+				__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
+				__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
+				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wp[j / 2]);
+				l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
+				h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
+			}
+			i += n;
+		}
+		__m512 lo = _mm512_add_ps(l0, l1), hi = _mm512_add_ps(h0, h1);
+		_mm512_storeu_ps(out + r * 32, _mm512_permutex2var_ps(lo, perm0, hi));
+		_mm512_storeu_ps(out + r * 32 + 16, _mm512_permutex2var_ps(lo, perm1, hi));
+	}
+}
+
+/* Peak vdpbf16ps rate, as rc_fma_loop_avx512: returns the flops done (two
+ * multiply-adds per fp32 lane per instruction). */
+BF16_TARGET double rc_dpbf16_loop_avx512(long iters)
+{
+	__m512 a[8];
+	__m512bh m = (__m512bh)_mm512_set1_epi32(0x3f803f80), d = (__m512bh)_mm512_set1_epi32(0x33d633d6);
+	for (int k = 0; k < 8; k++)
+		a[k] = _mm512_set1_ps((float)k);
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 8; k++)
+			a[k] = _mm512_dpbf16_ps(a[k], m, d);
+		__asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]),
+				 "+v"(a[6]), "+v"(a[7]));
+	}
+	float s[16];
+	__m512 t = a[0];
+	for (int k = 1; k < 8; k++)
+		t = _mm512_add_ps(t, a[k]);
+	_mm512_storeu_ps(s, t);
+	volatile float sink = s[0];
+	(void)sink;
+	return (double)iters * 8 * 16 * 4;
+}
