@@ -112,7 +112,7 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	rc_err_clear(&err);
 	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err))
 		return http_error_rc(c, r, &err);
-	/* A combination no engine runs (fdk on tensor, opencl on parallel, tensor
+	/* A combination no engine runs (trigeneous on parallel, tensor
 	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 422 "unsupported",
 	 * naming what runs), not accepted and failed by the worker later. */
 	if (rc_recon_check(&spec->r, &err) || engine_offered(a, &spec->r, &err)) {

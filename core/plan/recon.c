@@ -59,8 +59,9 @@ void rc_recon_spec_default(rc_recon_spec *s)
  * OpenCL or CUDA engine's Joseph pair through the host backend, and fdk
  * (FBP) on the CPU, OpenCL or CUDA engine's 2-D back projection (auto,
  * cpu, opencl, cuda) or as one product with FBP's matrix on the tensor
- * backend (tensor); trigeneous does not split 2-D stacks; the tensor
- * engine runs fan and parallel only; cuda needs a build with CUDA (whether a node has a GPU the
+ * backend (tensor), and trigeneous splits the views over the CPU, OpenCL
+ * and CUDA engines' 2-D projections; the tensor engine runs fan and
+ * parallel only; cuda needs a build with CUDA (whether a node has a GPU the
  * daemon checks at creation: server/http_jobs.c, engine_offered).  Every
  * message of rc_recon_check lists the choices this accepts. */
 static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
@@ -69,10 +70,7 @@ static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 	(void)a; /* each geometry's engines run every algorithm */
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
-	if (is2d)
-		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU || e == RC_ENGINE_TENSOR || e == RC_ENGINE_OPENCL ||
-		       e == RC_ENGINE_CUDA;
-	return e != RC_ENGINE_TENSOR;
+	return is2d || e != RC_ENGINE_TENSOR;
 }
 
 struct combo {
@@ -335,7 +333,7 @@ static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 	if (rc)
 		return rc;
 	int is2d = rc_geom_is_2d(j->g);
-	if (mode == RC_ENGINE_CPU || (is2d && mode != RC_ENGINE_OPENCL && mode != RC_ENGINE_CUDA))
+	if (mode == RC_ENGINE_CPU || (is2d && mode == RC_ENGINE_AUTO))
 		return add_engine(j, &all[0], err);
 	if (mode == RC_ENGINE_OPENCL || mode == RC_ENGINE_CUDA) {
 		rc_device_kind want = mode == RC_ENGINE_OPENCL ? RC_DEVICE_OPENCL : RC_DEVICE_CUDA;

@@ -14,10 +14,10 @@ The rules, as docs/api.md's table states them:
 
 - cone and matrices run every algorithm on auto, cpu, opencl, cuda and
   trigeneous (not tensor);
-- fan and parallel run every algorithm on execution.engine auto, cpu,
-  tensor, opencl or cuda (iterative: the tensor backend or the OpenCL or
-  CUDA engine's Joseph pair; fdk is FBP: the engine's 2-D back projection,
-  or the tensor backend's product with FBP's matrix); not trigeneous;
+- fan and parallel run every algorithm on every engine (iterative: the
+  tensor backend or the CPU, OpenCL or CUDA engine's Joseph pair, split by
+  trigeneous; fdk is FBP: the engine's 2-D back projection, or the tensor
+  backend's product with FBP's matrix);
 - opencl and cuda need such a device on some node of the store now (here:
   the daemon's own GET /v1/devices), else 422 at creation; a build without
   CUDA has no cuda device;
@@ -53,19 +53,11 @@ DEVICE_ENGINES = ("opencl", "cuda")  # engines that need a device of their kind
 OFFERED = set()  # the device engines GET /v1/devices lists (main() fills it)
 
 # the rule for fdk (FBP) on fan and parallel: which engines run it
-FLAT_FDK = ("auto", "cpu", "tensor", "opencl", "cuda")
-
-
 def runs(geom, algo, engine):
     """docs/api.md's table: whether the combination runs (else 422 at creation)."""
     if engine in DEVICE_ENGINES and engine not in OFFERED:
         return False
-    flat = geom in ("fan", "parallel")
-    if flat and algo == "fdk":
-        return engine in FLAT_FDK
-    if flat:
-        return engine in ("auto", "cpu", "tensor", "opencl", "cuda")
-    return engine != "tensor"
+    return geom in ("fan", "parallel") or engine != "tensor"
 
 
 VIEWS, NU, N, D, S, DU = 16, 24, 8, 200.0, 400.0, 3.0

@@ -22,6 +22,7 @@
 #include "ocl_testutil.h"
 #include "plan/plan.h"
 #include "plan/recon.h"
+#include "backend/cpu/engine_cpu.h"
 
 #define NVOL 20
 #define NU 32
@@ -401,6 +402,103 @@ static void recon_trigeneous(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A fan stack split over two kinds of engine: views 0..9 on the CPU engine
+ * and the rest on the OpenCL engine (their 2-D pairs: proj_joseph.c and
+ * bp_plane.cl), SART and FBP, against the CPU engine alone; then recon's
+ * trigeneous on the same fan (calibrated, planned), against cpu alone.  A
+ * split view range of a [slice][view][u] stack is not contiguous: each
+ * engine indexes through the strides (geometry.h). */
+static void split_2d(void **state)
+{
+	(void)state;
+	enum { N = 24, NZ = 3, NUF = 40, NVF = 30 };
+	double ang[NVF];
+	for (int k = 0; k < NVF; k++)
+		ang[k] = 360.0 * k / NVF;
+	rc_volume_desc v = { N, N, NZ, 1.0, 1.0, 1.0, 0, 0, 0 };
+	rc_geom_spec sp = { .type = RC_GEOM_FAN, .nviews = NVF, .det = { NUF, 1, 1.5, 1.0, 0, 0, RC_DETECTOR_FLAT },
+			    .source_isocenter_mm = 60, .source_detector_mm = 120, .angles_deg = ang };
+	rc_geom *g = NULL;
+	rc_err err;
+	assert_int_equal(rc_geom_new(&sp, &v, NULL, &g, &err), 0);
+	size_t nvox = rc_volume_count(&v), np = rc_geom_proj_count(g);
+	float *proj = malloc(np * sizeof *proj), *a = malloc(nvox * sizeof *a), *b = malloc(nvox * sizeof *b);
+	/* projections of a ball made by the CPU engine's forward projection */
+	float *ball = malloc(nvox * sizeof *ball);
+	double c[3] = { 2.0, -1.0, 0.0 };
+	tu_ball(&v, c, 7.0, 0.02f, ball);
+	rc_engine *cpu = NULL;
+	assert_int_equal(rc_engine_cpu_new(g, 0, &cpu, &err), 0);
+	assert_int_equal(rc_engine_forward(cpu, RC_FP_RAYCAST, ball, proj, 0, NVF, &err), 0);
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_FDK };
+	for (int i = 0; i < 2; i++) {
+		rc_algo_params p;
+		rc_algo_params_plain(&p, names[i]);
+		if (names[i] != RC_ALGO_FDK)
+			p.iterations = 3;
+		rc_engine *one[1] = { NULL };
+		assert_int_equal(rc_engine_cpu_new(g, 0, &one[0], &err), 0);
+		rc_exec *x = NULL;
+		assert_int_equal(rc_exec_new(one, 1, &x, &err), 0);
+		assert_int_equal(rc_algo_run(&p, x, proj, a, NULL, &err), 0);
+		rc_exec_free(x);
+		rc_engine_free(one[0]);
+		rc_engine *two[2] = { NULL, NULL };
+		assert_int_equal(rc_engine_cpu_new(g, 0, &two[0], &err), 0);
+		rc_opencl_options o;
+		rc_opencl_options_default(&o);
+		o.cache_dir = TEST_CACHE;
+		if (rc_engine_opencl_new(g, &o, &two[1], &err))
+			fail_msg("rc_engine_opencl_new on a fan: %s", err.msg);
+		const int split[2] = { 10, NVF - 10 };
+		assert_int_equal(rc_exec_new(two, 2, &x, &err), 0);
+		assert_int_equal(rc_exec_set_split(x, RC_TASK_FORWARD, split, &err), 0);
+		assert_int_equal(rc_exec_set_split(x, RC_TASK_BACK, split, &err), 0);
+		assert_int_equal(rc_algo_run(&p, x, proj, b, NULL, &err), 0);
+		double d = tu_rel_f_f(a, b, nvox);
+		printf("  fan %s split 10 + %d views over cpu + opencl vs cpu alone: %.3g\n", rc_algo_name_str(names[i]),
+		       NVF - 10, d);
+		assert_true(d < 1e-5);
+		rc_exec_free(x);
+		rc_engine_free(two[0]);
+		rc_engine_free(two[1]);
+	}
+	/* recon: trigeneous plans the fan over what opens, cpu alone runs the
+	 * CPU engine for fdk (the iterative algorithms would go to the tensor
+	 * backend there) */
+	char dir[] = "/tmp/recond-recon2dXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	rc_recon_spec s;
+	rc_recon_spec_default(&s);
+	s.geom = sp;
+	s.vol = v;
+	rc_algo_params_plain(&s.algo, RC_ALGO_FDK);
+	s.model_dir = dir;
+	rc_recon_report rep;
+	snprintf(s.engine, sizeof s.engine, "trigeneous");
+	if (rc_recon_run(&s, proj, a, NULL, &rep, &err))
+		fail_msg("trigeneous on a fan: %s", err.msg);
+	int sum = 0;
+	for (int i = 0; i < rep.ndevices; i++)
+		sum += rep.dev[i].views[RC_TASK_BACK];
+	printf("  fan fdk trigeneous ran as \"%s\" on %d device(s)\n", rep.engine, rep.ndevices);
+	assert_int_equal(sum, NVF);
+	snprintf(s.engine, sizeof s.engine, "cpu");
+	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
+	double d = tu_rel_f_f(a, b, nvox);
+	printf("  fan fdk trigeneous vs cpu alone: %.3g\n", d);
+	assert_true(d < 1e-5);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	rc_engine_free(cpu);
+	rc_geom_free(g);
+	free(ball);
+	free(proj);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	tu_need_opencl();
@@ -410,6 +508,7 @@ int main(void)
 		cmocka_unit_test(failed_device_is_dropped),
 		cmocka_unit_test(model_store_roundtrip),
 		cmocka_unit_test(recon_trigeneous),
+		cmocka_unit_test(split_2d),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
