@@ -26,12 +26,12 @@ still judges the answer):
                  replaced by the cone matrix of its view
     subsets      algorithm.subsets <= the number of views
     slices       fan/parallel geometry.slices == volume.nz
-    unsupported  what the engines run (422, rc_recon_check): fdk on
-                 fan/parallel becomes sirt (FBP runs there on auto and cpu
-                 only); fan/parallel run on auto, cpu or tensor and only with
-                 projector auto; tensor runs fan/parallel only; opencl and
-                 cuda need such a device on the daemon (GET /v1/devices,
-                 read once): else cpu
+    unsupported  what the engines run (422, rc_recon_check): fan/parallel
+                 run every algorithm (fdk as FBP) on auto, cpu, tensor,
+                 opencl or cuda, not trigeneous, and only with projector
+                 auto; a curved fan not on opencl or cuda; tensor runs
+                 fan/parallel only; opencl and cuda need such a device on
+                 the daemon (GET /v1/devices, read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
                  matrices, not the tensor engine): else it is dropped
     splat        projector splat only where voxels project at most a pixel
@@ -233,12 +233,11 @@ def _fit_algorithm(spec):
     g, a = spec["geometry"], spec["algorithm"]
     ex = spec.get("execution", {})
     is2d = g["type"] in ("fan", "parallel")
-    if is2d and a["name"] == "fdk":
-        a["name"] = "sirt"
     if "projector" in a and (is2d or a["projector"] == "splat"):
         a["projector"] = "auto" if is2d else "raycast"
     eng = ex.get("engine")
-    if is2d and eng in ("opencl", "cuda", "trigeneous"):
+    curved = g.get("detector", {}).get("shape") == "curved"
+    if is2d and (eng == "trigeneous" or (curved and eng in ("opencl", "cuda"))):
         ex["engine"] = "cpu"
     if not is2d and eng == "tensor":
         ex["engine"] = "cpu"
