@@ -71,8 +71,12 @@ static unsigned engine_bits(json_t *devs)
 
 int node_engines_offered(app *a, unsigned *ret_bits, int *ret_probed, rc_err *err)
 {
-	json_t *own = runner_devices(a->run);
+	/* probed before the devices: the probe may end between the two reads
+	 * (two lock holds), and devices read after a "probed" are the probe's;
+	 * the other order could pair the empty list from before the probe with
+	 * probed = 1 and refuse (422) a device this node has */
 	int probed = runner_probed(a->run);
+	json_t *own = runner_devices(a->run);
 	unsigned bits = engine_bits(own);
 	json_decref(own);
 	if (store_is_shared(a->st)) {

@@ -12,7 +12,8 @@ int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err)
 		return rc_fail(err, RC_EINVAL, "execution.engine", "the resident OpenCL run needs an OpenCL engine");
 	if (!rc_opencl_algo_supported(p, e->geom))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the OpenCL engine projects cone and matrices geometries");
+			       "the resident OpenCL run takes cone and matrices geometries; fan and parallel stacks "
+			       "run on the OpenCL engine through the host backend");
 	int nvol, nproj;
 	rc_algo_vectors(p, e->geom, &nvol, &nproj);
 	return rc_backend_opencl_fits(e, nvol, nproj, err);

@@ -364,8 +364,11 @@ double rc_cpu_read_gbs(int threads, size_t bytes)
 		int started = 0;
 		for (int i = 0; i < threads; i++) {
 			r[i] = (struct rd){ p + (size_t)i * per, per, 0, 0 };
-			if (i > 0 && pthread_create(&tid[i], NULL, rd_run, &r[i]) == 0)
-				started = i;
+			/* stop at the first thread that does not start: every tid
+			 * up to started is then one to join */
+			if (i > 0 && pthread_create(&tid[i], NULL, rd_run, &r[i]) != 0)
+				break;
+			started = i;
 		}
 		rd_run(&r[0]);
 		for (int i = 1; i <= started; i++)
@@ -425,8 +428,9 @@ double rc_cpu_fma_gflops(int isa, int threads)
 		int started = 0;
 		for (int i = 0; i < threads; i++) {
 			f[i] = (struct fm){ isa, 20000000, 0, 0 };
-			if (i > 0 && pthread_create(&tid[i], NULL, fm_run, &f[i]) == 0)
-				started = i;
+			if (i > 0 && pthread_create(&tid[i], NULL, fm_run, &f[i]) != 0)
+				break; /* as rc_cpu_read_gbs: join only started threads */
+			started = i;
 		}
 		fm_run(&f[0]);
 		for (int i = 1; i <= started; i++)

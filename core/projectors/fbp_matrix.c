@@ -65,7 +65,8 @@ int rc_fbp_matrix_build(const rc_geom *g, double scale, int threads, rc_csr **re
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
 	const int64_t npix = (int64_t)v->nx * v->ny, slots = npix * 2 * nviews;
-	if ((int64_t)nviews * nu > INT32_MAX || slots > ((int64_t)1 << 40))
+	/* rows and columns of both M and M^T are int, columns int32 */
+	if ((int64_t)nviews * nu > INT32_MAX || npix > INT32_MAX || slots > ((int64_t)1 << 40))
 		return rc_fail(err, RC_ETOOBIG, "geometry", "the FBP matrix of %d views x %d bins x %lld pixels is too large",
 			       nviews, nu, (long long)npix);
 	struct fbp_build B = { g, scale, calloc(1, sizeof(rc_csr)), calloc((size_t)npix, sizeof(int32_t)) };

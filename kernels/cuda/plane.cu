@@ -170,7 +170,16 @@ extern "C" int rc_cuda_launch_bp_plane(const float *proj, const float *pv, const
 extern "C" int rc_cuda_launch_fp_plane(const float *vol, const float *rays, float *proj, const rc_cuda_plane *g,
 				       int first, int last, cudaStream_t s)
 {
-	dim3 b(64, 1, 1), gr((g->nu + 63) / 64, last - first, g->nz);
-	fp_plane_kernel<<<gr, b, 0, s>>>(vol, rays, proj, *g, first, last);
-	return (int)cudaGetLastError();
+	/* one grid row per view, at most 65535 per launch (gridDim.y's
+	 * limit; a stack may have up to 10^6 views) */
+	dim3 b(64, 1, 1);
+	for (int c = first; c < last; c += 65535) {
+		int cl = last - c > 65535 ? c + 65535 : last;
+		dim3 gr((g->nu + 63) / 64, cl - c, g->nz);
+		fp_plane_kernel<<<gr, b, 0, s>>>(vol, rays, proj, *g, c, cl);
+		cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return (int)e;
+	}
+	return (int)cudaSuccess;
 }

@@ -18,7 +18,7 @@
 
 static const rc_volume_desc VOL = { 16, 14, 12, 1, 1, 1, 0, 0, 0 };
 
-static rc_geom *geom(rc_geom_type t, int nviews)
+static rc_geom *geom_shape(rc_geom_type t, int nviews, rc_detector_shape shape)
 {
 	double ang[32], mats[32 * 12];
 	for (int k = 0; k < nviews; k++)
@@ -38,11 +38,17 @@ static rc_geom *geom(rc_geom_type t, int nviews)
 	}
 	if (t == RC_GEOM_FAN || t == RC_GEOM_PARALLEL)
 		sp.det.nv = 1;
+	sp.det.shape = shape;
 	rc_geom *g = NULL;
 	rc_err err;
 	if (rc_geom_new(&sp, &VOL, NULL, &g, &err))
 		fail_msg("geometry: %s", err.msg);
 	return g;
+}
+
+static rc_geom *geom(rc_geom_type t, int nviews)
+{
+	return geom_shape(t, nviews, RC_DETECTOR_FLAT);
 }
 
 static void test_identity(void **s)
@@ -90,7 +96,18 @@ static void test_refusals(void **s)
 		rc_engine_free(e);
 		rc_geom_free(g);
 	}
-	rc_geom *g = geom(RC_GEOM_MATRICES, 8);
+	/* a curved fan: FBP's back projection follows the arc; the Joseph
+	 * pair reads the flat A (rc_plane_view) and refuses it */
+	rc_geom *g = geom_shape(RC_GEOM_FAN, 8, RC_DETECTOR_CURVED);
+	assert_int_equal(rc_engine_cpu_new(g, 1, &e, &err), 0);
+	assert_int_equal(rc_engine_back(e, RC_BP_VOXEL, proj, vol, 0, 8, &err), 0);
+	assert_int_equal(rc_engine_forward(e, RC_FP_RAYCAST, vol, proj, 0, 8, &err), RC_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "curved"));
+	assert_int_equal(rc_engine_back(e, RC_BP_MATCHED, proj, vol, 0, 8, &err), RC_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "curved"));
+	rc_engine_free(e);
+	rc_geom_free(g);
+	g = geom(RC_GEOM_MATRICES, 8);
 	assert_int_equal(rc_engine_cpu_new(g, 1, &e, &err), 0);
 	assert_int_equal(rc_engine_forward(e, RC_FP_ROTATE, vol, proj, 0, 8, &err), RC_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "cone"));

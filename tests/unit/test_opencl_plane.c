@@ -436,6 +436,27 @@ static void test_iterative_jobs(void **state)
 		}
 }
 
+/* A curved fan: the kernels read the flat A (rc_plane_view), so the engine
+ * refuses it, and rc_recon_check refuses the job (422) before that. */
+static void test_curved_refused(void **state)
+{
+	(void)state;
+	rc_geom_spec s = spec_of(RC_GEOM_FAN);
+	s.det.shape = RC_DETECTOR_CURVED;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s, &vol_desc, NULL, &g, &err))
+		fail_msg("geometry: %s", err.msg);
+	rc_opencl_options o;
+	rc_opencl_options_default(&o);
+	o.cache_dir = TEST_CACHE;
+	rc_engine *e = NULL;
+	assert_int_equal(rc_engine_opencl_new(g, &o, &e, &err), RC_EUNSUPPORTED);
+	assert_null(e);
+	assert_non_null(strstr(err.msg, "flat detector"));
+	rc_geom_free(g);
+}
+
 int main(void)
 {
 	tu_need_opencl();
@@ -444,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_fbp_job),
 		cmocka_unit_test(test_matched_pair),
 		cmocka_unit_test(test_iterative_jobs),
+		cmocka_unit_test(test_curved_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,6 +159,23 @@ static void test_detector_shape(void **state)
 	assert_int_equal(parse(FAN_DET(", \"shape\": \"curved\"") "\"algorithm\": {\"name\": \"fdk\"}}", 0, &s, &err),
 			 0);
 	assert_int_equal(rc_recon_check(&s->r, &err), 0);
+	/* but not on the OpenCL or CUDA engine: their 2-D kernels read the
+	 * flat A (rc_plane_view), not the arc's pixel index */
+	static const char *const dev_eng[] = { "opencl", "cuda" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(s->r.engine, sizeof s->r.engine, "%s", dev_eng[i]);
+		rc_err_clear(&err);
+		int rc = rc_recon_check(&s->r, &err);
+		/* cuda on a build without CUDA is refused by engine_runs first */
+		assert_int_equal(rc, RC_EUNSUPPORTED);
+		assert_string_equal(err.field, "execution.engine");
+		if (i == 0)
+			assert_non_null(strstr(err.msg, "curved"));
+	}
+	/* a flat fan still runs there */
+	s->r.geom.det.shape = RC_DETECTOR_FLAT;
+	snprintf(s->r.engine, sizeof s->r.engine, "opencl");
+	assert_int_equal(rc_recon_check(&s->r, &err), 0);
 	job_spec_free(s);
 	s = NULL;
 	/* an unknown word lists the choices */

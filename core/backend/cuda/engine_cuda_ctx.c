@@ -40,8 +40,8 @@ int cu_geom_ok(const rc_geom *g, rc_err *err)
 	rc_geom_type t = rc_geom_type_of(g);
 	if (t != RC_GEOM_CONE && t != RC_GEOM_MATRICES) {
 		rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			"the CUDA engine projects cone and matrices geometries; fan and parallel jobs "
-			"run on the tensor or cpu engine");
+			"the resident CUDA backend runs cone and matrices geometries; fan and parallel stacks "
+			"run on the CUDA engine through the host backend (plane.cu)");
 		return 0;
 	}
 	return 1;

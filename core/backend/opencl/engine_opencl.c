@@ -789,6 +789,11 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc_opencl_options_default(&def);
 		o = &def;
 	}
+	/* bp_plane.cl reads the flat A (rc_plane_view): not a curved pixel index */
+	if (rc_geom_type_of(g) == RC_GEOM_FAN && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "the OpenCL engine's 2-D projectors assume a flat detector; a curved fan runs on "
+			       "execution.engine auto, cpu or tensor");
 	cl_platform_id plat = NULL;
 	cl_device_id dev = NULL;
 	int rc = get_device(o->platform, o->device, &plat, &dev, err);
