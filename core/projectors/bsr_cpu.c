@@ -9,6 +9,7 @@
  */
 #include "projectors/bsr_cpu.h"
 
+#include <cpuid.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -136,6 +137,14 @@ static int spm_make(const rc_bsr *b, int trans, int threads, rc_spm16 *m, rc_err
 	return 0;
 }
 
+/* F16C (cpuid leaf 1, ecx bit 29): through cpuid.h, since clang's
+ * __builtin_cpu_supports does not know "f16c" (the fuzz build is clang). */
+static int has_f16c(void)
+{
+	unsigned a, b, c, d;
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 static int cpu_bf16(void)
 {
 	__builtin_cpu_init();
@@ -165,10 +174,7 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 		return rc;
 	}
 	rc_cpu_isa best = rc_cpu_isa_best();
-	__builtin_cpu_init();
-	c->isa = best >= RC_ISA_AVX512			   ? RC_ISA_AVX512
-		 : best >= RC_ISA_AVX2 && __builtin_cpu_supports("f16c") ? RC_ISA_AVX2
-									  : RC_ISA_BASELINE;
+	c->isa = best >= RC_ISA_AVX512 ? RC_ISA_AVX512 : best >= RC_ISA_AVX2 && has_f16c() ? RC_ISA_AVX2 : RC_ISA_BASELINE;
 	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
 	 * otherwise (comparisons; a path this CPU lacks is ignored) */
 	c->input = RC_SPM_IN_DEFAULT;
