@@ -140,6 +140,26 @@ def project_fan_disks(geom, disks, slices):
     return out
 
 
+def pixelize_disks(n, disks, slices, sub=4):
+    """The disks (cx, cy, r, [density per slice]) on an n x n image of 1 mm pixels centred at the
+    origin, per slice ([z][y][x], a list of floats): each pixel's area fraction from sub x sub
+    samples."""
+    ref = []
+    for z in range(slices):
+        for iy in range(n):
+            for ix in range(n):
+                acc = 0.0
+                for sy in range(sub):
+                    for sx in range(sub):
+                        x = ix - (n - 1) / 2.0 + (sx + 0.5) / sub - 0.5
+                        y = iy - (n - 1) / 2.0 + (sy + 0.5) / sub - 0.5
+                        for cx, cy, r, rho in disks:
+                            if (x - cx) ** 2 + (y - cy) ** 2 <= r * r:
+                                acc += rho[z]
+                ref.append(acc / (sub * sub))
+    return ref
+
+
 def _inside(p, phantom):
     v = 0.0
     for (cx, cy, cz), (ax, ay, az), mu in phantom:

@@ -23,7 +23,7 @@ flat data as curved 0.1629 (2.2 times).  Bound 0.12, factor 1.8.
 import array
 import math
 
-from phantom import project_fan_disks
+from phantom import pixelize_disks, project_fan_disks, rel_error
 from recond_harness import Daemon, check, log, read_f32, require_binaries, run_main
 from recond_client import Client
 
@@ -56,27 +56,6 @@ def spec(label, iterations, algorithm="sart", engine="cpu"):
     }
 
 
-def phantom():
-    ref, sub = [], 4
-    for z in range(SLICES):
-        for iy in range(N):
-            for ix in range(N):
-                acc = 0.0
-                for sy in range(sub):
-                    for sx in range(sub):
-                        x = ix - (N - 1) / 2.0 + (sx + 0.5) / sub - 0.5
-                        y = iy - (N - 1) / 2.0 + (sy + 0.5) / sub - 0.5
-                        for cx, cy, r, rho in DISKS:
-                            if (x - cx) ** 2 + (y - cy) ** 2 <= r * r:
-                                acc += rho[z]
-                ref.append(acc / (sub * sub))
-    return ref
-
-
-def rel_err(vol, ref):
-    return math.sqrt(sum((a - b) ** 2 for a, b in zip(vol, ref)) / sum(b * b for b in ref))
-
-
 def run_job(c, sp, data, ref):
     job = c.submit(sp, array.array("f", data).tobytes())
     final = None
@@ -90,7 +69,7 @@ def run_job(c, sp, data, ref):
         return None
     vol = read_f32(c.get(job["id"], fmt="raw"))
     check("%s volume size" % sp["label"], len(vol) == N * N * SLICES, str(len(vol)))
-    e = rel_err(vol, ref)
+    e = rel_error(vol, ref)
     log("%s: relative L2 error %.4f" % (sp["label"], e))
     return e
 
@@ -99,7 +78,7 @@ def main():
     require_binaries()
     d = Daemon().start()
     c = Client(d.url, timeout=30)
-    ref = phantom()
+    ref = pixelize_disks(N, DISKS, SLICES)
     curved = project_fan_disks(geometry("curved"), DISKS, SLICES)
     flat = project_fan_disks(geometry("flat"), DISKS, SLICES)
     diff = max(abs(a - b) for a, b in zip(curved, flat))

@@ -34,6 +34,7 @@ projections do, where the matrix averages over the bin; FBP 0.068 and 0.065.
 import array
 import math
 
+from phantom import pixelize_disks, rel_error
 from recond_harness import Daemon, check, log, read_f32, require_binaries, run_main
 from recond_client import Client
 
@@ -77,23 +78,6 @@ def projections(gtype, du):
     return out
 
 
-def phantom():
-    ref, sub = [], 4
-    for z in range(SLICES):
-        for iy in range(N):
-            for ix in range(N):
-                acc = 0.0
-                for sy in range(sub):
-                    for sx in range(sub):
-                        x = ix - (N - 1) / 2.0 + (sx + 0.5) / sub - 0.5
-                        y = iy - (N - 1) / 2.0 + (sy + 0.5) / sub - 0.5
-                        for cx, cy, r, rho in DISKS:
-                            if (x - cx) ** 2 + (y - cy) ** 2 <= r * r:
-                                acc += rho[z]
-                ref.append(acc / (sub * sub))
-    return ref
-
-
 def spec(gtype, du, algo, iterations, subsets, offset_mm=0.0, engine="cpu", precision=None):
     geom = {
         "type": gtype, "slices": SLICES,
@@ -113,12 +97,6 @@ def spec(gtype, du, algo, iterations, subsets, offset_mm=0.0, engine="cpu", prec
         "execution": dict({"engine": engine}, **({"precision": precision} if precision else {})),
         "priority": 5,
     }
-
-
-def rel_err(vol, ref):
-    num = sum((a - b) ** 2 for a, b in zip(vol, ref))
-    den = sum(b * b for b in ref)
-    return math.sqrt(num / den)
 
 
 def run_job(c, sp, data):
@@ -142,7 +120,7 @@ def main():
     require_binaries()
     d = Daemon().start()
     c = Client(d.url, timeout=30)
-    ref = phantom()
+    ref = pixelize_disks(N, DISKS, SLICES)
     for gtype, du, algo, iterations, subsets in CASES:
         data = projections(gtype, du)
         raw = array.array("f", data).tobytes()
@@ -150,7 +128,7 @@ def main():
         if vol is None:
             continue
         log("%s: engine %s, matrix %s" % (gtype, st.get("engine"), st.get("matrix")))
-        e = rel_err(vol, ref)
+        e = rel_error(vol, ref)
         log("%s %s (%d subsets) %d iterations: relative L2 error %.4f (bound %.2f)" %
             (gtype, algo, subsets, iterations, e, BOUND[gtype]))
         check("%s %s: error %.4f below %.2f" % (gtype, algo, e, BOUND[gtype]), e < BOUND[gtype])
@@ -158,7 +136,7 @@ def main():
               (st.get("matrix") or {}).get("fragment") == "csr.fp32", str(st.get("matrix")))
         _, vol1 = run_job(c, spec(gtype, du, algo, 1, subsets), raw)
         if vol1 is not None:
-            e1 = rel_err(vol1, ref)
+            e1 = rel_error(vol1, ref)
             log("%s %s 1 iteration: relative L2 error %.4f" % (gtype, algo, e1))
             check("%s %s: one iteration stays above the bound" % (gtype, algo), e1 > BOUND[gtype], "%.4f" % e1)
     for gtype, du, bound in FBP_CASES:
@@ -166,7 +144,7 @@ def main():
         st, vol = run_job(c, spec(gtype, du, "fdk", 1, 1), raw)
         if vol is None:
             continue
-        e = rel_err(vol, ref)
+        e = rel_error(vol, ref)
         log("%s FBP: engine %s, relative L2 error %.4f (bound %.2f)" % (gtype, st.get("engine"), e, bound))
         check("%s FBP: error %.4f below %.2f" % (gtype, e, bound), e < bound)
         check("%s FBP: no system matrix, no projector pair" % gtype,
@@ -176,7 +154,7 @@ def main():
         for precision, bound_diff in (("fp32", 1e-5), ("mixed", 2e-4)):
             st_t, vol_t = run_job(c, spec(gtype, du, "fdk", 1, 1, engine="tensor", precision=precision), raw)
             if vol_t is not None:
-                diff = rel_err(vol_t, vol)
+                diff = rel_error(vol_t, vol)
                 log("%s FBP on the tensor engine (%s, matrix %s): %.2e from the CPU engine's" %
                     (gtype, precision, (st_t.get("matrix") or {}).get("fragment"), diff))
                 check("%s FBP, tensor engine %s: within %g of the CPU engine" % (gtype, precision, bound_diff),
@@ -184,7 +162,7 @@ def main():
         # the same data read as if the detector sat two bins over: the bound must catch it
         _, vol2 = run_job(c, spec(gtype, du, "fdk", 1, 1, offset_mm=2 * du), raw)
         if vol2 is not None:
-            e2 = rel_err(vol2, ref)
+            e2 = rel_error(vol2, ref)
             log("%s FBP, detector misplaced by 2 bins: relative L2 error %.4f" % (gtype, e2))
             check("%s FBP: a misplaced detector is above the bound" % gtype, e2 > bound, "%.4f" % e2)
     if any(dv.get("engine") == "opencl" for dv in c.devices() or []):
@@ -202,7 +180,7 @@ def run_opencl(c, ref):
             st, vol = run_job(c, spec(gtype, du, algo, its, subsets, engine="opencl"), raw)
             if vol is None:
                 continue
-            e = rel_err(vol, ref)
+            e = rel_error(vol, ref)
             log("opencl %s %s %d iterations: engine %s, projector %s, relative L2 error %.4f (bound %.2f)" %
                 (gtype, algo, its, st.get("engine"), st.get("projector"), e, BOUND[gtype]))
             check("opencl %s %s: ran on opencl with the Joseph pair" % (gtype, algo),
@@ -218,7 +196,7 @@ def run_opencl(c, ref):
         st, vol = run_job(c, spec(gtype, du, "fdk", 1, 1, engine="opencl"), raw)
         if vol is None:
             continue
-        e = rel_err(vol, ref)
+        e = rel_error(vol, ref)
         log("opencl %s FBP: engine %s, relative L2 error %.4f (bound %.2f)" % (gtype, st.get("engine"), e, bound))
         check("opencl %s FBP: ran on opencl, error %.4f below %.2f" % (gtype, e, bound),
               st.get("engine") == "opencl" and e < bound, str(st.get("engine")))
