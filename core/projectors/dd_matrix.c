@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "projectors/proj_cpu.h"
 #include "util/tensor_par.h"
+
+#define RC_CSR_SUFFIX baseline
+#include "projectors/csr_row.h"
 
 int rc_dd_row_cap(const rc_geom *g)
 {
@@ -299,6 +303,9 @@ out:
 	return rc;
 }
 
+typedef void (*csr_row_fn)(const int32_t *restrict col, const float *restrict val, int64_t n,
+			   const float *restrict X, int nc, float *restrict y);
+
 struct csr_mul {
 	const rc_csr *m;
 	const float *X;
@@ -306,6 +313,7 @@ struct csr_mul {
 	int ncols;
 	int64_t r0;     /* first row */
 	int32_t c0, c1; /* the columns used */
+	csr_row_fn row; /* the widest csr_row.h kernel the CPU runs */
 };
 
 /* The first entry of row r at a column >= c (columns ascend in a row). */
@@ -328,17 +336,9 @@ static int csr_mul_row(int64_t i, int worker, void *ud)
 	const struct csr_mul *c = ud;
 	const rc_csr *m = c->m;
 	int64_t r = c->r0 + i;
-	int nc = c->ncols;
-	float *y = c->Y + r * nc;
-	for (int j = 0; j < nc; j++)
-		y[j] = 0;
-	int64_t end = m->row_ptr[r + 1];
-	for (int64_t e = c->c0 > 0 ? first_at(m, r, c->c0) : m->row_ptr[r]; e < end && m->col[e] < c->c1; e++) {
-		float a = m->val[e];
-		const float *x = c->X + (int64_t)m->col[e] * nc;
-		for (int j = 0; j < nc; j++)
-			y[j] += a * x[j];
-	}
+	int64_t e0 = c->c0 > 0 ? first_at(m, r, c->c0) : m->row_ptr[r];
+	int64_t e1 = c->c1 < m->cols ? first_at(m, r, c->c1) : m->row_ptr[r + 1];
+	c->row(m->col + e0, m->val + e0, e1 - e0, c->X, c->ncols, c->Y + r * c->ncols);
 	return 0;
 }
 
@@ -351,6 +351,9 @@ int rc_csr_mul_range(const rc_csr *m, const float *X, float *Y, int ncols, int t
 		     int32_t c0, int32_t c1, rc_err *err)
 {
 	(void)err;
-	struct csr_mul c = { m, X, Y, ncols, r0, c0, c1 };
+	rc_cpu_isa isa = rc_cpu_isa_best();
+	struct csr_mul c = { m, X, Y, ncols, r0, c0, c1,
+			     isa >= RC_ISA_AVX512 ? rc_csr_row_avx512 : isa >= RC_ISA_AVX2 ? rc_csr_row_avx2
+											 : rc_csr_row_baseline };
 	return r1 > r0 ? rc_par_for(r1 - r0, 64, threads, csr_mul_row, &c) : 0;
 }
