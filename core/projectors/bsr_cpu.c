@@ -28,6 +28,8 @@ void rc_bsr_cpu_free(rc_bsr_cpu *c)
 		free(m[i]->idx);
 		free(m[i]->val);
 	}
+	rc_spm16p_free(&c->ap);
+	rc_spm16p_free(&c->atp);
 	free(c->xh);
 	free(c);
 }
@@ -136,6 +138,113 @@ static int spm_make(const rc_bsr *b, int trans, int threads, rc_spm16 *m, rc_err
 	return 0;
 }
 
+void rc_spm16p_free(rc_spm16p *p)
+{
+	free(p->sptr);
+	free(p->sidx);
+	free(p->sval);
+	free(p->rest.ptr);
+	free(p->rest.idx);
+	free(p->rest.val);
+	memset(p, 0, sizeof *p);
+}
+
+struct pbuild {
+	const rc_spm16 *m;
+	rc_spm16p *p;
+	int fill; /* 0: count shared into sptr[p + 1], rest into rest.ptr[r + 1]; 1: fill */
+};
+
+/* Pairs [16 t, 16 t + 16): merge the two rows' ascending columns. */
+static int pbuild_task(int64_t t, int worker, void *ud)
+{
+	(void)worker;
+	const struct pbuild *b = ud;
+	const rc_spm16 *m = b->m;
+	rc_spm16p *p = b->p;
+	int64_t p1 = (t + 1) * 16 < p->pairs ? (t + 1) * 16 : p->pairs;
+	for (int64_t q = t * 16; q < p1; q++) {
+		int64_t i = m->ptr[2 * q], ie = m->ptr[2 * q + 1], j = ie, je = m->ptr[2 * q + 2];
+		int64_t ns = b->fill ? p->sptr[q] : 0, na = b->fill ? p->rest.ptr[2 * q] : 0;
+		int64_t nb = b->fill ? p->rest.ptr[2 * q + 1] : 0;
+		while (i < ie || j < je) {
+			uint32_t ci = i < ie ? m->idx[i] : UINT32_MAX, cj = j < je ? m->idx[j] : UINT32_MAX;
+			if (i < ie && j < je && ci == cj) {
+				if (b->fill) {
+					p->sidx[ns] = ci;
+					p->sval[ns] = m->val[i] | (uint32_t)m->val[j] << 16;
+				}
+				ns++;
+				i++;
+				j++;
+			} else if (i < ie && (j >= je || ci < cj)) {
+				if (b->fill) {
+					p->rest.idx[na] = ci;
+					p->rest.val[na] = m->val[i];
+				}
+				na++;
+				i++;
+			} else {
+				if (b->fill) {
+					p->rest.idx[nb] = cj;
+					p->rest.val[nb] = m->val[j];
+				}
+				nb++;
+				j++;
+			}
+		}
+		if (!b->fill) {
+			p->sptr[q + 1] = ns;
+			p->rest.ptr[2 * q + 1] = na;
+			p->rest.ptr[2 * q + 2] = nb;
+		}
+	}
+	return 0;
+}
+
+int rc_spm16p_make(const rc_spm16 *m, int threads, rc_spm16p *p)
+{
+	memset(p, 0, sizeof *p);
+	if (m->rows % 2)
+		return RC_EINVAL;
+	p->pairs = m->rows / 2;
+	p->rest.rows = m->rows;
+	p->rest.cols = m->cols;
+	p->sptr = calloc((size_t)p->pairs + 1, sizeof *p->sptr);
+	p->rest.ptr = calloc((size_t)m->rows + 1, sizeof *p->rest.ptr);
+	if (!p->sptr || !p->rest.ptr)
+		goto nomem;
+	struct pbuild b = { m, p, 0 };
+	int64_t nt = (p->pairs + 15) / 16;
+	int rc = rc_par_for(nt, 16, threads, pbuild_task, &b);
+	if (rc) {
+		rc_spm16p_free(p);
+		return rc;
+	}
+	for (int64_t q = 0; q < p->pairs; q++)
+		p->sptr[q + 1] += p->sptr[q];
+	for (int64_t r = 0; r < m->rows; r++)
+		p->rest.ptr[r + 1] += p->rest.ptr[r];
+	int64_t ns = p->sptr[p->pairs];
+	p->rest.nnz = p->rest.ptr[m->rows];
+	p->sidx = calloc((size_t)ns + RC_SPM16_PAD, sizeof *p->sidx);
+	p->sval = calloc((size_t)ns + RC_SPM16_PAD, sizeof *p->sval);
+	p->rest.idx = calloc((size_t)p->rest.nnz + RC_SPM16_PAD, sizeof *p->rest.idx);
+	p->rest.val = calloc((size_t)p->rest.nnz + RC_SPM16_PAD, sizeof *p->rest.val);
+	if (!p->sidx || !p->sval || !p->rest.idx || !p->rest.val)
+		goto nomem;
+	b.fill = 1;
+	rc = rc_par_for(nt, 16, threads, pbuild_task, &b);
+	if (rc) {
+		rc_spm16p_free(p);
+		return rc;
+	}
+	return 0;
+nomem:
+	rc_spm16p_free(p);
+	return RC_ENOMEM;
+}
+
 static int cpu_bf16(void)
 {
 	__builtin_cpu_init();
@@ -169,6 +278,14 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 	c->isa = best >= RC_ISA_AVX512			   ? RC_ISA_AVX512
 		 : best >= RC_ISA_AVX2 && __builtin_cpu_supports("f16c") ? RC_ISA_AVX2
 									  : RC_ISA_BASELINE;
+	/* the row pairs of the fp32-input AVX-512 kernel (without memory for
+	 * them the products take the single rows) */
+	if (c->isa >= RC_ISA_AVX512) {
+		if (rc_spm16p_make(&c->a, threads, &c->ap) || rc_spm16p_make(&c->at, threads, &c->atp)) {
+			rc_spm16p_free(&c->ap);
+			rc_spm16p_free(&c->atp);
+		}
+	}
 	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
 	 * otherwise (comparisons; a path this CPU lacks is ignored) */
 	c->input = RC_SPM_IN_DEFAULT;
@@ -223,6 +340,7 @@ void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int 
 
 struct cmul {
 	const rc_spm16 *m;
+	const rc_spm16p *mp; /* its row pairs, or NULL */
 	int isa, nc;
 	const float *in;
 	float *out;
@@ -250,6 +368,8 @@ static int cmul_task(int64_t t, int worker, void *ud)
 		rc_spm16_rows32b_avx512(c->m, c->xh, c->out, r0, r1);
 	else if (c->xh)
 		rc_spm16_rows32h_avx512(c->m, c->xh, c->sc, c->out, r0, r1);
+	else if (c->mp)
+		rc_spm16p_rows32_avx512(c->mp, c->in, c->out, r0, r1);
 	else
 		rc_spm16_rows(c->m, c->isa, c->in, c->out, c->nc, r0, r1);
 	return 0;
@@ -307,6 +427,9 @@ int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc
 	if (c->isa >= RC_ISA_AVX512 && nc == 32 && c->input != RC_SPM_IN_FP32 && !to_f16(c, k, threads))
 		k->xh = NULL;
 	k->stage = 2;
+	const rc_spm16p *mp = trans ? &c->atp : &c->ap;
+	if (!k->xh && c->isa >= RC_ISA_AVX512 && nc == 32 && mp->pairs)
+		k->mp = mp;
 	int rc = rc_par_for(tasks(m->rows), 1, threads, cmul_task, k);
 	free(k);
 	return rc;

@@ -63,6 +63,97 @@ static void rows32(const rc_spm16 *m, const float *in, float *out, int64_t r0, i
 	}
 }
 
+/* The rest of row r (rc_spm16 as rows32) added to the sums a0, a1. */
+static inline void rest32(const rc_spm16 *m, const float *in, int64_t r, __m512 *pa0, __m512 *pa1)
+{
+	float w[16] __attribute__((aligned(64)));
+	__m512 a0 = *pa0, a1 = *pa1;
+	__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+	int64_t i = m->ptr[r], e = m->ptr[r + 1];
+	while (i < e) {
+		int n = e - i < 16 ? (int)(e - i) : 16;
+		_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+		const uint32_t *ix = m->idx + i;
+		int j = 0;
+		for (; j + 2 <= n; j += 2) {
+			const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
+			__m512 s0 = _mm512_set1_ps(w[j]), s1 = _mm512_set1_ps(w[j + 1]);
+			a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
+			a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
+			b0 = _mm512_fmadd_ps(s1, _mm512_loadu_ps(x1), b0);
+			b1 = _mm512_fmadd_ps(s1, _mm512_loadu_ps(x1 + 16), b1);
+		}
+		if (j < n) {
+			const float *x0 = in + (size_t)ix[j] * 32;
+			__m512 s0 = _mm512_set1_ps(w[j]);
+			a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
+			a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
+		}
+		i += n;
+	}
+	*pa0 = _mm512_add_ps(a0, b0);
+	*pa1 = _mm512_add_ps(a1, b1);
+}
+
+/* Row pairs (rc_spm16p), fp32 input: each shared input row is loaded once
+ * (two zmm) for four FMAs, two shared entries at a time (eight sums), then
+ * each row's own entries as rows32. */
+void rc_spm16p_rows32_avx512(const rc_spm16p *m, const float *in, float *out, int64_t r0, int64_t r1)
+{
+	float w[32] __attribute__((aligned(64)));
+	for (int64_t q = r0 / 2; q < r1 / 2; q++) {
+		__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+		__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+		__m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+		__m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+		int64_t i = m->sptr[q], e = m->sptr[q + 1];
+		while (i < e) {
+			int n = e - i < 16 ? (int)(e - i) : 16;
+			/* 16 pairs of fp16 = (row 2q, row 2q + 1) x 16 entries */
+			__m512i h = _mm512_loadu_si512((const void *)(m->sval + i));
+			_mm512_store_ps(w, _mm512_cvtph_ps(_mm512_castsi512_si256(h)));
+			_mm512_store_ps(w + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));
+			const uint32_t *ix = m->sidx + i;
+			int j = 0;
+			for (; j + 2 <= n; j += 2) {
+				const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
+				__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
+				__m512 v0 = _mm512_loadu_ps(x1), v1 = _mm512_loadu_ps(x1 + 16);
+				__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
+				__m512 ta = _mm512_set1_ps(w[2 * j + 2]), tb = _mm512_set1_ps(w[2 * j + 3]);
+				a0 = _mm512_fmadd_ps(sa, u0, a0);
+				a1 = _mm512_fmadd_ps(sa, u1, a1);
+				b0 = _mm512_fmadd_ps(sb, u0, b0);
+				b1 = _mm512_fmadd_ps(sb, u1, b1);
+				c0 = _mm512_fmadd_ps(ta, v0, c0);
+				c1 = _mm512_fmadd_ps(ta, v1, c1);
+				d0 = _mm512_fmadd_ps(tb, v0, d0);
+				d1 = _mm512_fmadd_ps(tb, v1, d1);
+			}
+			if (j < n) {
+				const float *x0 = in + (size_t)ix[j] * 32;
+				__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
+				__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
+				a0 = _mm512_fmadd_ps(sa, u0, a0);
+				a1 = _mm512_fmadd_ps(sa, u1, a1);
+				b0 = _mm512_fmadd_ps(sb, u0, b0);
+				b1 = _mm512_fmadd_ps(sb, u1, b1);
+			}
+			i += n;
+		}
+		a0 = _mm512_add_ps(a0, c0);
+		a1 = _mm512_add_ps(a1, c1);
+		b0 = _mm512_add_ps(b0, d0);
+		b1 = _mm512_add_ps(b1, d1);
+		rest32(&m->rest, in, 2 * q, &a0, &a1);
+		rest32(&m->rest, in, 2 * q + 1, &b0, &b1);
+		_mm512_storeu_ps(out + q * 64, a0);
+		_mm512_storeu_ps(out + q * 64 + 16, a1);
+		_mm512_storeu_ps(out + q * 64 + 32, b0);
+		_mm512_storeu_ps(out + q * 64 + 48, b1);
+	}
+}
+
 /* X in fp16 (32 slices = 64 bytes a row, each slice divided by its largest
  * |value|, as the GPU's WMMA path does), sums scaled back by sc at the
  * store.  Half the bytes of fp32 rows: on the Zen 4 measured (bench-tensor-
