@@ -78,19 +78,29 @@ int main(void)
 	printf("bench-tensor-spmm: %d^2 from %d x %d, %d slices, %lld non-zeros, path %s; matrix %.1f s, CPU layout %.1f s\n",
 	       n, nviews, nu, nz, (long long)c->a.nnz, rc_bsr_cpu_path(c), t1 - t0, t2 - t1);
 	int reps = quick ? 20 : 4;
-	if (c->ap.pairs)
-		printf("  row pairs: %.1f%% of A's non-zeros and %.1f%% of A^T's in columns both rows of a pair have\n",
-		       200.0 * (double)c->ap.sptr[c->ap.pairs] / (double)c->a.nnz,
-		       200.0 * (double)c->atp.sptr[c->atp.pairs] / (double)c->at.nnz);
-	/* the fp32 input's kernels in one run: row pairs (the default), then
-	 * one row at a time (the pairs set aside) */
-	rc_spm16p keep_ap = c->ap, keep_atp = c->atp;
-	for (int pass = 0; pass < 2 * (1 + (keep_ap.pairs > 0)); pass++) {
-		int trans = pass % 2;
-		if (pass == 2) {
-			memset(&c->ap, 0, sizeof c->ap);
-			memset(&c->atp, 0, sizeof c->atp);
+	/* the fp32 input's kernels in one run: the row groups the build made
+	 * (the default), groups of 2 and 4 made here, one row at a time */
+	rc_spm16p keep_ap = c->ap, keep_atp = c->atp, gp[2][2];
+	memset(gp, 0, sizeof gp);
+	for (int k = 0; k < 2 && keep_ap.group; k++) {
+		if (rc_spm16p_make(&c->a, 2 + 2 * k, 0, &gp[k][0]) || rc_spm16p_make(&c->at, 2 + 2 * k, 0, &gp[k][1])) {
+			fprintf(stderr, "bench-tensor-spmm: out of memory for the row groups\n");
+			return 1;
 		}
+		for (int t = 0; t < 2; t++) {
+			const rc_spm16p *p = &gp[k][t];
+			double nnz = (double)(t ? c->at.nnz : c->a.nnz), q = p->group == 4 ? 4.0 * (double)p->qptr[p->pairs / 2] : 0;
+			printf("  groups of %d, %s: %.1f%% of the non-zeros in columns all rows of the group have, %.1f%% in "
+			       "columns both rows of a pair have (not all), %.1f%% alone\n",
+			       p->group, t ? "A^T" : "A", 100 * q / nnz, 200 * (double)p->sptr[p->pairs] / nnz,
+			       100 * (double)p->rest.nnz / nnz);
+		}
+	}
+	static const char *vname[4] = { "build", "pairs", "quads", "single" };
+	for (int pass = 0; pass < 2 * (keep_ap.group ? 4 : 1); pass++) {
+		int trans = pass % 2, var = keep_ap.group ? pass / 2 : 3;
+		c->ap = var == 0 ? keep_ap : var < 3 ? gp[var - 1][0] : (rc_spm16p){ 0 };
+		c->atp = var == 0 ? keep_atp : var < 3 ? gp[var - 1][1] : (rc_spm16p){ 0 };
 		double w = 1e30, cc = 1e30;
 		for (int r = 0; r < reps; r++) {
 			double a = rc_now_s(), ca = cpu_s();
@@ -100,10 +110,14 @@ int main(void)
 			cc = dc < cc ? dc : cc;
 		}
 		printf("  %-4s %-6s best of %d: %8.1f ms wall %8.1f ms cpu, per image %.3f / %.3f ms, %.2f cpu-ns per non-zero x 32 slices\n",
-		       trans ? "A^T" : "A", pass < 2 && keep_ap.pairs ? "pairs" : "single", reps, 1e3 * w, 1e3 * cc, 1e3 * w / nz, 1e3 * cc / nz, 1e9 * cc / (double)c->a.nnz);
+		       trans ? "A^T" : "A", vname[var], reps, 1e3 * w, 1e3 * cc, 1e3 * w / nz, 1e3 * cc / nz, 1e9 * cc / (double)c->a.nnz);
 	}
 	c->ap = keep_ap;
 	c->atp = keep_atp;
+	for (int k = 0; k < 2; k++) {
+		rc_spm16p_free(&gp[k][0]);
+		rc_spm16p_free(&gp[k][1]);
+	}
 	/* the 16-bit inputs against the fp32 one: relative L2 difference of
 	 * A x and A^T y (x, y as above) */
 	{

@@ -95,62 +95,105 @@ static inline void rest32(const rc_spm16 *m, const float *in, int64_t r, __m512 
 	*pa1 = _mm512_add_ps(a1, b1);
 }
 
-/* Row pairs (rc_spm16p), fp32 input: each shared input row is loaded once
- * (two zmm) for four FMAs, two shared entries at a time (eight sums), then
- * each row's own entries as rows32. */
-void rc_spm16p_rows32_avx512(const rc_spm16p *m, const float *in, float *out, int64_t r0, int64_t r1)
+/* The shared entries of pair q (rc_spm16p) added to the sums of its two
+ * rows (a: row 2q, b: row 2q + 1): each input row loaded once (two zmm)
+ * for four FMAs, two entries at a time (eight chains). */
+static inline void pair32(const rc_spm16p *m, const float *in, int64_t q, __m512 *pa0, __m512 *pa1, __m512 *pb0,
+			  __m512 *pb1)
 {
 	float w[32] __attribute__((aligned(64)));
-	for (int64_t q = r0 / 2; q < r1 / 2; q++) {
-		__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-		__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-		__m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
-		__m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
-		int64_t i = m->sptr[q], e = m->sptr[q + 1];
-		while (i < e) {
-			int n = e - i < 16 ? (int)(e - i) : 16;
-			/* 16 pairs of fp16 = (row 2q, row 2q + 1) x 16 entries */
-			__m512i h = _mm512_loadu_si512((const void *)(m->sval + i));
-			_mm512_store_ps(w, _mm512_cvtph_ps(_mm512_castsi512_si256(h)));
-			_mm512_store_ps(w + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));
-			const uint32_t *ix = m->sidx + i;
-			int j = 0;
-			for (; j + 2 <= n; j += 2) {
-				const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
-				__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
-				__m512 v0 = _mm512_loadu_ps(x1), v1 = _mm512_loadu_ps(x1 + 16);
-				__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
-				__m512 ta = _mm512_set1_ps(w[2 * j + 2]), tb = _mm512_set1_ps(w[2 * j + 3]);
-				a0 = _mm512_fmadd_ps(sa, u0, a0);
-				a1 = _mm512_fmadd_ps(sa, u1, a1);
-				b0 = _mm512_fmadd_ps(sb, u0, b0);
-				b1 = _mm512_fmadd_ps(sb, u1, b1);
-				c0 = _mm512_fmadd_ps(ta, v0, c0);
-				c1 = _mm512_fmadd_ps(ta, v1, c1);
-				d0 = _mm512_fmadd_ps(tb, v0, d0);
-				d1 = _mm512_fmadd_ps(tb, v1, d1);
-			}
-			if (j < n) {
-				const float *x0 = in + (size_t)ix[j] * 32;
-				__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
-				__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
-				a0 = _mm512_fmadd_ps(sa, u0, a0);
-				a1 = _mm512_fmadd_ps(sa, u1, a1);
-				b0 = _mm512_fmadd_ps(sb, u0, b0);
-				b1 = _mm512_fmadd_ps(sb, u1, b1);
-			}
-			i += n;
+	__m512 a0 = *pa0, a1 = *pa1, b0 = *pb0, b1 = *pb1;
+	__m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+	__m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+	int64_t i = m->sptr[q], e = m->sptr[q + 1];
+	while (i < e) {
+		int n = e - i < 16 ? (int)(e - i) : 16;
+		/* 16 pairs of fp16 = (row 2q, row 2q + 1) x 16 entries */
+		__m512i h = _mm512_loadu_si512((const void *)(m->sval + i));
+		_mm512_store_ps(w, _mm512_cvtph_ps(_mm512_castsi512_si256(h)));
+		_mm512_store_ps(w + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));
+		const uint32_t *ix = m->sidx + i;
+		int j = 0;
+		for (; j + 2 <= n; j += 2) {
+			const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
+			__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
+			__m512 v0 = _mm512_loadu_ps(x1), v1 = _mm512_loadu_ps(x1 + 16);
+			__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
+			__m512 ta = _mm512_set1_ps(w[2 * j + 2]), tb = _mm512_set1_ps(w[2 * j + 3]);
+			a0 = _mm512_fmadd_ps(sa, u0, a0);
+			a1 = _mm512_fmadd_ps(sa, u1, a1);
+			b0 = _mm512_fmadd_ps(sb, u0, b0);
+			b1 = _mm512_fmadd_ps(sb, u1, b1);
+			c0 = _mm512_fmadd_ps(ta, v0, c0);
+			c1 = _mm512_fmadd_ps(ta, v1, c1);
+			d0 = _mm512_fmadd_ps(tb, v0, d0);
+			d1 = _mm512_fmadd_ps(tb, v1, d1);
 		}
-		a0 = _mm512_add_ps(a0, c0);
-		a1 = _mm512_add_ps(a1, c1);
-		b0 = _mm512_add_ps(b0, d0);
-		b1 = _mm512_add_ps(b1, d1);
-		rest32(&m->rest, in, 2 * q, &a0, &a1);
-		rest32(&m->rest, in, 2 * q + 1, &b0, &b1);
-		_mm512_storeu_ps(out + q * 64, a0);
-		_mm512_storeu_ps(out + q * 64 + 16, a1);
-		_mm512_storeu_ps(out + q * 64 + 32, b0);
-		_mm512_storeu_ps(out + q * 64 + 48, b1);
+		if (j < n) {
+			const float *x0 = in + (size_t)ix[j] * 32;
+			__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
+			__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
+			a0 = _mm512_fmadd_ps(sa, u0, a0);
+			a1 = _mm512_fmadd_ps(sa, u1, a1);
+			b0 = _mm512_fmadd_ps(sb, u0, b0);
+			b1 = _mm512_fmadd_ps(sb, u1, b1);
+		}
+		i += n;
+	}
+	*pa0 = _mm512_add_ps(a0, c0);
+	*pa1 = _mm512_add_ps(a1, c1);
+	*pb0 = _mm512_add_ps(b0, d0);
+	*pb1 = _mm512_add_ps(b1, d1);
+}
+
+/* Row groups (rc_spm16p), fp32 input.  Group 4: the entries all four rows
+ * have, each input row loaded once for eight FMAs (eight chains), then
+ * each pair's shared entries (pair32), then each row's own (rest32).
+ * Group 2: pair32 and rest32. */
+void rc_spm16p_rows32_avx512(const rc_spm16p *m, const float *in, float *out, int64_t r0, int64_t r1)
+{
+	float w[64] __attribute__((aligned(64)));
+	int k = m->group;
+	for (int64_t g = r0 / k; g < r1 / k; g++) {
+		__m512 s[4][2];
+		for (int r = 0; r < 4; r++)
+			s[r][0] = s[r][1] = _mm512_setzero_ps();
+		if (k == 4) {
+			__m512 a0 = s[0][0], a1 = s[0][1], b0 = s[1][0], b1 = s[1][1];
+			__m512 c0 = s[2][0], c1 = s[2][1], d0 = s[3][0], d1 = s[3][1];
+			int64_t i = m->qptr[g], e = m->qptr[g + 1];
+			while (i < e) {
+				int n = e - i < 16 ? (int)(e - i) : 16;
+				/* 16 x 4 fp16 = (rows 4g .. 4g + 3) x 16 entries */
+				for (int v = 0; v < 4; v++)
+					_mm512_store_ps(w + 16 * v, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->qval + i + 4 * v))));
+				const uint32_t *ix = m->qidx + i;
+				for (int j = 0; j < n; j++) {
+					const float *x0 = in + (size_t)ix[j] * 32;
+					__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
+					__m512 sa = _mm512_set1_ps(w[4 * j]), sb = _mm512_set1_ps(w[4 * j + 1]);
+					__m512 sc = _mm512_set1_ps(w[4 * j + 2]), sd = _mm512_set1_ps(w[4 * j + 3]);
+					a0 = _mm512_fmadd_ps(sa, u0, a0);
+					a1 = _mm512_fmadd_ps(sa, u1, a1);
+					b0 = _mm512_fmadd_ps(sb, u0, b0);
+					b1 = _mm512_fmadd_ps(sb, u1, b1);
+					c0 = _mm512_fmadd_ps(sc, u0, c0);
+					c1 = _mm512_fmadd_ps(sc, u1, c1);
+					d0 = _mm512_fmadd_ps(sd, u0, d0);
+					d1 = _mm512_fmadd_ps(sd, u1, d1);
+				}
+				i += n;
+			}
+			s[0][0] = a0, s[0][1] = a1, s[1][0] = b0, s[1][1] = b1;
+			s[2][0] = c0, s[2][1] = c1, s[3][0] = d0, s[3][1] = d1;
+		}
+		for (int h = 0; h < k / 2; h++)
+			pair32(m, in, g * k / 2 + h, &s[2 * h][0], &s[2 * h][1], &s[2 * h + 1][0], &s[2 * h + 1][1]);
+		for (int r = 0; r < k; r++) {
+			rest32(&m->rest, in, g * k + r, &s[r][0], &s[r][1]);
+			_mm512_storeu_ps(out + (g * k + r) * 32, s[r][0]);
+			_mm512_storeu_ps(out + (g * k + r) * 32 + 16, s[r][1]);
+		}
 	}
 }
 

@@ -242,17 +242,22 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 				float *aty2 = malloc(sizeof(float) * (size_t)(C * nc));
 				assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax2, nc, 2), 0);
 				assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, aty2, nc, 2), 0);
-				if (isa >= RC_ISA_AVX512 && nc == 32 && bc->ap.pairs) {
+				if (isa >= RC_ISA_AVX512 && nc == 32 && bc->ap.group) {
 					/* the fp32 input takes the row pairs (bsr_cpu.h):
 					 * every non-zero once, the pair kernel over two
 					 * ranges = the threaded call, and the result
 					 * against the reference */
 					assert_int_equal(bc->ap.pairs * 2, R);
-					assert_int_equal(bc->ap.sptr[bc->ap.pairs] * 2 + bc->ap.rest.nnz, bc->a.nnz);
-					assert_int_equal(bc->atp.sptr[bc->atp.pairs] * 2 + bc->atp.rest.nnz, bc->at.nnz);
+					const rc_spm16p *gp[2] = { &bc->ap, &bc->atp };
+					for (int t = 0; t < 2; t++) {
+						int64_t n = gp[t]->sptr[gp[t]->pairs] * 2 + gp[t]->rest.nnz;
+						if (gp[t]->group == 4)
+							n += gp[t]->qptr[gp[t]->pairs / 2] * 4;
+						assert_int_equal(n, t ? bc->at.nnz : bc->a.nnz);
+					}
 					float *ax3 = malloc(sizeof(float) * (size_t)(R * nc));
 					float *aty3 = malloc(sizeof(float) * (size_t)(C * nc));
-					int64_t rh = R / 4 * 2, ch = C / 6 * 2;
+					int64_t rh = R / 8 * 4, ch = C / 12 * 4; /* multiples of the group */
 					rc_spm16p_rows32_avx512(&bc->ap, x, ax3, 0, rh);
 					rc_spm16p_rows32_avx512(&bc->ap, x, ax3, rh, R);
 					rc_spm16p_rows32_avx512(&bc->atp, y, aty3, 0, ch);
@@ -311,7 +316,7 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 			}
 		x[5 * nc + 7] = __builtin_inff();
 		assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
-		if (bc->ap.pairs) /* the fp32 kernel of 32 slices: the row pairs */
+		if (bc->ap.group) /* the fp32 kernel of 32 slices: the row groups */
 			rc_spm16p_rows32_avx512(&bc->ap, x, ax2, 0, R);
 		else
 			rc_spm16_rows(&bc->a, RC_ISA_AVX512, x, ax2, nc, 0, R);
