@@ -14,6 +14,16 @@
 
 #include "projectors/bsr_cpu.h"
 
+/* Read the weights just stored to the buffer p (n elements) back from
+ * memory.  Without it GCC keeps the stored vector in a register and makes
+ * each broadcast of a weight a vpermd with an index vector built by mov +
+ * vpbroadcastd (objdump -d of this file, GCC 12 -O3): two vector ALU
+ * operations per non-zero that compete with the FMAs for the FP pipes
+ * (on Zen 4 vpermd and the FMAs share a pipe).  Through the opaque
+ * pointer the broadcast is a vbroadcastss from memory: a load, no vector
+ * ALU work. */
+#define W_FROM_MEMORY(p, n) __asm__("" : "+r"(p) : "m"(*(const __typeof__(*(p))(*)[n])(p)))
+
 /* fp32 input; four independent pairs of sums (2.04-2.10 CPU-ns per
  * non-zero x 32 slices at 256^2 against 2.13-2.20 with two, bench-tensor-
  * spmm on the Zen 4 of docs/tensor.md) */
@@ -30,6 +40,8 @@ static void rows32(const rc_spm16 *m, const float *in, float *out, int64_t r0, i
 			int n = e - i < 16 ? (int)(e - i) : 16;
 			/* the arrays have RC_SPM16_PAD entries past the last row */
 			_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+			const float *wm = w;
+			W_FROM_MEMORY(wm, 16);
 			const uint32_t *ix = m->idx + i;
 			int j = 0;
 			/* four chains of two FMAs: not over the row's end, where a
@@ -37,8 +49,8 @@ static void rows32(const rc_spm16 *m, const float *in, float *out, int64_t r0, i
 			for (; j + 4 <= n; j += 4) {
 				const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
 				const float *x2 = in + (size_t)ix[j + 2] * 32, *x3 = in + (size_t)ix[j + 3] * 32;
-				__m512 s0 = _mm512_set1_ps(w[j]), s1 = _mm512_set1_ps(w[j + 1]);
-				__m512 s2 = _mm512_set1_ps(w[j + 2]), s3 = _mm512_set1_ps(w[j + 3]);
+				__m512 s0 = _mm512_set1_ps(wm[j]), s1 = _mm512_set1_ps(wm[j + 1]);
+				__m512 s2 = _mm512_set1_ps(wm[j + 2]), s3 = _mm512_set1_ps(wm[j + 3]);
 				a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
 				a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
 				b0 = _mm512_fmadd_ps(s1, _mm512_loadu_ps(x1), b0);
@@ -50,7 +62,7 @@ static void rows32(const rc_spm16 *m, const float *in, float *out, int64_t r0, i
 			}
 			for (; j < n; j++) {
 				const float *x0 = in + (size_t)ix[j] * 32;
-				__m512 s0 = _mm512_set1_ps(w[j]);
+				__m512 s0 = _mm512_set1_ps(wm[j]);
 				a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
 				a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
 			}
@@ -73,11 +85,13 @@ static inline void rest32(const rc_spm16 *m, const float *in, int64_t r, __m512 
 	while (i < e) {
 		int n = e - i < 16 ? (int)(e - i) : 16;
 		_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+		const float *wm = w;
+		W_FROM_MEMORY(wm, 16);
 		const uint32_t *ix = m->idx + i;
 		int j = 0;
 		for (; j + 2 <= n; j += 2) {
 			const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
-			__m512 s0 = _mm512_set1_ps(w[j]), s1 = _mm512_set1_ps(w[j + 1]);
+			__m512 s0 = _mm512_set1_ps(wm[j]), s1 = _mm512_set1_ps(wm[j + 1]);
 			a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
 			a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
 			b0 = _mm512_fmadd_ps(s1, _mm512_loadu_ps(x1), b0);
@@ -85,7 +99,7 @@ static inline void rest32(const rc_spm16 *m, const float *in, int64_t r, __m512 
 		}
 		if (j < n) {
 			const float *x0 = in + (size_t)ix[j] * 32;
-			__m512 s0 = _mm512_set1_ps(w[j]);
+			__m512 s0 = _mm512_set1_ps(wm[j]);
 			a0 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0), a0);
 			a1 = _mm512_fmadd_ps(s0, _mm512_loadu_ps(x0 + 16), a1);
 		}
@@ -112,14 +126,16 @@ static inline void pair32(const rc_spm16p *m, const float *in, int64_t q, __m512
 		__m512i h = _mm512_loadu_si512((const void *)(m->sval + i));
 		_mm512_store_ps(w, _mm512_cvtph_ps(_mm512_castsi512_si256(h)));
 		_mm512_store_ps(w + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));
+		const float *wm = w;
+		W_FROM_MEMORY(wm, 32);
 		const uint32_t *ix = m->sidx + i;
 		int j = 0;
 		for (; j + 2 <= n; j += 2) {
 			const float *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
 			__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
 			__m512 v0 = _mm512_loadu_ps(x1), v1 = _mm512_loadu_ps(x1 + 16);
-			__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
-			__m512 ta = _mm512_set1_ps(w[2 * j + 2]), tb = _mm512_set1_ps(w[2 * j + 3]);
+			__m512 sa = _mm512_set1_ps(wm[2 * j]), sb = _mm512_set1_ps(wm[2 * j + 1]);
+			__m512 ta = _mm512_set1_ps(wm[2 * j + 2]), tb = _mm512_set1_ps(wm[2 * j + 3]);
 			a0 = _mm512_fmadd_ps(sa, u0, a0);
 			a1 = _mm512_fmadd_ps(sa, u1, a1);
 			b0 = _mm512_fmadd_ps(sb, u0, b0);
@@ -132,7 +148,7 @@ static inline void pair32(const rc_spm16p *m, const float *in, int64_t q, __m512
 		if (j < n) {
 			const float *x0 = in + (size_t)ix[j] * 32;
 			__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
-			__m512 sa = _mm512_set1_ps(w[2 * j]), sb = _mm512_set1_ps(w[2 * j + 1]);
+			__m512 sa = _mm512_set1_ps(wm[2 * j]), sb = _mm512_set1_ps(wm[2 * j + 1]);
 			a0 = _mm512_fmadd_ps(sa, u0, a0);
 			a1 = _mm512_fmadd_ps(sa, u1, a1);
 			b0 = _mm512_fmadd_ps(sb, u0, b0);
@@ -167,12 +183,14 @@ void rc_spm16p_rows32_avx512(const rc_spm16p *m, const float *in, float *out, in
 				/* 16 x 4 fp16 = (rows 4g .. 4g + 3) x 16 entries */
 				for (int v = 0; v < 4; v++)
 					_mm512_store_ps(w + 16 * v, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->qval + i + 4 * v))));
+				const float *wm = w;
+				W_FROM_MEMORY(wm, 64);
 				const uint32_t *ix = m->qidx + i;
 				for (int j = 0; j < n; j++) {
 					const float *x0 = in + (size_t)ix[j] * 32;
 					__m512 u0 = _mm512_loadu_ps(x0), u1 = _mm512_loadu_ps(x0 + 16);
-					__m512 sa = _mm512_set1_ps(w[4 * j]), sb = _mm512_set1_ps(w[4 * j + 1]);
-					__m512 sc = _mm512_set1_ps(w[4 * j + 2]), sd = _mm512_set1_ps(w[4 * j + 3]);
+					__m512 sa = _mm512_set1_ps(wm[4 * j]), sb = _mm512_set1_ps(wm[4 * j + 1]);
+					__m512 sc = _mm512_set1_ps(wm[4 * j + 2]), sd = _mm512_set1_ps(wm[4 * j + 3]);
 					a0 = _mm512_fmadd_ps(sa, u0, a0);
 					a1 = _mm512_fmadd_ps(sa, u1, a1);
 					b0 = _mm512_fmadd_ps(sb, u0, b0);
@@ -214,11 +232,13 @@ static void rows32h(const rc_spm16 *m, const uint16_t *in, const float *sc, floa
 		while (i < e) {
 			int n = e - i < 16 ? (int)(e - i) : 16;
 			_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+			const float *wm = w;
+			W_FROM_MEMORY(wm, 16);
 			const uint32_t *ix = m->idx + i;
 			int j = 0;
 			for (; j + 2 <= n; j += 2) {
 				const uint16_t *x0 = in + (size_t)ix[j] * 32, *x1 = in + (size_t)ix[j + 1] * 32;
-				__m512 s0 = _mm512_set1_ps(w[j]), s1 = _mm512_set1_ps(w[j + 1]);
+				__m512 s0 = _mm512_set1_ps(wm[j]), s1 = _mm512_set1_ps(wm[j + 1]);
 				a0 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x0)), a0);
 				a1 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x0 + 16))), a1);
 				b0 = _mm512_fmadd_ps(s1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x1)), b0);
@@ -226,7 +246,7 @@ static void rows32h(const rc_spm16 *m, const uint16_t *in, const float *sc, floa
 			}
 			if (j < n) {
 				const uint16_t *x0 = in + (size_t)ix[j] * 32;
-				__m512 s0 = _mm512_set1_ps(w[j]);
+				__m512 s0 = _mm512_set1_ps(wm[j]);
 				a0 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x0)), a0);
 				a1 = _mm512_fmadd_ps(s0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x0 + 16))), a1);
 			}
@@ -284,15 +304,17 @@ static void rows_any(const rc_spm16 *m, const float *in, float *out, int nc, int
 			for (int64_t i = b; i < e;) {
 				int n = e - i < 16 ? (int)(e - i) : 16;
 				_mm512_store_ps(w, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+				const float *wm = w;
+				W_FROM_MEMORY(wm, 16);
 				const uint32_t *ix = m->idx + i;
 				int j = 0;
 				for (; j + 2 <= n; j += 2) {
 					const float *x0 = in + (size_t)ix[j] * nc + c0, *x1 = in + (size_t)ix[j + 1] * nc + c0;
-					a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), _mm512_maskz_loadu_ps(k, x0), a0);
-					b0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j + 1]), _mm512_maskz_loadu_ps(k, x1), b0);
+					a0 = _mm512_fmadd_ps(_mm512_set1_ps(wm[j]), _mm512_maskz_loadu_ps(k, x0), a0);
+					b0 = _mm512_fmadd_ps(_mm512_set1_ps(wm[j + 1]), _mm512_maskz_loadu_ps(k, x1), b0);
 				}
 				if (j < n)
-					a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j]),
+					a0 = _mm512_fmadd_ps(_mm512_set1_ps(wm[j]),
 							     _mm512_maskz_loadu_ps(k, in + (size_t)ix[j] * nc + c0), a0);
 				i += n;
 			}
@@ -371,6 +393,8 @@ BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, 
 			__m512 w = _mm512_maskz_mov_ps((__mmask16)((1u << n) - 1),
 						       _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
 			_mm256_store_si256((__m256i *)wp, (__m256i)_mm512_cvtneps_pbh(w));
+			const uint32_t *wpm = wp;
+			W_FROM_MEMORY(wpm, 8);
 			const uint32_t *ix = m->idx + i;
 			int j = 0;
 			for (; j + 4 <= n + 1; j += 4) {
@@ -378,8 +402,8 @@ BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, 
 				__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
 				__m512i xc = _mm512_loadu_si512(in + (size_t)ix[j + 2] * 32);
 				__m512i xd = _mm512_loadu_si512(in + (size_t)ix[j + 3] * 32);
-				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wp[j / 2]);
-				__m512bh p1 = (__m512bh)_mm512_set1_epi32((int)wp[j / 2 + 1]);
+				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2]);
+				__m512bh p1 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2 + 1]);
 				l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
 				h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
 				l1 = _mm512_dpbf16_ps(l1, (__m512bh)_mm512_unpacklo_epi16(xc, xd), p1);
@@ -388,7 +412,7 @@ BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, 
 			if (j < n) {
 				__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
 				__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
-				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wp[j / 2]);
+				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2]);
 				l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
 				h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
 			}
