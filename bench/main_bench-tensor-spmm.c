@@ -96,11 +96,16 @@ int main(void)
 			       100 * (double)p->rest.nnz / nnz);
 		}
 	}
-	static const char *vname[4] = { "build", "pairs", "quads", "single" };
-	for (int pass = 0; pass < 2 * (keep_ap.group ? 4 : 1); pass++) {
+	/* then the bf16 input (where the CPU has it): the build's groups, one
+	 * row at a time */
+	static const char *vname[6] = { "build", "pairs", "quads", "single", "bf16", "bf16-1" };
+	int keep_in = c->input, nvar = keep_ap.group ? (rc_bsr_cpu_set_input(c, RC_SPM_IN_BF16) ? 4 : 6) : 1;
+	c->input = keep_in;
+	for (int pass = 0; pass < 2 * nvar; pass++) {
 		int trans = pass % 2, var = keep_ap.group ? pass / 2 : 3;
-		c->ap = var == 0 ? keep_ap : var < 3 ? gp[var - 1][0] : (rc_spm16p){ 0 };
-		c->atp = var == 0 ? keep_atp : var < 3 ? gp[var - 1][1] : (rc_spm16p){ 0 };
+		c->input = var >= 4 ? RC_SPM_IN_BF16 : RC_SPM_IN_FP32;
+		c->ap = var == 0 || var == 4 ? keep_ap : var < 3 ? gp[var - 1][0] : (rc_spm16p){ 0 };
+		c->atp = var == 0 || var == 4 ? keep_atp : var < 3 ? gp[var - 1][1] : (rc_spm16p){ 0 };
 		double w = 1e30, cc = 1e30;
 		for (int r = 0; r < reps; r++) {
 			double a = rc_now_s(), ca = cpu_s();
@@ -114,6 +119,7 @@ int main(void)
 	}
 	c->ap = keep_ap;
 	c->atp = keep_atp;
+	c->input = keep_in;
 	for (int k = 0; k < 2; k++) {
 		rc_spm16p_free(&gp[k][0]);
 		rc_spm16p_free(&gp[k][1]);

@@ -387,7 +387,7 @@ void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int 
 
 struct cmul {
 	const rc_spm16 *m;
-	const rc_spm16p *mp; /* its row pairs, or NULL */
+	const rc_spm16p *mp; /* its row groups (fp32 and bf16 input), or NULL */
 	int isa, nc;
 	const float *in;
 	float *out;
@@ -411,6 +411,8 @@ static int cmul_task(int64_t t, int worker, void *ud)
 		rc_to_bf16_32_avx512(c->in, c->xh_to, r0, r1);
 	else if (c->stage == 1)
 		rc_to_f16_32_avx512(c->in, c->inv, c->xh_to, r0, r1);
+	else if (c->xh && c->input == RC_SPM_IN_BF16 && c->mp)
+		rc_spm16p_rows32b_avx512(c->mp, c->xh, c->out, r0, r1);
 	else if (c->xh && c->input == RC_SPM_IN_BF16)
 		rc_spm16_rows32b_avx512(c->m, c->xh, c->out, r0, r1);
 	else if (c->xh)
@@ -475,7 +477,7 @@ int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc
 		k->xh = NULL;
 	k->stage = 2;
 	const rc_spm16p *mp = trans ? &c->atp : &c->ap;
-	if (!k->xh && c->isa >= RC_ISA_AVX512 && nc == 32 && mp->group)
+	if (c->isa >= RC_ISA_AVX512 && nc == 32 && mp->group)
 		k->mp = mp;
 	int rc = rc_par_for(tasks(m->rows), 1, threads, cmul_task, k);
 	free(k);

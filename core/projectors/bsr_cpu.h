@@ -126,5 +126,7 @@ void rc_to_f16_32_avx512(const float *in, const float inv[32], uint16_t *out, in
 /* AVX512_BF16 (call only where the CPU has it): rows of 32 slices */
 void rc_to_bf16_32_avx512(const float *in, uint16_t *out, int64_t r0, int64_t r1);
 void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, float *out, int64_t r0, int64_t r1);
+/* the same over the row groups (rows [r0, r1) multiples of the group) */
+void rc_spm16p_rows32b_avx512(const rc_spm16p *m, const uint16_t *in, float *out, int64_t r0, int64_t r1);
 
 #endif

@@ -375,52 +375,141 @@ BF16_TARGET void rc_to_bf16_32_avx512(const float *in, uint16_t *out, int64_t r0
 	}
 }
 
-BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, float *out, int64_t r0, int64_t r1)
+/* The non-zeros of row r added to the sums lo, hi (dword k of lane l of
+ * lo: slice 8 l + k, of hi: slice 8 l + 4 + k; see rows32b's store). */
+BF16_TARGET static inline void rest32b(const rc_spm16 *m, const uint16_t *in, int64_t r, __m512 *plo, __m512 *phi)
 {
 	uint32_t wp[8] __attribute__((aligned(32)));
-	/* output slice p of the first 16 from (lo, hi) dwords: lane k = p / 8 */
-	const __m512i perm0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-	const __m512i perm1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-	for (int64_t r = r0; r < r1; r++) {
-		__m512 l0 = _mm512_setzero_ps(), h0 = _mm512_setzero_ps();
-		__m512 l1 = _mm512_setzero_ps(), h1 = _mm512_setzero_ps();
-		int64_t i = m->ptr[r], e = m->ptr[r + 1];
-		while (i < e) {
-			int n = e - i < 16 ? (int)(e - i) : 16;
-			/* weights past the row's end are zeroed: the odd one out is
-			 * paired with a zero weight (and a valid row index: the
-			 * arrays are padded) */
-			__m512 w = _mm512_maskz_mov_ps((__mmask16)((1u << n) - 1),
-						       _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
-			_mm256_store_si256((__m256i *)wp, (__m256i)_mm512_cvtneps_pbh(w));
-			const uint32_t *wpm = wp;
-			W_FROM_MEMORY(wpm, 8);
-			const uint32_t *ix = m->idx + i;
-			int j = 0;
-			for (; j + 4 <= n + 1; j += 4) {
-				__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
-				__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
-				__m512i xc = _mm512_loadu_si512(in + (size_t)ix[j + 2] * 32);
-				__m512i xd = _mm512_loadu_si512(in + (size_t)ix[j + 3] * 32);
-				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2]);
-				__m512bh p1 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2 + 1]);
-				l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
-				h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
-				l1 = _mm512_dpbf16_ps(l1, (__m512bh)_mm512_unpacklo_epi16(xc, xd), p1);
-				h1 = _mm512_dpbf16_ps(h1, (__m512bh)_mm512_unpackhi_epi16(xc, xd), p1);
-			}
-			if (j < n) {
-				__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
-				__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
-				__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2]);
-				l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
-				h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
-			}
-			i += n;
+	__m512 l0 = *plo, h0 = *phi;
+	__m512 l1 = _mm512_setzero_ps(), h1 = _mm512_setzero_ps();
+	int64_t i = m->ptr[r], e = m->ptr[r + 1];
+	while (i < e) {
+		int n = e - i < 16 ? (int)(e - i) : 16;
+		/* weights past the row's end are zeroed: the odd one out is
+		 * paired with a zero weight (and a valid row index: the
+		 * arrays are padded) */
+		__m512 w = _mm512_maskz_mov_ps((__mmask16)((1u << n) - 1),
+					       _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->val + i))));
+		_mm256_store_si256((__m256i *)wp, (__m256i)_mm512_cvtneps_pbh(w));
+		const uint32_t *wpm = wp;
+		W_FROM_MEMORY(wpm, 8);
+		const uint32_t *ix = m->idx + i;
+		int j = 0;
+		for (; j + 4 <= n + 1; j += 4) {
+			__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
+			__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
+			__m512i xc = _mm512_loadu_si512(in + (size_t)ix[j + 2] * 32);
+			__m512i xd = _mm512_loadu_si512(in + (size_t)ix[j + 3] * 32);
+			__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2]);
+			__m512bh p1 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2 + 1]);
+			l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
+			h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
+			l1 = _mm512_dpbf16_ps(l1, (__m512bh)_mm512_unpacklo_epi16(xc, xd), p1);
+			h1 = _mm512_dpbf16_ps(h1, (__m512bh)_mm512_unpackhi_epi16(xc, xd), p1);
 		}
-		__m512 lo = _mm512_add_ps(l0, l1), hi = _mm512_add_ps(h0, h1);
+		if (j < n) {
+			__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
+			__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
+			__m512bh p0 = (__m512bh)_mm512_set1_epi32((int)wpm[j / 2]);
+			l0 = _mm512_dpbf16_ps(l0, (__m512bh)_mm512_unpacklo_epi16(xa, xb), p0);
+			h0 = _mm512_dpbf16_ps(h0, (__m512bh)_mm512_unpackhi_epi16(xa, xb), p0);
+		}
+		i += n;
+	}
+	*plo = _mm512_add_ps(l0, l1);
+	*phi = _mm512_add_ps(h0, h1);
+}
+
+/* output slice p of the first 16 from (lo, hi) dwords: lane k = p / 8 */
+#define BF16_PERM0 _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23)
+#define BF16_PERM1 _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31)
+
+BF16_TARGET void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, float *out, int64_t r0, int64_t r1)
+{
+	const __m512i perm0 = BF16_PERM0, perm1 = BF16_PERM1;
+	for (int64_t r = r0; r < r1; r++) {
+		__m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+		rest32b(m, in, r, &lo, &hi);
 		_mm512_storeu_ps(out + r * 32, _mm512_permutex2var_ps(lo, perm0, hi));
 		_mm512_storeu_ps(out + r * 32 + 16, _mm512_permutex2var_ps(lo, perm1, hi));
+	}
+}
+
+/* Entries [i, e) that all G rows of a group share (G = 4: the quads, 2: a
+ * pair): idx, and G fp16 weights per entry (row 0 first).  Two entries at
+ * a time: their input rows loaded and interleaved once (two loads, two
+ * unpacks) for 2 G vdpbf16ps.  Weights per 32 / G entries: the G x 32 / G
+ * fp16 to bf16, then vpermw so dword (jp, r) = (w[2 jp][r], w[2 jp + 1][r])
+ * is the pair of row r for entries 2 jp, 2 jp + 1; weights past e zeroed
+ * (their input rows are valid: the arrays are padded). */
+BF16_TARGET static inline void shared32b(int G, const uint32_t *idx, const uint16_t *val, int64_t i, int64_t e,
+					 const uint16_t *in, __m512 *lo, __m512 *hi)
+{
+	uint32_t wp[16] __attribute__((aligned(64)));
+	/* vpermw index: word 2 d + h of the result = word (2 jp + h) G + r of
+	 * the weights, d = jp G + r */
+	uint16_t pidx[32];
+	for (int d = 0; d < 16; d++)
+		for (int h = 0; h < 2; h++)
+			pidx[2 * d + h] = (uint16_t)((2 * (d / G) + h) * G + d % G);
+	const __m512i perm = _mm512_loadu_si512(pidx);
+	__m512 L[4], H[4];
+	for (int r = 0; r < G; r++) {
+		L[r] = lo[r];
+		H[r] = hi[r];
+	}
+	const int E = 32 / G;
+	while (i < e) {
+		int n = e - i < E ? (int)(e - i) : E, nv = n * G;
+		__mmask16 k0 = nv >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nv) - 1);
+		__mmask16 k1 = nv >= 32 ? (__mmask16)0xffff : nv > 16 ? (__mmask16)((1u << (nv - 16)) - 1) : 0;
+		__m256i v0 = _mm256_loadu_si256((const __m256i *)(val + i * G));
+		__m256i v1 = _mm256_loadu_si256((const __m256i *)(val + i * G + 16));
+		__m512 w0 = _mm512_maskz_mov_ps(k0, _mm512_cvtph_ps(v0)), w1 = _mm512_maskz_mov_ps(k1, _mm512_cvtph_ps(v1));
+		__m512i b = (__m512i)_mm512_cvtne2ps_pbh(w1, w0);
+		_mm512_store_si512((void *)wp, _mm512_permutexvar_epi16(perm, b));
+		const uint32_t *wpm = wp;
+		W_FROM_MEMORY(wpm, 16);
+		const uint32_t *ix = idx + i;
+		for (int j = 0; j < n; j += 2) {
+			__m512i xa = _mm512_loadu_si512(in + (size_t)ix[j] * 32);
+			__m512i xb = _mm512_loadu_si512(in + (size_t)ix[j + 1] * 32);
+			__m512bh ul = (__m512bh)_mm512_unpacklo_epi16(xa, xb), uh = (__m512bh)_mm512_unpackhi_epi16(xa, xb);
+			for (int r = 0; r < G; r++) {
+				__m512bh p = (__m512bh)_mm512_set1_epi32((int)wpm[(j / 2) * G + r]);
+				L[r] = _mm512_dpbf16_ps(L[r], ul, p);
+				H[r] = _mm512_dpbf16_ps(H[r], uh, p);
+			}
+		}
+		i += n;
+	}
+	for (int r = 0; r < G; r++) {
+		lo[r] = L[r];
+		hi[r] = H[r];
+	}
+}
+
+/* Row groups (rc_spm16p) with bf16 input and weights: as rows32b, the
+ * quads' and pairs' shared entries through shared32b. */
+BF16_TARGET void rc_spm16p_rows32b_avx512(const rc_spm16p *m, const uint16_t *in, float *out, int64_t r0, int64_t r1)
+{
+	const __m512i perm0 = BF16_PERM0, perm1 = BF16_PERM1;
+	int k = m->group;
+	for (int64_t g = r0 / k; g < r1 / k; g++) {
+		__m512 lo[4], hi[4];
+		for (int r = 0; r < 4; r++)
+			lo[r] = hi[r] = _mm512_setzero_ps();
+		if (k == 4)
+			shared32b(4, m->qidx, (const uint16_t *)m->qval, m->qptr[g], m->qptr[g + 1], in, lo, hi);
+		for (int h = 0; h < k / 2; h++) {
+			int64_t q = g * k / 2 + h;
+			shared32b(2, m->sidx, (const uint16_t *)m->sval, m->sptr[q], m->sptr[q + 1], in, lo + 2 * h, hi + 2 * h);
+		}
+		for (int r = 0; r < k; r++) {
+			rest32b(&m->rest, in, g * k + r, &lo[r], &hi[r]);
+			_mm512_storeu_ps(out + (g * k + r) * 32, _mm512_permutex2var_ps(lo[r], perm0, hi[r]));
+			_mm512_storeu_ps(out + (g * k + r) * 32 + 16, _mm512_permutex2var_ps(lo[r], perm1, hi[r]));
+		}
 	}
 }
 
