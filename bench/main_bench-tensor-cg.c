@@ -24,6 +24,8 @@
  * case, 512^2 from 720 x 512 (the matrix is cached in RECOND_BENCH_CACHE,
  * default /tmp/recond-bench-cache, ~2.5 GB); RECOND_BENCH_QUICK=1: 64^2
  * from 90 x 64.  RECOND_BENCH_ROWS=nz,blocks,csr picks rows (default all;
+ * nz1 and bf16-1 are the default and the bf16 input one row at a time, as
+ * before the row groups of bsr_cpu.h;
  * blocks and csr are slow at 512^2).
  */
 #include <math.h>
@@ -151,14 +153,17 @@ int main(void)
 	printf("  (per image per iteration: wall, and CPU time of all %d threads; floor: max(memory, compute) floor of the "
 	       "bytes this row streams, on %d cores; x floor: wall / floor; x fl.cpu: cpu / %d / floor, the ratio on idle "
 	       "cores; bsr-flr: the floor with the fp16 BSR's bytes, as issue 17 states it)\n", ncores, ncores, ncores);
-	for (int row0 = 0; row0 < 6; row0++) {
-		/* nz1: the CPU path's default as before the row pairs (one row
-		 * at a time); nz: the default; bf16, fp16: its other inputs
-		 * (bsr_cpu.h); blocks: the former product over the BSR blocks */
-		static const char *names[6] = { "nz1", "nz", "bf16", "fp16", "blocks", "csr" };
-		static const char *labels[6] = { "fp16 nz, single rows", "fp16 non-zeros", "  bf16 (vdpbf16ps)", "  fp16 input",
-						 "fp16 BSR blocks", "CSR fp32" };
-		int single = row0 == 0, row = row0 ? row0 - 1 : 0;
+	for (int row0 = 0; row0 < 7; row0++) {
+		/* nz1, bf16-1: the CPU path's default and bf16 input as before
+		 * the row groups (one row at a time); nz: the default; bf16,
+		 * fp16: its other inputs (bsr_cpu.h); blocks: the former product
+		 * over the BSR blocks */
+		static const char *names[7] = { "nz1", "nz", "bf16-1", "bf16", "fp16", "blocks", "csr" };
+		static const char *labels[7] = { "fp16 nz, single rows", "fp16 non-zeros",  "  bf16, single rows",
+						 "  bf16 (vdpbf16ps)",   "  fp16 input",    "fp16 BSR blocks",
+						 "CSR fp32" };
+		static const int rowof[7] = { 0, 0, 1, 1, 2, 3, 4 };
+		int single = row0 == 0 || row0 == 2, row = rowof[row0];
 		if (!want(rows, names[row0]) || (row == 1 && !has_bf16))
 			continue;
 		rc_tensor_opts o;

@@ -98,6 +98,29 @@ int main(void)
 	}
 	/* then the bf16 input (where the CPU has it): the build's groups, one
 	 * row at a time */
+	/* which pairing of a group's four rows shares most (columns both
+	 * rows of a pair have, counted twice): (0 1)(2 3), (0 2)(1 3), (0 3)(1 2) */
+	for (int t = 0; t < 2; t++) {
+		const rc_spm16 *m = t ? &c->at : &c->a;
+		static const int pr[3][4] = { { 0, 1, 2, 3 }, { 0, 2, 1, 3 }, { 0, 3, 1, 2 } };
+		double sh[3] = { 0, 0, 0 };
+		for (int64_t g = 0; g + 4 <= m->rows; g += 4)
+			for (int v = 0; v < 3; v++)
+				for (int h = 0; h < 2; h++) {
+					int64_t i = m->ptr[g + pr[v][2 * h]], ie = m->ptr[g + pr[v][2 * h] + 1];
+					int64_t j = m->ptr[g + pr[v][2 * h + 1]], je = m->ptr[g + pr[v][2 * h + 1] + 1];
+					while (i < ie && j < je) {
+						if (m->idx[i] == m->idx[j])
+							sh[v] += 2, i++, j++;
+						else if (m->idx[i] < m->idx[j])
+							i++;
+						else
+							j++;
+					}
+				}
+		printf("  %s: pairings (01)(23) %.1f%%, (02)(13) %.1f%%, (03)(12) %.1f%% of the non-zeros shared in pairs\n",
+		       t ? "A^T" : "A", 100 * sh[0] / (double)m->nnz, 100 * sh[1] / (double)m->nnz, 100 * sh[2] / (double)m->nnz);
+	}
 	static const char *vname[6] = { "build", "pairs", "quads", "single", "bf16", "bf16-1" };
 	int keep_in = c->input, nvar = keep_ap.group ? (rc_bsr_cpu_set_input(c, RC_SPM_IN_BF16) ? 4 : 6) : 1;
 	c->input = keep_in;
