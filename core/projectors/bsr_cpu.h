@@ -15,6 +15,9 @@
  * Products take X[col][nc], Y[row][nc] as rc_bsr_mul.  The AVX-512 path
  * (runtime dispatch through rc_cpu_isa_best, RECOND_CPU_ISA caps it) keeps
  * 32 slices in two zmm per row and converts 16 fp16 values per vcvtph2ps;
+ * with 32 slices (fp32 or bf16 input) it walks rows in groups of four
+ * (rc_spm16p: an input row several rows of the group share is loaded once
+ * for all of them; a second copy of the non-zeros, made at build);
  * the AVX2 path (with F16C) four ymm and 8 values; the baseline path is
  * plain C over the slices (SSE2 vectorised).
  */
