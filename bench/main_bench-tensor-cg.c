@@ -24,6 +24,8 @@
  * case, 512^2 from 720 x 512 (the matrix is cached in RECOND_BENCH_CACHE,
  * default /tmp/recond-bench-cache, ~2.5 GB); RECOND_BENCH_QUICK=1: 64^2
  * from 90 x 64.  RECOND_BENCH_ROWS=nz,blocks,csr picks rows (default all;
+ * nz1 and bf16-1 are the default and the bf16 input one row at a time, as
+ * before the row groups of bsr_cpu.h;
  * blocks and csr are slow at 512^2).
  */
 #include <math.h>
@@ -151,18 +153,24 @@ int main(void)
 	printf("  (per image per iteration: wall, and CPU time of all %d threads; floor: max(memory, compute) floor of the "
 	       "bytes this row streams, on %d cores; x floor: wall / floor; x fl.cpu: cpu / %d / floor, the ratio on idle "
 	       "cores; bsr-flr: the floor with the fp16 BSR's bytes, as issue 17 states it)\n", ncores, ncores, ncores);
-	for (int row = 0; row < 5; row++) {
-		/* nz: the CPU path's default; bf16, fp16: its other inputs
-		 * (bsr_cpu.h); blocks: the former product over the BSR blocks */
-		static const char *names[5] = { "nz", "bf16", "fp16", "blocks", "csr" };
-		static const char *labels[5] = { "fp16 non-zeros", "  bf16 (vdpbf16ps)", "  fp16 input", "fp16 BSR blocks",
+	for (int row0 = 0; row0 < 7; row0++) {
+		/* nz1, bf16-1: the CPU path's default and bf16 input as before
+		 * the row groups (one row at a time); nz: the default; bf16,
+		 * fp16: its other inputs (bsr_cpu.h); blocks: the former product
+		 * over the BSR blocks */
+		static const char *names[7] = { "nz1", "nz", "bf16-1", "bf16", "fp16", "blocks", "csr" };
+		static const char *labels[7] = { "fp16 nz, single rows", "fp16 non-zeros",  "  bf16, single rows",
+						 "  bf16 (vdpbf16ps)",   "  fp16 input",    "fp16 BSR blocks",
 						 "CSR fp32" };
-		if (!want(rows, names[row]) || (row == 1 && !has_bf16))
+		static const int rowof[7] = { 0, 0, 1, 1, 2, 3, 4 };
+		int single = row0 == 0 || row0 == 2, row = rowof[row0];
+		if (!want(rows, names[row0]) || (row == 1 && !has_bf16))
 			continue;
 		rc_tensor_opts o;
 		rc_tensor_opts_default(&o);
 		o.mixed = row < 4;
 		o.cpu_blocks = row == 3;
+		o.cpu_single_rows = single;
 		o.cpu_input = row == 1 ? RC_SPM_IN_BF16 : row == 2 ? RC_SPM_IN_FP16 : -1;
 		o.gpu = 0;
 		o.cache_dir = cache;
@@ -186,7 +194,7 @@ int main(void)
 		double fl_mem = 2.0 * bytes / (gbs * 1e9), fl_fma = flops / ((row == 1 ? gfl_bf : gfl) * 1e9);
 		double floor_ms = 1e3 * (fl_mem > fl_fma ? fl_mem : fl_fma) / nz;
 		double bsr_floor = 1e3 * (2.0 * bsr / (gbs * 1e9) > fl_fma ? 2.0 * bsr / (gbs * 1e9) : fl_fma) / nz;
-		printf("  %-22s %8.1f %10.3f %10.3f %9.4f %8.0f %9.3f %7.2f %7.2f %8.3f  %s\n", labels[row],
+		printf("  %-22s %8.1f %10.3f %10.3f %9.4f %8.0f %9.3f %7.2f %7.2f %8.3f  %s\n", labels[row0],
 		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rc_metric_rel_error(vol, ref, NULL, nvox),
 		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, 1e3 * cper / nz / ncores / floor_ms, bsr_floor,
 		       rep.dev[0].name + 4);

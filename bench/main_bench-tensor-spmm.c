@@ -78,7 +78,57 @@ int main(void)
 	printf("bench-tensor-spmm: %d^2 from %d x %d, %d slices, %lld non-zeros, path %s; matrix %.1f s, CPU layout %.1f s\n",
 	       n, nviews, nu, nz, (long long)c->a.nnz, rc_bsr_cpu_path(c), t1 - t0, t2 - t1);
 	int reps = quick ? 20 : 4;
-	for (int trans = 0; trans < 2; trans++) {
+	/* the fp32 input's kernels in one run: the row groups the build made
+	 * (the default), groups of 2 and 4 made here, one row at a time */
+	rc_spm16p keep_ap = c->ap, keep_atp = c->atp, gp[2][2];
+	memset(gp, 0, sizeof gp);
+	for (int k = 0; k < 2 && keep_ap.group; k++) {
+		if (rc_spm16p_make(&c->a, 2 + 2 * k, 0, &gp[k][0]) || rc_spm16p_make(&c->at, 2 + 2 * k, 0, &gp[k][1])) {
+			fprintf(stderr, "bench-tensor-spmm: out of memory for the row groups\n");
+			return 1;
+		}
+		for (int t = 0; t < 2; t++) {
+			const rc_spm16p *p = &gp[k][t];
+			double nnz = (double)(t ? c->at.nnz : c->a.nnz), q = p->group == 4 ? 4.0 * (double)p->qptr[p->pairs / 2] : 0;
+			printf("  groups of %d, %s: %.1f%% of the non-zeros in columns all rows of the group have, %.1f%% in "
+			       "columns both rows of a pair have (not all), %.1f%% alone\n",
+			       p->group, t ? "A^T" : "A", 100 * q / nnz, 200 * (double)p->sptr[p->pairs] / nnz,
+			       100 * (double)p->rest.nnz / nnz);
+		}
+	}
+	/* then the bf16 input (where the CPU has it): the build's groups, one
+	 * row at a time */
+	/* which pairing of a group's four rows shares most (columns both
+	 * rows of a pair have, counted twice): (0 1)(2 3), (0 2)(1 3), (0 3)(1 2) */
+	for (int t = 0; t < 2; t++) {
+		const rc_spm16 *m = t ? &c->at : &c->a;
+		static const int pr[3][4] = { { 0, 1, 2, 3 }, { 0, 2, 1, 3 }, { 0, 3, 1, 2 } };
+		double sh[3] = { 0, 0, 0 };
+		for (int64_t g = 0; g + 4 <= m->rows; g += 4)
+			for (int v = 0; v < 3; v++)
+				for (int h = 0; h < 2; h++) {
+					int64_t i = m->ptr[g + pr[v][2 * h]], ie = m->ptr[g + pr[v][2 * h] + 1];
+					int64_t j = m->ptr[g + pr[v][2 * h + 1]], je = m->ptr[g + pr[v][2 * h + 1] + 1];
+					while (i < ie && j < je) {
+						if (m->idx[i] == m->idx[j])
+							sh[v] += 2, i++, j++;
+						else if (m->idx[i] < m->idx[j])
+							i++;
+						else
+							j++;
+					}
+				}
+		printf("  %s: pairings (01)(23) %.1f%%, (02)(13) %.1f%%, (03)(12) %.1f%% of the non-zeros shared in pairs\n",
+		       t ? "A^T" : "A", 100 * sh[0] / (double)m->nnz, 100 * sh[1] / (double)m->nnz, 100 * sh[2] / (double)m->nnz);
+	}
+	static const char *vname[6] = { "build", "pairs", "quads", "single", "bf16", "bf16-1" };
+	int keep_in = c->input, nvar = keep_ap.group ? (rc_bsr_cpu_set_input(c, RC_SPM_IN_BF16) ? 4 : 6) : 1;
+	c->input = keep_in;
+	for (int pass = 0; pass < 2 * nvar; pass++) {
+		int trans = pass % 2, var = keep_ap.group ? pass / 2 : 3;
+		c->input = var >= 4 ? RC_SPM_IN_BF16 : RC_SPM_IN_FP32;
+		c->ap = var == 0 || var == 4 ? keep_ap : var < 3 ? gp[var - 1][0] : (rc_spm16p){ 0 };
+		c->atp = var == 0 || var == 4 ? keep_atp : var < 3 ? gp[var - 1][1] : (rc_spm16p){ 0 };
 		double w = 1e30, cc = 1e30;
 		for (int r = 0; r < reps; r++) {
 			double a = rc_now_s(), ca = cpu_s();
@@ -87,8 +137,15 @@ int main(void)
 			w = dw < w ? dw : w;
 			cc = dc < cc ? dc : cc;
 		}
-		printf("  %-4s best of %d: %8.1f ms wall %8.1f ms cpu, per image %.3f / %.3f ms, %.2f cpu-ns per non-zero x 32 slices\n",
-		       trans ? "A^T" : "A", reps, 1e3 * w, 1e3 * cc, 1e3 * w / nz, 1e3 * cc / nz, 1e9 * cc / (double)c->a.nnz);
+		printf("  %-4s %-6s best of %d: %8.1f ms wall %8.1f ms cpu, per image %.3f / %.3f ms, %.2f cpu-ns per non-zero x 32 slices\n",
+		       trans ? "A^T" : "A", vname[var], reps, 1e3 * w, 1e3 * cc, 1e3 * w / nz, 1e3 * cc / nz, 1e9 * cc / (double)c->a.nnz);
+	}
+	c->ap = keep_ap;
+	c->atp = keep_atp;
+	c->input = keep_in;
+	for (int k = 0; k < 2; k++) {
+		rc_spm16p_free(&gp[k][0]);
+		rc_spm16p_free(&gp[k][1]);
 	}
 	/* the 16-bit inputs against the fp32 one: relative L2 difference of
 	 * A x and A^T y (x, y as above) */

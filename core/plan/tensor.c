@@ -245,6 +245,10 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 					     o->cpu_input == RC_SPM_IN_BF16 ? "bf16" : "requested");
 				goto out;
 			}
+			if (o->cpu_single_rows) {
+				rc_spm16p_free(&bc->ap);
+				rc_spm16p_free(&bc->atp);
+			}
 			tm.cpu = bc;
 			/* the products read only bc now: give back the blocks and the
 			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */

@@ -40,6 +40,9 @@ typedef struct rc_tensor_opts {
 	int threads;           /* 0 = all cores */
 	int cpu_input;         /* CPU, mixed, AVX-512, 32 slices: rc_spm_input (bsr_cpu.h) of the
 				* products, -1 = the default (fp32; RECOND_TENSOR_CPU_INPUT) */
+	int cpu_single_rows;   /* CPU, mixed, AVX-512, 32 slices, fp32 or bf16 input: 1 = rows one at a
+				* time, not the row groups of bsr_cpu.h (the former kernels, for
+				* comparisons) */
 	int cpu_blocks;        /* CPU, mixed: 1 = products over the BSR blocks (rc_bsr_mul, the
 				* former path, for comparisons), 0 = over the non-zeros (bsr_cpu.h) */
 	const float *vol_ref;  /* optional reference volume: error per iteration */

@@ -29,6 +29,8 @@ void rc_bsr_cpu_free(rc_bsr_cpu *c)
 		free(m[i]->idx);
 		free(m[i]->val);
 	}
+	rc_spm16p_free(&c->ap);
+	rc_spm16p_free(&c->atp);
 	free(c->xh);
 	free(c);
 }
@@ -137,6 +139,159 @@ static int spm_make(const rc_bsr *b, int trans, int threads, rc_spm16 *m, rc_err
 	return 0;
 }
 
+void rc_spm16p_free(rc_spm16p *p)
+{
+	free(p->sptr);
+	free(p->sidx);
+	free(p->sval);
+	free(p->qptr);
+	free(p->qidx);
+	free(p->qval);
+	free(p->rest.ptr);
+	free(p->rest.idx);
+	free(p->rest.val);
+	memset(p, 0, sizeof *p);
+}
+
+/* Rows per group of the fp32-input AVX-512 layout (rc_spm16p): set from
+ * bench-tensor-spmm on the Zen 4 of docs/tensor.md (see there). */
+#define RC_SPM16P_GROUP 4
+
+struct pbuild {
+	const rc_spm16 *m;
+	rc_spm16p *p;
+	int fill; /* 0: count into qptr[g + 1], sptr[pair + 1], rest.ptr[row + 1]; 1: fill */
+};
+
+/* Groups [16 t, 16 t + 16): merge the group's rows' ascending columns. */
+static int pbuild_task(int64_t t, int worker, void *ud)
+{
+	(void)worker;
+	const struct pbuild *b = ud;
+	const rc_spm16 *m = b->m;
+	rc_spm16p *p = b->p;
+	int k = p->group;
+	int64_t ng = m->rows / k, g1 = (t + 1) * 16 < ng ? (t + 1) * 16 : ng;
+	for (int64_t g = t * 16; g < g1; g++) {
+		int64_t cur[4], end[4], nr[4], ns[2], nq = 0;
+		for (int r = 0; r < k; r++) {
+			cur[r] = m->ptr[g * k + r];
+			end[r] = m->ptr[g * k + r + 1];
+			nr[r] = b->fill ? p->rest.ptr[g * k + r] : 0;
+		}
+		for (int h = 0; h < k / 2; h++)
+			ns[h] = b->fill ? p->sptr[g * k / 2 + h] : 0;
+		if (k == 4 && b->fill)
+			nq = p->qptr[g];
+		for (;;) {
+			uint32_t c = UINT32_MAX;
+			for (int r = 0; r < k; r++)
+				if (cur[r] < end[r] && m->idx[cur[r]] < c)
+					c = m->idx[cur[r]];
+			if (c == UINT32_MAX) /* every row done (columns are < cols) */
+				break;
+			int has = 0;
+			for (int r = 0; r < k; r++)
+				if (cur[r] < end[r] && m->idx[cur[r]] == c)
+					has |= 1 << r;
+			if (k == 4 && has == 15) {
+				if (b->fill) {
+					p->qidx[nq] = c;
+					p->qval[nq] = 0;
+					for (int r = 0; r < 4; r++)
+						p->qval[nq] |= (uint64_t)m->val[cur[r]] << (16 * r);
+				}
+				nq++;
+			} else {
+				for (int h = 0; h < k / 2; h++) {
+					int two = (has >> (2 * h)) & 3;
+					if (two == 3) {
+						if (b->fill) {
+							p->sidx[ns[h]] = c;
+							p->sval[ns[h]] = m->val[cur[2 * h]] | (uint32_t)m->val[cur[2 * h + 1]] << 16;
+						}
+						ns[h]++;
+					} else if (two) {
+						int r = 2 * h + (two == 2);
+						if (b->fill) {
+							p->rest.idx[nr[r]] = c;
+							p->rest.val[nr[r]] = m->val[cur[r]];
+						}
+						nr[r]++;
+					}
+				}
+			}
+			for (int r = 0; r < k; r++)
+				cur[r] += (has >> r) & 1;
+		}
+		if (!b->fill) {
+			if (k == 4)
+				p->qptr[g + 1] = nq;
+			for (int h = 0; h < k / 2; h++)
+				p->sptr[g * k / 2 + h + 1] = ns[h];
+			for (int r = 0; r < k; r++)
+				p->rest.ptr[g * k + r + 1] = nr[r];
+		}
+	}
+	return 0;
+}
+
+int rc_spm16p_make(const rc_spm16 *m, int group, int threads, rc_spm16p *p)
+{
+	memset(p, 0, sizeof *p);
+	if ((group != 2 && group != 4) || m->rows % group)
+		return RC_EINVAL;
+	p->group = group;
+	p->pairs = m->rows / 2;
+	p->rest.rows = m->rows;
+	p->rest.cols = m->cols;
+	p->sptr = calloc((size_t)p->pairs + 1, sizeof *p->sptr);
+	p->rest.ptr = calloc((size_t)m->rows + 1, sizeof *p->rest.ptr);
+	if (group == 4)
+		p->qptr = calloc((size_t)(m->rows / 4) + 1, sizeof *p->qptr);
+	if (!p->sptr || !p->rest.ptr || (group == 4 && !p->qptr))
+		goto nomem;
+	struct pbuild b = { m, p, 0 };
+	int64_t ng = m->rows / group, nt = (ng + 15) / 16;
+	int rc = rc_par_for(nt, 16, threads, pbuild_task, &b);
+	if (rc) {
+		rc_spm16p_free(p);
+		return rc;
+	}
+	for (int64_t q = 0; q < p->pairs; q++)
+		p->sptr[q + 1] += p->sptr[q];
+	for (int64_t r = 0; r < m->rows; r++)
+		p->rest.ptr[r + 1] += p->rest.ptr[r];
+	int64_t nq = 0;
+	if (group == 4) {
+		for (int64_t g = 0; g < ng; g++)
+			p->qptr[g + 1] += p->qptr[g];
+		nq = p->qptr[ng];
+		p->qidx = calloc((size_t)nq + RC_SPM16_PAD, sizeof *p->qidx);
+		p->qval = calloc((size_t)nq + RC_SPM16_PAD, sizeof *p->qval);
+		if (!p->qidx || !p->qval)
+			goto nomem;
+	}
+	int64_t ns = p->sptr[p->pairs];
+	p->rest.nnz = p->rest.ptr[m->rows];
+	p->sidx = calloc((size_t)ns + RC_SPM16_PAD, sizeof *p->sidx);
+	p->sval = calloc((size_t)ns + RC_SPM16_PAD, sizeof *p->sval);
+	p->rest.idx = calloc((size_t)p->rest.nnz + RC_SPM16_PAD, sizeof *p->rest.idx);
+	p->rest.val = calloc((size_t)p->rest.nnz + RC_SPM16_PAD, sizeof *p->rest.val);
+	if (!p->sidx || !p->sval || !p->rest.idx || !p->rest.val)
+		goto nomem;
+	b.fill = 1;
+	rc = rc_par_for(nt, 16, threads, pbuild_task, &b);
+	if (rc) {
+		rc_spm16p_free(p);
+		return rc;
+	}
+	return 0;
+nomem:
+	rc_spm16p_free(p);
+	return RC_ENOMEM;
+}
+
 /* F16C (cpuid leaf 1, ecx bit 29): through cpuid.h, since clang's
  * __builtin_cpu_supports does not know "f16c" (the fuzz build is clang). */
 static int has_f16c(void)
@@ -175,6 +330,15 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 	}
 	rc_cpu_isa best = rc_cpu_isa_best();
 	c->isa = best >= RC_ISA_AVX512 ? RC_ISA_AVX512 : best >= RC_ISA_AVX2 && has_f16c() ? RC_ISA_AVX2 : RC_ISA_BASELINE;
+	/* the row pairs of the fp32-input AVX-512 kernel (without memory for
+	 * them the products take the single rows) */
+	if (c->isa >= RC_ISA_AVX512) {
+		if (rc_spm16p_make(&c->a, RC_SPM16P_GROUP, threads, &c->ap) ||
+		    rc_spm16p_make(&c->at, RC_SPM16P_GROUP, threads, &c->atp)) {
+			rc_spm16p_free(&c->ap);
+			rc_spm16p_free(&c->atp);
+		}
+	}
 	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
 	 * otherwise (comparisons; a path this CPU lacks is ignored) */
 	c->input = RC_SPM_IN_DEFAULT;
@@ -222,13 +386,14 @@ void rc_spm16_rows(const rc_spm16 *m, int isa, const float *in, float *out, int 
 		rows_base(m, in, out, nc, r0, r1);
 }
 
-/* Rows per task: 64 rows are ~50 K non-zeros at 512^2 (~0.1 ms), small
+/* Rows per task (a multiple of RC_SPM16P_GROUP): 64 rows are ~50 K non-zeros at 512^2 (~0.1 ms), small
  * enough to balance two cores over 5760 tasks, large enough that the task
  * counter is touched rarely. */
 #define SPM_TASK_ROWS 64
 
 struct cmul {
 	const rc_spm16 *m;
+	const rc_spm16p *mp; /* its row groups (fp32 and bf16 input), or NULL */
 	int isa, nc;
 	const float *in;
 	float *out;
@@ -252,10 +417,14 @@ static int cmul_task(int64_t t, int worker, void *ud)
 		rc_to_bf16_32_avx512(c->in, c->xh_to, r0, r1);
 	else if (c->stage == 1)
 		rc_to_f16_32_avx512(c->in, c->inv, c->xh_to, r0, r1);
+	else if (c->xh && c->input == RC_SPM_IN_BF16 && c->mp)
+		rc_spm16p_rows32b_avx512(c->mp, c->xh, c->out, r0, r1);
 	else if (c->xh && c->input == RC_SPM_IN_BF16)
 		rc_spm16_rows32b_avx512(c->m, c->xh, c->out, r0, r1);
 	else if (c->xh)
 		rc_spm16_rows32h_avx512(c->m, c->xh, c->sc, c->out, r0, r1);
+	else if (c->mp)
+		rc_spm16p_rows32_avx512(c->mp, c->in, c->out, r0, r1);
 	else
 		rc_spm16_rows(c->m, c->isa, c->in, c->out, c->nc, r0, r1);
 	return 0;
@@ -313,6 +482,9 @@ int rc_bsr_cpu_mul(rc_bsr_cpu *c, int trans, const float *in, float *out, int nc
 	if (c->isa >= RC_ISA_AVX512 && nc == 32 && c->input != RC_SPM_IN_FP32 && !to_f16(c, k, threads))
 		k->xh = NULL;
 	k->stage = 2;
+	const rc_spm16p *mp = trans ? &c->atp : &c->ap;
+	if (c->isa >= RC_ISA_AVX512 && nc == 32 && mp->group)
+		k->mp = mp;
 	int rc = rc_par_for(tasks(m->rows), 1, threads, cmul_task, k);
 	free(k);
 	return rc;

@@ -15,6 +15,9 @@
  * Products take X[col][nc], Y[row][nc] as rc_bsr_mul.  The AVX-512 path
  * (runtime dispatch through rc_cpu_isa_best, RECOND_CPU_ISA caps it) keeps
  * 32 slices in two zmm per row and converts 16 fp16 values per vcvtph2ps;
+ * with 32 slices (fp32 or bf16 input) it walks rows in groups of four
+ * (rc_spm16p: an input row several rows of the group share is loaded once
+ * for all of them; a second copy of the non-zeros, made at build);
  * the AVX2 path (with F16C) four ymm and 8 values; the baseline path is
  * plain C over the slices (SSE2 vectorised).
  */
@@ -41,8 +44,34 @@ typedef struct rc_spm16 {
 typedef enum rc_spm_input { RC_SPM_IN_FP32 = 0, RC_SPM_IN_FP16, RC_SPM_IN_BF16 } rc_spm_input;
 #define RC_SPM_IN_DEFAULT RC_SPM_IN_FP32
 
+/* Rows of an rc_spm16 in groups, so the fp32-input AVX-512 kernel loads
+ * each input row that several rows of a group share once for all of them
+ * (two 64-byte loads for four or eight FMAs instead of two per row).
+ * Pairs (rows 2p, 2p + 1): the columns both rows have (ascending, with the
+ * two fp16 weights in one uint32: low half row 2p, high half row 2p + 1),
+ * and an rc_spm16 of what is left of each row (the entries of one row
+ * only).  Quads (group 4, rows 4q .. 4q + 3): first the columns all four
+ * rows have (four fp16 weights in a uint64, row 4q in the low 16 bits),
+ * then each of the two pairs' columns that both rows of the pair have
+ * but not all four, then the rest.  Same fp16 values as the rc_spm16;
+ * only the order of the fp32 sums differs. */
+typedef struct rc_spm16p {
+	int group;      /* 2 or 4 (0: none made) */
+	int64_t pairs;
+	int64_t *sptr;  /* pairs + 1 */
+	uint32_t *sidx; /* shared entries + RC_SPM16_PAD (padding: 0) */
+	uint32_t *sval; /* shared entries + RC_SPM16_PAD, two fp16 (padding: 0) */
+	int64_t *qptr;  /* group 4: rows / 4 + 1 */
+	uint32_t *qidx; /* group 4: entries of all four + RC_SPM16_PAD (padding: 0) */
+	uint64_t *qval; /* group 4: the same, four fp16 (padding: 0) */
+	rc_spm16 rest;  /* same rows and cols as the matrix */
+} rc_spm16p;
+
 typedef struct rc_bsr_cpu {
 	rc_spm16 a, at; /* A and A^T */
+	/* A and A^T in row groups, for the fp32-input AVX-512 path (made where
+	 * the CPU has AVX-512; else group == 0) */
+	rc_spm16p ap, atp;
 	int isa;        /* rc_cpu_isa of the products */
 	int input;      /* rc_spm_input of 32-slice AVX-512 products */
 	uint16_t *xh;   /* the input's 16-bit copy, max(rows, cols) x 32, made on first use */
@@ -82,6 +111,12 @@ void rc_spm16_rows_avx2(const rc_spm16 *m, const float *in, float *out, int nc, 
 /* AVX-512 kernels (bsr_cpu_avx512.c; call only where rc_cpu_isa_supported). */
 void rc_spm16_rows_avx512(const rc_spm16 *m, const float *in, float *out, int nc, int64_t r0, int64_t r1);
 double rc_fma_loop_avx512(long iters);
+/* rows [r0, r1) (multiples of the group) of the grouped layout, 32
+ * slices, fp32 input */
+void rc_spm16p_rows32_avx512(const rc_spm16p *m, const float *in, float *out, int64_t r0, int64_t r1);
+/* the grouped layout of m, group 2 or 4 (rows a multiple of it) */
+int rc_spm16p_make(const rc_spm16 *m, int group, int threads, rc_spm16p *p);
+void rc_spm16p_free(rc_spm16p *p);
 double rc_dpbf16_loop_avx512(long iters);
 /* rc_cpu_fma_gflops's isa argument for the vdpbf16ps rate */
 #define RC_FMA_BF16 100
@@ -94,5 +129,7 @@ void rc_to_f16_32_avx512(const float *in, const float inv[32], uint16_t *out, in
 /* AVX512_BF16 (call only where the CPU has it): rows of 32 slices */
 void rc_to_bf16_32_avx512(const float *in, uint16_t *out, int64_t r0, int64_t r1);
 void rc_spm16_rows32b_avx512(const rc_spm16 *m, const uint16_t *in, float *out, int64_t r0, int64_t r1);
+/* the same over the row groups (rows [r0, r1) multiples of the group) */
+void rc_spm16p_rows32b_avx512(const rc_spm16p *m, const uint16_t *in, float *out, int64_t r0, int64_t r1);
 
 #endif

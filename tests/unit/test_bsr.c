@@ -135,6 +135,31 @@ static rc_csr *random_csr(int rows, int cols, double density, unsigned seed)
 	return m;
 }
 
+/* A x and A^T y against a double reference over the decoded matrix want
+ * (R x C): 1e-5 of the sum of |terms| */
+static void check_products(const float *want, int64_t R, int64_t C, int nc, const float *x, const float *y,
+			   const float *ax, const float *aty)
+{
+	for (int c = 0; c < nc; c++) {
+		for (int64_t r = 0; r < R; r++) {
+			double acc = 0, mag = 0;
+			for (int64_t k = 0; k < C; k++) {
+				acc += (double)want[r * C + k] * x[k * nc + c];
+				mag += fabs((double)want[r * C + k] * x[k * nc + c]);
+			}
+			assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+		}
+		for (int64_t k = 0; k < C; k++) {
+			double acc = 0, mag = 0;
+			for (int64_t r = 0; r < R; r++) {
+				acc += (double)want[r * C + k] * y[r * nc + c];
+				mag += fabs((double)want[r * C + k] * y[r * nc + c]);
+			}
+			assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
+		}
+	}
+}
+
 static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *cp, rc_frag f)
 {
 	rc_bsr *b = NULL;
@@ -214,31 +239,43 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 				/* the threaded call = the kernel over all rows (the
 				 * fp16-input product is checked below) */
 				float *ax2 = malloc(sizeof(float) * (size_t)(R * nc));
+				float *aty2 = malloc(sizeof(float) * (size_t)(C * nc));
 				assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax2, nc, 2), 0);
-				assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
-				assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, ax2, nc, 2), 0);
-				assert_memory_equal(aty, ax2, sizeof(float) * (size_t)(C * nc));
+				assert_int_equal(rc_bsr_cpu_mul(bc, 1, y, aty2, nc, 2), 0);
+				if (isa >= RC_ISA_AVX512 && nc == 32 && bc->ap.group) {
+					/* the fp32 input takes the row pairs (bsr_cpu.h):
+					 * every non-zero once, the pair kernel over two
+					 * ranges = the threaded call, and the result
+					 * against the reference */
+					assert_int_equal(bc->ap.pairs * 2, R);
+					const rc_spm16p *gp[2] = { &bc->ap, &bc->atp };
+					for (int t = 0; t < 2; t++) {
+						int64_t n = gp[t]->sptr[gp[t]->pairs] * 2 + gp[t]->rest.nnz;
+						if (gp[t]->group == 4)
+							n += gp[t]->qptr[gp[t]->pairs / 2] * 4;
+						assert_int_equal(n, t ? bc->at.nnz : bc->a.nnz);
+					}
+					float *ax3 = malloc(sizeof(float) * (size_t)(R * nc));
+					float *aty3 = malloc(sizeof(float) * (size_t)(C * nc));
+					int64_t rh = R / 8 * 4, ch = C / 12 * 4; /* multiples of the group */
+					rc_spm16p_rows32_avx512(&bc->ap, x, ax3, 0, rh);
+					rc_spm16p_rows32_avx512(&bc->ap, x, ax3, rh, R);
+					rc_spm16p_rows32_avx512(&bc->atp, y, aty3, 0, ch);
+					rc_spm16p_rows32_avx512(&bc->atp, y, aty3, ch, C);
+					assert_memory_equal(ax3, ax2, sizeof(float) * (size_t)(R * nc));
+					assert_memory_equal(aty3, aty2, sizeof(float) * (size_t)(C * nc));
+					check_products(want, R, C, nc, x, y, ax2, aty2);
+					free(ax3);
+					free(aty3);
+				} else {
+					assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
+					assert_memory_equal(aty, aty2, sizeof(float) * (size_t)(C * nc));
+				}
 				free(ax2);
+				free(aty2);
 			}
 		}
-		for (int c = 0; c < nc; c++) {
-			for (int64_t r = 0; r < R; r++) {
-				double acc = 0, mag = 0;
-				for (int64_t k = 0; k < C; k++) {
-					acc += (double)want[r * C + k] * x[k * nc + c];
-					mag += fabs((double)want[r * C + k] * x[k * nc + c]);
-				}
-				assert_true(fabs(ax[r * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
-			}
-			for (int64_t k = 0; k < C; k++) {
-				double acc = 0, mag = 0;
-				for (int64_t r = 0; r < R; r++) {
-					acc += (double)want[r * C + k] * y[r * nc + c];
-					mag += fabs((double)want[r * C + k] * y[r * nc + c]);
-				}
-				assert_true(fabs(aty[k * nc + c] - acc) <= 1e-5 * (mag + 1e-30));
-			}
-		}
+		check_products(want, R, C, nc, x, y, ax, aty);
 		free(x);
 		free(y);
 		free(ax);
@@ -247,7 +284,7 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 	/* the 32-slice AVX-512 product reads its input in fp16, each slice
 	 * relative to its largest |value|: against a double reference over the
 	 * same rounded input; a slice of zeros stays zero; an inf anywhere
-	 * takes the fp32 kernel (the result equals it bit for bit) */
+	 * takes the fp32 kernel, row pairs (the result equals it bit for bit) */
 	if (rc_cpu_isa_supported(RC_ISA_AVX512) && bc->isa == RC_ISA_AVX512) {
 		const int nc = 32;
 		assert_int_equal(rc_bsr_cpu_set_input(bc, RC_SPM_IN_FP16), 0);
@@ -279,7 +316,10 @@ static void check_structure(const rc_csr *m, const int32_t *rp, const int32_t *c
 			}
 		x[5 * nc + 7] = __builtin_inff();
 		assert_int_equal(rc_bsr_cpu_mul(bc, 0, x, ax, nc, 2), 0);
-		rc_spm16_rows(&bc->a, RC_ISA_AVX512, x, ax2, nc, 0, R);
+		if (bc->ap.group) /* the fp32 kernel of 32 slices: the row groups */
+			rc_spm16p_rows32_avx512(&bc->ap, x, ax2, 0, R);
+		else
+			rc_spm16_rows(&bc->a, RC_ISA_AVX512, x, ax2, nc, 0, R);
 		assert_memory_equal(ax, ax2, sizeof(float) * (size_t)(R * nc));
 		/* bf16 (vdpbf16ps): weights and input rounded to bf16, the
 		 * reference over the same rounded values; both products */
