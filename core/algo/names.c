@@ -51,6 +51,7 @@ static const struct word shapes[] = {
 static const struct word precisions[] = {
 	{ "fp32", RC_PRECISION_FP32, 0 },
 	{ "mixed", RC_PRECISION_MIXED, 0 },
+	{ "bf16", RC_PRECISION_BF16, 0 },
 };
 static const struct word projectors[] = {
 	{ "auto", RC_PROJECTOR_AUTO, 0 },

@@ -36,6 +36,7 @@ typedef enum rc_engine_choice {
 typedef enum rc_precision {
 	RC_PRECISION_FP32 = 0,
 	RC_PRECISION_MIXED,
+	RC_PRECISION_BF16, /* mixed, with bf16 operands in the CPU products */
 } rc_precision;
 
 /* GET /v1/jobs/{id}/volume?format= */

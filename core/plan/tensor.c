@@ -358,7 +358,11 @@ int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, f
 		return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", s->precision);
 	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &engine))
 		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
-	o.mixed = precision == RC_PRECISION_MIXED;
+	o.mixed = precision == RC_PRECISION_MIXED || precision == RC_PRECISION_BF16;
+	/* bf16: the mixed path with bf16 operands (vdpbf16ps) where the CPU
+	 * has them, else the mixed path as it is (the GPU's WMMA reads fp16) */
+	if (precision == RC_PRECISION_BF16 && rc_bsr_cpu_has_bf16())
+		o.cpu_input = RC_SPM_IN_BF16;
 	/* engine cpu: the tensor backend's CPU path, never a GPU */
 	if (engine == RC_ENGINE_CPU)
 		o.gpu = 0;

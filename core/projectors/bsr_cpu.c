@@ -306,6 +306,8 @@ static int cpu_bf16(void)
 	return __builtin_cpu_supports("avx512bf16");
 }
 
+int rc_bsr_cpu_has_bf16(void) { return rc_cpu_isa_best() >= RC_ISA_AVX512 && cpu_bf16(); }
+
 int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in)
 {
 	if ((in != RC_SPM_IN_FP32 && c->isa < RC_ISA_AVX512) || (in == RC_SPM_IN_BF16 && !cpu_bf16()))

@@ -82,6 +82,9 @@ void rc_bsr_cpu_free(rc_bsr_cpu *c);
 /* RC_EUNSUPPORTED: a 16-bit input off the AVX-512 path, or bf16 on a CPU
  * without AVX512_BF16; the input stays as it was. */
 int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in);
+/* Whether this CPU runs the bf16-input products (the AVX-512 path, not
+ * capped by RECOND_CPU_ISA, and AVX512_BF16). */
+int rc_bsr_cpu_has_bf16(void);
 /* Bytes one product streams (values, indices, row pointers of A or A^T). */
 int64_t rc_bsr_cpu_bytes(const rc_bsr_cpu *c);
 /* "avx512-bf16", "avx512-fp16in", "avx512", "avx2" or "baseline": the path

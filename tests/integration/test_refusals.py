@@ -48,7 +48,7 @@ from recond_harness import (Daemon, Validation, check, deadline, log, require_bi
 GEOMETRIES = ["cone", "matrices", "fan", "parallel"]
 ALGORITHMS = ["fdk", "sart", "sirt", "cgls", "mlem"]
 ENGINES = ["auto", "cpu", "opencl", "cuda", "tensor", "trigeneous"]
-PRECISIONS = ["fp32", "mixed"]
+PRECISIONS = ["fp32", "mixed", "bf16"]
 DEVICE_ENGINES = ("opencl", "cuda")  # engines that need a device of their kind
 OFFERED = set()  # the device engines GET /v1/devices lists (main() fills it)
 

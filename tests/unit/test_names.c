@@ -81,7 +81,7 @@ static void test_refusals(void **state)
 	assert_string_equal(err.msg, "execution.engine must be one of auto, cpu, opencl, cuda, tensor or trigeneous "
 				     "(got \"gpu\")");
 	char buf[64];
-	assert_string_equal(rc_names_join(RC_NAMES_PRECISION, 0, buf, sizeof buf), "fp32 or mixed");
+	assert_string_equal(rc_names_join(RC_NAMES_PRECISION, 0, buf, sizeof buf), "fp32, mixed or bf16");
 	assert_string_equal(rc_names_join(RC_NAMES_ENGINE, RC_NAME_DEVICE, buf, sizeof buf), "cpu, opencl or cuda");
 	assert_string_equal(rc_names_join(RC_NAMES_FORMAT, 0, buf, 6), "raw, "); /* truncated, terminated */
 }

@@ -279,6 +279,15 @@ static void test_job_path(void **state)
 	assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
 	assert_string_equal(rep.engine, "tensor");
 	assert_string_equal(rep.matrix.fragment, "csr.fp32");
+	/* precision bf16: the mixed path with bf16 operands where the CPU has
+	 * them (the device name says which ran) */
+	snprintf(s.engine, sizeof s.engine, "cpu");
+	snprintf(s.precision, sizeof s.precision, "bf16");
+	assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
+	assert_int_equal(rep.iterations_done, s.algo.iterations);
+	print_message("precision bf16 ran on %s\n", rep.dev[0].name);
+	assert_true((strstr(rep.dev[0].name, "bf16") != NULL) == rc_bsr_cpu_has_bf16() ||
+		    rc_cpu_isa_best() < RC_ISA_AVX512);
 	snprintf(s.engine, sizeof s.engine, "tensor");
 	snprintf(s.precision, sizeof s.precision, "mixed");
 	/* every iterative algorithm runs on the tensor backend, on engines
