@@ -36,10 +36,13 @@ shifted parallel CGLS 0.180 (0.176), FBP 0.148; the wrong mappings 0.76 (angle s
 (u mirrored); about 14 s in all.
 Also checked: peers_map.astra_vectors equals astra.geom_2vec for fanflat and parallel.
 
-Needs build/peers-venv (`make bench-peers`: astra-toolbox from PyPI); without it the test is
-skipped (exit 77), as test_peers_mapping.py is.
+Runs in build/peers-venv when `make bench-peers` has made it, else in $RECOND_BUILD/astra-venv
+(numpy and astra-toolbox, pinned, from PyPI; made on first use, about 30 s and 0.7 GB), so `make
+test` runs it; PyPI unreachable: fails with the reason, unless RECOND_OFFLINE=1 (then exit 77 when
+neither venv is there), as test_contract.py does.
 """
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -47,18 +50,49 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-VENV_PY = os.path.join(os.environ.get("RECOND_BUILD") or os.path.join(ROOT, "build"), "peers-venv", "bin", "python")
+BUILD_DIR = os.environ.get("RECOND_BUILD") or os.path.join(ROOT, "build")
+PEERS_PY = os.path.join(BUILD_DIR, "peers-venv", "bin", "python")
+ASTRA_VENV = os.path.join(BUILD_DIR, "astra-venv")
+ASTRA_PKGS = ["numpy<2.3", "astra-toolbox==2.5.0"]
+
+
+def has_astra(py):
+    return os.access(py, os.X_OK) and subprocess.run([py, "-c", "import numpy, astra"],
+                                                     capture_output=True).returncode == 0
+
+
+def astra_python():
+    """bench-peers' venv if it is there, else this test's own (made under a lock on first use)."""
+    from recond_harness import check, finish, log, skip
+    if has_astra(PEERS_PY):
+        return PEERS_PY
+    py = os.path.join(ASTRA_VENV, "bin", "python")
+    if has_astra(py):
+        return py
+    if os.environ.get("RECOND_OFFLINE") == "1":
+        skip("RECOND_OFFLINE=1 and neither %s nor %s has astra-toolbox" % (PEERS_PY, ASTRA_VENV))
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    with open(os.path.join(BUILD_DIR, "astra-venv.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if has_astra(py):
+            return py
+        log("creating %s with %s from PyPI" % (ASTRA_VENV, " ".join(ASTRA_PKGS)))
+        for cmd in ([sys.executable, "-m", "venv", "--clear", ASTRA_VENV],
+                    [py, "-m", "pip", "install", "-q", "--retries", "2", "--timeout", "30"] + ASTRA_PKGS):
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            if p.returncode != 0:
+                why = (p.stderr or p.stdout).strip().splitlines()[-6:]
+                check("%s installs into %s (PyPI must be reachable; RECOND_OFFLINE=1 skips this test)"
+                      % (" ".join(ASTRA_PKGS), ASTRA_VENV), False, "exit %d: %s" % (p.returncode, " | ".join(why)))
+                finish()
+    return py
+
 
 if __name__ == "__main__" and os.environ.get("RECOND_PEERS_CHILD") != "1":
     sys.path.insert(0, HERE)
-    from recond_harness import skip
-    if not os.access(VENV_PY, os.X_OK):
-        skip("no %s: `make bench-peers` creates it (itk-rtk, astra-toolbox from PyPI)" % VENV_PY)
-    probe = subprocess.run([VENV_PY, "-c", "import numpy, astra"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        skip("%s lacks numpy/astra-toolbox: %s" % (VENV_PY, probe.stderr.strip().splitlines()[-1:]))
+    py = astra_python()
     env = dict(os.environ, RECOND_PEERS_CHILD="1")
-    sys.exit(subprocess.call([VENV_PY, os.path.abspath(__file__)], env=env))
+    sys.exit(subprocess.call([py, os.path.abspath(__file__)], env=env))
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
