@@ -149,6 +149,14 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 	char l1[128], l2[128];
 	if (!geom)
 		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type %d is not a geometry type", (int)s->geom.type);
+	/* the CUDA engine's 2-D kernels launch one grid layer per slice
+	 * (plane.cu): gridDim.z is at most 65535, volume.nz at most 65536 */
+	if (eng == RC_ENGINE_CUDA && (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL) &&
+	    s->vol.nz > 65535)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "execution.engine \"cuda\" runs fan and parallel stacks of at most 65535 slices (got %d); "
+			       "use execution.engine auto, cpu or tensor",
+			       s->vol.nz);
 	struct combo on_geom = { -1, -1, (int)s->geom.type }, for_algo = { -1, (int)s->algo.name, -1 };
 	if (!keep_algo((int)s->algo.name, &on_geom))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.name",
