@@ -137,6 +137,23 @@ static void test_projector_choice(void **state)
 	"\"source_detector_mm\": 200, \"angles\": {\"start_deg\": 0, \"step_deg\": 3, \"count\": 120}, " \
 	"\"detector\": {\"nu\": 60, \"du_mm\": 1" extra "}}, " VOL ", "
 
+/* cuda runs 2-D stacks of at most 65535 slices (plane.cu's grid) */
+static void test_cuda_slices(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	const char *json = "{\"geometry\": {\"type\": \"parallel\", \"slices\": 65536, \"angles\": {\"start_deg\": 0, "
+			   "\"step_deg\": 3, \"count\": 4}, \"detector\": {\"nu\": 4, \"du_mm\": 1}}, \"volume\": "
+			   "{\"nx\": 2, \"ny\": 2, \"nz\": 65536, \"voxel_mm\": 1}, \"algorithm\": {\"name\": \"fdk\"}, "
+			   "\"execution\": {\"engine\": \"cuda\"}}";
+	assert_int_equal(parse(json, 0, &s, &err), 0);
+	assert_int_equal(rc_recon_check(&s->r, &err), RC_EUNSUPPORTED);
+	assert_string_equal(err.field, "execution.engine");
+	assert_non_null(strstr(err.msg, "65535 slices"));
+	job_spec_free(s);
+}
+
 static void test_detector_shape(void **state)
 {
 	(void)state;
@@ -444,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_cone_ok),
 		cmocka_unit_test(test_parallel_layout),
 		cmocka_unit_test(test_projector_choice),
+		cmocka_unit_test(test_cuda_slices),
 		cmocka_unit_test(test_detector_shape),
 		cmocka_unit_test(test_matrices_ok),
 		cmocka_unit_test(test_stream_modes),
