@@ -175,13 +175,15 @@ static inline float u_of(const float *V, float p, float q)
 	return (V[0] + V[1] * p + V[2] * q) / (V[3] + V[4] * p + V[5] * q);
 }
 
-/* The same on a curved fan's arc (rc_plane_arc): monotone along a line
- * that misses the source, as the flat index is, so the pixels between
- * the arc indices of a segment's ends are those whose rays cross it. */
-static inline float u_arc(const float *V, float p, float q, float cu, float sdu)
+/* The tangent of the fan angle of voxel index point (p, q) of a curved
+ * fan (rc_plane_arc): side / depth.  The arc index atan(t) sdu + cu is
+ * monotone in it (depth > 0) and along a line that misses the source, so
+ * the pixels between the arc indices of a segment's ends are those whose
+ * rays cross it, and only the extreme tangents need an atan. */
+static inline float tan_arc(const float *V, float p, float q, float cu, float sdu)
 {
 	float h = V[0] + V[1] * p + V[2] * q, w = V[3] + V[4] * p + V[5] * q;
-	return atan2f(h - cu * w, sdu * w) * sdu + cu;
+	return (h - cu * w) / (sdu * w);
 }
 
 static void bp_task(void *ud, long task, int worker)
@@ -202,10 +204,10 @@ static void bp_task(void *ud, long task, int worker)
 				float fi = (float)i, fj = (float)j;
 				float e[4];
 				if (J->curved) {
-					e[0] = u_arc(V, fi, fj - 1.0f, J->cu, J->sdu);
-					e[1] = u_arc(V, fi, fj + 1.0f, J->cu, J->sdu);
-					e[2] = u_arc(V, fi - 1.0f, fj, J->cu, J->sdu);
-					e[3] = u_arc(V, fi + 1.0f, fj, J->cu, J->sdu);
+					e[0] = tan_arc(V, fi, fj - 1.0f, J->cu, J->sdu);
+					e[1] = tan_arc(V, fi, fj + 1.0f, J->cu, J->sdu);
+					e[2] = tan_arc(V, fi - 1.0f, fj, J->cu, J->sdu);
+					e[3] = tan_arc(V, fi + 1.0f, fj, J->cu, J->sdu);
 				} else {
 					e[0] = u_of(V, fi, fj - 1.0f);
 					e[1] = u_of(V, fi, fj + 1.0f);
@@ -214,6 +216,10 @@ static void bp_task(void *ud, long task, int worker)
 				}
 				float umin = fminf(fminf(e[0], e[1]), fminf(e[2], e[3]));
 				float umax = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[2], e[3]));
+				if (J->curved) {
+					umin = atanf(umin) * J->sdu + J->cu;
+					umax = atanf(umax) * J->sdu + J->cu;
+				}
 				if (!(umax >= 0.0f && umin <= (float)(nu - 1)))
 					continue;
 				int lo = umin <= 0.0f ? 0 : (int)floorf(umin);

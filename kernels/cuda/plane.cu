@@ -47,12 +47,6 @@ __device__ __forceinline__ float lin(float a, float b, float p, float c, float q
 	return __fadd_rn(__fadd_rn(a, __fmul_rn(b, p)), __fmul_rn(c, q));
 }
 
-/* the arc's pixel index of (h, w) = (u w, w) (curved fan) */
-__device__ __forceinline__ float arc_u(float h, float w, float cu, float sdu)
-{
-	return __fadd_rn(__fmul_rn(atan2f(__fadd_rn(h, -__fmul_rn(cu, w)), __fmul_rn(sdu, w)), sdu), cu);
-}
-
 __global__ void bp_plane_kernel(const float *proj, const float *pv, float *vol, rc_cuda_plane g, int first,
 				int last, int accumulate)
 {
@@ -68,7 +62,8 @@ __global__ void bp_plane_kernel(const float *proj, const float *pv, float *vol, 
 			/* u on the arc, weight 1/L^2 = sdu^2 / (x^2 + y^2) */
 			float h = lin(V[0], V[2], (float)j, V[1], (float)i);
 			float y = __fadd_rn(h, -__fmul_rn(g.cu, w)), x = __fmul_rn(g.sdu, w);
-			float val = plane_lerp(slice + (size_t)k * g.nu, arc_u(h, w, g.cu, g.sdu), g.nu);
+			float u = __fadd_rn(__fmul_rn(atan2f(y, x), g.sdu), g.cu);
+			float val = plane_lerp(slice + (size_t)k * g.nu, u, g.nu);
 			float wt = __fmul_rn(g.sdu, g.sdu) / __fadd_rn(__fmul_rn(x, x), __fmul_rn(y, y));
 			acc = __fadd_rn(acc, __fmul_rn(val, wt));
 			continue;
@@ -138,10 +133,12 @@ __device__ __forceinline__ float u_of(const float *V, float p, float q)
 	return lin(V[0], V[1], p, V[2], q) / lin(V[3], V[4], p, V[5], q);
 }
 
-/* the same on a curved fan's arc (monotone along the segment) */
-__device__ __forceinline__ float u_arc(const float *V, float p, float q, float cu, float sdu)
+/* a curved fan: the tangent of the point's fan angle (bp_plane.cl's
+ * plane_tan_arc; one atan for each extreme tangent) */
+__device__ __forceinline__ float tan_arc(const float *V, float p, float q, float cu, float sdu)
 {
-	return arc_u(lin(V[0], V[1], p, V[2], q), lin(V[3], V[4], p, V[5], q), cu, sdu);
+	float h = lin(V[0], V[1], p, V[2], q), w = lin(V[3], V[4], p, V[5], q);
+	return __fadd_rn(h, -__fmul_rn(cu, w)) / __fmul_rn(sdu, w);
 }
 
 __global__ void bp_plane_t_kernel(const float *proj, const float *pv, const float *rays, float *vol,
@@ -158,10 +155,10 @@ __global__ void bp_plane_t_kernel(const float *proj, const float *pv, const floa
 		const float *row = slice + (size_t)k * g.nu;
 		float e0, e1, e2, e3;
 		if (g.curved) {
-			e0 = u_arc(V, fi, fj - 1.0f, g.cu, g.sdu);
-			e1 = u_arc(V, fi, fj + 1.0f, g.cu, g.sdu);
-			e2 = u_arc(V, fi - 1.0f, fj, g.cu, g.sdu);
-			e3 = u_arc(V, fi + 1.0f, fj, g.cu, g.sdu);
+			e0 = tan_arc(V, fi, fj - 1.0f, g.cu, g.sdu);
+			e1 = tan_arc(V, fi, fj + 1.0f, g.cu, g.sdu);
+			e2 = tan_arc(V, fi - 1.0f, fj, g.cu, g.sdu);
+			e3 = tan_arc(V, fi + 1.0f, fj, g.cu, g.sdu);
 		} else {
 			e0 = u_of(V, fi, fj - 1.0f);
 			e1 = u_of(V, fi, fj + 1.0f);
@@ -169,6 +166,10 @@ __global__ void bp_plane_t_kernel(const float *proj, const float *pv, const floa
 			e3 = u_of(V, fi + 1.0f, fj);
 		}
 		float umin = fminf(fminf(e0, e1), fminf(e2, e3)), umax = fmaxf(fmaxf(e0, e1), fmaxf(e2, e3));
+		if (g.curved) {
+			umin = __fadd_rn(__fmul_rn(atanf(umin), g.sdu), g.cu);
+			umax = __fadd_rn(__fmul_rn(atanf(umax), g.sdu), g.cu);
+		}
 		if (!(umax >= 0.0f && umin <= (float)(g.nu - 1)))
 			continue;
 		int lo = umin <= 0.0f ? 0 : (int)floorf(umin);

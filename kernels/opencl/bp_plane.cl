@@ -40,11 +40,6 @@ static float plane_lerp(__global const float *restrict row, float u, int nu)
 	return a + f * (b - a);
 }
 
-/* the arc's pixel index of (h, w) = (u w, w) (curved fan) */
-static float plane_arc_u(float h, float w, float cu, float sdu)
-{
-	return atan2(h - cu * w, sdu * w) * sdu + cu;
-}
 
 /*
  * bp_plane: RC_BP_VOXEL of a 2-D stack (FBP's back projection, paper 002
@@ -71,7 +66,7 @@ __kernel void bp_plane(__global float *restrict out, __global const float *restr
 		if (curved) {
 			float h = V[0] + V[2] * j + V[1] * i;
 			float y = h - cu * w, x = sdu * w;
-			float val = plane_lerp(slice + (size_t)k * nu, plane_arc_u(h, w, cu, sdu), nu);
+			float val = plane_lerp(slice + (size_t)k * nu, atan2(y, x) * sdu + cu, nu);
 			/* 1/L^2 = sdu^2 / (x^2 + y^2): no trigonometry */
 			acc += val * (sdu * sdu / (x * x + y * y));
 			continue;
@@ -160,12 +155,14 @@ static float plane_u_of(__global const float *restrict V, float p, float q)
 	return (V[0] + V[1] * p + V[2] * q) / (V[3] + V[4] * p + V[5] * q);
 }
 
-/* the same on a curved fan's arc: monotone along a line that misses the
- * source, so the search below holds on the arc too */
-static float plane_u_arc(__global const float *restrict V, float p, float q, float cu, float sdu)
+/* a curved fan: the tangent of the point's fan angle, side / depth; the
+ * arc index atan(t) sdu + cu is monotone in it and along a line that
+ * misses the source, so the search below holds on the arc with one atan
+ * for each of the extreme tangents (proj_joseph.c's tan_arc) */
+static float plane_tan_arc(__global const float *restrict V, float p, float q, float cu, float sdu)
 {
 	float h = V[0] + V[1] * p + V[2] * q, w = V[3] + V[4] * p + V[5] * q;
-	return plane_arc_u(h, w, cu, sdu);
+	return (h - cu * w) / (sdu * w);
 }
 
 /*
@@ -190,10 +187,10 @@ __kernel void bp_plane_t(__global float *restrict out, __global const float *res
 		__global const float *row = slice + (size_t)k * nu;
 		float e0, e1, e2, e3;
 		if (curved) {
-			e0 = plane_u_arc(V, fi, fj - 1.0f, cu, sdu);
-			e1 = plane_u_arc(V, fi, fj + 1.0f, cu, sdu);
-			e2 = plane_u_arc(V, fi - 1.0f, fj, cu, sdu);
-			e3 = plane_u_arc(V, fi + 1.0f, fj, cu, sdu);
+			e0 = plane_tan_arc(V, fi, fj - 1.0f, cu, sdu);
+			e1 = plane_tan_arc(V, fi, fj + 1.0f, cu, sdu);
+			e2 = plane_tan_arc(V, fi - 1.0f, fj, cu, sdu);
+			e3 = plane_tan_arc(V, fi + 1.0f, fj, cu, sdu);
 		} else {
 			e0 = plane_u_of(V, fi, fj - 1.0f);
 			e1 = plane_u_of(V, fi, fj + 1.0f);
@@ -201,6 +198,10 @@ __kernel void bp_plane_t(__global float *restrict out, __global const float *res
 			e3 = plane_u_of(V, fi + 1.0f, fj);
 		}
 		float umin = fmin(fmin(e0, e1), fmin(e2, e3)), umax = fmax(fmax(e0, e1), fmax(e2, e3));
+		if (curved) {
+			umin = atan(umin) * sdu + cu;
+			umax = atan(umax) * sdu + cu;
+		}
 		if (!(umax >= 0.0f && umin <= (float)(nu - 1)))
 			continue;
 		int lo = umin <= 0.0f ? 0 : (int)floor(umin);
