@@ -169,18 +169,6 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", s->engine,
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
-	/* a curved fan: the OpenCL and CUDA engines' 2-D kernels (bp_plane.cl,
-	 * plane.cu) read the view's flat A (rc_plane_view), which is not the
-	 * curved pixel index (geometry.h), so they would reconstruct a curved
-	 * stack as if it were flat (trigeneous splits over them and the CPU
-	 * engine's Joseph pair, which refuses it); the CPU engine's FBP and
-	 * the tensor backend's matrices follow the arc */
-	if (s->geom.type == RC_GEOM_FAN && s->geom.det.shape == RC_DETECTOR_CURVED &&
-	    (eng == RC_ENGINE_OPENCL || eng == RC_ENGINE_CUDA || eng == RC_ENGINE_TRIGENEOUS))
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "execution.engine \"%s\" does not run a curved fan (geometry.detector.shape \"curved\"): "
-			       "its 2-D projectors assume a flat detector; use execution.engine auto, cpu or tensor",
-			       s->engine);
 	/* the projector pair: fan/parallel have their own (distance-driven on
 	 * the tensor backend, Joseph's on the OpenCL and CUDA engines);
 	 * the splat pair is the CPU engine's alone (its geometry condition is

@@ -93,7 +93,7 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
 /* What rc_bp_plane applies at in-plane point (x, y) in view k, in double:
  * the continuous pixel index *u and the returned distance weight (1/w^2,
- * 1 for parallel).  The FBP matrix (fbp_matrix.h) is built from it. */
+ * 1/L^2 for a curved fan, 1 for parallel).  The FBP matrix (fbp_matrix.h) is built from it. */
 double rc_plane_fbp_weight(const rc_geom *g, int k, double x, double y, double *u);
 
 /* The matched pair of a fan or parallel stack (proj_joseph.c), the C
@@ -112,12 +112,24 @@ int rc_bp_plane_matched(const rc_geom *g, rc_pool *pool, const float *proj, floa
 void rc_plane_view(const rc_geom *g, int k, float o[RC_PLANE_FLOATS]);
 /* Every pixel's ray of a 2-D stack, the Joseph pair's table (rays[view][u]
  * of RC_PLANE_RAY_FLOATS): the line a i + b j + c = 0 in voxel indices
- * through the pixel, from rc_plane_view's floats with u = the pixel index,
+ * through the pixel, from rc_plane_view's floats with u = the pixel's
+ * coordinate on A's flat detector (rc_geom_line_u: the pixel index when
+ * flat, the tangent detector's point on the pixel's arc ray when curved),
  * and ds, the ray's length in mm per sample (per column where |b| >= |a|,
  * else per row).  Every implementation of the pair reads this table, so
  * forward and transpose weigh with the same floats. */
 #define RC_PLANE_RAY_FLOATS 4
 void rc_plane_rays(const rc_geom *g, float *rays);
+/* A curved fan in the 2-D kernels that map a point to the detector
+ * (FBP's bp_plane, the transpose's pixel search).  A's first row is the
+ * tangent flat detector's, u w = (S/du) side + cu w with side = e_u.(X-s)
+ * and w the depth (build_2d), so with h = u w and w from rc_plane_view's
+ * rows, y = h - cu w and x = sdu w are side and depth times S/du, and the
+ * arc's pixel index is atan2(y, x) sdu + cu (rc_geom_plane_u), its FBP
+ * weight 1/L^2 = sdu^2 / (x^2 + y^2) (rc_plane_fbp_weight's cos^2/w^2).
+ * Returns 1 and sets *cu = (nu-1)/2 - offset_u/du, *sdu = S/du for a curved
+ * fan; 0 (both 0) otherwise, where the kernels keep the flat u = h / w. */
+int rc_plane_arc(const rc_geom *g, float *cu, float *sdu);
 
 /* The splat pair's per-pixel gain g(u, v) = V |c0 - u cu - v cv| of view k
  * (proj_splat.c derives it): what a voxel of unit density adds to the

@@ -14,12 +14,18 @@
  * voxels it falls between (zero outside the grid) and weighs by the ray's
  * length per column (row) in mm, so a volume in 1/mm gives line integrals.
  *
+ * A curved (equiangular) fan: pixel iu's ray is the line through the
+ * source at its fan angle, which is the line of A's flat (tangent)
+ * detector at rc_geom_line_u(iu); rc_plane_rays puts that line in the
+ * table, so the forward needs nothing else.
+ *
  * Back (RC_BP_MATCHED on 2-D): the exact transpose, written as a gather so
  * that no two tasks write one voxel (no atomics on the device either):
  * for each voxel and view, the rays that can weigh it cross the segment
  * through the voxel centre one voxel up and down (column-sampled rays) or
  * left and right (row-sampled ones); their pixels lie between the
- * projections of those segments' ends, and each such pixel's weight is
+ * projections of those segments' ends (on the arc for a curved fan:
+ * rc_plane_arc), and each such pixel's weight is
  * computed with the forward's own expression from the same ray (the table
  * of rc_plane_rays, made once per call here and once per engine on the
  * devices), so a pixel the footprint includes in excess adds exactly zero.
@@ -44,6 +50,17 @@ void rc_plane_view(const rc_geom *g, int k, float o[RC_PLANE_FLOATS])
 	}
 }
 
+int rc_plane_arc(const rc_geom *g, float *cu, float *sdu)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	*cu = *sdu = 0.0f;
+	if (rc_geom_type_of(g) != RC_GEOM_FAN || d->shape != RC_DETECTOR_CURVED)
+		return 0;
+	*cu = (float)((d->nu - 1) / 2.0 - d->offset_u / d->du);
+	*sdu = (float)(rc_geom_sdd(g) / d->du);
+	return 1;
+}
+
 void rc_plane_rays(const rc_geom *g, float *rays)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
@@ -54,7 +71,8 @@ void rc_plane_rays(const rc_geom *g, float *rays)
 		rc_plane_view(g, k, V);
 		for (int iu = 0; iu < nu; iu++) {
 			float *r = rays + ((size_t)k * nu + iu) * RC_PLANE_RAY_FLOATS;
-			float u = (float)iu;
+			/* the pixel's line on A's flat detector: iu itself when flat */
+			float u = (float)rc_geom_line_u(g, iu);
 			float a = V[1] - u * V[4], b = V[2] - u * V[5], c = V[0] - u * V[3];
 			int percol = fabsf(b) >= fabsf(a);
 			float s = percol ? a / b : b / a;
@@ -115,6 +133,8 @@ struct joseph_job {
 	float *views; /* RC_PLANE_FLOATS per view */
 	float *rays;  /* RC_PLANE_RAY_FLOATS per view and pixel */
 	int blocks;
+	int curved;   /* rc_plane_arc: the pixel search maps through the arc */
+	float cu, sdu;
 };
 
 static void fp_task(void *ud, long task, int worker)
@@ -155,6 +175,17 @@ static inline float u_of(const float *V, float p, float q)
 	return (V[0] + V[1] * p + V[2] * q) / (V[3] + V[4] * p + V[5] * q);
 }
 
+/* The tangent of the fan angle of voxel index point (p, q) of a curved
+ * fan (rc_plane_arc): side / depth.  The arc index atan(t) sdu + cu is
+ * monotone in it (depth > 0) and along a line that misses the source, so
+ * the pixels between the arc indices of a segment's ends are those whose
+ * rays cross it, and only the extreme tangents need an atan. */
+static inline float tan_arc(const float *V, float p, float q, float cu, float sdu)
+{
+	float h = V[0] + V[1] * p + V[2] * q, w = V[3] + V[4] * p + V[5] * q;
+	return (h - cu * w) / (sdu * w);
+}
+
 static void bp_task(void *ud, long task, int worker)
 {
 	(void)worker;
@@ -171,10 +202,24 @@ static void bp_task(void *ud, long task, int worker)
 				const float *V = J->views + (size_t)k * RC_PLANE_FLOATS;
 				const float *row = proj + (size_t)k * nu;
 				float fi = (float)i, fj = (float)j;
-				float e[4] = { u_of(V, fi, fj - 1.0f), u_of(V, fi, fj + 1.0f), u_of(V, fi - 1.0f, fj),
-					       u_of(V, fi + 1.0f, fj) };
+				float e[4];
+				if (J->curved) {
+					e[0] = tan_arc(V, fi, fj - 1.0f, J->cu, J->sdu);
+					e[1] = tan_arc(V, fi, fj + 1.0f, J->cu, J->sdu);
+					e[2] = tan_arc(V, fi - 1.0f, fj, J->cu, J->sdu);
+					e[3] = tan_arc(V, fi + 1.0f, fj, J->cu, J->sdu);
+				} else {
+					e[0] = u_of(V, fi, fj - 1.0f);
+					e[1] = u_of(V, fi, fj + 1.0f);
+					e[2] = u_of(V, fi - 1.0f, fj);
+					e[3] = u_of(V, fi + 1.0f, fj);
+				}
 				float umin = fminf(fminf(e[0], e[1]), fminf(e[2], e[3]));
 				float umax = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[2], e[3]));
+				if (J->curved) {
+					umin = atanf(umin) * J->sdu + J->cu;
+					umax = atanf(umax) * J->sdu + J->cu;
+				}
 				if (!(umax >= 0.0f && umin <= (float)(nu - 1)))
 					continue;
 				int lo = umin <= 0.0f ? 0 : (int)floorf(umin);
@@ -195,7 +240,8 @@ static int joseph_run(const rc_geom *g, rc_pool *pool, const float *in, float *o
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
-	struct joseph_job J = { g, in, out, first, last, NULL, NULL, (v->ny + 7) / 8 };
+	struct joseph_job J = { g, in, out, first, last, NULL, NULL, (v->ny + 7) / 8, 0, 0.0f, 0.0f };
+	J.curved = rc_plane_arc(g, &J.cu, &J.sdu);
 	J.views = malloc((size_t)nviews * RC_PLANE_FLOATS * sizeof(float));
 	J.rays = malloc((size_t)nviews * nu * RC_PLANE_RAY_FLOATS * sizeof(float));
 	if (!J.views || !J.rays) {

@@ -20,6 +20,9 @@
  * per-view floats (rc_plane_view) are a device array of
  * RC_CUDA_PLANE_FLOATS per view, the Joseph pair's rays (rc_plane_rays) one
  * of RC_CUDA_PLANE_RAY_FLOATS per view and pixel, read by both kernels.  One thread per voxel or pixel, x fastest.
+ * A curved fan (g.curved) maps a point's (u w, w) to the arc's pixel index
+ * atan2(u w - cu w, sdu w) sdu + cu (bp_plane.cl and proj_cpu.h's
+ * rc_plane_arc say why); its rays are in the table already.
  * The arithmetic uses __fmul_rn / __fadd_rn where the C references round
  * each operation (they are built with -ffp-contract=off), so that nvcc does
  * not fuse the products that decide a sample's weight.
@@ -55,6 +58,16 @@ __global__ void bp_plane_kernel(const float *proj, const float *pv, float *vol, 
 	for (int k = first; k < last; k++) {
 		const float *V = pv + (size_t)k * RC_CUDA_PLANE_FLOATS;
 		float w = lin(V[3], V[5], (float)j, V[4], (float)i);
+		if (g.curved) {
+			/* u on the arc, weight 1/L^2 = sdu^2 / (x^2 + y^2) */
+			float h = lin(V[0], V[2], (float)j, V[1], (float)i);
+			float y = __fadd_rn(h, -__fmul_rn(g.cu, w)), x = __fmul_rn(g.sdu, w);
+			float u = __fadd_rn(__fmul_rn(atan2f(y, x), g.sdu), g.cu);
+			float val = plane_lerp(slice + (size_t)k * g.nu, u, g.nu);
+			float wt = __fmul_rn(g.sdu, g.sdu) / __fadd_rn(__fmul_rn(x, x), __fmul_rn(y, y));
+			acc = __fadd_rn(acc, __fmul_rn(val, wt));
+			continue;
+		}
 		float iw = 1.0f / w;
 		float u = __fmul_rn(lin(V[0], V[2], (float)j, V[1], (float)i), iw);
 		float val = plane_lerp(slice + (size_t)k * g.nu, u, g.nu);
@@ -120,6 +133,14 @@ __device__ __forceinline__ float u_of(const float *V, float p, float q)
 	return lin(V[0], V[1], p, V[2], q) / lin(V[3], V[4], p, V[5], q);
 }
 
+/* a curved fan: the tangent of the point's fan angle (bp_plane.cl's
+ * plane_tan_arc; one atan for each extreme tangent) */
+__device__ __forceinline__ float tan_arc(const float *V, float p, float q, float cu, float sdu)
+{
+	float h = lin(V[0], V[1], p, V[2], q), w = lin(V[3], V[4], p, V[5], q);
+	return __fadd_rn(h, -__fmul_rn(cu, w)) / __fmul_rn(sdu, w);
+}
+
 __global__ void bp_plane_t_kernel(const float *proj, const float *pv, const float *rays, float *vol,
 				  rc_cuda_plane g, int first, int last, int accumulate)
 {
@@ -132,9 +153,23 @@ __global__ void bp_plane_t_kernel(const float *proj, const float *pv, const floa
 	for (int k = first; k < last; k++) {
 		const float *V = pv + (size_t)k * RC_CUDA_PLANE_FLOATS;
 		const float *row = slice + (size_t)k * g.nu;
-		float e0 = u_of(V, fi, fj - 1.0f), e1 = u_of(V, fi, fj + 1.0f);
-		float e2 = u_of(V, fi - 1.0f, fj), e3 = u_of(V, fi + 1.0f, fj);
+		float e0, e1, e2, e3;
+		if (g.curved) {
+			e0 = tan_arc(V, fi, fj - 1.0f, g.cu, g.sdu);
+			e1 = tan_arc(V, fi, fj + 1.0f, g.cu, g.sdu);
+			e2 = tan_arc(V, fi - 1.0f, fj, g.cu, g.sdu);
+			e3 = tan_arc(V, fi + 1.0f, fj, g.cu, g.sdu);
+		} else {
+			e0 = u_of(V, fi, fj - 1.0f);
+			e1 = u_of(V, fi, fj + 1.0f);
+			e2 = u_of(V, fi - 1.0f, fj);
+			e3 = u_of(V, fi + 1.0f, fj);
+		}
 		float umin = fminf(fminf(e0, e1), fminf(e2, e3)), umax = fmaxf(fmaxf(e0, e1), fmaxf(e2, e3));
+		if (g.curved) {
+			umin = __fadd_rn(__fmul_rn(atanf(umin), g.sdu), g.cu);
+			umax = __fadd_rn(__fmul_rn(atanf(umax), g.sdu), g.cu);
+		}
 		if (!(umax >= 0.0f && umin <= (float)(g.nu - 1)))
 			continue;
 		int lo = umin <= 0.0f ? 0 : (int)floorf(umin);

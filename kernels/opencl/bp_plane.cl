@@ -13,6 +13,13 @@
  * with (x0, y0) the centre of voxel (0, 0): u w = c0 + d0x i + d0y j and
  * w = c1 + d1x i + d1y j.
  *
+ * A curved (equiangular) fan keeps these rows (A is the flat detector
+ * tangent to the arc: rows the C reference's rc_plane_view) and maps
+ * h = u w and w to the arc through cu = (nu-1)/2 - offset_u/du and
+ * sdu = S/du (proj_cpu.h's rc_plane_arc): y = h - cu w and x = sdu w are
+ * the point's side and depth times S/du, its pixel index atan2(y, x) sdu
+ * + cu.  curved = 0 takes the flat path, unchanged.
+ *
  * Contraction off: the C references (core/projectors/proj_plane.c) are
  * built with -ffp-contract=off, and the engines are compared to 1e-5.
  */
@@ -33,17 +40,20 @@ static float plane_lerp(__global const float *restrict row, float u, int nu)
 	return a + f * (b - a);
 }
 
+
 /*
  * bp_plane: RC_BP_VOXEL of a 2-D stack (FBP's back projection, paper 002
  * Eq. 1 in the plane), what proj_plane.c's rc_bp_plane computes:
  *   out[z][j][i] [+]= sum over views k in [first, last) of p[z][k](u) / w^2
- * (w = 1 for parallel: fan = 0).  One work-item per voxel, views summed in
+ * (w = 1 for parallel: fan = 0; a curved fan's u on the arc and 1/L^2,
+ * L the distance from the source, for 1/w^2: rc_plane_fbp_weight's
+ * cos^2(gamma) / w^2).  One work-item per voxel, views summed in
  * order; the host launches RC_OCL_BP_CHUNK views at a time with
  * accumulate set after the first launch.
  */
 __kernel void bp_plane(__global float *restrict out, __global const float *restrict proj,
 		       __global const float *restrict pv, int first, int last, int accumulate, int4 n, int nu,
-		       int nviews, int fan)
+		       int nviews, int fan, int curved, float cu, float sdu)
 {
 	int i = get_global_id(0), j = get_global_id(1), z = get_global_id(2);
 	if (i >= n.x || j >= n.y || z >= n.z)
@@ -53,6 +63,14 @@ __kernel void bp_plane(__global float *restrict out, __global const float *restr
 	for (int k = first; k < last; k++) {
 		__global const float *V = pv + (size_t)k * RC_PLANE_FLOATS;
 		float w = V[3] + V[5] * j + V[4] * i;
+		if (curved) {
+			float h = V[0] + V[2] * j + V[1] * i;
+			float y = h - cu * w, x = sdu * w;
+			float val = plane_lerp(slice + (size_t)k * nu, atan2(y, x) * sdu + cu, nu);
+			/* 1/L^2 = sdu^2 / (x^2 + y^2): no trigonometry */
+			acc += val * (sdu * sdu / (x * x + y * y));
+			continue;
+		}
 		float iw = 1.0f / w;
 		float u = (V[0] + V[2] * j + V[1] * i) * iw;
 		float val = plane_lerp(slice + (size_t)k * nu, u, nu);
@@ -137,6 +155,16 @@ static float plane_u_of(__global const float *restrict V, float p, float q)
 	return (V[0] + V[1] * p + V[2] * q) / (V[3] + V[4] * p + V[5] * q);
 }
 
+/* a curved fan: the tangent of the point's fan angle, side / depth; the
+ * arc index atan(t) sdu + cu is monotone in it and along a line that
+ * misses the source, so the search below holds on the arc with one atan
+ * for each of the extreme tangents (proj_joseph.c's tan_arc) */
+static float plane_tan_arc(__global const float *restrict V, float p, float q, float cu, float sdu)
+{
+	float h = V[0] + V[1] * p + V[2] * q, w = V[3] + V[4] * p + V[5] * q;
+	return (h - cu * w) / (sdu * w);
+}
+
 /*
  * bp_plane_t: out[z][j][i] [+]= the transpose of fp_plane over views
  * [first, last): one work-item per voxel, gathering from each view the
@@ -146,7 +174,7 @@ static float plane_u_of(__global const float *restrict V, float p, float q)
  */
 __kernel void bp_plane_t(__global float *restrict out, __global const float *restrict proj,
 			 __global const float *restrict pv, __global const float *restrict rays, int first, int last,
-			 int accumulate, int4 n, int nu, int nviews)
+			 int accumulate, int4 n, int nu, int nviews, int curved, float cu, float sdu)
 {
 	int i = get_global_id(0), j = get_global_id(1), z = get_global_id(2);
 	if (i >= n.x || j >= n.y || z >= n.z)
@@ -157,9 +185,23 @@ __kernel void bp_plane_t(__global float *restrict out, __global const float *res
 	for (int k = first; k < last; k++) {
 		__global const float *V = pv + (size_t)k * RC_PLANE_FLOATS;
 		__global const float *row = slice + (size_t)k * nu;
-		float e0 = plane_u_of(V, fi, fj - 1.0f), e1 = plane_u_of(V, fi, fj + 1.0f);
-		float e2 = plane_u_of(V, fi - 1.0f, fj), e3 = plane_u_of(V, fi + 1.0f, fj);
+		float e0, e1, e2, e3;
+		if (curved) {
+			e0 = plane_tan_arc(V, fi, fj - 1.0f, cu, sdu);
+			e1 = plane_tan_arc(V, fi, fj + 1.0f, cu, sdu);
+			e2 = plane_tan_arc(V, fi - 1.0f, fj, cu, sdu);
+			e3 = plane_tan_arc(V, fi + 1.0f, fj, cu, sdu);
+		} else {
+			e0 = plane_u_of(V, fi, fj - 1.0f);
+			e1 = plane_u_of(V, fi, fj + 1.0f);
+			e2 = plane_u_of(V, fi - 1.0f, fj);
+			e3 = plane_u_of(V, fi + 1.0f, fj);
+		}
 		float umin = fmin(fmin(e0, e1), fmin(e2, e3)), umax = fmax(fmax(e0, e1), fmax(e2, e3));
+		if (curved) {
+			umin = atan(umin) * sdu + cu;
+			umax = atan(umax) * sdu + cu;
+		}
 		if (!(umax >= 0.0f && umin <= (float)(nu - 1)))
 			continue;
 		int lo = umin <= 0.0f ? 0 : (int)floor(umin);

@@ -27,9 +27,8 @@ still judges the answer):
     subsets      algorithm.subsets <= the number of views
     slices       fan/parallel geometry.slices == volume.nz
     unsupported  what the engines run (422, rc_recon_check): fan/parallel
-                 run every algorithm (fdk as FBP) on every engine, only
-                 with projector auto; a curved fan not on opencl, cuda or
-                 trigeneous; tensor runs
+                 run every algorithm (fdk as FBP) on every engine (flat
+                 or curved fan), only with projector auto; tensor runs
                  fan/parallel only; opencl and cuda need such a device on
                  the daemon (GET /v1/devices, read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
@@ -236,9 +235,6 @@ def _fit_algorithm(spec):
     if "projector" in a and (is2d or a["projector"] == "splat"):
         a["projector"] = "auto" if is2d else "raycast"
     eng = ex.get("engine")
-    curved = g.get("detector", {}).get("shape") == "curved"
-    if is2d and curved and eng in ("opencl", "cuda", "trigeneous"):
-        ex["engine"] = "cpu"
     if not is2d and eng == "tensor":
         ex["engine"] = "cpu"
     if ex.get("engine") in ("opencl", "cuda") and ex["engine"] not in _device_engines():

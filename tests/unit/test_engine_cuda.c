@@ -19,12 +19,13 @@
  * subsets), SIRT, CGLS and MLEM against rc_algo_run over the CUDA engine
  * and over the CPU engine, cancel, and the refusal of a job too big.
  *
- * Fan and parallel stacks (plane.cu): FBP's back projection, Joseph's
- * forward projection and its transpose against the CPU engine's (the C
- * references proj_plane.c and proj_joseph.c, which test_opencl_plane checks
- * against double precision and analytic line integrals) within 1e-5, on
- * all views and on a range, the adjoint test, and a CGLS run over the CUDA
- * engine against the same run over the CPU engine.
+ * Fan (flat and curved) and parallel stacks (plane.cu): FBP's back
+ * projection, Joseph's forward projection and its transpose against the
+ * CPU engine's (the C references proj_plane.c and proj_joseph.c, which
+ * test_opencl_plane checks against double precision and analytic line
+ * integrals) within 1e-5, on all views and on a range, the adjoint test,
+ * and a CGLS run over the CUDA engine against the same run over the CPU
+ * engine.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -1101,14 +1102,23 @@ static double dot_fd(const float *a, const float *b, size_t n)
 static void test_plane(void **state)
 {
 	(void)state;
-	static const rc_geom_type types[2] = { RC_GEOM_FAN, RC_GEOM_PARALLEL };
+	/* a flat fan, parallel and a curved (equiangular) fan */
+	static const rc_geom_type types[3] = { RC_GEOM_FAN, RC_GEOM_PARALLEL, RC_GEOM_FAN };
+	static const char *const name[3] = { "fan", "parallel", "curved" };
 	double ang[NVIEWS];
 	for (int k = 0; k < NVIEWS; k++)
 		ang[k] = 360.0 * k / NVIEWS + 1.5;
 	const rc_volume_desc v = { NVOX, NVOX + 2, 2, 1.0, 0.9, 1.0, 0.4, -0.3, 0 };
-	for (int t = 0; t < 2; t++) {
+	for (int t = 0; t < 3; t++) {
 		rc_geom_spec sp = { .type = types[t], .nviews = NVIEWS, .det = { 2 * NVOX, 1, 1.0, 1.0, 0.35, 0 },
 				    .source_isocenter_mm = 200, .source_detector_mm = 300, .angles_deg = ang };
+		if (t == 2) {
+			/* a wide fan (+-23 degrees at NVOX 20, +-46 at 40), the
+			 * source 60 mm from the axis, the arc 100 mm from it */
+			sp.det = (rc_detector_desc){ 2 * NVOX, 1, 2.0, 1.0, 0.35, 0, RC_DETECTOR_CURVED };
+			sp.source_isocenter_mm = 60;
+			sp.source_detector_mm = 100;
+		}
 		rc_geom *g = NULL;
 		rc_err err;
 		assert_int_equal(rc_geom_new(&sp, &v, NULL, &g, &err), 0);
@@ -1143,7 +1153,7 @@ static void test_plane(void **state)
 			double lhs = dot_fd(pg, y, np), rhs = dot_fd(x, bg, nv), gap = fabs(lhs - rhs) / fabs(lhs);
 			print_message("%s views %d..%d: CUDA vs CPU engine: FBP back %.2e, forward %.2e, matched back "
 				      "%.2e; adjoint gap %.2e\n",
-				      t ? "parallel" : "fan", f, l, d_voxel, d_fwd, d_back, gap);
+				      name[t], f, l, d_voxel, d_fwd, d_back, gap);
 			assert_true(d_voxel <= 1e-5 && d_fwd <= 1e-5 && d_back <= 1e-5 && gap <= 1e-5);
 		}
 		assert_int_equal(rc_engine_forward(cu, RC_FP_ROTATE, x, pg, 0, NVIEWS, &err), RC_EUNSUPPORTED);
@@ -1162,7 +1172,7 @@ static void test_plane(void **state)
 		assert_int_equal(rc_algo_run(&a, xc, pc, bc, NULL, &err), 0);
 		assert_int_equal(rc_algo_run(&a, xg, pc, bg, NULL, &err), 0);
 		double d_cgls = rel_l2(bg, bc, nv);
-		print_message("%s CGLS 5 iterations, CUDA vs CPU engine %.2e\n", t ? "parallel" : "fan", d_cgls);
+		print_message("%s CGLS 5 iterations, CUDA vs CPU engine %.2e\n", name[t], d_cgls);
 		assert_true(d_cgls <= 1e-4);
 		rc_exec_free(xc);
 		rc_exec_free(xg);

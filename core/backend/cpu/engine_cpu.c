@@ -50,17 +50,6 @@ static int check_call(struct cpu_engine *c, int first, int last, const void *in,
 	return 0;
 }
 
-/* The Joseph pair (proj_joseph.c) reads the view's flat A (rc_plane_view),
- * not a curved fan's pixel index (geometry.h): refuse a curved fan. */
-static int plane_flat(const rc_geom *g, rc_err *err)
-{
-	if (rc_geom_type_of(g) == RC_GEOM_FAN && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.shape",
-			       "the Joseph pair (RC_FP_RAYCAST, RC_BP_MATCHED on 2-D) assumes a flat detector; a "
-			       "curved fan projects on the tensor backend's distance-driven matrix");
-	return 0;
-}
-
 static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *proj, int first,
 		       int last, rc_err *err)
 {
@@ -69,7 +58,7 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 	if (rc)
 		return rc;
 	if (rc_geom_is_2d(e->geom))
-		return plane_flat(e->geom, err) ? err->code : rc_fp_plane(e->geom, c->pool, vol, proj, first, last, err);
+		return rc_fp_plane(e->geom, c->pool, vol, proj, first, last, err);
 	switch (kind) {
 	case RC_FP_RAYCAST:
 		if (!c->fpr && (rc = rc_fpr_new(e->geom, &c->fpr, err)))
@@ -108,8 +97,7 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		return rc;
 	if (rc_geom_is_2d(e->geom))
 		return kind == RC_BP_VOXEL ? rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err)
-		       : plane_flat(e->geom, err) ? err->code
-						  : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
+					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
 	switch (kind) {
 	case RC_BP_VOXEL:
 	case RC_BP_SPLAT:

@@ -121,6 +121,10 @@ int rc_cuda_launch_project_rotated(const float *rot, const rc_cuda_rot_geom *g,
 typedef struct rc_cuda_plane {
 	int nx, ny, nz, nu, nviews;
 	int fan; /* FBP's back projection weighs by 1/w^2 */
+	/* a curved fan: FBP and the transpose's pixel search map a point to
+	 * the arc with cu and sdu (projectors/proj_cpu.h's rc_plane_arc) */
+	int curved;
+	float cu, sdu;
 } rc_cuda_plane;
 /* vol = (accumulate ? vol : 0) + over views [first, last): FBP's back
  * projection (matched == 0, RC_BP_VOXEL) or the exact transpose of

@@ -56,7 +56,8 @@ static int plane_ready(cu_engine *e, rc_err *err)
 	CU_CHECK(cudaMemcpy(e->prays, h, nr * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(rays)");
 	CU_CHECK(cudaMalloc((void **)&e->pproj, rc_geom_proj_count(g) * sizeof(float)), "cudaMalloc(projections)");
 	CU_CHECK(cudaMalloc((void **)&e->pvol, rc_volume_count(v) * sizeof(float)), "cudaMalloc(volume)");
-	e->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN };
+	e->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN, 0, 0.0f, 0.0f };
+	e->pg.curved = rc_plane_arc(g, &e->pg.cu, &e->pg.sdu);
 out:
 	free(h);
 	if (rc) { /* all or nothing: the next call starts again */
@@ -319,11 +320,6 @@ int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o, rc_engin
 	 * with cone and matrices: cu_geom_ok) */
 	if (!g || (!rc_geom_is_2d(g) && !cu_geom_ok(g, err)))
 		return g ? (err ? err->code : RC_EUNSUPPORTED) : rc_fail(err, RC_EINVAL, "", "no geometry");
-	/* plane.cu reads the flat A (rc_plane_view): not a curved pixel index */
-	if (rc_geom_type_of(g) == RC_GEOM_FAN && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "the CUDA engine's 2-D projectors assume a flat detector; a curved fan runs on "
-			       "execution.engine auto, cpu or tensor");
 	rc_cuda_device_info info;
 	int rc = rc_engine_cuda_info(o->ordinal, &info, err);
 	if (rc)

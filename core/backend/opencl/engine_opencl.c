@@ -51,6 +51,8 @@ typedef struct ocl_engine {
 	cl_mem prays;      /* fan/parallel: the Joseph pair's rays (rc_plane_rays) */
 	int plane;         /* fan or parallel: the bp_plane.cl kernels, buffers only */
 	int fan;           /* fan: FBP's back projection weighs by 1/w^2 */
+	int curved;        /* a curved fan: bp_plane.cl maps to the arc with */
+	float cu, sdu;     /* these (proj_cpu.h's rc_plane_arc) */
 	int rot_nmax;      /* grid points per in-plane axis of rot */
 	float rot_h;
 	cl_float4 ctr;     /* volume centre (mm) */
@@ -460,6 +462,9 @@ static int bp_plane(ocl_engine *x, rc_bp_kind kind, cl_mem out, cl_mem in, int f
 		SETARG(kk, a++, x->nviews);
 		if (K == K_BPP)
 			SETARG(kk, a++, x->fan);
+		SETARG(kk, a++, x->curved);
+		SETARG(kk, a++, x->cu);
+		SETARG(kk, a++, x->sdu);
 		if (e != CL_SUCCESS)
 			return rc_cl_fail(err, e, "clSetKernelArg (bp_plane)");
 		size_t g[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
@@ -789,11 +794,6 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc_opencl_options_default(&def);
 		o = &def;
 	}
-	/* bp_plane.cl reads the flat A (rc_plane_view): not a curved pixel index */
-	if (rc_geom_type_of(g) == RC_GEOM_FAN && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "the OpenCL engine's 2-D projectors assume a flat detector; a curved fan runs on "
-			       "execution.engine auto, cpu or tensor");
 	cl_platform_id plat = NULL;
 	cl_device_id dev = NULL;
 	int rc = get_device(o->platform, o->device, &plat, &dev, err);
@@ -807,6 +807,7 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 	x->dev = dev;
 	x->plane = rc_geom_is_2d(g);
 	x->fan = rc_geom_type_of(g) == RC_GEOM_FAN;
+	x->curved = rc_plane_arc(g, &x->cu, &x->sdu);
 	rc_opencl_device info;
 	device_info(plat, dev, o->platform, o->device, &info);
 	snprintf(x->base.name, sizeof x->base.name, "opencl");
