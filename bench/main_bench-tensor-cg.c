@@ -41,6 +41,7 @@
 #include "projectors/bsr_cpu.h"
 #include "projectors/proj_cpu.h"
 #include "util/tensor_par.h"
+#include "paper001.h"
 
 /* iterations: 8, or RECOND_BENCH_ITERS (2..64) */
 #define ITERS_MAX 64
@@ -83,24 +84,15 @@ int main(void)
 	if (!cache)
 		cache = "/tmp/recond-bench-cache";
 	mkdir(cache, 0755);
-	static double ang[4096];
-	for (int k = 0; k < nviews; k++)
-		ang[k] = 360.0 * k / nviews;
-	double px = 512.0 / n, R = 512.0 * sqrt(2) / 2, D = 1000, S = 2000;
-	rc_geom_spec sp = { .type = RC_GEOM_FAN, .nviews = nviews, .angles_deg = ang, .source_isocenter_mm = D,
-			    .source_detector_mm = S };
-	sp.det.nu = nu;
-	sp.det.nv = 1;
-	sp.det.du = 2 * S * tan(asin(R / D)) / nu;
-	rc_volume_desc v = { n, n, nz, px, px, px, 0, 0, 0 };
 	rc_geom *g = NULL;
 	rc_phantom *ph = NULL;
 	rc_err err;
 	float *proj = NULL, *ref = NULL, *vol = NULL;
 	int rc = 1;
-	if (rc_geom_new(&sp, &v, NULL, &g, &err))
+	if (paper001_geom(n, nviews, nu, nz, &g, &err))
 		goto out;
-	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&v);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(v);
 	proj = malloc(np * sizeof *proj);
 	ref = malloc(nvox * sizeof *ref);
 	vol = malloc(nvox * sizeof *vol);
@@ -109,7 +101,7 @@ int main(void)
 		goto out;
 	}
 	if (rc_phantom_shepp_logan(0.9 * 512.0, &ph, &err) || rc_phantom_project(ph, g, 0, proj, &err) ||
-	    rc_phantom_voxelize(ph, &v, 2, 0, ref, &err))
+	    rc_phantom_voxelize(ph, v, 2, 0, ref, &err))
 		goto out;
 
 	/* RECOND_BENCH_DUMP=dir: the sinograms, the phantom and the geometry
@@ -133,7 +125,7 @@ int main(void)
 		if ((f = fopen(path, "w"))) {
 			fprintf(f, "{\"n\": %d, \"nz\": %d, \"voxel_mm\": %.17g, \"nviews\": %d, \"nu\": %d, \"du_mm\": %.17g, "
 				   "\"source_isocenter_mm\": %.17g, \"source_detector_mm\": %.17g}\n",
-				n, nz, px, nviews, nu, sp.det.du, D, S);
+				n, nz, v->vx, nviews, nu, rc_geom_detector(g)->du, rc_geom_sid(g), rc_geom_sdd(g));
 			fclose(f);
 		}
 	}

@@ -17,6 +17,7 @@
 #include "projectors/bsr_cpu.h"
 #include "projectors/morton.h"
 #include "util/rc_clock.h"
+#include "paper001.h"
 
 static double cpu_s(void)
 {
@@ -34,16 +35,6 @@ int main(void)
 	if (!cache)
 		cache = "/tmp/recond-bench-cache";
 	mkdir(cache, 0755);
-	static double ang[4096];
-	for (int k = 0; k < nviews; k++)
-		ang[k] = 360.0 * k / nviews;
-	double px = 512.0 / n, R = 512.0 * sqrt(2) / 2, D = 1000, S = 2000;
-	rc_geom_spec sp = { .type = RC_GEOM_FAN, .nviews = nviews, .angles_deg = ang, .source_isocenter_mm = D,
-			    .source_detector_mm = S };
-	sp.det.nu = nu;
-	sp.det.nv = 1;
-	sp.det.du = 2 * S * tan(asin(R / D)) / nu;
-	rc_volume_desc v = { n, n, nz, px, px, px, 0, 0, 0 };
 	rc_geom *g = NULL;
 	rc_csr *m = NULL;
 	rc_bsr *b = NULL;
@@ -53,7 +44,7 @@ int main(void)
 	rc_err err;
 	int rc = 1;
 	double t0 = rc_now_s();
-	if (rc_geom_new(&sp, &v, NULL, &g, &err) || rc_dd_cached(g, cache, 0, &m, NULL, &err) ||
+	if (paper001_geom(n, nviews, nu, nz, &g, &err) || rc_dd_cached(g, cache, 0, &m, NULL, &err) ||
 	    rc_morton_perm(nu, nviews, 4, 2, &rp, &err) || rc_morton_perm(n, n, 4, 2, &cp, &err) ||
 	    rc_bsr_build(m, rp, cp, RC_FRAG_8_32_16, 0, &b, &err))
 		goto out;

@@ -32,6 +32,7 @@
 #include "backend/tensor/tensor_gpu.h"
 #include "projectors/tensor_sym.h"
 #include "util/rc_clock.h"
+#include "paper001.h"
 
 static double cpu_s(void)
 {
@@ -42,19 +43,9 @@ static double cpu_s(void)
 
 static rc_geom *bench_geom(int n, int nviews, int nu, int nz)
 {
-	static double ang[4096];
-	for (int k = 0; k < nviews; k++)
-		ang[k] = 360.0 * k / nviews;
-	double px = 512.0 / n, R = 512.0 * sqrt(2) / 2, D = 1000, S = 2000;
-	rc_geom_spec sp = { .type = RC_GEOM_FAN, .nviews = nviews, .angles_deg = ang, .source_isocenter_mm = D,
-			    .source_detector_mm = S };
-	sp.det.nu = nu;
-	sp.det.nv = 1;
-	sp.det.du = 2 * S * tan(asin(R / D)) / nu;
-	rc_volume_desc v = { n, n, nz, px, px, px, 0, 0, 0 };
 	rc_geom *g = NULL;
 	rc_err err;
-	if (rc_geom_new(&sp, &v, NULL, &g, &err)) {
+	if (paper001_geom(n, nviews, nu, nz, &g, &err)) {
 		fprintf(stderr, "bench-tensor: geometry: %s\n", err.msg);
 		exit(1);
 	}
