@@ -88,6 +88,42 @@ def finish():
     sys.exit(1 if _failed else 0)
 
 
+def pip_venv(venv, packages, probe):
+    """The python of venv, a virtual environment with packages (pip specs) from PyPI, made on first
+    use under a lock (several test runs may start at once) unless python -c probe already succeeds
+    there.  RECOND_OFFLINE=1 and no such venv: skip (exit 77); pip failing: one failed check and
+    finish(), with pip's last lines."""
+    import fcntl
+    py = os.path.join(venv, "bin", "python")
+    what = " ".join(packages)
+
+    def ready():
+        return os.access(py, os.X_OK) and subprocess.run([py, "-c", probe], capture_output=True).returncode == 0
+
+    if ready():
+        return py
+    if os.environ.get("RECOND_OFFLINE") == "1":
+        skip("RECOND_OFFLINE=1 and %s has no %s (run once with PyPI reachable)" % (venv, what))
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    with open(venv + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if ready():
+            return py
+        log("creating %s with %s from PyPI" % (venv, what))
+        for cmd in ([sys.executable, "-m", "venv", "--clear", venv],
+                    [py, "-m", "pip", "install", "-q", "--retries", "2", "--timeout", "30"] + list(packages)):
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            if p.returncode != 0:
+                why = (p.stderr or p.stdout).strip().splitlines()[-6:]
+                check("%s installs into %s (PyPI must be reachable; RECOND_OFFLINE=1 skips this test)" % (what, venv),
+                      False, "%s: exit %d: %s" % (" ".join(cmd[:4]), p.returncode, " | ".join(why)))
+                finish()
+    if not ready():
+        check("%s imports in %s after the install" % (what, venv), False)
+        finish()
+    return py
+
+
 def run_main(fn):
     """Runs a test body; an exception is one failed check, not a traceback with daemons left behind."""
     try:

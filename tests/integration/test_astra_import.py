@@ -42,7 +42,6 @@ test` runs it; PyPI unreachable: fails with the reason, unless RECOND_OFFLINE=1 
 neither venv is there), as test_contract.py does.
 """
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -62,30 +61,11 @@ def has_astra(py):
 
 
 def astra_python():
-    """bench-peers' venv if it is there, else this test's own (made under a lock on first use)."""
-    from recond_harness import check, finish, log, skip
+    """bench-peers' venv if it is there, else this test's own (recond_harness.pip_venv)."""
+    from recond_harness import pip_venv
     if has_astra(PEERS_PY):
         return PEERS_PY
-    py = os.path.join(ASTRA_VENV, "bin", "python")
-    if has_astra(py):
-        return py
-    if os.environ.get("RECOND_OFFLINE") == "1":
-        skip("RECOND_OFFLINE=1 and neither %s nor %s has astra-toolbox" % (PEERS_PY, ASTRA_VENV))
-    os.makedirs(BUILD_DIR, exist_ok=True)
-    with open(os.path.join(BUILD_DIR, "astra-venv.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if has_astra(py):
-            return py
-        log("creating %s with %s from PyPI" % (ASTRA_VENV, " ".join(ASTRA_PKGS)))
-        for cmd in ([sys.executable, "-m", "venv", "--clear", ASTRA_VENV],
-                    [py, "-m", "pip", "install", "-q", "--retries", "2", "--timeout", "30"] + ASTRA_PKGS):
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-            if p.returncode != 0:
-                why = (p.stderr or p.stdout).strip().splitlines()[-6:]
-                check("%s installs into %s (PyPI must be reachable; RECOND_OFFLINE=1 skips this test)"
-                      % (" ".join(ASTRA_PKGS), ASTRA_VENV), False, "exit %d: %s" % (p.returncode, " | ".join(why)))
-                finish()
-    return py
+    return pip_venv(ASTRA_VENV, ASTRA_PKGS, "import numpy, astra")
 
 
 if __name__ == "__main__" and os.environ.get("RECOND_PEERS_CHILD") != "1":

@@ -27,15 +27,13 @@ failure or error fails the test.  PyPI unreachable: fails with the reason,
 unless RECOND_OFFLINE=1 (then exit 77 when the venv is not there yet).
 """
 
-import fcntl
 import glob
 import json
 import os
 import subprocess
-import sys
 import time
 
-from recond_harness import (BUILD, HERE, OPENAPI, Daemon, check, finish, log, require_binaries, run_main, skip,
+from recond_harness import (BUILD, HERE, OPENAPI, Daemon, check, log, pip_venv, require_binaries, run_main,
                             tempdir)
 
 SCHEMATHESIS = "schemathesis==4.32.5"
@@ -70,40 +68,10 @@ CHECK_OF = {
 
 
 def venv_python():
-    """The test venv's python with SCHEMATHESIS installed, made on first use (under a lock: several
-    test runs may start at once)."""
-    venv = os.path.join(BUILD, "test-venv")
-    py = os.path.join(venv, "bin", "python")
+    """The test venv's python with SCHEMATHESIS installed (recond_harness.pip_venv)."""
     want = SCHEMATHESIS.split("==")[1]
     probe = "import sys, importlib.metadata as m; sys.exit(m.version('schemathesis') != %r)" % want
-
-    def ready():
-        return os.access(py, os.X_OK) and subprocess.run([py, "-c", probe], capture_output=True).returncode == 0
-
-    if ready():
-        return py
-    if os.environ.get("RECOND_OFFLINE") == "1":
-        skip("RECOND_OFFLINE=1 and %s has no %s (run once with PyPI reachable)" % (venv, SCHEMATHESIS))
-    os.makedirs(BUILD, exist_ok=True)
-    with open(os.path.join(BUILD, "test-venv.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if ready():
-            return py
-        log("creating %s with %s from PyPI" % (venv, SCHEMATHESIS))
-        steps = ([sys.executable, "-m", "venv", "--clear", venv],
-                 [py, "-m", "pip", "install", "-q", "--retries", "2", "--timeout", "30", SCHEMATHESIS])
-        for cmd in steps:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-            if p.returncode != 0:
-                why = (p.stderr or p.stdout).strip().splitlines()[-6:]
-                check("%s installs into %s (PyPI must be reachable; RECOND_OFFLINE=1 skips this test)"
-                      % (SCHEMATHESIS, venv), False, "%s: exit %d: %s" % (" ".join(cmd[:4]), p.returncode,
-                                                                         " | ".join(why)))
-                finish()
-    if not ready():
-        check("%s imports in %s after the install" % (SCHEMATHESIS, venv), False)
-        finish()
-    return py
+    return pip_venv(os.path.join(BUILD, "test-venv"), [SCHEMATHESIS], probe)
 
 
 # What the stateful phase must reach at least once (the OpenAPI links' promise), and how often it
