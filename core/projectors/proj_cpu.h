@@ -31,6 +31,8 @@
 #ifndef RC_PROJ_CPU_H
 #define RC_PROJ_CPU_H
 
+#include <math.h>
+
 #include "geometry/geometry.h"
 #include "util/threadpool.h"
 
@@ -80,7 +82,8 @@ void rc_proj_keep_release(size_t bytes);
 
 /* Voxel-driven back projection; owns padded view blocks and per-thread rows.
  * splat_gain != 0 multiplies every pixel by the splat gain (below) as the
- * views are padded: RC_BP_SPLAT, the exact transpose of rc_fp_splat. */
+ * views are padded and weighs cone views with the splat's footprint
+ * instead of bilinearly: RC_BP_SPLAT, the exact transpose of rc_fp_splat. */
 typedef struct rc_bpv rc_bpv;
 int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err);
 void rc_bpv_free(rc_bpv *b);
@@ -144,6 +147,37 @@ void rc_splat_gain_init(const rc_geom *g, int k, rc_splat_gain *gn);
 void rc_splat_gain_line(const rc_splat_gain *gn, double u, double v, int along_v, int n, float *restrict out);
 /* Gains a caller computes at once (a stack buffer of this many floats). */
 #define RC_SPLAT_GAIN_CHUNK 512
+
+/* The splat pair's footprint on a cone view (P[2] = P[10] = 0): along u
+ * and along v a voxel whose projection is w < 1 pixel wide spreads over the
+ * pixels within w of its projection with the weights (1 - |d| / w) / w (a
+ * hat as wide as the voxel: neighbouring voxels' hats sum to a flat 1/w,
+ * as the bilinear weights do, but a voxel is not smeared over a whole
+ * pixel either side); at w >= 1 that is the bilinear weight 1 - |d|.  w
+ * along u is the larger of the voxel's x and y steps projected on u (the
+ * distance-driven projector's width), along v its z step.  Off cone views
+ * the pair stays bilinear.  Measured against analytic line integrals, the
+ * hat model's projections are closer than ray casting's, the bilinear ones
+ * 1.2x further (docs/cpu-engine.md, "Splatting"). */
+static inline float rc_splat_hat_scale(double w) { return w < 1 ? (float)(1.0 / w) : 1.0f; }
+/* The weight at distance d (pixels, >= 0) for scale s = 1 / w. */
+static inline float rc_splat_hat(float d, float s)
+{
+	float r = 1.0f - d * s;
+	return r > 0.0f ? r * s : 0.0f;
+}
+/* The u weights of a voxel column at u (fraction fu = u - floor(u), depth
+ * 1/iw) on cone view P, voxel sizes vx, vy: w0 on floor(u), w1 on the next. */
+static inline void rc_splat_hat_u(const double *P, double u, double iw, double vx, double vy, float fu, float *w0,
+				  float *w1)
+{
+	double a = fabs(P[0] - u * P[8]) * iw * vx, b = fabs(P[1] - u * P[9]) * iw * vy;
+	float su = rc_splat_hat_scale(a > b ? a : b);
+	*w0 = rc_splat_hat(fu, su);
+	*w1 = rc_splat_hat(1.0f - fu, su);
+}
+/* The v scale of a column whose v moves dv pixels per mm of z, voxels vz mm. */
+static inline float rc_splat_hat_sv(float dv, double vz) { return rc_splat_hat_scale(fabs((double)dv) * vz); }
 
 /* Voxels further apart on the detector than this (pixels, in u or v) make
  * the splat's bilinear footprints ripple: rc_splat_suits is false. */

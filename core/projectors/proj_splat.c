@@ -13,14 +13,20 @@
  *     c(u, v) = (a - u n) x (b - v n) = a x b - u (n x b) - v (a x n),
  * the 1/w^2 of the back projector times a gain g(u, v) = V |c(u, v)| that
  * depends on the pixel alone.  The voxel's value is spread over the four
- * pixels around its projection with the back projector's bilinear weights,
- * so
+ * pixels around its projection, on a cone view with proj_cpu.h's footprint
+ * (a hat as wide as the voxel's projected step along u and along v, which
+ * is bilinear at a step of a pixel), on other views bilinearly, so
  *     A = G B^T,   A^T = B G     (G: diagonal, g at each pixel centre),
- * with B = RC_BP_VOXEL exactly (its padding, its clamps, its 1/w^2).  g
- * changes by about 1e-4 of itself per pixel, so evaluating it at the pixel
- * rather than at the voxel's projection is far below the model's own error.
+ * with B = RC_BP_VOXEL exactly (its padding, its clamps, its 1/w^2) run
+ * with the same footprint (rc_bp_voxel's splat_gain).  g changes by about
+ * 1e-4 of itself per pixel, so evaluating it at the pixel rather than at
+ * the voxel's projection is far below the model's own error.  The bilinear
+ * footprint is a voxel smeared over a pixel either side: its projections
+ * were 1.13-1.21x further from analytic line integrals than ray casting's,
+ * and plain CGLS and MLEM fitted that blur (docs/cpu-engine.md); the hat's
+ * are 0.97-0.99x.
  *
- * Where it holds.  Bilinear weights of neighbouring voxels overlap to a flat
+ * Where it holds.  The footprints of neighbouring voxels overlap to a flat
  * sum only while voxels project at most a pixel apart; coarser, the
  * forward projection ripples (by half at 1.5 pixels).  rc_splat_suits says
  * whether every voxel step projects to at most RC_SPLAT_MAX_STEP pixels in
@@ -158,7 +164,7 @@ void rc_fps_free(rc_fps *f)
 	free(f);
 }
 
-typedef void (*rc_splat_col_fn)(const float *restrict, int, double, double, float, float, float *restrict,
+typedef void (*rc_splat_col_fn)(const float *restrict, int, double, double, float, float, float, float *restrict,
 				float *restrict, int);
 
 struct splat_ctx {
@@ -170,17 +176,18 @@ struct splat_ctx {
 	int first;
 };
 
-/* The four bilinear deposits of value a at padded column pair c0, c1 and
- * padded row v (>= 0): the transpose of proj_voxel_tile.h's lookup. */
-static inline void deposit(float *restrict c0, float *restrict c1, float fu, float v, float a)
+/* The four deposits of value a at padded column pair c0, c1 (weights w0,
+ * w1) and padded row v (>= 0), v scale sv (proj_cpu.h's footprint; 1:
+ * bilinear): the transpose of proj_voxel_tile.h's lookup. */
+static inline void deposit(float *restrict c0, float *restrict c1, float w0, float w1, float v, float a, float sv)
 {
 	int32_t iv = (int32_t)v;
 	float fv = v - (float)iv;
-	float lo = a * (1.0f - fv), hi = a * fv;
-	c0[iv] += lo - fu * lo;
-	c1[iv] += fu * lo;
-	c0[iv + 1] += hi - fu * hi;
-	c1[iv + 1] += fu * hi;
+	float lo = a * rc_splat_hat(fv, sv), hi = a * rc_splat_hat(1.0f - fv, sv);
+	c0[iv] += w0 * lo;
+	c1[iv] += w1 * lo;
+	c0[iv + 1] += w0 * hi;
+	c1[iv + 1] += w1 * hi;
 }
 
 /* A cone view (P[2] = P[10] = 0): u and w are fixed along a voxel column and
@@ -211,18 +218,22 @@ static void cone_view(const rc_fps *f, const double *P, const float *vol, const 
 			double v0 = (P[4] * X[0] + P[5] * X[1] + P[7]) * iw + 1;
 			float *c0 = img + ((size_t)fl + 1) * Hs;
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
-			const float fu = (float)(u - fl), wt = (float)(iw * iw);
+			const float wt = (float)(iw * iw), sv = rc_splat_hat_sv((float)dv, v->vz);
+			float w0, w1;
+			rc_splat_hat_u(P, u, iw, v->vx, v->vy, (float)(u - fl), &w0, &w1);
+			w0 *= wt;
+			w1 *= wt;
 			const float *a = xt ? xt + at * (size_t)v->nz : colbuf;
 			for (int z = 0; !xt && z < v->nz; z++)
 				colbuf[z] = vol[at + (size_t)z * plane];
 			if (fabs(dv * v->vz) * RC_SPLAT_T > 2.0) {
-				col_fn(a, v->nz, v0 + z0 * dv, v->vz * dv, wt, fu, c0, c0 + Hs, d->nv);
+				col_fn(a, v->nz, v0 + z0 * dv, v->vz * dv, sv, w0, w1, c0, c0 + Hs, d->nv);
 				continue;
 			}
 			for (int z = 0; z < v->nz; z++) {
 				float vz = (float)v0 + f->zw[z] * (float)dv;
 				if (vz >= 0.0f && vz <= (float)(d->nv + 1))
-					deposit(c0, c0 + Hs, fu, vz, wt * a[z]);
+					deposit(c0, c0 + Hs, w0, w1, vz, a[z], sv);
 			}
 		}
 }
@@ -246,8 +257,8 @@ static void general_column(const rc_fps *f, const double *P, double xw, double y
 		if (!(u > -1 && u < d->nu && v >= 0 && v <= d->nv + 1))
 			continue;
 		double fl = floor(u);
-		float *c0 = img + ((size_t)fl + 1) * (size_t)f->Hs;
-		deposit(c0, c0 + f->Hs, (float)(u - fl), (float)v, (float)(iw * iw) * x[(size_t)z * zstride]);
+		float *c0 = img + ((size_t)fl + 1) * (size_t)f->Hs, fu = (float)(u - fl);
+		deposit(c0, c0 + f->Hs, 1.0f - fu, fu, (float)v, (float)(iw * iw) * x[(size_t)z * zstride], 1.0f);
 	}
 }
 

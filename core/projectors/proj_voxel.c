@@ -364,6 +364,7 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	J->nzb = (v->nz + b->bz - 1) / b->bz;
 	J->scratch = b->scratch;
 	J->scratch_floats = b->scratch_floats;
+	J->hat = splat_gain;
 	long ntiles = (long)J->nxb * J->nyb * J->nzb;
 	/* One layout of the sums for the whole call: columns if every view is
 	 * cone-like, else rows (the general path) */

@@ -55,9 +55,11 @@ static inline struct chunk8 chunk8_idx(const float *zw, __m256 dvv, __m256 v0v)
 	return c;
 }
 
-/* One chunk's value top + fv (bot - top) from its 16-row window */
-static inline __m256 chunk8_val(const struct chunk8 *c, const float *restrict c0, const float *restrict c1,
-				__m256 fuv)
+/* One chunk's value top + fv (bot - top) from its 16-row window; hat: the
+ * splat footprint's h0 top + h1 bot (proj_voxel_avx512.c's chunk_val) */
+static inline __attribute__((always_inline)) __m256 chunk8_val(int hat, const struct chunk8 *c,
+							       const float *restrict c0, const float *restrict c1,
+							       __m256 fuv, __m256 svv)
 {
 	__m256 t[2];
 	for (int j = 0; j < 2; j++) {
@@ -65,17 +67,25 @@ static inline __m256 chunk8_val(const struct chunk8 *c, const float *restrict c0
 		t[j] = _mm256_fmadd_ps(fuv, _mm256_sub_ps(b, a), a);
 	}
 	__m256 top = pick16(t, c->rel), bot = pick16(t, c->rel1);
+	if (hat) {
+		const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+		__m256 h0 = _mm256_max_ps(_mm256_sub_ps(one, _mm256_mul_ps(c->fv, svv)), zero);
+		__m256 h1 = _mm256_max_ps(_mm256_sub_ps(one, _mm256_mul_ps(_mm256_sub_ps(one, c->fv), svv)), zero);
+		return _mm256_add_ps(_mm256_mul_ps(h0, top), _mm256_mul_ps(h1, bot));
+	}
 	return _mm256_fmadd_ps(c->fv, _mm256_sub_ps(bot, top), top);
 }
 
 /* The column loop of 16-row windows, the next chunk's indices computed
  * before this chunk's picks (software pipelining, as in the AVX-512
  * loop). */
-static void cone_col_win8(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
-			  const float *restrict zw, float v0, float dv, float fu, float wt)
+static inline __attribute__((always_inline)) void cone_col_win8(int hat, int n, float *restrict acc,
+								const float *restrict c0, const float *restrict c1,
+								const float *restrict zw, float v0, float dv,
+								float fu, float wt, float sv)
 {
 	const __m256 v0v = _mm256_set1_ps(v0), dvv = _mm256_set1_ps(dv);
-	const __m256 fuv = _mm256_set1_ps(fu), wtv = _mm256_set1_ps(wt);
+	const __m256 fuv = _mm256_set1_ps(fu), wtv = _mm256_set1_ps(wt), svv = _mm256_set1_ps(sv);
 	if (n <= 0)
 		return;
 	struct chunk8 next = chunk8_idx(zw, dvv, v0v);
@@ -83,27 +93,31 @@ static void cone_col_win8(int n, float *restrict acc, const float *restrict c0, 
 		struct chunk8 c = next;
 		if (z + 8 < n)
 			next = chunk8_idx(zw + z + 8, dvv, v0v);
-		chunk8_add(acc + z, n - z, wtv, chunk8_val(&c, c0, c1, fuv));
+		chunk8_add(acc + z, n - z, wtv, chunk8_val(hat, &c, c0, c1, fuv, svv));
 	}
 }
 
 static inline void cone_col_c_avx2(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
-				   const float *restrict zw, float v0, float dv, float fu, float wt, float vmax);
+				   const float *restrict zw, float v0, float dv, float fu, float wt, float vmax, float sv);
 
 /* zw holds at least n rounded up to 8 increasing positions. */
 static inline void cone_col_avx2(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
-				 const float *restrict zw, float v0, float dv, float fu, float wt, float vmax)
+				 const float *restrict zw, float v0, float dv, float fu, float wt, float vmax, float sv)
 {
 	/* rows spanned by 8 voxels, +1 for floor, +1 for the second sample,
 	 * +1 for rounding of v */
 	float span = dv * (zw[7] - zw[0]) + 3.0f;
-	if (!(dv >= 0)) {
-		cone_col_c_avx2(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
+	/* the splat footprint (sv != 1) on the 16-row window, else the
+	 * portable loop */
+	if (!(dv >= 0) || (sv != 1.0f && !(span <= 16.0f))) {
+		cone_col_c_avx2(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax, sv);
 		return;
 	}
 	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
-	if (span <= 16.0f)
-		cone_col_win8(n, acc, c0, c1, zw, v0, dv, fu, wt);
+	if (sv != 1.0f)
+		cone_col_win8(1, n, acc, c0, c1, zw, v0, dv, fu, wt, sv);
+	else if (span <= 16.0f)
+		cone_col_win8(0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f);
 	else
 		cone_col_pairs8(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
 }

@@ -72,10 +72,12 @@ static inline struct chunk_idx chunk_idx(const float *zw, __m512 dvv, __m512 v0v
 
 /* One chunk's value top + fv (bot - top) for a window of NV vectors (16 NV
  * rows): the window of both detector columns is blended,
- * T = c0 + fu (c1 - c0), and T[iv], T[iv + 1] are picked. */
-static inline __attribute__((always_inline)) __m512 chunk_val(int NV, const struct chunk_idx *c,
+ * T = c0 + fu (c1 - c0), and T[iv], T[iv + 1] are picked.  HAT: the splat
+ * footprint's weights instead, h0 top + h1 bot with h0 = max(0, 1 - fv sv),
+ * h1 = max(0, 1 - (1 - fv) sv) (the portable loop's). */
+static inline __attribute__((always_inline)) __m512 chunk_val(int NV, int HAT, const struct chunk_idx *c,
 							      const float *restrict c0, const float *restrict c1,
-							      __m512 fuv)
+							      __m512 fuv, __m512 svv)
 {
 	__m512 t[8];
 	for (int j = 0; j < NV; j++) {
@@ -83,6 +85,12 @@ static inline __attribute__((always_inline)) __m512 chunk_val(int NV, const stru
 		t[j] = _mm512_fmadd_ps(fuv, _mm512_sub_ps(b, a), a);
 	}
 	__m512 top = pick(NV, t, c->rel), bot = pick(NV, t, c->rel1);
+	if (HAT) {
+		const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+		__m512 h0 = _mm512_max_ps(_mm512_sub_ps(one, _mm512_mul_ps(c->fv, svv)), zero);
+		__m512 h1 = _mm512_max_ps(_mm512_sub_ps(one, _mm512_mul_ps(_mm512_sub_ps(one, c->fv), svv)), zero);
+		return _mm512_add_ps(_mm512_mul_ps(h0, top), _mm512_mul_ps(h1, bot));
+	}
 	return _mm512_fmadd_ps(c->fv, _mm512_sub_ps(bot, top), top);
 }
 
@@ -99,16 +107,16 @@ static inline void chunk_add(float *acc, int n, __m512 wtv, __m512 val)
  * Pipelining measured 1.1-1.4x in the column loop alone (more when the
  * machine is shared), the second chunk per iteration another 2-5 % in the
  * whole back projection (docs/cpu-engine.md). */
-static inline __attribute__((always_inline)) void cone_col_win(int NV, int n, float *restrict acc,
+static inline __attribute__((always_inline)) void cone_col_win(int NV, int HAT, int n, float *restrict acc,
 							       const float *restrict c0,
 							       const float *restrict c1,
 							       const float *restrict zw, float v0,
-							       float dv, float fu, float wt)
+							       float dv, float fu, float wt, float sv)
 {
 	if (n <= 0)
 		return;
 	const __m512 v0v = _mm512_set1_ps(v0), dvv = _mm512_set1_ps(dv);
-	const __m512 fuv = _mm512_set1_ps(fu), wtv = _mm512_set1_ps(wt);
+	const __m512 fuv = _mm512_set1_ps(fu), wtv = _mm512_set1_ps(wt), svv = _mm512_set1_ps(sv);
 	struct chunk_idx na = chunk_idx(zw, dvv, v0v), nb = na;
 	if (n > 16)
 		nb = chunk_idx(zw + 16, dvv, v0v);
@@ -119,32 +127,39 @@ static inline __attribute__((always_inline)) void cone_col_win(int NV, int n, fl
 			na = chunk_idx(zw + z + 32, dvv, v0v);
 		if (z + 48 < n)
 			nb = chunk_idx(zw + z + 48, dvv, v0v);
-		__m512 va = chunk_val(NV, &a, c0, c1, fuv), vb = chunk_val(NV, &b, c0, c1, fuv);
+		__m512 va = chunk_val(NV, HAT, &a, c0, c1, fuv, svv), vb = chunk_val(NV, HAT, &b, c0, c1, fuv, svv);
 		_mm512_storeu_ps(acc + z, _mm512_fmadd_ps(wtv, va, _mm512_loadu_ps(acc + z)));
 		_mm512_storeu_ps(acc + z + 16, _mm512_fmadd_ps(wtv, vb, _mm512_loadu_ps(acc + z + 16)));
 	}
 	/* the last one or two chunks: na holds z's indices, nb z + 16's */
 	if (z < n)
-		chunk_add(acc + z, n - z, wtv, chunk_val(NV, &na, c0, c1, fuv));
+		chunk_add(acc + z, n - z, wtv, chunk_val(NV, HAT, &na, c0, c1, fuv, svv));
 	if (z + 16 < n)
-		chunk_add(acc + z + 16, n - z - 16, wtv, chunk_val(NV, &nb, c0, c1, fuv));
+		chunk_add(acc + z + 16, n - z - 16, wtv, chunk_val(NV, HAT, &nb, c0, c1, fuv, svv));
 }
 
 static inline void cone_col_c_avx512(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
-				     const float *restrict zw, float v0, float dv, float fu, float wt, float vmax);
+				     const float *restrict zw, float v0, float dv, float fu, float wt, float vmax,
+				     float sv);
 
 /* zw holds at least n rounded up to 16 increasing positions. */
 static inline void cone_col_avx512(int n, float *restrict acc, const float *restrict c0, const float *restrict c1,
-				   const float *restrict zw, float v0, float dv, float fu, float wt, float vmax)
+				   const float *restrict zw, float v0, float dv, float fu, float wt, float vmax, float sv)
 {
 	/* rows spanned by 16 voxels, +1 for floor, +1 for the second sample,
 	 * +1 for rounding of v */
 	float span = dv * (zw[15] - zw[0]) + 3.0f;
-	if (!(dv >= 0) || !(span <= 128.0f)) {
-		cone_col_c_avx512(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax);
+	/* the splat footprint (sv != 1: voxels under a pixel apart) on a
+	 * window of two vectors, else the portable loop */
+	if (!(dv >= 0) || !(span <= 128.0f) || (sv != 1.0f && !(span <= 32.0f))) {
+		cone_col_c_avx512(n, acc, c0, c1, zw, v0, dv, fu, wt, vmax, sv);
 		return;
 	}
 	n = rc_bpv_drop_off_detector(n, &zw, &acc, v0, dv, vmax);
+	if (sv != 1.0f) {
+		cone_col_win(2, 1, n, acc, c0, c1, zw, v0, dv, fu, wt, sv);
+		return;
+	}
 	/* the narrowest window of whole vectors that holds span rows (rounded
 	 * up: a span just over 16 NV needs NV + 1 vectors): each vector is two
 	 * loads, a subtract and an FMA per chunk, each pair of vectors a
@@ -152,13 +167,13 @@ static inline void cone_col_avx512(int n, float *restrict acc, const float *rest
 	switch ((int)ceilf(span * (1.0f / 16.0f))) {
 	case 0:
 	case 1:
-	case 2: cone_col_win(2, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
-	case 3: cone_col_win(3, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
-	case 4: cone_col_win(4, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
-	case 5: cone_col_win(5, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
-	case 6: cone_col_win(6, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
-	case 7: cone_col_win(7, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
-	default: cone_col_win(8, n, acc, c0, c1, zw, v0, dv, fu, wt); break;
+	case 2: cone_col_win(2, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
+	case 3: cone_col_win(3, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
+	case 4: cone_col_win(4, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
+	case 5: cone_col_win(5, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
+	case 6: cone_col_win(6, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
+	case 7: cone_col_win(7, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
+	default: cone_col_win(8, 0, n, acc, c0, c1, zw, v0, dv, fu, wt, 1.0f); break;
 	}
 }
 

@@ -42,6 +42,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "projectors/proj_cpu.h"
+
 #define RC_BPV_BLOCK 32 /* views per sweep of the volume: docs/cpu-engine.md */
 #define RC_BPV_BX 32 /* tile of BX x by x bz voxels: docs/cpu-engine.md */
 #define RC_BPV_BYMAX 64 /* by: 16, 32 or 64 (proj_voxel.c tile_rows) */
@@ -61,6 +63,8 @@ struct rc_bpv_job {
 	int cone;           /* column layout: every view of the call is cone-like
 			     * (P[2] = P[10] = 0, or near enough: proj_voxel.c) */
 	int overwrite;      /* first block of a call: vol = sum, else vol += sum */
+	int hat;            /* cone views weigh with the splat's footprint
+			     * (proj_cpu.h; RC_BP_SPLAT), not bilinear */
 	float *tiles;       /* NULL, or every tile's sums kept across the call's blocks */
 	int first_block, last_block; /* with tiles: zero the sums / write them out */
 	float *vol;
@@ -151,11 +155,34 @@ static void RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, con
 #define RC_BPV_CONE_ROWS RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)
 #endif
 
+/* The splat footprint's u weights (rc_splat_hat_u) for the columns of one
+ * row set up by cone_rows: the blend fu becomes w1 / (w0 + w1) and the
+ * weight wt gains the factor w0 + w1, so that the column loops' blend
+ * T = c0 + fu (c1 - c0) times wt is w0 c0 + w1 c1 times the old wt. */
+static void RC_BPV_CAT(hat_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, const double *P, double yw, int x0,
+						int n, float *restrict fu, float *restrict wt)
+{
+	for (int i = 0; i < n; i++) {
+		if (wt[i] == 0.0f)
+			continue;
+		double xw = J->x0[0] + (x0 + i) * J->s[0];
+		double iw = 1.0 / (P[8] * xw + P[9] * yw + P[11]);
+		double u = (P[0] * xw + P[1] * yw + P[3]) * iw;
+		float w0, w1;
+		rc_splat_hat_u(P, u, iw, J->s[0], J->s[1], fu[i], &w0, &w1);
+		float sum = w0 + w1;
+		fu[i] = sum > 0.0f ? w1 / sum : 0.0f;
+		wt[i] *= sum;
+	}
+}
+
 /* The portable loop of the cone path: one view, one voxel column of n z
- * positions zw, detector columns c0 and c1 = c0 + Hs. */
+ * positions zw, detector columns c0 and c1 = c0 + Hs.  sv != 1: the splat
+ * footprint's v weights rc_splat_hat(|v - row|, sv) / sv on the two rows
+ * (the caller's wt holds the factor sv). */
 static inline void RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)(int n, float *restrict acc, const float *restrict c0,
 							 const float *restrict c1, const float *restrict zw, float v0,
-							 float dv, float fu, float wt, float vmax)
+							 float dv, float fu, float wt, float vmax, float sv)
 {
 	/* v is monotone in z: the voxels whose v is off [0, vmax] (clamped,
 	 * they would add exactly zero) are at the ends; dropping them leaves
@@ -167,6 +194,20 @@ static inline void RC_BPV_CAT(cone_col_c, RC_BPV_SUFFIX)(int n, float *restrict 
 	}
 	while (n > 0 && !(v0 + zw[n - 1] * dv >= 0.0f && v0 + zw[n - 1] * dv <= vmax))
 		n--;
+	if (sv != 1.0f) {
+		for (int z = 0; z < n; z++) {
+			float v = v0 + zw[z] * dv;
+			int32_t iv = (int32_t)v;
+			float fv = v - (float)iv;
+			float a = c0[iv], b = c1[iv], c = c0[iv + 1], d = c1[iv + 1];
+			float top = a + fu * (b - a), bot = c + fu * (d - c);
+			float h0 = 1.0f - fv * sv, h1 = 1.0f - (1.0f - fv) * sv;
+			h0 = h0 > 0.0f ? h0 : 0.0f;
+			h1 = h1 > 0.0f ? h1 : 0.0f;
+			acc[z] += wt * (h0 * top + h1 * bot);
+		}
+		return;
+	}
 	for (int z = 0; z < n; z++) {
 		float v = v0 + zw[z] * dv;
 		int32_t iv = (int32_t)v;
@@ -389,10 +430,12 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	for (int y = y0; y < y1; y++) {
 		int r = (y - y0) * RC_BPV_BX;
 		double yw = J->x0[1] + y * J->s[1];
-		if (cone)
+		if (cone) {
 			RC_BPV_CONE_ROWS(J, P, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r, f3 + r, col + r,
 					 za + r, zb + r);
-		else
+			if (J->hat)
+				RC_BPV_CAT(hat_rows, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, f0 + r, f3 + r);
+		} else
 			RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw0, zc, f0 + r, f1 + r, f2 + r,
 							    f3 + r, col + r, za + r, zb + r);
 	}
@@ -404,7 +447,9 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 		float *a = acc + (size_t)c * (size_t)J->bz + za[c];
 		if (cone) {
 			const float *c0 = img + (size_t)col[c] * Hs;
-			RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], f1[c], f2[c], f0[c], f3[c], vmax);
+			const float sv = J->hat ? rc_splat_hat_sv(f2[c], J->s[2]) : 1.0f;
+			RC_BPV_CONE_COLUMN(zb[c] - za[c], a, c0, c0 + Hs, zw + za[c], f1[c], f2[c], f0[c], f3[c] * sv,
+					   vmax, sv);
 		} else {
 			RC_BPV_GEN_COLUMN(zb[c] - za[c], a, img, zw + za[c], f0[c], (float)P[10], f1[c], (float)P[2],
 					  f2[c], (float)P[6], f3[c], umax, vmax, Hs);
