@@ -385,8 +385,10 @@ def main():
 
     rc = Recond(build)
     # The textbook methods, as RTK and ASTRA run them: recond's defaults add ordered subsets (sart),
-    # non-negativity, TV and a stopping rule (docs/algorithms.md), shown in rows of their own.
-    plain = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0}}
+    # non-negativity, TV, a stopping rule and MLEM's start from FDK (docs/algorithms.md), shown in
+    # rows of their own.
+    plain = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0},
+             "initial": "zero"}
     try:
         lam = 1.0
         if want("paper000"):
@@ -397,6 +399,8 @@ def main():
                 ("fdk", {"name": "fdk"}, "fdk", {}),
                 ("sart, recond's defaults (%d subsets, TV) (RTK %d proj./subset)" % (dsub, nv_ // dsub),
                  {"name": "sart"}, "sart", {"per_subset": nv_ // dsub, "lam": lam}),
+                ("sart, recond's defaults, initial fdk (RTK %d proj./subset)" % (nv_ // dsub),
+                 {"name": "sart", "initial": "fdk"}, "sart", {"per_subset": nv_ // dsub, "lam": lam}),
                 ("sart, plain, 10 subsets (RTK %d proj./subset)" % (nv_ // sub),
                  dict(plain, name="sart", subsets=sub, relaxation=lam), "sart", {"per_subset": nv_ // sub, "lam": lam}),
                 ("sart, plain, 1 subset (RTK all proj.)",
@@ -407,6 +411,7 @@ def main():
                 ("cgls, plain, ray-casting pair", dict(plain, name="cgls", projector="raycast"), "cgls", {}),
                 ("cgls, recond's defaults (TV)", {"name": "cgls"}, "cgls", {}),
                 ("mlem, plain (RTK: OSEM, 1 subset)", dict(plain, name="mlem"), "mlem", {}),
+                ("mlem, recond's defaults (FDK start, TV) (RTK: OSEM, 1 subset)", {"name": "mlem"}, "mlem", {}),
                 ("mlem, plain, ray-casting pair (RTK: OSEM, 1 subset)", dict(plain, name="mlem", projector="raycast"),
                  "mlem", {}),
             ]

@@ -51,6 +51,14 @@ typedef enum rc_scan_mode {
 	RC_SCAN_SHORT,
 } rc_scan_mode;
 
+/* algorithm.initial: where an iterative algorithm starts */
+typedef enum rc_initial {
+	RC_INITIAL_ZERO = 0, /* 0 (MLEM: the constant sum(p+) / sum(A 1)) */
+	RC_INITIAL_FDK,      /* FDK's volume of the same projections (rc_algo_start) */
+	RC_INITIAL_GIVEN,    /* vol holds the start on entry (a caller that ran FDK
+	                        elsewhere: recon.c for the tensor backend) */
+} rc_initial;
+
 /* algorithm.projector: the iterative algorithms' matched pair */
 typedef enum rc_projector {
 	RC_PROJECTOR_AUTO = 0, /* the backend's fastest (rc_bk_fp: the splat pair where offered) */
@@ -82,6 +90,9 @@ typedef struct rc_algo_params {
 	int streaming;           /* FDK run with hooks->views: one more volume
 	                            (rc_algo_vectors; the caller sets both) */
 	rc_projector projector;  /* iterative cone/matrices jobs on a host backend */
+	rc_initial initial;      /* iterative: the start; with FDK or GIVEN, vol is
+	                            written before the iterations (also when they
+	                            fail) */
 	size_t subset_cache_bytes; /* SART / OS-EM: per-subset column sums kept
 	                              up to this many bytes, beyond it recomputed
 	                              per subset; 0 = the default (SART: none,
@@ -90,7 +101,8 @@ typedef struct rc_algo_params {
 } rc_algo_params;
 
 /* Fills defaults (docs/algorithms.md says why each): 10 iterations (CGLS
- * with TV: RC_CGLS_DEFAULT_ITERATIONS);
+ * with TV: RC_CGLS_DEFAULT_ITERATIONS); MLEM starts from FDK's volume, the
+ * others from 0;
  * SART/SIRT lambda 1;
  * SART's subsets 0 (the default count); non-negativity on; the TV phase
  * with RC_TV_DEFAULT_WEIGHT and RC_TV_DEFAULT_STEPS; the discrepancy stop
@@ -99,7 +111,8 @@ typedef struct rc_algo_params {
 void rc_algo_params_default(rc_algo_params *p, rc_algo_name name);
 
 /* The textbook method without what the defaults add: one subset, no
- * clamp, no TV, no stopping rule (tests and comparisons with peers). */
+ * clamp, no TV, no stopping rule, the start at 0 (MLEM: the constant)
+ * (tests and comparisons with peers). */
 void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
 
 #define RC_TV_DEFAULT_WEIGHT 0.02

@@ -8,6 +8,8 @@
  * exact arithmetic but carries the data residual r = p - A x as well:
  *
  *   x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2
+ *     (from a start x0, algorithm.initial: r = p - A x0, one more
+ *     forward projection)
  *   per iteration:  q = A d                       (forward projection)
  *                   alpha = gamma / ||q||^2       (= gamma / d^T A^T A d)
  *                   x += alpha d,  r -= alpha q
@@ -75,7 +77,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
 	int rc = rc_algo_check(p, b, proj, vol, 0, 0, err);
-	if (rc)
+	if (rc || (rc = rc_algo_start(p, b, proj, vol, hooks, err)))
 		return rc;
 	const int nviews = rc_geom_nviews(b->geom);
 	const int B = b->nbatch;
@@ -102,7 +104,8 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	c.active = (int *)(c.tvneg + B);
 
 	if ((rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &r, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &q, err)) ||
-	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
+	    (rc = (p->initial != RC_INITIAL_ZERO ? rc_bk_vec_holding : rc_bk_vec_for)(b, RC_SPACE_VOLUME, vol, &x,
+										    err)) ||
 	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &s, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &d, err)) ||
 	    (p->tv_weight > 0.0 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &t, err))))
 		goto out_free;
@@ -121,10 +124,23 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 			c.tvneg[k] = tv.on ? (float)(-p->tv_weight * tv.scale[k] * c.gnew[k] / (double)nvox) : 0.0f;
 	}
 
-	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 (grad TV(0) = 0) */
-	if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) ||
-	    (rc = rc_bk_back(b, rc_algo_bp_matched(p, b), r, s, 0, nviews, err)) || (rc = rc_bk_copy(b, d, s, err)) ||
-	    (rc = rc_bk_dot(b, s, s, c.gamma, err)) || (rc = rc_bk_dot(b, r, r, c.rr, err)))
+	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 (grad TV(0) = 0);
+	 * from a start x0 (algorithm.initial): r = p - A x0,
+	 * s = A^T r - beta grad TV(x0) */
+	if (p->initial != RC_INITIAL_ZERO) {
+		for (int k = 0; k < B; k++)
+			c.neg[k] = -1.0f;
+		if ((rc = rc_bk_forward(b, rc_algo_fp(p, b), x, q, 0, nviews, err)) ||
+		    (rc = rc_bk_axpy(b, r, c.neg, q, err)) ||
+		    (rc = rc_bk_back(b, rc_algo_bp_matched(p, b), r, s, 0, nviews, err)) ||
+		    (tv.on && ((rc = rc_bk_tv_apply(b, x, x, t, tv.eps, tv.host, err)) ||
+			       (rc = rc_bk_axpy(b, s, c.tvneg, t, err)))))
+			goto out_free;
+	} else if ((rc = rc_bk_fill(b, x, 0.0f, RC_VIEWS_ALL, err)) ||
+		   (rc = rc_bk_back(b, rc_algo_bp_matched(p, b), r, s, 0, nviews, err)))
+		goto out_free;
+	if ((rc = rc_bk_copy(b, d, s, err)) || (rc = rc_bk_dot(b, s, s, c.gamma, err)) ||
+	    (rc = rc_bk_dot(b, r, r, c.rr, err)))
 		goto out_free;
 	double res = sqrt(rc_bk_total(b, c.rr));
 	for (int k = 0; k < B; k++)

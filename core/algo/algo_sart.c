@@ -90,7 +90,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
 	const int ncinv = cache ? S : 1;
 	const double t0 = rc_now_s();
-	int rc = 0, it_done = 0, restore = 0;
+	int rc = rc_algo_start(p, b, proj, vol, hooks, err), it_done = 0, restore = 0;
 	rc_stop stop;
 	rc_tv tv = { 0 };
 	float x0 = 0.0f, eps = 0.0f;
@@ -101,9 +101,10 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d subsets", S);
 		goto out_free;
 	}
+	if (rc)
+		goto out_free;
 	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, proj, &meas, err)) ||
 	    (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &rinv, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &res, err)) ||
-	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
 	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &upd, err)) ||
 	    (S > 1 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &prev, err))))
 		goto out_free;
@@ -130,7 +131,19 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			goto out_free;
 	}
 
-	if ((rc = rc_bk_fill(b, x, x0, RC_VIEWS_ALL, err)))
+	if (p->initial != RC_INITIAL_ZERO) {
+		/* vol holds the start (rc_algo_start): clamped at 0 where the
+		 * iterates are; EM cannot move a voxel off 0, so its start is
+		 * at least RC_EM_START_FLOOR of the constant start */
+		size_t nvox = rc_volume_count(rc_geom_volume(g));
+		const float lo = em ? (float)(RC_EM_START_FLOOR * x0) : 0.0f;
+		if (em || p->nonnegative)
+			for (size_t i = 0; i < nvox; i++)
+				vol[i] = vol[i] > lo ? vol[i] : lo;
+		if ((rc = rc_bk_vec_holding(b, RC_SPACE_VOLUME, vol, &x, err)))
+			goto out_free;
+	} else if ((rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &x, err)) ||
+		   (rc = rc_bk_fill(b, x, x0, RC_VIEWS_ALL, err)))
 		goto out_free;
 	rc_stop_init(p, g, proj, &stop);
 	for (int it = 1; it <= p->iterations; it++) {

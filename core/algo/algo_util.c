@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "algo/noise.h"
 
@@ -58,10 +59,30 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       "geometry whose voxels project at most a pixel apart (this run: the %s backend); use "
 			       "\"raycast\" or \"auto\"",
 			       b->name);
+	if ((int)p->initial < RC_INITIAL_ZERO || (int)p->initial > RC_INITIAL_GIVEN)
+		return rc_fail(err, RC_EINVAL, "algorithm.initial", "algorithm.initial %d is not a start",
+			       (int)p->initial);
 	if ((int)p->projector < RC_PROJECTOR_AUTO || (int)p->projector > RC_PROJECTOR_RAYCAST)
 		return rc_fail(err, RC_EINVAL, "algorithm.projector", "algorithm.projector %d is not a projector",
 			       (int)p->projector);
 	return 0;
+}
+
+int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol, const rc_algo_hooks *hooks,
+		  rc_err *err)
+{
+	if (p->initial != RC_INITIAL_FDK)
+		return 0;
+	if (!strcmp(b->name, "tensor"))
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.initial",
+			       "algorithm.initial \"fdk\" is run before the tensor backend, not on it");
+	rc_algo_params f;
+	rc_algo_params_default(&f, RC_ALGO_FDK);
+	f.scan = p->scan;
+	rc_algo_hooks h = { 0 };
+	if (hooks)
+		h.cancel = hooks->cancel;
+	return rc_fdk_run(&f, b, proj, vol, &h, err);
 }
 
 void rc_subset_range(int b, int S, int n, int *first, int *last)

@@ -58,6 +58,10 @@ static const struct word projectors[] = {
 	{ "splat", RC_PROJECTOR_SPLAT, 0 },
 	{ "raycast", RC_PROJECTOR_RAYCAST, 0 },
 };
+static const struct word initials[] = {
+	{ "zero", RC_INITIAL_ZERO, 0 },
+	{ "fdk", RC_INITIAL_FDK, 0 },
+};
 static const struct word formats[] = {
 	{ "raw", RC_FORMAT_RAW, 0 },
 	{ "nifti", RC_FORMAT_NIFTI, 0 },
@@ -80,6 +84,7 @@ static const struct set {
 	[RC_NAMES_FORMAT] = SET("format", formats),
 	[RC_NAMES_PROJECTOR] = SET("projector", projectors),
 	[RC_NAMES_SHAPE] = SET("detector_shape", shapes),
+	[RC_NAMES_INITIAL] = SET("initial", initials),
 };
 
 static const struct set *set_of(rc_name_set s)

@@ -170,6 +170,9 @@ int rc_bk_upload_views(rc_backend *b, rc_vec *proj, const float *host, int first
 /* A vector for a result that ends up in host: borrowed where the backend
  * can (rc_bk_download to host is then free), else new. */
 int rc_bk_vec_for(rc_backend *b, rc_space s, float *host, rc_vec **ret, rc_err *err);
+/* rc_bk_vec_for whose vector starts with host's contents (an iterate
+ * started from a given volume). */
+int rc_bk_vec_holding(rc_backend *b, rc_space s, float *host, rc_vec **ret, rc_err *err);
 
 static inline void rc_bk_vec_free(rc_backend *b, rc_vec *v)
 {

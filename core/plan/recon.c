@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "plan/devices.h"
+#include "backend/cpu/engine_cpu.h"
 #include "backend/cuda/engine_cuda.h"
 #include "plan/resident.h"
 #include "backend/opencl/engine_opencl.h"
@@ -554,6 +555,27 @@ static int run_opencl_resident(struct job *j, const float *proj, float *vol, con
 	return rc;
 }
 
+/* FDK's volume of proj on the CPU engine into vol (algorithm.initial "fdk"
+ * of a job that runs on the tensor backend); the job's cancel honoured. */
+static int cpu_fdk_start(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
+			 const rc_algo_hooks *hooks, rc_err *err)
+{
+	rc_engine *e = NULL;
+	rc_exec *x = NULL;
+	rc_algo_params f;
+	rc_algo_hooks h = { 0 };
+	rc_algo_params_default(&f, RC_ALGO_FDK);
+	f.scan = s->algo.scan;
+	if (hooks)
+		h.cancel = hooks->cancel;
+	int rc = rc_engine_cpu_new(g, s->threads, &e, err);
+	if (!rc && !(rc = rc_exec_new(&e, 1, &x, err)))
+		rc = rc_algo_run(&f, x, proj, vol, &h, err);
+	rc_exec_free(x);
+	rc_engine_free(e);
+	return rc;
+}
+
 int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		 const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
 {
@@ -588,7 +610,16 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	 * path). */
 	int fbp = rc_geom_is_2d(g) && s->algo.name == RC_ALGO_FDK;
 	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && !fbp && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
-		rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
+		if (s->algo.name != RC_ALGO_FDK && s->algo.initial == RC_INITIAL_FDK) {
+			/* the tensor backend cannot run FDK (rc_algo_start): the
+			 * start is the CPU engine's, then given */
+			rc_recon_spec given = *s;
+			given.algo.initial = RC_INITIAL_GIVEN;
+			if (!(rc = cpu_fdk_start(s, g, proj, vol, hooks, err)))
+				rc = rc_tensor_run(&given, g, proj, vol, hooks, report, err);
+		} else {
+			rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
+		}
 		pair = "distance-driven";
 		goto out;
 	}

@@ -299,9 +299,9 @@ static int parse_stop(const json_t *s, rc_algo_params *ap, rc_err *err)
 static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_err *err)
 {
 	static const char *const keys[] = { "name", "iterations", "relaxation", "subsets", "nonnegative",
-					    "tv", "stop", "window", "cutoff", "scan", "projector", NULL };
+					    "tv", "stop", "window", "cutoff", "scan", "projector", "initial", NULL };
 	const char *p = "algorithm";
-	const char *name = NULL, *window = NULL, *scan = NULL, *projector = NULL;
+	const char *name = NULL, *window = NULL, *scan = NULL, *projector = NULL, *initial = NULL;
 	rc_algo_name an;
 	int rc;
 	if ((rc = jf_check_keys(a, p, keys, err)) || (rc = jf_str(a, p, "name", 1, 32, &name, err)))
@@ -357,6 +357,18 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 				       "algorithm.projector applies to the iterative algorithms (sart, sirt, cgls, "
 				       "mlem), not fdk (which back-projects voxel by voxel)");
 		ap->projector = (rc_projector)pv;
+	}
+	if ((rc = jf_str(a, p, "initial", 0, 16, &initial, err)))
+		return rc;
+	if (initial) {
+		int iv;
+		if (rc_name_parse(RC_NAMES_INITIAL, initial, &iv))
+			return rc_name_fail(err, RC_NAMES_INITIAL, "algorithm.initial", initial);
+		if (an == RC_ALGO_FDK)
+			return rc_fail(err, RC_EINVAL, "algorithm.initial",
+				       "algorithm.initial applies to the iterative algorithms (sart, sirt, cgls, mlem), "
+				       "not fdk");
+		ap->initial = (rc_initial)iv;
 	}
 	return 0;
 }

@@ -88,7 +88,9 @@ def spec(gtype, du, algo, iterations, subsets, offset_mm=0.0, engine="cpu", prec
         geom.update({"source_isocenter_mm": D, "source_detector_mm": S})
     algorithm = {"name": algo}
     if algo != "fdk":
-        algorithm.update({"iterations": iterations, "subsets": subsets})
+        # from 0 (mlem's default start is FDK's volume): the "one iteration
+        # stays above the bound" checks hold the bounds to the iterations
+        algorithm.update({"iterations": iterations, "subsets": subsets, "initial": "zero"})
     return {
         "label": "2d-%s-%s-%s" % (gtype, algo, engine),
         "geometry": geom,

@@ -44,6 +44,7 @@ def main():
         "window": ("IterativeAlgorithm.window", schema(doc, "IterativeAlgorithm")["window"]["enum"]),
         "scan": ("IterativeAlgorithm.scan", schema(doc, "IterativeAlgorithm")["scan"]["enum"]),
         "projector": ("IterativeAlgorithm.projector", schema(doc, "IterativeAlgorithm")["projector"]["enum"]),
+        "initial": ("IterativeAlgorithm.initial", schema(doc, "IterativeAlgorithm")["initial"]["enum"]),
         "geometry": ("GeometryType", doc["components"]["schemas"]["GeometryType"]["enum"]),
         "detector_shape": ("DetectorShape", doc["components"]["schemas"]["DetectorShape"]["enum"]),
         "format": ("GET /v1/jobs/{id}/volume format", volume_format_enum(doc)),

@@ -588,6 +588,73 @@ static void test_nonnegative(void **s)
 	problem_fini(&P);
 }
 
+/* ---- the start (algorithm.initial) ---------------------------------------- */
+
+/* "fdk": the run starts from rc_fdk_run's volume of the same data (one SART
+ * iteration with a relaxation of 1e-6 stays there; from 0 it does not),
+ * MLEM from it raised to its floor; "given": vol is the start (CGLS from
+ * the exact solution of exact data stays there).  The defaults: MLEM from
+ * FDK, the others from 0, the plain methods from 0. */
+static void test_initial(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 0);
+	trace t;
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_FDK);
+	float *vf = vol_new(&P), *v = vol_new(&P);
+	assert_int_equal(run(&P, &p, 1, vf, &t, NULL), 0);
+	double peak = 0.0;
+	for (size_t i = 0; i < P.N; i++)
+		peak = fmax(peak, fabs(vf[i]));
+	assert_true(peak > 0.0);
+	rc_algo_params_plain(&p, RC_ALGO_SART);
+	p.iterations = 1;
+	p.relaxation = 1e-6;
+	for (int start = 0; start < 2; start++) {
+		p.initial = start ? RC_INITIAL_FDK : RC_INITIAL_ZERO;
+		assert_int_equal(run(&P, &p, 1, v, &t, NULL), 0);
+		double worst = 0.0;
+		for (size_t i = 0; i < P.N; i++)
+			worst = fmax(worst, fabs(v[i] - vf[i]));
+		print_message("SART (relaxation 1e-6, 1 it.) from %s: max |x - FDK| %.3g of FDK's peak\n",
+			      start ? "fdk" : "zero", worst / peak);
+		assert_true(start ? worst < 1e-4 * peak : worst > 0.5 * peak);
+	}
+	/* MLEM from FDK (negative voxels raised to the floor): finite and
+	 * non-negative */
+	rc_algo_params_plain(&p, RC_ALGO_MLEM);
+	p.iterations = 1;
+	p.initial = RC_INITIAL_FDK;
+	assert_int_equal(run(&P, &p, 1, v, &t, NULL), 0);
+	assert_true(t.all_finite);
+	assert_true(t.min_vol >= 0.0);
+	/* given: CGLS from the exact solution of exact data */
+	rc_algo_params_plain(&p, RC_ALGO_CGLS);
+	p.iterations = 2;
+	p.initial = RC_INITIAL_GIVEN;
+	memcpy(v, P.xtrue, P.N * sizeof *v);
+	assert_int_equal(run(&P, &p, 1, v, &t, NULL), 0);
+	double eg = rel_error(v, P.xtrue, P.N);
+	p.initial = RC_INITIAL_ZERO;
+	assert_int_equal(run(&P, &p, 1, v, &t, NULL), 0);
+	double ez = rel_error(v, P.xtrue, P.N);
+	print_message("CGLS (2 it.) from the solution: error %.3g; from 0: %.3g\n", eg, ez);
+	assert_true(eg < 1e-4 && ez > 0.05);
+	/* the defaults */
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	for (int i = 0; i < 4; i++) {
+		rc_algo_params_default(&p, names[i]);
+		assert_int_equal(p.initial, names[i] == RC_ALGO_MLEM ? RC_INITIAL_FDK : RC_INITIAL_ZERO);
+		rc_algo_params_plain(&p, names[i]);
+		assert_int_equal(p.initial, RC_INITIAL_ZERO);
+	}
+	free(v);
+	free(vf);
+	problem_fini(&P);
+}
+
 /* ---- cancel -------------------------------------------------------------- */
 
 /* The flag set in the progress call of iteration 3 stops the run before
@@ -823,6 +890,7 @@ int main(void)
 		cmocka_unit_test(test_subsets),
 		cmocka_unit_test(test_stop_rule),
 		cmocka_unit_test(test_nonnegative),
+		cmocka_unit_test(test_initial),
 		cmocka_unit_test(test_cancel_from_progress),
 		cmocka_unit_test(test_cancel_between_subsets),
 		cmocka_unit_test(test_exec_split),

@@ -13,16 +13,19 @@
  *  - default SART and default CGLS end below FDK's error;
  *  - 100 iterations of either are no worse than 20 (a 1 % margin for
  *    the rounding of a converged iterate);
- *  - MLEM's default is reported, not asserted against FDK: on post-log
- *    data that the discrete model cannot fit it does not reach FDK here
- *    (docs/algorithms.md has the numbers and why); it must stay finite,
- *    non-negative and below twice FDK's error.
+ *  - default MLEM (10 iterations from FDK's volume, algorithm.initial)
+ *    ends below FDK's error too (48^3: 0.1946 against 0.2023; from the
+ *    constant start it was 0.2609).  Its long runs are not held: EM's
+ *    weighting fits the discrete model's mismatch with the analytic data
+ *    (20 iterations 0.25, 100 0.42, from either start; docs/algorithms.md).
+ *    On the splat case's coarser detector it does not reach FDK (0.3065
+ *    against 0.2704) and is held below twice FDK's error.
  *
  * test_algos_noisy_splat.c runs the same on pixels of 1.75 voxels, where
- * the CPU engine runs the splat pair: the defaults must beat FDK there too
- * (asserted); the long runs drift on that coarser detector, with either
- * pair (48^3, SART 20 -> 100 iterations: splat 0.2602 -> 0.2834, ray
- * casting 0.2583 -> 0.2731, FDK 0.2704; the default TV weight is tuned on
+ * the CPU engine runs the splat pair: default SART and CGLS must beat FDK
+ * there too (asserted); the long runs drift on that coarser detector, with
+ * either pair (48^3, SART 20 -> 100 iterations: splat 0.2602 -> 0.2727,
+ * ray casting 0.2583 -> 0.2731, FDK 0.2704; the default TV weight is tuned on
  * the 1.5-voxel detector and 0.04 already over-smooths, 0.31), so there
  * they are only held within 15 % of FDK.
  *
@@ -164,7 +167,11 @@ static void test_defaults_beat_fdk(void **state)
 		      mlem);
 	assert_true(sart < fdk);
 	assert_true(cgls < fdk);
+#if RC_NOISY_SPLAT
 	assert_true(mlem < 2.0 * fdk);
+#else
+	assert_true(mlem < fdk);
+#endif
 }
 
 static void test_more_iterations_no_worse(void **state)
@@ -178,7 +185,7 @@ static void test_more_iterations_no_worse(void **state)
 			      rc_algo_name_str(names[i]), e20, elong, LONG_RUN, fdk);
 #if RC_NOISY_SPLAT
 		/* the coarse-pixel case drifts (below): held within 15 % of
-		 * FDK (48^3: SART 0.2834, CGLS 0.2991 = 1.106x, against
+		 * FDK (48^3: SART 0.2727, CGLS 0.2907 = 1.075x, against
 		 * 0.2704), which a diverging pair would not be */
 		assert_true(elong < 1.15 * fdk);
 #elif defined(__SANITIZE_ADDRESS__)

@@ -131,6 +131,26 @@ static void test_projector_choice(void **state)
 	job_spec_free(s);
 }
 
+/* algorithm.initial: MLEM starts from FDK's volume by default, the others
+ * from 0; either word parses on every iterative algorithm. */
+static void test_initial_choice(void **state)
+{
+	(void)state;
+	static const char *const algs[] = { "sart", "sirt", "cgls", "mlem" };
+	static const rc_initial defaults[] = { RC_INITIAL_ZERO, RC_INITIAL_ZERO, RC_INITIAL_ZERO, RC_INITIAL_FDK };
+	for (int a = 0; a < 4; a++)
+		for (int w = -1; w < 2; w++) {
+			char buf[1024];
+			job_spec *s = NULL;
+			rc_err err;
+			snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"%s\"%s}}", algs[a],
+				 w < 0 ? "" : w == 0 ? ", \"initial\": \"zero\"" : ", \"initial\": \"fdk\"");
+			assert_int_equal(parse(buf, 0, &s, &err), 0);
+			assert_int_equal(s->r.algo.initial, w < 0 ? defaults[a] : w == 0 ? RC_INITIAL_ZERO : RC_INITIAL_FDK);
+			job_spec_free(s);
+		}
+}
+
 /* geometry.detector.shape: fan only, "flat" by default, words from core's
  * table; every algorithm runs on a curved fan, on each engine that runs a
  * flat one. */
@@ -374,6 +394,9 @@ static const struct bad_case bad[] = {
 	{ "stop noise null", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"stop\": {\"noise_sigma\": null}}}", RC_EINVAL, "algorithm.stop.noise_sigma" },
 	{ "stop on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"stop\": {}}}", RC_EINVAL, "algorithm.stop" },
 	{ "projector unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"projector\": \"joseph\"}}", RC_EINVAL, "algorithm.projector" },
+	{ "initial unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"initial\": \"fbp\"}}", RC_EINVAL, "algorithm.initial" },
+	{ "initial not a string", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"initial\": 1}}", RC_EINVAL, "algorithm.initial" },
+	{ "initial on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"initial\": \"zero\"}}", RC_EINVAL, "algorithm.initial" },
 	{ "projector number", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"projector\": 1}}", RC_EINVAL, "algorithm.projector" },
 	{ "projector on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"projector\": \"raycast\"}}", RC_EINVAL, "algorithm.projector" },
 	{ "splat on coarse voxels", "{" CONE_GEOM ", \"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 16, \"voxel_mm\": 1}, \"algorithm\": {\"name\": \"cgls\", \"projector\": \"splat\"}}", RC_EINVAL, "algorithm.projector" },
@@ -461,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_cone_ok),
 		cmocka_unit_test(test_parallel_layout),
 		cmocka_unit_test(test_projector_choice),
+		cmocka_unit_test(test_initial_choice),
 		cmocka_unit_test(test_cuda_slices),
 		cmocka_unit_test(test_detector_shape),
 		cmocka_unit_test(test_matrices_ok),
