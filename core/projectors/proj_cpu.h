@@ -159,6 +159,8 @@ void rc_splat_gain_line(const rc_splat_gain *gn, double u, double v, int along_v
  * the pair stays bilinear.  Measured against analytic line integrals, the
  * hat model's projections are closer than ray casting's, the bilinear ones
  * 1.2x further (docs/cpu-engine.md, "Splatting"). */
+/* (Selects, not fmax/fmaxf: those are library calls without
+ * -ffinite-math-only, and the forward's row loop must vectorise.) */
 static inline float rc_splat_hat_scale(double w) { return w < 1 ? (float)(1.0 / w) : 1.0f; }
 /* The weight at distance d (pixels, >= 0) for scale s = 1 / w. */
 static inline float rc_splat_hat(float d, float s)

@@ -68,10 +68,11 @@ static inline __attribute__((always_inline)) __m256 chunk8_val(int hat, const st
 	}
 	__m256 top = pick16(t, c->rel), bot = pick16(t, c->rel1);
 	if (hat) {
+		/* h1 = max(0, fv sv + (1 - sv)) */
 		const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-		__m256 h0 = _mm256_max_ps(_mm256_sub_ps(one, _mm256_mul_ps(c->fv, svv)), zero);
-		__m256 h1 = _mm256_max_ps(_mm256_sub_ps(one, _mm256_mul_ps(_mm256_sub_ps(one, c->fv), svv)), zero);
-		return _mm256_add_ps(_mm256_mul_ps(h0, top), _mm256_mul_ps(h1, bot));
+		__m256 h0 = _mm256_max_ps(_mm256_fnmadd_ps(c->fv, svv, one), zero);
+		__m256 h1 = _mm256_max_ps(_mm256_fmadd_ps(c->fv, svv, _mm256_sub_ps(one, svv)), zero);
+		return _mm256_fmadd_ps(h0, top, _mm256_mul_ps(h1, bot));
 	}
 	return _mm256_fmadd_ps(c->fv, _mm256_sub_ps(bot, top), top);
 }

@@ -86,10 +86,11 @@ static inline __attribute__((always_inline)) __m512 chunk_val(int NV, int HAT, c
 	}
 	__m512 top = pick(NV, t, c->rel), bot = pick(NV, t, c->rel1);
 	if (HAT) {
+		/* h1 = max(0, fv sv + (1 - sv)) */
 		const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
-		__m512 h0 = _mm512_max_ps(_mm512_sub_ps(one, _mm512_mul_ps(c->fv, svv)), zero);
-		__m512 h1 = _mm512_max_ps(_mm512_sub_ps(one, _mm512_mul_ps(_mm512_sub_ps(one, c->fv), svv)), zero);
-		return _mm512_add_ps(_mm512_mul_ps(h0, top), _mm512_mul_ps(h1, bot));
+		__m512 h0 = _mm512_max_ps(_mm512_fnmadd_ps(c->fv, svv, one), zero);
+		__m512 h1 = _mm512_max_ps(_mm512_fmadd_ps(c->fv, svv, _mm512_sub_ps(one, svv)), zero);
+		return _mm512_fmadd_ps(h0, top, _mm512_mul_ps(h1, bot));
 	}
 	return _mm512_fmadd_ps(c->fv, _mm512_sub_ps(bot, top), top);
 }
