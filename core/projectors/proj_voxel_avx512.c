@@ -228,10 +228,29 @@ static void cone_setup_avx512(const struct rc_bpv_job *J, const double *P, doubl
 		hi = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(hi, zero, _CMP_LT_OQ), hi, zero);
 		__m256i cl = _mm256_maskz_add_epi32(ok, _mm512_cvttpd_epi32(fl), _mm256_set1_epi32(1));
 		_mm256_mask_storeu_epi32(col + i, live, cl);
-		_mm256_mask_storeu_ps(fu + i, live, _mm512_cvtpd_ps(_mm512_sub_pd(u, fl)));
+		__m256 f = _mm512_cvtpd_ps(_mm512_sub_pd(u, fl)), wtf = _mm512_cvtpd_ps(_mm512_mul_pd(iw, iw));
+		if (J->hat) {
+			/* proj_voxel_tile.h's hat_rows (rc_splat_hat_u), 8 columns at once */
+			const __m256 onef = _mm256_set1_ps(1.0f), zerof = _mm256_setzero_ps();
+			__m512d a = _mm512_mul_pd(_mm512_mul_pd(_mm512_abs_pd(_mm512_sub_pd(_mm512_set1_pd(P[0]),
+									_mm512_mul_pd(u, _mm512_set1_pd(P[8])))), iw),
+						  _mm512_set1_pd(J->s[0]));
+			__m512d b = _mm512_mul_pd(_mm512_mul_pd(_mm512_abs_pd(_mm512_sub_pd(_mm512_set1_pd(P[1]),
+									_mm512_mul_pd(u, _mm512_set1_pd(P[9])))), iw),
+						  _mm512_set1_pd(J->s[1]));
+			__m512d m = _mm512_max_pd(a, b);
+			__m256 su = _mm512_cvtpd_ps(_mm512_mask_div_pd(one, _mm512_cmp_pd_mask(m, one, _CMP_LT_OQ), one, m));
+			__m256 w0 = _mm256_mul_ps(_mm256_max_ps(_mm256_sub_ps(onef, _mm256_mul_ps(f, su)), zerof), su);
+			__m256 w1 = _mm256_mul_ps(
+				_mm256_max_ps(_mm256_sub_ps(onef, _mm256_mul_ps(_mm256_sub_ps(onef, f), su)), zerof), su);
+			__m256 sum = _mm256_add_ps(w0, w1);
+			f = _mm256_maskz_div_ps(_mm256_cmp_ps_mask(sum, zerof, _CMP_GT_OQ), w1, sum);
+			wtf = _mm256_mul_ps(wtf, sum);
+		}
+		_mm256_mask_storeu_ps(fu + i, live, f);
 		_mm256_mask_storeu_ps(v0 + i, live, _mm512_cvtpd_ps(v));
 		_mm256_mask_storeu_ps(dv + i, live, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(P[6]), iw)));
-		_mm256_mask_storeu_ps(wt + i, live, _mm256_maskz_mov_ps(ok, _mm512_cvtpd_ps(_mm512_mul_pd(iw, iw))));
+		_mm256_mask_storeu_ps(wt + i, live, _mm256_maskz_mov_ps(ok, wtf));
 		_mm256_mask_storeu_epi32(za + i, live, _mm256_maskz_mov_epi32(ok, _mm512_cvttpd_epi32(lo)));
 		_mm256_mask_storeu_epi32(zb + i, live, _mm256_maskz_mov_epi32(ok, _mm512_cvttpd_epi32(hi)));
 	}
@@ -373,6 +392,7 @@ static inline void gen_col_win_avx512(int n, float *restrict acc, const float *r
 #define RC_BPV_GEN_COLUMN gen_col_win_avx512
 #define RC_BPV_CONE_COLUMN cone_col_avx512
 #define RC_BPV_CONE_ROWS cone_setup_avx512
+#define RC_BPV_CONE_ROWS_HAT 1 /* cone_setup_avx512 applies the splat's hat itself */
 #define RC_BPV_TILE rc_bpv_tile_avx512
 #define RC_BPV_SUFFIX avx512
 #include "projectors/proj_voxel_tile.h"

@@ -155,6 +155,7 @@ static void RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, con
 #define RC_BPV_CONE_ROWS RC_BPV_CAT(cone_rows, RC_BPV_SUFFIX)
 #endif
 
+#ifndef RC_BPV_CONE_ROWS_HAT
 /* The splat footprint's u weights (rc_splat_hat_u) for the columns of one
  * row set up by cone_rows: the blend fu becomes w1 / (w0 + w1) and the
  * weight wt gains the factor w0 + w1, so that the column loops' blend
@@ -164,8 +165,9 @@ static void RC_BPV_CAT(hat_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, cons
 {
 	/* a column behind the source has wt = 0 and keeps it (its w is
 	 * replaced by 1, its weights are finite).  GCC 12 does not vectorise
-	 * this loop: 15 ms of the 105 ms RC_BP_SPLAT of paper 000's case, the
-	 * hat's per-voxel cost 7 ms */
+	 * this loop (15 ms of a 105 ms RC_BP_SPLAT of paper 000's case): the
+	 * AVX-512 set-up does the same 8 columns at a time
+	 * (RC_BPV_CONE_ROWS_HAT) */
 	double Q[12];
 	memcpy(Q, P, sizeof Q);
 	const double xs = J->x0[0], sx = J->s[0], sy = J->s[1];
@@ -181,6 +183,7 @@ static void RC_BPV_CAT(hat_rows, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, cons
 		wt[i] *= sum;
 	}
 }
+#endif
 
 /* The portable loop of the cone path: one view, one voxel column of n z
  * positions zw, detector columns c0 and c1 = c0 + Hs.  sv != 1: the splat
@@ -439,8 +442,10 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 		if (cone) {
 			RC_BPV_CONE_ROWS(J, P, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r, f3 + r, col + r,
 					 za + r, zb + r);
+#ifndef RC_BPV_CONE_ROWS_HAT
 			if (J->hat)
 				RC_BPV_CAT(hat_rows, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, f0 + r, f3 + r);
+#endif
 		} else
 			RC_BPV_CAT(gen_cols, RC_BPV_SUFFIX)(J, P, yw, x0, nxt, nzt, zw0, zc, f0 + r, f1 + r, f2 + r,
 							    f3 + r, col + r, za + r, zb + r);
