@@ -387,7 +387,7 @@ def main():
     # The textbook methods, as RTK and ASTRA run them: recond's defaults add ordered subsets (sart),
     # non-negativity, TV, a stopping rule and MLEM's start from FDK (docs/algorithms.md), shown in
     # rows of their own.
-    plain = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0},
+    plain = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0, "stagnation": 0},
              "initial": "zero"}
     try:
         lam = 1.0

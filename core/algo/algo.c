@@ -19,8 +19,10 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 		p->tv_steps = RC_TV_DEFAULT_STEPS;
 		p->stop_discrepancy = RC_STOP_DEFAULT_TAU;
 	}
-	if (name == RC_ALGO_MLEM)
+	if (name == RC_ALGO_MLEM) {
 		p->initial = RC_INITIAL_FDK;
+		p->stop_stagnation = RC_MLEM_DEFAULT_STAGNATION;
+	}
 	p->window = RC_WINDOW_RAM_LAK;
 	p->cutoff = 1.0;
 	p->scan = RC_SCAN_AUTO;
@@ -35,6 +37,7 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name)
 	p->tv_weight = 0.0;
 	p->tv_steps = 0;
 	p->stop_discrepancy = 0.0;
+	p->stop_stagnation = 0.0;
 	p->initial = RC_INITIAL_ZERO;
 }
 

@@ -82,6 +82,8 @@ typedef struct rc_algo_params {
 	double stop_tolerance;   /* stop once ||p - A x|| <= this * ||p||; 0 = off */
 	double stop_discrepancy; /* tau: stop once ||p - A x|| <= tau * noise,
 	                            noise^2 = sum of the rays' variances; 0 = off */
+	double stop_stagnation;  /* stop once ||p - A x|| fell by less than this
+	                            fraction of itself over an iteration; 0 = off */
 	double noise_sigma;      /* per-ray noise standard deviation of p; 0 =
 	                            estimated from p (noise.h) */
 	rc_filter_window window; /* FDK */
@@ -120,6 +122,9 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
 #define RC_TV_MAX_WEIGHT 10.0
 #define RC_CGLS_DEFAULT_ITERATIONS 20
 #define RC_STOP_DEFAULT_TAU 1.0
+/* MLEM's default stagnation stop (docs/algorithms.md: its error rises
+ * while its residual keeps falling slowly) */
+#define RC_MLEM_DEFAULT_STAGNATION 0.01
 /* SART's default subset count for n views: about RC_SART_VIEWS_PER_SUBSET
  * views each (1 subset below twice that). */
 #define RC_SART_VIEWS_PER_SUBSET 10
@@ -140,7 +145,7 @@ typedef struct rc_progress {
 	double residual;    /* ||A x - b|| (CGLS: ||A^T r|| is also fine; see each algo) */
 	double elapsed_s;   /* since the start of the run */
 	const char *stopped; /* the run ends after this iteration, before `of`:
-	                        "tolerance" or "discrepancy" (algo.h's stop
+	                        "tolerance", "discrepancy" or "stagnation" (algo.h's stop
 	                        rule); NULL otherwise */
 	int views_done;     /* streaming FDK: views back-projected so far; */
 	int views_of;       /* of this many (0 when not streaming) */

@@ -48,11 +48,12 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       RC_TV_MAX_WEIGHT, p->tv_weight, p->tv_steps);
 	if (!(p->stop_tolerance >= 0.0 && p->stop_tolerance < 1.0) ||
 	    !(p->stop_discrepancy >= 0.0 && p->stop_discrepancy <= 100.0) ||
+	    !(p->stop_stagnation >= 0.0 && p->stop_stagnation < 1.0) ||
 	    !(p->noise_sigma >= 0.0 && isfinite(p->noise_sigma)))
 		return rc_fail(err, RC_EINVAL, "algorithm.stop",
-			       "algorithm.stop needs 0 <= tolerance < 1, 0 <= discrepancy <= 100 and a finite "
-			       "noise_sigma >= 0 (got %g, %g, %g)", p->stop_tolerance, p->stop_discrepancy,
-			       p->noise_sigma);
+			       "algorithm.stop needs 0 <= tolerance < 1, 0 <= discrepancy <= 100, 0 <= stagnation < 1 "
+			       "and a finite noise_sigma >= 0 (got %g, %g, %g, %g)", p->stop_tolerance,
+			       p->stop_discrepancy, p->stop_stagnation, p->noise_sigma);
 	if (p->projector == RC_PROJECTOR_SPLAT && !b->splat)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 			       "algorithm.projector \"splat\" needs the CPU engine alone on a cone or matrices "
@@ -133,6 +134,7 @@ void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, 
 			pp += (double)proj[i] * proj[i];
 		s->tolerance = p->stop_tolerance * sqrt(pp);
 	}
+	s->stagnation = p->stop_stagnation;
 	if (p->stop_discrepancy > 0.0) {
 		double e = p->noise_sigma > 0.0 ? p->noise_sigma * p->noise_sigma * (double)n
 						: rc_noise_energy(proj, n, rc_geom_detector(g)->nu, 0);
@@ -140,14 +142,18 @@ void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, 
 	}
 }
 
-const char *rc_stop_check(const rc_stop *s, double residual)
+const char *rc_stop_check(rc_stop *s, double residual)
 {
 	if (!isfinite(residual))
 		return NULL;
+	double last = s->last;
+	s->last = residual;
 	if (s->discrepancy > 0.0 && residual <= s->discrepancy)
 		return "discrepancy";
 	if (s->tolerance > 0.0 && residual <= s->tolerance)
 		return "tolerance";
+	if (s->stagnation > 0.0 && last > 0.0 && last - residual < s->stagnation * last)
+		return "stagnation";
 	return NULL;
 }
 

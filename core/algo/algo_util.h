@@ -38,14 +38,18 @@ int rc_algo_report(const rc_algo_hooks *h, rc_backend *b, const rc_vec *x, int i
 typedef struct rc_stop {
 	double tolerance;   /* stop_tolerance * ||p|| */
 	double discrepancy; /* tau * noise */
+	double stagnation;  /* stop_stagnation (a fraction of the last residual) */
+	double last;        /* the last residual checked (0: none yet) */
 } rc_stop;
 
 /* From p's stop_* fields and the measured stack (host memory): ||p||, and
  * the noise given as noise_sigma or estimated (noise.h; an estimate that
  * fails for want of memory leaves the discrepancy rule off). */
 void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, rc_stop *s);
-/* "discrepancy", "tolerance" or NULL (go on) for an iterate's residual. */
-const char *rc_stop_check(const rc_stop *s, double residual);
+/* "discrepancy", "tolerance", "stagnation" (the residual fell by less than
+ * stagnation times the last one) or NULL (go on) for an iterate's
+ * residual; remembers it for the next call. */
+const char *rc_stop_check(rc_stop *s, double residual);
 
 /* ---- total variation -------------------------------------------------------- */
 

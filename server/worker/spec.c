@@ -282,15 +282,16 @@ static int parse_tv(const json_t *t, rc_algo_params *ap, rc_err *err)
 	return 0;
 }
 
-/* algorithm.stop: {"tolerance", "discrepancy", "noise_sigma"}, 0 = off or
- * (noise_sigma) estimated */
+/* algorithm.stop: {"tolerance", "discrepancy", "stagnation", "noise_sigma"},
+ * 0 = off or (noise_sigma) estimated */
 static int parse_stop(const json_t *s, rc_algo_params *ap, rc_err *err)
 {
-	static const char *const keys[] = { "tolerance", "discrepancy", "noise_sigma", NULL };
+	static const char *const keys[] = { "tolerance", "discrepancy", "stagnation", "noise_sigma", NULL };
 	int rc;
 	if ((rc = jf_check_keys(s, "algorithm.stop", keys, err)) ||
 	    (rc = jf_num(s, "algorithm.stop", "tolerance", 0, 0, 0, 0.999, &ap->stop_tolerance, err)) ||
 	    (rc = jf_num(s, "algorithm.stop", "discrepancy", 0, 0, 0, 100, &ap->stop_discrepancy, err)) ||
+	    (rc = jf_num(s, "algorithm.stop", "stagnation", 0, 0, 0, 0.999, &ap->stop_stagnation, err)) ||
 	    (rc = jf_num(s, "algorithm.stop", "noise_sigma", 0, 0, 0, 1e6, &ap->noise_sigma, err)))
 		return rc;
 	return 0;

@@ -550,6 +550,23 @@ static void test_stop_rule(void **s)
 		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
 		assert_int_equal(t.calls, want);
 		assert_string_equal(t.stopped, "tolerance");
+		/* stagnation: the first iteration whose residual fell by less than
+		 * the fraction s of the one before (s from the free run's 5th fall) */
+		rc_algo_params_plain(&p, names[i]);
+		p.iterations = 30;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		double res[31];
+		memcpy(res, t.res, sizeof res);
+		p.stop_stagnation = (res[5] - res[6]) / res[5] * (1.0 + 1e-6);
+		want = 2;
+		while (want < 30 && !(res[want - 1] - res[want] < p.stop_stagnation * res[want - 1]))
+			want++;
+		assert_int_equal(run(&P, &p, 1, vol, &t, NULL), 0);
+		print_message("%s: stagnation %.3g met after %d iterations\n", rc_algo_name_str(names[i]),
+			      p.stop_stagnation, t.calls);
+		assert_true(want < 30);
+		assert_int_equal(t.calls, want);
+		assert_string_equal(t.stopped, "stagnation");
 	}
 	free(vol);
 	problem_fini(&P);

@@ -394,6 +394,8 @@ static const struct bad_case bad[] = {
 	{ "stop noise null", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"stop\": {\"noise_sigma\": null}}}", RC_EINVAL, "algorithm.stop.noise_sigma" },
 	{ "stop on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"stop\": {}}}", RC_EINVAL, "algorithm.stop" },
 	{ "projector unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"projector\": \"joseph\"}}", RC_EINVAL, "algorithm.projector" },
+	{ "stagnation 1", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"stop\": {\"stagnation\": 1}}}", RC_EINVAL, "algorithm.stop.stagnation" },
+	{ "stagnation negative", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"stop\": {\"stagnation\": -0.1}}}", RC_EINVAL, "algorithm.stop.stagnation" },
 	{ "initial unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"initial\": \"fbp\"}}", RC_EINVAL, "algorithm.initial" },
 	{ "initial not a string", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"initial\": 1}}", RC_EINVAL, "algorithm.initial" },
 	{ "initial on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"initial\": \"zero\"}}", RC_EINVAL, "algorithm.initial" },
