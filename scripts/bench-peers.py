@@ -397,10 +397,11 @@ def main():
             dsub = max(1, nv_ // 10)
             algos = [
                 ("fdk", {"name": "fdk"}, "fdk", {}),
-                ("sart, recond's defaults (%d subsets, TV) (RTK %d proj./subset)" % (dsub, nv_ // dsub),
-                 {"name": "sart"}, "sart", {"per_subset": nv_ // dsub, "lam": lam}),
-                ("sart, recond's defaults, initial fdk (RTK %d proj./subset)" % (nv_ // dsub),
-                 {"name": "sart", "initial": "fdk"}, "sart", {"per_subset": nv_ // dsub, "lam": lam}),
+                ("sart, recond's defaults (%d subsets, TV, from FDK, stagnation stop) (RTK %d proj./subset)"
+                 % (dsub, nv_ // dsub), {"name": "sart"}, "sart", {"per_subset": nv_ // dsub, "lam": lam}),
+                ("sart, the defaults from 0 without the stagnation stop (RTK %d proj./subset)" % (nv_ // dsub),
+                 {"name": "sart", "initial": "zero", "stop": {"stagnation": 0}}, "sart",
+                 {"per_subset": nv_ // dsub, "lam": lam}),
                 ("sart, plain, 10 subsets (RTK %d proj./subset)" % (nv_ // sub),
                  dict(plain, name="sart", subsets=sub, relaxation=lam), "sart", {"per_subset": nv_ // sub, "lam": lam}),
                 ("sart, plain, 1 subset (RTK all proj.)",
@@ -411,7 +412,8 @@ def main():
                 ("cgls, plain, ray-casting pair", dict(plain, name="cgls", projector="raycast"), "cgls", {}),
                 ("cgls, recond's defaults (TV)", {"name": "cgls"}, "cgls", {}),
                 ("mlem, plain (RTK: OSEM, 1 subset)", dict(plain, name="mlem"), "mlem", {}),
-                ("mlem, recond's defaults (FDK start, TV) (RTK: OSEM, 1 subset)", {"name": "mlem"}, "mlem", {}),
+                ("mlem, recond's defaults (from FDK, TV, stagnation stop) (RTK: OSEM, 1 subset)", {"name": "mlem"},
+                 "mlem", {}),
                 ("mlem, plain, ray-casting pair (RTK: OSEM, 1 subset)", dict(plain, name="mlem", projector="raycast"),
                  "mlem", {}),
             ]

@@ -19,9 +19,11 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 		p->tv_steps = RC_TV_DEFAULT_STEPS;
 		p->stop_discrepancy = RC_STOP_DEFAULT_TAU;
 	}
-	if (name == RC_ALGO_MLEM) {
+	/* SART and MLEM start from FDK and stop on stagnation
+	 * (docs/algorithms.md, "Defaults"); SIRT and CGLS from 0 without it */
+	if (name == RC_ALGO_SART || name == RC_ALGO_MLEM) {
 		p->initial = RC_INITIAL_FDK;
-		p->stop_stagnation = RC_MLEM_DEFAULT_STAGNATION;
+		p->stop_stagnation = RC_DEFAULT_STAGNATION;
 	}
 	p->window = RC_WINDOW_RAM_LAK;
 	p->cutoff = 1.0;

@@ -92,7 +92,8 @@ MASK_R = 28.0
 ELLIPSES = [(r[0], r[1], r[3], r[4], r[6], r[7] * 0.1) for r in peers_map.SHEPP_LOGAN if r[2] == 0] + \
     [(0.42, -0.38, 0.09, 0.09, 0.0, 0.06)]
 # recond's "plain" methods (docs/peers.md): what ASTRA runs
-PLAIN = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0}}
+PLAIN = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0, "stagnation": 0},
+         "initial": "zero"}
 ITERS = {"sirt": 100, "cgls": 8}
 # bounds on the relative L2 against the phantom, and how far above ASTRA's own error recond may be
 BOUND = {"sirt": 0.25, "cgls": 0.25, "fdk": 0.25}

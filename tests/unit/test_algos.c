@@ -610,8 +610,9 @@ static void test_nonnegative(void **s)
 /* "fdk": the run starts from rc_fdk_run's volume of the same data (one SART
  * iteration with a relaxation of 1e-6 stays there; from 0 it does not),
  * MLEM from it raised to its floor; "given": vol is the start (CGLS from
- * the exact solution of exact data stays there).  The defaults: MLEM from
- * FDK, the others from 0, the plain methods from 0. */
+ * the exact solution of exact data stays there).  The defaults: SART and
+ * MLEM from FDK with the stagnation stop, SIRT and CGLS from 0 without it;
+ * the plain methods from 0 without it. */
 static void test_initial(void **s)
 {
 	(void)s;
@@ -663,9 +664,12 @@ static void test_initial(void **s)
 	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
 	for (int i = 0; i < 4; i++) {
 		rc_algo_params_default(&p, names[i]);
-		assert_int_equal(p.initial, names[i] == RC_ALGO_MLEM ? RC_INITIAL_FDK : RC_INITIAL_ZERO);
+		int fdk = names[i] == RC_ALGO_SART || names[i] == RC_ALGO_MLEM;
+		assert_int_equal(p.initial, fdk ? RC_INITIAL_FDK : RC_INITIAL_ZERO);
+		assert_true(p.stop_stagnation == (fdk ? RC_DEFAULT_STAGNATION : 0.0));
 		rc_algo_params_plain(&p, names[i]);
 		assert_int_equal(p.initial, RC_INITIAL_ZERO);
+		assert_true(p.stop_stagnation == 0.0);
 	}
 	free(v);
 	free(vf);

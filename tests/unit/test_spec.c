@@ -131,13 +131,13 @@ static void test_projector_choice(void **state)
 	job_spec_free(s);
 }
 
-/* algorithm.initial: MLEM starts from FDK's volume by default, the others
- * from 0; either word parses on every iterative algorithm. */
+/* algorithm.initial: SART and MLEM start from FDK's volume by default,
+ * SIRT and CGLS from 0; either word parses on every iterative algorithm. */
 static void test_initial_choice(void **state)
 {
 	(void)state;
 	static const char *const algs[] = { "sart", "sirt", "cgls", "mlem" };
-	static const rc_initial defaults[] = { RC_INITIAL_ZERO, RC_INITIAL_ZERO, RC_INITIAL_ZERO, RC_INITIAL_FDK };
+	static const rc_initial defaults[] = { RC_INITIAL_FDK, RC_INITIAL_ZERO, RC_INITIAL_ZERO, RC_INITIAL_FDK };
 	for (int a = 0; a < 4; a++)
 		for (int w = -1; w < 2; w++) {
 			char buf[1024];
