@@ -49,7 +49,10 @@ def geometry(shape):
 
 
 def spec(label, iterations, algorithm="sart", engine="cpu"):
-    algo = {"name": "fdk"} if algorithm == "fdk" else {"name": algorithm, "iterations": iterations, "subsets": 8}
+    # from 0, without the stagnation stop (sart's default starts from FDK's volume and stops early):
+    # the "1 iteration stays above the bound" check holds the bound to the iterations
+    algo = {"name": "fdk"} if algorithm == "fdk" else {"name": algorithm, "iterations": iterations, "subsets": 8,
+                                                      "initial": "zero", "stop": {"stagnation": 0}}
     return {
         "label": label,
         "geometry": geometry("curved"),
