@@ -37,17 +37,9 @@ int rc_bk_vec_for(rc_backend *b, rc_space s, float *host, rc_vec **ret, rc_err *
 
 int rc_bk_vec_holding(rc_backend *b, rc_space s, float *host, rc_vec **ret, rc_err *err)
 {
-	if (b->ops->vec_borrow)
-		return b->ops->vec_borrow(b, s, host, ret, err);
-	rc_vec *v = NULL;
-	int rc = b->ops->vec_new(b, s, &v, err);
-	if (!rc && (rc = b->ops->upload(b, v, host, err))) {
-		b->ops->vec_free(b, v);
-		v = NULL;
-	}
-	if (!rc)
-		*ret = v;
-	return rc;
+	/* rc_bk_vec_from's vector, but host is the caller's to write: a
+	 * borrowed one is host itself, which the result may then overwrite */
+	return rc_bk_vec_from(b, s, host, ret, err);
 }
 
 double rc_bk_total(const rc_backend *b, const double *per_batch)
