@@ -86,20 +86,6 @@ void rc_tv_free(rc_tv *t);
 int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg,
 		  rc_err *err);
 
-/* The start of an iterative run (algorithm.initial): with RC_INITIAL_FDK,
- * FDK's volume of proj (ram-lak, p's scan mode) on b into vol (its
- * cancellation honoured, no progress reported); nothing otherwise.
- * Refused on the tensor backend, whose RC_BP_VOXEL is A^T, not FDK's back
- * projection (recon.c runs FBP on the CPU engine first and passes
- * RC_INITIAL_GIVEN).  After it, p->initial != RC_INITIAL_ZERO means vol
- * holds the start. */
-/* MLEM's start from a volume: at least this fraction of its constant start
- * (algo_sart.c), since EM cannot move a voxel off 0 (measured on the noisy
- * case: 0.01 to 0.3 give the same error within 0.5 %). */
-#define RC_EM_START_FLOOR 0.05
-int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol, const rc_algo_hooks *hooks,
-		  rc_err *err);
-
 /* Checks proj, vol, iterations >= 1, the TV and stop fields; with
  * check_lambda also 0 < lambda < 2; with check_subsets also
  * 0 <= subsets <= nviews (0: the default). */

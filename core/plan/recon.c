@@ -555,22 +555,19 @@ static int run_opencl_resident(struct job *j, const float *proj, float *vol, con
 	return rc;
 }
 
-/* FDK's volume of proj on the CPU engine into vol (algorithm.initial "fdk"
- * of a job that runs on the tensor backend); the job's cancel honoured. */
+/* rc_algo_start on the CPU engine's host backend (algorithm.initial "fdk"
+ * of a job that runs on the tensor backend, which cannot run FDK): FDK's
+ * volume of proj into vol, the job's cancel honoured. */
 static int cpu_fdk_start(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
 			 const rc_algo_hooks *hooks, rc_err *err)
 {
 	rc_engine *e = NULL;
 	rc_exec *x = NULL;
-	rc_algo_params f;
-	rc_algo_hooks h = { 0 };
-	rc_algo_params_default(&f, RC_ALGO_FDK);
-	f.scan = s->algo.scan;
-	if (hooks)
-		h.cancel = hooks->cancel;
+	rc_backend *b = NULL;
 	int rc = rc_engine_cpu_new(g, s->threads, &e, err);
-	if (!rc && !(rc = rc_exec_new(&e, 1, &x, err)))
-		rc = rc_algo_run(&f, x, proj, vol, &h, err);
+	if (!rc && !(rc = rc_exec_new(&e, 1, &x, err)) && !(rc = rc_backend_host_new(x, &b, err)))
+		rc = rc_algo_start(&s->algo, b, proj, vol, hooks, err);
+	rc_backend_free(b);
 	rc_exec_free(x);
 	rc_engine_free(e);
 	return rc;
