@@ -17,10 +17,9 @@
  *
  * Ordered subsets (p->subsets = S > 1): the views are cut into S contiguous
  * blocks, visited in bit-reversed order so that consecutive updates come
- * from far-apart angles; each block has its own column sums C_s = 1 / B_s(1).
- * The C_s of all blocks are kept when they fit in RC_SUBSET_CACHE_BYTES (algo_util.h),
- * otherwise each one is recomputed before its block (one extra back
- * projection per block, no extra memory).
+ * from far-apart angles; each block has its own column sums C_s = 1 / B_s(1)
+ * (colsum.h: kept for every block, written from their closed form, or
+ * recomputed before each block).
  *
  * SIRT (algo_sirt.c) runs this same loop with B = rc_algo_bp_matched, the exact
  * transpose of A, and one block; MLEM (algo_mlem.c) runs it as OS-EM: the
@@ -43,17 +42,10 @@
  * projection.
  */
 #include "algo/algo_util.h"
+#include "algo/colsum.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-/* C = 1 / B(ones) over views [first, last) into c; ones holds ones there. */
-static int colsum_inverse(rc_backend *b, rc_bp_kind bp, const rc_vec *ones, rc_vec *c, int first, int last,
-			  rc_err *err)
-{
-	int rc = rc_bk_back(b, bp, ones, c, first, last, err);
-	return rc ? rc : rc_bk_inv_guarded(b, c, RC_COLSUM_REL_EPS, err);
-}
 
 /* MLEM's start: the constant sum(p+) / sum(A 1) (the projections then
  * match the data in total; EM cannot move a voxel away from 0), and the
@@ -88,16 +80,15 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const int nviews = rc_geom_nviews(g);
 	const float lambda = (float)p->relaxation;
 	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
-	const int ncinv = cache ? S : 1;
 	const double t0 = rc_now_s();
 	int rc = rc_algo_start(p, b, proj, vol, hooks, err), it_done = 0, restore = 0;
 	rc_stop stop;
 	rc_tv tv = { 0 };
 	float x0 = 0.0f, eps = 0.0f;
 	rc_vec *meas = NULL, *rinv = NULL, *res = NULL, *x = NULL, *upd = NULL, *prev = NULL;
-	rc_vec **cinv = calloc((size_t)ncinv, sizeof *cinv);
+	rc_colsum *cs = NULL;
 	int *order = malloc((size_t)S * sizeof *order);
-	if (!cinv || !order) {
+	if (!order) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d subsets", S);
 		goto out_free;
 	}
@@ -108,9 +99,6 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &upd, err)) ||
 	    (S > 1 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &prev, err))))
 		goto out_free;
-	for (int k = 0; k < ncinv; k++)
-		if ((rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &cinv[k], err)))
-			goto out_free;
 	rc_subset_order(S, order);
 
 	/* R = 1 / A(1) over all views (a ray's sum does not depend on the
@@ -121,15 +109,9 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	    (em && (rc = em_start(b, proj, rinv, &x0, &eps, err))) ||
 	    (!em && (rc = rc_bk_inv_guarded(b, rinv, RC_ROWSUM_REL_EPS, err))))
 		goto out_free;
-	/* res holds ones while the column sums are built */
-	if ((rc = rc_bk_fill(b, res, 1.0f, RC_VIEWS_ALL, err)))
+	/* res is the column sums' scratch until a block's forward projection */
+	if ((rc = rc_colsum_new(b, bp, S, cache, res, &cs, err)))
 		goto out_free;
-	for (int k = 0; k < (cache ? S : 0); k++) {
-		int f, l;
-		rc_subset_range(k, S, nviews, &f, &l);
-		if ((rc = colsum_inverse(b, bp, res, cinv[k], f, l, err)))
-			goto out_free;
-	}
 
 	if (p->initial != RC_INITIAL_ZERO) {
 		/* vol holds the start (rc_algo_start): clamped at 0 where the
@@ -158,18 +140,14 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 		for (int k = 0; k < S; k++) {
 			int blk = order[k], f, l;
 			rc_subset_range(blk, S, nviews, &f, &l);
-			rc_vec *c = cinv[cache ? blk : 0];
+			const rc_vec *c;
 			double s2;
 			if (k > 0 && rc_algo_cancelled(hooks)) {
 				rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
 				goto out_download;
 			}
-			/* without the cache: C_b into the one slot; views f..l of res
-			 * hold ones until the forward projection overwrites them */
-			if (!cache && ((rc = rc_bk_fill(b, res, 1.0f, f, l, err)) ||
-				       (rc = colsum_inverse(b, bp, res, c, f, l, err))))
-				goto out_download;
-			if ((rc = rc_bk_forward(b, rc_algo_fp(p, b), x, res, f, l, err)) ||
+			if ((rc = rc_colsum_get(cs, blk, res, &c, err)) ||
+			    (rc = rc_bk_forward(b, rc_algo_fp(p, b), x, res, f, l, err)) ||
 			    (em && (rc = rc_bk_ratio(b, res, meas, eps, f, l, &s2, err))) ||
 			    (!em && (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err))) ||
 			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||
@@ -209,8 +187,7 @@ out_download:
 			rc = drc;
 	}
 out_free:
-	for (int k = 0; cinv && k < ncinv; k++)
-		rc_bk_vec_free(b, cinv[k]);
+	rc_colsum_free(cs);
 	rc_bk_vec_free(b, prev);
 	rc_bk_vec_free(b, upd);
 	rc_bk_vec_free(b, x);
@@ -218,7 +195,6 @@ out_free:
 	rc_bk_vec_free(b, rinv);
 	rc_bk_vec_free(b, meas);
 	free(order);
-	free(cinv);
 	rc_tv_free(&tv);
 	return rc;
 }

@@ -110,10 +110,10 @@ void rc_subset_order(int S, int *order)
 
 int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox)
 {
-	/* SART's column sums come from the voxel-driven back projector: one
-	 * more back projection of a block's views is about 1/S of an
-	 * iteration's, so by default they are recomputed rather than kept
-	 * (S volumes: the memory target is the volume + 3 volumes + 2 stacks);
+	/* SART's column sums come from the voxel-driven back projector: a
+	 * block's are a closed form or one more back projection of its views,
+	 * about 1/S of an iteration's (colsum.h), so by default they are not
+	 * kept (S volumes: the memory target is the volume + 3 volumes + 2 stacks);
 	 * OS-EM's come from the matched back projector, which may be ray
 	 * casting's transpose (4x the cost), so they are kept within the cap */
 	if (!p->subset_cache_bytes && p->name == RC_ALGO_SART)

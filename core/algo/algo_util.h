@@ -19,8 +19,9 @@
 #define RC_COLSUM_REL_EPS 1e-6
 /* OS-EM's per-subset column sums are kept in memory up to this size (unless
  * rc_algo_params.subset_cache_bytes says otherwise); beyond it each is
- * recomputed before its block.  SART recomputes them unless
- * subset_cache_bytes is set (rc_sart_cache_all). */
+ * recomputed before its block.  SART keeps one slot unless
+ * subset_cache_bytes is set (rc_sart_cache_all), written from the closed
+ * form or recomputed (colsum.h). */
 #define RC_SUBSET_CACHE_BYTES ((size_t)256 << 20)
 
 /* ---- run bookkeeping ---------------------------------------------------- */
@@ -117,9 +118,10 @@ void rc_subset_range(int b, int S, int n, int *first, int *last);
 void rc_subset_order(int S, int *order);
 
 /* SART / OS-EM keep every subset's column sums when this holds: one subset,
- * or room within subset_cache_bytes (default: none for SART, whose voxel
- * back projection recomputes a block's sums for 1/S of an iteration's
- * cost; RC_SUBSET_CACHE_BYTES for MLEM). */
+ * or room within subset_cache_bytes (default: none for SART, whose one
+ * slot takes a block's sums from their closed form or from a back
+ * projection of 1/S of an iteration's cost; RC_SUBSET_CACHE_BYTES for
+ * MLEM). */
 int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox);
 
 /* ---- the algorithms (algo.h's rc_algo_run_on dispatches) ----------------- */

@@ -1,0 +1,45 @@
+/*
+ * colsum: the inverse column sums C_s = 1 / B_s(1) of SART's and OS-EM's
+ * blocks of views (algo_sart.c), internal to core/algo.
+ *
+ * Three ways to have them, chosen once per run:
+ *  - kept: every block's C_s computed at the start (cache: one block, or
+ *    room within rc_sart_cache_all's cap): S volume-sized vectors;
+ *  - closed form: for the voxel-driven back projector on a host backend
+ *    when every view is a cone view (w fixed along a voxel column) and the
+ *    detector covers the whole volume on every view.  B's weight is then
+ *    1/w^2 per view and voxel, so B_s(1) = sum over the block of
+ *    1/w_k(x, y)^2: one float per voxel column and block, written into the
+ *    one volume-sized slot before each block (a copy of 4 bytes a voxel,
+ *    where recomputing is a back projection of the block's views and a
+ *    pass to invert it).  Whether it holds is not predicted but measured:
+ *    the whole set's B(1) is back-projected once and must equal
+ *    kappa * sum_k 1/w_k^2 at every voxel within RC_COLSUM_FORM_TOL (that
+ *    back projection is skipped where a corner voxel projects off a
+ *    view's detector: the form cannot hold there);
+ *  - recomputed: one slot, back-projected and inverted before each block.
+ * Every way gives the same C_s within RC_COLSUM_FORM_TOL (test_colsum).
+ */
+#ifndef RC_ALGO_COLSUM_H
+#define RC_ALGO_COLSUM_H
+
+#include "backend/backend.h"
+
+/* The largest relative difference between the back-projected B(1) and
+ * the closed form for which the closed form is used */
+#define RC_COLSUM_FORM_TOL 1e-4
+
+typedef enum { RC_COLSUM_KEPT, RC_COLSUM_FORM, RC_COLSUM_RECOMPUTED } rc_colsum_way;
+
+typedef struct rc_colsum rc_colsum;
+
+/* The column sums of back projector bp over S blocks (rc_subset_range)
+ * of b's views; ones is a projection-sized scratch vector (its content is
+ * overwritten, here and by every rc_colsum_get). */
+int rc_colsum_new(rc_backend *b, rc_bp_kind bp, int S, int cache, rc_vec *ones, rc_colsum **ret, rc_err *err);
+/* C_s of block blk, valid until the next call. */
+int rc_colsum_get(rc_colsum *c, int blk, rc_vec *ones, const rc_vec **ret, rc_err *err);
+rc_colsum_way rc_colsum_way_of(const rc_colsum *c);
+void rc_colsum_free(rc_colsum *c);
+
+#endif
