@@ -31,6 +31,7 @@
 #include "algo/algo.h"
 #include "backend/cpu/engine_cpu.h"
 #include "backend/opencl/engine_opencl.h"
+#include "backend/vec_host.h"
 #include "backend/exec.h"
 #include "geometry/metrics.h"
 #include "ocl_testutil.h"
@@ -98,6 +99,45 @@ static rc_backend *open_backend(int which)
 		print_error("%s backend: %s\n", names[which], err.msg);
 	assert_int_equal(rc, 0);
 	return b;
+}
+
+/* The host's guarded inverse (SSE by hand) against the plain loop in
+ * double: zeros, negatives, a NaN, values under the guard, every length
+ * around the vector width. */
+static void test_host_inv_guarded(void **s)
+{
+	(void)s;
+	static const size_t lengths[] = { 0, 1, 3, 4, 5, 7, 8, 9, 1000, 4099 };
+	for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+		size_t n = lengths[li];
+		float *a = malloc((n ? n : 1) * sizeof *a);
+		double *want = malloc((n ? n : 1) * sizeof *want);
+		assert_true(a && want);
+		for (size_t i = 0; i < n; i++)
+			a[i] = (float)(1.0 + (double)((i * 7919) % 101) / 10.0);
+		for (size_t i = 0; i < n; i++) {
+			if (i % 11 == 3)
+				a[i] = 0.0f;
+			else if (i % 13 == 4)
+				a[i] = -a[i];
+			else if (i % 17 == 5)
+				a[i] *= 1e-4f;
+		}
+		if (n > 2)
+			a[n / 2] = 50.0f;
+		if (n > 6)
+			a[6] = NAN;
+		double mx = 0;
+		for (size_t i = 0; i < n; i++)
+			mx = a[i] > mx ? a[i] : mx;
+		for (size_t i = 0; i < n; i++)
+			want[i] = a[i] > (float)(1e-3 * mx) && a[i] > 0 ? 1.0 / a[i] : 0.0;
+		rc_vinv_guarded(a, n, 1e-3);
+		for (size_t i = 0; i < n; i++)
+			assert_true(fabs(a[i] - want[i]) <= 1e-7 * fabs(want[i]));
+		free(a);
+		free(want);
+	}
 }
 
 static void test_full_range(void **s)
@@ -282,6 +322,7 @@ int main(void)
 {
 	tu_need_opencl();
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_inv_guarded),
 		cmocka_unit_test(test_full_range),
 		cmocka_unit_test(test_defaults_agree),
 		cmocka_unit_test(test_cancel_between_subsets),
