@@ -174,6 +174,7 @@ struct splat_ctx {
 	const float *xt;
 	float *proj;
 	int first;
+	int constant; /* every voxel is vol[0] (SART's row sums: A 1) */
 };
 
 /* The four deposits of value a at padded column pair c0, c1 (weights w0,
@@ -190,6 +191,44 @@ static inline void deposit(float *restrict c0, float *restrict c1, float w0, flo
 	c1[iv + 1] += w1 * hi;
 }
 
+/* A column of nz voxels of one value a at padded rows v_z = V0 + z S, |S| at
+ * most a pixel (rc_splat_suits) and sv = 1 / |S| (1 at |S| = 1): the hats
+ * of neighbouring voxels sum to sv wherever two overlap, so every row
+ * between the first and the last voxel's gets a sv and only the rows
+ * within a pixel beyond the ends are summed voxel by voxel (the voxels
+ * within a pixel of the row). */
+static void const_column(float a, int nz, double V0, double S, float sv, float w0, float w1, float *restrict c0,
+			 float *restrict c1, int nv)
+{
+	double vlo = S > 0 ? V0 : V0 + (nz - 1) * S, vhi = S > 0 ? V0 + (nz - 1) * S : V0;
+	int j0 = vlo < 1 ? 1 : (int)vlo, j1 = vhi + 1 > nv ? nv : (int)(vhi + 1);
+	/* the inner rows ceil(vlo) .. floor(vhi) within j0 .. j1 */
+	int ja = (int)ceil(vlo), jb = (int)floor(vhi);
+	ja = ja < j0 ? j0 : ja;
+	jb = jb > j1 ? j1 : jb;
+	const float in0 = w0 * (a * sv), in1 = w1 * (a * sv);
+	for (int j = ja; j <= jb; j++) {
+		c0[j] += in0;
+		c1[j] += in1;
+	}
+	for (int j = j0; j <= j1; j++) {
+		if (j >= ja && j <= jb) {
+			j = jb;
+			continue;
+		}
+		/* voxels z with |V0 + z S - j| < 1, clamped to the column */
+		double za = (j - 1 - V0) / S, zb = (j + 1 - V0) / S;
+		int lo = (int)floor(za < zb ? za : zb), hi = (int)ceil(za < zb ? zb : za);
+		lo = lo < 0 ? 0 : lo;
+		hi = hi > nz - 1 ? nz - 1 : hi;
+		float acc = 0.0f;
+		for (int z = lo; z <= hi; z++)
+			acc += a * rc_splat_hat(fabsf((float)V0 + (float)z * (float)S - (float)j), sv);
+		c0[j] += w0 * acc;
+		c1[j] += w1 * acc;
+	}
+}
+
 /* A cone view (P[2] = P[10] = 0): u and w are fixed along a voxel column and
  * v is linear in z, so each column is one call of the column loop
  * (proj_splat_col.h) on the column's values, z-contiguous (xt, or copied
@@ -197,32 +236,43 @@ static inline void deposit(float *restrict c0, float *restrict c1, float w0, flo
  * cone_rows in double.  Columns whose voxels are under a quarter of a row
  * apart (T over RC_SPLAT_T) scatter voxel by voxel instead. */
 static void cone_view(const rc_fps *f, const double *P, const float *vol, const float *xt, float *img,
-		      float *colbuf, rc_splat_col_fn col_fn)
+		      float *colbuf, rc_splat_col_fn col_fn, int constant)
 {
 	const rc_volume_desc *v = rc_geom_volume(f->g);
 	const rc_detector_desc *d = rc_geom_detector(f->g);
 	const size_t plane = (size_t)v->nx * (size_t)v->ny, Hs = (size_t)f->Hs;
 	const double z0 = f->zw[0];
-	for (int iy = 0; iy < v->ny; iy++)
+	/* the v scale 1 / (|dv| vz) = w / (|P[6]| vz) where below 1 pixel:
+	 * no division per column (rc_splat_hat_sv's value) */
+	const double sv_w = P[6] != 0 ? 1.0 / (fabs(P[6]) * v->vz) : 0.0;
+	for (int iy = 0; iy < v->ny; iy++) {
+		/* w and the numerators of u and v are linear along x */
+		double X[3];
+		rc_volume_voxel_pos(v, 0, iy, 0, X);
+		const double wr = P[8] * X[0] + P[9] * X[1] + P[11], ur = P[0] * X[0] + P[1] * X[1] + P[3];
+		const double vr = P[4] * X[0] + P[5] * X[1] + P[7];
 		for (int ix = 0; ix < v->nx; ix++) {
-			double X[3];
-			rc_volume_voxel_pos(v, ix, iy, 0, X);
-			double w = P[8] * X[0] + P[9] * X[1] + P[11];
+			double w = wr + P[8] * (ix * v->vx);
 			if (!(w > 0))
 				continue;
 			double iw = 1.0 / w;
-			double u = (P[0] * X[0] + P[1] * X[1] + P[3]) * iw;
+			double u = (ur + P[0] * (ix * v->vx)) * iw;
 			if (!(u > -1 && u < d->nu))
 				continue;
 			double fl = floor(u), dv = P[6] * iw;
-			double v0 = (P[4] * X[0] + P[5] * X[1] + P[7]) * iw + 1;
+			double v0 = (vr + P[4] * (ix * v->vx)) * iw + 1;
 			float *c0 = img + ((size_t)fl + 1) * Hs;
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
-			const float wt = (float)(iw * iw), sv = rc_splat_hat_sv((float)dv, v->vz);
+			const float wt = (float)(iw * iw);
+			const float sv = fabs(dv) * v->vz < 1 ? (float)(w * sv_w) : 1.0f;
 			float w0, w1;
 			rc_splat_hat_u(P, u, iw, v->vx, v->vy, (float)(u - fl), &w0, &w1);
 			w0 *= wt;
 			w1 *= wt;
+			if (constant && fabs(dv * v->vz) <= 1.0) {
+				const_column(vol[0], v->nz, v0 + z0 * dv, v->vz * dv, sv, w0, w1, c0, c0 + Hs, d->nv);
+				continue;
+			}
 			const float *a = xt ? xt + at * (size_t)v->nz : colbuf;
 			for (int z = 0; !xt && z < v->nz; z++)
 				colbuf[z] = vol[at + (size_t)z * plane];
@@ -236,6 +286,7 @@ static void cone_view(const rc_fps *f, const double *P, const float *vol, const 
 					deposit(c0, c0 + Hs, w0, w1, vz, a[z], sv);
 			}
 		}
+	}
 }
 
 /* Any other matrix: per voxel, with the back projector's clamps (u in
@@ -275,7 +326,8 @@ static void splat_task(void *arg, long t, int worker)
 	const size_t zstride = (size_t)v->nx * (size_t)v->ny;
 	memset(img, 0, f->img_floats * sizeof(float));
 	if (cone)
-		cone_view(f, P, c->vol, c->xt, img, f->colbuf + (size_t)worker * (size_t)v->nz, c->col_fn);
+		cone_view(f, P, c->vol, c->xt, img, f->colbuf + (size_t)worker * (size_t)v->nz, c->col_fn,
+			  c->constant);
 	else
 		for (int iy = 0; iy < v->ny; iy++)
 			for (int ix = 0; ix < v->nx; ix++) {
@@ -325,6 +377,12 @@ void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, flo
 			       .col_fn = fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
 	if (last <= first)
 		return;
+	size_t n = rc_volume_count(v), i = 1;
+	while (i < n && vol[i] == vol[0])
+		i++;
+	c.constant = i == n;
+	if (c.constant)
+		goto project; /* no column is read */
 	if (!f->xt && !f->xt_failed) {
 		size_t bytes = rc_volume_count(v) * sizeof(float);
 		if (rc_proj_keep_reserve(bytes, "RECOND_SPLAT_COPY_MAX_MB")) {
@@ -340,6 +398,7 @@ void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, flo
 		rc_pool_run(pool, v->ny, transpose_task, &c);
 		c.xt = f->xt;
 	}
+project:
 	rc_pool_run(pool, last - first, splat_task, &c);
 }
 
