@@ -117,11 +117,16 @@ void rc_vinv_guarded(float *a, size_t n, double rel)
 void rc_vupdate(float *restrict v, const float *restrict u, const float *restrict c,
 		float lambda, int nonneg, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		v[i] += lambda * u[i] * c[i];
+	/* one pass with the clamp (a second pass over v cost a quarter of the
+	 * call's memory traffic); each loop vectorises */
 	if (nonneg)
+		for (size_t i = 0; i < n; i++) {
+			float t = v[i] + lambda * u[i] * c[i];
+			v[i] = t > 0.0f ? t : 0.0f;
+		}
+	else
 		for (size_t i = 0; i < n; i++)
-			v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+			v[i] += lambda * u[i] * c[i];
 }
 
 void rc_vmul2(float *restrict v, const float *restrict u, const float *restrict c, size_t n)
