@@ -33,8 +33,8 @@ static int back_inverse(rc_colsum *c, rc_vec *ones, rc_vec *dst, int first, int 
 /* Every view a cone view (P[2] = P[10] = 0: w fixed along a voxel column)
  * whose detector holds the projections of the volume's corner voxels, so
  * of every voxel (a projection maps the box to a convex set): a bilinear
- * lookup of ones is 1 everywhere.  Only a sieve: the closed form is still
- * measured (try_form), but a cut-off volume skips that back projection. */
+ * lookup of ones is 1 everywhere.  The back projector's weights are
+ * measured next (try_form). */
 static int form_may_hold(const rc_geom *g)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
@@ -83,33 +83,30 @@ static void block_sums(const rc_geom *g, int S, double *sums)
 	}
 }
 
-/* The closed form if the whole set's B(1), back-projected into the slot,
- * is kappa * sum_k 1/w_k^2 at every voxel; c->form stays NULL otherwise. */
+/* The closed form if the first block's B_0(1), back-projected into the
+ * slot, is kappa * sum over its views of 1/w_k^2 at every voxel (the
+ * weights the back projector applies; form_may_hold has checked every
+ * view's coverage); c->form stays NULL otherwise. */
 static int try_form(rc_colsum *c, rc_vec *ones, rc_err *err)
 {
 	const rc_geom *g = c->b->geom;
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const size_t nxy = (size_t)v->nx * (size_t)v->ny, nvox = rc_volume_count(v);
-	double *sums = malloc(((size_t)c->S + 1) * nxy * sizeof *sums);
-	int rc;
+	double *sums = malloc((size_t)c->S * nxy * sizeof *sums);
+	int rc, first, last;
 	if (!sums)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d blocks' column sums", c->S);
-	if ((rc = rc_bk_fill(c->b, ones, 1.0f, RC_VIEWS_ALL, err)) ||
-	    (rc = rc_bk_back(c->b, c->bp, ones, c->slot[0], RC_VIEWS_ALL, err)) ||
+	rc_subset_range(0, c->S, rc_geom_nviews(g), &first, &last);
+	if ((rc = rc_bk_fill(c->b, ones, 1.0f, first, last, err)) ||
+	    (rc = rc_bk_back(c->b, c->bp, ones, c->slot[0], first, last, err)) ||
 	    (rc = rc_bk_download(c->b, c->slot[0], c->host, err)))
 		goto out;
 	block_sums(g, c->S, sums);
-	double *total = sums + (size_t)c->S * nxy;
-	for (size_t i = 0; i < nxy; i++) {
-		total[i] = 0.0;
-		for (int s = 0; s < c->S; s++)
-			total[i] += sums[(size_t)s * nxy + i];
-	}
-	const double kappa = c->host[0] / total[0];
+	const double kappa = c->host[0] / sums[0];
 	if (!(kappa > 0.0) || !isfinite(kappa))
 		goto out;
 	for (size_t i = 0; i < nvox; i++) {
-		double want = kappa * total[i % nxy];
+		double want = kappa * sums[i % nxy];
 		if (!(fabs(c->host[i] - want) <= RC_COLSUM_FORM_TOL * want))
 			goto out;
 	}

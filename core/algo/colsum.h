@@ -12,11 +12,11 @@
  *    1/w_k(x, y)^2: one float per voxel column and block, written into the
  *    one volume-sized slot before each block (a copy of 4 bytes a voxel,
  *    where recomputing is a back projection of the block's views and a
- *    pass to invert it).  Whether it holds is not predicted but measured:
- *    the whole set's B(1) is back-projected once and must equal
- *    kappa * sum_k 1/w_k^2 at every voxel within RC_COLSUM_FORM_TOL (that
- *    back projection is skipped where a corner voxel projects off a
- *    view's detector: the form cannot hold there);
+ *    pass to invert it).  Coverage is checked on every view (the volume's
+ *    corner voxels project inside the detector, so every voxel does) and
+ *    the weights are measured: the first block's B_0(1) is back-projected
+ *    once and must equal kappa * sum_k 1/w_k^2 over its views at every
+ *    voxel within RC_COLSUM_FORM_TOL;
  *  - recomputed: one slot, back-projected and inverted before each block.
  * Every way gives the same C_s within RC_COLSUM_FORM_TOL (test_colsum).
  */
