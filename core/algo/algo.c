@@ -23,7 +23,7 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 	 * (docs/algorithms.md, "Defaults"); SIRT and CGLS from 0 without it */
 	if (name == RC_ALGO_SART || name == RC_ALGO_MLEM) {
 		p->initial = RC_INITIAL_FDK;
-		p->stop_stagnation = RC_DEFAULT_STAGNATION;
+		p->stop_stagnation = name == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
 	}
 	p->window = RC_WINDOW_RAM_LAK;
 	p->cutoff = 1.0;

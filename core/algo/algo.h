@@ -104,7 +104,8 @@ typedef struct rc_algo_params {
 
 /* Fills defaults (docs/algorithms.md says why each): 10 iterations (CGLS
  * with TV: RC_CGLS_DEFAULT_ITERATIONS); SART and MLEM start from FDK's
- * volume and stop on stagnation (RC_DEFAULT_STAGNATION), SIRT and CGLS
+ * volume and stop on stagnation (RC_DEFAULT_STAGNATION,
+ * RC_MLEM_DEFAULT_STAGNATION), SIRT and CGLS
  * start from 0;
  * SART/SIRT lambda 1;
  * SART's subsets 0 (the default count); non-negativity on; the TV phase
@@ -123,10 +124,12 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
 #define RC_TV_MAX_WEIGHT 10.0
 #define RC_CGLS_DEFAULT_ITERATIONS 20
 #define RC_STOP_DEFAULT_TAU 1.0
-/* SART's and MLEM's default stagnation stop (docs/algorithms.md: from
+/* SART's and MLEM's default stagnation stops (docs/algorithms.md: from
  * FDK's volume their error rises while the residual keeps falling
- * slowly) */
+ * slowly; EM's error turns after 2-3 iterations, when its residual still
+ * falls by 5-6 % an iteration, SART's after 4, at 1 %) */
 #define RC_DEFAULT_STAGNATION 0.01
+#define RC_MLEM_DEFAULT_STAGNATION 0.05
 /* SART's default subset count for n views: about RC_SART_VIEWS_PER_SUBSET
  * views each (1 subset below twice that). */
 #define RC_SART_VIEWS_PER_SUBSET 10

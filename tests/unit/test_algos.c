@@ -669,7 +669,8 @@ static void test_initial(void **s)
 		rc_algo_params_default(&p, names[i]);
 		int fdk = names[i] == RC_ALGO_SART || names[i] == RC_ALGO_MLEM;
 		assert_int_equal(p.initial, fdk ? RC_INITIAL_FDK : RC_INITIAL_ZERO);
-		assert_true(p.stop_stagnation == (fdk ? RC_DEFAULT_STAGNATION : 0.0));
+		double stag = names[i] == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
+		assert_true(p.stop_stagnation == (fdk ? stag : 0.0));
 		rc_algo_params_plain(&p, names[i]);
 		assert_int_equal(p.initial, RC_INITIAL_ZERO);
 		assert_true(p.stop_stagnation == 0.0);
