@@ -22,6 +22,7 @@
 #include "backend/cpu/engine_cpu.h"
 #include "backend/exec.h"
 #include "geometry/geometry.h"
+#include "tilt_case.h"
 
 #define NV 30
 #define BLOCKS 6
@@ -49,17 +50,7 @@ static void open_fixture(fixture *f, int nu, int tilted)
 	memset(f, 0, sizeof *f);
 	assert_int_equal(rc_geom_new(&sp, &VOL, NULL, &f->g, &err), 0);
 	if (tilted) {
-		const double t = 10 * M_PI / 180, c = cos(t), s = sin(t);
-		for (int k = 0; k < NV; k++) {
-			const double *P = rc_geom_view(f->g, k)->P;
-			for (int r = 0; r < 3; r++) {
-				double *o = mats + 12 * k + 4 * r;
-				o[0] = P[4 * r];
-				o[1] = c * P[4 * r + 1] + s * P[4 * r + 2];
-				o[2] = -s * P[4 * r + 1] + c * P[4 * r + 2];
-				o[3] = P[4 * r + 3];
-			}
-		}
+		tilt_case_matrices(f->g, 10, mats);
 		rc_geom_free(f->g);
 		sp.type = RC_GEOM_MATRICES;
 		sp.matrices = mats;

@@ -39,6 +39,7 @@
 #include "backend/exec.h"
 #include "geometry/phantom.h"
 #include "projectors/proj_cpu.h"
+#include "tilt_case.h"
 
 #define NV 10
 static const char *const isas[3] = { "baseline", "avx2", "avx512" };
@@ -70,19 +71,8 @@ static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *v, const rc_d
 		fail_msg("geometry: %s", err.msg);
 	if (type == RC_GEOM_CONE)
 		return g;
-	/* matrices: the cone's, with the object turned 12 degrees about x
-	 * (P' = P [R 0; 0 1]), so P[2] and P[10] are not 0 */
-	const double t = 12 * M_PI / 180, c = cos(t), s = sin(t);
-	for (int k = 0; k < NV; k++) {
-		const double *P = rc_geom_view(g, k)->P;
-		for (int r = 0; r < 3; r++) {
-			double *o = mats + 12 * k + 4 * r;
-			o[0] = P[4 * r];
-			o[1] = c * P[4 * r + 1] + s * P[4 * r + 2];
-			o[2] = -s * P[4 * r + 1] + c * P[4 * r + 2];
-			o[3] = P[4 * r + 3];
-		}
-	}
+	/* matrices: the cone's, with the object turned 12 degrees about x */
+	tilt_case_matrices(g, 12, mats);
 	rc_geom_free(g);
 	sp.type = RC_GEOM_MATRICES;
 	sp.matrices = mats;
