@@ -51,16 +51,20 @@ static inline __attribute__((always_inline)) void RC_SPLAT_CAT(rows, RC_SPLAT_SU
 		 * (it is above -(reach + 1) for the rows in range) */
 		float zlo = (fj - V0) * iS - reach + 64.0f;
 		int zs = (int)zlo - 63;
-		float acc = 0.0f;
+		/* the distance from the row to voxel zs, one step S further per
+		 * tap (rows_window below forms it the same way, so that the ISA
+		 * paths agree to the rounding of their sums) */
+		float d = V0 + (float)zs * S - fj, acc = 0.0f;
 #pragma GCC unroll 8
 		for (int t = 0; t < T; t++) {
 			int z = zs + t;
 			/* written as single selects, which GCC if-converts */
 			int zc = z < 0 ? 0 : z;
 			zc = zc < nz - 1 ? zc : nz - 1;
-			float w = rc_splat_hat(fabsf(V0 + (float)z * S - fj), sv);
+			float w = rc_splat_hat(fabsf(d), sv);
 			w = z == zc ? w : 0.0f;
 			acc += w * a[zc];
+			d += S;
 		}
 		c0[j] += w0 * acc;
 		c1[j] += w1 * acc;
@@ -77,6 +81,7 @@ static inline __attribute__((always_inline)) void RC_SPLAT_CAT(rows, RC_SPLAT_SU
  * 0..nz-1 get weight 0, as in the loop above.  Needs nz >= 32 and 16 rows'
  * taps within 32 voxels: rc_splat_col checks RC_SPLAT_WINDOW_FITS. */
 #define RC_SPLAT_WINDOW_FITS(iS, T, nz) ((nz) >= 32 && 15.0f * fabsf(iS) + 2.0f + (float)(T) <= 32.0f)
+/* (it never holds past 4 taps: T >= 5 means |1/S| >= 2, 15 |1/S| >= 30) */
 static inline __attribute__((always_inline)) void rows_window(const float *restrict a, int nz, float V0, float S,
 							      float iS, float reach, float sv, float w0, float w1,
 							      float *restrict c0, float *restrict c1, int j0,
@@ -107,9 +112,8 @@ static inline __attribute__((always_inline)) void rows_window(const float *restr
 		/* the permute reads the index's low 5 bits: a masked-off tap's
 		 * index may be anything */
 		__m512i idx = _mm512_sub_epi32(z, _mm512_set1_epi32(base));
-		/* the distance from the row, one step S further per tap (rounded
-		 * unlike the loop above's V0 + z S - j: test_splat lets the ISA
-		 * paths differ by 4e-6 of the peak) */
+		/* the distance from the row, one step S further per tap, as the
+		 * loop above forms it */
 		__m512 d = _mm512_sub_ps(_mm512_add_ps(vV0, _mm512_mul_ps(_mm512_cvtepi32_ps(z), vS)), fj);
 		__m512 acc = zero;
 		for (int t = 0; t < T; t++) {
@@ -147,13 +151,11 @@ void RC_SPLAT_CAT(rc_splat_col, RC_SPLAT_SUFFIX)(const float *restrict a, int nz
 	const float iS = (float)id, reach = (float)fabs(id);
 	const int T = (int)(2.0 * fabs(id)) + 1;
 #ifdef __AVX512F__
-	if (RC_SPLAT_WINDOW_FITS(iS, T <= 3 ? 3 : T <= 4 ? 4 : RC_SPLAT_T, nz)) {
+	if (T <= 4 && RC_SPLAT_WINDOW_FITS(iS, T <= 3 ? 3 : 4, nz)) {
 		if (T <= 3)
 			rows_window(a, nz, (float)V0, (float)S, iS, reach, sv, w0, w1, c0, c1, j0, j1, 3);
-		else if (T <= 4)
-			rows_window(a, nz, (float)V0, (float)S, iS, reach, sv, w0, w1, c0, c1, j0, j1, 4);
 		else
-			rows_window(a, nz, (float)V0, (float)S, iS, reach, sv, w0, w1, c0, c1, j0, j1, RC_SPLAT_T);
+			rows_window(a, nz, (float)V0, (float)S, iS, reach, sv, w0, w1, c0, c1, j0, j1, 4);
 		return;
 	}
 #endif
