@@ -210,4 +210,20 @@ static inline void tu_need_opencl(void)
 	}
 }
 
+/* The guarded inverse's cases (rc_vinv_guarded, ew_inv_guarded) written
+ * over a: zeros, negatives, values under a 1e-3 guard, one far maximum. */
+static inline void tu_guard_cases(float *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i % 11 == 3)
+			a[i] = 0.0f;
+		else if (i % 13 == 4)
+			a[i] = -a[i];
+		else if (i % 17 == 5)
+			a[i] *= 1e-4f;
+	}
+	if (n > 2)
+		a[n / 2] = 50.0f;
+}
+
 #endif

@@ -115,16 +115,7 @@ static void test_host_inv_guarded(void **s)
 		assert_true(a && want);
 		for (size_t i = 0; i < n; i++)
 			a[i] = (float)(1.0 + (double)((i * 7919) % 101) / 10.0);
-		for (size_t i = 0; i < n; i++) {
-			if (i % 11 == 3)
-				a[i] = 0.0f;
-			else if (i % 13 == 4)
-				a[i] = -a[i];
-			else if (i % 17 == 5)
-				a[i] *= 1e-4f;
-		}
-		if (n > 2)
-			a[n / 2] = 50.0f;
+		tu_guard_cases(a, n);
 		if (n > 6)
 			a[6] = NAN;
 		double mx = 0;

@@ -117,10 +117,10 @@ static void check_way(int nu, int tilted, int cache, rc_colsum_way want, const c
 	assert_int_equal(rc_colsum_new(f.b, RC_BP_VOXEL, BLOCKS, cache, ones, &cs, &err), 0);
 	static const char *const ways[] = { "kept", "closed form", "recomputed" };
 	double worst = worst_difference(&f, cs);
-	print_message("%s: %s, largest relative difference from 1 / B_s(1) %.3g (bound 2e-4)\n", what,
-		      ways[rc_colsum_way_of(cs)], worst);
+	print_message("%s: %s, largest relative difference from 1 / B_s(1) %.3g (bound %g, colsum.h)\n", what,
+		      ways[rc_colsum_way_of(cs)], worst, RC_COLSUM_FORM_TOL);
 	assert_int_equal(rc_colsum_way_of(cs), want);
-	assert_true(worst < 2e-4);
+	assert_true(worst < RC_COLSUM_FORM_TOL);
 	rc_colsum_free(cs);
 	rc_bk_vec_free(f.b, ones);
 	close_fixture(&f);

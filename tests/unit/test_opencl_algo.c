@@ -256,17 +256,7 @@ static void test_ew_inv_guarded(void **s)
 		const double rel = 1e-3;
 		float *a = rand_vec(n, 1), *got = malloc((n ? n : 1) * sizeof *got);
 		double *want = malloc((n ? n : 1) * sizeof *want);
-		/* zeros, negatives, values under the guard, one far maximum */
-		for (size_t i = 0; i < n; i++) {
-			if (i % 11 == 3)
-				a[i] = 0.0f;
-			else if (i % 13 == 4)
-				a[i] = -a[i];
-			else if (i % 17 == 5)
-				a[i] *= 1e-4f;
-		}
-		if (n > 2)
-			a[n / 2] = 50.0f;
+		tu_guard_cases(a, n);
 		double mx = 0;
 		for (size_t i = 0; i < n; i++)
 			mx = a[i] > mx ? a[i] : mx;
