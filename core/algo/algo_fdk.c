@@ -55,7 +55,8 @@ struct fdk {
 	rc_ramp *ramp;
 	int nwork;
 	rc_ramp_work **work;
-	float **pre;
+	float **pre;    /* per worker: a view's weights (cosine, Parker) */
+	float *pre_all; /* the weights when every view has the same (no Parker, no matrices) */
 	double *beta;   /* along the scan from the start of the range, rad */
 	double *dbeta;  /* angle each view stands for, rad */
 	double *theta;  /* source angle about the axis, rad (unwrapped) */
@@ -155,7 +156,9 @@ static int fdk_angles(struct fdk *f, const rc_algo_params *p, rc_err *err)
 	return 0;
 }
 
-/* Cosine weight and signed fan angle of pixel (i, j) of view k. */
+/* Cosine weight and signed fan angle of pixel (i, j) of view k (the angle
+ * only for a short scan's Parker weights: an atan per pixel and view was a
+ * tenth of paper 000's FDK). */
 static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw, double *gamma)
 {
 	const rc_detector_desc *d = f->det;
@@ -175,7 +178,8 @@ static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw
 		}
 		*cosw = S / sqrt(S * S + um * um + vm * vm);
 		/* e_u is the counter-clockwise tangent: gamma > 0 toward it */
-		*gamma = atan(um / S);
+		if (f->short_scan)
+			*gamma = atan(um / S);
 		break;
 	}
 	case RC_GEOM_PARALLEL:
@@ -220,14 +224,10 @@ static double view_scale(const struct fdk *f, int k)
 	return 0;
 }
 
-static void filter_view(void *ud, int worker, int k)
+/* pre = the weights of view k's pixels: cosine times Parker (or the 1/2
+ * of a full scan's double coverage). */
+static void view_weights(const struct fdk *f, int k, float *pre)
 {
-	struct fdk *f = ud;
-	if (atomic_load(&f->stopped) || (f->cancel && atomic_load(f->cancel))) {
-		atomic_store(&f->stopped, 1);
-		return;
-	}
-	float *pre = f->pre[worker];
 	for (int j = 0; j < f->nrows; j++) {
 		for (int i = 0; i < f->nu; i++) {
 			double c, gamma;
@@ -236,6 +236,18 @@ static void filter_view(void *ud, int worker, int k)
 			pre[(size_t)j * f->nu + i] = (float)(c * s);
 		}
 	}
+}
+
+static void filter_view(void *ud, int worker, int k)
+{
+	struct fdk *f = ud;
+	if (atomic_load(&f->stopped) || (f->cancel && atomic_load(f->cancel))) {
+		atomic_store(&f->stopped, 1);
+		return;
+	}
+	float *pre = f->pre_all;
+	if (!pre)
+		view_weights(f, k, pre = f->pre[worker]);
 	size_t off = rc_geom_row_offset(f->g, k, 0), stride = rc_geom_row_stride(f->g);
 	rc_ramp_apply(f->ramp, f->work[worker], f->proj + off, stride, f->filt + off, stride, f->nrows, pre,
 		      (float)(f->dbeta[k] * view_scale(f, k)));
@@ -412,6 +424,7 @@ static void fdk_free(struct fdk *f)
 	}
 	free(f->work);
 	free(f->pre);
+	free(f->pre_all);
 	rc_ramp_free(f->ramp);
 	free(f->filt);
 	free(f->beta);
@@ -458,10 +471,18 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		goto out;
 	if ((rc = fdk_angles(&f, p, err)))
 		goto out;
+	/* a full circular scan weighs every view alike: one table for all */
+	int shared = !f.short_scan && f.type != RC_GEOM_MATRICES;
+	if (shared && !(f.pre_all = malloc(sizeof(float) * (size_t)f.nu * (size_t)f.nrows))) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
+		goto out;
+	}
+	if (shared)
+		view_weights(&f, 0, f.pre_all);
 	for (int t = 0; t < f.nwork; t++) {
 		if ((rc = rc_ramp_work_new(f.ramp, &f.work[t], err)))
 			goto out;
-		if (!(f.pre[t] = malloc(sizeof(float) * (size_t)f.nu * (size_t)f.nrows))) {
+		if (!shared && !(f.pre[t] = malloc(sizeof(float) * (size_t)f.nu * (size_t)f.nrows))) {
 			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
 			goto out;
 		}
