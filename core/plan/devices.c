@@ -15,18 +15,23 @@
 #include "backend/opencl/opencl_util.h"
 #include "util/rc_clock.h"
 
-int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
+void rc_devices_cpu(rc_device *d)
 {
-	*n = 0;
-	if (max < 1)
-		return rc_fail(err, RC_EINVAL, "", "the device list needs room for at least the CPU");
-	rc_device *d = &out[(*n)++];
 	memset(d, 0, sizeof *d);
 	d->kind = RC_DEVICE_CPU;
 	snprintf(d->engine, sizeof d->engine, "%s", rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CPU));
 	snprintf(d->type, sizeof d->type, "cpu");
 	rc_cpu_identity(d->device_id, sizeof d->device_id, d->name, sizeof d->name);
 	snprintf(d->hw_group, sizeof d->hw_group, "host-cpu");
+}
+
+int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err)
+{
+	*n = 0;
+	if (max < 1)
+		return rc_fail(err, RC_EINVAL, "", "the device list needs room for at least the CPU");
+	rc_device *d = &out[(*n)++];
+	rc_devices_cpu(d);
 
 	rc_opencl_device od[RC_OPENCL_MAX_DEVICES];
 	int no = 0;

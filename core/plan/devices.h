@@ -50,6 +50,9 @@ typedef struct rc_device {
  * missing OpenCL or CUDA: those simply add no devices. */
 int rc_devices_enumerate(rc_device *out, int max, int *n, rc_err *err);
 
+/* The host CPU's entry of that list (its first), without the others. */
+void rc_devices_cpu(rc_device *d);
+
 typedef struct rc_device_open_opts {
 	int threads;             /* cpu engine threads; 0 = all cores */
 	const char *cache_dir;   /* OpenCL program and work-group caches; NULL = none */

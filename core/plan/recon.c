@@ -338,12 +338,15 @@ static int open_devices(struct job *j, rc_engine_choice mode, rc_err *err)
 {
 	rc_device all[RC_DEVICES_MAX];
 	int nall = 0;
+	if (mode == RC_ENGINE_CPU || (rc_geom_is_2d(j->g) && mode == RC_ENGINE_AUTO)) {
+		/* not the whole list: loading the OpenCL platforms (PoCL and
+		 * LLVM) took a quarter of a short CPU job's set-up */
+		rc_devices_cpu(&all[0]);
+		return add_engine(j, &all[0], err);
+	}
 	int rc = rc_devices_enumerate(all, RC_DEVICES_MAX, &nall, err);
 	if (rc)
 		return rc;
-	int is2d = rc_geom_is_2d(j->g);
-	if (mode == RC_ENGINE_CPU || (is2d && mode == RC_ENGINE_AUTO))
-		return add_engine(j, &all[0], err);
 	if (mode == RC_ENGINE_OPENCL || mode == RC_ENGINE_CUDA) {
 		rc_device_kind want = mode == RC_ENGINE_OPENCL ? RC_DEVICE_OPENCL : RC_DEVICE_CUDA;
 		int pick = -1;
