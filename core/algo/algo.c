@@ -12,16 +12,14 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 	p->relaxation = 1.0;
 	p->subsets = 0;
 	p->nonnegative = 1;
-	if (name == RC_ALGO_CGLS)
-		p->iterations = RC_CGLS_DEFAULT_ITERATIONS;
 	if (name != RC_ALGO_FDK) {
 		p->tv_weight = RC_TV_DEFAULT_WEIGHT;
 		p->tv_steps = RC_TV_DEFAULT_STEPS;
 		p->stop_discrepancy = RC_STOP_DEFAULT_TAU;
 	}
-	/* SART and MLEM start from FDK and stop on stagnation
-	 * (docs/algorithms.md, "Defaults"); SIRT and CGLS from 0 without it */
-	if (name == RC_ALGO_SART || name == RC_ALGO_MLEM) {
+	/* SART, CGLS and MLEM start from FDK and stop on stagnation
+	 * (docs/algorithms.md, "Defaults"); SIRT from 0 without it */
+	if (name == RC_ALGO_SART || name == RC_ALGO_CGLS || name == RC_ALGO_MLEM) {
 		p->initial = RC_INITIAL_FDK;
 		p->stop_stagnation = name == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
 	}

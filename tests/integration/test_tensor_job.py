@@ -4,7 +4,7 @@ analytic projections of a centred disk, 3 slices of different density,
 computed here from API.md's fan formulas (independent of the C code) ->
 submit with execution.engine "tensor", precision "mixed", cgls -> the job
 succeeds, reports its system matrix (fragment, non-zeros, non-empty blocks
-before/after ordering, bytes), one progress event per iteration, and the
+before/after ordering, bytes), one progress event per iteration run, and the
 volume's mean inside the disk matches each slice's density.
 
 Bounds: 32x32 pixels of 1 mm, 96 views, 48 bins sampled at their centres
@@ -81,8 +81,11 @@ def main():
     check("ordering lowers the non-empty blocks",
           0 < m.get("blocks_pct_after", 0) < m.get("blocks_pct_before", 0), str(m))
     check("engine is tensor", st.get("engine") == "tensor", str(st.get("engine")))
-    check("one progress event per iteration", events.count("progress") == ITER,
-          "%d progress events" % events.count("progress"))
+    # the default CGLS starts from FBP's volume and may stop on stagnation
+    # before ITER (docs/algorithms.md, "Defaults"): one event per iteration run
+    done = (st.get("progress") or {}).get("iteration")
+    check("one progress event per iteration", isinstance(done, int) and 1 <= done <= ITER and
+          events.count("progress") == done, "%d progress events, %s iterations" % (events.count("progress"), done))
     vol = read_f32(c.get(job["id"], fmt="raw"))
     check("volume size", len(vol) == N * N * SLICES, str(len(vol)))
     for z in range(SLICES):

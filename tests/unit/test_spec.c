@@ -61,7 +61,7 @@ static void test_cone_ok(void **state)
 	    "\"tv\": {\"weight\": 0, \"steps\": 3}, \"stop\": {\"tolerance\": 0.01, \"discrepancy\": 0, "
 	    "\"noise_sigma\": 0.002}}}";
 	assert_int_equal(parse(j, 0, &s, &err), 0);
-	assert_int_equal(s->r.algo.iterations, RC_CGLS_DEFAULT_ITERATIONS);
+	assert_int_equal(s->r.algo.iterations, 10);
 	assert_int_equal(s->r.algo.nonnegative, 0);
 	assert_true(s->r.algo.tv_weight == 0.0 && s->r.algo.tv_steps == 3);
 	assert_true(s->r.algo.stop_tolerance == 0.01 && s->r.algo.stop_discrepancy == 0.0);
@@ -137,7 +137,7 @@ static void test_initial_choice(void **state)
 {
 	(void)state;
 	static const char *const algs[] = { "sart", "sirt", "cgls", "mlem" };
-	static const rc_initial defaults[] = { RC_INITIAL_FDK, RC_INITIAL_ZERO, RC_INITIAL_ZERO, RC_INITIAL_FDK };
+	static const rc_initial defaults[] = { RC_INITIAL_FDK, RC_INITIAL_ZERO, RC_INITIAL_FDK, RC_INITIAL_FDK };
 	for (int a = 0; a < 4; a++)
 		for (int w = -1; w < 2; w++) {
 			char buf[1024];
