@@ -410,7 +410,7 @@ def main():
                  {"per_subset": nv_, "lam": lam}),
                 ("cgls, plain", dict(plain, name="cgls"), "cgls", {}),
                 ("cgls, plain, ray-casting pair", dict(plain, name="cgls", projector="raycast"), "cgls", {}),
-                ("cgls, recond's defaults (TV)", {"name": "cgls"}, "cgls", {}),
+                ("cgls, recond's defaults (from FDK, TV, stagnation stop)", {"name": "cgls"}, "cgls", {}),
                 ("mlem, plain (RTK: OSEM, 1 subset)", dict(plain, name="mlem"), "mlem", {}),
                 ("mlem, recond's defaults (from FDK, TV, stagnation stop) (RTK: OSEM, 1 subset)", {"name": "mlem"},
                  "mlem", {}),
