@@ -408,6 +408,8 @@ def main():
                  dict(plain, name="sart", relaxation=lam), "sart", {"per_subset": nv_, "lam": lam}),
                 ("sirt, plain (RTK: SART, all proj./subset)", dict(plain, name="sirt", relaxation=lam), "sart",
                  {"per_subset": nv_, "lam": lam}),
+                ("sirt, recond's defaults (TV) (RTK: SART, all proj./subset)", {"name": "sirt"}, "sart",
+                 {"per_subset": nv_, "lam": lam}),
                 ("cgls, plain", dict(plain, name="cgls"), "cgls", {}),
                 ("cgls, plain, ray-casting pair", dict(plain, name="cgls", projector="raycast"), "cgls", {}),
                 ("cgls, recond's defaults (from FDK, TV, stagnation stop)", {"name": "cgls"}, "cgls", {}),
