@@ -34,7 +34,7 @@ if len(sys.argv) > 1:
     os.environ["RECOND_BUILD"] = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from cluster_harness import Cluster, SseRecorder, pg_missing, sse_lag, write_worker  # noqa: E402
-from recond_harness import fake_worker, proj_bytes, small_spec, tempdir  # noqa: E402
+from recond_harness import sirt_runs, fake_worker, proj_bytes, small_spec, tempdir  # noqa: E402
 
 QUICK = os.environ.get("RECOND_BENCH_QUICK") == "1"
 JOBS = 40 if QUICK else 200
@@ -62,7 +62,7 @@ def claims(nnodes):
                           "exit 0\n" % (HOLD, release, 4 * N ** 3))
     cl = Cluster(nnodes, worker=worker, lease_s=15, worker_threads=1).start(timeout=120)
     apis = [nd.api() for nd in cl.nodes]
-    spec = small_spec(n=N, views=8, nu=8, nv=8, algorithm={"name": "sirt", "iterations": 1}, label="claim")
+    spec = small_spec(n=N, views=8, nu=8, nv=8, algorithm=sirt_runs(1), label="claim")
     data = b"\0" * proj_bytes(spec)
     holds = []
     for i in range(nnodes):

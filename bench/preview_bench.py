@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if len(sys.argv) > 1:
     os.environ["RECOND_BUILD"] = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from recond_harness import Api, Daemon, tempdir  # noqa: E402
+from recond_harness import sirt_runs, Api, Daemon, tempdir  # noqa: E402
 from stream_bench import data_for  # noqa: E402
 
 POLLERS = 32
@@ -34,7 +34,7 @@ def spec(n, views, nu, nv, its):
                          "angles": {"start_deg": 0.0, "step_deg": 360.0 / views, "count": views},
                          "detector": {"nu": nu, "nv": nv, "du_mm": 1.0 * 256 / nu, "dv_mm": 1.0 * 256 / nu}},
             "volume": {"nx": n, "ny": n, "nz": n, "voxel_mm": [0.5 * 128 / n] * 3},
-            "algorithm": {"name": "sirt", "iterations": its}}
+            "algorithm": sirt_runs(its)}
 
 
 def run_job(api, sp, data, pollers):

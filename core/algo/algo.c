@@ -17,9 +17,9 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 		p->tv_steps = RC_TV_DEFAULT_STEPS;
 		p->stop_discrepancy = RC_STOP_DEFAULT_TAU;
 	}
-	/* SART, CGLS and MLEM start from FDK and stop on stagnation
-	 * (docs/algorithms.md, "Defaults"); SIRT from 0 without it */
-	if (name == RC_ALGO_SART || name == RC_ALGO_CGLS || name == RC_ALGO_MLEM) {
+	/* every iterative method starts from FDK and stops on stagnation
+	 * (docs/algorithms.md, "Defaults") */
+	if (name != RC_ALGO_FDK) {
 		p->initial = RC_INITIAL_FDK;
 		p->stop_stagnation = name == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
 	}

@@ -102,9 +102,9 @@ typedef struct rc_algo_params {
 	                              either path with it) */
 } rc_algo_params;
 
-/* Fills defaults (docs/algorithms.md says why each): 10 iterations; SART,
- * CGLS and MLEM start from FDK's volume and stop on stagnation
- * (RC_DEFAULT_STAGNATION, RC_MLEM_DEFAULT_STAGNATION), SIRT starts from 0;
+/* Fills defaults (docs/algorithms.md says why each): 10 iterations; every
+ * iterative method starts from FDK's volume and stops on stagnation
+ * (RC_DEFAULT_STAGNATION, RC_MLEM_DEFAULT_STAGNATION);
  * SART/SIRT lambda 1;
  * SART's subsets 0 (the default count); non-negativity on; the TV phase
  * with RC_TV_DEFAULT_WEIGHT and RC_TV_DEFAULT_STEPS; the discrepancy stop
@@ -121,11 +121,11 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
 #define RC_TV_DEFAULT_STEPS 10
 #define RC_TV_MAX_WEIGHT 10.0
 #define RC_STOP_DEFAULT_TAU 1.0
-/* SART's and CGLS's, and MLEM's default stagnation stops
- * (docs/algorithms.md: from FDK's volume their error rises while the
- * residual keeps falling slowly; EM's error turns after 2-3 iterations,
- * when its residual still falls by 5-6 % an iteration, SART's after 4, at
- * 1 %; CGLS with TV gains what it gains in 2-6) */
+/* The default stagnation stops, MLEM's and the others' (docs/algorithms.md:
+ * from FDK's volume their error rises while the residual keeps falling
+ * slowly; EM's error turns after 2-3 iterations, when its residual still
+ * falls by 5-6 % an iteration, SART's after 4, at 1 %; SIRT and CGLS with
+ * TV gain what they gain in 2-6) */
 #define RC_DEFAULT_STAGNATION 0.01
 #define RC_MLEM_DEFAULT_STAGNATION 0.05
 /* SART's default subset count for n views: about RC_SART_VIEWS_PER_SUBSET

@@ -10,7 +10,7 @@ import os
 import time
 
 import phantom
-from recond_harness import (Daemon, Validation, check, deadline, require_engine, log, proj_bytes,
+from recond_harness import (sirt_runs, Daemon, Validation, check, deadline, require_engine, log, proj_bytes,
                             require_binaries, run_main, small_spec)
 
 
@@ -20,7 +20,7 @@ def main():
     api = d.api()
     require_engine(api)
     lspec = small_spec(n=32, views=60, nu=32, nv=32, label="long",
-                       algorithm={"name": "sirt", "iterations": 2000})
+                       algorithm=sirt_runs(2000))
     lproj = phantom.project_cone(lspec)
     long_job = api.create(lspec)
     api.put("/v1/jobs/%s/projections" % long_job["id"], lproj)

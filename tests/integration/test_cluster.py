@@ -35,7 +35,7 @@ import time
 
 import phantom
 from cluster_harness import Cluster, SseRecorder, pg_missing, sse_lag
-from recond_harness import (Api, check, deadline, finish, log, read_f32, run_main, skip, small_spec, RECOND,
+from recond_harness import (sirt_runs, Api, check, deadline, finish, log, read_f32, run_main, skip, small_spec, RECOND,
                             WORKER)
 
 LEASE_S = 2
@@ -87,7 +87,7 @@ def wait_job(api, jid, pred, timeout, poll=0.05):
 
 def part_a(cl, apis):
     names = [nd.name for nd in cl.nodes]
-    spec = small_spec(n=16, views=24, nu=24, nv=24, algorithm={"name": "sirt", "iterations": 2}, autostart=True)
+    spec = small_spec(n=16, views=24, nu=24, nv=24, algorithm=sirt_runs(2), autostart=True)
     proj = phantom.project_cone(spec)
     ids = []
     t0 = time.monotonic()
@@ -187,7 +187,7 @@ def part_d_alive(cl, apis, names, tag):
 
 def part_b(cl, apis):
     names = [nd.name for nd in cl.nodes]
-    spec = small_spec(n=48, views=60, nu=48, nv=48, algorithm={"name": "sirt", "iterations": 40},
+    spec = small_spec(n=48, views=60, nu=48, nv=48, algorithm=sirt_runs(40),
                       autostart=True, label="cluster-b")
     proj = phantom.project_cone(spec)
     j = apis[0].create(spec)
@@ -319,7 +319,7 @@ def part_b(cl, apis):
 
 def part_c(cl, apis):
     views = 40
-    spec = small_spec(n=16, views=views, nu=24, nv=24, algorithm={"name": "sirt", "iterations": 2},
+    spec = small_spec(n=16, views=views, nu=24, nv=24, algorithm=sirt_runs(2),
                       autostart=True, label="cluster-c")
     data = [phantom.project_view(spec, k) for k in range(views)]
     j = apis[1].create(spec)

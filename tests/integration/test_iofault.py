@@ -31,7 +31,7 @@ import random
 import subprocess
 import time
 
-from recond_harness import (BUILD, ROOT, Daemon, check, deadline, f32, log, proj_bytes, require_binaries,
+from recond_harness import (sirt_runs, BUILD, ROOT, Daemon, check, deadline, f32, log, proj_bytes, require_binaries,
                             run_main, small_spec, tempdir, view_bytes)
 
 SHIM = os.path.join(BUILD, "lib", "iofault.so")
@@ -304,7 +304,7 @@ def finish_case(f):
     env = dict(f.env(), SOAK_STEP_S="0.3")
     d = Daemon(worker=worker, env=env).start()
     api = d.api()
-    spec = small_spec(n=8, views=6, nu=8, nv=8, label="finish", algorithm={"name": "sirt", "iterations": 4})
+    spec = small_spec(n=8, views=6, nu=8, nv=8, label="finish", algorithm=sirt_runs(4))
     j = api.create(spec)
     api.put("/v1/jobs/%s/projections" % j["id"], data_for(spec))
     api.post_json("/v1/jobs/%s/start" % j["id"], b"")

@@ -43,7 +43,7 @@ import time
 from html.parser import HTMLParser
 
 import phantom
-from recond_harness import (BUILD, Api, Daemon, Validation, check, deadline, fake_worker, finish, log, proj_bytes,
+from recond_harness import (sirt_runs, BUILD, Api, Daemon, Validation, check, deadline, fake_worker, finish, log, proj_bytes,
                             require_binaries, require_engine, run_main, skip, small_spec, tempdir)
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
@@ -327,7 +327,7 @@ def main():
 
     # -- a job that succeeds: plan and final slices -------------------------------
     sspec = small_spec(n=32, views=48, nu=40, nv=40, label="sirt 32^3 (done)",
-                       algorithm={"name": "sirt", "iterations": 12})
+                       algorithm=sirt_runs(12))
     sdata = phantom.project_cone(sspec)
     sjob = start_job(api, sspec, sdata)
     select_job(b, sjob["id"])
@@ -364,7 +364,7 @@ def main():
 
     # -- a running job: progress, live slices, cancel from the page ------------------
     lspec = small_spec(n=32, views=60, nu=40, nv=40, label="sirt 32^3 (long)",
-                       algorithm={"name": "sirt", "iterations": 2000})
+                       algorithm=sirt_runs(2000))
     ljob = start_job(api, lspec, phantom.project_cone(lspec))
     j = api.wait_state(ljob["id"], ("running",), timeout=60, poll=0.05)
     check("the long job runs", j["state"] == "running", j["state"])

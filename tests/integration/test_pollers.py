@@ -6,7 +6,7 @@ import threading
 import time
 
 import phantom
-from recond_harness import (Api, Daemon, Validation, check, require_engine, log, require_binaries,
+from recond_harness import (sirt_runs, Api, Daemon, Validation, check, require_engine, log, require_binaries,
                             run_main, small_spec)
 
 CLIENTS = 32
@@ -37,7 +37,7 @@ def busy_job(api, label, iterations):
     """A long SIRT job of the phantom, started and running (the engine probed first)."""
     require_engine(api)
     spec = small_spec(n=32, views=60, nu=32, nv=32, label=label,
-                      algorithm={"name": "sirt", "iterations": iterations})
+                      algorithm=sirt_runs(iterations))
     j = api.create(spec)
     api.put("/v1/jobs/%s/projections" % j["id"], phantom.project_cone(spec))
     api.post_json("/v1/jobs/%s/start" % j["id"], b"")

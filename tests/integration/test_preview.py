@@ -17,7 +17,7 @@ import threading
 import zlib
 
 import phantom
-from recond_harness import (Api, Daemon, Validation, check, deadline, log, proj_bytes, read_f32, require_binaries,
+from recond_harness import (sirt_runs, Api, Daemon, Validation, check, deadline, log, proj_bytes, read_f32, require_binaries,
                             require_engine, run_main, small_spec)
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -199,7 +199,7 @@ def main():
     # States without a volume: 409 naming the state.
     created = api.create(small_spec(label="preview-created"))
     lspec = small_spec(n=32, views=60, nu=32, nv=32, label="preview-long",
-                       algorithm={"name": "sirt", "iterations": 2000})
+                       algorithm=sirt_runs(2000))
     long_job = api.create(lspec)
     api.put("/v1/jobs/%s/projections" % long_job["id"], b"\0" * proj_bytes(lspec))
     api.post_json("/v1/jobs/%s/start" % long_job["id"], b"")

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 
-from recond_harness import (RECONCTL, Daemon, Validation, check, deadline, log, proj_bytes, require_binaries,
+from recond_harness import (sirt_runs, RECONCTL, Daemon, Validation, check, deadline, log, proj_bytes, require_binaries,
                             require_engine, run_main, small_spec)
 from recond_client import Client, RecondError
 
@@ -41,7 +41,7 @@ def main():
     d = Daemon().start()
     api = d.api()
     require_engine(api)
-    lspec = small_spec(n=32, views=60, nu=32, nv=32, label="long", algorithm={"name": "sirt", "iterations": 2000})
+    lspec = small_spec(n=32, views=60, nu=32, nv=32, label="long", algorithm=sirt_runs(2000))
     long_id = api.create(lspec)["id"]
     api.put("/v1/jobs/%s/projections" % long_id, b"\0" * proj_bytes(lspec))
     api.post_json("/v1/jobs/%s/start" % long_id, b"")

@@ -8,7 +8,7 @@ import socket
 import time
 
 import phantom
-from recond_harness import (Daemon, child_pids, Validation, check, deadline, require_engine, fake_worker, log, pid_alive,
+from recond_harness import (sirt_runs, Daemon, child_pids, Validation, check, deadline, require_engine, fake_worker, log, pid_alive,
                             read_f32, require_binaries, run_main, small_spec)
 
 LONG_ITERS = 20
@@ -109,7 +109,7 @@ def main():
 
     # 2. kill -9 during a run.
     lspec = small_spec(n=24, views=40, nu=24, nv=24, label="run-kill",
-                       algorithm={"name": "sirt", "iterations": LONG_ITERS})
+                       algorithm=sirt_runs(LONG_ITERS))
     lj = api.create(lspec)
     lproj = phantom.project_cone(lspec)
     api.put("/v1/jobs/%s/projections" % lj["id"], lproj)

@@ -29,7 +29,7 @@ import random
 import threading
 import time
 
-from recond_harness import (Daemon, check, deadline, log, read_f32, run_main, tempdir, require_binaries, view_bytes)
+from recond_harness import (sirt_runs, Daemon, check, deadline, log, read_f32, run_main, tempdir, require_binaries, view_bytes)
 from recond_client import Client
 import phantom
 
@@ -213,7 +213,7 @@ def main():
     # once a streaming job has every view it takes no more uploads: its
     # volume is made from exactly those (here it waits behind a long job)
     blocker = phantom.cone_spec(n=48, voxel=1.0, views=90, nu=64, nv=64, du=1.2, dv=1.2,
-                                algorithm={"name": "sirt", "iterations": 2000}, label="blocker")
+                                algorithm=sirt_runs(2000), label="blocker")
     bj = api.create(blocker)
     g = blocker["geometry"]
     api.put("/v1/jobs/%s/projections" % bj["id"], bytes(4 * g["angles"]["count"] * 64 * 64))

@@ -327,7 +327,7 @@ class Client(threading.Thread):
                 g.update({"source_isocenter_mm": 100.0, "source_detector_mm": 200.0})
             spec = {"label": label, "geometry": g,
                     "volume": {"nx": 8, "ny": 8, "nz": g["slices"], "voxel_mm": [1.0, 1.0, 1.0]},
-                    "algorithm": {"name": "sirt", "iterations": it}, "execution": {"engine": "cpu"}}
+                    "algorithm": H.sirt_runs(it), "execution": {"engine": "cpu"}}
         else:
             import phantom
             big = rng.random() < 0.1
@@ -335,7 +335,7 @@ class Client(threading.Thread):
             nu = 64 if big else rng.choice((8, 16, 32))
             nv = 64 if big else rng.choice((8, 16))
             spec = phantom.cone_spec(n=8, voxel=2.0, views=views, nu=nu, nv=nv, du=3.0, dv=3.0,
-                                     algorithm={"name": "sirt", "iterations": it}, label=label)
+                                     algorithm=H.sirt_runs(it), label=label)
         spec["priority"] = rng.randint(0, 9)
         spec["autostart"] = rng.random() < 0.3
         return spec

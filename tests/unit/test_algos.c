@@ -613,9 +613,9 @@ static void test_nonnegative(void **s)
 /* "fdk": the run starts from rc_fdk_run's volume of the same data (one SART
  * iteration with a relaxation of 1e-6 stays there; from 0 it does not),
  * MLEM from it raised to its floor; "given": vol is the start (CGLS from
- * the exact solution of exact data stays there).  The defaults: SART, CGLS
- * and MLEM from FDK with the stagnation stop, SIRT from 0 without it; the
- * plain methods from 0 without it. */
+ * the exact solution of exact data stays there).  The defaults: every
+ * method from FDK with the stagnation stop; the plain methods from 0
+ * without it. */
 static void test_initial(void **s)
 {
 	(void)s;
@@ -667,10 +667,9 @@ static void test_initial(void **s)
 	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
 	for (int i = 0; i < 4; i++) {
 		rc_algo_params_default(&p, names[i]);
-		int fdk = names[i] != RC_ALGO_SIRT;
-		assert_int_equal(p.initial, fdk ? RC_INITIAL_FDK : RC_INITIAL_ZERO);
+		assert_int_equal(p.initial, RC_INITIAL_FDK);
 		double stag = names[i] == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
-		assert_true(p.stop_stagnation == (fdk ? stag : 0.0));
+		assert_true(p.stop_stagnation == stag);
 		rc_algo_params_plain(&p, names[i]);
 		assert_int_equal(p.initial, RC_INITIAL_ZERO);
 		assert_true(p.stop_stagnation == 0.0);

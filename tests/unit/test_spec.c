@@ -137,7 +137,7 @@ static void test_initial_choice(void **state)
 {
 	(void)state;
 	static const char *const algs[] = { "sart", "sirt", "cgls", "mlem" };
-	static const rc_initial defaults[] = { RC_INITIAL_FDK, RC_INITIAL_ZERO, RC_INITIAL_FDK, RC_INITIAL_FDK };
+	static const rc_initial defaults[] = { RC_INITIAL_FDK, RC_INITIAL_FDK, RC_INITIAL_FDK, RC_INITIAL_FDK };
 	for (int a = 0; a < 4; a++)
 		for (int w = -1; w < 2; w++) {
 			char buf[1024];
