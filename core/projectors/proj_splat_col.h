@@ -71,6 +71,20 @@ static inline __attribute__((always_inline)) void RC_SPLAT_CAT(rows, RC_SPLAT_SU
 	}
 }
 
+/* The window loops' scalar part for rows jb .. jb + lanes - 1: the first
+ * tap's voxel of their ends (z_s is monotonic in the row), computed as the
+ * lanes compute theirs; returns the window's first voxel (a window of
+ * 2 lanes voxels inside the column) and sets *inside when every tap lies
+ * in 0..nz-1, so that no voxel needs a mask. */
+static inline int window_base(int jb, int lanes, float V0, float iS, float reach, int T, int nz, int *inside)
+{
+	const int za = (int)(((float)jb - V0) * iS - reach + 64.0f) - 63;
+	const int zb = (int)(((float)jb + (float)(lanes - 1) - V0) * iS - reach + 64.0f) - 63;
+	const int zmin = za < zb ? za : zb, zmax = za < zb ? zb : za;
+	*inside = zmin >= 0 && zmax + T - 1 < nz;
+	return zmin < 0 ? 0 : zmin > nz - 2 * lanes ? nz - 2 * lanes : zmin;
+}
+
 #ifdef __AVX512F__
 #include <immintrin.h>
 
@@ -100,14 +114,8 @@ static inline __attribute__((always_inline)) void rows_window(const float *restr
 		/* as the loop above: floor by truncation after an offset */
 		__m512 zlo = _mm512_add_ps(_mm512_sub_ps(_mm512_mul_ps(_mm512_sub_ps(fj, vV0), viS), vreach), c64);
 		__m512i z = _mm512_sub_epi32(_mm512_cvttps_epi32(zlo), _mm512_set1_epi32(63));
-		/* z_s is monotonic in the row: lanes 0 and 15 are its ends,
-		 * computed here as the lanes compute them */
-		const int za = (int)(((float)jb - V0) * iS - reach + 64.0f) - 63;
-		const int zb = (int)(((float)jb + 15.0f - V0) * iS - reach + 64.0f) - 63;
-		const int zmin = za < zb ? za : zb, zmax = za < zb ? zb : za;
-		/* every tap inside the column: no voxel to mask */
-		const int inside = zmin >= 0 && zmax + T - 1 < nz;
-		const int base = zmin < 0 ? 0 : zmin > nz - 32 ? nz - 32 : zmin;
+		int inside;
+		const int base = window_base(jb, 16, V0, iS, reach, T, nz, &inside);
 		const __m512 lo = _mm512_loadu_ps(a + base), hi = _mm512_loadu_ps(a + base + 16);
 		/* the permute reads the index's low 5 bits: a masked-off tap's
 		 * index may be anything */
@@ -163,11 +171,8 @@ static inline __attribute__((always_inline)) void rows_window(const float *restr
 		const __m256 fj = _mm256_add_ps(_mm256_set1_ps((float)jb), lane);
 		__m256 zlo = _mm256_add_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_sub_ps(fj, vV0), viS), vreach), c64);
 		__m256i z = _mm256_sub_epi32(_mm256_cvttps_epi32(zlo), _mm256_set1_epi32(63));
-		const int za = (int)(((float)jb - V0) * iS - reach + 64.0f) - 63;
-		const int zb = (int)(((float)jb + 7.0f - V0) * iS - reach + 64.0f) - 63;
-		const int zmin = za < zb ? za : zb, zmax = za < zb ? zb : za;
-		const int inside = zmin >= 0 && zmax + T - 1 < nz;
-		const int base = zmin < 0 ? 0 : zmin > nz - 16 ? nz - 16 : zmin;
+		int inside;
+		const int base = window_base(jb, 8, V0, iS, reach, T, nz, &inside);
 		const __m256 lo = _mm256_loadu_ps(a + base), hi = _mm256_loadu_ps(a + base + 8);
 		/* a masked-off tap's index may be anything: the permutes read
 		 * its low 3 bits */
