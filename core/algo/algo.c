@@ -20,7 +20,7 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 	/* every iterative method starts from FDK and stops on stagnation
 	 * (docs/algorithms.md, "Defaults") */
 	if (name != RC_ALGO_FDK) {
-		p->initial = RC_INITIAL_FDK;
+		p->initial = RC_INITIAL_AUTO;
 		p->stop_stagnation = name == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
 	}
 	p->window = RC_WINDOW_RAM_LAK;

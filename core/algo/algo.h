@@ -57,6 +57,10 @@ typedef enum rc_initial {
 	RC_INITIAL_FDK,      /* FDK's volume of the same projections (rc_algo_start) */
 	RC_INITIAL_GIVEN,    /* vol holds the start on entry (a caller that ran FDK
 	                        elsewhere: recon.c for the tensor backend) */
+	RC_INITIAL_AUTO,     /* the default: FDK where FDK reconstructs the
+	                        geometry (rc_fdk_suits) on this backend, else
+	                        ZERO (a limited-angle scan, views out of order,
+	                        tilted matrices; the tensor backend) */
 } rc_initial;
 
 /* algorithm.projector: the iterative algorithms' matched pair */
@@ -194,14 +198,22 @@ int rc_algo_run(const rc_algo_params *p, rc_exec *x, const float *proj,
  * cancellation honoured, no progress reported); nothing otherwise.
  * Refused on the tensor backend, whose RC_BP_VOXEL is A^T, not FDK's back
  * projection (recon.c runs FBP on the CPU engine first and passes
- * RC_INITIAL_GIVEN).  After it, p->initial != RC_INITIAL_ZERO means vol
- * holds the start. */
+ * RC_INITIAL_GIVEN).  RC_INITIAL_AUTO is FDK where rc_fdk_suits and the
+ * backend is not the tensor one, else ZERO.  *start is the start taken
+ * (ZERO, FDK or GIVEN): after it, *start != RC_INITIAL_ZERO means vol holds
+ * the start. */
+/* 0 when FDK reconstructs g in scan mode scan (views in scan order, a full
+ * circle or a short scan of 180 degrees plus the fan, matrices of a
+ * circular-like scan); else FDK's refusal (RC_EINVAL or RC_EUNSUPPORTED,
+ * its field geometry.*) in err (may be NULL).  No projection is read. */
+int rc_fdk_suits(const rc_geom *g, rc_scan_mode scan, rc_err *err);
+
 /* MLEM's start from a volume: at least this fraction of its constant start
  * (algo_sart.c), since EM cannot move a voxel off 0 (measured on the noisy
  * case: 0.01 to 0.3 give the same error within 0.5 %). */
 #define RC_EM_START_FLOOR 0.05
 int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol, const rc_algo_hooks *hooks,
-		  rc_err *err);
+		  rc_initial *start, rc_err *err);
 
 /* Vectors a run of p allocates, volume-sized and projection-sized, on a
  * backend that cannot borrow host memory: a device backend checks them

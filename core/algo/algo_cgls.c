@@ -76,8 +76,9 @@ static int any_active(const struct coef *c, int n)
 int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
+	rc_initial start;
 	int rc = rc_algo_check(p, b, proj, vol, 0, 0, err);
-	if (rc || (rc = rc_algo_start(p, b, proj, vol, hooks, err)))
+	if (rc || (rc = rc_algo_start(p, b, proj, vol, hooks, &start, err)))
 		return rc;
 	const int nviews = rc_geom_nviews(b->geom);
 	const int B = b->nbatch;
@@ -104,7 +105,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	c.active = (int *)(c.tvneg + B);
 
 	if ((rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &r, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &q, err)) ||
-	    (rc = (p->initial != RC_INITIAL_ZERO ? rc_bk_vec_holding : rc_bk_vec_for)(b, RC_SPACE_VOLUME, vol, &x,
+	    (rc = (start != RC_INITIAL_ZERO ? rc_bk_vec_holding : rc_bk_vec_for)(b, RC_SPACE_VOLUME, vol, &x,
 										    err)) ||
 	    (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &s, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &d, err)) ||
 	    (p->tv_weight > 0.0 && (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &t, err))))
@@ -127,7 +128,7 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 (grad TV(0) = 0);
 	 * from a start x0 (algorithm.initial): r = p - A x0,
 	 * s = A^T r - beta grad TV(x0) */
-	if (p->initial != RC_INITIAL_ZERO) {
+	if (start != RC_INITIAL_ZERO) {
 		for (int k = 0; k < B; k++)
 			c.neg[k] = -1.0f;
 		if ((rc = rc_bk_forward(b, rc_algo_fp(p, b), x, q, 0, nviews, err)) ||

@@ -432,6 +432,28 @@ static void fdk_free(struct fdk *f)
 	free(f->theta);
 }
 
+int rc_fdk_suits(const rc_geom *g, rc_scan_mode scan, rc_err *err)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),
+			 .ax = v->cx, .ay = v->cy };
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_FDK);
+	p.scan = scan;
+	int rc = f.type == RC_GEOM_MATRICES ? check_matrices(&f, err) : 0;
+	if (rc)
+		return rc;
+	f.beta = malloc(sizeof(double) * (size_t)f.nviews);
+	f.dbeta = malloc(sizeof(double) * (size_t)f.nviews);
+	f.theta = malloc(sizeof(double) * (size_t)f.nviews);
+	rc = f.beta && f.dbeta && f.theta ? fdk_angles(&f, &p, err)
+					  : rc_fail(err, RC_ENOMEM, "", "out of memory for %d views", f.nviews);
+	free(f.beta);
+	free(f.dbeta);
+	free(f.theta);
+	return rc;
+}
+
 int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	       float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {

@@ -81,7 +81,8 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const float lambda = (float)p->relaxation;
 	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
 	const double t0 = rc_now_s();
-	int rc = rc_algo_start(p, b, proj, vol, hooks, err), it_done = 0, restore = 0;
+	rc_initial start;
+	int rc = rc_algo_start(p, b, proj, vol, hooks, &start, err), it_done = 0, restore = 0;
 	rc_stop stop;
 	rc_tv tv = { 0 };
 	float x0 = 0.0f, eps = 0.0f;
@@ -113,7 +114,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	if ((rc = rc_colsum_new(b, bp, S, cache, res, &cs, err)))
 		goto out_free;
 
-	if (p->initial != RC_INITIAL_ZERO) {
+	if (start != RC_INITIAL_ZERO) {
 		/* vol holds the start (rc_algo_start): clamped at 0 where the
 		 * iterates are; EM cannot move a voxel off 0, so its start is
 		 * at least RC_EM_START_FLOOR of the constant start */

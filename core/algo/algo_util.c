@@ -60,7 +60,7 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       "geometry whose voxels project at most a pixel apart (this run: the %s backend); use "
 			       "\"raycast\" or \"auto\"",
 			       b->name);
-	if ((int)p->initial < RC_INITIAL_ZERO || (int)p->initial > RC_INITIAL_GIVEN)
+	if ((int)p->initial < RC_INITIAL_ZERO || (int)p->initial > RC_INITIAL_AUTO)
 		return rc_fail(err, RC_EINVAL, "algorithm.initial", "algorithm.initial %d is not a start",
 			       (int)p->initial);
 	if ((int)p->projector < RC_PROJECTOR_AUTO || (int)p->projector > RC_PROJECTOR_RAYCAST)
@@ -70,9 +70,13 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 }
 
 int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol, const rc_algo_hooks *hooks,
-		  rc_err *err)
+		  rc_initial *start, rc_err *err)
 {
-	if (p->initial != RC_INITIAL_FDK)
+	*start = p->initial;
+	if (p->initial == RC_INITIAL_AUTO)
+		*start = strcmp(b->name, "tensor") && !rc_fdk_suits(b->geom, p->scan, NULL) ? RC_INITIAL_FDK
+											 : RC_INITIAL_ZERO;
+	if (*start != RC_INITIAL_FDK)
 		return 0;
 	if (!strcmp(b->name, "tensor"))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.initial",

@@ -59,6 +59,7 @@ static const struct word projectors[] = {
 	{ "raycast", RC_PROJECTOR_RAYCAST, 0 },
 };
 static const struct word initials[] = {
+	{ "auto", RC_INITIAL_AUTO, 0 },
 	{ "zero", RC_INITIAL_ZERO, 0 },
 	{ "fdk", RC_INITIAL_FDK, 0 },
 };

@@ -568,8 +568,9 @@ static int cpu_fdk_start(const rc_recon_spec *s, const rc_geom *g, const float *
 	rc_exec *x = NULL;
 	rc_backend *b = NULL;
 	int rc = rc_engine_cpu_new(g, s->threads, &e, err);
+	rc_initial start;
 	if (!rc && !(rc = rc_exec_new(&e, 1, &x, err)) && !(rc = rc_backend_host_new(x, &b, err)))
-		rc = rc_algo_start(&s->algo, b, proj, vol, hooks, err);
+		rc = rc_algo_start(&s->algo, b, proj, vol, hooks, &start, err);
 	rc_backend_free(b);
 	rc_exec_free(x);
 	rc_engine_free(e);
@@ -610,15 +611,17 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	 * path). */
 	int fbp = rc_geom_is_2d(g) && s->algo.name == RC_ALGO_FDK;
 	if (mode == RC_ENGINE_TENSOR || (rc_geom_is_2d(g) && !fbp && (mode == RC_ENGINE_AUTO || mode == RC_ENGINE_CPU))) {
-		if (s->algo.name != RC_ALGO_FDK && s->algo.initial == RC_INITIAL_FDK) {
-			/* the tensor backend cannot run FDK (rc_algo_start): the
-			 * start is the CPU engine's, then given */
-			rc_recon_spec given = *s;
+		/* the tensor backend cannot run FDK (rc_algo_start): the start
+		 * is the CPU engine's, then given; auto where FDK suits g */
+		rc_recon_spec given = *s;
+		if (s->algo.initial == RC_INITIAL_AUTO)
+			given.algo.initial = rc_fdk_suits(g, s->algo.scan, NULL) ? RC_INITIAL_ZERO : RC_INITIAL_FDK;
+		if (s->algo.name != RC_ALGO_FDK && given.algo.initial == RC_INITIAL_FDK) {
 			given.algo.initial = RC_INITIAL_GIVEN;
 			if (!(rc = cpu_fdk_start(s, g, proj, vol, hooks, err)))
 				rc = rc_tensor_run(&given, g, proj, vol, hooks, report, err);
 		} else {
-			rc = rc_tensor_run(s, g, proj, vol, hooks, report, err);
+			rc = rc_tensor_run(&given, g, proj, vol, hooks, report, err);
 		}
 		pair = "distance-driven";
 		goto out;

@@ -27,6 +27,7 @@
 
 #include "algo/algo.h"
 #include "algo/algo_util.h"
+#include "algo/names.h"
 #include "backend/exec.h"
 #include "geometry/geometry.h"
 
@@ -132,6 +133,10 @@ static void problem_project(problem *P)
 	}
 }
 
+/* The arc problem_init's views cover (degrees): 360, or less for a scan
+ * that FDK refuses (test_initial). */
+static double problem_arc_deg = 360.0;
+
 static void problem_init(problem *P, int fan)
 {
 	static double angles[64];
@@ -147,7 +152,7 @@ static void problem_init(problem *P, int fan)
 		sp.det = (rc_detector_desc){ .nu = 16, .nv = 1, .du = 1, .dv = 1 };
 	}
 	for (int k = 0; k < sp.nviews; k++)
-		angles[k] = 360.0 * k / sp.nviews;
+		angles[k] = problem_arc_deg * k / sp.nviews;
 	rc_err err;
 	assert_int_equal(rc_geom_new(&sp, &vol, NULL, &P->g, &err), 0);
 	P->M = rc_geom_proj_count(P->g);
@@ -613,9 +618,10 @@ static void test_nonnegative(void **s)
 /* "fdk": the run starts from rc_fdk_run's volume of the same data (one SART
  * iteration with a relaxation of 1e-6 stays there; from 0 it does not),
  * MLEM from it raised to its floor; "given": vol is the start (CGLS from
- * the exact solution of exact data stays there).  The defaults: every
- * method from FDK with the stagnation stop; the plain methods from 0
- * without it. */
+ * the exact solution of exact data stays there); "auto" is "fdk" on that
+ * full circle and "zero" on a 90-degree arc, which FDK refuses (and "fdk"
+ * with it).  The defaults: every method from "auto" with the stagnation
+ * stop; the plain methods from 0 without it. */
 static void test_initial(void **s)
 {
 	(void)s;
@@ -633,16 +639,37 @@ static void test_initial(void **s)
 	rc_algo_params_plain(&p, RC_ALGO_SART);
 	p.iterations = 1;
 	p.relaxation = 1e-6;
-	for (int start = 0; start < 2; start++) {
-		p.initial = start ? RC_INITIAL_FDK : RC_INITIAL_ZERO;
+	static const rc_initial starts[] = { RC_INITIAL_ZERO, RC_INITIAL_FDK, RC_INITIAL_AUTO };
+	for (int k = 0; k < 3; k++) {
+		p.initial = starts[k];
 		assert_int_equal(run(&P, &p, 1, v, &t, NULL), 0);
 		double worst = 0.0;
 		for (size_t i = 0; i < P.N; i++)
 			worst = fmax(worst, fabs(v[i] - vf[i]));
 		print_message("SART (relaxation 1e-6, 1 it.) from %s: max |x - FDK| %.3g of FDK's peak\n",
-			      start ? "fdk" : "zero", worst / peak);
-		assert_true(start ? worst < 1e-4 * peak : worst > 0.5 * peak);
+			      rc_name_str(RC_NAMES_INITIAL, (int)starts[k]), worst / peak);
+		assert_true(k ? worst < 1e-4 * peak : worst > 0.5 * peak);
 	}
+	/* a 90-degree arc: FDK refuses it, "auto" starts from 0 */
+	problem A;
+	problem_arc_deg = 90.0;
+	problem_init(&A, 0);
+	problem_arc_deg = 360.0;
+	rc_err err;
+	assert_int_equal(rc_fdk_suits(A.g, RC_SCAN_AUTO, &err), RC_EINVAL);
+	assert_string_equal(err.field, "geometry.angles");
+	assert_int_equal(rc_fdk_suits(P.g, RC_SCAN_AUTO, NULL), 0);
+	float *va = vol_new(&A), *vz = vol_new(&A);
+	p.initial = RC_INITIAL_FDK;
+	assert_int_equal(run(&A, &p, 1, va, &t, NULL), RC_EINVAL);
+	p.initial = RC_INITIAL_AUTO;
+	assert_int_equal(run(&A, &p, 1, va, &t, NULL), 0);
+	p.initial = RC_INITIAL_ZERO;
+	assert_int_equal(run(&A, &p, 1, vz, &t, NULL), 0);
+	assert_memory_equal(va, vz, A.N * sizeof *va);
+	free(va);
+	free(vz);
+	problem_fini(&A);
 	/* MLEM from FDK (negative voxels raised to the floor): finite and
 	 * non-negative */
 	rc_algo_params_plain(&p, RC_ALGO_MLEM);
@@ -667,7 +694,7 @@ static void test_initial(void **s)
 	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
 	for (int i = 0; i < 4; i++) {
 		rc_algo_params_default(&p, names[i]);
-		assert_int_equal(p.initial, RC_INITIAL_FDK);
+		assert_int_equal(p.initial, RC_INITIAL_AUTO);
 		double stag = names[i] == RC_ALGO_MLEM ? RC_MLEM_DEFAULT_STAGNATION : RC_DEFAULT_STAGNATION;
 		assert_true(p.stop_stagnation == stag);
 		rc_algo_params_plain(&p, names[i]);

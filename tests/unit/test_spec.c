@@ -137,16 +137,19 @@ static void test_initial_choice(void **state)
 {
 	(void)state;
 	static const char *const algs[] = { "sart", "sirt", "cgls", "mlem" };
-	static const rc_initial defaults[] = { RC_INITIAL_FDK, RC_INITIAL_FDK, RC_INITIAL_FDK, RC_INITIAL_FDK };
+	/* none given (the default: auto), then each word */
+	static const char *const given[] = { "", ", \"initial\": \"zero\"", ", \"initial\": \"fdk\"",
+					     ", \"initial\": \"auto\"" };
+	static const rc_initial want[] = { RC_INITIAL_AUTO, RC_INITIAL_ZERO, RC_INITIAL_FDK, RC_INITIAL_AUTO };
 	for (int a = 0; a < 4; a++)
-		for (int w = -1; w < 2; w++) {
+		for (int w = 0; w < 4; w++) {
 			char buf[1024];
 			job_spec *s = NULL;
 			rc_err err;
 			snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"%s\"%s}}", algs[a],
-				 w < 0 ? "" : w == 0 ? ", \"initial\": \"zero\"" : ", \"initial\": \"fdk\"");
+				 given[w]);
 			assert_int_equal(parse(buf, 0, &s, &err), 0);
-			assert_int_equal(s->r.algo.initial, w < 0 ? defaults[a] : w == 0 ? RC_INITIAL_ZERO : RC_INITIAL_FDK);
+			assert_int_equal(s->r.algo.initial, want[w]);
 			job_spec_free(s);
 		}
 }
