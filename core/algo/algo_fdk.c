@@ -192,8 +192,10 @@ static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw
 			dir[r] = M[3 * r] * i + M[3 * r + 1] * j + M[3 * r + 2];
 		/* n . dir = 1 with |n| = 1: the cosine to the principal ray is 1/|dir| */
 		*cosw = 1.0 / sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
-		double t = f->theta[k], cx = -cos(t), cy = -sin(t), tx = -sin(t), ty = cos(t);
-		*gamma = atan2(dir[0] * tx + dir[1] * ty, dir[0] * cx + dir[1] * cy);
+		if (f->short_scan) {
+			double t = f->theta[k], cx = -cos(t), cy = -sin(t), tx = -sin(t), ty = cos(t);
+			*gamma = atan2(dir[0] * tx + dir[1] * ty, dir[0] * cx + dir[1] * cy);
+		}
 		break;
 	}
 	}

@@ -617,9 +617,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		if (s->algo.initial == RC_INITIAL_AUTO)
 			given.algo.initial = rc_fdk_suits(g, s->algo.scan, NULL) ? RC_INITIAL_ZERO : RC_INITIAL_FDK;
 		if (s->algo.name != RC_ALGO_FDK && given.algo.initial == RC_INITIAL_FDK) {
-			given.algo.initial = RC_INITIAL_GIVEN;
-			if (!(rc = cpu_fdk_start(s, g, proj, vol, hooks, err)))
+			/* auto is decided: the CPU engine runs FDK without asking again */
+			if (!(rc = cpu_fdk_start(&given, g, proj, vol, hooks, err))) {
+				given.algo.initial = RC_INITIAL_GIVEN;
 				rc = rc_tensor_run(&given, g, proj, vol, hooks, report, err);
+			}
 		} else {
 			rc = rc_tensor_run(&given, g, proj, vol, hooks, report, err);
 		}
