@@ -209,11 +209,26 @@ int config_reload_tokens(config *c, json_t **ret_tokens, rc_err *err)
 	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
 		return rc_fail(err, RC_EINVAL, "tokens", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+	/* A dedicated token file holds "tokens" and nothing else: a misspelled
+	 * key must not read as "no tokens" (that would switch authentication
+	 * off).  The config file's other keys are load_object's to check. */
+	static const char *const keys[] = { "tokens", NULL };
 	json_t *t = json_object_get(o, "tokens");
-	if (t)
+	rc_err e;
+	int rc = 0;
+	if (c->token_file[0] && !json_is_object(o))
+		rc = rc_fail(err, RC_EINVAL, "tokens", "%s must hold {\"tokens\": [...]}", path);
+	else if (c->token_file[0] && jf_check_keys(o, "", keys, &e))
+		rc = rc_fail(err, RC_EINVAL, "tokens", "%s: \"%s\" is not a known key; a token file holds "
+			     "{\"tokens\": [...]} only", path, e.field);
+	else if (c->token_file[0] && !t)
+		rc = rc_fail(err, RC_EINVAL, "tokens", "%s has no \"tokens\" list", path);
+	else if (t && !json_is_array(t))
+		rc = rc_fail(err, RC_EINVAL, "tokens", "%s: tokens must be a list of {\"name\", \"role\", \"sha256\"}", path);
+	else if (t)
 		*ret_tokens = json_incref(t);
 	json_decref(o);
-	return 0;
+	return rc;
 }
 
 void config_mask_uri(const char *where, char *out, size_t n)

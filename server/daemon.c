@@ -104,6 +104,13 @@ int daemon_reload_tokens(app *a, rc_err *err)
 {
 	json_t *t = NULL;
 	int rc = config_reload_tokens(a->cfg, &t, err);
+	/* Start-up refuses a network listener without tokens; a reload must not
+	 * reach that state by another road, so it never goes from some tokens to
+	 * none (a restart without tokens is the one way, and loopback only). */
+	if (!rc && json_array_size(t) == 0 && auth_count(a->auth) > 0)
+		rc = rc_fail(err, RC_EINVAL, "tokens",
+			     "the reloaded tokens list is empty; a reload never switches authentication off "
+			     "(restart recond without tokens to do that, on a loopback address only)");
 	if (!rc)
 		rc = auth_load(a->auth, t, err);
 	json_decref(t);

@@ -117,6 +117,28 @@ def main():
     check("after SIGHUP the new token works", api.request("GET", "/v1/jobs", token=NEW)[0] == 200)
     check("after SIGHUP the removed token is refused", api.request("GET", "/v1/jobs", token=R)[0] == 401)
     check("daemon survived SIGHUP", d.proc.poll() is None)
+
+    # A reload never switches authentication off: an empty list, no list, a
+    # misspelled key or a file that is not an object keep the previous tokens.
+    bad_files = {"an empty list": '{"tokens": []}', "an empty object": "{}",
+                 "a misspelled key": json.dumps({"tokenz": [{"name": "x", "role": "read",
+                                                             "sha256": "0" * 64}]}),
+                 "a list at the top": "[]", "tokens and an unknown key": '{"tokens": [], "x": 1}'}
+    for what, text in bad_files.items():
+        failed_before = d.read_log().count("tokens_reload_failed")
+        with open(tokfile + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(tokfile + ".tmp", tokfile)
+        os.kill(d.proc.pid, signal.SIGHUP)
+        alive = deadline(10)
+        while alive() and d.read_log().count("tokens_reload_failed") == failed_before:
+            time.sleep(0.05)
+        check("reload of %s is refused and logged" % what,
+              d.read_log().count("tokens_reload_failed") == failed_before + 1, d.read_log()[-400:])
+        expect(api, "after reloading %s: anonymous list still 401" % what, 401, "GET", "/v1/jobs")
+        expect(api, "after reloading %s: anonymous create still 401" % what, 401, "POST", "/v1/jobs", body)
+        expect(api, "after reloading %s: the previous token still works" % what, 200, "GET", "/v1/jobs",
+               token=NEW)
     Validation.report()
     d.stop()
 
