@@ -45,8 +45,8 @@ void audit_log(audit *a, const char *client, const char *who, const char *method
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	int n = snprintf(line, sizeof line, "%s client=%s token=%s method=%s path=%.1024s status=%u\n", ts,
-			 client ? client : "-", who ? who : "-", method, path, status);
+	int n = snprintf(line, sizeof line, "%s client=%s token=%s method=%s path=\"%s\" status=%u\n", ts,
+			 client ? client : "-", who ? who : "-", rlog_q(method), rlog_q(path), status);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof line) {

@@ -360,7 +360,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	char msg[512];
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	rlog(LOG_P_WARNING, "http", "msg=\"%s\"", msg);
+	rlog(LOG_P_WARNING, "http", "msg=\"%s\"", rlog_q(msg));
 }
 
 static char *slurp(const char *path, rc_err *err)

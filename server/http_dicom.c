@@ -116,7 +116,7 @@ enum MHD_Result volume_get_dicom(struct MHD_Connection *c, req *r)
 	dicom_series s;
 	rc_err err;
 	if (dicom_series_ensure(a->st, r->id, a->cfg->uid_root, &s, &err)) {
-		rlog(LOG_P_ERR, "dicom_series_failed", "id=%s error=\"%s\"", r->id, err.msg);
+		rlog(LOG_P_ERR, "dicom_series_failed", "id=%s error=\"%s\"", r->id, rlog_q(err.msg));
 		if (err.code == RC_EINVAL) /* a value DCMTK refused: nothing the client can fix */
 			err.code = RC_EINTERNAL;
 		return http_error_rc(c, r, &err);

@@ -142,12 +142,13 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	int rc = store_create(a->st, id, spec, r->body, r->body_len, summary ? summary : "{}", &err);
 	free(summary);
 	if (rc) {
-		rlog(LOG_P_ERR, "job_create_failed", "error=\"%s\"", err.msg);
+		rlog(LOG_P_ERR, "job_create_failed", "error=\"%s\"", rlog_q(err.msg));
 		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}
-	rlog(LOG_P_INFO, "job_created", "id=%s label=\"%s\" views=%d bytes=%llu client=%s token=%s", id, spec->label,
-	     spec->nviews, (unsigned long long)spec->proj_bytes, r->client, r->who);
+	/* No label: labels may name patients, and the log is no place for them. */
+	rlog(LOG_P_INFO, "job_created", "id=%s views=%d bytes=%llu client=%s token=%s", id, spec->nviews,
+	     (unsigned long long)spec->proj_bytes, r->client, r->who);
 	job_spec_free(spec);
 	snprintf(r->id, sizeof r->id, "%s", id);
 	snprintf(r->path, sizeof r->path, "/v1/jobs/%s", id);

@@ -25,3 +25,27 @@ void rlog(int prio, const char *event, const char *fmt, ...)
 	ssize_t w = write(STDERR_FILENO, line, len);
 	(void)w;
 }
+
+#define RLOG_Q_RING 4
+#define RLOG_Q_MAX 400
+
+const char *rlog_q(const char *s)
+{
+	static _Thread_local char ring[RLOG_Q_RING][RLOG_Q_MAX * 4 + 8];
+	static _Thread_local unsigned next;
+	char *out = ring[next++ % RLOG_Q_RING];
+	size_t o = 0;
+	for (size_t i = 0; s && s[i] && i < RLOG_Q_MAX; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)ch;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			o += (size_t)snprintf(out + o, 5, "\\x%02x", ch);
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}

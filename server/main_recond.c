@@ -86,7 +86,7 @@ int main(int argc, char **argv)
 	app a;
 	int port = 0;
 	if (daemon_start(&a, &cfg, &port, &err)) {
-		rlog(LOG_P_ERR, "startup_failed", "error=\"%s\"", err.msg);
+		rlog(LOG_P_ERR, "startup_failed", "error=\"%s\"", rlog_q(err.msg));
 		fprintf(stderr, "recond: %s\n", err.msg);
 		config_clear(&cfg);
 		return 1;
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		int sig = sigtimedwait(&sigs, &si, &to);
 		if (sig == SIGHUP) {
 			if (daemon_reload_tokens(&a, &err))
-				rlog(LOG_P_ERR, "tokens_reload_failed", "error=\"%s\" (the previous tokens stay)", err.msg);
+				rlog(LOG_P_ERR, "tokens_reload_failed", "error=\"%s\" (the previous tokens stay)", rlog_q(err.msg));
 			else
 				rlog(LOG_P_INFO, "tokens_reloaded", "tokens=%d", auth_count(a.auth));
 		} else if (sig == SIGTERM || sig == SIGINT) {

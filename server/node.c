@@ -107,7 +107,7 @@ static void heartbeat(app *a)
 	rc_err err;
 	runner_current(a->run, running);
 	if (text && store_node_heartbeat(a->st, text, running, a->started, &err))
-		rlog(LOG_P_WARNING, "heartbeat_failed", "node=%s error=\"%s\"", store_node(a->st), err.msg);
+		rlog(LOG_P_WARNING, "heartbeat_failed", "node=%s error=\"%s\"", store_node(a->st), rlog_q(err.msg));
 	free(text);
 	json_decref(devs);
 }
@@ -117,7 +117,7 @@ static void expire(app *a)
 	int n = 0;
 	rc_err err;
 	if (store_lease_expire(a->st, a->cfg->max_attempts, &n, &err))
-		rlog(LOG_P_WARNING, "lease_expiry_failed", "node=%s error=\"%s\"", store_node(a->st), err.msg);
+		rlog(LOG_P_WARNING, "lease_expiry_failed", "node=%s error=\"%s\"", store_node(a->st), rlog_q(err.msg));
 	else if (n) {
 		rlog(LOG_P_WARNING, "leases_expired", "node=%s count=%d max_attempts=%d", store_node(a->st), n,
 		     a->cfg->max_attempts);

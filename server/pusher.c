@@ -100,7 +100,7 @@ static void run_one(pusher *p, push_row *row)
 			row->next_try = store_now() + (wait < RETRY_MAX_S ? wait : RETRY_MAX_S);
 		}
 		rlog(LOG_P_WARNING, row->state == PUSH_FAILED ? "push_failed" : "push_retry",
-		     "id=%s destination=%s attempt=%d error=\"%s\"", row->job, row->dest, row->attempts, err.msg);
+		     "id=%s destination=%s attempt=%d error=\"%s\"", row->job, row->dest, row->attempts, rlog_q(err.msg));
 	}
 	store_push_update(a->st, row, NULL);
 	app_job_changed(a, row->job);
@@ -125,7 +125,7 @@ static void *loop(void *arg)
 			continue;
 		}
 		if (rc != RC_ENOTFOUND)
-			rlog(LOG_P_ERR, "store_error", "while looking for pushes: %s", err.msg);
+			rlog(LOG_P_ERR, "store_error", "error=\"%s\" (while looking for pushes)", rlog_q(err.msg));
 		double wait = due > now ? due - now : IDLE_CHECK_S;
 		if (wait > IDLE_CHECK_S)
 			wait = IDLE_CHECK_S;

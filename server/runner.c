@@ -381,11 +381,11 @@ static int record_outcome(runner *r, const char *id, job_state final, const stru
 			return 1;
 		}
 		if (err.code == RC_ESTATE) { /* not ours (any more): nothing to record */
-			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
+			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 			return 0;
 		}
 		if (!tries)
-			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\" (retrying every %.0f s)", id, err.msg,
+			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\" (retrying every %.0f s)", id, rlog_q(err.msg),
 			     FINISH_RETRY_S);
 		pthread_mutex_lock(&r->lock);
 		int stop = r->stop;
@@ -611,7 +611,7 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 	if (now >= ls->renew_at) {
 		int cancel = 0, rc = store_lease_renew(a->st, id, store_node(a->st), a->cfg->lease_s, &cancel, &err);
 		if (rc == RC_ESTATE || rc == RC_ENOTFOUND) {
-			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"%s\"", id, store_node(a->st), err.msg);
+			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"%s\"", id, store_node(a->st), rlog_q(err.msg));
 			return LEASE_LOST;
 		}
 		if (!rc)
@@ -623,7 +623,7 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 		}
 		if (rc && !ls->failing++)
 			rlog(LOG_P_ERR, "lease_renew_failed", "id=%s node=%s error=\"%s\" (retrying every second)", id,
-			     store_node(a->st), err.msg);
+			     store_node(a->st), rlog_q(err.msg));
 		else if (!rc && ls->failing) {
 			rlog(LOG_P_INFO, "lease_renewed", "id=%s node=%s tries=%d", id, store_node(a->st), ls->failing + 1);
 			ls->failing = 0;
@@ -676,13 +676,13 @@ static void run_job(runner *r, const char *id)
 		 * zeros: back to receiving; its next view queues it again */
 		rlog(LOG_P_ERR, "stream_paused", "id=%s error=\"no shared memory for the view stamps\"", id);
 		if (store_stream_pause(a->st, id, &err))
-			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, err.msg);
+			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 		goto out;
 	}
 	pid_t pid = spawn(r, dir, live_fd, stamp_fd, &fd, &err);
 	if (pid < 0) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
-		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, err.msg);
+		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 		goto out;
 	}
 	rlog(LOG_P_INFO, "job_running", "id=%s node=%s pid=%d worker=%s", id, store_node(a->st), (int)pid,
@@ -806,7 +806,7 @@ static void run_job(runner *r, const char *id)
 		metrics_job_finished(a->met, final);
 	succeeded = final == JOB_SUCCEEDED;
 	if (final == JOB_FAILED)
-		rlog(LOG_P_ERR, "job_failed", "id=%s seconds=%.3f code=%s error=\"%s\"", id, secs, oc.err_code, oc.err_msg);
+		rlog(LOG_P_ERR, "job_failed", "id=%s seconds=%.3f code=%s error=\"%s\"", id, secs, oc.err_code, rlog_q(oc.err_msg));
 	else
 		rlog(LOG_P_INFO, final == JOB_QUEUED ? "job_requeued" : "job_finished", "id=%s state=%s seconds=%.3f",
 		     id, job_state_name(final), secs);
@@ -942,7 +942,7 @@ static void *runner_main(void *arg)
 			int n = 0;
 			rc_err err;
 			if (store_expire(r->a->st, r->a->cfg->retention_s, &n, &err))
-				rlog(LOG_P_ERR, "expire_failed", "error=\"%s\"", err.msg);
+				rlog(LOG_P_ERR, "expire_failed", "error=\"%s\"", rlog_q(err.msg));
 			else if (n)
 				rlog(LOG_P_INFO, "jobs_expired", "count=%d retention_s=%.0f", n, r->a->cfg->retention_s);
 			last_expire = rc_now_s();
@@ -966,7 +966,7 @@ static void *runner_main(void *arg)
 			continue;
 		}
 		if (rc != RC_ENOTFOUND && !queue_failing++)
-			rlog(LOG_P_ERR, "queue_error", "error=\"%s\"", err.msg);
+			rlog(LOG_P_ERR, "queue_error", "error=\"%s\"", rlog_q(err.msg));
 		else if (rc == RC_ENOTFOUND && queue_failing) {
 			rlog(LOG_P_INFO, "queue_recovered", "tries=%d", queue_failing + 1);
 			queue_failing = 0;

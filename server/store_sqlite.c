@@ -38,7 +38,7 @@ static void sqlite_log(void *ud, int code, const char *msg)
 	const char *p = strstr(msg, "os_unix.c:");
 	if (p && (p = strstr(p, ": (")))
 		sqlite_io_errno = atoi(p + 3);
-	rlog(LOG_P_WARNING, "sqlite", "code=%d msg=\"%s\"", code, msg);
+	rlog(LOG_P_WARNING, "sqlite", "code=%d msg=\"%s\"", code, rlog_q(msg));
 }
 
 static pthread_once_t sqlite_log_once = PTHREAD_ONCE_INIT;
