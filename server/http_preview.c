@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,10 +58,29 @@ static int parse_num(const char *s, size_t n, double *out)
 	return 0;
 }
 
+/* The grammar of window=CENTER,WIDTH, word for word the pattern of
+ * api/openapi.yaml (POSIX ERE and ECMA regex read it alike), so that the
+ * schema says what is accepted: plain decimals, |CENTER| < 1e9 and
+ * 0 < WIDTH < 1e9, no exponent. */
+#define WINDOW_PATTERN \
+	"^-?(0|[1-9][0-9]{0,8})(\\.[0-9]{1,6})?,([1-9][0-9]{0,8}(\\.[0-9]{1,6})?|0?\\.[0-9]{0,5}[1-9][0-9]{0,5})$"
+
+static regex_t window_re;
+static int window_re_ok;
+
+static void window_re_compile(void)
+{
+	window_re_ok = !regcomp(&window_re, WINDOW_PATTERN, REG_EXTENDED | REG_NOSUB);
+}
+
 static int parse_window(const char *s, preview_window *w)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, window_re_compile);
 	const char *comma = strchr(s, ',');
 	double c, wd;
+	if (!window_re_ok || regexec(&window_re, s, 0, NULL, 0))
+		return -1;
 	if (!comma || parse_num(s, (size_t)(comma - s), &c) || parse_num(comma + 1, strlen(comma + 1), &wd))
 		return -1;
 	if (fabs(c) > PREVIEW_WINDOW_MAX || !(wd > 0) || wd > PREVIEW_WINDOW_MAX)
@@ -88,8 +109,9 @@ static int parse_query(struct MHD_Connection *c, struct query *q, rc_err *err)
 		return rc_fail(err, RC_EINVAL, "index", "index must be a whole number from 0 to the job's n%c - 1 "
 			       "(at most %ld), or absent for the middle slice", "xyz"[q->axis], PREVIEW_INDEX_MAX);
 	if (win && parse_window(win, &q->win))
-		return rc_fail(err, RC_EINVAL, "window", "window must be CENTER,WIDTH: two finite numbers of at most "
-			       "%g in magnitude, WIDTH > 0, e.g. window=0.02,0.04 (got \"%.40s\")", PREVIEW_WINDOW_MAX, win);
+		return rc_fail(err, RC_EINVAL, "window", "window must be CENTER,WIDTH: two plain decimals (no exponent) "
+			       "below %g in magnitude, WIDTH > 0, e.g. window=0.02,0.04 (got \"%.40s\")",
+			       PREVIEW_WINDOW_MAX, win);
 	return 0;
 }
 

@@ -45,9 +45,7 @@ still judges the answer):
                  the schema's (the hook asks the daemon, then sends zeros)
   getVolume      416 for a Range past the end of this job's volume is in the
                  positive_data_acceptance statuses (tests/integration/contract.toml)
-  getPreview     index < the job's nx, ny or nz along axis (the job's size);
-                 window's WIDTH > 0 (a rule between the two items of the
-                 array: its negative or zero WIDTH becomes its magnitude, or 1)
+  getPreview     index < the job's nx, ny or nz along axis (the job's size)
 
 Timing, not a rule: before any getVolume or getPreview the hook waits (at most 5 s) for a
 queued or running job to end, as a client would; otherwise whether a scenario
@@ -279,25 +277,13 @@ def fit_spec(spec):
     return spec
 
 
-# -- previews: the job's own sizes, and width > 0 ------------------------------------------------
+# -- previews: the job's own sizes ------------------------------------------------------------
 
 def _fit_preview(case):
-    """index < the job's nx, ny or nz along axis (the job's, not the schema's); the window's WIDTH > 0
-    (a rule between the array's two items, which one `items` schema cannot state).  Some phases hand
-    the hook the query already serialized ("C,W", "5"): both forms are fitted."""
+    """index < the job's nx, ny or nz along axis (the job's, not the schema's).  Some phases hand the
+    hook the query already serialized ("5"): both forms are fitted.  The window's WIDTH > 0 is the
+    schema's own pattern."""
     q = case.query if isinstance(case.query, dict) else {}
-    win = q.get("window")
-    if isinstance(win, str) and win.count(",") == 1:
-        c, w = win.split(",")
-        try:
-            w = abs(float(w))
-            q["window"] = "%s,%r" % (c, w if w > 0 else 1.0)
-        except ValueError:
-            pass
-    elif isinstance(win, list) and len(win) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                         for x in win):
-        w = abs(win[1])
-        q["window"] = [win[0], w if w > 0 else 1]
     k, axis = q.get("index"), q.get("axis", "z")
     if isinstance(k, str) and k.isdigit():
         k = int(k)

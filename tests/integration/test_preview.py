@@ -12,12 +12,17 @@ has a live volume, then a PNG with its generation); ETag and If-None-Match
 give 304; 32 pollers of one slice at once all get the same PNG.
 """
 
+import os
+import re
 import struct
 import threading
+import urllib.parse
 import zlib
 
+import yaml
+
 import phantom
-from recond_harness import (sirt_runs, Api, Daemon, Validation, check, deadline, log, proj_bytes, read_f32, require_binaries,
+from recond_harness import (ROOT, sirt_runs, Api, Daemon, Validation, check, deadline, log, proj_bytes, read_f32, require_binaries,
                             require_engine, run_main, small_spec)
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -178,12 +183,23 @@ def main():
            ("window=1", "window"), ("window=1,0", "window"), ("window=1,-2", "window"),
            ("window=nan,1", "window"), ("window=1,inf", "window"), ("window=a,b", "window"),
            ("window=1,2,3", "window"), ("window=,", "window"), ("window=%201,2", "window"),
-           ("window=0x10,2", "window"), ("window=1e10,1", "window"), ("window=0,1e10", "window")]
+           ("window=0x10,2", "window"), ("window=1e10,1", "window"), ("window=0,1e10", "window"),
+           ("window=0.0,0.0", "window"), ("window=1,0.000", "window"), ("window=1,-0.5", "window")]
     for q, field in bad:
         st, _, _, doc = api.get("%s?%s" % (base, q))
         err = (doc or {}).get("error", {})
         check("%s: 400 naming %s" % (q, field), st == 400 and err.get("code") == "invalid_argument" and
               err.get("field") == field and field in err.get("message", ""), "%d %s" % (st, err))
+    # The schema's pattern for window is the grammar: every string it matches
+    # is answered 200, every other one 400 (as the contract test's phases expect).
+    with open(os.path.join(ROOT, "api", "openapi.yaml")) as f:
+        params = yaml.safe_load(f)["paths"]["/v1/jobs/{id}/preview"]["parameters"]
+    pattern = [p for p in params if p.get("name") == "window"][0]["schema"]["pattern"]
+    for w in ("0.02,0.04", "-5,0.5", "0,.5", "0,0.000001", "999999999.5,999999999", "-0,1", "1.0,1.0",
+              "0,0", "0,0.0", "1,00.5", "01,1", "1.,1", "+1,1", "1,1e-3", "1,%202", "1,0.0000000", "-,1"):
+        st, _, _, _ = api.get("%s?window=%s" % (base, w))
+        want = 200 if re.search(pattern, urllib.parse.unquote(w)) else 400
+        check("window=%s: %d, as the schema's pattern says" % (w, want), st == want, str(st))
     st, _, _, doc = api.get("%s?index=%d" % (base, NZ))
     msg = (doc or {}).get("error", {}).get("message", "")
     check("index out of range: the message names the range 0 to %d" % (NZ - 1), "0 to %d" % (NZ - 1) in msg, msg)
