@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,6 +85,25 @@ static int prealloc(int fd, uint64_t len)
 	return ftruncate(fd, (off_t)len);
 }
 
+/* A job whose projections and volume together exceed the store's free space
+ * is the client's to resize (400 too_big, naming the room there is), not a
+ * disk that filled (507): that stays for writes that fail later. */
+static int check_room(const char *sdir, const job_spec *spec, rc_err *err)
+{
+	struct statvfs vfs;
+	if (statvfs(sdir, &vfs))
+		return 0; /* unknown: the writes will tell */
+	unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+	unsigned long long total = (unsigned long long)vfs.f_blocks * vfs.f_frsize;
+	unsigned long long need = (unsigned long long)spec->proj_bytes + spec->vol_bytes;
+	if (need <= avail)
+		return 0;
+	return rc_fail(err, RC_ETOOBIG, "volume",
+		       "this job needs %llu bytes on the store's disk (projections %llu + volume %llu), and it has "
+		       "%llu bytes free of %llu: make the volume or the stack smaller, or free space in the store",
+		       need, (unsigned long long)spec->proj_bytes, (unsigned long long)spec->vol_bytes, avail, total);
+}
+
 int store_spool_create(const char *sdir, const char *id, const job_spec *spec, const char *spec_json,
 		       size_t spec_len, rc_err *err)
 {
@@ -91,6 +111,8 @@ int store_spool_create(const char *sdir, const char *id, const job_spec *spec, c
 	int rc, fd;
 	if (store_pathf(dir, sizeof dir, "%s/jobs/%s", sdir, id))
 		return rc_fail(err, RC_EINVAL, "", "the store's path is too long");
+	if ((rc = check_room(sdir, spec, err)))
+		return rc;
 	if (mkdir(dir, 0750))
 		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", dir, strerror(errno));
 	if ((rc = durable_write_file(dir, "spec.json", spec_json, spec_len, err)))
