@@ -150,6 +150,7 @@ struct outcome {
 	char *report;        /* JSON text of the report line */
 	int saw_error;
 	int lines;
+	int signal;          /* the signal the error line says stopped the worker */
 };
 
 static void handle_line(runner *r, const char *id, char *line, struct outcome *oc, double *last_elapsed)
@@ -218,6 +219,7 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		oc->report = json_dumps(j, JSON_COMPACT);
 	} else if (type && !strcmp(type, "error")) {
 		oc->saw_error = 1;
+		oc->signal = (int)json_integer_value(json_object_get(j, "signal"));
 		const char *c = json_string_value(json_object_get(j, "code"));
 		const char *f = json_string_value(json_object_get(j, "field"));
 		const char *m = json_string_value(json_object_get(j, "message"));
@@ -348,21 +350,55 @@ static void with_last_progress(runner *r, struct outcome *oc, const struct rusag
 	json_decref(rep);
 }
 
-static void describe_exit(int status, struct outcome *oc, const char *worker)
+/* "15 (SIGTERM)": the number and the name, which strsignal does not give */
+static void signal_words(int sig, char *buf, size_t n)
 {
-	if (WIFSIGNALED(status)) {
-		snprintf(oc->err_code, sizeof oc->err_code, "worker_crashed");
-		snprintf(oc->err_msg, sizeof oc->err_msg,
-			 "the worker process was killed by signal %d (%s); the job's data is intact and it can be resubmitted",
-			 WTERMSIG(status), strsignal(WTERMSIG(status)));
-	} else if (WEXITSTATUS(status) == 127 && !oc->lines) {
-		snprintf(oc->err_code, sizeof oc->err_code, "internal_error");
-		snprintf(oc->err_msg, sizeof oc->err_msg, "the worker %.200s could not be started (check the worker path)", worker);
-	} else if (!oc->saw_error) {
-		snprintf(oc->err_code, sizeof oc->err_code, "worker_crashed");
-		snprintf(oc->err_msg, sizeof oc->err_msg, "the worker process exited with status %d without a report",
-			 WEXITSTATUS(status));
+	const char *abbrev = sigabbrev_np(sig);
+	snprintf(buf, n, "%d (%s%s)", sig, abbrev ? "SIG" : "", abbrev ? abbrev : "unknown signal");
+}
+
+job_state runner_decide(const worker_end *w, const char *worker, char *code, size_t ncode, char *msg, size_t nmsg)
+{
+	int st = w->status, exited = WIFEXITED(st), ex = exited ? WEXITSTATUS(st) : -1;
+	char sig[48];
+	if (exited && ex == 0 && w->volume_ok && !w->cancel_asked)
+		return JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
+	if (w->stop_asked && !w->cancel_asked)
+		return JOB_QUEUED;
+	if (w->cancel_asked) {
+		snprintf(code, ncode, "cancelled");
+		snprintf(msg, nmsg, "cancelled by request");
+		return JOB_CANCELLED;
 	}
+	if (exited && ex == WORKER_EXIT_STREAM_IDLE)
+		return JOB_RECEIVING; /* the views stopped coming: back to receiving */
+	if (w->saw_error && exited && ex != WORKER_EXIT_CANCELLED && !(ex == 127 && !w->lines))
+		return JOB_FAILED; /* the worker's own code and message */
+	snprintf(code, ncode, "worker_crashed");
+	if (WIFSIGNALED(st)) {
+		int s = WTERMSIG(st);
+		/* a fault of the worker's own, or a signal sent to it (the daemon
+		 * sends one only for a cancel or its stop, handled above) */
+		int own = s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGABRT || s == SIGTRAP ||
+			  s == SIGSYS;
+		signal_words(s, sig, sizeof sig);
+		snprintf(msg, nmsg, "the worker process was killed by signal %s%s; the job's data is intact and it can be "
+			 "resubmitted", sig, own ? "" : " from outside the daemon");
+	} else if (exited && ex == WORKER_EXIT_CANCELLED) {
+		/* the worker caught a SIGTERM or SIGINT that the daemon did not send */
+		if (w->signal > 0)
+			signal_words(w->signal, sig, sizeof sig);
+		else
+			snprintf(sig, sizeof sig, "SIGTERM or SIGINT");
+		snprintf(msg, nmsg, "the worker process was stopped by signal %s from outside the daemon (no cancel was "
+			 "asked); the job's data is intact and it can be resubmitted", sig);
+	} else if (ex == 127 && !w->lines) {
+		snprintf(code, ncode, "internal_error");
+		snprintf(msg, nmsg, "the worker %.200s could not be started (check the worker path)", worker);
+	} else {
+		snprintf(msg, nmsg, "the worker process exited with status %d without a report", ex);
+	}
+	return JOB_FAILED;
 }
 
 #define FINISH_RETRY_S 1.0
@@ -771,27 +807,23 @@ static void run_job(runner *r, const char *id)
 		goto out;
 	}
 
-	job_state final;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
-		final = JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
-	} else if (stopping && !cancelled) {
-		final = JOB_QUEUED;
-	} else if (!cancelled && WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_STREAM_IDLE &&
-		   store_stream_pause(a->st, id, &err) == 0) {
-		/* the views stopped coming: back to receiving, the queue goes on */
-		rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f", id, rc_now_s() - t0);
-		requeue_if_complete(r, id);
-		goto out;
-	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
-		final = JOB_CANCELLED;
-		snprintf(oc.err_code, sizeof oc.err_code, "cancelled");
-		snprintf(oc.err_msg, sizeof oc.err_msg, "cancelled by request");
-	} else {
+	worker_end we = { .status = status, .volume_ok = access(vol, R_OK) == 0, .cancel_asked = cancelled,
+			  .stop_asked = stopping, .saw_error = oc.saw_error, .lines = oc.lines, .signal = oc.signal };
+	job_state final = runner_decide(&we, a->cfg->worker, oc.err_code, sizeof oc.err_code, oc.err_msg,
+					sizeof oc.err_msg);
+	if (final == JOB_RECEIVING) {
+		if (store_stream_pause(a->st, id, &err) == 0) {
+			rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f", id, rc_now_s() - t0);
+			requeue_if_complete(r, id);
+			goto out;
+		}
+		/* the pause could not be recorded: the job cannot wait for views */
 		final = JOB_FAILED;
-		describe_exit(status, &oc, a->cfg->worker);
-		if (!strcmp(oc.err_code, "worker_crashed"))
-			metrics_worker_crash(a->met);
+		snprintf(oc.err_code, sizeof oc.err_code, "%s", rc_code_name(err.code));
+		snprintf(oc.err_msg, sizeof oc.err_msg, "the stream's pause could not be recorded: %s", err.msg);
 	}
+	if (!strcmp(oc.err_code, "worker_crashed"))
+		metrics_worker_crash(a->met);
 	/* A volume.f32 exists only for a succeeded job (a cancel that raced the
 	 * worker's last write, or a write whose directory fsync failed, leave
 	 * one behind otherwise).  Removed once the outcome is this node's to
