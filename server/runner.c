@@ -982,7 +982,17 @@ static void *runner_main(void *arg)
 		char id[37];
 		rc_err err;
 		int rc;
-		if (store_is_shared(r->a->st)) {
+		if (atomic_load(&r->a->recover_pending)) {
+			/* the start's recovery failed (a full disk): no job runs
+			 * before the running ones of the last life are re-queued */
+			int requeued = 0, orphans = 0;
+			rc = store_recover(r->a->st, &requeued, &orphans, &err);
+			if (!rc) {
+				atomic_store(&r->a->recover_pending, 0);
+				rlog(LOG_P_INFO, "recovered", "requeued=%d orphans_removed=%d", requeued, orphans);
+				continue;
+			}
+		} else if (store_is_shared(r->a->st)) {
 			/* placement needs this node's devices: none taken before the probe */
 			char engines[128];
 			runner_engines(r, engines, sizeof engines);
