@@ -37,6 +37,11 @@
 #define EXPIRE_EVERY_S 60.0
 #define PROGRESS_EVERY_S 0.5  /* a shared store gets the live progress this often at most */
 #define STREAM_POLL_MS 50     /* a shared store's streaming job: the bitmap is read this often */
+/* A stream whose worker has back-projected every view it has and got no new
+ * one for this long gives the runner to the queued jobs (docs/server.md):
+ * long enough for a scanner's steady pace (views come every few ms to
+ * 100 ms), short against stream_idle_s (300 s) that held the queue before. */
+#define STREAM_YIELD_S 1.0
 
 struct runner {
 	app *a;
@@ -62,6 +67,7 @@ struct runner {
 	uint8_t *stamped_first;  /* views share_memory stamped, not yet touched by runner_views */
 	int nstamp;
 	uint32_t next_stamp;     /* the last even stamp handed out */
+	double last_view_at;     /* monotonic time a view was last stamped (streaming) */
 	/* shared store: what the other nodes see of the running job */
 	char *prog_json;         /* the last progress event, under lock; NULL = none */
 	unsigned prog_seq;       /* bumped with prog_json */
@@ -365,6 +371,8 @@ job_state runner_decide(const worker_end *w, const char *worker, char *code, siz
 		return JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
 	if (w->stop_asked && !w->cancel_asked)
 		return JOB_QUEUED;
+	if (w->yield_asked && !w->cancel_asked)
+		return JOB_RECEIVING; /* the queue goes on; the stream's next view queues it again */
 	if (w->cancel_asked) {
 		snprintf(code, ncode, "cancelled");
 		snprintf(msg, nmsg, "cancelled by request");
@@ -483,6 +491,7 @@ static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
 	r->stamp = map;
 	r->stamped_first = first;
 	r->nstamp = row.views_expected;
+	r->last_view_at = rc_now_s();
 	pthread_mutex_unlock(&r->lock);
 	job_row_clear(&row);
 	if (store_get(r->a->st, id, 1, &row, &err) == 0) {
@@ -569,8 +578,10 @@ void runner_views(runner *r, const char *id, int first, int last, int set)
 			 * view stored twice. */
 			int own = r->stamped_first[k];
 			r->stamped_first[k] = 0;
-			if (set && !own)
+			if (set && !own) {
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
+				r->last_view_at = rc_now_s();
+			}
 			else if (!set && s && !(s & 1))
 				atomic_store(&r->stamp[k], s | 1);
 		}
@@ -595,8 +606,10 @@ static void stamp_from_store(runner *r, const char *id)
 			int now = (row.present[k >> 3] >> (k & 7)) & 1, was = (r->seen[k >> 3] >> (k & 7)) & 1;
 			uint32_t s = atomic_load(&r->stamp[k]);
 			fell += was && !now;
-			if (now && (!s || (s & 1)))
+			if (now && (!s || (s & 1))) {
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
+				r->last_view_at = rc_now_s();
+			}
 			else if (!now && s && !(s & 1))
 				atomic_store(&r->stamp[k], s | 1);
 		}
@@ -687,6 +700,22 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 	return LEASE_HELD;
 }
 
+/* Whether the running job is a stream whose worker waits for views: it has
+ * back-projected every view stamped so far and none came for
+ * STREAM_YIELD_S. */
+static int stream_waiting(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int present = 0, waiting = r->stamp && rc_now_s() - r->last_view_at >= STREAM_YIELD_S;
+	for (int k = 0; waiting && k < r->nstamp; k++) {
+		uint32_t s = atomic_load(&r->stamp[k]);
+		present += s && !(s & 1);
+	}
+	waiting = waiting && r->prog.views_done >= present;
+	pthread_mutex_unlock(&r->lock);
+	return waiting;
+}
+
 static void run_job(runner *r, const char *id)
 {
 	app *a = r->a;
@@ -727,7 +756,8 @@ static void run_job(runner *r, const char *id)
 	char buf[65536];
 	size_t used = 0;
 	double last_elapsed = 0, term_at = 0;
-	int cancelled = 0, stopping = 0, status = 0, lost = 0, remote_cancel = 0;
+	int cancelled = 0, stopping = 0, yielding = 0, status = 0, lost = 0, remote_cancel = 0;
+	double yield_check_at = t0 + STREAM_YIELD_S;
 	int shared = store_is_shared(a->st);
 	struct lease ls = { .renew_at = t0 + a->cfg->lease_s / 3, .prog_at = t0, .stream_at = t0, .held_at = t0 };
 	pthread_mutex_lock(&r->lock);
@@ -755,6 +785,18 @@ static void run_job(runner *r, const char *id)
 			term_at = rc_now_s();
 		} else if (term_at && rc_now_s() - term_at > CANCEL_GRACE_S) {
 			kill(pid, SIGKILL);
+		} else if (!term_at && rc_now_s() >= yield_check_at) {
+			/* a stream that waits for its scanner must not hold the
+			 * queue: it goes back to receiving and its next view
+			 * queues it again (it restarts from the views it has) */
+			int queued = stream_waiting(r) ? store_queue_depth(a->st) : 0;
+			if (queued > 0) {
+				rlog(LOG_P_INFO, "stream_yield", "id=%s queued=%d", id, queued);
+				yielding = 1;
+				kill(pid, SIGTERM);
+				term_at = rc_now_s();
+			}
+			yield_check_at = rc_now_s() + STREAM_YIELD_S / 4;
 		}
 		if (n <= 0)
 			continue;
@@ -808,12 +850,13 @@ static void run_job(runner *r, const char *id)
 	}
 
 	worker_end we = { .status = status, .volume_ok = access(vol, R_OK) == 0, .cancel_asked = cancelled,
-			  .stop_asked = stopping, .saw_error = oc.saw_error, .lines = oc.lines, .signal = oc.signal };
+			  .stop_asked = stopping, .yield_asked = yielding, .saw_error = oc.saw_error, .lines = oc.lines, .signal = oc.signal };
 	job_state final = runner_decide(&we, a->cfg->worker, oc.err_code, sizeof oc.err_code, oc.err_msg,
 					sizeof oc.err_msg);
 	if (final == JOB_RECEIVING) {
 		if (store_stream_pause(a->st, id, &err) == 0) {
-			rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f", id, rc_now_s() - t0);
+			rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f reason=%s", id, rc_now_s() - t0,
+			     yielding ? "yield" : "idle");
 			requeue_if_complete(r, id);
 			goto out;
 		}

@@ -78,6 +78,7 @@ typedef struct worker_end {
 	int volume_ok;    /* volume.f32 is in place */
 	int cancel_asked; /* the daemon stopped it for a cancel (a user's, or one asked of another node) */
 	int stop_asked;   /* the daemon stopped it for its own stop or a lost lease */
+	int yield_asked;  /* the daemon stopped a stream waiting for views: other jobs are queued */
 	int saw_error;    /* it wrote an error line (code and message already in *code, *msg) */
 	int lines;        /* lines it wrote */
 	int signal;       /* the signal it said stopped it (its error line's "signal"), 0 = none */
@@ -86,7 +87,8 @@ typedef struct worker_end {
 /* The job's state after its worker ended, and for cancelled or failed the
  * error's code and message (written to code, msg; kept as the worker wrote
  * them when it reported its own error).  Pure: no store, no logging.
- * JOB_RECEIVING = a stream that paused (its views stopped coming), JOB_QUEUED
+ * JOB_RECEIVING = a stream that paused (its views stopped coming, or it
+ * yielded the runner to queued jobs while it waited for views), JOB_QUEUED
  * = back to the queue (the daemon stops).  Only a stop the daemon asked for
  * is a cancel: a worker that a signal from outside the daemon ended (kill,
  * the OOM killer, a SIGTERM that it caught and stopped on) failed. */

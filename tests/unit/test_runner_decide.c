@@ -60,6 +60,12 @@ static const struct row {
 	{ "worker not started", { .status = EXITED(127) }, JOB_FAILED, "internal_error", "could not be started", NULL },
 	{ "stream idle: paused", { .status = EXITED(WORKER_EXIT_STREAM_IDLE), .saw_error = 1 }, JOB_RECEIVING, NULL,
 	  NULL, NULL },
+	{ "stream yielded to the queue", { .status = EXITED(WORKER_EXIT_CANCELLED), .yield_asked = 1, .saw_error = 1,
+	  .signal = SIGTERM }, JOB_RECEIVING, NULL, NULL, NULL },
+	{ "stream yield raced by a cancel", { .status = EXITED(WORKER_EXIT_CANCELLED), .yield_asked = 1,
+	  .cancel_asked = 1 }, JOB_CANCELLED, "cancelled", "cancelled by request", NULL },
+	{ "stream yield raced by the daemon's stop", { .status = EXITED(WORKER_EXIT_CANCELLED), .yield_asked = 1,
+	  .stop_asked = 1 }, JOB_QUEUED, NULL, NULL, NULL },
 	{ "stream idle raced by a cancel", { .status = EXITED(WORKER_EXIT_STREAM_IDLE), .cancel_asked = 1 },
 	  JOB_CANCELLED, "cancelled", "cancelled by request", NULL },
 };
