@@ -32,6 +32,9 @@ typedef struct app {
 	struct pusher *push;
 	struct node_thread *node;  /* heartbeat and lease expiry (node.h) */
 	atomic_int stopping;
+	/* store_recover could not write at start (a full disk): the runner
+	 * tries again before it takes a job (runner.c) */
+	atomic_int recover_pending;
 	double started;
 	/* this node's own state (device models, matrices cache, audit log):
 	 * the spool with SQLite, SPOOL/nodes/NAME with PostgreSQL */

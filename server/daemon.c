@@ -63,8 +63,18 @@ int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 	int requeued = 0, orphans = 0, rc;
 	char masked[1024];
 	config_mask_uri(cfg->store, masked, sizeof masked);
-	if ((rc = store_open2(cfg->store, cfg->spool[0] ? cfg->spool : NULL, cfg->node, &a->st, err)) ||
-	    (rc = store_recover(a->st, &requeued, &orphans, err)) || (rc = state_dir(a, err)))
+	if ((rc = store_open2(cfg->store, cfg->spool[0] ? cfg->spool : NULL, cfg->node, &a->st, err)))
+		goto fail;
+	if ((rc = store_recover(a->st, &requeued, &orphans, err)) == RC_ENOSPACE || rc == RC_EIO) {
+		/* A full store disk must not keep the daemon down: it serves reads
+		 * and answers 507 to writes, and the runner recovers (and only
+		 * then takes jobs) once the store takes writes again. */
+		rlog(LOG_P_ERR, "recover_failed", "error=\"%s\" (serving; the queue waits, recovery retried every second)",
+		     err->msg);
+		atomic_store(&a->recover_pending, 1);
+		rc = 0;
+	}
+	if (rc || (rc = state_dir(a, err)))
 		goto fail;
 	if (!cfg->audit_log[0])
 		snprintf(cfg->audit_log, sizeof cfg->audit_log, "%.1000s/audit.log", a->state_dir);

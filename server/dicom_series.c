@@ -273,22 +273,29 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 	job_spec *spec = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
-	if ((rc = store_get(st, id, 0, &row, err)))
+	/* Held before the row is read: a DELETE that removes the row from now
+	 * on removes the directory only after this writer is done, and one that
+	 * came first leaves no row to find (store_files_hold). */
+	if ((rc = store_files_hold(st, id, err)))
 		return rc;
+	if ((rc = store_get(st, id, 0, &row, err)))
+		goto out_release;
 	job_state state = row.state;
 	double finished = row.finished;
 	job_row_clear(&row);
-	if (state != JOB_SUCCEEDED)
-		return rc_fail(err, RC_ESTATE, "state", "job %s is %s; its DICOM series exists once it has succeeded", id,
-			       job_state_name(state));
+	if (state != JOB_SUCCEEDED) {
+		rc = rc_fail(err, RC_ESTATE, "state", "job %s is %s; its DICOM series exists once it has succeeded", id,
+			     job_state_name(state));
+		goto out_release;
+	}
 	pthread_mutex_lock(&series_lock);
 	if (dicom_series_read(st, id, out) == 0) {
 		rc = 0;
-		goto out;
+		goto out_unlock;
 	}
 	store_job_path(st, id, "spec.json", path, sizeof path);
 	if ((rc = job_spec_load(path, &spec, err)))
-		goto out;
+		goto out_unlock;
 	gen g = { .st = st, .id = id, .uid_root = uid_root ? uid_root : "", .spec = spec, .finished = finished,
 		  .fd = -1 };
 	rc = generate(&g, out, err);
@@ -300,7 +307,19 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		rc = dicom_series_read(st, id, out) ? rc_fail(err, RC_EIO, "", "cannot read the series of job %s", id)
 						    : 0;
 	job_spec_free(spec);
-out:
+	/* Another node's DELETE (a shared spool) does not see this node's
+	 * hold: a series written for a row that is gone now is removed here. */
+	if (!rc && store_is_shared(st) && store_get(st, id, 0, &row, NULL) == RC_ENOTFOUND) {
+		store_job_path(st, id, "dicom", path, sizeof path);
+		rm_tree(path);
+		store_job_path(st, id, NULL, path, sizeof path);
+		rmdir(path); /* empty once the deleting node's removal is done too */
+		rc = rc_fail(err, RC_ENOTFOUND, "", "job %s was deleted while its series was written", id);
+	}
+	job_row_clear(&row);
+out_unlock:
 	pthread_mutex_unlock(&series_lock);
+out_release:
+	store_files_release(st, id);
 	return rc;
 }

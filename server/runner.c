@@ -37,6 +37,11 @@
 #define EXPIRE_EVERY_S 60.0
 #define PROGRESS_EVERY_S 0.5  /* a shared store gets the live progress this often at most */
 #define STREAM_POLL_MS 50     /* a shared store's streaming job: the bitmap is read this often */
+/* A stream whose worker has back-projected every view it has and got no new
+ * one for this long gives the runner to the queued jobs (docs/server.md):
+ * long enough for a scanner's steady pace (views come every few ms to
+ * 100 ms), short against stream_idle_s (300 s) that held the queue before. */
+#define STREAM_YIELD_S 1.0
 
 struct runner {
 	app *a;
@@ -62,6 +67,7 @@ struct runner {
 	uint8_t *stamped_first;  /* views share_memory stamped, not yet touched by runner_views */
 	int nstamp;
 	uint32_t next_stamp;     /* the last even stamp handed out */
+	double last_view_at;     /* monotonic time a view was last stamped (streaming) */
 	/* shared store: what the other nodes see of the running job */
 	char *prog_json;         /* the last progress event, under lock; NULL = none */
 	unsigned prog_seq;       /* bumped with prog_json */
@@ -150,6 +156,7 @@ struct outcome {
 	char *report;        /* JSON text of the report line */
 	int saw_error;
 	int lines;
+	int signal;          /* the signal the error line says stopped the worker */
 };
 
 static void handle_line(runner *r, const char *id, char *line, struct outcome *oc, double *last_elapsed)
@@ -218,6 +225,7 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		oc->report = json_dumps(j, JSON_COMPACT);
 	} else if (type && !strcmp(type, "error")) {
 		oc->saw_error = 1;
+		oc->signal = (int)json_integer_value(json_object_get(j, "signal"));
 		const char *c = json_string_value(json_object_get(j, "code"));
 		const char *f = json_string_value(json_object_get(j, "field"));
 		const char *m = json_string_value(json_object_get(j, "message"));
@@ -348,21 +356,57 @@ static void with_last_progress(runner *r, struct outcome *oc, const struct rusag
 	json_decref(rep);
 }
 
-static void describe_exit(int status, struct outcome *oc, const char *worker)
+/* "15 (SIGTERM)": the number and the name, which strsignal does not give */
+static void signal_words(int sig, char *buf, size_t n)
 {
-	if (WIFSIGNALED(status)) {
-		snprintf(oc->err_code, sizeof oc->err_code, "worker_crashed");
-		snprintf(oc->err_msg, sizeof oc->err_msg,
-			 "the worker process was killed by signal %d (%s); the job's data is intact and it can be resubmitted",
-			 WTERMSIG(status), strsignal(WTERMSIG(status)));
-	} else if (WEXITSTATUS(status) == 127 && !oc->lines) {
-		snprintf(oc->err_code, sizeof oc->err_code, "internal_error");
-		snprintf(oc->err_msg, sizeof oc->err_msg, "the worker %.200s could not be started (check the worker path)", worker);
-	} else if (!oc->saw_error) {
-		snprintf(oc->err_code, sizeof oc->err_code, "worker_crashed");
-		snprintf(oc->err_msg, sizeof oc->err_msg, "the worker process exited with status %d without a report",
-			 WEXITSTATUS(status));
+	const char *abbrev = sigabbrev_np(sig);
+	snprintf(buf, n, "%d (%s%s)", sig, abbrev ? "SIG" : "", abbrev ? abbrev : "unknown signal");
+}
+
+job_state runner_decide(const worker_end *w, const char *worker, char *code, size_t ncode, char *msg, size_t nmsg)
+{
+	int st = w->status, exited = WIFEXITED(st), ex = exited ? WEXITSTATUS(st) : -1;
+	char sig[48];
+	if (exited && ex == 0 && w->volume_ok && !w->cancel_asked)
+		return JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
+	if (w->stop_asked && !w->cancel_asked)
+		return JOB_QUEUED;
+	if (w->yield_asked && !w->cancel_asked)
+		return JOB_RECEIVING; /* the queue goes on; the stream's next view queues it again */
+	if (w->cancel_asked) {
+		snprintf(code, ncode, "cancelled");
+		snprintf(msg, nmsg, "cancelled by request");
+		return JOB_CANCELLED;
 	}
+	if (exited && ex == WORKER_EXIT_STREAM_IDLE)
+		return JOB_RECEIVING; /* the views stopped coming: back to receiving */
+	if (w->saw_error && exited && ex != WORKER_EXIT_CANCELLED && !(ex == 127 && !w->lines))
+		return JOB_FAILED; /* the worker's own code and message */
+	snprintf(code, ncode, "worker_crashed");
+	if (WIFSIGNALED(st)) {
+		int s = WTERMSIG(st);
+		/* a fault of the worker's own, or a signal sent to it (the daemon
+		 * sends one only for a cancel or its stop, handled above) */
+		int own = s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGABRT || s == SIGTRAP ||
+			  s == SIGSYS;
+		signal_words(s, sig, sizeof sig);
+		snprintf(msg, nmsg, "the worker process was killed by signal %s%s; the job's data is intact and it can be "
+			 "resubmitted", sig, own ? "" : " from outside the daemon");
+	} else if (exited && ex == WORKER_EXIT_CANCELLED) {
+		/* the worker caught a SIGTERM or SIGINT that the daemon did not send */
+		if (w->signal > 0)
+			signal_words(w->signal, sig, sizeof sig);
+		else
+			snprintf(sig, sizeof sig, "SIGTERM or SIGINT");
+		snprintf(msg, nmsg, "the worker process was stopped by signal %s from outside the daemon (no cancel was "
+			 "asked); the job's data is intact and it can be resubmitted", sig);
+	} else if (ex == 127 && !w->lines) {
+		snprintf(code, ncode, "internal_error");
+		snprintf(msg, nmsg, "the worker %.200s could not be started (check the worker path)", worker);
+	} else {
+		snprintf(msg, nmsg, "the worker process exited with status %d without a report", ex);
+	}
+	return JOB_FAILED;
 }
 
 #define FINISH_RETRY_S 1.0
@@ -447,6 +491,7 @@ static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
 	r->stamp = map;
 	r->stamped_first = first;
 	r->nstamp = row.views_expected;
+	r->last_view_at = rc_now_s();
 	pthread_mutex_unlock(&r->lock);
 	job_row_clear(&row);
 	if (store_get(r->a->st, id, 1, &row, &err) == 0) {
@@ -533,8 +578,10 @@ void runner_views(runner *r, const char *id, int first, int last, int set)
 			 * view stored twice. */
 			int own = r->stamped_first[k];
 			r->stamped_first[k] = 0;
-			if (set && !own)
+			if (set && !own) {
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
+				r->last_view_at = rc_now_s();
+			}
 			else if (!set && s && !(s & 1))
 				atomic_store(&r->stamp[k], s | 1);
 		}
@@ -559,8 +606,10 @@ static void stamp_from_store(runner *r, const char *id)
 			int now = (row.present[k >> 3] >> (k & 7)) & 1, was = (r->seen[k >> 3] >> (k & 7)) & 1;
 			uint32_t s = atomic_load(&r->stamp[k]);
 			fell += was && !now;
-			if (now && (!s || (s & 1)))
+			if (now && (!s || (s & 1))) {
 				atomic_store(&r->stamp[k], r->next_stamp += 2);
+				r->last_view_at = rc_now_s();
+			}
 			else if (!now && s && !(s & 1))
 				atomic_store(&r->stamp[k], s | 1);
 		}
@@ -651,6 +700,22 @@ static int lease_tick(runner *r, const char *id, struct lease *ls)
 	return LEASE_HELD;
 }
 
+/* Whether the running job is a stream whose worker waits for views: it has
+ * back-projected every view stamped so far and none came for
+ * STREAM_YIELD_S. */
+static int stream_waiting(runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int present = 0, waiting = r->stamp && rc_now_s() - r->last_view_at >= STREAM_YIELD_S;
+	for (int k = 0; waiting && k < r->nstamp; k++) {
+		uint32_t s = atomic_load(&r->stamp[k]);
+		present += s && !(s & 1);
+	}
+	waiting = waiting && r->prog.views_done >= present;
+	pthread_mutex_unlock(&r->lock);
+	return waiting;
+}
+
 static void run_job(runner *r, const char *id)
 {
 	app *a = r->a;
@@ -691,7 +756,8 @@ static void run_job(runner *r, const char *id)
 	char buf[65536];
 	size_t used = 0;
 	double last_elapsed = 0, term_at = 0;
-	int cancelled = 0, stopping = 0, status = 0, lost = 0, remote_cancel = 0;
+	int cancelled = 0, stopping = 0, yielding = 0, status = 0, lost = 0, remote_cancel = 0;
+	double yield_check_at = t0 + STREAM_YIELD_S;
 	int shared = store_is_shared(a->st);
 	struct lease ls = { .renew_at = t0 + a->cfg->lease_s / 3, .prog_at = t0, .stream_at = t0, .held_at = t0 };
 	pthread_mutex_lock(&r->lock);
@@ -719,6 +785,18 @@ static void run_job(runner *r, const char *id)
 			term_at = rc_now_s();
 		} else if (term_at && rc_now_s() - term_at > CANCEL_GRACE_S) {
 			kill(pid, SIGKILL);
+		} else if (!term_at && rc_now_s() >= yield_check_at) {
+			/* a stream that waits for its scanner must not hold the
+			 * queue: it goes back to receiving and its next view
+			 * queues it again (it restarts from the views it has) */
+			int queued = stream_waiting(r) ? store_queue_depth(a->st) : 0;
+			if (queued > 0) {
+				rlog(LOG_P_INFO, "stream_yield", "id=%s queued=%d", id, queued);
+				yielding = 1;
+				kill(pid, SIGTERM);
+				term_at = rc_now_s();
+			}
+			yield_check_at = rc_now_s() + STREAM_YIELD_S / 4;
 		}
 		if (n <= 0)
 			continue;
@@ -771,27 +849,24 @@ static void run_job(runner *r, const char *id)
 		goto out;
 	}
 
-	job_state final;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(vol, R_OK) == 0 && !cancelled) {
-		final = JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
-	} else if (stopping && !cancelled) {
-		final = JOB_QUEUED;
-	} else if (!cancelled && WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_STREAM_IDLE &&
-		   store_stream_pause(a->st, id, &err) == 0) {
-		/* the views stopped coming: back to receiving, the queue goes on */
-		rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f", id, rc_now_s() - t0);
-		requeue_if_complete(r, id);
-		goto out;
-	} else if (cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CANCELLED)) {
-		final = JOB_CANCELLED;
-		snprintf(oc.err_code, sizeof oc.err_code, "cancelled");
-		snprintf(oc.err_msg, sizeof oc.err_msg, "cancelled by request");
-	} else {
+	worker_end we = { .status = status, .volume_ok = access(vol, R_OK) == 0, .cancel_asked = cancelled,
+			  .stop_asked = stopping, .yield_asked = yielding, .saw_error = oc.saw_error, .lines = oc.lines, .signal = oc.signal };
+	job_state final = runner_decide(&we, a->cfg->worker, oc.err_code, sizeof oc.err_code, oc.err_msg,
+					sizeof oc.err_msg);
+	if (final == JOB_RECEIVING) {
+		if (store_stream_pause(a->st, id, &err) == 0) {
+			rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f reason=%s", id, rc_now_s() - t0,
+			     yielding ? "yield" : "idle");
+			requeue_if_complete(r, id);
+			goto out;
+		}
+		/* the pause could not be recorded: the job cannot wait for views */
 		final = JOB_FAILED;
-		describe_exit(status, &oc, a->cfg->worker);
-		if (!strcmp(oc.err_code, "worker_crashed"))
-			metrics_worker_crash(a->met);
+		snprintf(oc.err_code, sizeof oc.err_code, "%s", rc_code_name(err.code));
+		snprintf(oc.err_msg, sizeof oc.err_msg, "the stream's pause could not be recorded: %s", err.msg);
 	}
+	if (!strcmp(oc.err_code, "worker_crashed"))
+		metrics_worker_crash(a->met);
 	/* A volume.f32 exists only for a succeeded job (a cancel that raced the
 	 * worker's last write, or a write whose directory fsync failed, leave
 	 * one behind otherwise).  Removed once the outcome is this node's to
@@ -950,7 +1025,17 @@ static void *runner_main(void *arg)
 		char id[37];
 		rc_err err;
 		int rc;
-		if (store_is_shared(r->a->st)) {
+		if (atomic_load(&r->a->recover_pending)) {
+			/* the start's recovery failed (a full disk): no job runs
+			 * before the running ones of the last life are re-queued */
+			int requeued = 0, orphans = 0;
+			rc = store_recover(r->a->st, &requeued, &orphans, &err);
+			if (!rc) {
+				atomic_store(&r->a->recover_pending, 0);
+				rlog(LOG_P_INFO, "recovered", "requeued=%d orphans_removed=%d", requeued, orphans);
+				continue;
+			}
+		} else if (store_is_shared(r->a->st)) {
 			/* placement needs this node's devices: none taken before the probe */
 			char engines[128];
 			runner_engines(r, engines, sizeof engines);

@@ -6,6 +6,7 @@
  */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,8 @@ int store_open2(const char *where, const char *spool, const char *node, store **
 		return rc;
 	snprintf(st->dir, sizeof st->dir, "%s", spool);
 	snprintf(st->node, sizeof st->node, "%s", node);
+	pthread_mutex_init(&st->holds_lock, NULL);
+	pthread_cond_init(&st->holds_cond, NULL);
 	*ret = st;
 	return 0;
 }
@@ -236,8 +239,67 @@ int store_open(const char *dir, store **ret, rc_err *err)
 
 void store_close(store *st)
 {
-	if (st)
-		st->ops->close(st);
+	if (!st)
+		return;
+	pthread_cond_destroy(&st->holds_cond);
+	pthread_mutex_destroy(&st->holds_lock);
+	st->ops->close(st);
+}
+
+struct store_hold {
+	struct store_hold *next;
+	char id[37];
+	int n;
+};
+
+int store_files_hold(store *st, const char *id, rc_err *err)
+{
+	struct store_hold *h;
+	pthread_mutex_lock(&st->holds_lock);
+	for (h = st->holds; h && strcmp(h->id, id); h = h->next)
+		;
+	if (!h && (h = calloc(1, sizeof *h))) {
+		snprintf(h->id, sizeof h->id, "%s", id);
+		h->next = st->holds;
+		st->holds = h;
+	}
+	if (h)
+		h->n++;
+	pthread_mutex_unlock(&st->holds_lock);
+	return h ? 0 : rc_fail(err, RC_ENOMEM, "", "out of memory");
+}
+
+void store_files_release(store *st, const char *id)
+{
+	pthread_mutex_lock(&st->holds_lock);
+	for (struct store_hold **p = &st->holds; *p; p = &(*p)->next)
+		if (!strcmp((*p)->id, id)) {
+			struct store_hold *h = *p;
+			if (--h->n == 0) {
+				*p = h->next;
+				free(h);
+				pthread_cond_broadcast(&st->holds_cond);
+			}
+			break;
+		}
+	pthread_mutex_unlock(&st->holds_lock);
+}
+
+/* The files of a job whose row is gone: removed once no writer holds them
+ * (a writer that takes its hold from now on finds no row and writes none). */
+static void remove_files(store *st, const char *id)
+{
+	pthread_mutex_lock(&st->holds_lock);
+	for (;;) {
+		struct store_hold *h;
+		for (h = st->holds; h && strcmp(h->id, id); h = h->next)
+			;
+		if (!h)
+			break;
+		pthread_cond_wait(&st->holds_cond, &st->holds_lock);
+	}
+	pthread_mutex_unlock(&st->holds_lock);
+	store_spool_remove(st->dir, id);
 }
 
 const char *store_dir(const store *st) { return st->dir; }
@@ -426,7 +488,7 @@ int store_delete(store *st, const char *id, rc_err *err)
 	/* The row is gone first: a crash here leaves an orphan directory that
 	 * store_recover removes, never a row without its files. */
 	if (!rc)
-		store_spool_remove(st->dir, id);
+		remove_files(st, id);
 	return rc;
 }
 
@@ -446,7 +508,7 @@ int store_expire(store *st, double retention_s, int *ret_n, rc_err *err)
 			else if (!rc)
 				total++;
 			if (!rc)
-				store_spool_remove(st->dir, ids[i]);
+				remove_files(st, ids[i]);
 		}
 		if (rc || n < 64)
 			break;

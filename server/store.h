@@ -210,9 +210,18 @@ int store_finish(store *st, const char *id, job_state state, const char *err_cod
  * once complete).  RC_ESTATE when it is not running. */
 int store_stream_pause(store *st, const char *id, rc_err *err);
 
-/* Removes a finished job: row first, then its files.  RC_ESTATE when the job
- * has not finished. */
+/* Removes a finished job: row first, then its files, once no writer holds
+ * them (store_files_hold).  RC_ESTATE when the job has not finished. */
 int store_delete(store *st, const char *id, rc_err *err);
+
+/* A writer of files into job id's directory after the job finished (its
+ * DICOM series) holds them: a delete or an expiry that removes the row
+ * meanwhile waits for store_files_release before it removes the directory,
+ * so nothing written survives the delete.  Take the hold, then check that
+ * the row is still there (a writer that finds it gone writes nothing); every
+ * hold is released once.  Holds nest (several writers of one job). */
+int store_files_hold(store *st, const char *id, rc_err *err);
+void store_files_release(store *st, const char *id);
 
 /* Deletes finished jobs whose finish time is older than now - retention_s;
  * ids of deleted jobs are not reported, only the count. */

@@ -14,6 +14,7 @@
 #ifndef RC_STORE_BACKEND_H
 #define RC_STORE_BACKEND_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "util/rc_error.h"
@@ -34,6 +35,10 @@ struct store {
 	char dir[4096];             /* the spool: {dir}/jobs/{id}/ */
 	char node[STORE_NODE_MAX];  /* this daemon's name in leases */
 	double call_bound_s;        /* the longest one store call may block (0: unbounded, local) */
+	/* store_files_hold: the jobs whose directories a writer holds */
+	pthread_mutex_t holds_lock;
+	pthread_cond_t holds_cond;
+	struct store_hold *holds;
 };
 
 /* One per backend; the arguments are store.h's (states as int).  The store

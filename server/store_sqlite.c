@@ -171,10 +171,23 @@ static int add_cluster_columns(sq_store *st, rc_err *err)
 			    "ALTER TABLE jobs ADD COLUMN views_cleared INTEGER NOT NULL DEFAULT 0;", err);
 }
 
+/* Whether the store is at this recond's schema already: read only, so that
+ * a daemon starts on a full disk (nothing to write, nothing written). */
+static int schema_current(sq_store *st)
+{
+	return query_ll(st, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='recond_schema'") &&
+	       query_ll(st, "SELECT COALESCE(MAX(version), 0) FROM recond_schema") == SCHEMA_VERSION &&
+	       query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='streaming'") &&
+	       query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='views_cleared'");
+}
+
 /* Creates or migrates the schema in one transaction (SQLite's DDL is
- * transactional: a crash leaves the old version whole). */
+ * transactional: a crash leaves the old version whole); a store already at
+ * this version is only read. */
 static int migrate(sq_store *st, const char *path, rc_err *err)
 {
+	if (schema_current(st))
+		return 0;
 	int rc = exec_sql(st, "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS recond_schema (version INTEGER NOT NULL);",
 			  err);
 	if (rc)

@@ -65,9 +65,11 @@ struct stream {
 	int replaced;        /* first view stored again after it was given, or -1 */
 };
 
+static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
+
 static void on_signal(int sig)
 {
-	(void)sig;
+	stop_signal = sig;
 	atomic_store(&cancel_flag, 1);
 }
 
@@ -229,8 +231,13 @@ static void emit_report(const rc_recon_report *rep, json_t *stream)
 
 static int fail(const rc_err *e)
 {
-	emit(json_pack("{ssssssss}", "type", "error", "code", rc_code_name(e->code), "field", e->field,
-		       "message", e->msg));
+	json_t *line = json_pack("{ssssssss}", "type", "error", "code", rc_code_name(e->code), "field", e->field,
+				 "message", e->msg);
+	/* which signal stopped it: the daemon tells its own cancel from a
+	 * signal sent from outside (worker_proto.h) */
+	if (line && e->code == RC_ECANCELLED && stop_signal)
+		json_object_set_new(line, "signal", json_integer(stop_signal));
+	emit(line);
 	fprintf(stderr, "recond-worker: %s%s%s\n", e->field, e->field[0] ? ": " : "", e->msg);
 	if (e->code == RC_EUNAVAIL && !strcmp(e->field, "stream_idle"))
 		return WORKER_EXIT_STREAM_IDLE;

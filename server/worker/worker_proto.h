@@ -25,7 +25,9 @@
  *   --stream-idle S  give up streaming when no view came for S seconds
  *
  * Exit status: 0 = volume.f32 written (fsynced, renamed into place),
- * WORKER_EXIT_CANCELLED = stopped by SIGTERM/SIGINT, WORKER_EXIT_FAILED = an
+ * WORKER_EXIT_CANCELLED = stopped by SIGTERM/SIGINT (its error line, code
+ * "cancelled", has "signal": the number; the daemon calls it a cancel only
+ * when it sent the signal itself), WORKER_EXIT_FAILED = an
  * error line was written, WORKER_EXIT_STREAM_IDLE = a streaming job's views
  * stopped coming (the daemon pauses the stream), anything else (or a
  * signal) = the worker crashed.
