@@ -50,6 +50,9 @@ void app_job_add_push(app *a, const job_row *r, json_t *j);
 /* Adds "dicom" (patient and study fields), "water_mu_per_mm" and
  * "dicom_series" (once written) to the Job j of GET /v1/jobs/{id}. */
 void app_job_add_dicom(app *a, const char *id, json_t *j);
+/* Removes the patient fields from the Job j (label "", no dicom) and sets
+ * phi_redacted (a token without phi, docs/server.md). */
+void app_job_redact(json_t *j);
 /* Loads job id and publishes its state to the event streams. */
 void app_job_changed(app *a, const char *id);
 

@@ -64,6 +64,9 @@ json_t *app_job_json(app *a, const job_row *r)
 	json_object_set_new(j, "id", json_string(r->id));
 	json_object_set_new(j, "state", json_string(job_state_name(r->state)));
 	json_object_set_new(j, "label", json_string(r->label));
+	/* "" in the row: created before owners were kept (nobody's) */
+	json_object_set_new(j, "owner", r->owner[0] ? json_string(r->owner) : json_null());
+	json_object_set_new(j, "phi_redacted", json_false());
 	json_object_set_new(j, "priority", json_integer(r->priority));
 	json_object_set_new(j, "autostart", json_boolean(r->autostart));
 	json_object_set_new(j, "cancel_requested", json_boolean(r->cancel_requested));
@@ -185,6 +188,16 @@ json_t *app_job_json(app *a, const job_row *r)
 	app_job_add_push(a, r, j);
 	json_decref(report);
 	return j;
+}
+
+void app_job_redact(json_t *j)
+{
+	/* the label may name the patient (spec.c); dicom holds the patient and
+	 * study fields as given.  dicom_series stays: counts, windows and UIDs
+	 * name the series, not the patient (docs/server.md). */
+	json_object_set_new(j, "label", json_string(""));
+	json_object_del(j, "dicom");
+	json_object_set_new(j, "phi_redacted", json_true());
 }
 
 void app_job_changed(app *a, const char *id)

@@ -35,18 +35,16 @@ void audit_close(audit *a)
 	free(a);
 }
 
-void audit_log(audit *a, const char *client, const char *who, const char *method,
-	       const char *path, unsigned status)
+/* Writes one line of text (the time stamp first, fields after); a line
+ * longer than the buffer is cut and still ends in a newline. */
+static void audit_write(audit *a, const char *fields)
 {
-	if (!a)
-		return;
 	char ts[32], line[1400];
 	time_t t = time(NULL);
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	int n = snprintf(line, sizeof line, "%s client=%s token=%s method=%s path=\"%s\" status=%u\n", ts,
-			 client ? client : "-", who ? who : "-", rlog_q(method), rlog_q(path), status);
+	int n = snprintf(line, sizeof line, "%s %s\n", ts, fields);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof line) {
@@ -55,4 +53,26 @@ void audit_log(audit *a, const char *client, const char *who, const char *method
 	}
 	if (write(a->fd, line, (size_t)n) != n)
 		rlog(LOG_P_WARNING, "audit_write_failed", "error=\"%s\"", errno ? "write" : "short");
+}
+
+void audit_log(audit *a, const char *client, const char *who, const char *method,
+	       const char *path, unsigned status)
+{
+	if (!a)
+		return;
+	char f[1400];
+	snprintf(f, sizeof f, "client=%s token=%s method=%s path=\"%s\" status=%u", client ? client : "-",
+		 who ? who : "-", rlog_q(method), rlog_q(path), status);
+	audit_write(a, f);
+}
+
+void audit_phi(audit *a, const char *client, const char *who, const char *method, const char *path,
+	       const char *jobs)
+{
+	if (!a)
+		return;
+	char f[1400];
+	snprintf(f, sizeof f, "client=%s token=%s method=%s path=\"%s\" phi_jobs=%.1000s", client ? client : "-",
+		 who ? who : "-", rlog_q(method), rlog_q(path), jobs);
+	audit_write(a, f);
 }

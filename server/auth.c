@@ -12,6 +12,7 @@
 struct token {
 	char name[64];
 	auth_role role;
+	int phi; /* may see patient fields of every job */
 	unsigned char digest[SHA256_DIGEST_SIZE];
 };
 
@@ -83,7 +84,7 @@ int auth_load(auth *a, const json_t *tokens, rc_err *err)
 	if (!t)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		static const char *const keys[] = { "name", "role", "sha256", NULL };
+		static const char *const keys[] = { "name", "role", "sha256", "phi", NULL };
 		json_t *o = json_array_get(tokens, i);
 		char p[32];
 		const char *name = NULL, *role = NULL, *hash = NULL;
@@ -92,11 +93,14 @@ int auth_load(auth *a, const json_t *tokens, rc_err *err)
 		if (!json_is_object(o))
 			rc = rc_fail(err, RC_EINVAL, p, "%s must be an object {\"name\", \"role\", \"sha256\"}", p);
 		else if (!(rc = jf_check_keys(o, p, keys, err)) && !(rc = jf_str(o, p, "name", 1, 63, &name, err)) &&
-			 !(rc = jf_str(o, p, "role", 1, 16, &role, err)) && !(rc = jf_str(o, p, "sha256", 1, 64, &hash, err))) {
+			 !(rc = jf_str(o, p, "role", 1, 16, &role, err)) && !(rc = jf_str(o, p, "sha256", 1, 64, &hash, err)) &&
+			 !(rc = jf_bool(o, p, "phi", 0, &t[i].phi, err))) {
 			snprintf(t[i].name, sizeof t[i].name, "%s", name);
 			t[i].role = !strcmp(role, "read") ? ROLE_READ : !strcmp(role, "submit") ? ROLE_SUBMIT
 				  : !strcmp(role, "admin") ? ROLE_ADMIN : ROLE_NONE;
-			if (t[i].role == ROLE_NONE)
+			if (!strcmp(name, "-"))
+				rc = rc_fail(err, RC_EINVAL, p, "%s.name \"-\" is reserved (it names no token: loopback mode)", p);
+			else if (t[i].role == ROLE_NONE)
 				rc = rc_fail(err, RC_EINVAL, p, "%s.role must be read, submit or admin (got \"%s\")", p, role);
 			else if (unhex(hash, t[i].digest))
 				rc = rc_fail(err, RC_EINVAL, p, "%s.sha256 must be 64 hex digits (recond --hash-token prints them)", p);
@@ -122,9 +126,11 @@ int auth_count(auth *a)
 	return n;
 }
 
-int auth_check(auth *a, const char *header, auth_role *role, char name[64])
+int auth_check(auth *a, const char *header, auth_role *role, char name[64], int *phi)
 {
-	if (!header || strncasecmp(header, "Bearer ", 7))
+	if (!header)
+		return RC_EUNAUTH;
+	if (strncasecmp(header, "Bearer ", 7))
 		return RC_EINVAL;
 	const char *tok = header + 7;
 	while (*tok == ' ')
@@ -134,7 +140,7 @@ int auth_check(auth *a, const char *header, auth_role *role, char name[64])
 	sha256_init(&c);
 	sha256_update(&c, strlen(tok), (const uint8_t *)tok);
 	sha256_digest(&c, sizeof d, d);
-	int rc = RC_EINVAL;
+	int rc = RC_EUNAUTH;
 	pthread_mutex_lock(&a->lock);
 	for (int i = 0; i < a->n; i++) {
 		unsigned diff = 0;
@@ -143,6 +149,7 @@ int auth_check(auth *a, const char *header, auth_role *role, char name[64])
 		if (!diff && rc) {
 			*role = a->tok[i].role;
 			snprintf(name, 64, "%s", a->tok[i].name);
+			*phi = a->tok[i].phi;
 			rc = 0;
 		}
 	}

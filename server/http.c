@@ -80,6 +80,7 @@ enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, cons
 	if (store_get(r->a->st, id, 1, &row, &err))
 		return http_error_rc(c, r, &err);
 	json_t *j = app_job_json(r->a, &row);
+	http_job_phi(r, row.owner, id, j);
 	job_row_clear(&row);
 	return http_json(c, r, status, j);
 }
@@ -245,15 +246,19 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 		return http_fail(c, r, RC_EUNAVAIL, "", "recond is shutting down; retry shortly");
 	if (need > ROLE_NONE && auth_count(r->a->auth) > 0) {
 		const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		if (auth_check(r->a->auth, h, &r->role, r->who))
+		int arc = auth_check(r->a->auth, h, &r->role, r->who, &r->phi);
+		if (arc)
 			return http_fail(c, r, RC_EUNAUTH, "", "%s",
-					 h ? "the bearer token is not known"
-					   : "this endpoint needs an Authorization: Bearer TOKEN header");
+					 !h ? "this endpoint needs an Authorization: Bearer TOKEN header"
+					 : arc == RC_EINVAL ? "the Authorization header must read \"Authorization: Bearer TOKEN\""
+							      " (the word Bearer, a space, then the token)"
+							    : "the bearer token is not known");
 		if ((int)r->role < need)
 			return http_fail(c, r, RC_EFORBIDDEN, "", "the token \"%s\" has role %s; this needs %s", r->who,
 					 auth_role_name(r->role), auth_role_name((auth_role)need));
 	} else {
 		r->role = ROLE_ADMIN; /* no tokens: loopback only, everything allowed */
+		r->phi = 1;
 		snprintf(r->who, sizeof r->who, "-");
 	}
 	switch (r->rt) {

@@ -96,12 +96,20 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 		return http_error_rc(c, r, &err);
 	job_state st = row.state;
 	uint64_t vol_bytes = row.vol_bytes;
+	/* the DICOM series carries the patient fields; the other formats none */
+	int refused = kind == RC_FORMAT_DICOM && !http_sees_phi(r, row.owner);
 	job_row_clear(&row);
+	if (refused)
+		return http_fail(c, r, RC_EFORBIDDEN, "format",
+				 "format=dicom carries the patient fields of job %s, which the token \"%s\" may not see "
+				 "(a token with \"phi\": true may); format=raw, nifti and mha carry none", r->id, r->who);
 	if (st != JOB_SUCCEEDED)
 		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s; the volume exists once it has succeeded",
 				 r->id, job_state_name(st));
-	if (kind == RC_FORMAT_DICOM)
+	if (kind == RC_FORMAT_DICOM) {
+		audit_phi(a->audit, r->client, r->who, r->method, r->path, r->id);
 		return volume_get_dicom(c, r);
+	}
 	struct dl *d = calloc(1, sizeof *d);
 	if (!d)
 		return MHD_NO;

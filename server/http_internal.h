@@ -42,6 +42,7 @@ typedef struct req {
 	char id[37];
 	int k;
 	auth_role role;
+	int phi;         /* the token sees every job's patient fields (http_owner.c) */
 	char who[64];
 	char client[64];
 	int audit;
@@ -74,8 +75,36 @@ int http_arg_int(struct MHD_Connection *c, const char *name, long lo, long hi, l
 /* Whether the request's If-None-Match names etag (quotes included) or is
  * "*": RFC 9110 13.1.2's weak comparison, so W/"x" matches "x". */
 int http_etag_matches(struct MHD_Connection *c, const char *etag);
-/* The job as JSON (200) or the error of loading it. */
+/* The job as JSON (200) or the error of loading it; patient fields as
+ * http_job_phi decides. */
 enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id);
+
+/* Owners and patient fields (http_owner.c, docs/server.md).  Whether r's
+ * token may act on a job of owner (admin: every job; submit: its own). */
+int http_may_act(const req *r, const char *owner);
+/* Whether r's token sees the patient fields of a job of owner (phi, or
+ * its own job). */
+int http_sees_phi(const req *r, const char *owner);
+/* The 403 of a token acting on a job that is not its own. */
+enum MHD_Result http_refuse_act(struct MHD_Connection *c, req *r, const char *owner);
+/* Loads job r->id and returns 0 when r may act on it; else -1 with the
+ * answer queued in *ret (403, or the error of loading it). */
+int http_owner_check(struct MHD_Connection *c, req *r, enum MHD_Result *ret);
+/* Redacts the Job j of a job of owner (app_job_redact) when r may not see
+ * its patient fields and returns 0; else returns 1 (the caller audits it). */
+int http_job_show(const req *r, const char *owner, json_t *j);
+/* http_job_show, and the audit line of the read of job id's patient fields
+ * when they are shown. */
+int http_job_phi(req *r, const char *owner, const char *id, json_t *j);
+/* A list's audit of the jobs shown with patient fields: a line per
+ * PHI_IDS_PER_LINE ids (an audit line stays short), the rest at the end. */
+#define PHI_IDS_PER_LINE 25
+typedef struct phi_ids {
+	char ids[PHI_IDS_PER_LINE * 37];
+	int n;
+} phi_ids;
+/* Adds id (NULL: writes what is left). */
+void http_phi_ids_add(req *r, phi_ids *b, const char *id);
 
 /* Routes (first call: no body yet). */
 enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r);

@@ -7,7 +7,9 @@
  * declared length before it is read and again while it arrives (chunked
  * bodies), then parsed once by spec.c (which also gives the job's summary)
  * and checked by core's rc_recon_check (an engine runs the algorithm on the
- * geometry); nothing is stored unless both pass.
+ * geometry); nothing is stored unless both pass.  The job belongs to the
+ * creating token; the routes that act on a job check it (http_owner.c)
+ * before anything else, and every Job answer goes through http_job_phi.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +141,7 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	char *summary = job_spec_summary(spec);
-	int rc = store_create(a->st, id, spec, r->body, r->body_len, summary ? summary : "{}", &err);
+	int rc = store_create_owned(a->st, id, spec, r->body, r->body_len, summary ? summary : "{}", r->who, &err);
 	free(summary);
 	if (rc) {
 		rlog(LOG_P_ERR, "job_create_failed", "error=\"%s\"", rlog_q(err.msg));
@@ -158,6 +160,7 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	if (store_get(a->st, id, 1, &row, &err))
 		return http_error_rc(c, r, &err);
 	json_t *j = app_job_json(a, &row);
+	http_job_phi(r, row.owner, id, j);
 	job_row_clear(&row);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -196,11 +199,16 @@ enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
 	if (store_list(r->a->st, state, (int)limit, (int)offset, &rows, &n, &total, &err))
 		return http_error_rc(c, r, &err);
 	json_t *arr = json_array();
+	phi_ids shown = { .n = 0 };
 	for (int i = 0; i < n; i++) {
-		json_array_append_new(arr, app_job_json(r->a, &rows[i]));
+		json_t *j = app_job_json(r->a, &rows[i]);
+		if (http_job_show(r, rows[i].owner, j))
+			http_phi_ids_add(r, &shown, rows[i].id);
+		json_array_append_new(arr, j);
 		job_row_clear(&rows[i]);
 	}
 	free(rows);
+	http_phi_ids_add(r, &shown, NULL);
 	return http_json(c, r, 200, json_pack("{sosisisi}", "jobs", arr, "total", total, "limit", (int)limit,
 					      "offset", (int)offset));
 }
@@ -212,8 +220,9 @@ enum MHD_Result jobs_get(struct MHD_Connection *c, req *r)
 	if (store_get(r->a->st, r->id, 1, &row, &err))
 		return http_error_rc(c, r, &err);
 	json_t *j = app_job_json(r->a, &row);
-	job_row_clear(&row);
 	app_job_add_dicom(r->a, r->id, j);
+	http_job_phi(r, row.owner, r->id, j);
+	job_row_clear(&row);
 	return http_json(c, r, 200, j);
 }
 
@@ -225,6 +234,12 @@ enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)
 	if (store_get(a->st, r->id, 0, &row, &err))
 		return http_error_rc(c, r, &err);
 	job_state s = row.state;
+	int may = http_may_act(r, row.owner);
+	if (!may) {
+		enum MHD_Result ret = http_refuse_act(c, r, row.owner);
+		job_row_clear(&row);
+		return ret;
+	}
 	job_row_clear(&row);
 	if (!(JOB_BIT(s) & JOB_FINAL))
 		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s: DELETE removes finished jobs only; cancel it first "
@@ -243,6 +258,9 @@ enum MHD_Result jobs_cancel(struct MHD_Connection *c, req *r)
 	app *a = r->a;
 	job_state after;
 	rc_err err;
+	enum MHD_Result ret;
+	if (http_owner_check(c, r, &ret))
+		return ret;
 	if (store_cancel(a->st, r->id, &after, &err))
 		return http_error_rc(c, r, &err);
 	if (after == JOB_RUNNING)
@@ -257,6 +275,9 @@ enum MHD_Result jobs_start(struct MHD_Connection *c, req *r)
 {
 	int changed = 0;
 	rc_err err;
+	enum MHD_Result ret;
+	if (http_owner_check(c, r, &ret))
+		return ret;
 	if (store_start(r->a->st, r->id, &changed, &err))
 		return http_error_rc(c, r, &err);
 	if (changed) {
@@ -274,6 +295,9 @@ enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r)
 	if (cl && strtoull(cl, NULL, 10) > r->a->cfg->max_body)
 		return http_fail(c, r, RC_EBODYTOOBIG, "", "the body is %.24s bytes; the limit is %llu", cl,
 				 (unsigned long long)r->a->cfg->max_body);
+	enum MHD_Result ret;
+	if (http_owner_check(c, r, &ret)) /* before the body is read */
+		return ret;
 	return MHD_YES;
 }
 

@@ -27,6 +27,12 @@ enum MHD_Result push_again(struct MHD_Connection *c, req *r)
 	if (store_get(a->st, r->id, 0, &row, &err))
 		return http_error_rc(c, r, &err);
 	job_state st = row.state;
+	int may = http_may_act(r, row.owner);
+	if (!may) {
+		enum MHD_Result ret = http_refuse_act(c, r, row.owner);
+		job_row_clear(&row);
+		return ret;
+	}
 	job_row_clear(&row);
 	if (st != JOB_SUCCEEDED)
 		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s; its series can be pushed once it has succeeded",

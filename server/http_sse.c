@@ -17,6 +17,10 @@
  * when the progress the running node wrote into the row changed: another
  * node's events arrive within POLL_MS plus that node's own period (0.5 s,
  * runner.c).  SQLite (one node) never polls.
+ *
+ * Patient fields: whether the stream's token sees them is decided once, at
+ * the start (http_sees_phi; the owner never changes), and audited then;
+ * without them every "state" event is the redacted Job (app_job_redact).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +43,17 @@ struct sse {
 	char seen[48];      /* the state and delivery last sent ("state/delivery") */
 	char *seen_prog;    /* the progress last sent (as in the row), or NULL */
 	double quiet_since; /* monotonic time of the last text (keep-alives) */
+	int phi;            /* the token sees the job's patient fields */
 };
+
+/* The Job j as a state event's text for this stream (owned; NULL when out
+ * of memory). */
+static char *state_text(const struct sse *e, json_t *j)
+{
+	if (!e->phi)
+		app_job_redact(j);
+	return json_dumps(j, JSON_COMPACT);
+}
 
 /* "state/delivery" of a Job's JSON, the part whose change is a state event. */
 static void state_key(const json_t *j, char *key, size_t n)
@@ -89,6 +103,23 @@ static void set_pending(struct sse *e, const char *ev, const char *data)
 		e->pend_len = (size_t)snprintf(e->pending, n, "event: %s\ndata: %s\n\n", ev, data);
 }
 
+/* The hub's state event data (the whole Job) as the pending event, without
+ * the patient fields; nothing is sent when it cannot be redacted. */
+static void redact_pending(struct sse *e, const char *data)
+{
+	json_t *j = json_loads(data, 0, NULL);
+	char *s = j ? state_text(e, j) : NULL;
+	json_decref(j);
+	if (s) {
+		set_pending(e, "state", s);
+	} else {
+		free(e->pending);
+		e->pending = NULL;
+		e->pend_len = e->pend_off = 0;
+	}
+	free(s);
+}
+
 /* The current job as a state event; 0 or -1 when the job is gone. */
 static int state_event(struct sse *e)
 {
@@ -102,7 +133,7 @@ static int state_event(struct sse *e)
 	e->done = job_done(j);
 	state_key(j, e->seen, sizeof e->seen);
 	job_row_clear(&row);
-	char *s = json_dumps(j, JSON_COMPACT);
+	char *s = state_text(e, j);
 	json_decref(j);
 	set_pending(e, "state", s ? s : "{}");
 	free(s);
@@ -127,7 +158,7 @@ static void poll_row(struct sse *e)
 	char key[48];
 	state_key(j, key, sizeof key);
 	if (strcmp(key, e->seen)) {
-		char *s = json_dumps(j, JSON_COMPACT);
+		char *s = state_text(e, j);
 		set_pending(e, "state", s ? s : "{}");
 		free(s);
 		snprintf(e->seen, sizeof e->seen, "%s", key);
@@ -151,6 +182,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		int rc = hub_next(e->a->hub, e->id, &e->seq, e->poll ? POLL_MS : KEEPALIVE_MS, ev, &data);
 		if (rc == 0) {
 			set_pending(e, ev, data);
+			if (!e->phi && !strcmp(ev, "state"))
+				redact_pending(e, data);
 			if (!strcmp(ev, "deleted") || (!strcmp(ev, "state") && final_state(data)))
 				e->done = 1;
 			if (e->poll && !strcmp(ev, "progress"))
@@ -214,6 +247,9 @@ enum MHD_Result events_get(struct MHD_Connection *c, req *r)
 		free(e);
 		return http_error_rc(c, r, &err);
 	}
+	e->phi = http_sees_phi(r, row.owner);
+	if (e->phi)
+		audit_phi(r->a->audit, r->client, r->who, r->method, r->path, r->id);
 	job_row_clear(&row);
 	state_event(e);
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, e, sse_free);

@@ -114,6 +114,10 @@ enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
 	if (store_get(a->st, r->id, 0, &row, &err))
 		return http_error_rc(c, r, &err);
 	enum MHD_Result ret;
+	if (!http_may_act(r, row.owner)) { /* submit uploads to its own jobs only (http_owner.c) */
+		ret = http_refuse_act(c, r, row.owner);
+		goto out;
+	}
 	if (!job_row_uploadable(&row)) {
 		job_row_upload_refused(&row, &err);
 		ret = http_error_rc(c, r, &err);

@@ -333,10 +333,16 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
 int store_create(store *st, const char *id, const job_spec *spec, const char *spec_json,
 		 size_t spec_len, const char *summary, rc_err *err)
 {
+	return store_create_owned(st, id, spec, spec_json, spec_len, summary, "", err);
+}
+
+int store_create_owned(store *st, const char *id, const job_spec *spec, const char *spec_json,
+		       size_t spec_len, const char *summary, const char *owner, rc_err *err)
+{
 	int rc = store_spool_create(st->dir, id, spec, spec_json, spec_len, err);
 	if (rc)
 		return rc;
-	if ((rc = st->ops->insert(st, id, spec, summary, err)))
+	if ((rc = st->ops->insert(st, id, spec, summary, owner, err)))
 		store_spool_remove(st->dir, id);
 	return rc;
 }

@@ -75,6 +75,8 @@ typedef struct job_row {
 	char *summary;   /* JSON text, owned */
 	char *report;    /* JSON text from the worker (plan, engine, ...), owned; NULL = none */
 	uint8_t *present;/* bitmap of views_expected bits, owned; only with store_get(..., 1) */
+	char owner[64];  /* the token name that created it; "-" without tokens; "" = created before
+			  * owners were kept (schema 5 / 4): nobody's, only admin acts on it */
 } job_row;
 
 void job_row_clear(job_row *r);
@@ -122,6 +124,10 @@ int store_recover(store *st, int *requeued, int *orphans, rc_err *err);
  * the row, in state created.  summary is JSON text kept with the row. */
 int store_create(store *st, const char *id, const job_spec *spec, const char *spec_json,
 		 size_t spec_len, const char *summary, rc_err *err);
+/* store_create with the job's owner (the token name, job_row.owner); owner
+ * never changes afterwards.  store_create's owner is "". */
+int store_create_owned(store *st, const char *id, const job_spec *spec, const char *spec_json,
+		       size_t spec_len, const char *summary, const char *owner, rc_err *err);
 
 /* Loads a job (RC_ENOTFOUND when there is none). */
 int store_get(store *st, const char *id, int with_bitmap, job_row *out, rc_err *err);

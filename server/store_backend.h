@@ -52,7 +52,8 @@ struct store_ops {
 	 * state that keeps the files (JOB_RUNNING) */
 	int (*state_of)(store *st, const char *id);
 	/* the row (the spool files are already made) */
-	int (*insert)(store *st, const char *id, const job_spec *spec, const char *summary, rc_err *err);
+	int (*insert)(store *st, const char *id, const job_spec *spec, const char *summary, const char *owner,
+		      rc_err *err);
 	int (*get)(store *st, const char *id, int with_bitmap, struct job_row *out, rc_err *err);
 	int (*list)(store *st, int state, int limit, int offset, struct job_row **rows, int *n, int *total,
 		    rc_err *err);

@@ -224,6 +224,8 @@ static const char *const migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN views_cleared bigint NOT NULL DEFAULT 0;"
 	"CREATE TABLE nodes (name text PRIMARY KEY, devices text NOT NULL DEFAULT '[]',"
 	" running text NOT NULL DEFAULT '', heartbeat float8 NOT NULL, started float8 NOT NULL);",
+	/* version 4: owners (store.h); a job from before has '' (nobody's) */
+	"ALTER TABLE jobs ADD COLUMN owner text NOT NULL DEFAULT '';",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -330,7 +332,7 @@ static int pg_run_commit(pg_store *st, const char *what, const char *sql, const 
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
 	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress"
+	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress, owner"
 
 static char *dup_col(const PGresult *res, int i, int c)
 {
@@ -381,6 +383,7 @@ static void read_row(const PGresult *res, int i, int with_bitmap, job_row *r)
 	snprintf(r->engine, sizeof r->engine, "%s", V(30));
 	r->views_cleared = strtoll(V(31), NULL, 10);
 	r->progress = dup_col(res, i, 32);
+	snprintf(r->owner, sizeof r->owner, "%s", V(33));
 #undef V
 }
 
@@ -491,7 +494,8 @@ static char *hex_bytea(const uint8_t *b, size_t n)
 	return s;
 }
 
-static int pg_insert(store *base, const char *id, const job_spec *spec, const char *summary, rc_err *err)
+static int pg_insert(store *base, const char *id, const job_spec *spec, const char *summary, const char *owner,
+		     rc_err *err)
 {
 	pg_store *st = PG(base);
 	size_t nbits = ((size_t)spec->nviews + 7) / 8;
@@ -520,13 +524,15 @@ static int pg_insert(store *base, const char *id, const job_spec *spec, const ch
 	p_str(&p, hex);
 	p_int(&p, spec->stream);
 	p_str(&p, store_spec_engine(spec));
+	p_str(&p, owner);
 	PG_ENTER(st, err);
 	if ((rc = pg_run(st, "insert", "BEGIN", NULL, NULL, err)) ||
 	    (rc = pg_run(st, "insert",
 			 "INSERT INTO jobs (id, state, label, priority, autostart, created, updated, views_expected, nu,"
-			 " rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes, summary, present, stream, engine)"
-			 " VALUES ($1, $2::int, $3, $4::int, $5::int, $6::float8, $6::float8, $7::int, $8::int, $9::int,"
-			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea, $17::int, $18)",
+			 " rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes, summary, present, stream, engine,"
+			 " owner) VALUES ($1, $2::int, $3, $4::int, $5::int, $6::float8, $6::float8, $7::int, $8::int, $9::int,"
+			 " $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15, $16::bytea, $17::int, $18,"
+			 " $19)",
 			 &p, NULL, err)))
 		goto out_unlock;
 	for (int i = 0; i < spec->out.npush; i++) {

@@ -138,8 +138,14 @@ static const char schema_v4[] =
 	"CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, devices TEXT NOT NULL DEFAULT '[]',"
 	" running TEXT NOT NULL DEFAULT '', heartbeat REAL NOT NULL, started REAL NOT NULL);";
 
+/* Version 5: owners (store.h): the token name that created a job; a job
+ * from before has "" (nobody's: only admin acts on it).  add_owner_column
+ * adds it, since version 0 runs every version on a store that may have it
+ * (a store whose version table was lost). */
+static const char schema_v5[] = "";
+
 /* migrations[v] takes a store from version v to v + 1 */
-static const char *const migrations[] = { schema_v1, schema_v2, schema_v3, schema_v4 };
+static const char *const migrations[] = { schema_v1, schema_v2, schema_v3, schema_v4, schema_v5 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
 static long long query_ll(sq_store *st, const char *sql)
@@ -178,7 +184,15 @@ static int schema_current(sq_store *st)
 	return query_ll(st, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='recond_schema'") &&
 	       query_ll(st, "SELECT COALESCE(MAX(version), 0) FROM recond_schema") == SCHEMA_VERSION &&
 	       query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='streaming'") &&
-	       query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='views_cleared'");
+	       query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='views_cleared'") &&
+	       query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='owner'");
+}
+
+static int add_owner_column(sq_store *st, rc_err *err)
+{
+	if (query_ll(st, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='owner'"))
+		return 0;
+	return exec_sql(st, "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';", err);
 }
 
 /* Creates or migrates the schema in one transaction (SQLite's DDL is
@@ -202,7 +216,8 @@ static int migrate(sq_store *st, const char *path, rc_err *err)
 	for (; v < SCHEMA_VERSION; v++)
 		if ((rc = exec_sql(st, migrations[v], err)))
 			goto out_rollback;
-	if ((rc = add_stream_columns(st, err)) || (rc = add_cluster_columns(st, err)))
+	if ((rc = add_stream_columns(st, err)) || (rc = add_cluster_columns(st, err)) ||
+	    (rc = add_owner_column(st, err)))
 		goto out_rollback;
 	if ((rc = exec_sql(st, "DELETE FROM recond_schema", err)))
 		goto out_rollback;
@@ -315,7 +330,8 @@ static int sq_recover(store *base, int *requeued, rc_err *err)
 	return rc;
 }
 
-static int sq_insert(store *base, const char *id, const job_spec *spec, const char *summary, rc_err *err)
+static int sq_insert(store *base, const char *id, const job_spec *spec, const char *summary, const char *owner,
+		     rc_err *err)
 {
 	sq_store *st = SQ(base);
 	size_t nbits = ((size_t)spec->nviews + 7) / 8;
@@ -329,7 +345,8 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 		/* nothing written */
 	} else if ((rc = sq_prepare(st, "INSERT INTO jobs (id, seq, state, label, priority, autostart, created, updated,"
 				    " views_expected, nu, rows, view_stride, row_stride, view_bytes, proj_bytes, vol_bytes,"
-				    " summary, present, stream, engine) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				    " summary, present, stream, engine, owner)"
+				    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				    &q, "insert", err))) {
 		exec_sql(st, "ROLLBACK", NULL);
 	} else {
@@ -354,6 +371,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 		sqlite3_bind_blob(q, 18, bits, (int)nbits, SQLITE_STATIC);
 		sqlite3_bind_int(q, 19, spec->stream);
 		sqlite3_bind_text(q, 20, store_spec_engine(spec), -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 21, owner, -1, SQLITE_STATIC);
 		rc = sq_step_done(st, q, "insert", err);
 		if (!rc && spec->out.npush)
 			rc = store_push_insert_locked(st, id, spec, err);
@@ -372,7 +390,7 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 #define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
 	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress"
+	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress, owner"
 
 static char *dup_col(sqlite3_stmt *q, int i)
 {
@@ -421,6 +439,7 @@ static void read_row(sqlite3_stmt *q, int with_bitmap, job_row *r)
 	snprintf(r->engine, sizeof r->engine, "%s", (const char *)sqlite3_column_text(q, 30));
 	r->views_cleared = sqlite3_column_int64(q, 31);
 	r->progress = dup_col(q, 32);
+	snprintf(r->owner, sizeof r->owner, "%s", (const char *)sqlite3_column_text(q, 33));
 }
 
 /* Caller holds the lock. */

@@ -86,6 +86,12 @@
     return resp.json();
   }
 
+  /* A 403 for acting on another token's job (server/http_owner.c): the
+   * token's role is enough for other jobs, so the buttons stay usable. */
+  function ownerRefusal(err) {
+    return err.status === 403 && / belongs to /.test(err.message || "");
+  }
+
   /* One sentence for an error, saying what to do for 401 and 403. */
   function explain(err, what) {
     if (!(err instanceof ApiError)) return what + ": the server cannot be reached (" + err.message + ")";
@@ -95,7 +101,8 @@
         : "this server needs a bearer token; enter it above") + " (" + err.message + ")";
     }
     if (err.status === 403) {
-      return what + ": 403 forbidden: your token's role does not allow this (" + err.message + ")";
+      return what + ": 403 forbidden: " + (ownerRefusal(err)
+        ? "the job belongs to another token" : "your token's role does not allow this") + " (" + err.message + ")";
     }
     return what + ": " + err.status + (err.code ? " " + err.code : "") + ": " + err.message;
   }
@@ -651,7 +658,7 @@
       }
       return j;
     } catch (err) {
-      if (err instanceof ApiError && err.status === 403) {
+      if (err instanceof ApiError && err.status === 403 && !ownerRefusal(err)) {
         ui.forbidden = true;
         if (ui.job) renderButtons(ui.job);
       }

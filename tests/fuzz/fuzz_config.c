@@ -87,9 +87,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!auth_load(a, c.tokens, &err)) {
 			char name[64];
 			auth_role role;
+			int phi;
 			check(auth_count(a) >= 0, "auth_count");
 			/* a token nobody configured (its hash is not in any list) */
-			check(auth_check(a, "Bearer fuzz-token-never-configured", &role, name) != 0 || auth_count(a) == 0,
+			check(auth_check(a, "Bearer fuzz-token-never-configured", &role, name, &phi) != 0 ||
+				      auth_count(a) == 0,
 			      "an unknown token was accepted");
 		}
 		auth_free(a);

@@ -10,7 +10,10 @@ need submit; DELETE of a finished job needs admin (of an unfinished one, which
 answers 409 "cancel it first", submit).  Below the route's role: 403
 forbidden; no token or an unknown one: 401 unauthorized with
 `WWW-Authenticate: Bearer`.  At or above it: the route's own answer, which
-must be one the operation documents (and not 401/403).  The operations are
+must be one the operation documents (and not 401/403).  A submit token
+acts on its own jobs only (test_owners.py covers that rule), so the job of
+each call is created by the token under test where it may create one.  The
+operations are
 read from the OpenAPI file, so a new route is in the matrix the day it is
 added; a method + path the rule does not cover fails the test.
 
@@ -59,12 +62,13 @@ def main():
     admin_api = d.api(token=admin)
     spec = small_spec(n=8, views=6, nu=8, nv=8, algorithm={"name": "fdk"}, label="access")
 
-    def fresh_job(finished):
-        st, _, body, j = api.post_json("/v1/jobs", spec, token=admin)
+    def fresh_job(finished, tok):
+        owner = tok if dict((t, r) for _, (t, r) in TOKENS.items()).get(tok) == "submit" else admin
+        st, _, body, j = api.post_json("/v1/jobs", spec, token=owner)
         assert st == 201, body
         if finished:
-            api.put("/v1/jobs/%s/projections" % j["id"], b"\0" * proj_bytes(spec), token=admin)
-            api.request("POST", "/v1/jobs/%s/start" % j["id"], token=admin)
+            api.put("/v1/jobs/%s/projections" % j["id"], b"\0" * proj_bytes(spec), token=owner)
+            api.request("POST", "/v1/jobs/%s/start" % j["id"], token=owner)
             j = admin_api.wait_state(j["id"], ("succeeded", "failed", "cancelled"), timeout=60)
         return j
 
@@ -82,7 +86,7 @@ def main():
                 [path.endswith(("/volume", "/push", "/events", "/preview"))]
             for finished in variants:
                 for cname, tok in creds:
-                    job = fresh_job(finished) if "{id}" in path else None
+                    job = fresh_job(finished, tok) if "{id}" in path else None
                     p = path.replace("{id}", job["id"] if job else "").replace("{k}", "0")
                     body, headers = None, {}
                     if method == "post" and path == "/v1/jobs":

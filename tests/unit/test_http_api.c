@@ -761,6 +761,12 @@ static void test_tokens(void **state)
 	expect("POST", "/v1/jobs", s, n, "Authorization: Bearer nope", 401, "unauthorized");
 	expect("POST", "/v1/jobs", s, n, "Authorization: Bearer tok-read", 403, "forbidden");
 	expect("GET", "/v1/jobs", NULL, 0, "Authorization: Bearer tok-read", 200, NULL);
+	/* a known token without the Bearer scheme: 401 saying how the header reads */
+	struct resp bare = call("GET", "/v1/jobs", NULL, 0, "Authorization: tok-read");
+	assert_int_equal(bare.status, 401);
+	assert_non_null(bare.body);
+	assert_non_null(strstr(bare.body, "Authorization: Bearer TOKEN"));
+	resp_free(&bare);
 	expect("GET", "/v1/devices", NULL, 0, NULL, 401, "unauthorized");
 	expect_header("GET", "/v1/devices", NULL, 0, NULL, 401, "WWW-Authenticate: Bearer");
 	expect("GET", "/healthz", NULL, 0, NULL, 200, NULL);

@@ -823,6 +823,47 @@ static void test_sqlite_migration(void **state)
 	store_close(st);
 }
 
+/* Owners: kept with the job; a store of the schema before owners (SQLite 4,
+ * PostgreSQL 3) is migrated, its jobs read as nobody's ("") and stay
+ * usable, and new jobs get their owner. */
+static void test_owner_migration(void **state)
+{
+	(void)state;
+	store *st = open_store();
+	job_spec *s = NULL;
+	rc_err err;
+	job_row r;
+	const char *j = spec_json(5, 0);
+	assert_int_equal(job_spec_parse(j, strlen(j), 0, &s, &err), 0);
+	assert_int_equal(store_create_owned(st, ID1, s, j, strlen(j), "{}", "alice", &err), 0);
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_string_equal(r.owner, "alice");
+	job_row_clear(&r);
+	store_close(st);
+	db_exec(pg_uri ? "ALTER TABLE jobs DROP COLUMN owner; UPDATE recond_schema SET version = 3"
+		       : "ALTER TABLE jobs DROP COLUMN owner; UPDATE recond_schema SET version = 4");
+	st = open_store();
+	assert_int_equal(store_get(st, ID1, 0, &r, &err), 0);
+	assert_string_equal(r.owner, "");
+	assert_int_equal(r.state, JOB_CREATED);
+	job_row_clear(&r);
+	assert_int_equal(store_create_owned(st, ID2, s, j, strlen(j), "{}", "bob", &err), 0);
+	job_row *rows = NULL;
+	int n = 0, total = 0;
+	assert_int_equal(store_list(st, -1, 10, 0, &rows, &n, &total, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].owner, "bob"); /* newest first */
+	assert_string_equal(rows[1].owner, "");
+	for (int i = 0; i < n; i++)
+		job_row_clear(&rows[i]);
+	free(rows);
+	job_state after;
+	assert_int_equal(store_cancel(st, ID1, &after, &err), 0);
+	assert_int_equal(after, JOB_CANCELLED);
+	job_spec_free(s);
+	store_close(st);
+}
+
 /* PostgreSQL: a lost connection fails one call with RC_EUNAVAIL (503) and
  * the next call connects again. */
 static void test_pg_reconnect(void **state)
@@ -858,6 +899,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_placement, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_migration, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_migration, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_reconnect, setup, teardown),
 	};
 	int failed = cmocka_run_group_tests_name("sqlite", tests, group_sqlite, NULL);
