@@ -166,7 +166,7 @@ def main():
             check("%s: the event stream has no label" % who, est == 200 and ev and phi_hidden(ev),
                   "%s %s" % (est, ev and ev.get("label")))
     check("the audit log has the clinician's reads of the job (get, list, events)",
-          audited(d, "clinician", jid, "path=/v1/jobs/%s " % jid) and audited(d, "clinician", jid, "path=/v1/jobs ")
+          audited(d, "clinician", jid, 'path="/v1/jobs/%s" ' % jid) and audited(d, "clinician", jid, 'path="/v1/jobs" ')
           and audited(d, "clinician", jid, "/events"), "\n".join(audit_lines(d)[-8:]))
     check("the audit log has no phi line of the viewer",
           not any("token=viewer " in ln and "phi_jobs=" in ln for ln in audit_lines(d)))
@@ -213,7 +213,7 @@ def main():
     ids = {j["id"]} | {api.post_json("/v1/jobs", body)[3]["id"] for _ in range(29)}
     n_before = len(audit_lines(d))
     listed = {x["id"] for x in api.get("/v1/jobs?limit=1000")[3]["jobs"]}
-    lines = [ln for ln in audit_lines(d)[n_before:] if "path=/v1/jobs phi_jobs=" in ln]
+    lines = [ln for ln in audit_lines(d)[n_before:] if 'path="/v1/jobs" phi_jobs=' in ln]
     got = [ln.split("phi_jobs=")[1].split(",") for ln in lines]
     check("no tokens: a list of 30 jobs is audited in 2 lines naming each job once",
           listed == ids and len(got) == 2 and sorted(len(g) for g in got) == [5, 25]
