@@ -6,6 +6,11 @@
  * Errors found on the first call are answered at once; MHD then closes the
  * connection without reading the body, so a client that sent
  * "Expect: 100-continue" (curl -T does) never sends it.
+ *
+ * A request without a body is answered on its last call, never its first:
+ * MHD 0.9.75 takes an answer queued on the first call as an early refusal
+ * (MHD_queue_response in HEADERS_PROCESSED sets discard_request) and closes
+ * the connection after it, which dropped every pipelined request behind it.
  */
 #include "http.h"
 
@@ -285,6 +290,16 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	}
 }
 
+/* Whether the request announces a body (RFC 9112 6.3: Transfer-Encoding or
+ * a Content-Length other than 0). */
+static int has_body(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return 1;
+	return cl && strspn(cl, "0") != strlen(cl);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *data, size_t *data_size, void **con_cls)
 {
@@ -310,6 +325,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			else if (sa->sa_family == AF_INET6)
 				inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->client, sizeof r->client);
 		}
+		if (!has_body(c)) {
+			r->deferred = 1; /* answered on the last call: keeps the connection (file comment) */
+			return MHD_YES;
+		}
+		return first_call(c, r, url, method);
+	}
+	if (r->deferred) {
+		r->deferred = 0;
+		if (*data_size) /* cannot happen: MHD reads no body it was not told of */
+			return MHD_NO;
 		return first_call(c, r, url, method);
 	}
 	if (*data_size) {

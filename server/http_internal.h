@@ -46,6 +46,7 @@ typedef struct req {
 	char client[64];
 	int audit;
 	int answered;
+	int deferred;      /* no body: routed and answered on the last call (http.c) */
 	unsigned status;
 	/* JSON body (POST /v1/jobs, PATCH /v1/jobs/{id}) */
 	char *body;
