@@ -345,7 +345,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (r->rt == R_JOBS || r->rt == R_JOB) /* POST a spec, PATCH a job */
 			return jobs_create_body(r, data, n);
 		if (r->up)
-			upload_data(r, data, n);
+			return upload_data(r, data, n);
 		return MHD_YES;
 	}
 	if (r->answered)

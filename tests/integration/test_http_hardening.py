@@ -6,6 +6,11 @@ sockets so that the bytes on the wire are exactly the ones under test:
 - pipelining: 201 requests written back to back on one keep-alive
   connection are all answered, in order (MHD 0.9.75 closed the connection
   after the first when the answer was queued on the request's first call);
+- upload bodies longer than the views: a chunked body of twice a view (or
+  of twice the stack) that also declares Content-Length = the view is
+  refused (400 for the two framings, or 413 from the upload's own count),
+  nothing is acknowledged and the views stay absent (it was 200 with the
+  first bytes stored);
 """
 
 import socket
@@ -75,10 +80,45 @@ def pipelining(d):
           not any("connection: close" in h.lower() for _, h, _ in got))
 
 
+def chunked(body, piece=1000):
+    out = b""
+    for i in range(0, len(body), piece):
+        out += b"%x\r\n" % len(body[i:i + piece]) + body[i:i + piece] + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+def put_raw(d, path, headers, body):
+    s = connect(d)
+    s.sendall(b"PUT %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n" % (path.encode(), headers) + body)
+    got, _ = read_answers(s, 1, seconds=10)
+    s.close()
+    return got[0][0] if got else 0
+
+
+def upload_excess(d):
+    api = d.api()
+    spec = small_spec(views=4)
+    st, _, _, j = api.post_json("/v1/jobs", spec)
+    check("job created", st == 201, st)
+    jid, vb = j["id"], view_bytes(spec)
+    nb = 4 * vb
+    for what, path, declared, body in (("one view", "/projections/0", vb, b"\1" * (2 * vb)),
+                                       ("whole stack", "/projections", nb, b"\1" * (2 * nb))):
+        st = put_raw(d, "/v1/jobs/%s%s" % (jid, path),
+                     b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % declared, chunked(body))
+        check("%s: chunked body of 2x with Content-Length of 1x refused" % what, st in (400, 413), st)
+        j = api.job(jid)
+        check("%s: nothing acknowledged" % what, j["views_present"] == 0 and j["state"] == "created",
+              "%s views_present %s" % (j["state"], j["views_present"]))
+    st = put_raw(d, "/v1/jobs/%s/projections/1" % jid, b"Content-Length: %d\r\n" % (2 * vb), b"\1" * (2 * vb))
+    check("a 2x body declared as such is 413", st == 413, st)
+
+
 def main():
     require_binaries()
     d = Daemon().start()
     pipelining(d)
+    upload_excess(d)
     d.stop()
 
 
