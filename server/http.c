@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -290,6 +291,52 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	}
 }
 
+/* The request's framing headers, gathered by framing_iter. */
+struct framing {
+	int n_cl, n_te, bad_cl, differ, te_other;
+	unsigned long long cl;
+};
+
+static enum MHD_Result framing_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	struct framing *f = cls;
+	const char *v = value ? value : "";
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		size_t n = strlen(v);
+		unsigned long long x = strtoull(v, NULL, 10);
+		if (!n || n > 19 || strspn(v, "0123456789") != n) /* no sign, blank, list or overflow */
+			f->bad_cl = 1;
+		else if (f->n_cl && x != f->cl)
+			f->differ = 1;
+		f->cl = x;
+		f->n_cl++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->n_te++;
+		f->te_other |= strcasecmp(v, "chunked") != 0;
+	}
+	return MHD_YES;
+}
+
+/* Why the request's body framing is refused (RFC 9112 6.1, 6.3), or NULL.
+ * MHD 0.9.75 follows Transfer-Encoding over Content-Length and takes the
+ * first of several Content-Lengths; a message that two parsers (a proxy and
+ * this) could frame differently is refused instead (400, connection closed). */
+static const char *framing_refused(struct MHD_Connection *c)
+{
+	struct framing f = { 0 };
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_iter, &f);
+	if (f.n_te && f.n_cl)
+		return "a request may not carry both Transfer-Encoding and Content-Length";
+	if (f.bad_cl)
+		return "Content-Length must be one decimal number";
+	if (f.differ)
+		return "the request carries Content-Length headers that differ";
+	if (f.n_te > 1 || f.te_other)
+		return "the only Transfer-Encoding accepted is a single \"chunked\"";
+	return NULL;
+}
+
 /* Whether the request announces a body (RFC 9112 6.3: Transfer-Encoding or
  * a Content-Length other than 0). */
 static int has_body(struct MHD_Connection *c)
@@ -325,6 +372,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			else if (sa->sa_family == AF_INET6)
 				inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->client, sizeof r->client);
 		}
+		const char *bad = framing_refused(c);
+		if (bad)
+			return http_fail(c, r, RC_EINVAL, "", "%s", bad);
 		if (!has_body(c)) {
 			r->deferred = 1; /* answered on the last call: keeps the connection (file comment) */
 			return MHD_YES;

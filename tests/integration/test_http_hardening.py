@@ -11,6 +11,10 @@ sockets so that the bytes on the wire are exactly the ones under test:
   refused (400 for the two framings, or 413 from the upload's own count),
   nothing is acknowledged and the views stay absent (it was 200 with the
   first bytes stored);
+- body framing (RFC 9112 6.1, 6.3): Transfer-Encoding with Content-Length,
+  Content-Length headers that differ, a list or a malformed second one are
+  400 and the connection is closed (the first of two lengths was used);
+  two equal lengths are one length;
 """
 
 import socket
@@ -114,11 +118,40 @@ def upload_excess(d):
     check("a 2x body declared as such is 413", st == 413, st)
 
 
+def framing(d):
+    api = d.api()
+    spec = small_spec(views=4)
+    st, _, _, j = api.post_json("/v1/jobs", spec)
+    jid, vb = j["id"], view_bytes(spec)
+    view = "/v1/jobs/%s/projections/%%d" % jid
+    cases = (("Transfer-Encoding and Content-Length, exact body", 0,
+              b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % vb, chunked(b"\1" * vb)),
+             ("two Content-Lengths that differ", 1,
+              b"Content-Length: %d\r\nContent-Length: %d\r\n" % (vb, 2 * vb), b"\1" * (2 * vb)),
+             ("a Content-Length list", 2, b"Content-Length: %d\r\nContent-Length: %d, %d\r\n" % (vb, vb, vb),
+              b"\1" * vb),
+             ("a signed second Content-Length", 3, b"Content-Length: %d\r\nContent-Length: +%d\r\n" % (vb, vb),
+              b"\1" * vb))
+    for what, k, headers, body in cases:
+        s = connect(d)
+        s.sendall(b"PUT %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n" % ((view % k).encode(), headers) + body)
+        got, closed = read_answers(s, 2, seconds=5)
+        s.close()
+        st = got[0][0] if got else 0
+        check("%s: 400" % what, st == 400, got[0][1].split("\r\n")[0] if got else "no answer")
+        check("%s: connection closed after the answer" % what, closed and len(got) == 1, "%d answers" % len(got))
+    j = api.job(jid)
+    check("refused framings stored nothing", j["views_present"] == 0, j["views_present"])
+    st = put_raw(d, view % 0, b"Content-Length: %d\r\nContent-Length: %d\r\n" % (vb, vb), b"\1" * vb)
+    check("two equal Content-Lengths are one: 200", st == 200, st)
+
+
 def main():
     require_binaries()
     d = Daemon().start()
     pipelining(d)
     upload_excess(d)
+    framing(d)
     d.stop()
 
 
