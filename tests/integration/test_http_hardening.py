@@ -15,8 +15,15 @@ sockets so that the bytes on the wire are exactly the ones under test:
   Content-Length headers that differ, a list or a malformed second one are
   400 and the connection is closed (the first of two lengths was used);
   two equal lengths are one length;
+- slowloris: connections that trickle header lines (one every 0.4 s) are
+  closed --header-timeout after they opened (they stayed open, since each
+  line resets MHD's idle timeout), so /readyz from a third address is
+  answered within the deadline even when the trickling clients hold every
+  thread; and by default one address gets at most a quarter of --threads,
+  so /readyz is answered throughout while two addresses trickle.
 """
 
+import select
 import socket
 import time
 
@@ -146,6 +153,83 @@ def framing(d):
     check("two equal Content-Lengths are one: 200", st == 200, st)
 
 
+def readyz(d, src):
+    """Whether GET /readyz from src is answered 200 within 1 s."""
+    try:
+        s = connect(d, src, timeout=1)
+        s.sendall(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        got, _ = read_answers(s, 1, seconds=1)
+        s.close()
+        return bool(got) and got[0][0] == 200
+    except OSError:
+        return False
+
+
+def trickle(d, per_addr, seconds, probe_every=0.5):
+    """Opens per_addr connections from 127.0.0.2 and from 127.0.0.3 that send a request line and then one
+    header line every 0.4 s, never the blank line; probes /readyz from 127.0.0.4 meanwhile. Returns
+    (seconds each trickler stayed open (None: still open at the end), [(t, readyz ok)])."""
+    socks = []
+    t0 = time.monotonic()
+    for src in ("127.0.0.2", "127.0.0.3"):
+        for _ in range(per_addr):
+            try:
+                s = connect(d, src, timeout=1)
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                socks.append(s)
+            except OSError:
+                pass
+    closed_at = {s: None for s in socks}
+    probes, next_line, next_probe = [], t0, t0 + 0.2
+    while time.monotonic() - t0 < seconds:
+        now = time.monotonic()
+        live = [s for s in socks if closed_at[s] is None]
+        if now >= next_line:
+            next_line = now + 0.4
+            for s in live:
+                try:
+                    s.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    closed_at[s] = now - t0
+        if now >= next_probe:
+            next_probe = now + probe_every
+            probes.append((now - t0, readyz(d, "127.0.0.4")))
+        live = [s for s in socks if closed_at[s] is None]
+        r, _, _ = select.select(live, [], [], 0.05) if live else ([], [], [])
+        for s in r:
+            try:
+                if not s.recv(4096):
+                    closed_at[s] = time.monotonic() - t0
+            except OSError:
+                closed_at[s] = time.monotonic() - t0
+    for s in socks:
+        s.close()
+    return [closed_at[s] for s in socks], probes
+
+
+def slowloris():
+    # every thread taken by two addresses (6 + 6 of 12): the header deadline frees them
+    d = Daemon(extra=["--threads", "12", "--max-per-ip", "6", "--header-timeout", "2"]).start()
+    closed, probes = trickle(d, 6, 4.5)
+    check("trickling connections: all 12 accepted", len(closed) == 12, len(closed))
+    late = [c for c in closed if c is None or not 1.5 <= c <= 3.5]
+    check("trickling connections closed at the 2 s header deadline", not late and closed,
+          "closed after %s s" % sorted(round(c, 2) if c is not None else None for c in closed))
+    ok_at = [t for t, ok in probes if ok]
+    check("/readyz from a third address answered within 3.5 s", bool(ok_at) and ok_at[0] <= 3.5,
+          "answered at %s" % [round(t, 1) for t in ok_at])
+    d.stop()
+    # default share: a quarter of --threads per address, so a third address always gets in
+    d = Daemon(extra=["--threads", "12", "--header-timeout", "30"]).start()
+    closed, probes = trickle(d, 6, 2.5)
+    opened = [c for c in closed if c is None or c > 0.3]
+    check("default per-address share: 3 of 6 connections per address stay", len(opened) == 6,
+          "%d stayed" % len(opened))
+    check("/readyz from a third address answered throughout", probes and all(ok for _, ok in probes),
+          probes)
+    d.stop()
+
+
 def main():
     require_binaries()
     d = Daemon().start()
@@ -153,6 +237,7 @@ def main():
     upload_excess(d)
     framing(d)
     d.stop()
+    slowloris()
 
 
 if __name__ == "__main__":
