@@ -26,6 +26,7 @@ void config_default(config *c)
 	c->stream_idle_s = 300;
 	c->max_per_ip = 64;
 	c->conn_timeout_s = 600;
+	c->header_timeout_s = 30; /* a request's head is a few hundred bytes: seconds even on a slow link */
 	c->push_retry_s = 10;
 	c->push_max_attempts = 8;
 	c->lease_s = 15;
@@ -104,6 +105,7 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 {
 	static const char *const keys[] = { "listen", "store", "worker", "probe_worker", "threads", "worker_threads", "max_body_bytes",
 					    "max_job_bytes", "retention_s", "stream_idle_s", "max_connections_per_ip", "connection_timeout_s",
+					    "header_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations",
 					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", NULL };
 	int rc;
@@ -140,6 +142,9 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	INT_OPT("max_job_bytes", 1 << 20, 1ll << 50, c->max_job_bytes);
 	INT_OPT("max_connections_per_ip", 1, 100000, c->max_per_ip);
 	INT_OPT("connection_timeout_s", 1, 86400, c->conn_timeout_s);
+	INT_OPT("header_timeout_s", 1, 3600, c->header_timeout_s);
+	if (json_object_get(o, "max_connections_per_ip"))
+		c->max_per_ip_set = 1;
 	INT_OPT("preview_concurrency", 1, 64, c->preview_concurrency);
 	INT_OPT("max_attempts", 1, 1000, c->max_attempts);
 #undef INT_OPT
@@ -271,8 +276,9 @@ static void usage(void)
 	       "  --max-body BYTES       cap on JSON request bodies (default 16 MiB)\n"
 	       "  --max-job-bytes BYTES  cap on projections + volume of one job (default 64 GiB)\n"
 	       "  --retention SECONDS    finished jobs are deleted after this (default 7 days)\n"
-	       "  --max-per-ip N         connections per client address (default 64)\n"
+	       "  --max-per-ip N         connections per client address (default 64, at most threads/4)\n"
 	       "  --timeout SECONDS      idle time before a connection is closed (default 600)\n"
+	       "  --header-timeout SECONDS  time for a request line and headers to arrive (default 30)\n"
 	       "  --token-file PATH      JSON {\"tokens\": [{\"name\", \"role\", \"sha256\"}]}; reloaded on SIGHUP\n"
 	       "  --tls-cert PATH --tls-key PATH   serve HTTPS\n"
 	       "  --audit-log PATH       requests touching patient data (default STORE/audit.log)\n"
@@ -295,7 +301,7 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 {
 	enum { O_CONFIG = 256, O_LISTEN, O_STORE, O_WORKER, O_THREADS, O_WTHREADS, O_MAXBODY, O_MAXJOB, O_RET,
 	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP,
-	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS };
+	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, O_CONFIG }, { "listen", required_argument, NULL, O_LISTEN },
 		{ "store", required_argument, NULL, O_STORE }, { "worker", required_argument, NULL, O_WORKER },
@@ -304,6 +310,7 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		{ "max-body", required_argument, NULL, O_MAXBODY }, { "max-job-bytes", required_argument, NULL, O_MAXJOB },
 		{ "retention", required_argument, NULL, O_RET }, { "max-per-ip", required_argument, NULL, O_PERIP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT }, { "token-file", required_argument, NULL, O_TOKENS },
+		{ "header-timeout", required_argument, NULL, O_HDRTIMEOUT },
 		{ "tls-cert", required_argument, NULL, O_CERT }, { "tls-key", required_argument, NULL, O_KEY },
 		{ "audit-log", required_argument, NULL, O_AUDIT }, { "port-file", required_argument, NULL, O_PORTFILE },
 		{ "spool", required_argument, NULL, O_SPOOL }, { "node", required_argument, NULL, O_NODE },
@@ -342,7 +349,18 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		case O_MAXBODY: rc = parse_u64(optarg, "max-body", 1024, &c->max_body, err); break;
 		case O_MAXJOB: rc = parse_u64(optarg, "max-job-bytes", 1 << 20, &c->max_job_bytes, err); break;
 		case O_RET: if (!(rc = parse_u64(optarg, "retention", 0, &v, err))) c->retention_s = (double)v; break;
-		case O_PERIP: if (!(rc = parse_u64(optarg, "max-per-ip", 1, &v, err))) c->max_per_ip = (int)v; break;
+		case O_PERIP:
+			if (!(rc = parse_u64(optarg, "max-per-ip", 1, &v, err))) {
+				c->max_per_ip = (int)v;
+				c->max_per_ip_set = 1;
+			}
+			break;
+		case O_HDRTIMEOUT:
+			if (!(rc = parse_u64(optarg, "header-timeout", 1, &v, err)) && v > 3600)
+				rc = rc_fail(err, RC_EINVAL, "header-timeout", "--header-timeout is at most 3600 seconds");
+			if (!rc)
+				c->header_timeout_s = (int)v;
+			break;
 		case O_TIMEOUT: if (!(rc = parse_u64(optarg, "timeout", 1, &v, err))) c->conn_timeout_s = (int)v; break;
 		case O_TOKENS: snprintf(c->token_file, sizeof c->token_file, "%s", optarg); break;
 		case O_CERT: snprintf(c->tls_cert, sizeof c->tls_cert, "%s", optarg); break;

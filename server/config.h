@@ -30,8 +30,11 @@ typedef struct config {
 	uint64_t max_job_bytes;    /* projections + volume cap of one job */
 	double retention_s;        /* finished jobs expire after this */
 	double stream_idle_s;      /* a streaming job pauses (back to receiving) when no view came for this long */
-	int max_per_ip;
-	int conn_timeout_s;
+	int max_per_ip;            /* connections per client address */
+	int max_per_ip_set;        /* configured: else at most a quarter of threads (http.c) */
+	int conn_timeout_s;        /* a connection silent this long is closed */
+	int header_timeout_s;      /* a request line and headers not complete this long after the connection
+				    * opened or its last request ended: the connection is closed (http.c) */
 	char tls_cert[1024], tls_key[1024];
 	char token_file[1024];
 	char audit_log[1024];      /* "" = {store}/audit.log */

@@ -6,6 +6,11 @@
  * Errors found on the first call are answered at once; MHD then closes the
  * connection without reading the body, so a client that sent
  * "Expect: 100-continue" (curl -T does) never sends it.
+ *
+ * A request without a body is answered on its last call, never its first:
+ * MHD 0.9.75 takes an answer queued on the first call as an early refusal
+ * (MHD_queue_response in HEADERS_PROCESSED sets discard_request) and closes
+ * the connection after it, which dropped every pipelined request behind it.
  */
 #include "http.h"
 
@@ -13,10 +18,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,11 +35,28 @@
 #include "preview.h"
 #include "util/rc_clock.h"
 
+/* One open connection, for the header deadline (conn_*, below). */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	int in_request; /* headers complete, request not yet ended */
+	int shut;       /* shutdown() done: the deadline passed */
+	double since;   /* connected, or its last request ended */
+};
+
 struct http {
 	app *a;
 	struct MHD_Daemon *d;
 	char *cert, *key;
 	preview_cache *previews; /* the last rendered slice previews (http_preview.c) */
+	/* Header deadline: MHD 0.9.75's timeout closes only silent connections,
+	 * so a client that trickles header bytes held its thread for ever. */
+	pthread_mutex_t conns_lock; /* conns; taken by MHD's threads and the watchdog */
+	pthread_cond_t wake;
+	struct conn *conns;
+	pthread_t watchdog;
+	int watchdog_running, stop_watchdog;
+	double header_timeout_s;
 };
 
 /* PNGs kept for pollers: a few slices of the running job's current
@@ -290,6 +315,147 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	}
 }
 
+/* ---- header deadline ------------------------------------------------------
+ * MHD tells conn_notify of each connection it opens and closes; on_request's
+ * first call (the headers are complete) and on_completed (the request ended:
+ * a keep-alive connection waits for the next head) move it in and out of a
+ * request.  The watchdog shuts down (shutdown(2), never close) the socket of
+ * a connection whose head has not arrived header_timeout_s after `since`;
+ * MHD's thread then sees the end of the stream and closes it.  All under
+ * conns_lock, and MHD 0.9.75 notifies MHD_CONNECTION_NOTIFY_CLOSED before it
+ * closes the socket (daemon.c, MHD_cleanup_connections and the failure path
+ * of new_connection_process_), so no fd is touched once it may be reused. */
+
+static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode code)
+{
+	http *h = cls;
+	struct conn *k = *socket_context;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		k = calloc(1, sizeof *k);
+		if (!k || !ci) { /* untracked: MHD's own timeout still applies */
+			free(k);
+			return;
+		}
+		k->fd = ci->connect_fd;
+		k->since = rc_now_s();
+		pthread_mutex_lock(&h->conns_lock);
+		k->next = h->conns;
+		if (h->conns)
+			h->conns->prev = k;
+		h->conns = k;
+		pthread_mutex_unlock(&h->conns_lock);
+		*socket_context = k;
+		return;
+	}
+	if (!k)
+		return;
+	pthread_mutex_lock(&h->conns_lock);
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		h->conns = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	pthread_mutex_unlock(&h->conns_lock);
+	free(k);
+	*socket_context = NULL;
+}
+
+/* The request's head is in (in = 1), or the request ended (in = 0). */
+static void conn_request(http *h, struct MHD_Connection *c, int in)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = ci ? ci->socket_context : NULL;
+	if (!k)
+		return;
+	pthread_mutex_lock(&h->conns_lock);
+	k->in_request = in;
+	k->since = rc_now_s();
+	pthread_mutex_unlock(&h->conns_lock);
+}
+
+static void *watchdog_main(void *arg)
+{
+	http *h = arg;
+	pthread_mutex_lock(&h->conns_lock);
+	while (!h->stop_watchdog) {
+		double now = rc_now_s();
+		for (struct conn *k = h->conns; k; k = k->next)
+			if (!k->in_request && !k->shut && now - k->since > h->header_timeout_s) {
+				shutdown(k->fd, SHUT_RDWR);
+				k->shut = 1;
+			}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000000L; /* a quarter second: the deadline's resolution */
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&h->wake, &h->conns_lock, &ts);
+	}
+	pthread_mutex_unlock(&h->conns_lock);
+	return NULL;
+}
+
+/* The request's framing headers, gathered by framing_iter. */
+struct framing {
+	int n_cl, n_te, bad_cl, differ, te_other;
+	unsigned long long cl;
+};
+
+static enum MHD_Result framing_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	struct framing *f = cls;
+	const char *v = value ? value : "";
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		size_t n = strlen(v);
+		unsigned long long x = strtoull(v, NULL, 10);
+		if (!n || n > 19 || strspn(v, "0123456789") != n) /* no sign, blank, list or overflow */
+			f->bad_cl = 1;
+		else if (f->n_cl && x != f->cl)
+			f->differ = 1;
+		f->cl = x;
+		f->n_cl++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->n_te++;
+		f->te_other |= strcasecmp(v, "chunked") != 0;
+	}
+	return MHD_YES;
+}
+
+/* Why the request's body framing is refused (RFC 9112 6.1, 6.3), or NULL.
+ * MHD 0.9.75 follows Transfer-Encoding over Content-Length and takes the
+ * first of several Content-Lengths; a message that two parsers (a proxy and
+ * this) could frame differently is refused instead (400, connection closed). */
+static const char *framing_refused(struct MHD_Connection *c)
+{
+	struct framing f = { 0 };
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_iter, &f);
+	if (f.n_te && f.n_cl)
+		return "a request may not carry both Transfer-Encoding and Content-Length";
+	if (f.bad_cl)
+		return "Content-Length must be one decimal number";
+	if (f.differ)
+		return "the request carries Content-Length headers that differ";
+	if (f.n_te > 1 || f.te_other)
+		return "the only Transfer-Encoding accepted is a single \"chunked\"";
+	return NULL;
+}
+
+/* Whether the request announces a body (RFC 9112 6.3: Transfer-Encoding or
+ * a Content-Length other than 0). */
+static int has_body(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return 1;
+	return cl && strspn(cl, "0") != strlen(cl);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *data, size_t *data_size, void **con_cls)
 {
@@ -298,6 +464,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	app *a = h->a;
 	req *r = *con_cls;
 	if (!r) {
+		conn_request(h, c, 1);
 		r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;
@@ -315,6 +482,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			else if (sa->sa_family == AF_INET6)
 				inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->client, sizeof r->client);
 		}
+		const char *bad = framing_refused(c);
+		if (bad)
+			return http_fail(c, r, RC_EINVAL, "", "%s", bad);
+		if (!has_body(c)) {
+			r->deferred = 1; /* answered on the last call: keeps the connection (file comment) */
+			return MHD_YES;
+		}
+		return first_call(c, r, url, method);
+	}
+	if (r->deferred) {
+		r->deferred = 0;
+		if (*data_size) /* cannot happen: MHD reads no body it was not told of */
+			return MHD_NO;
 		return first_call(c, r, url, method);
 	}
 	if (*data_size) {
@@ -325,7 +505,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (r->rt == R_JOBS || r->rt == R_JOB) /* POST a spec, PATCH a job */
 			return jobs_create_body(r, data, n);
 		if (r->up)
-			upload_data(r, data, n);
+			return upload_data(r, data, n);
 		return MHD_YES;
 	}
 	if (r->answered)
@@ -341,9 +521,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-	(void)c;
-	app *a = cls;
+	http *h = cls;
+	app *a = h->a;
 	req *r = *con_cls;
+	conn_request(h, c, 0); /* keep-alive: the next head's deadline starts now */
 	if (!r)
 		return;
 	unsigned status = r->answered ? r->status : 0;
@@ -397,6 +578,45 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return 0;
 }
 
+/* Unless configured, one address gets at most a quarter of the connections,
+ * so that two (or three) clients cannot take every thread. */
+static int per_ip_limit(const config *cfg)
+{
+	int quarter = cfg->threads / 4 > 0 ? cfg->threads / 4 : 1;
+	if (cfg->max_per_ip_set || cfg->max_per_ip < quarter)
+		return cfg->max_per_ip;
+	return quarter;
+}
+
+static int watchdog_start(http *h, double timeout_s, rc_err *err)
+{
+	h->header_timeout_s = timeout_s;
+	pthread_mutex_init(&h->conns_lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
+	if (pthread_create(&h->watchdog, NULL, watchdog_main, h)) {
+		pthread_cond_destroy(&h->wake);
+		pthread_mutex_destroy(&h->conns_lock);
+		return rc_fail(err, RC_ENOMEM, "", "cannot start the header watchdog thread");
+	}
+	h->watchdog_running = 1;
+	return 0;
+}
+
+/* After MHD has stopped: no connection is left to watch. */
+static void watchdog_stop(http *h)
+{
+	if (!h->watchdog_running)
+		return;
+	pthread_mutex_lock(&h->conns_lock);
+	h->stop_watchdog = 1;
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->conns_lock);
+	pthread_join(h->watchdog, NULL);
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->conns_lock);
+	h->watchdog_running = 0;
+}
+
 int http_start(app *a, http **ret, int *ret_port, rc_err *err)
 {
 	const config *cfg = a->cfg;
@@ -446,7 +666,7 @@ int http_start(app *a, http **ret, int *ret_port, rc_err *err)
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
 		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
 		{ MHD_OPTION_CONNECTION_LIMIT, cfg->threads, NULL },
-		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_ip, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit(cfg), NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s, NULL },
 		/* The pool of each connection.  MHD 0.9.75 reads into half of it:
 		 * the upload handler gets about 128 KiB per call (18 500 pwrite
@@ -456,7 +676,8 @@ int http_start(app *a, http **ret, int *ret_port, rc_err *err)
 		 * pollers got 470 answers/s with 4 MiB, 1000 with 1 MiB, 1300-1600
 		 * with this (docs/server.md, "Upload speed"). */
 		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL },
-		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)conn_notify, h },
 		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->cert },
 		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->key },
 		{ MHD_OPTION_END, 0, NULL },
@@ -465,7 +686,10 @@ int http_start(app *a, http **ret, int *ret_port, rc_err *err)
 	int prc = preview_cache_new(cfg->preview_concurrency > PREVIEW_CACHE_ENTRIES ? cfg->preview_concurrency
 										     : PREVIEW_CACHE_ENTRIES,
 				    cfg->preview_concurrency, &h->previews, err);
+	if (!prc)
+		prc = watchdog_start(h, cfg->header_timeout_s, err);
 	if (prc) {
+		preview_cache_free(h->previews);
 		free(h->cert);
 		free(h->key);
 		free(h);
@@ -473,6 +697,7 @@ int http_start(app *a, http **ret, int *ret_port, rc_err *err)
 	}
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!h->d) {
+		watchdog_stop(h);
 		preview_cache_free(h->previews);
 		free(h->cert);
 		free(h->key);
@@ -499,6 +724,7 @@ void http_stop(http *h, double grace_s)
 		usleep(50000);
 	}
 	MHD_stop_daemon(h->d);
+	watchdog_stop(h);
 	preview_cache_free(h->previews);
 	free(h->cert);
 	free(h->key);

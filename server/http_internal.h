@@ -47,6 +47,7 @@ typedef struct req {
 	char client[64];
 	int audit;
 	int answered;
+	int deferred;      /* no body: routed and answered on the last call (http.c) */
 	unsigned status;
 	/* JSON body (POST /v1/jobs, PATCH /v1/jobs/{id}) */
 	char *body;
@@ -121,7 +122,9 @@ enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r);
 enum MHD_Result jobs_patch_end(struct MHD_Connection *c, req *r);
 
 enum MHD_Result upload_begin(struct MHD_Connection *c, req *r);
-void upload_data(req *r, const char *data, size_t len);
+/* Counts every body byte itself: MHD_NO (close) once far more than the
+ * views hold has arrived; the 413 for fewer comes from upload_end. */
+enum MHD_Result upload_data(req *r, const char *data, size_t len);
 enum MHD_Result upload_end(struct MHD_Connection *c, req *r);
 void upload_free(req *r);
 

@@ -11,18 +11,63 @@
  * creating token; the routes that act on a job check it (http_owner.c)
  * before anything else, and every Job answer goes through http_job_phi.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uuid/uuid.h>
 
 #include "http_internal.h"
 #include "jfield.h"
+#include "jscan.h"
 #include "algo/names.h"
 #include "log.h"
 #include "node.h"
 #include "plan/recon.h"
 #include "spec.h"
+
+/* A PATCH body is {"priority": N}: a few bytes, whatever max_body says. */
+#define PATCH_MAX_BODY 4096
+
+/* Specs parsed at once: each parse may take ~64 bytes per value the scan
+ * allows (jscan.h), some 80 MB for the largest legitimate spec; more
+ * requests wait for a slot, up to PARSE_WAIT_S, then 503. */
+#define PARSE_CONCURRENCY 2
+#define PARSE_WAIT_S 10
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t parse_freed = PTHREAD_COND_INITIALIZER;
+static int parses;
+
+static int parse_enter(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += PARSE_WAIT_S;
+	int rc = 0;
+	pthread_mutex_lock(&parse_lock);
+	while (parses >= PARSE_CONCURRENCY && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&parse_freed, &parse_lock, &until);
+	int ok = parses < PARSE_CONCURRENCY;
+	if (ok)
+		parses++;
+	pthread_mutex_unlock(&parse_lock);
+	return ok ? 0 : -1;
+}
+
+static void parse_leave(void)
+{
+	pthread_mutex_lock(&parse_lock);
+	parses--;
+	pthread_cond_signal(&parse_freed);
+	pthread_mutex_unlock(&parse_lock);
+}
+
+static uint64_t body_limit(const req *r)
+{
+	return r->rt == R_JOB ? PATCH_MAX_BODY : r->a->cfg->max_body;
+}
 
 enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
 {
@@ -35,7 +80,7 @@ enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
 
 enum MHD_Result jobs_create_body(req *r, const char *data, size_t len)
 {
-	if (r->body_too_big || r->body_len + len > r->a->cfg->max_body) {
+	if (r->body_too_big || r->body_len + len > body_limit(r)) {
 		r->body_too_big = 1;
 		return MHD_YES; /* keep draining; answer at the end */
 	}
@@ -112,7 +157,13 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 	job_spec *spec = NULL;
 	rc_err err;
 	rc_err_clear(&err);
-	if (job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err))
+	if (jscan_check(r->body, r->body_len, &jscan_spec_limits, &err))
+		return http_error_rc(c, r, &err);
+	if (parse_enter())
+		return http_fail(c, r, RC_EUNAVAIL, "", "too many job specs are being parsed; retry shortly");
+	int prc = job_spec_parse(r->body, r->body_len, a->cfg->max_job_bytes, &spec, &err);
+	parse_leave();
+	if (prc)
 		return http_error_rc(c, r, &err);
 	/* A combination no engine runs (trigeneous on parallel, tensor
 	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 422 "unsupported",
@@ -292,9 +343,9 @@ enum MHD_Result jobs_start(struct MHD_Connection *c, req *r)
 enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl && strtoull(cl, NULL, 10) > r->a->cfg->max_body)
+	if (cl && strtoull(cl, NULL, 10) > body_limit(r))
 		return http_fail(c, r, RC_EBODYTOOBIG, "", "the body is %.24s bytes; the limit is %llu", cl,
-				 (unsigned long long)r->a->cfg->max_body);
+				 (unsigned long long)body_limit(r));
 	enum MHD_Result ret;
 	if (http_owner_check(c, r, &ret)) /* before the body is read */
 		return ret;
@@ -310,7 +361,7 @@ enum MHD_Result jobs_patch_end(struct MHD_Connection *c, req *r)
 	rc_err err;
 	if (r->body_too_big)
 		return http_fail(c, r, RC_EBODYTOOBIG, "", "the body is longer than the limit of %llu bytes",
-				 (unsigned long long)a->cfg->max_body);
+				 (unsigned long long)body_limit(r));
 	json_error_t jerr;
 	json_t *root = r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	if (!root)

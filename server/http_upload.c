@@ -38,6 +38,7 @@ struct upload {
 	uint64_t view_stride, row_stride; /* the job's strides (floats) */
 	int views_expected;
 	int io_errno;
+	int too_long;         /* more bytes arrived than the views hold: 413 at the end */
 	int registered;
 	double t0;            /* headers checked: the body starts */
 	uint64_t flushed;     /* got when write-back was last started */
@@ -203,13 +204,22 @@ static int pwrite_all(int fd, const char *p, size_t n, uint64_t off)
 	return 0;
 }
 
-void upload_data(req *r, const char *data, size_t len)
+/* Bytes past the views that are still read (and dropped) so that the 413
+ * reaches the client; past them the connection is closed. */
+#define EXCESS_DRAIN (16u << 20)
+
+enum MHD_Result upload_data(req *r, const char *data, size_t len)
 {
 	struct upload *up = r->up;
+	/* Counted here whatever the headers said: MHD follows Transfer-Encoding
+	 * over Content-Length, so the declared length alone is no bound. */
+	if (up->too_long || up->got + len > up->expected) {
+		up->too_long = 1;
+		up->got += len; /* nothing more is written */
+		return up->got - up->expected > EXCESS_DRAIN ? MHD_NO : MHD_YES;
+	}
 	if (up->io_errno || up->fd < 0)
-		return;
-	if (up->got + len > up->expected)
-		len = (size_t)(up->expected - up->got); /* MHD enforces Content-Length; belt and braces */
+		return MHD_YES;
 	if (up->k < 0) {
 		if (pwrite_all(up->fd, data, len, up->got))
 			up->io_errno = errno ? errno : EIO;
@@ -225,7 +235,7 @@ void upload_data(req *r, const char *data, size_t len)
 			uint64_t off = 4 * ((uint64_t)up->k * up->view_stride + j * up->row_stride) + within;
 			if (pwrite_all(up->fd, data + done, n, off)) {
 				up->io_errno = errno ? errno : EIO;
-				return;
+				return MHD_YES;
 			}
 			done += n;
 		}
@@ -242,6 +252,7 @@ void upload_data(req *r, const char *data, size_t len)
 			up->io_errno = errno; /* other errors (EINVAL: not supported here) leave it to fdatasync */
 	}
 #endif
+	return MHD_YES;
 }
 
 /* Closes the spool file and frees the upload's slot; idempotent. */
@@ -273,6 +284,10 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 	app *a = r->a;
 	struct upload *up = r->up;
 	rc_err err;
+	if (up->too_long)
+		return http_fail(c, r, RC_EBODYTOOBIG, "",
+				 "the body is longer than the %llu bytes of %s; nothing was stored and the views stay absent",
+				 (unsigned long long)up->expected, up->k < 0 ? "the whole stack" : "one view");
 	if (up->io_errno)
 		return http_fail(c, r, durable_errno_code(up->io_errno), "",
 				 "writing the projections failed: %s; nothing was acknowledged, upload again",

@@ -36,7 +36,8 @@ static void check_config(const config *c)
 	check(c->worker_threads >= 0 && c->worker_threads <= 4096, "worker_threads out of range");
 	check(c->max_body >= 1024 && c->max_body <= (1ull << 32), "max_body_bytes out of range");
 	check(c->max_job_bytes >= (1u << 20) && c->max_job_bytes <= (1ull << 50), "max_job_bytes out of range");
-	check(c->max_per_ip >= 1 && c->conn_timeout_s >= 1 && c->conn_timeout_s <= 86400, "connection limits");
+	check(c->max_per_ip >= 1 && c->conn_timeout_s >= 1 && c->conn_timeout_s <= 86400 &&
+		      c->header_timeout_s >= 1 && c->header_timeout_s <= 3600, "connection limits");
 	check(c->retention_s >= 0 && c->retention_s <= 1e10, "retention_s out of range");
 	check(c->listen_port >= 0 && c->listen_port <= 65535, "listen port out of range");
 	check(TERMINATED(c->listen_host) && TERMINATED(c->store) && TERMINATED(c->worker) &&

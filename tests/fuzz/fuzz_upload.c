@@ -27,7 +27,11 @@
  * The body goes after MHD's "100 Continue" (the request carries Expect, as
  * curl -T sends it), so an early refusal is read before any body is sent.
  *
- * Checked: the daemon answers every request (a connection closed without
+ * Checked: a request whose framing is ambiguous (Transfer-Encoding with
+ * Content-Length, Content-Lengths that differ) and a chunked upload (no
+ * Content-Length) are never acknowledged (MHD follows Transfer-Encoding, so
+ * a chunked 2x body declared as one view was stored in part and answered
+ * 200); the daemon answers every request (a connection closed without
  * an answer is allowed only after the harness gave up, 2 s after the whole
  * request, as when a chunked body is cut short), then closes within 10 s, with a 2xx or 4xx or 503/507, never
  * another 5xx; its JSON errors have a code and a message; a 200 is the job.
@@ -418,8 +422,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	puts_(&h, " HTTP/1.1\r\nHost: 127.0.0.1\r\n");
-	int declared = 0, lines = 0;
-	unsigned long long want = 0;
+	int declared = 0, lines = 0, n_cl = 0, n_te = 0, cl_differ = 0, mhd_head_over = 0;
+	unsigned long long want = 0, first_cl = 0;
 	for (;;) {
 		if (p >= end)
 			break;
@@ -433,7 +437,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (header_named(l, "content-length")) { /* pad to the largest, whichever one MHD takes */
 			unsigned long long v = strtoull(l + 15, NULL, 10);
 			want = v > want ? v : want;
+			if (!mhd_head_over) {
+				cl_differ |= n_cl && v != first_cl;
+				first_cl = n_cl++ ? first_cl : v;
+			}
 		}
+		n_te += !mhd_head_over && header_named(l, "transfer-encoding");
+		/* MHD 0.9.75 takes a line that starts with NUL for the blank line:
+		 * what follows is body to it, not headers */
+		mhd_head_over |= l[0] == '\0';
 		put(&h, l, n); /* as is, NUL bytes too */
 		puts_(&h, "\r\n");
 		free(l);
@@ -461,6 +473,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	answer a;
 	roundtrip(&h, body ? body : p, blen, !strcmp(method, "HEAD"), &a);
 	check_answer(&a, method, raw ? -1 : job);
+	if (a.status >= 200 && a.status < 300 && (n_te || cl_differ))
+		fail("an upload with ambiguous framing or without Content-Length was acknowledged: %.300s", h.p);
 	if (a.status == 200 && job >= 0) { /* back to no views present */
 		rc_err err;
 		if (store_views_clear(A.st, job_id[job], 0, NVIEWS, &err))
