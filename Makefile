@@ -133,6 +133,12 @@ $(BUILD)/rel/server/worker/%.o $(BUILD)/asan/server/worker/%.o: CPPFLAGS := $(WO
 # math-errno GCC vectorises them (tv_host.c, proj_splat.c).
 NO_ERRNO_OBJS := core/backend/tv_host.o core/projectors/proj_splat.o
 $(addprefix $(BUILD)/rel/,$(NO_ERRNO_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_ERRNO_OBJS)): CFLAGS += -fno-math-errno
+# The guarded inverse (core/backend/elementwise_ops.h) divides under a
+# condition; GCC if-converts (vectorises) such a loop only when a division
+# may not trap.  -fno-trapping-math changes no value, only what may be
+# assumed about floating-point exception flags, which nothing reads.
+NO_TRAP_OBJS := core/backend/vec_host.o
+$(addprefix $(BUILD)/rel/,$(NO_TRAP_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_TRAP_OBJS)): CFLAGS += -fno-trapping-math
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@

@@ -27,7 +27,8 @@ CUDA_LDLIBS  := -L$(CUDA_HOME)/lib64 -lcudart -lcusparse -Wl,-rpath,$(CUDA_HOME)
 LDLIBS       += $(CUDA_LDLIBS)
 CORE_LDLIBS  += $(CUDA_LDLIBS)
 
-$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh core/backend/*/*.cuh) core/backend/cuda/cuda_kernels.h $(GEN_HEADERS)
+$(BUILD)/cuda/%.o: %.cu $(wildcard kernels/cuda/*.cuh core/backend/*/*.cuh) core/backend/cuda/cuda_kernels.h \
+                  core/backend/elementwise_ops.h $(GEN_HEADERS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -DRC_HAVE_CUDA=1 -Icore -Ikernels/cuda -I$(BUILD)/gen -c $< -o $@
 endif

@@ -47,8 +47,10 @@ root, incs = sys.argv[1], sys.argv[2:]
 os.chdir(root)
 
 # Core headers that device code may include (nvcc -Icore): the launch
-# contracts of kernels/cuda and the BSR types its tensor kernels take.
-KERNEL_CONTRACT = {"cuda_kernels.h", "tensor_kernels.cuh", "tensor_gpu.h", "tensor_sym.h", "bsr.h"}
+# contracts of kernels/cuda, the BSR types its tensor kernels take, and the
+# element-wise formulas shared by host, OpenCL and CUDA.
+KERNEL_CONTRACT = {"cuda_kernels.h", "tensor_kernels.cuh", "tensor_gpu.h", "tensor_sym.h", "bsr.h",
+                   "elementwise_ops.h"}
 # What the daemon may include from the worker's floor (docs/server.md).
 WORKER_PUBLIC = {"spec.h", "jfield.h", "durable.h", "device_json.h", "worker_proto.h"}
 ALLOW_FILE = "scripts/check-layout.allow"

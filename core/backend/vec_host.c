@@ -1,7 +1,10 @@
-/* vec_host: element-wise loops over host float arrays (vec_host.h). */
+/* vec_host: element-wise loops over host float arrays (vec_host.h); the
+ * per-element formulas are elementwise_ops.h's, shared with the devices. */
 #include "backend/vec_host.h"
 
 #include <immintrin.h>
+
+#include "backend/elementwise_ops.h"
 
 /* Elements summed in float lanes before the partial sum goes into a double:
  * 16 lanes of 256 terms each keep the float error near 1e-5 relative in
@@ -77,20 +80,20 @@ double rc_vsum(const float *a, size_t n)
 void rc_vaxpy(float *restrict y, float a, const float *restrict x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		y[i] += a * x[i];
+		y[i] = rc_ew_axpy(y[i], a, x[i]);
 }
 
 void rc_vxpay(float *restrict y, const float *restrict x, float a, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		y[i] = x[i] + a * y[i];
+		y[i] = rc_ew_xpay(x[i], a, y[i]);
 }
 
 void rc_vinv_guarded(float *a, size_t n, double rel)
 {
-	/* SSE (baseline x86-64) by hand: GCC keeps a float max or a guarded
-	 * division scalar unless NaNs may be ignored, 40 ms over a stack of
-	 * 10^7 rays; max_ps and cmpgt_ps treat a NaN as the C below does */
+	/* the maximum in SSE (baseline x86-64) by hand: GCC keeps a float max
+	 * scalar unless NaNs may be ignored; maxps(x, m) is rc_ew_max(m, x)
+	 * lane by lane, NaN included */
 	__m128 m4 = _mm_setzero_ps();
 	size_t i = 0;
 	for (; i + 4 <= n; i += 4)
@@ -98,20 +101,14 @@ void rc_vinv_guarded(float *a, size_t n, double rel)
 	float lane[4], mx = 0.0f;
 	_mm_storeu_ps(lane, m4);
 	for (int l = 0; l < 4; l++)
-		mx = lane[l] > mx ? lane[l] : mx;
+		mx = rc_ew_max(mx, lane[l]);
 	for (; i < n; i++)
-		mx = a[i] > mx ? a[i] : mx;
+		mx = rc_ew_max(mx, a[i]);
 	float eps = (float)(rel * mx);
-	/* kept: above eps and above 0; with mx == 0 nothing is: all become 0 */
-	const __m128 e4 = _mm_set1_ps(eps), z4 = _mm_setzero_ps(), one = _mm_set1_ps(1.0f);
-	for (i = 0; i + 4 <= n; i += 4) {
-		__m128 x = _mm_loadu_ps(a + i);
-		__m128 keep = _mm_and_ps(_mm_cmpgt_ps(x, e4), _mm_cmpgt_ps(x, z4));
-		__m128 q = _mm_div_ps(one, _mm_or_ps(_mm_and_ps(keep, x), _mm_andnot_ps(keep, one)));
-		_mm_storeu_ps(a + i, _mm_and_ps(keep, q));
-	}
-	for (; i < n; i++)
-		a[i] = a[i] > eps && a[i] > 0.0f ? 1.0f / a[i] : 0.0f;
+	/* kept: above eps and above 0; with mx == 0 nothing is: all become 0.
+	 * Vectorised: this file is compiled with -fno-trapping-math (Makefile) */
+	for (i = 0; i < n; i++)
+		a[i] = rc_ew_inv_guarded(a[i], eps);
 }
 
 void rc_vupdate(float *restrict v, const float *restrict u, const float *restrict c,
@@ -120,19 +117,17 @@ void rc_vupdate(float *restrict v, const float *restrict u, const float *restric
 	/* one pass with the clamp (a second pass over v cost a quarter of the
 	 * call's memory traffic); each loop vectorises */
 	if (nonneg)
-		for (size_t i = 0; i < n; i++) {
-			float t = v[i] + lambda * u[i] * c[i];
-			v[i] = t > 0.0f ? t : 0.0f;
-		}
+		for (size_t i = 0; i < n; i++)
+			v[i] = rc_ew_update(v[i], u[i], c[i], lambda, 1);
 	else
 		for (size_t i = 0; i < n; i++)
-			v[i] += lambda * u[i] * c[i];
+			v[i] = rc_ew_update(v[i], u[i], c[i], lambda, 0);
 }
 
 void rc_vmul2(float *restrict v, const float *restrict u, const float *restrict c, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		v[i] *= u[i] * c[i];
+		v[i] = rc_ew_mul(v[i], u[i], c[i]);
 }
 
 /* Residual of one contiguous block; weighted (w) and plain variants are
@@ -147,17 +142,17 @@ static double residual_block(float *restrict e, const float *restrict p,
 		size_t i = s;
 		for (; i + SUM_LANES <= end; i += SUM_LANES)
 			for (int l = 0; l < SUM_LANES; l++) {
-				float d = p[i + l] - e[i + l];
+				float d = rc_ew_residual(p[i + l], e[i + l]);
 				acc[l] += d * d;
-				e[i + l] = d * w[i + l];
+				e[i + l] = rc_ew_weigh(d, w[i + l]);
 			}
 		double part = 0.0;
 		for (int l = 0; l < SUM_LANES; l++)
 			part += acc[l];
 		for (; i < end; i++) {
-			float d = p[i] - e[i];
+			float d = rc_ew_residual(p[i], e[i]);
 			part += (double)d * d;
-			e[i] = d * w[i];
+			e[i] = rc_ew_weigh(d, w[i]);
 		}
 		total += part;
 	}
@@ -173,7 +168,7 @@ static double residual_block_plain(float *restrict e, const float *restrict p, s
 		size_t i = s;
 		for (; i + SUM_LANES <= end; i += SUM_LANES)
 			for (int l = 0; l < SUM_LANES; l++) {
-				float d = p[i + l] - e[i + l];
+				float d = rc_ew_residual(p[i + l], e[i + l]);
 				acc[l] += d * d;
 				e[i + l] = d;
 			}
@@ -181,7 +176,7 @@ static double residual_block_plain(float *restrict e, const float *restrict p, s
 		for (int l = 0; l < SUM_LANES; l++)
 			part += acc[l];
 		for (; i < end; i++) {
-			float d = p[i] - e[i];
+			float d = rc_ew_residual(p[i], e[i]);
 			part += (double)d * d;
 			e[i] = d;
 		}
@@ -206,10 +201,9 @@ double rc_vratio(float *restrict e, const float *restrict p, float eps, size_t n
 {
 	double r2 = 0.0;
 	for (size_t i = 0; i < n; i++) {
-		float d = p[i] - e[i];
+		float d = rc_ew_residual(p[i], e[i]);
 		r2 += (double)d * d;
-		float pp = p[i] > 0.0f ? p[i] : 0.0f;
-		e[i] = e[i] > eps ? pp / e[i] : 0.0f;
+		e[i] = rc_ew_ratio(e[i], p[i], eps);
 	}
 	return r2;
 }

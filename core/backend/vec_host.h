@@ -3,6 +3,9 @@
  * float arrays; the host and tensor backends (backend.h) run their vector
  * calls with them.
  *
+ * The per-element formulas are core/backend/elementwise_ops.h's, which the
+ * OpenCL and CUDA kernels share, so every backend rounds alike.
+ *
  * They are plain restrict-qualified loops that GCC vectorises at -O3; sums
  * are taken in float lanes over short blocks and added in double, so they
  * vectorise without -ffast-math and stay accurate for the 1e7-element
@@ -45,8 +48,8 @@ void rc_vupdate(float *restrict v, const float *restrict u, const float *restric
 /* v *= u * c */
 void rc_vmul2(float *restrict v, const float *restrict u, const float *restrict c, size_t n);
 /* e = e > eps ? max(p, 0) / e : 0; returns sum (p - e)^2 taken before.
- * Scalar: GCC does not if-convert the guarded division under
- * -ftrapping-math; one pass costs ~20 ms at paper 000's size. */
+ * Scalar: the sum is added in double in element order, which GCC does not
+ * vectorise without -ffast-math; one pass costs ~20 ms at paper 000's size. */
 double rc_vratio(float *restrict e, const float *restrict p, float eps, size_t n);
 /* Over views [first, last) given as s: e = (p - e) * w; returns the sum of
  * (p - e)^2 before the weighting (w may be NULL: weight 1). */

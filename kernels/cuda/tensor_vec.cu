@@ -1,8 +1,12 @@
 /*
- * tensor_vec: the tensor backend's element-wise kernels on device vectors
- * ([row][nc], nc slices side by side) and the pattern the product timing
- * fills its inputs with; host code in core/backend/tensor/tensor_gpu.cu
- * launches them through core/backend/tensor/tensor_kernels.cuh.
+ * tensor_vec: the tensor backend's steps that know its device vectors'
+ * layout ([row][nc], nc slices side by side): the fill that leaves the
+ * padding slices 0, the copy of a view range, the per-slice sums; and the
+ * pattern the product timing fills its inputs with.  Host code in
+ * core/backend/tensor/tensor_gpu.cu launches them through
+ * core/backend/tensor/tensor_kernels.cuh.  The element-wise steps whose
+ * formulas do not depend on the layout (update, mul, the guarded inverse,
+ * ratio, residual) are the CUDA backend's kernels in elementwise.cu.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -16,10 +20,8 @@ static __global__ void k_fill_pattern(float *v, int64_t n)
 }
 
 /*
- * Grid-stride loops over rows * nc elements, 256 threads per block; sums in
- * double, one atomicAdd per block.  The float operations are vec_host.c's,
- * with __fmul_rn / __fadd_rn where contraction to an FMA would change the
- * rounding.  Per-column dot, axpy and xpay are the old device CG's kernels
+ * Grid-stride loops over rows * nc elements, 256 threads per block.
+ * Per-column dot, axpy and xpay are the old device CG's kernels
  * (rc_tk_coldot, rc_tk_axpy_cols, rc_tk_xpby_cols in tensor_wmma.cu). */
 
 #define VT 256
@@ -39,21 +41,6 @@ __device__ static inline bool in_views(const int *rv, int64_t r, int first, int 
 		return true;
 	int v = rv[r];
 	return v >= first && v < last;
-}
-
-/* The block's partial sums added into *out (blockDim.x == VT). */
-__device__ static void block_add(double s, double *out)
-{
-	__shared__ double part[VT];
-	part[threadIdx.x] = s;
-	__syncthreads();
-	for (int w = VT / 2; w > 0; w /= 2) {
-		if (threadIdx.x < w)
-			part[threadIdx.x] += part[threadIdx.x + w];
-		__syncthreads();
-	}
-	if (threadIdx.x == 0)
-		atomicAdd(out, part[0]);
 }
 
 static __global__ void k_vfill(float *y, int64_t n, int nc, float v, int nreal, const int *rv, int first, int last)
@@ -93,74 +80,6 @@ static __global__ void k_colsum(const float *a, int64_t rows, int nc, double *ou
 	}
 }
 
-/* *umax = bits of max(0, max y): for floats >= 0 the bit patterns order as
- * the values. */
-static __global__ void k_vmax(const float *y, int64_t n, unsigned *umax)
-{
-	__shared__ float part[VT];
-	float m = 0.0f;
-	VLOOP(i, n)
-	m = y[i] > m ? y[i] : m;
-	part[threadIdx.x] = m;
-	__syncthreads();
-	for (int w = VT / 2; w > 0; w /= 2) {
-		if (threadIdx.x < w && part[threadIdx.x + w] > part[threadIdx.x])
-			part[threadIdx.x] = part[threadIdx.x + w];
-		__syncthreads();
-	}
-	if (threadIdx.x == 0)
-		atomicMax(umax, __float_as_uint(part[0]));
-}
-
-static __global__ void k_vinv(float *y, int64_t n, double rel, const unsigned *umax)
-{
-	float eps = (float)(rel * (double)__uint_as_float(*umax));
-	VLOOP(i, n)
-	y[i] = y[i] > eps && y[i] > 0.0f ? 1.0f / y[i] : 0.0f;
-}
-
-static __global__ void k_vratio(float *e, const float *p, int64_t n, int nc, const int *rv, int first, int last,
-				float eps, double *out)
-{
-	double s = 0;
-	VLOOP(i, n)
-	if (in_views(rv, i / nc, first, last)) {
-		float d = __fsub_rn(p[i], e[i]);
-		s += (double)d * d;
-		float pp = p[i] > 0.0f ? p[i] : 0.0f;
-		e[i] = e[i] > eps ? pp / e[i] : 0.0f;
-	}
-	block_add(s, out);
-}
-
-static __global__ void k_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
-			    int last, double *out)
-{
-	double s = 0;
-	VLOOP(i, n)
-	if (in_views(rv, i / nc, first, last)) {
-		float d = __fsub_rn(p[i], e[i]);
-		s += (double)d * d;
-		e[i] = w ? __fmul_rn(d, w[i]) : d;
-	}
-	block_add(s, out);
-}
-
-static __global__ void k_vupdate(float *v, const float *u, const float *c, int64_t n, float lambda, int nonneg)
-{
-	VLOOP(i, n)
-	{
-		float x = __fadd_rn(v[i], __fmul_rn(__fmul_rn(lambda, u[i]), c[i]));
-		v[i] = nonneg ? (x > 0.0f ? x : 0.0f) : x;
-	}
-}
-
-static __global__ void k_vmul(float *v, const float *u, const float *c, int64_t n)
-{
-	VLOOP(i, n)
-	v[i] = __fmul_rn(v[i], __fmul_rn(u[i], c[i]));
-}
-
 /* ---- launchers (core/backend/tensor/tensor_kernels.cuh) ------------------ */
 
 void rc_tk_fill_pattern(float *v, int64_t n, cudaStream_t st)
@@ -185,32 +104,4 @@ void rc_tk_colsum(const float *a, int64_t rows, int nc, double *out, cudaStream_
 	int64_t gx = (rows + 8 * 64 - 1) / (8 * 64);
 	dim3 grid((unsigned)(gx < 1 ? 1 : (gx > 4096 ? 4096 : gx)), (nc + 31) / 32), block(32, 8);
 	k_colsum<<<grid, block, 0, st>>>(a, rows, nc, out);
-}
-
-void rc_tk_vinv_guarded(float *y, int64_t n, double rel, unsigned *umax, cudaStream_t st)
-{
-	k_vmax<<<vgrid(n), VT, 0, st>>>(y, n, umax);
-	k_vinv<<<vgrid(n), VT, 0, st>>>(y, n, rel, umax);
-}
-
-void rc_tk_vratio(float *e, const float *p, int64_t n, int nc, const int *rv, int first, int last, float eps,
-		  double *out, cudaStream_t st)
-{
-	k_vratio<<<vgrid(n), VT, 0, st>>>(e, p, n, nc, rv, first, last, eps, out);
-}
-
-void rc_tk_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
-		     int last, double *out, cudaStream_t st)
-{
-	k_vresidual<<<vgrid(n), VT, 0, st>>>(e, p, w, n, nc, rv, first, last, out);
-}
-
-void rc_tk_vupdate(float *v, const float *u, const float *c, int64_t n, float lambda, int nonneg, cudaStream_t st)
-{
-	k_vupdate<<<vgrid(n), VT, 0, st>>>(v, u, c, n, lambda, nonneg);
-}
-
-void rc_tk_vmul(float *v, const float *u, const float *c, int64_t n, cudaStream_t st)
-{
-	k_vmul<<<vgrid(n), VT, 0, st>>>(v, u, c, n);
 }

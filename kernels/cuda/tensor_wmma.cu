@@ -21,6 +21,7 @@
 #include <mma.h>
 
 #include "backend/tensor/tensor_kernels.cuh"
+#include "backend/elementwise_ops.h"
 
 using namespace nvcuda;
 
@@ -307,8 +308,7 @@ void rc_tk_coldot(const float *a, const float *b, int64_t rows, int nc, double *
 __global__ void k_axpy_cols(float *y, const float *x, const double *coef, double sign, int64_t n, int nc)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-		/* _rn: no fused multiply-add, the host loop's two roundings */
-		y[i] = __fadd_rn(y[i], __fmul_rn((float)(sign * coef[i % nc]), x[i]));
+		y[i] = rc_ew_axpy(y[i], (float)(sign * coef[i % nc]), x[i]);
 }
 
 void rc_tk_axpy_cols(float *y, const float *x, const double *coef, double sign, int64_t rows, int nc,
@@ -320,7 +320,7 @@ void rc_tk_axpy_cols(float *y, const float *x, const double *coef, double sign, 
 __global__ void k_xpby_cols(float *p, const float *r, const double *coef, int64_t n, int nc)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-		p[i] = __fadd_rn(r[i], __fmul_rn((float)coef[i % nc], p[i]));
+		p[i] = rc_ew_xpay(r[i], (float)coef[i % nc], p[i]);
 }
 
 void rc_tk_xpby_cols(float *p, const float *r, const double *coef, int64_t rows, int nc, cudaStream_t st)

@@ -1,7 +1,7 @@
 /*
  * elementwise: the element-wise calls of the OpenCL backend
- * (core/backend_opencl.c through core/opencl_ew.c), each the loop of
- * core/vec_host.c with the same float operations in the same order
+ * (core/backend/opencl/backend_opencl.c through opencl_ew.c), each the loop of
+ * core/backend/vec_host.c with the same float operations in the same order
  * (FP_CONTRACT off, so no fused multiply-add the host loops lack).
  *
  * Map kernels take one element per work-item, the global size rounded up
@@ -19,8 +19,15 @@
  * carry about 1e-6 relative error per 1e6 terms).
  *
  * Indices are ulong: a 2048^2 x 1000 stack has more than 2^32 elements.
+ *
+ * The per-element formulas are core/backend/elementwise_ops.h's, shared
+ * with the host and CUDA; the runtime compiler has no file to include, so
+ * mk/opencl.mk pastes the header in place of its #include when it embeds
+ * this file.  It comes after the pragma, which then covers its formulas.
  */
 #pragma OPENCL FP_CONTRACT OFF
+
+#include "backend/elementwise_ops.h"
 
 #ifndef RC_FP64
 #define RC_FP64 0
@@ -40,8 +47,7 @@ __kernel void ew_update(__global float *restrict v, __global const float *restri
 	ulong i = get_global_id(0);
 	if (i >= n)
 		return;
-	float r = v[i] + lambda * u[i] * c[coff + i];
-	v[i] = nonneg ? (r > 0.0f ? r : 0.0f) : r;
+	v[i] = rc_ew_update(v[i], u[i], c[coff + i], lambda, nonneg);
 }
 
 /* a = a > eps && a > 0 ? 1 / a : 0 (rc_vinv_guarded, eps from ew_max).
@@ -53,8 +59,7 @@ __kernel void ew_inv_guarded(__global float *restrict a, float eps, ulong n)
 	ulong i = get_global_id(0);
 	if (i >= n)
 		return;
-	float x = a[i];
-	a[i] = x > eps && x > 0.0f ? 1.0f / x : 0.0f;
+	a[i] = rc_ew_inv_guarded(a[i], eps);
 }
 
 /* y += a * x (rc_vaxpy) */
@@ -63,7 +68,7 @@ __kernel void ew_axpy(__global float *restrict y, float a, __global const float 
 	ulong i = get_global_id(0);
 	if (i >= n)
 		return;
-	y[i] += a * x[i];
+	y[i] = rc_ew_axpy(y[i], a, x[i]);
 }
 
 /* y = x + a * y (rc_vxpay) */
@@ -72,7 +77,7 @@ __kernel void ew_xpay(__global float *restrict y, __global const float *restrict
 	ulong i = get_global_id(0);
 	if (i >= n)
 		return;
-	y[i] = x[i] + a * y[i];
+	y[i] = rc_ew_xpay(x[i], a, y[i]);
 }
 
 /* i over this work-item's share of [0, n) (see the top) */
@@ -129,9 +134,9 @@ __kernel void ew_residual(__global float *restrict e, __global const float *rest
 	rc_acc s = 0;
 	FOR_MY_SHARE(i, n) {
 		ulong k = off + i;
-		float d = p[k] - e[k];
+		float d = rc_ew_residual(p[k], e[k]);
 		s += (rc_acc)d * (rc_acc)d;
-		e[k] = weighted ? d * w[k] : d;
+		e[k] = weighted ? rc_ew_weigh(d, w[k]) : d;
 	}
 	group_sum(s, scratch, partial);
 }
@@ -145,10 +150,9 @@ __kernel void ew_ratio(__global float *restrict e, __global const float *restric
 	FOR_MY_SHARE(i, n) {
 		ulong k = off + i;
 		float x = e[k], pv = p[k];
-		float d = pv - x;
+		float d = rc_ew_residual(pv, x);
 		s += (rc_acc)d * (rc_acc)d;
-		float pp = pv > 0.0f ? pv : 0.0f;
-		e[k] = x > eps ? pp / x : 0.0f;
+		e[k] = rc_ew_ratio(x, pv, eps);
 	}
 	group_sum(s, scratch, partial);
 }
@@ -160,7 +164,7 @@ __kernel void ew_mul2(__global float *restrict v, __global const float *restrict
 	ulong i = get_global_id(0);
 	if (i >= n)
 		return;
-	v[i] *= u[i] * c[i];
+	v[i] = rc_ew_mul(v[i], u[i], c[i]);
 }
 
 /* partial maxima of max(0, a) (the start value of rc_vinv_guarded's max) */
@@ -169,13 +173,13 @@ __kernel void ew_max(__global const float *restrict a, ulong n, __local float *s
 {
 	float m = 0.0f;
 	FOR_MY_SHARE(i, n)
-		m = a[i] > m ? a[i] : m;
+		m = rc_ew_max(m, a[i]);
 	size_t l = get_local_id(0);
 	scratch[l] = m;
 	barrier(CLK_LOCAL_MEM_FENCE);
 	for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
 		if (l < s)
-			scratch[l] = scratch[l + s] > scratch[l] ? scratch[l + s] : scratch[l];
+			scratch[l] = rc_ew_max(scratch[l], scratch[l + s]);
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 	if (l == 0)

@@ -396,7 +396,7 @@ static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first
 	int rc = zero_sum(k, err);
 	if (rc)
 		return rc;
-	LAUNCHED(rc_cuda_ratio(y->d + o, p->d + o, eps, n, k->dsum, k->c.ks), "ratio");
+	LAUNCHED(rc_cuda_ratio(y->d + o, p->d + o, eps, n, NULL, k->dsum, k->c.ks), "ratio");
 	rc = read_sum(k, sum2, err);
 out:
 	return rc;
@@ -416,7 +416,7 @@ static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, 
 	int rc = zero_sum(k, err);
 	if (rc)
 		return rc;
-	LAUNCHED(rc_cuda_residual(p->d + o, e->d + o, w ? w->d + o : NULL, n, k->dsum, k->c.ks), "residual");
+	LAUNCHED(rc_cuda_residual(p->d + o, e->d + o, w ? w->d + o : NULL, n, NULL, k->dsum, k->c.ks), "residual");
 	rc = read_sum(k, sum2, err);
 out:
 	return rc;

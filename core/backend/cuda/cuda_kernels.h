@@ -136,15 +136,23 @@ int rc_cuda_launch_bp_plane(const float *proj, const float *pv, const float *ray
 int rc_cuda_launch_fp_plane(const float *vol, const float *rays, float *proj, const rc_cuda_plane *g,
 			    int first, int last, cudaStream_t s);
 
-/* Element-wise steps of the CUDA backend (backend_cuda.c), n elements each,
- * every one the loop of core/vec_host.c it names, float operation for float
- * operation (elementwise.cu).  Device pointers; sums go into device doubles
- * that the caller zeroes first. */
+/* Element-wise steps of the CUDA backend (backend_cuda.c) and of the tensor
+ * backend's device vectors (core/backend/tensor/tensor_gpu.cu), n elements
+ * each, every one the loop of core/vec_host.c it names with the formula of
+ * core/backend/elementwise_ops.h (elementwise.cu).  Device pointers; sums go
+ * into device doubles that the caller zeroes first. */
 int rc_cuda_fill(float *x, float v, size_t n, cudaStream_t s);
+/* A view mask over a stack of rows of nc elements whose row r holds rays of
+ * view rv[r] (a device array): a masked step touches the rows of views
+ * [first, last) only (the tensor backend's [row][slice] projections). */
+typedef struct rc_cuda_views {
+	const int *rv;
+	int nc, first, last;
+} rc_cuda_views;
 /* rc_vresidual: e = (p - e) * w (w NULL: weight 1); *sum2 += sum of
- * (p - e)^2 before the weighting. */
-int rc_cuda_residual(const float *p, float *e, const float *w, size_t n, double *sum2,
-		     cudaStream_t s);
+ * (p - e)^2 before the weighting; views NULL: every element. */
+int rc_cuda_residual(const float *p, float *e, const float *w, size_t n, const rc_cuda_views *views,
+		     double *sum2, cudaStream_t s);
 /* rc_vupdate: v += lambda * u * c, then max(v, 0) when nonneg. */
 int rc_cuda_update(float *v, const float *u, const float *c, float lambda, int nonneg, size_t n,
 		   cudaStream_t s);
@@ -162,8 +170,9 @@ int rc_cuda_dot(const float *x, const float *y, size_t n, double *out, cudaStrea
 int rc_cuda_max(const float *x, size_t n, unsigned *mx, cudaStream_t s);
 int rc_cuda_inv_guarded(float *x, size_t n, double rel, const unsigned *mx, cudaStream_t s);
 /* rc_vratio: e = e > eps ? max(p, 0) / e : 0; *sum2 += sum of (p - e)^2
- * taken before. */
-int rc_cuda_ratio(float *e, const float *p, float eps, size_t n, double *sum2, cudaStream_t s);
+ * taken before; views NULL: every element. */
+int rc_cuda_ratio(float *e, const float *p, float eps, size_t n, const rc_cuda_views *views, double *sum2,
+		  cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/elementwise_ops.h"
 #include "projectors/bsr.h"
 #include "projectors/bsr_cpu.h"
 #include "util/rc_clock.h"
@@ -462,7 +463,7 @@ static int axpy(rc_backend *b, rc_vec *y, const float *a, const rc_vec *x, rc_er
 		float *yr = y->p + r * nc;
 		const float *xr = x->p + r * nc;
 		for (int c = 0; c < nz; c++)
-			yr[c] += a[c] * xr[c];
+			yr[c] = rc_ew_axpy(yr[c], a[c], xr[c]);
 	}
 	return 0;
 }
@@ -484,7 +485,7 @@ static int xpay(rc_backend *b, rc_vec *y, const rc_vec *x, const float *a, rc_er
 		float *yr = y->p + r * nc;
 		const float *xr = x->p + r * nc;
 		for (int c = 0; c < nz; c++)
-			yr[c] = xr[c] + a[c] * yr[c];
+			yr[c] = rc_ew_xpay(xr[c], a[c], yr[c]);
 	}
 	return 0;
 }

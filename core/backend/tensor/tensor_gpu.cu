@@ -24,6 +24,7 @@ extern "C" {
 #include "projectors/tensor_sym.h"
 }
 #include "backend/tensor/tensor_kernels.cuh"
+#include "backend/cuda/cuda_kernels.h"
 
 struct rc_tgpu {
 	int dev;
@@ -448,13 +449,21 @@ out:
 /* ---- device vectors (the tensor backend); kernels in kernels/cuda/tensor_vec.cu */
 
 /* The launch's error (kernels report at the next call otherwise). */
-static int launched(const char *what, char *msg, size_t msglen)
+/* The launch error of a kernel: of the last launch (e = 0: read it here),
+ * or the one a kernels/cuda launcher returned (cuda_kernels.h). */
+static int launch_rc(int e, const char *what, char *msg, size_t msglen)
 {
-	cudaError_t e = cudaGetLastError();
+	if (e == cudaSuccess)
+		e = cudaGetLastError();
 	if (e == cudaSuccess)
 		return 0;
-	snprintf(msg, msglen, "%s kernel launch: %s", what, cudaGetErrorString(e));
+	snprintf(msg, msglen, "%s kernel launch: %s", what, cudaGetErrorString((cudaError_t)e));
 	return RC_EDEVICE;
+}
+
+static int launched(const char *what, char *msg, size_t msglen)
+{
+	return launch_rc(cudaSuccess, what, msg, msglen);
 }
 
 extern "C" int rc_tgpu_vec_fit(rc_tgpu *t, int nvol, int nproj, char *msg, size_t msglen)
@@ -545,6 +554,16 @@ static int need_views(const rc_tgpu *t, int first, char *msg, size_t msglen)
 		return RC_EINVAL;
 	}
 	return 0;
+}
+
+/* The mask of views [first, last) for elementwise.cu's kernels, in *m;
+ * NULL (every row) when first < 0. */
+static const rc_cuda_views *views_of(const rc_tgpu *t, int first, int last, rc_cuda_views *m)
+{
+	if (first < 0)
+		return NULL;
+	*m = rc_cuda_views{ t->row_view, t->nc, first, last };
+	return m;
 }
 
 extern "C" int rc_tgpu_vfill(rc_tgpu *t, float *y, int64_t rows, float v, int nreal, int first, int last,
@@ -640,16 +659,19 @@ extern "C" int rc_tgpu_vinv_guarded(rc_tgpu *t, float *y, int64_t rows, double r
 	int rc = 0;
 	int64_t n = rows * t->nc;
 	CK(cudaMemsetAsync(t->umax, 0, sizeof(unsigned), t->st), "cudaMemset maximum");
-	rc_tk_vinv_guarded(y, n, rel, t->umax, t->st);
-	rc = launched("guarded inverse", msg, msglen);
+	rc = launch_rc(rc_cuda_max(y, (size_t)n, t->umax, t->st), "maximum", msg, msglen);
+	if (!rc)
+		rc = launch_rc(rc_cuda_inv_guarded(y, (size_t)n, rel, t->umax, t->st), "guarded inverse", msg,
+			       msglen);
 out:
 	return rc;
 }
 
-/* The one sum a kernel added into t->red[0], read back. */
-static int read_sum(rc_tgpu *t, double *sum, const char *what, char *msg, size_t msglen)
+/* The one sum a kernel added into t->red[0] (e: its launch's error), read
+ * back. */
+static int read_sum(rc_tgpu *t, int e, double *sum, const char *what, char *msg, size_t msglen)
 {
-	int rc = launched(what, msg, msglen);
+	int rc = launch_rc(e, what, msg, msglen);
 	if (rc)
 		return rc;
 	CK(cudaMemcpyAsync(sum, t->red, sizeof(double), cudaMemcpyDeviceToHost, t->st), "copy of a sum");
@@ -665,9 +687,10 @@ extern "C" int rc_tgpu_vratio(rc_tgpu *t, float *y, const float *p, int first, i
 	if (rc)
 		return rc;
 	int64_t n = t->a.rows_pad * t->nc;
+	rc_cuda_views vw;
 	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
-	rc_tk_vratio(y, p, n, t->nc, t->row_view, first, last, eps, t->red, t->st);
-	rc = read_sum(t, sum2, "ratio", msg, msglen);
+	rc = read_sum(t, rc_cuda_ratio(y, p, eps, (size_t)n, views_of(t, first, last, &vw), t->red, t->st), sum2,
+		      "ratio", msg, msglen);
 out:
 	return rc;
 }
@@ -679,9 +702,10 @@ extern "C" int rc_tgpu_vresidual(rc_tgpu *t, float *e, const float *p, const flo
 	if (rc)
 		return rc;
 	int64_t n = t->a.rows_pad * t->nc;
+	rc_cuda_views vw;
 	CK(cudaMemsetAsync(t->red, 0, sizeof(double), t->st), "cudaMemset sum");
-	rc_tk_vresidual(e, p, w, n, t->nc, t->row_view, first, last, t->red, t->st);
-	rc = read_sum(t, sum2, "residual", msg, msglen);
+	rc = read_sum(t, rc_cuda_residual(p, e, w, (size_t)n, views_of(t, first, last, &vw), t->red, t->st), sum2,
+		      "residual", msg, msglen);
 out:
 	return rc;
 }
@@ -690,16 +714,14 @@ extern "C" int rc_tgpu_vupdate(rc_tgpu *t, float *v, const float *u, const float
 			       int nonneg, char *msg, size_t msglen)
 {
 	int64_t n = rows * t->nc;
-	rc_tk_vupdate(v, u, c, n, lambda, nonneg, t->st);
-	return launched("update", msg, msglen);
+	return launch_rc(rc_cuda_update(v, u, c, lambda, nonneg, (size_t)n, t->st), "update", msg, msglen);
 }
 
 extern "C" int rc_tgpu_vmul(rc_tgpu *t, float *v, const float *u, const float *c, int64_t rows, char *msg,
 			    size_t msglen)
 {
 	int64_t n = rows * t->nc;
-	rc_tk_vmul(v, u, c, n, t->st);
-	return launched("mul", msg, msglen);
+	return launch_rc(rc_cuda_mul(v, u, c, (size_t)n, t->st), "mul", msg, msglen);
 }
 
 extern "C" int rc_tgpu_sync(rc_tgpu *t, char *msg, size_t msglen)

@@ -87,19 +87,8 @@ void rc_tk_vcopy_views(float *y, const float *x, int64_t n, int nc, const int *r
 		       int zero_others, cudaStream_t st);
 /* out[c] += sum_rows a[., c] */
 void rc_tk_colsum(const float *a, int64_t rows, int nc, double *out, cudaStream_t st);
-/* y = y > rel * max(y, 0) && y > 0 ? 1 / y : 0; *umax (zeroed by the
- * caller) receives the maximum's bits */
-void rc_tk_vinv_guarded(float *y, int64_t n, double rel, unsigned *umax, cudaStream_t st);
-/* e = e > eps ? max(p, 0) / e : 0, *out += sum (p - e)^2 before */
-/* over the rows of views [first, last) (rv: each row's view, as vresidual) */
-void rc_tk_vratio(float *e, const float *p, int64_t n, int nc, const int *rv, int first, int last, float eps,
-		  double *out, cudaStream_t st);
-/* in views [first, last): e = (p - e) * w (w NULL: 1), *out += sum (p - e)^2 */
-void rc_tk_vresidual(float *e, const float *p, const float *w, int64_t n, int nc, const int *rv, int first,
-		     int last, double *out, cudaStream_t st);
-/* v += lambda * u * c, then max(v, 0) when nonneg */
-void rc_tk_vupdate(float *v, const float *u, const float *c, int64_t n, float lambda, int nonneg, cudaStream_t st);
-/* v *= u * c */
-void rc_tk_vmul(float *v, const float *u, const float *c, int64_t n, cudaStream_t st);
+/* update, mul, the guarded inverse, ratio and residual are the CUDA
+ * backend's (core/backend/cuda/cuda_kernels.h, kernels/cuda/elementwise.cu),
+ * with an rc_cuda_views mask of the row views for a view range. */
 
 #endif
