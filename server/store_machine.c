@@ -175,7 +175,7 @@ static int decide_start(const job_row *r, const sm_args *a, sm_change *c, rc_err
 static int decide_take(const job_row *r, const sm_args *a, sm_change *c, rc_err *err)
 {
 	if (r->state != JOB_QUEUED)
-		return sm_lost(r, err);
+		return rc_fail(err, RC_ESTATE, "state", "job %s is %s, not queued", r->id, job_state_name(r->state));
 	c->cols = SM_COL_STATE | SM_COL_UPDATED | SM_COL_STARTED | SM_COL_CANCEL | SM_COL_NODE | SM_COL_LEASE |
 		  SM_COL_PROGRESS;
 	c->state = JOB_RUNNING;
@@ -370,7 +370,7 @@ static int decide_lease_expire(const job_row *r, const sm_args *a, sm_change *c,
 static int decide_recover(const job_row *r, const sm_args *a, sm_change *c, rc_err *err)
 {
 	if (r->state != JOB_RUNNING)
-		return sm_lost(r, err);
+		return rc_fail(err, RC_ESTATE, "state", "job %s is %s, not running", r->id, job_state_name(r->state));
 	c->lease_until = 0;
 	if (r->cancel_requested) {
 		cancelled(c, a->now);
