@@ -80,6 +80,27 @@ static int held_by(const job_row *r, const char *node)
 	return r->state == JOB_RUNNING && node && !strcmp(r->node, node);
 }
 
+static void cancelled(sm_change *c, double now)
+{
+	c->cols |= SM_COL_STATE | SM_COL_UPDATED | SM_COL_FINISHED | SM_COL_ERROR;
+	c->state = JOB_CANCELLED;
+	c->updated = c->finished = now;
+	c->error_code = "cancelled";
+	c->error_message = "cancelled by request";
+}
+
+/* Off its node, to state: the run it had is over (started, node and lease
+ * cleared). */
+static void off_node(sm_change *c, job_state state, double now)
+{
+	c->cols |= SM_COL_STATE | SM_COL_UPDATED | SM_COL_STARTED | SM_COL_NODE | SM_COL_LEASE;
+	c->state = state;
+	c->updated = now;
+	c->started = 0;
+	c->node = "";
+	c->lease_until = 0;
+}
+
 /* --- one decision per operation: cur is never NULL here */
 
 static int popcount_bits(const uint8_t *b, int nbits)
@@ -218,19 +239,17 @@ static int decide_finish(const job_row *r, const sm_args *a, sm_change *c, rc_er
 {
 	if (!held_by(r, a->node))
 		return not_held(r->id, a->node, err);
-	c->state = (job_state)a->state;
-	c->updated = a->now;
-	c->lease_until = 0;
 	if (a->state == JOB_QUEUED) { /* the daemon stops: the job runs again later */
-		c->cols = SM_COL_STATE | SM_COL_UPDATED | SM_COL_STARTED | SM_COL_CANCEL | SM_COL_NODE |
-			  SM_COL_LEASE | SM_COL_PROGRESS;
-		c->started = 0;
+		off_node(c, JOB_QUEUED, a->now);
+		c->cols |= SM_COL_CANCEL | SM_COL_PROGRESS;
 		c->cancel_requested = 0;
-		c->node = "";
 		c->progress = NULL;
 		return 0;
 	}
 	c->cols = SM_COL_STATE | SM_COL_UPDATED | SM_COL_FINISHED | SM_COL_ERROR | SM_COL_LEASE;
+	c->state = (job_state)a->state;
+	c->updated = a->now;
+	c->lease_until = 0;
 	c->finished = a->now;
 	c->error_code = a->err_code ? a->err_code : "";
 	c->error_message = a->err_msg ? a->err_msg : "";
@@ -239,15 +258,6 @@ static int decide_finish(const job_row *r, const sm_args *a, sm_change *c, rc_er
 		c->report = a->report;
 	}
 	return 0;
-}
-
-static void cancelled(sm_change *c, double now)
-{
-	c->cols |= SM_COL_STATE | SM_COL_UPDATED | SM_COL_FINISHED | SM_COL_ERROR;
-	c->state = JOB_CANCELLED;
-	c->updated = c->finished = now;
-	c->error_code = "cancelled";
-	c->error_message = "cancelled by request";
 }
 
 /* created, receiving, queued -> cancelled; running -> cancel_requested
@@ -275,13 +285,9 @@ static int decide_stream_pause(const job_row *r, const sm_args *a, sm_change *c,
 {
 	if (!held_by(r, a->node))
 		return not_paused(r->id, a->node, err);
-	c->cols = SM_COL_STATE | SM_COL_UPDATED | SM_COL_STREAMING | SM_COL_STARTED | SM_COL_NODE | SM_COL_LEASE;
-	c->state = JOB_RECEIVING;
-	c->updated = a->now;
+	off_node(c, JOB_RECEIVING, a->now);
+	c->cols |= SM_COL_STREAMING;
 	c->streaming = 0;
-	c->started = 0;
-	c->node = "";
-	c->lease_until = 0;
 	return 0;
 }
 
@@ -358,10 +364,7 @@ static int decide_lease_expire(const job_row *r, const sm_args *a, sm_change *c,
 		c->error_message = c->own_msg;
 		return 0;
 	}
-	c->cols |= SM_COL_STARTED | SM_COL_NODE;
-	c->state = JOB_QUEUED;
-	c->started = 0;
-	c->node = "";
+	off_node(c, JOB_QUEUED, a->clock);
 	return 0;
 }
 
@@ -377,12 +380,9 @@ static int decide_recover(const job_row *r, const sm_args *a, sm_change *c, rc_e
 		c->cols |= SM_COL_LEASE;
 		return 0;
 	}
-	c->cols = SM_COL_STATE | SM_COL_UPDATED | SM_COL_STARTED | SM_COL_CANCEL | SM_COL_NODE | SM_COL_LEASE;
-	c->state = JOB_QUEUED;
-	c->updated = a->now;
-	c->started = 0;
+	off_node(c, JOB_QUEUED, a->now);
+	c->cols |= SM_COL_CANCEL;
 	c->cancel_requested = 0;
-	c->node = "";
 	c->answer = 1;
 	return 0;
 }
@@ -459,4 +459,17 @@ int sm_change_columns(const sm_change *c, sm_col out[SM_MAX_COLS])
 #undef COL_D
 #undef COL_T
 	return n;
+}
+
+int sm_update_sql(const sm_col *col, int n, const char *queue_expr, char *buf, size_t size)
+{
+	size_t len = (size_t)snprintf(buf, size, "UPDATE jobs SET ");
+	for (int i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s=$%d", i ? ", " : "", col[i].name, i + 1);
+	if (queue_expr && len < size)
+		len += (size_t)snprintf(buf + len, size - len, ", queue_seq=%s", queue_expr);
+	if (len < size)
+		len += (size_t)snprintf(buf + len, size - len, " WHERE id=$%d AND state=$%d AND node=$%d", n + 1, n + 2,
+					n + 3);
+	return len < size ? 0 : -1;
 }

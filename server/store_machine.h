@@ -137,6 +137,14 @@ typedef struct sm_col {
 /* c's columns in a fixed order; returns how many (at most SM_MAX_COLS). */
 int sm_change_columns(const sm_change *c, sm_col out[SM_MAX_COLS]);
 
+/* The conditional write of n columns col (sm_change_columns) into buf:
+ * "UPDATE jobs SET col1=$1, ..., coln=$n[, queue_seq=queue_expr] WHERE
+ * id=$n+1 AND state=$n+2 AND node=$n+3" (the row as read; queue_expr NULL:
+ * the place in the queue kept).  $N parameters are PostgreSQL's, and SQLite
+ * numbers such named parameters in the order they first appear.  -1 when
+ * size is too small. */
+int sm_update_sql(const sm_col *col, int n, const char *queue_expr, char *buf, size_t size);
+
 /* The columns a backend reads into a job_row, in read_row's order. */
 #define STORE_ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
 	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \

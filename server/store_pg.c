@@ -586,13 +586,12 @@ static int write_change(pg_store *st, const job_row *cur, const sm_change *c, co
 	if (!c->cols)
 		return 0;
 	sm_col col[SM_MAX_COLS];
-	int n = sm_change_columns(c, col), len = 0, rc = 0;
+	int n = sm_change_columns(c, col), rc = 0;
 	char sql[1024];
-	len = snprintf(sql, sizeof sql, "UPDATE jobs SET ");
+	if (sm_update_sql(col, n, c->requeue ? "nextval('recond_queue_seq')" : NULL, sql, sizeof sql))
+		return rc_fail(err, RC_EIO, "", "store: %s: the statement is too long", what);
 	for (int i = 0; i < n; i++) {
-		/* untyped parameters: each takes its column's type */
-		len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s=$%d", i ? ", " : "", col[i].name, i + 1);
-		switch (col[i].type) {
+		switch (col[i].type) { /* untyped parameters: each takes its column's type */
 		case 'i': p_int(&p, col[i].i); break;
 		case 'd': p_dbl(&p, col[i].d); break;
 		case 'b':
@@ -603,9 +602,6 @@ static int write_change(pg_store *st, const job_row *cur, const sm_change *c, co
 		default: p_str(&p, col[i].s); /* NULL: SQL NULL */
 		}
 	}
-	if (c->requeue)
-		len += snprintf(sql + len, sizeof sql - (size_t)len, ", queue_seq=nextval('recond_queue_seq')");
-	snprintf(sql + len, sizeof sql - (size_t)len, " WHERE id=$%d AND state=$%d AND node=$%d", n + 1, n + 2, n + 3);
 	p_str(&p, cur->id);
 	p_int(&p, cur->state);
 	p_str(&p, cur->node);

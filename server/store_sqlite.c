@@ -438,6 +438,13 @@ static int sq_get(store *base, const char *id, int with_bitmap, job_row *out, rc
 	return rc;
 }
 
+static void free_rows(job_row *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		job_row_clear(&rows[i]);
+	free(rows);
+}
+
 static int sq_list(store *base, int state, int limit, int offset, job_row **rows, int *n,
 		   int *total, rc_err *err)
 {
@@ -476,9 +483,7 @@ out:
 	sqlite3_finalize(q);
 	pthread_mutex_unlock(&st->lock);
 	if (rc) {
-		for (int i = 0; i < cnt; i++)
-			job_row_clear(&out[i]);
-		free(out);
+		free_rows(out, cnt);
 		return rc;
 	}
 	*rows = out;
@@ -537,15 +542,12 @@ static int write_change(sq_store *st, const job_row *cur, const sm_change *c, co
 	if (!c->cols)
 		return 0;
 	sm_col col[SM_MAX_COLS];
-	int n = sm_change_columns(c, col), len = 0;
-	char sql[1024];
+	int n = sm_change_columns(c, col);
+	char sql[1024], seq[32];
 	sqlite3_stmt *q;
-	len = snprintf(sql, sizeof sql, "UPDATE jobs SET ");
-	for (int i = 0; i < n; i++)
-		len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s=?%d", i ? ", " : "", col[i].name, i + 1);
-	if (c->requeue)
-		len += snprintf(sql + len, sizeof sql - (size_t)len, ", queue_seq=?%d", n + 4);
-	snprintf(sql + len, sizeof sql - (size_t)len, " WHERE id=?%d AND state=?%d AND node=?%d", n + 1, n + 2, n + 3);
+	snprintf(seq, sizeof seq, "%lld", st->queue_seq + 1);
+	if (sm_update_sql(col, n, c->requeue ? seq : NULL, sql, sizeof sql))
+		return rc_fail(err, RC_EIO, "", "store: %s: the statement is too long", what);
 	int rc = sq_prepare(st, sql, &q, what, err);
 	if (rc)
 		return rc;
@@ -564,8 +566,6 @@ static int write_change(sq_store *st, const job_row *cur, const sm_change *c, co
 	sqlite3_bind_text(q, n + 1, cur->id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, n + 2, cur->state);
 	sqlite3_bind_text(q, n + 3, cur->node, -1, SQLITE_STATIC);
-	if (c->requeue)
-		sqlite3_bind_int64(q, n + 4, st->queue_seq + 1);
 	if ((rc = sq_step_done(st, q, what, err)))
 		return rc;
 	if (sqlite3_changes(st->db) != 1)
@@ -628,13 +628,6 @@ static int read_rows(sq_store *st, sqlite3_stmt *q, const char *what, job_row **
 	*rows = out;
 	*n = cnt;
 	return rc;
-}
-
-static void free_rows(job_row *rows, int n)
-{
-	for (int i = 0; i < n; i++)
-		job_row_clear(&rows[i]);
-	free(rows);
 }
 
 /* Caller holds the lock: op decided and written on each running job whose

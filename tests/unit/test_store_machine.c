@@ -455,6 +455,14 @@ static void test_columns(void **state)
 	}
 	assert_int_equal(col[0].i, JOB_CANCELLED);
 	assert_string_equal(col[4].s, "cancelled by request");
+	/* the conditional write: the row as read, the queue place when asked */
+	char sql[256];
+	assert_int_equal(sm_update_sql(col, n, NULL, sql, sizeof sql), 0);
+	assert_string_equal(sql, "UPDATE jobs SET state=$1, updated=$2, finished=$3, error_code=$4, error_message=$5"
+				 " WHERE id=$6 AND state=$7 AND node=$8");
+	assert_int_equal(sm_update_sql(col, 1, "nextval('q')", sql, sizeof sql), 0);
+	assert_string_equal(sql, "UPDATE jobs SET state=$1, queue_seq=nextval('q') WHERE id=$2 AND state=$3 AND node=$4");
+	assert_int_equal(sm_update_sql(col, n, NULL, sql, 40), -1);
 	sm_change_clear(&c);
 
 	/* every column at once fits */
