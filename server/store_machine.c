@@ -80,6 +80,7 @@ static int held_by(const job_row *r, const char *node)
 	return r->state == JOB_RUNNING && node && !strcmp(r->node, node);
 }
 
+/* The end of a cancelled job: asked now, or acknowledged before a restart or an expiry. */
 static void cancelled(sm_change *c, double now)
 {
 	c->cols |= SM_COL_STATE | SM_COL_UPDATED | SM_COL_FINISHED | SM_COL_ERROR;
