@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store_backend.h"
+#include "store_machine.h"
 
 static const char *const state_names[JOB_NSTATES] = {
 	"created", "receiving", "queued", "running", "succeeded", "failed", "cancelled",
@@ -57,6 +58,7 @@ void job_row_clear(job_row *r)
 	free(r->report);
 	free(r->present);
 	free(r->progress);
+	free(r->lease_log);
 	memset(r, 0, sizeof *r);
 }
 
@@ -78,119 +80,6 @@ const char *store_spec_engine(const job_spec *spec)
 		if (!strcmp(spec->r.engine, placed[i]))
 			return placed[i];
 	return "";
-}
-
-int job_row_uploadable(const job_row *r)
-{
-	if (JOB_BIT(r->state) & JOB_UPLOADABLE)
-		return 1;
-	/* a streaming job takes views while it is queued and runs, until it has
-	 * them all: from then on its volume is made from exactly those */
-	return r->streaming && (JOB_BIT(r->state) & JOB_STREAM_UPLOADABLE) && r->views_present < r->views_expected;
-}
-
-int job_row_upload_refused(const job_row *r, rc_err *err)
-{
-	if (r->streaming && !(JOB_BIT(r->state) & JOB_FINAL))
-		return rc_fail(err, RC_ESTATE, "state", "job %s is %s with every view: its volume is made from the views "
-			       "it has, so it takes no more uploads", r->id, job_state_name(r->state));
-	return rc_fail(err, RC_ESTATE, "state", "job %s is %s and no longer accepts projections", r->id,
-		       job_state_name(r->state));
-}
-
-static int popcount_bits(const uint8_t *b, int nbits)
-{
-	int n = 0;
-	for (int i = 0; i < nbits; i++)
-		n += (b[i >> 3] >> (i & 7)) & 1;
-	return n;
-}
-
-int store_views_apply(job_row *r, int first, int last, int set, int *ret_state, int *ret_queue, rc_err *err)
-{
-	if (!job_row_uploadable(r))
-		return job_row_upload_refused(r, err);
-	if (first < 0 || last > r->views_expected || first >= last)
-		return rc_fail(err, RC_EINVAL, "k", "views [%d, %d) are outside 0..%d", first, last,
-			       r->views_expected - 1);
-	int changed = 0;
-	for (int k = first; k < last; k++) {
-		int was = (r->present[k >> 3] >> (k & 7)) & 1;
-		changed |= was != set;
-		r->views_cleared += was && !set;
-		if (set)
-			r->present[k >> 3] |= (uint8_t)(1u << (k & 7));
-		else
-			r->present[k >> 3] &= (uint8_t)~(1u << (k & 7));
-	}
-	*ret_queue = 0;
-	if (!set && !changed) {
-		*ret_state = -1; /* none of them is present: nothing to commit */
-		return 0;
-	}
-	r->views_present = popcount_bits(r->present, r->views_expected);
-	job_state ns = r->state;
-	if (set && ns == JOB_CREATED)
-		ns = JOB_RECEIVING;
-	int waiting = ns == JOB_RECEIVING; /* not queued yet (a streaming job may be) */
-	if (waiting && set && r->autostart && r->views_present == r->views_expected) {
-		ns = JOB_QUEUED;
-		*ret_queue = 1;
-	} else if (waiting && set && (r->stream == STREAM_ON || (r->stream == STREAM_AUTO && r->autostart))) {
-		/* a streaming FDK job runs from its first views on */
-		ns = JOB_QUEUED;
-		*ret_queue = 1;
-		r->streaming = 1;
-	}
-	*ret_state = (int)ns;
-	return 0;
-}
-
-int store_start_check(const job_row *r, int *ret_go, rc_err *err)
-{
-	*ret_go = 0;
-	if (r->state == JOB_QUEUED || r->state == JOB_RUNNING)
-		return 0;
-	if (!(JOB_BIT(r->state) & JOB_UPLOADABLE))
-		return rc_fail(err, RC_ESTATE, "state", "job %s is %s and cannot be started", r->id,
-			       job_state_name(r->state));
-	if (r->views_present != r->views_expected)
-		return rc_fail(err, RC_ESTATE, "views",
-			       "job %s has %d of %d views; upload the missing %d before starting it", r->id,
-			       r->views_present, r->views_expected, r->views_expected - r->views_present);
-	*ret_go = 1;
-	return 0;
-}
-
-int store_cancel_final(const job_row *r, rc_err *err)
-{
-	return rc_fail(err, RC_ESTATE, "state", "job %s is already %s; there is nothing to cancel (DELETE removes it)",
-		       r->id, job_state_name(r->state));
-}
-
-int store_delete_unfinished(const job_row *r, rc_err *err)
-{
-	return rc_fail(err, RC_ESTATE, "state", "job %s is %s; cancel it first", r->id, job_state_name(r->state));
-}
-
-int store_priority_fixed(const job_row *r, rc_err *err)
-{
-	return rc_fail(err, RC_ESTATE, "state", "job %s is %s: the priority orders the queue, so it changes only "
-		       "before the job runs (created, receiving or queued)", r->id, job_state_name(r->state));
-}
-
-int store_lease_lost(const job_row *r, const char *node, rc_err *err)
-{
-	if (r->state != JOB_RUNNING)
-		return rc_fail(err, RC_ESTATE, "state", "job %s is %s: the lease of node %s is lost", r->id,
-			       job_state_name(r->state), node);
-	return rc_fail(err, RC_ESTATE, "node", "job %s runs on node %s%s: the lease of node %s is lost", r->id,
-		       r->node[0] ? r->node : "(none)", r->lease_until > 0 ? "" : " without a lease", node);
-}
-
-int store_not_held(const char *id, const char *node, rc_err *err)
-{
-	return rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, node);
 }
 
 int store_is_pg(const char *where)
@@ -372,15 +261,32 @@ int store_queue_depth(store *st)
 	return c[JOB_QUEUED];
 }
 
+/* op on job id's row through the backend (store_machine.h): the times are
+ * this daemon's clock, the acting node this daemon unless a says another. */
+static int apply(store *st, store_op op, const char *id, sm_args *a, int *ret_answer, rc_err *err)
+{
+	int ans = 0;
+	a->id = id;
+	a->now = a->clock = store_now();
+	if (!a->node)
+		a->node = st->node;
+	int rc = st->ops->apply(st, op, id, a, &ans, err);
+	if (!rc && ret_answer)
+		*ret_answer = ans;
+	return rc;
+}
+
 int store_views_clear(store *st, const char *id, int first, int last, rc_err *err)
 {
-	return st->ops->views(st, id, first, last, 0, NULL, err);
+	sm_args a = { .first = first, .last = last };
+	return apply(st, SM_VIEWS_CLEAR, id, &a, NULL, err);
 }
 
 int store_views_set(store *st, const char *id, int first, int last, job_state *ret_state, rc_err *err)
 {
 	int s = 0;
-	int rc = st->ops->views(st, id, first, last, 1, &s, err);
+	sm_args a = { .first = first, .last = last };
+	int rc = apply(st, SM_VIEWS_SET, id, &a, &s, err);
 	if (!rc && ret_state)
 		*ret_state = (job_state)s;
 	return rc;
@@ -388,7 +294,9 @@ int store_views_set(store *st, const char *id, int first, int last, job_state *r
 
 int store_start(store *st, const char *id, int *ret_changed, rc_err *err)
 {
-	return st->ops->start(st, id, ret_changed, err);
+	sm_args a = { .id = id };
+	*ret_changed = 0;
+	return apply(st, SM_START, id, &a, ret_changed, err);
 }
 
 int store_take_next(store *st, char id[37], rc_err *err)
@@ -417,7 +325,8 @@ int store_lease_renew(store *st, const char *id, const char *node, double lease_
 	int cancel = 0;
 	if (!node || !node[0] || !(lease_s > 0))
 		return rc_fail(err, RC_EINVAL, "lease_s", "a lease needs a node name and more than 0 s");
-	int rc = st->ops->lease_renew(st, id, node, lease_s, &cancel, err);
+	sm_args a = { .node = node, .lease_s = lease_s };
+	int rc = apply(st, SM_RENEW, id, &a, &cancel, err);
 	if (ret_cancel)
 		*ret_cancel = rc ? 0 : cancel;
 	return rc;
@@ -425,7 +334,8 @@ int store_lease_renew(store *st, const char *id, const char *node, double lease_
 
 int store_progress(store *st, const char *id, const char *progress, rc_err *err)
 {
-	return st->ops->progress(st, id, progress, err);
+	sm_args a = { .progress = progress };
+	return apply(st, SM_PROGRESS, id, &a, NULL, err);
 }
 
 int store_node_heartbeat(store *st, const char *devices, const char *running, double started, rc_err *err)
@@ -459,7 +369,8 @@ int store_lease_expire(store *st, int max_attempts, int *ret_n, rc_err *err)
 
 int store_stream_pause(store *st, const char *id, rc_err *err)
 {
-	return st->ops->stream_pause(st, id, err);
+	sm_args a = { .id = id };
+	return apply(st, SM_STREAM_PAUSE, id, &a, NULL, err);
 }
 
 int store_set_priority(store *st, const char *id, int priority, job_state *ret_state, rc_err *err)
@@ -467,7 +378,8 @@ int store_set_priority(store *st, const char *id, int priority, job_state *ret_s
 	int s = 0;
 	if (priority < 0 || priority > 9)
 		return rc_fail(err, RC_EINVAL, "priority", "priority must be an integer from 0 to 9 (got %d)", priority);
-	int rc = st->ops->set_priority(st, id, priority, &s, err);
+	sm_args a = { .priority = priority };
+	int rc = apply(st, SM_PRIORITY, id, &a, &s, err);
 	if (!rc && ret_state)
 		*ret_state = (job_state)s;
 	return rc;
@@ -476,7 +388,8 @@ int store_set_priority(store *st, const char *id, int priority, job_state *ret_s
 int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err)
 {
 	int s = 0;
-	int rc = st->ops->cancel(st, id, &s, err);
+	sm_args a = { .id = id };
+	int rc = apply(st, SM_CANCEL, id, &a, &s, err);
 	if (!rc)
 		*ret_state = (job_state)s;
 	return rc;
@@ -485,12 +398,14 @@ int store_cancel(store *st, const char *id, job_state *ret_state, rc_err *err)
 int store_finish(store *st, const char *id, job_state state, const char *err_code,
 		 const char *err_msg, const char *report, rc_err *err)
 {
-	return st->ops->finish(st, id, state, err_code, err_msg, report, err);
+	sm_args a = { .state = state, .err_code = err_code, .err_msg = err_msg, .report = report };
+	return apply(st, SM_FINISH, id, &a, NULL, err);
 }
 
 int store_delete(store *st, const char *id, rc_err *err)
 {
-	int rc = st->ops->delete_row(st, id, err);
+	sm_args a = { .id = id };
+	int rc = apply(st, SM_DELETE, id, &a, NULL, err);
 	/* The row is gone first: a crash here leaves an orphan directory that
 	 * store_recover removes, never a row without its files. */
 	if (!rc)
@@ -507,7 +422,8 @@ int store_expire(store *st, double retention_s, int *ret_n, rc_err *err)
 		if ((rc = st->ops->expired(st, before, ids, 64, &n, err)))
 			break;
 		for (int i = 0; i < n && !rc; i++) {
-			rc = st->ops->delete_row(st, ids[i], err);
+			sm_args a = { .id = ids[i] };
+			rc = apply(st, SM_DELETE, ids[i], &a, NULL, err);
 			/* gone meanwhile (another daemon's expiry): not an error */
 			if (rc == RC_ENOTFOUND)
 				rc = 0;

@@ -70,6 +70,7 @@ typedef struct job_row {
 	long long views_cleared; /* views cleared so far (bits that went 1 -> 0): a streaming job's node
 				  * polling the bitmap knows when it missed a view cleared and set again */
 	char *progress;      /* live progress (JSON text) written by the node running it, owned; NULL = none */
+	char *lease_log;     /* each expired lease ("node N lost its lease at T UTC; "), owned; NULL = none */
 	char error_code[32];
 	char error_message[512];
 	char *summary;   /* JSON text, owned */
@@ -213,7 +214,8 @@ int store_finish(store *st, const char *id, job_state state, const char *err_cod
 
 /* A streaming job whose views stopped coming: running -> receiving, no
  * longer streaming (the next view queues it again, or it runs as a batch
- * once complete).  RC_ESTATE when it is not running. */
+ * once complete).  RC_ESTATE when it is not running on this node
+ * (store_node). */
 int store_stream_pause(store *st, const char *id, rc_err *err);
 
 /* Removes a finished job: row first, then its files, once no writer holds

@@ -6,7 +6,9 @@
  * (PostgreSQL, many daemons on one database and a shared spool) each fill
  * one.  Every backend struct begins with struct store, so a store * is the
  * backend's own struct.  The spool directory {dir}/jobs/{id}/ is the same for
- * both and handled once, in store_spool.c.
+ * both and handled once, in store_spool.c.  Every decision on a job's state
+ * is store_machine.c's (store_decide): a backend reads the row in its
+ * transaction, asks the decision, and writes the change it gets.
  *
  * Not including store.h keeps the modules free of cycles (store.c includes
  * this file): the rows are named by their struct tags.
@@ -24,6 +26,7 @@ typedef struct store store;
 struct job_row;
 struct push_row;
 struct node_row;
+struct sm_args;
 
 #define STORE_NODE_MAX 64
 /* A spool directory without a row younger than this may be another daemon's
@@ -46,7 +49,8 @@ struct store {
 struct store_ops {
 	const char *name;
 	void (*close)(store *st);
-	/* rows only: the spool sweep is store_spool_sweep, after this */
+	/* rows only (SM_RECOVER on each running job; PostgreSQL: this node's):
+	 * the spool sweep is store_spool_sweep, after this */
 	int (*recover)(store *st, int *requeued, rc_err *err);
 	/* the state of job id, -1 when there is no such row; when unsure, a
 	 * state that keeps the files (JOB_RUNNING) */
@@ -58,27 +62,17 @@ struct store_ops {
 	int (*list)(store *st, int state, int limit, int offset, struct job_row **rows, int *n, int *total,
 		    rc_err *err);
 	int (*counts)(store *st, int *counts, rc_err *err);
-	int (*views)(store *st, const char *id, int first, int last, int set, int *ret_state, rc_err *err);
-	int (*start)(store *st, const char *id, int *ret_changed, rc_err *err);
-	/* engines: store_take_next_on's (NULL = any job) */
+	/* op (store_machine.h's store_op) on job id's row, in one transaction:
+	 * read it (PostgreSQL: FOR UPDATE; the bitmap when sm_needs_bitmap),
+	 * store_decide with a (a->clock: PostgreSQL puts the database's clock
+	 * there), write the change conditionally; *ret_answer gets its answer */
+	int (*apply)(store *st, int op, const char *id, const struct sm_args *a, int *ret_answer, rc_err *err);
+	/* SM_TAKE on the queue's next job; engines: store_take_next_on's (NULL = any job) */
 	int (*take_next)(store *st, const char *node, double lease_s, const char *engines, char id[37], rc_err *err);
-	int (*lease_renew)(store *st, const char *id, const char *node, double lease_s, int *ret_cancel, rc_err *err);
-	/* the live progress of a job running on st->node */
-	int (*progress)(store *st, const char *id, const char *progress, rc_err *err);
+	/* SM_LEASE_EXPIRE on each running job whose lease passed */
 	int (*lease_expire)(store *st, int max_attempts, int *ret_n, rc_err *err);
-	int (*cancel)(store *st, const char *id, int *ret_state, rc_err *err);
-	/* running -> receiving, no longer streaming (store_stream_pause) */
-	int (*stream_pause)(store *st, const char *id, rc_err *err);
-	/* the priority of a job not yet running (store_set_priority) */
-	int (*set_priority)(store *st, const char *id, int priority, int *ret_state, rc_err *err);
-	/* only while st->node holds the job (RC_ESTATE else) */
-	int (*finish)(store *st, const char *id, int state, const char *err_code, const char *err_msg,
-		      const char *report, rc_err *err);
 	int (*node_heartbeat)(store *st, const char *devices, const char *running, double started, rc_err *err);
 	int (*nodes_list)(store *st, struct node_row **rows, int *n, rc_err *err);
-	/* the row and its pushes, when the job has finished (RC_ESTATE else);
-	 * the files are removed by the caller after */
-	int (*delete_row)(store *st, const char *id, rc_err *err);
 	/* up to n ids of finished jobs whose finish is older than before */
 	int (*expired)(store *st, double before, char (*ids)[37], int n, int *ret_n, rc_err *err);
 	int (*push_list)(store *st, const char *id, struct push_row **rows, int *n, rc_err *err);
@@ -92,31 +86,6 @@ struct store_ops {
 int store_sqlite_open(const char *where, store **ret, rc_err *err);
 /* where is a postgresql:// URI. */
 int store_pg_open(const char *where, store **ret, rc_err *err);
-
-/* Decisions both backends take on a job's row, with their messages (store.c);
- * each returns 0 or the error for the caller to return. */
-
-/* Views [first, last) set or cleared in r's bitmap and views_present: RC_ESTATE
- * when the job is not uploadable, RC_EINVAL for a range outside it.  *ret_state
- * is the state to store, -1 when nothing changed (a clear of absent views);
- * *ret_queue whether the job goes to the queue now (autostart, or a
- * streaming FDK job's first views: then r->streaming is set, to store). */
-int store_views_apply(struct job_row *r, int first, int last, int set, int *ret_state, int *ret_queue,
-		      rc_err *err);
-/* POST start on r: *ret_go = 1 when it is to be queued now, 0 when it is
- * already queued or running; RC_ESTATE otherwise. */
-int store_start_check(const struct job_row *r, int *ret_go, rc_err *err);
-/* The RC_ESTATE of a cancel of a finished job, and of a delete of an
- * unfinished one. */
-int store_cancel_final(const struct job_row *r, rc_err *err);
-int store_delete_unfinished(const struct job_row *r, rc_err *err);
-/* The RC_ESTATE of a priority change of a job that runs or has finished. */
-int store_priority_fixed(const struct job_row *r, rc_err *err);
-/* The RC_ESTATE of a renewal by node of r's lease that is no longer its. */
-int store_lease_lost(const struct job_row *r, const char *node, rc_err *err);
-/* The RC_ESTATE of a finish or progress of job id by node, which does not
- * run it (any more). */
-int store_not_held(const char *id, const char *node, rc_err *err);
 
 /* The spool (store_spool.c): the same files for every backend. */
 

@@ -5,11 +5,12 @@
  *
  * One connection behind the store's mutex (enough for one daemon's few
  * store calls; a pool can come later).  Where the SQLite store relies on its
- * single writer, this one takes row locks: a call that reads a job to decide
- * (views, start, cancel, delete) reads it FOR UPDATE inside its transaction,
- * so two daemons decide on the same row one after the other, each on the
- * other's result; the queue is taken with FOR UPDATE SKIP LOCKED, so two
- * daemons never take the same job and neither waits for the other.  Sequence
+ * single writer, this one takes row locks: every operation on a job reads
+ * its row FOR UPDATE inside its transaction and writes what the state
+ * machine (store_machine.h) decided, so two daemons decide on the same row
+ * one after the other, each on the other's result; the queue is taken with
+ * FOR UPDATE SKIP LOCKED, so two daemons never take the same job and neither
+ * waits for the other.  Sequence
  * numbers (creation, queue order) are PostgreSQL sequences.  Lease times are
  * the database's clock, the one clock every daemon shares.
  *
@@ -29,6 +30,7 @@
 #include <string.h>
 
 #include "store_backend.h"
+#include "store_machine.h"
 #include "util/rc_clock.h"
 
 typedef struct pg_store {
@@ -53,7 +55,7 @@ typedef struct pg_store {
 
 /* --- parameters as text */
 
-#define PG_MAXP 20
+#define PG_MAXP 24
 
 typedef struct pgp {
 	const char *v[PG_MAXP];
@@ -320,19 +322,8 @@ static void pg_leave(pg_store *st)
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* sql with p, then COMMIT: the end of a transaction (pg_begin_row). */
-static int pg_run_commit(pg_store *st, const char *what, const char *sql, const pgp *p, rc_err *err)
-{
-	int rc = pg_run(st, what, sql, p, NULL, err);
-	return rc ? rc : pg_run(st, what, "COMMIT", NULL, NULL, err);
-}
-
 /* --- jobs */
 
-#define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
-	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
-	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress, owner"
 
 static char *dup_col(const PGresult *res, int i, int c)
 {
@@ -384,34 +375,32 @@ static void read_row(const PGresult *res, int i, int with_bitmap, job_row *r)
 	r->views_cleared = strtoll(V(31), NULL, 10);
 	r->progress = dup_col(res, i, 32);
 	snprintf(r->owner, sizeof r->owner, "%s", V(33));
+	r->lease_log = dup_col(res, i, 34);
 #undef V
 }
 
-/* The row of id (FOR UPDATE inside a transaction when lock). */
-static int get_row(pg_store *st, const char *id, int with_bitmap, int lock, job_row *out, rc_err *err)
+/* The row of id; lock: FOR UPDATE inside a transaction, and *clock (may be
+ * NULL) the database's clock. */
+static int get_row(pg_store *st, const char *id, int with_bitmap, int lock, job_row *out, double *clock, rc_err *err)
 {
 	PGresult *res = NULL;
 	pgp p = { .n = 0 };
 	p_str(&p, id);
 	int rc = pg_run(st, "select",
-			lock ? "SELECT " ROW_COLS " FROM jobs WHERE id=$1 FOR UPDATE" : "SELECT " ROW_COLS " FROM jobs WHERE id=$1",
+			lock ? "SELECT " STORE_ROW_COLS ", " PG_NOW " FROM jobs WHERE id=$1 FOR UPDATE"
+			     : "SELECT " STORE_ROW_COLS " FROM jobs WHERE id=$1",
 			&p, &res, err);
 	if (rc)
 		return rc;
-	if (PQntuples(res) == 1)
+	if (PQntuples(res) == 1) {
 		read_row(res, 0, with_bitmap, out);
-	else
+		if (lock && clock)
+			*clock = strtod(PQgetvalue(res, 0, STORE_ROW_NCOLS), NULL);
+	} else {
 		rc = rc_fail(err, RC_ENOTFOUND, "id", "no job with id %s", id);
+	}
 	PQclear(res);
 	return rc;
-}
-
-/* A transaction that decides on job id's row: BEGIN, then the row FOR
- * UPDATE (another daemon's decision on it waits for this one's COMMIT). */
-static int pg_begin_row(pg_store *st, const char *what, const char *id, int with_bitmap, job_row *r, rc_err *err)
-{
-	int rc = pg_run(st, what, "BEGIN", NULL, NULL, err);
-	return rc ? rc : get_row(st, id, with_bitmap, 1, r, err);
 }
 
 static int pg_state_of(store *base, const char *id)
@@ -431,53 +420,6 @@ static int pg_state_of(store *base, const char *id)
 }
 
 /* Only this node's running jobs: the others' run on. */
-static int pg_recover(store *base, int *requeued, rc_err *err)
-{
-	pg_store *st = PG(base);
-	PGresult *res = NULL;
-	/* $1 the new state (cancelled, then queued), $2 now, $3 running, $4 node */
-	pgp p = { .n = 0 }, p2 = { .n = 0 };
-	double now = store_now();
-	p_int(&p, JOB_CANCELLED);
-	p_int(&p2, JOB_QUEUED);
-	p_dbl(&p, now);
-	p_dbl(&p2, now);
-	p_int(&p, JOB_RUNNING);
-	p_int(&p2, JOB_RUNNING);
-	p_str(&p, st->base.node);
-	p_str(&p2, st->base.node);
-	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "recover", "BEGIN", NULL, NULL, err)) ||
-	    (rc = pg_run(st, "recover",
-			 "UPDATE jobs SET state=$1::int, updated=$2::float8, finished=$2::float8, error_code='cancelled',"
-			 " error_message='cancelled by request', lease_until=0"
-			 " WHERE state=$3::int AND cancel_requested=1 AND node IN ($4, '')",
-			 &p, NULL, err)) ||
-	    (rc = pg_run(st, "recover",
-			 "UPDATE jobs SET state=$1::int, updated=$2::float8, started=0, cancel_requested=0, node='',"
-			 " lease_until=0 WHERE state=$3::int AND node IN ($4, '')",
-			 &p2, &res, err)))
-		goto out_unlock;
-	*requeued = pg_changes(res);
-	PQclear(res);
-	pgp q = { .n = 0 };
-	p_str(&q, st->base.node);
-	p_int(&q, PUSH_PENDING);
-	p_int(&q, PUSH_SENDING);
-	/* a push cut short here is sent again (store_sqlite_push.c says why);
-	 * the other nodes' sends go on */
-	if ((rc = pg_run(st, "recover",
-			 "UPDATE pushes SET state=$2::int, next_try=0, node=''"
-			 " WHERE state=$2::int OR (state=$3::int AND node IN ($1::text, ''))",
-			 &q, NULL, err)) ||
-	    (rc = pg_run(st, "recover", "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, NULL, err)))
-		goto out_unlock;
-	rc = pg_run(st, "recover", "COMMIT", NULL, NULL, err);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
 static char *hex_bytea(const uint8_t *b, size_t n)
 {
 	static const char hx[] = "0123456789abcdef";
@@ -558,7 +500,7 @@ static int pg_get(store *base, const char *id, int with_bitmap, job_row *out, rc
 {
 	pg_store *st = PG(base);
 	PG_ENTER(st, err);
-	rc = get_row(st, id, with_bitmap, 0, out, err);
+	rc = get_row(st, id, with_bitmap, 0, out, NULL, err);
 out_unlock:
 	pg_leave(st);
 	return rc;
@@ -580,8 +522,8 @@ static int pg_list(store *base, int state, int limit, int offset, job_row **rows
 	/* one snapshot for the page and its total */
 	if ((rc = pg_run(st, "list", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, NULL, err)) ||
 	    (rc = pg_run(st, "list",
-			 state < 0 ? "SELECT " ROW_COLS " FROM jobs ORDER BY seq DESC LIMIT $1::int OFFSET $2::int"
-				   : "SELECT " ROW_COLS " FROM jobs WHERE state=$3::int ORDER BY seq DESC"
+			 state < 0 ? "SELECT " STORE_ROW_COLS " FROM jobs ORDER BY seq DESC LIMIT $1::int OFFSET $2::int"
+				   : "SELECT " STORE_ROW_COLS " FROM jobs WHERE state=$3::int ORDER BY seq DESC"
 				     " LIMIT $1::int OFFSET $2::int",
 			 &p, &res, err)) ||
 	    (rc = pg_run(st, "count",
@@ -626,326 +568,198 @@ out_unlock:
 	return rc;
 }
 
-static int pg_views(store *base, const char *id, int first, int last, int set, int *ret_state, rc_err *err)
+/* --- the job's state machine (store_machine.h): read FOR UPDATE, decide, write */
+
+/* c's columns into cur's row (inside the transaction that read it FOR
+ * UPDATE), only while it is in the state and on the node the decision saw;
+ * a removal takes its pushes along. */
+static int write_change(pg_store *st, const job_row *cur, const sm_change *c, const char *what, rc_err *err)
 {
-	pg_store *st = PG(base);
-	job_row r = { .present = NULL };
+	PGresult *res = NULL;
+	pgp p = { .n = 0 };
 	char *hex = NULL;
-	int ns, queue;
-	PG_ENTER(st, err);
-	if ((rc = pg_begin_row(st, "update views", id, 1, &r, err)) ||
-	    (rc = store_views_apply(&r, first, last, set, &ns, &queue, err)) || ns < 0)
-		goto out; /* refused, or nothing to commit */
-	if (!r.present || !(hex = hex_bytea(r.present, ((size_t)r.views_expected + 7) / 8))) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
-		goto out;
+	if (c->remove) {
+		p_str(&p, cur->id);
+		int rc = pg_run(st, what, "DELETE FROM jobs WHERE id=$1", &p, NULL, err);
+		return rc ? rc : pg_run(st, what, "DELETE FROM pushes WHERE job=$1", &p, NULL, err);
 	}
-	pgp p = { .n = 0 };
-	p_str(&p, hex);
-	p_int(&p, r.views_present);
-	p_int(&p, ns);
-	p_dbl(&p, store_now());
-	p_str(&p, queue ? "true" : "false");
-	p_str(&p, id);
-	p_int(&p, r.streaming);
-	p_int(&p, r.views_cleared);
-	if (!(rc = pg_run_commit(st, "update views",
-				 "UPDATE jobs SET present=$1::bytea, views_present=$2::int, state=$3::int, updated=$4::float8,"
-				 " queued=CASE WHEN $5::boolean THEN $4::float8 ELSE queued END,"
-				 " queue_seq=CASE WHEN $5::boolean THEN nextval('recond_queue_seq') ELSE queue_seq END,"
-				 " streaming=$7::int, views_cleared=$8::bigint WHERE id=$6",
-				 &p, err)) && ret_state)
-		*ret_state = ns;
-out:
+	if (!c->cols)
+		return 0;
+	sm_col col[SM_MAX_COLS];
+	int n = sm_change_columns(c, col), rc = 0;
+	char sql[1024];
+	if (sm_update_sql(col, n, c->requeue ? "nextval('recond_queue_seq')" : NULL, sql, sizeof sql))
+		return rc_fail(err, RC_EIO, "", "store: %s: the statement is too long", what);
+	for (int i = 0; i < n; i++) {
+		switch (col[i].type) { /* untyped parameters: each takes its column's type */
+		case 'i': p_int(&p, col[i].i); break;
+		case 'd': p_dbl(&p, col[i].d); break;
+		case 'b':
+			if (!(hex = hex_bytea(col[i].b, col[i].n)))
+				return rc_fail(err, RC_ENOMEM, "", "out of memory");
+			p_str(&p, hex);
+			break;
+		default: p_str(&p, col[i].s); /* NULL: SQL NULL */
+		}
+	}
+	p_str(&p, cur->id);
+	p_int(&p, cur->state);
+	p_str(&p, cur->node);
+	if (!(rc = pg_run(st, what, sql, &p, &res, err)) && pg_changes(res) != 1)
+		rc = sm_lost(cur, err);
+	PQclear(res);
 	free(hex);
-	job_row_clear(&r);
-out_unlock:
-	pg_leave(st);
 	return rc;
 }
 
-static int pg_start(store *base, const char *id, int *ret_changed, rc_err *err)
+/* op's decision on cur, written; *ans (may be NULL) its answer. */
+static int decide_write(pg_store *st, store_op op, const job_row *cur, const sm_args *a, int *ans, rc_err *err)
+{
+	sm_change c;
+	int rc = store_decide(op, cur, a, &c, err);
+	if (!rc && !(rc = write_change(st, cur, &c, sm_op_name(op), err)) && ans)
+		*ans = c.answer;
+	sm_change_clear(&c);
+	return rc;
+}
+
+/* BEGIN, the row FOR UPDATE (another daemon's decision on it waits for this
+ * one's COMMIT) with the database's clock, the decision, the write, COMMIT. */
+static int pg_apply(store *base, int op, const char *id, const sm_args *args, int *ret_answer, rc_err *err)
 {
 	pg_store *st = PG(base);
 	job_row r = { .present = NULL };
-	int go = 0;
+	sm_args a = *args;
+	sm_change c;
 	PG_ENTER(st, err);
-	*ret_changed = 0;
-	if ((rc = pg_begin_row(st, "start", id, 0, &r, err)) || (rc = store_start_check(&r, &go, err)) || !go)
-		goto out;
-	pgp p = { .n = 0 };
-	p_int(&p, JOB_QUEUED);
-	p_dbl(&p, store_now());
-	p_str(&p, id);
-	if (!(rc = pg_run_commit(st, "start",
-				 "UPDATE jobs SET state=$1::int, updated=$2::float8, queued=$2::float8,"
-				 " queue_seq=nextval('recond_queue_seq') WHERE id=$3",
-				 &p, err)))
-		*ret_changed = 1;
-out:
+	if ((rc = pg_run(st, sm_op_name((store_op)op), "BEGIN", NULL, NULL, err)))
+		goto out_unlock;
+	rc = get_row(st, id, sm_needs_bitmap((store_op)op), 1, &r, &a.clock, err);
+	if (rc == RC_ENOTFOUND)
+		rc = store_decide((store_op)op, NULL, &a, &c, err);
+	else if (!rc && !(rc = decide_write(st, (store_op)op, &r, &a, ret_answer, err)))
+		rc = pg_run(st, sm_op_name((store_op)op), "COMMIT", NULL, NULL, err);
 	job_row_clear(&r);
 out_unlock:
 	pg_leave(st);
 	return rc;
 }
 
+/* Inside a transaction: op decided and written on each row sql selects
+ * (ROW_COLS, FOR UPDATE) with p; *ret_n counts the answers. */
+static int decide_rows(pg_store *st, store_op op, const char *sql, const pgp *p, const sm_args *a, int *ret_n,
+		       rc_err *err)
+{
+	PGresult *res = NULL;
+	int rc = pg_run(st, sm_op_name(op), sql, p, &res, err), total = 0;
+	for (int i = 0; !rc && i < PQntuples(res); i++) {
+		job_row r;
+		int ans = 0;
+		read_row(res, i, 0, &r);
+		rc = decide_write(st, op, &r, a, &ans, err);
+		total += ans;
+		job_row_clear(&r);
+	}
+	PQclear(res);
+	*ret_n = rc ? 0 : total;
+	return rc;
+}
+
+/* Only this node's running jobs (and those of no node): the others' run on. */
+static int pg_recover(store *base, int *requeued, rc_err *err)
+{
+	pg_store *st = PG(base);
+	sm_args a = { .now = store_now() };
+	pgp p = { .n = 0 };
+	p_int(&p, JOB_RUNNING);
+	p_str(&p, st->base.node);
+	PG_ENTER(st, err);
+	if ((rc = pg_run(st, "recover", "BEGIN", NULL, NULL, err)) ||
+	    (rc = decide_rows(st, SM_RECOVER, "SELECT " STORE_ROW_COLS " FROM jobs WHERE state=$1::int"
+			      " AND node IN ($2, '') ORDER BY id FOR UPDATE", &p, &a, requeued, err)))
+		goto out_unlock;
+	pgp q = { .n = 0 };
+	p_str(&q, st->base.node);
+	p_int(&q, PUSH_PENDING);
+	p_int(&q, PUSH_SENDING);
+	/* a push cut short here is sent again (store_sqlite_push.c says why);
+	 * the other nodes' sends go on */
+	if ((rc = pg_run(st, "recover",
+			 "UPDATE pushes SET state=$2::int, next_try=0, node=''"
+			 " WHERE state=$2::int OR (state=$3::int AND node IN ($1::text, ''))",
+			 &q, NULL, err)) ||
+	    (rc = pg_run(st, "recover", "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, NULL, err)))
+		goto out_unlock;
+	rc = pg_run(st, "recover", "COMMIT", NULL, NULL, err);
+out_unlock:
+	pg_leave(st);
+	return rc;
+}
+
+/* Running jobs whose lease ended before the database's clock, locked in one
+ * order (two daemons expiring together wait, never deadlock); the times
+ * written are that clock's, one for all. */
+static int pg_lease_expire(store *base, int max_attempts, int *ret_n, rc_err *err)
+{
+	pg_store *st = PG(base);
+	PGresult *res = NULL;
+	sm_args a = { .max_attempts = max_attempts };
+	pgp p = { .n = 0 };
+	PG_ENTER(st, err);
+	if ((rc = pg_run(st, "lease expiry", "BEGIN", NULL, NULL, err)) ||
+	    (rc = pg_run(st, "lease expiry", "SELECT " PG_NOW, NULL, &res, err)))
+		goto out_unlock;
+	a.now = a.clock = strtod(PQgetvalue(res, 0, 0), NULL);
+	p_int(&p, JOB_RUNNING);
+	p_str(&p, PQgetvalue(res, 0, 0));
+	if (!(rc = decide_rows(st, SM_LEASE_EXPIRE, "SELECT " STORE_ROW_COLS " FROM jobs WHERE state=$1::int"
+			       " AND lease_until > 0 AND lease_until < $2::float8 ORDER BY id FOR UPDATE",
+			       &p, &a, ret_n, err)))
+		rc = pg_run(st, "lease expiry", "COMMIT", NULL, NULL, err);
+	PQclear(res);
+out_unlock:
+	pg_leave(st);
+	return rc;
+}
+
+/* The queue's next job this node can run (placement: one that needs no
+ * engine, or one of the node's), locked; rows another daemon is taking are
+ * passed over, not waited for.  Then the decision to take it. */
 static int pg_take_next(store *base, const char *node, double lease_s, const char *engines, char id[37],
 			rc_err *err)
 {
 	pg_store *st = PG(base);
 	PGresult *res = NULL;
+	sm_args a = { .node = node, .lease_s = lease_s, .now = store_now() };
 	pgp p = { .n = 0 };
-	p_int(&p, JOB_RUNNING);
-	p_dbl(&p, store_now());
-	p_str(&p, node);
-	p_dbl(&p, lease_s > 0 ? lease_s : 0);
 	p_int(&p, JOB_QUEUED);
 	p_str(&p, engines); /* NULL: SQL NULL, any job */
 	PG_ENTER(st, err);
-	/* One statement: the row is locked from the choice to the update, and
-	 * rows another daemon is taking are passed over, not waited for.
-	 * Placement: a job that needs no engine, or one of the node's. */
-	if ((rc = pg_run(st, "take",
-			 "UPDATE jobs SET state=$1::int, updated=$2::float8, started=$2::float8, cancel_requested=0,"
-			 " node=$3, lease_until=CASE WHEN $4::float8 > 0 THEN " PG_NOW " + $4::float8 ELSE 0 END,"
-			 " progress=NULL WHERE state=$5::int AND id=(SELECT id FROM jobs WHERE state=$5::int"
-			 " AND ($6::text IS NULL OR engine='' OR engine = ANY(string_to_array($6::text, ',')))"
-			 " ORDER BY priority DESC, queue_seq ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
+	if ((rc = pg_run(st, "take", "BEGIN", NULL, NULL, err)) ||
+	    (rc = pg_run(st, "take",
+			 "SELECT " STORE_ROW_COLS ", " PG_NOW " FROM jobs WHERE state=$1::int"
+			 " AND ($2::text IS NULL OR engine='' OR engine = ANY(string_to_array($2::text, ',')))"
+			 " ORDER BY priority DESC, queue_seq ASC LIMIT 1 FOR UPDATE SKIP LOCKED",
 			 &p, &res, err)))
 		goto out_unlock;
-	if (PQntuples(res) == 1)
-		snprintf(id, 37, "%s", PQgetvalue(res, 0, 0));
-	else
+	if (PQntuples(res) != 1) {
 		rc = rc_fail(err, RC_ENOTFOUND, "", "the queue is empty");
-	PQclear(res);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-static int pg_lease_renew(store *base, const char *id, const char *node, double lease_s, int *ret_cancel,
-			  rc_err *err)
-{
-	pg_store *st = PG(base);
-	PGresult *res = NULL;
+		goto out_clear;
+	}
 	job_row r;
-	pgp p = { .n = 0 };
-	p_dbl(&p, lease_s);
-	p_str(&p, id);
-	p_int(&p, JOB_RUNNING);
-	p_str(&p, node);
-	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "renew",
-			 "UPDATE jobs SET lease_until=" PG_NOW " + $1::float8"
-			 " WHERE id=$2 AND state=$3::int AND node=$4 AND lease_until > 0 RETURNING cancel_requested",
-			 &p, &res, err)))
-		goto out_unlock;
-	int changed = PQntuples(res);
-	if (changed == 1)
-		*ret_cancel = atoi(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	if (changed != 1 && !(rc = get_row(st, id, 0, 0, &r, err))) {
-		rc = store_lease_lost(&r, node, err);
-		job_row_clear(&r);
-	}
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-/* lease_log's entry for this expiry */
-#define PG_LEASE_ENTRY \
-	"format('node %s lost its lease at %s UTC; ', node," \
-	" to_char(to_timestamp(lease_until) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'))"
-#define PG_EXPIRED " WHERE state=$2::int AND lease_until > 0 AND lease_until < $1::float8"
-
-static int pg_lease_expire(store *base, int max_attempts, int *ret_n, rc_err *err)
-{
-	pg_store *st = PG(base);
-	PGresult *res = NULL;
-	pgp a = { .n = 0 }, b = { .n = 0 }, c = { .n = 0 };
-	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "lease expiry", "BEGIN", NULL, NULL, err)) ||
-	    (rc = pg_run(st, "lease expiry", "SELECT " PG_NOW, NULL, &res, err)))
-		goto out_unlock;
-	/* one now for the three steps: $1 now, $2 running, $3 the new state */
-	const char *now = PQgetvalue(res, 0, 0);
-	p_str(&a, now);
-	p_str(&b, now);
-	p_str(&c, now);
-	p_int(&a, JOB_RUNNING);
-	p_int(&b, JOB_RUNNING);
-	p_int(&c, JOB_RUNNING);
-	p_int(&a, JOB_CANCELLED);
-	p_int(&b, JOB_FAILED);
-	p_int(&c, JOB_QUEUED);
-	p_int(&b, max_attempts);
-	const struct { const char *sql; pgp *p; } steps[] = {
-		/* an acknowledged cancel holds, as at a restart */
-		{ "UPDATE jobs SET state=$3::int, updated=$1::float8, finished=$1::float8, error_code='cancelled',"
-		  " error_message='cancelled by request', lease_until=0, lease_log=lease_log || " PG_LEASE_ENTRY
-		  PG_EXPIRED " AND cancel_requested=1", &a },
-		{ "UPDATE jobs SET state=$3::int, updated=$1::float8, finished=$1::float8, attempts=attempts+1,"
-		  " error_code='lease_expired', error_message=format('its lease expired %s times, the most allowed: ',"
-		  " attempts+1) || lease_log || " PG_LEASE_ENTRY ", lease_log=lease_log || " PG_LEASE_ENTRY
-		  ", lease_until=0" PG_EXPIRED " AND attempts+1 >= $4::int", &b },
-		/* queue_seq is kept: the front of its priority, as at a restart */
-		{ "UPDATE jobs SET state=$3::int, updated=$1::float8, started=0, attempts=attempts+1,"
-		  " lease_log=lease_log || " PG_LEASE_ENTRY ", node='', lease_until=0" PG_EXPIRED, &c },
-	};
-	PGresult *now_res = res;
-	int n = 0;
-	for (size_t i = 0; i < 3 && !rc; i++) {
-		if (!(rc = pg_run(st, "lease expiry", steps[i].sql, steps[i].p, &res, err))) {
-			n += pg_changes(res);
-			PQclear(res);
-		}
-	}
-	PQclear(now_res);
-	if (!rc && !(rc = pg_run(st, "lease expiry", "COMMIT", NULL, NULL, err)))
-		*ret_n = n;
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-static int pg_cancel(store *base, const char *id, int *ret_state, rc_err *err)
-{
-	pg_store *st = PG(base);
-	job_row r = { .present = NULL };
-	PG_ENTER(st, err);
-	if ((rc = pg_begin_row(st, "cancel", id, 0, &r, err)))
-		goto out;
-	if (JOB_BIT(r.state) & JOB_FINAL) {
-		rc = store_cancel_final(&r, err);
-		goto out;
-	}
-	int running = r.state == JOB_RUNNING;
-	pgp p = { .n = 0 };
-	p_dbl(&p, store_now());
-	p_str(&p, id);
-	if (!running)
-		p_int(&p, JOB_CANCELLED);
-	if (!(rc = pg_run_commit(st, "cancel",
-				 running ? "UPDATE jobs SET cancel_requested=1, updated=$1::float8 WHERE id=$2"
-					 : "UPDATE jobs SET state=$3::int, updated=$1::float8, finished=$1::float8,"
-					   " error_code='cancelled', error_message='cancelled by request' WHERE id=$2",
-				 &p, err)))
-		*ret_state = running ? JOB_RUNNING : JOB_CANCELLED;
-out:
+	read_row(res, 0, 0, &r);
+	a.id = r.id;
+	a.clock = strtod(PQgetvalue(res, 0, STORE_ROW_NCOLS), NULL);
+	if (!(rc = decide_write(st, SM_TAKE, &r, &a, NULL, err)) &&
+	    !(rc = pg_run(st, "take", "COMMIT", NULL, NULL, err)))
+		snprintf(id, 37, "%s", r.id);
 	job_row_clear(&r);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-static int pg_stream_pause(store *base, const char *id, rc_err *err)
-{
-	pg_store *st = PG(base);
-	PG_ENTER(st, err);
-	pgp p = { .n = 0 };
-	PGresult *res = NULL;
-	p_int(&p, JOB_RECEIVING);
-	p_dbl(&p, store_now());
-	p_str(&p, id);
-	p_int(&p, JOB_RUNNING);
-	p_str(&p, st->base.node);
-	/* only the node that holds the job pauses it */
-	if (!(rc = pg_run(st, "stream pause",
-			  "UPDATE jobs SET state=$1::int, updated=$2::float8, streaming=0, started=0, node='', lease_until=0"
-			  " WHERE id=$3 AND state=$4::int AND node=$5",
-			  &p, &res, err)) &&
-	    pg_changes(res) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s any more", id, st->base.node);
+out_clear:
 	PQclear(res);
 out_unlock:
 	pg_leave(st);
 	return rc;
 }
-
-static int pg_set_priority(store *base, const char *id, int priority, int *ret_state, rc_err *err)
-{
-	pg_store *st = PG(base);
-	job_row r = { .present = NULL };
-	PG_ENTER(st, err);
-	if ((rc = pg_begin_row(st, "priority", id, 0, &r, err)))
-		goto out;
-	/* the row is locked: a job checked here is not taken before the update */
-	if (!(JOB_BIT(r.state) & (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED)))) {
-		rc = store_priority_fixed(&r, err);
-		goto out;
-	}
-	pgp p = { .n = 0 };
-	p_int(&p, priority);
-	p_dbl(&p, store_now());
-	p_str(&p, id);
-	if (!(rc = pg_run_commit(st, "priority", "UPDATE jobs SET priority=$1::int, updated=$2::float8 WHERE id=$3", &p,
-				 err)))
-		*ret_state = r.state;
-out:
-	job_row_clear(&r);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-static int pg_finish(store *base, const char *id, int state, const char *err_code, const char *err_msg,
-		     const char *report, rc_err *err)
-{
-	pg_store *st = PG(base);
-	PGresult *res = NULL;
-	pgp p = { .n = 0 };
-	p_int(&p, state);
-	p_dbl(&p, store_now());
-	p_str(&p, id);
-	p_int(&p, JOB_RUNNING);
-	p_str(&p, st->base.node);
-	if (state != JOB_QUEUED) {
-		p_str(&p, err_code ? err_code : "");
-		p_str(&p, err_msg ? err_msg : "");
-		p_str(&p, report); /* NULL: SQL NULL, the report kept */
-	}
-	PG_ENTER(st, err);
-	/* only by the node that holds it: one whose lease expired meanwhile
-	 * records nothing over the node that took the job next */
-	if ((rc = pg_run(st, "finish",
-			 state == JOB_QUEUED
-				 ? "UPDATE jobs SET state=$1::int, updated=$2::float8, started=0, cancel_requested=0,"
-				   " node='', lease_until=0, progress=NULL WHERE id=$3 AND state=$4::int AND node=$5"
-				 : "UPDATE jobs SET state=$1::int, updated=$2::float8, finished=$2::float8, error_code=$6,"
-				   " error_message=$7, report=COALESCE($8, report), lease_until=0"
-				   " WHERE id=$3 AND state=$4::int AND node=$5",
-			 &p, &res, err)))
-		goto out_unlock;
-	if (pg_changes(res) != 1)
-		rc = store_not_held(id, st->base.node, err);
-	PQclear(res);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-static int pg_progress(store *base, const char *id, const char *progress, rc_err *err)
-{
-	pg_store *st = PG(base);
-	PGresult *res = NULL;
-	pgp p = { .n = 0 };
-	p_str(&p, progress);
-	p_str(&p, id);
-	p_int(&p, JOB_RUNNING);
-	p_str(&p, st->base.node);
-	PG_ENTER(st, err);
-	if ((rc = pg_run(st, "progress", "UPDATE jobs SET progress=$1 WHERE id=$2 AND state=$3::int AND node=$4", &p,
-			 &res, err)))
-		goto out_unlock;
-	if (pg_changes(res) != 1)
-		rc = store_not_held(id, st->base.node, err);
-	PQclear(res);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
 static int pg_node_heartbeat(store *base, const char *devices, const char *running, double started, rc_err *err)
 {
 	pg_store *st = PG(base);
@@ -993,29 +807,6 @@ static int pg_nodes_list(store *base, node_row **rows, int *n, rc_err *err)
 	*n = nt;
 out_clear:
 	PQclear(res);
-out_unlock:
-	pg_leave(st);
-	return rc;
-}
-
-static int pg_delete_row(store *base, const char *id, rc_err *err)
-{
-	pg_store *st = PG(base);
-	job_row r = { .present = NULL };
-	pgp p = { .n = 0 };
-	p_str(&p, id);
-	PG_ENTER(st, err);
-	if ((rc = pg_begin_row(st, "delete", id, 0, &r, err)))
-		goto out;
-	if (!(JOB_BIT(r.state) & JOB_FINAL)) {
-		rc = store_delete_unfinished(&r, err);
-		goto out;
-	}
-	/* the row and its pushes together */
-	if (!(rc = pg_run(st, "delete", "DELETE FROM jobs WHERE id=$1", &p, NULL, err)))
-		rc = pg_run_commit(st, "delete", "DELETE FROM pushes WHERE job=$1", &p, err);
-out:
-	job_row_clear(&r);
 out_unlock:
 	pg_leave(st);
 	return rc;
@@ -1202,19 +993,11 @@ static const struct store_ops pg_ops = {
 	.get = pg_get,
 	.list = pg_list,
 	.counts = pg_counts,
-	.views = pg_views,
-	.start = pg_start,
+	.apply = pg_apply,
 	.take_next = pg_take_next,
-	.lease_renew = pg_lease_renew,
 	.lease_expire = pg_lease_expire,
-	.cancel = pg_cancel,
-	.stream_pause = pg_stream_pause,
-	.set_priority = pg_set_priority,
-	.progress = pg_progress,
-	.finish = pg_finish,
 	.node_heartbeat = pg_node_heartbeat,
 	.nodes_list = pg_nodes_list,
-	.delete_row = pg_delete_row,
 	.expired = pg_expired,
 	.push_list = pg_push_list,
 	.push_take = pg_push_take,

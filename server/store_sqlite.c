@@ -7,6 +7,9 @@
  * what the HTTP layer shows without opening files: sizes, the presence
  * bitmap, timestamps, the error and the worker's report as JSON text.
  * queue_seq orders the queue among equal priorities (first queued first).
+ * An operation on a job reads its row, asks the state machine
+ * (store_machine.h) and writes the change under the same lock: the single
+ * writer needs no row lock.
  */
 #include "store.h"
 
@@ -18,6 +21,7 @@
 
 #include "durable.h"
 #include "log.h"
+#include "store_machine.h"
 #include "store_sqlite.h"
 
 /* SQLite tells the errno of a failed write or sync only in its log
@@ -298,38 +302,6 @@ out:
 	return state;
 }
 
-static int sq_recover(store *base, int *requeued, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	sqlite3_stmt *q;
-	pthread_mutex_lock(&st->lock);
-	/* A running job whose cancel was acknowledged (202) ends cancelled, as
-	 * it would have had the daemon lived; the other running jobs go back to
-	 * the front of their priority class. */
-	int rc = sq_prepare(st, "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code='cancelled',"
-			    " error_message='cancelled by request', lease_until=0 WHERE state=?3 AND cancel_requested=1",
-			    &q, "recover", err);
-	if (!rc) {
-		sqlite3_bind_int(q, 1, JOB_CANCELLED);
-		sqlite3_bind_double(q, 2, store_now());
-		sqlite3_bind_int(q, 3, JOB_RUNNING);
-		rc = sq_step_done(st, q, "recover", err);
-	}
-	if (!rc && !(rc = sq_prepare(st, "UPDATE jobs SET state=?, updated=?, started=0, cancel_requested=0,"
-				     " node='', lease_until=0 WHERE state=?", &q, "recover", err))) {
-		sqlite3_bind_int(q, 1, JOB_QUEUED);
-		sqlite3_bind_double(q, 2, store_now());
-		sqlite3_bind_int(q, 3, JOB_RUNNING);
-		rc = sq_step_done(st, q, "recover", err);
-	}
-	if (!rc) {
-		*requeued = sqlite3_changes(st->db);
-		rc = store_push_recover_locked(st, err);
-	}
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
 static int sq_insert(store *base, const char *id, const job_spec *spec, const char *summary, const char *owner,
 		     rc_err *err)
 {
@@ -387,10 +359,6 @@ static int sq_insert(store *base, const char *id, const job_spec *spec, const ch
 	return rc;
 }
 
-#define ROW_COLS "id, state, label, priority, autostart, cancel_requested, created, updated, queued," \
-	" started, finished, views_expected, views_present, nu, rows, view_stride, row_stride," \
-	" view_bytes, proj_bytes, vol_bytes, error_code, error_message, summary, report, present," \
-	" node, lease_until, attempts, stream, streaming, engine, views_cleared, progress, owner"
 
 static char *dup_col(sqlite3_stmt *q, int i)
 {
@@ -440,13 +408,14 @@ static void read_row(sqlite3_stmt *q, int with_bitmap, job_row *r)
 	r->views_cleared = sqlite3_column_int64(q, 31);
 	r->progress = dup_col(q, 32);
 	snprintf(r->owner, sizeof r->owner, "%s", (const char *)sqlite3_column_text(q, 33));
+	r->lease_log = dup_col(q, 34);
 }
 
 /* Caller holds the lock. */
 static int get_locked(sq_store *st, const char *id, int with_bitmap, job_row *out, rc_err *err)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(st->db, "SELECT " ROW_COLS " FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT " STORE_ROW_COLS " FROM jobs WHERE id=?", -1, &q, NULL) != SQLITE_OK)
 		return db_fail(st, err, "select");
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
 	int s = sqlite3_step(q), rc = 0;
@@ -469,6 +438,13 @@ static int sq_get(store *base, const char *id, int with_bitmap, job_row *out, rc
 	return rc;
 }
 
+static void free_rows(job_row *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		job_row_clear(&rows[i]);
+	free(rows);
+}
+
 static int sq_list(store *base, int state, int limit, int offset, job_row **rows, int *n,
 		   int *total, rc_err *err)
 {
@@ -480,8 +456,8 @@ static int sq_list(store *base, int state, int limit, int offset, job_row **rows
 		return rc_fail(err, RC_ENOMEM, "", "out of memory");
 	pthread_mutex_lock(&st->lock);
 	const char *sql = state < 0
-		? "SELECT " ROW_COLS " FROM jobs ORDER BY seq DESC LIMIT ? OFFSET ?"
-		: "SELECT " ROW_COLS " FROM jobs WHERE state=?3 ORDER BY seq DESC LIMIT ?1 OFFSET ?2";
+		? "SELECT " STORE_ROW_COLS " FROM jobs ORDER BY seq DESC LIMIT ? OFFSET ?"
+		: "SELECT " STORE_ROW_COLS " FROM jobs WHERE state=?3 ORDER BY seq DESC LIMIT ?1 OFFSET ?2";
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK) {
 		rc = db_fail(st, err, "list");
 		goto out;
@@ -507,9 +483,7 @@ out:
 	sqlite3_finalize(q);
 	pthread_mutex_unlock(&st->lock);
 	if (rc) {
-		for (int i = 0; i < cnt; i++)
-			job_row_clear(&out[i]);
-		free(out);
+		free_rows(out, cnt);
 		return rc;
 	}
 	*rows = out;
@@ -537,95 +511,194 @@ static int sq_counts(store *base, int *counts, rc_err *err)
 	return rc;
 }
 
-static int sq_views(store *base, const char *id, int first, int last, int set, int *ret_state, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	job_row r;
-	pthread_mutex_lock(&st->lock);
-	int rc = get_locked(st, id, 1, &r, err);
-	if (rc)
-		goto out_unlock;
-	int ns, queue;
-	if ((rc = store_views_apply(&r, first, last, set, &ns, &queue, err)) || ns < 0)
-		goto out; /* refused, or nothing to commit */
-	sqlite3_stmt *q;
-	if ((rc = sq_prepare(st, "UPDATE jobs SET present=?1, views_present=?2, state=?3, updated=?4,"
-			     " queued=CASE WHEN ?5 THEN ?4 ELSE queued END,"
-			     " queue_seq=CASE WHEN ?5 THEN ?6 ELSE queue_seq END, streaming=?8, views_cleared=?9"
-			     " WHERE id=?7", &q, "update views", err)))
-		goto out;
-	sqlite3_bind_int(q, 8, r.streaming);
-	sqlite3_bind_int64(q, 9, r.views_cleared);
-	sqlite3_bind_blob(q, 1, r.present, (r.views_expected + 7) / 8, SQLITE_STATIC);
-	sqlite3_bind_int(q, 2, r.views_present);
-	sqlite3_bind_int(q, 3, ns);
-	sqlite3_bind_double(q, 4, store_now());
-	sqlite3_bind_int(q, 5, queue);
-	sqlite3_bind_int64(q, 6, st->queue_seq + 1);
-	sqlite3_bind_text(q, 7, id, -1, SQLITE_STATIC);
-	if ((rc = sq_step_done(st, q, "update views", err)))
-		goto out;
-	if (queue)
-		st->queue_seq++;
-	if (ret_state)
-		*ret_state = ns;
-out:
-	job_row_clear(&r);
-out_unlock:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
+/* --- the job's state machine (store_machine.h): read, decide, write */
 
-/* Caller holds the lock: UPDATE ... SET state=to WHERE id AND state=from. */
-static int transition(sq_store *st, const char *id, job_state from, job_state to, const char *extra, rc_err *err)
+/* Caller holds the lock: the row and its pushes together. */
+static int delete_locked(sq_store *st, const char *id, rc_err *err)
 {
-	char sql[512];
 	sqlite3_stmt *q;
-	snprintf(sql, sizeof sql, "UPDATE jobs SET state=?1, updated=?2%s WHERE id=?3 AND state=?4", extra ? extra : "");
-	int rc = sq_prepare(st, sql, &q, "transition", err);
+	int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(q, 1, to);
-	sqlite3_bind_double(q, 2, store_now());
-	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(q, 4, from);
-	sqlite3_bind_int64(q, 5, st->queue_seq + 1);
-	if (!(rc = sq_step_done(st, q, "transition", err)) && sqlite3_changes(st->db) != 1)
-		rc = rc_fail(err, RC_ESTATE, "state", "job %s is not %s any more", id, job_state_name(from));
+	if (!(rc = sq_prepare(st, "DELETE FROM jobs WHERE id=?", &q, "delete", err))) {
+		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+		rc = sq_step_done(st, q, "delete", err);
+	}
+	if (!rc)
+		rc = store_push_delete_locked(st, id, err);
+	if (!rc)
+		rc = exec_sql(st, "COMMIT", err);
+	if (rc)
+		exec_sql(st, "ROLLBACK", NULL);
 	return rc;
 }
 
-static int sq_start(store *base, const char *id, int *ret_changed, rc_err *err)
+/* Caller holds the lock: c's columns into cur's row, only while it is in
+ * the state and on the node the decision saw. */
+static int write_change(sq_store *st, const job_row *cur, const sm_change *c, const char *what, rc_err *err)
+{
+	if (c->remove)
+		return delete_locked(st, cur->id, err);
+	if (!c->cols)
+		return 0;
+	sm_col col[SM_MAX_COLS];
+	int n = sm_change_columns(c, col);
+	char sql[1024], seq[32];
+	sqlite3_stmt *q;
+	snprintf(seq, sizeof seq, "%lld", st->queue_seq + 1);
+	if (sm_update_sql(col, n, c->requeue ? seq : NULL, sql, sizeof sql))
+		return rc_fail(err, RC_EIO, "", "store: %s: the statement is too long", what);
+	int rc = sq_prepare(st, sql, &q, what, err);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		switch (col[i].type) {
+		case 'i': sqlite3_bind_int64(q, i + 1, col[i].i); break;
+		case 'd': sqlite3_bind_double(q, i + 1, col[i].d); break;
+		case 'b': sqlite3_bind_blob(q, i + 1, col[i].b, (int)col[i].n, SQLITE_STATIC); break;
+		default:
+			if (col[i].s)
+				sqlite3_bind_text(q, i + 1, col[i].s, -1, SQLITE_STATIC);
+			else
+				sqlite3_bind_null(q, i + 1);
+		}
+	}
+	sqlite3_bind_text(q, n + 1, cur->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, n + 2, cur->state);
+	sqlite3_bind_text(q, n + 3, cur->node, -1, SQLITE_STATIC);
+	if ((rc = sq_step_done(st, q, what, err)))
+		return rc;
+	if (sqlite3_changes(st->db) != 1)
+		return sm_lost(cur, err);
+	if (c->requeue)
+		st->queue_seq++;
+	return 0;
+}
+
+/* Caller holds the lock: op's decision on cur, written; *ans its answer. */
+static int decide_write(sq_store *st, store_op op, const job_row *cur, const sm_args *a, int *ans, rc_err *err)
+{
+	sm_change c;
+	int rc = store_decide(op, cur, a, &c, err);
+	if (!rc && !(rc = write_change(st, cur, &c, sm_op_name(op), err)) && ans)
+		*ans = c.answer;
+	sm_change_clear(&c);
+	return rc;
+}
+
+static int sq_apply(store *base, int op, const char *id, const sm_args *a, int *ret_answer, rc_err *err)
 {
 	sq_store *st = SQ(base);
 	job_row r;
 	pthread_mutex_lock(&st->lock);
-	int rc = get_locked(st, id, 0, &r, err);
-	if (rc)
-		goto out_unlock;
-	*ret_changed = 0;
-	int go = 0;
-	if ((rc = store_start_check(&r, &go, err)) || !go)
-		goto out;
-	rc = transition(st, id, r.state, JOB_QUEUED, ", queued=?2, queue_seq=?5", err);
-	if (!rc) {
-		st->queue_seq++;
-		*ret_changed = 1;
+	/* one writer (the mutex, one daemon): nothing moves the row between the
+	 * read and the conditional write */
+	int rc = get_locked(st, id, sm_needs_bitmap((store_op)op), &r, err);
+	if (rc == RC_ENOTFOUND) {
+		sm_change c;
+		rc = store_decide((store_op)op, NULL, a, &c, err);
+	} else if (!rc) {
+		rc = decide_write(st, (store_op)op, &r, a, ret_answer, err);
+		job_row_clear(&r);
 	}
-out:
-	job_row_clear(&r);
-out_unlock:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
 
+/* Caller holds the lock: the rows q selects (ROW_COLS), *rows to free with
+ * free_rows. */
+static int read_rows(sq_store *st, sqlite3_stmt *q, const char *what, job_row **rows, int *n, rc_err *err)
+{
+	job_row *out = NULL;
+	int cnt = 0, cap = 0, rc = 0, s;
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			job_row *g = realloc(out, sizeof *out * (size_t)(cap = cap ? 2 * cap : 8));
+			if (!g) {
+				rc = rc_fail(err, RC_ENOMEM, "", "out of memory");
+				break;
+			}
+			out = g;
+		}
+		read_row(q, 0, &out[cnt++]);
+	}
+	if (!rc && s != SQLITE_DONE)
+		rc = db_fail(st, err, what);
+	sqlite3_finalize(q);
+	*rows = out;
+	*n = cnt;
+	return rc;
+}
+
+/* Caller holds the lock: op decided and written on each running job whose
+ * lease ended before now (now > 0) or on every running job (now 0), in one
+ * transaction (none when there is no such job: a full disk still starts);
+ * *ret_n counts the answers. */
+static int decide_running(sq_store *st, store_op op, const sm_args *a, double now, int *ret_n, rc_err *err)
+{
+	sqlite3_stmt *q;
+	job_row *rows = NULL;
+	int n = 0, total = 0;
+	int rc = sq_prepare(st, now > 0 ? "SELECT " STORE_ROW_COLS " FROM jobs WHERE state=?1 AND lease_until>0"
+					   " AND lease_until<?2 ORDER BY id"
+					 : "SELECT " STORE_ROW_COLS " FROM jobs WHERE state=?1 ORDER BY id",
+			    &q, sm_op_name(op), err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(q, 1, JOB_RUNNING);
+	if (now > 0)
+		sqlite3_bind_double(q, 2, now);
+	if ((rc = read_rows(st, q, sm_op_name(op), &rows, &n, err)) || !n)
+		goto out;
+	if ((rc = exec_sql(st, "BEGIN IMMEDIATE", err)))
+		goto out;
+	for (int i = 0; i < n && !rc; i++) {
+		int ans = 0;
+		rc = decide_write(st, op, &rows[i], a, &ans, err);
+		total += ans;
+	}
+	if (!rc)
+		rc = exec_sql(st, "COMMIT", err);
+	if (rc)
+		exec_sql(st, "ROLLBACK", NULL);
+out:
+	free_rows(rows, n);
+	*ret_n = rc ? 0 : total;
+	return rc;
+}
+
+static int sq_recover(store *base, int *requeued, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	sm_args a = { .now = store_now() };
+	pthread_mutex_lock(&st->lock);
+	int rc = decide_running(st, SM_RECOVER, &a, 0, requeued, err);
+	if (!rc)
+		rc = store_push_recover_locked(st, err);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+static int sq_lease_expire(store *base, int max_attempts, int *ret_n, rc_err *err)
+{
+	sq_store *st = SQ(base);
+	sm_args a = { .max_attempts = max_attempts };
+	a.now = a.clock = store_now();
+	pthread_mutex_lock(&st->lock);
+	int rc = decide_running(st, SM_LEASE_EXPIRE, &a, a.now, ret_n, err);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+/* The queue's next job this node can run (placement: one that needs no
+ * engine, or one of the node's), then the decision to take it. */
 static int sq_take_next(store *base, const char *node, double lease_s, const char *engines, char id[37],
 			rc_err *err)
 {
 	sq_store *st = SQ(base);
 	sqlite3_stmt *q;
+	job_row r;
 	pthread_mutex_lock(&st->lock);
-	/* placement: a job that needs no engine, or one of the node's */
 	int rc = sq_prepare(st, "SELECT id FROM jobs WHERE state=?1 AND (?2 IS NULL OR engine=''"
 			    " OR instr(',' || ?2 || ',', ',' || engine || ',') > 0)"
 			    " ORDER BY priority DESC, queue_seq ASC LIMIT 1", &q, "queue", err);
@@ -643,226 +716,16 @@ static int sq_take_next(store *base, const char *node, double lease_s, const cha
 	}
 	snprintf(id, 37, "%s", (const char *)sqlite3_column_text(q, 0));
 	sqlite3_finalize(q);
-	if ((rc = sq_prepare(st, "UPDATE jobs SET state=?1, updated=?2, started=?2, cancel_requested=0, node=?5,"
-			     " lease_until=?6, progress=NULL WHERE id=?3 AND state=?4", &q, "take", err)))
+	if ((rc = get_locked(st, id, 0, &r, err)))
 		goto out;
-	double now = store_now();
-	sqlite3_bind_int(q, 1, JOB_RUNNING);
-	sqlite3_bind_double(q, 2, now);
-	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(q, 4, JOB_QUEUED);
-	sqlite3_bind_text(q, 5, node, -1, SQLITE_STATIC);
-	sqlite3_bind_double(q, 6, lease_s > 0 ? now + lease_s : 0);
-	rc = sq_step_done(st, q, "take", err);
-out:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
-static int sq_lease_renew(store *base, const char *id, const char *node, double lease_s, int *ret_cancel,
-			  rc_err *err)
-{
-	sq_store *st = SQ(base);
-	sqlite3_stmt *q;
-	job_row r;
-	pthread_mutex_lock(&st->lock);
-	int rc = sq_prepare(st, "UPDATE jobs SET lease_until=? WHERE id=? AND state=? AND node=? AND lease_until>0", &q,
-			    "renew", err);
-	if (rc)
-		goto out;
-	sqlite3_bind_double(q, 1, store_now() + lease_s);
-	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(q, 3, JOB_RUNNING);
-	sqlite3_bind_text(q, 4, node, -1, SQLITE_STATIC);
-	rc = sq_step_done(st, q, "renew", err);
-	int held = !rc && sqlite3_changes(st->db) == 1;
-	if (rc || (rc = get_locked(st, id, 0, &r, err)))
-		goto out;
-	*ret_cancel = r.cancel_requested;
-	if (!held)
-		rc = store_lease_lost(&r, node, err);
+	sm_args a = { .id = id, .node = node, .lease_s = lease_s };
+	a.now = a.clock = store_now();
+	rc = decide_write(st, SM_TAKE, &r, &a, NULL, err);
 	job_row_clear(&r);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
-
-/* One UPDATE of store_lease_expire's (store_backend.h, STORE_LEASE_*). */
-static int expire_step(sq_store *st, const char *sql, double now, int max_attempts, int *n, rc_err *err)
-{
-	sqlite3_stmt *q;
-	int rc = sq_prepare(st, sql, &q, "lease expiry", err);
-	if (rc)
-		return rc;
-	sqlite3_bind_double(q, 1, now);
-	sqlite3_bind_int(q, 2, JOB_RUNNING);
-	sqlite3_bind_int(q, 3, max_attempts);
-	sqlite3_bind_int(q, 4, JOB_CANCELLED);
-	sqlite3_bind_int(q, 5, JOB_FAILED);
-	sqlite3_bind_int(q, 6, JOB_QUEUED);
-	if (!(rc = sq_step_done(st, q, "lease expiry", err)))
-		*n += sqlite3_changes(st->db);
-	return rc;
-}
-
-/* ?1 now, ?2 running, ?3 max_attempts, ?4 cancelled, ?5 failed, ?6 queued;
- * the entry of lease_log for this expiry: */
-#define SQ_LEASE_ENTRY "printf('node %s lost its lease at %s UTC; ', node, datetime(lease_until, 'unixepoch'))"
-#define SQ_EXPIRED " WHERE state=?2 AND lease_until>0 AND lease_until<?1"
-
-static int sq_lease_expire(store *base, int max_attempts, int *ret_n, rc_err *err)
-{
-	static const char *const steps[] = {
-		/* an acknowledged cancel holds, as at a restart */
-		"UPDATE jobs SET state=?4, updated=?1, finished=?1, error_code='cancelled',"
-		" error_message='cancelled by request', lease_until=0, lease_log=lease_log || " SQ_LEASE_ENTRY
-		SQ_EXPIRED " AND cancel_requested=1",
-		"UPDATE jobs SET state=?5, updated=?1, finished=?1, attempts=attempts+1, error_code='lease_expired',"
-		" error_message=printf('its lease expired %d times, the most allowed: ', attempts+1) || lease_log || "
-		SQ_LEASE_ENTRY ", lease_log=lease_log || " SQ_LEASE_ENTRY ", lease_until=0"
-		SQ_EXPIRED " AND attempts+1>=?3",
-		/* queue_seq is kept: the front of its priority, as at a restart */
-		"UPDATE jobs SET state=?6, updated=?1, started=0, attempts=attempts+1, lease_log=lease_log || "
-		SQ_LEASE_ENTRY ", node='', lease_until=0" SQ_EXPIRED,
-	};
-	sq_store *st = SQ(base);
-	double now = store_now();
-	pthread_mutex_lock(&st->lock);
-	int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
-	for (size_t i = 0; i < 3 && !rc; i++)
-		rc = expire_step(st, steps[i], now, max_attempts, ret_n, err);
-	if (!rc)
-		rc = exec_sql(st, "COMMIT", err);
-	if (rc) {
-		exec_sql(st, "ROLLBACK", NULL);
-		*ret_n = 0;
-	}
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
-static int sq_cancel(store *base, const char *id, int *ret_state, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	job_row r;
-	pthread_mutex_lock(&st->lock);
-	int rc = get_locked(st, id, 0, &r, err);
-	if (rc)
-		goto out_unlock;
-	if (JOB_BIT(r.state) & JOB_FINAL) {
-		rc = store_cancel_final(&r, err);
-	} else if (r.state == JOB_RUNNING) {
-		sqlite3_stmt *q;
-		if (!(rc = sq_prepare(st, "UPDATE jobs SET cancel_requested=1, updated=? WHERE id=?", &q, "cancel", err))) {
-			sqlite3_bind_double(q, 1, store_now());
-			sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-			rc = sq_step_done(st, q, "cancel", err);
-		}
-		if (!rc)
-			*ret_state = JOB_RUNNING;
-	} else {
-		rc = transition(st, id, r.state, JOB_CANCELLED, ", finished=?2, error_code='cancelled',"
-				" error_message='cancelled by request'", err);
-		if (!rc)
-			*ret_state = JOB_CANCELLED;
-	}
-	job_row_clear(&r);
-out_unlock:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
-static int sq_stream_pause(store *base, const char *id, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	pthread_mutex_lock(&st->lock);
-	int rc = transition(st, id, JOB_RUNNING, JOB_RECEIVING, ", streaming=0, started=0, node='', lease_until=0", err);
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
-static int sq_set_priority(store *base, const char *id, int priority, int *ret_state, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	sqlite3_stmt *q;
-	job_row r;
-	pthread_mutex_lock(&st->lock);
-	int rc = get_locked(st, id, 0, &r, err);
-	if (rc)
-		goto out_unlock;
-	/* Under the lock the state cannot move (taking a job takes it too), so
-	 * a job checked here is not running when the row changes. */
-	if (!(JOB_BIT(r.state) & (JOB_UPLOADABLE | JOB_BIT(JOB_QUEUED)))) {
-		rc = store_priority_fixed(&r, err);
-		goto out;
-	}
-	if ((rc = sq_prepare(st, "UPDATE jobs SET priority=?, updated=? WHERE id=?", &q, "priority", err)))
-		goto out;
-	sqlite3_bind_int(q, 1, priority);
-	sqlite3_bind_double(q, 2, store_now());
-	sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-	if (!(rc = sq_step_done(st, q, "priority", err)))
-		*ret_state = r.state;
-out:
-	job_row_clear(&r);
-out_unlock:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
-static int sq_finish(store *base, const char *id, int state, const char *err_code,
-		     const char *err_msg, const char *report, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	sqlite3_stmt *q;
-	pthread_mutex_lock(&st->lock);
-	const char *sql = state == JOB_QUEUED
-		? "UPDATE jobs SET state=?1, updated=?2, started=0, cancel_requested=0, node='', lease_until=0,"
-		  " progress=NULL WHERE id=?6 AND state=?7 AND node=?8"
-		: "UPDATE jobs SET state=?1, updated=?2, finished=?2, error_code=?3, error_message=?4,"
-		  " report=COALESCE(?5, report), lease_until=0 WHERE id=?6 AND state=?7 AND node=?8";
-	int rc = sq_prepare(st, sql, &q, "finish", err);
-	if (rc)
-		goto out;
-	sqlite3_bind_int(q, 1, state);
-	sqlite3_bind_double(q, 2, store_now());
-	if (state != JOB_QUEUED) {
-		sqlite3_bind_text(q, 3, err_code ? err_code : "", -1, SQLITE_STATIC);
-		sqlite3_bind_text(q, 4, err_msg ? err_msg : "", -1, SQLITE_STATIC);
-		if (report)
-			sqlite3_bind_text(q, 5, report, -1, SQLITE_STATIC);
-		else
-			sqlite3_bind_null(q, 5);
-	}
-	sqlite3_bind_text(q, 6, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(q, 7, JOB_RUNNING);
-	sqlite3_bind_text(q, 8, st->base.node, -1, SQLITE_STATIC);
-	if (!(rc = sq_step_done(st, q, "finish", err)) && sqlite3_changes(st->db) != 1)
-		rc = store_not_held(id, st->base.node, err);
-out:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
-static int sq_progress(store *base, const char *id, const char *progress, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	sqlite3_stmt *q;
-	pthread_mutex_lock(&st->lock);
-	int rc = sq_prepare(st, "UPDATE jobs SET progress=? WHERE id=? AND state=? AND node=?", &q, "progress", err);
-	if (rc)
-		goto out;
-	sqlite3_bind_text(q, 1, progress, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(q, 3, JOB_RUNNING);
-	sqlite3_bind_text(q, 4, st->base.node, -1, SQLITE_STATIC);
-	if (!(rc = sq_step_done(st, q, "progress", err)) && sqlite3_changes(st->db) != 1)
-		rc = store_not_held(id, st->base.node, err);
-out:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
 /* One daemon per SQLite store: its row replaces any other (a renamed node). */
 static int sq_node_heartbeat(store *base, const char *devices, const char *running, double started, rc_err *err)
 {
@@ -944,44 +807,6 @@ out:
 	return 0;
 }
 
-/* Caller holds the lock. */
-static int delete_locked(sq_store *st, const char *id, rc_err *err)
-{
-	sqlite3_stmt *q;
-	int rc = exec_sql(st, "BEGIN IMMEDIATE", err); /* the row and its pushes together */
-	if (rc)
-		return rc;
-	if (!(rc = sq_prepare(st, "DELETE FROM jobs WHERE id=?", &q, "delete", err))) {
-		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-		rc = sq_step_done(st, q, "delete", err);
-	}
-	if (!rc)
-		rc = store_push_delete_locked(st, id, err);
-	if (!rc)
-		rc = exec_sql(st, "COMMIT", err);
-	if (rc)
-		exec_sql(st, "ROLLBACK", NULL);
-	return rc;
-}
-
-static int sq_delete_row(store *base, const char *id, rc_err *err)
-{
-	sq_store *st = SQ(base);
-	job_row r;
-	pthread_mutex_lock(&st->lock);
-	int rc = get_locked(st, id, 0, &r, err);
-	if (rc)
-		goto out;
-	if (!(JOB_BIT(r.state) & JOB_FINAL))
-		rc = store_delete_unfinished(&r, err);
-	else
-		rc = delete_locked(st, id, err);
-	job_row_clear(&r);
-out:
-	pthread_mutex_unlock(&st->lock);
-	return rc;
-}
-
 static int sq_expired(store *base, double before, char (*ids)[37], int max, int *ret_n, rc_err *err)
 {
 	sq_store *st = SQ(base);
@@ -1016,19 +841,11 @@ static const struct store_ops sqlite_ops = {
 	.get = sq_get,
 	.list = sq_list,
 	.counts = sq_counts,
-	.views = sq_views,
-	.start = sq_start,
+	.apply = sq_apply,
 	.take_next = sq_take_next,
-	.lease_renew = sq_lease_renew,
 	.lease_expire = sq_lease_expire,
-	.cancel = sq_cancel,
-	.stream_pause = sq_stream_pause,
-	.set_priority = sq_set_priority,
-	.progress = sq_progress,
-	.finish = sq_finish,
 	.node_heartbeat = sq_node_heartbeat,
 	.nodes_list = sq_nodes_list,
-	.delete_row = sq_delete_row,
 	.expired = sq_expired,
 	.push_list = sq_push_list,
 	.push_take = sq_push_take,
