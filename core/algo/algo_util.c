@@ -30,9 +30,9 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 {
 	if (!p || !b || !proj || !vol)
 		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, a backend, projections and a volume");
-	if (p->iterations < 1)
-		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
-			       "algorithm.iterations must be at least 1 (got %d)", p->iterations);
+	int rc = rc_algo_iterations_check(p->name, p->iterations, err);
+	if (rc)
+		return rc;
 	if (check_lambda && !(p->relaxation > 0.0 && p->relaxation < 2.0))
 		return rc_fail(err, RC_EINVAL, "algorithm.relaxation",
 			       "algorithm.relaxation must lie strictly between 0 and 2 (got %g)",

@@ -50,7 +50,7 @@ void rc_recon_spec_default(rc_recon_spec *s)
 {
 	memset(s, 0, sizeof *s);
 	rc_algo_params_default(&s->algo, RC_ALGO_SART);
-	snprintf(s->engine, sizeof s->engine, "auto");
+	s->engine = RC_ENGINE_AUTO;
 	snprintf(s->precision, sizeof s->precision, "fp32");
 }
 
@@ -123,7 +123,6 @@ static int keep_geom(int v, void *ud)
 
 int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
 {
-	int eng = RC_ENGINE_AUTO;
 	if (s->algo.name != RC_ALGO_FDK)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream is for fdk: an iterative algorithm needs every view before its first "
@@ -133,7 +132,7 @@ int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
 			       "execution.stream runs on cone and matrices geometries; a %s job is reconstructed "
 			       "from the whole stack (the tensor engine's 2-D path)",
 			       rc_name_str(RC_NAMES_GEOMETRY, (int)s->geom.type));
-	if (!rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng) && eng == RC_ENGINE_TENSOR)
+	if (s->engine == RC_ENGINE_TENSOR)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream does not run on execution.engine \"tensor\" (it solves from the "
 			       "whole stack); use auto, cpu, opencl, cuda or trigeneous");
@@ -142,9 +141,13 @@ int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
 
 int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 {
-	int eng;
-	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng))
-		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
+	rc_engine_choice eng = s->engine;
+	const char *engine = rc_name_str(RC_NAMES_ENGINE, (int)eng);
+	if (!engine)
+		return rc_fail(err, RC_EINVAL, "execution.engine", "execution.engine %d is not an engine", (int)eng);
+	int rc = rc_algo_iterations_check(s->algo.name, s->algo.iterations, err);
+	if (rc)
+		return rc;
 	const char *algo = rc_algo_name_str(s->algo.name);
 	const char *geom = rc_name_str(RC_NAMES_GEOMETRY, (int)s->geom.type);
 	char l1[128], l2[128];
@@ -164,10 +167,10 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "algorithm.name \"%s\" does not run on a %s geometry: %s runs %s; %s runs on %s", algo,
 			       geom, geom, rc_names_join_if(RC_NAMES_ALGORITHM, keep_algo, &on_geom, l1, sizeof l1),
 			       algo, rc_names_join_if(RC_NAMES_GEOMETRY, keep_geom, &for_algo, l2, sizeof l2));
-	if (!engine_runs((rc_engine_choice)eng, s->algo.name, s->geom.type)) {
+	if (!engine_runs(eng, s->algo.name, s->geom.type)) {
 		struct combo c = { -1, (int)s->algo.name, (int)s->geom.type };
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
-			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", s->engine,
+			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", engine,
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
 	/* the projector pair: fan/parallel have their own (distance-driven on
@@ -185,7 +188,7 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 			       "algorithm.projector \"splat\" runs on the CPU engine only: use execution.engine auto "
 			       "or cpu, or algorithm.projector \"raycast\" or \"auto\" on %s",
-			       s->engine);
+			       engine);
 	return 0;
 }
 
@@ -590,10 +593,10 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	memset(report, 0, sizeof *report);
 	double t0 = rc_now_s();
 
-	int known;
-	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &known))
-		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
-	rc_engine_choice mode = (rc_engine_choice)known;
+	int refused = rc_recon_check(s, err);
+	if (refused)
+		return refused;
+	rc_engine_choice mode = s->engine;
 	/* the splat pair is the CPU engine's: auto must not pick another */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
 		mode = RC_ENGINE_CPU;

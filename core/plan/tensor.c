@@ -124,9 +124,6 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	if (!rc_geom_is_2d(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the tensor engine runs fan and parallel geometries; use another execution.engine for cone or matrices");
-	if (algo->iterations < 1)
-		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
-			       "algorithm.iterations must be at least 1 (got %d)", algo->iterations);
 	const rc_volume_desc *v = rc_geom_volume(g);
 	int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu, nz = v->nz;
 	int64_t rows = (int64_t)nviews * nu, cols = (int64_t)v->nx * v->ny;
@@ -353,18 +350,16 @@ int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, f
 	rc_tensor_opts_default(&o);
 	o.cache_dir = s->cache_dir;
 	o.threads = s->threads;
-	int precision, engine;
+	int precision;
 	if (rc_name_parse(RC_NAMES_PRECISION, s->precision, &precision))
 		return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", s->precision);
-	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &engine))
-		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
 	o.mixed = precision == RC_PRECISION_MIXED || precision == RC_PRECISION_BF16;
 	/* bf16: the mixed path with bf16 operands (vdpbf16ps) where the CPU
 	 * has them, else the mixed path as it is (the GPU's WMMA reads fp16) */
 	if (precision == RC_PRECISION_BF16 && rc_bsr_cpu_has_bf16())
 		o.cpu_input = RC_SPM_IN_BF16;
 	/* engine cpu: the tensor backend's CPU path, never a GPU */
-	if (engine == RC_ENGINE_CPU)
+	if (s->engine == RC_ENGINE_CPU)
 		o.gpu = 0;
 	return rc_tensor_solve(&o, &s->algo, g, proj, vol, hooks, report, err);
 }
