@@ -254,6 +254,7 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	o->base.geom = e->geom;
 	o->base.nbatch = 1;
 	snprintf(o->base.name, sizeof o->base.name, "%s", e->name);
+	o->base.caps = RC_BK_RESIDENT | RC_BK_FDK;
 	o->e = e;
 	o->h = h;
 	o->nvox = rc_volume_count(rc_geom_volume(e->geom));
