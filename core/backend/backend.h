@@ -70,6 +70,11 @@ typedef struct rc_backend_ops {
 	 * host layout; cone and matrices geometries only (their views are
 	 * contiguous).  A streaming FDK sends each group's views alone. */
 	int (*upload_views)(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err);
+	/* Optional (NULL: download the whole vector): views first..last of a
+	 * projection vector into the same views of dst, a whole stack in the
+	 * host layout; cone and matrices geometries only.  The split backend
+	 * takes back a device's share of a forward projection so. */
+	int (*download_views)(rc_backend *b, const rc_vec *src, float *dst, int first, int last, rc_err *err);
 
 	/* proj[views first..last) = A_kind vol; other views of proj untouched. */
 	int (*forward)(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first,

@@ -40,6 +40,10 @@ typedef struct split {
 	float *partial[RC_SPLIT_MAX];                    /* host children's partial volumes */
 	double seconds[RC_TASK_COUNT][RC_SPLIT_MAX];
 	long nviews[RC_TASK_COUNT][RC_SPLIT_MAX];
+	int dead[RC_SPLIT_MAX];
+	rc_err failure[RC_SPLIT_MAX];
+	rc_split_replan_fn replan;
+	void *replan_ud;
 } split;
 
 static rc_backend *home(rc_backend *b) { return ((split *)b)->c[0]; }
@@ -143,7 +147,8 @@ static int child_vectors(split *x, int i, rc_task task, rc_err *err)
 		rc = rc_bk_vec_new(c, RC_SPACE_VOLUME, &x->cvol[i], err);
 	if (!rc && !x->cproj[i])
 		rc = rc_bk_vec_new(c, RC_SPACE_PROJ, &x->cproj[i], err);
-	if (!rc && task == RC_TASK_FORWARD && !x->stage[i] && !(x->stage[i] = malloc(x->nproj * sizeof(float))))
+	if (!rc && task == RC_TASK_FORWARD && !x->stage[i] && !(c->ops->download_views && !rc_geom_is_2d(x->base.geom)) &&
+	    !(x->stage[i] = malloc(x->nproj * sizeof(float))))
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a device's projections (%zu values)", x->nproj);
 	return rc;
 }
@@ -167,8 +172,11 @@ static int share_forward(struct share *s)
 		return rc;
 	}
 	if ((rc = rc_bk_upload(c, x->cvol[s->i], s->in->mem, &s->err)) ||
-	    (rc = rc_bk_forward(c, kind, x->cvol[s->i], x->cproj[s->i], s->first, s->last, &s->err)) ||
-	    (rc = rc_bk_download(c, x->cproj[s->i], x->stage[s->i], &s->err)))
+	    (rc = rc_bk_forward(c, kind, x->cvol[s->i], x->cproj[s->i], s->first, s->last, &s->err)))
+		return rc;
+	if (c->ops->download_views && !rc_geom_is_2d(x->base.geom)) /* only the share's views cross */
+		return c->ops->download_views(c, x->cproj[s->i], s->out->mem, s->first, s->last, &s->err);
+	if ((rc = rc_bk_download(c, x->cproj[s->i], x->stage[s->i], &s->err)))
 		return rc;
 	rc_seg g = rc_seg_views(x->base.geom, s->first, s->last);
 	for (int j = 0; j < g.n; j++) {
@@ -212,12 +220,13 @@ static void *run_share(void *arg)
 	return NULL;
 }
 
-static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_vec *out, int first, int last,
-		    rc_err *err)
+static int is_device_failure(int rc) { return rc && rc != RC_EINVAL && rc != RC_ECANCELLED; }
+
+/* One attempt of a projection; failed[i] set for a child whose share
+ * failed with a device error. */
+static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *out, int first, int last,
+		    int *failed, rc_err *err)
 {
-	split *x = (split *)b;
-	rc_bk_views(b, &first, &last);
-	double t0 = rc_now_s();
 	int bounds[RC_SPLIT_MAX + 1], used = -1, rc;
 	cut(x, task, first, last, bounds);
 	struct share sh[RC_SPLIT_MAX];
@@ -228,8 +237,18 @@ static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_
 					.first = bounds[i], .last = bounds[i + 1] };
 		if (bounds[i + 1] <= bounds[i])
 			continue;
-		if (i > 0 && !(x->c[i]->caps & RC_BK_HOST) && (rc = child_vectors(x, i, task, err)))
-			return rc;
+		if (i > 0 && !(x->c[i]->caps & RC_BK_HOST)) {
+			rc_err e1;
+			if ((rc = child_vectors(x, i, task, &e1))) {
+				if (is_device_failure(rc)) { /* no room on the device: drop it as a failure */
+					failed[i] = 1;
+					x->failure[i] = e1;
+				}
+				if (err)
+					*err = e1;
+				return rc;
+			}
+		}
 		if (task == RC_TASK_BACK) {
 			if (used < 0) {
 				sh[i].dst = out->mem; /* the first child with work writes the result */
@@ -266,6 +285,10 @@ static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_
 		if (nv <= 0)
 			continue;
 		if (sh[i].rc) {
+			if (is_device_failure(sh[i].rc)) {
+				failed[i] = 1;
+				x->failure[i] = sh[i].err;
+			}
 			if (!rc) {
 				rc = sh[i].rc;
 				if (err)
@@ -284,8 +307,78 @@ static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_
 			for (size_t j = 0; j < x->nvox; j++)
 				out->mem[j] += p[j];
 		}
-	rc_bk_count(b, task, first, last, rc_now_s() - t0);
 	return rc;
+}
+
+/* The dropped child's views go to the living ones in proportion to what
+ * they have (all to the first living one if they have none), as exec.c. */
+static int redistribute(void *ud, rc_backend *b, int failed, rc_err *err)
+{
+	split *x = (split *)b;
+	(void)ud;
+	(void)failed;
+	int nviews = rc_geom_nviews(b->geom);
+	for (int t = 0; t < RC_TASK_COUNT; t++) {
+		int v[RC_SPLIT_MAX], first_alive = -1, given = 0;
+		long alive_sum = 0, acc = 0;
+		for (int i = 0; i < x->n; i++)
+			if (!x->dead[i]) {
+				alive_sum += x->views[t][i];
+				if (first_alive < 0)
+					first_alive = i;
+			}
+		for (int i = 0; i < x->n; i++) {
+			v[i] = 0;
+			if (x->dead[i] || alive_sum == 0)
+				continue;
+			acc += x->views[t][i];
+			int upto = (int)((acc * nviews + alive_sum / 2) / alive_sum);
+			v[i] = upto - given;
+			given = upto;
+		}
+		if (alive_sum == 0)
+			v[first_alive] = nviews;
+		int rc = rc_split_set(b, (rc_task)t, v, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A projection; a child whose share fails with a device error while
+ * another lives is dropped, the views are split again over the living
+ * (the replan hook, else redistribute) and the call runs again: forward
+ * shares are disjoint and back rebuilds every partial volume, so nothing
+ * of the failed attempt remains.  The home keeps the vectors either way. */
+static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_vec *out, int first, int last,
+		    rc_err *err)
+{
+	split *x = (split *)b;
+	rc_bk_views(b, &first, &last);
+	double t0 = rc_now_s();
+	for (;;) {
+		int failed[RC_SPLIT_MAX] = { 0 };
+		int rc = run_once(x, task, kind, in, out, first, last, failed, err);
+		int nfailed = 0, alive_after = 0;
+		for (int i = 0; i < x->n; i++) {
+			nfailed += failed[i];
+			alive_after += !x->dead[i] && !failed[i];
+		}
+		if (!rc || !nfailed || !alive_after) {
+			if (!rc)
+				rc_bk_count(b, task, first, last, rc_now_s() - t0);
+			return rc;
+		}
+		for (int i = 0; i < x->n; i++)
+			if (failed[i]) {
+				x->dead[i] = 1;
+				for (int t = 0; t < RC_TASK_COUNT; t++)
+					x->views[t][i] = 0;
+			}
+		for (int i = 0; i < x->n; i++)
+			if (failed[i] && (rc = x->replan ? x->replan(x->replan_ud, b, i, err) : redistribute(NULL, b, i, err)))
+				return rc;
+	}
 }
 
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
@@ -431,6 +524,8 @@ int rc_split_set(rc_backend *b, rc_task task, const int *views, rc_err *err)
 	for (int i = 0; i < x->n; i++) {
 		if (views[i] < 0)
 			return rc_fail(err, RC_EINVAL, "", "a split cannot give backend %d a negative view count", i);
+		if (views[i] > 0 && x->dead[i])
+			return rc_fail(err, RC_EINVAL, "", "a split cannot give views to backend %d: it was dropped", i);
 		sum += views[i];
 	}
 	if (sum != rc_geom_nviews(b->geom))
@@ -442,3 +537,19 @@ int rc_split_set(rc_backend *b, rc_task task, const int *views, rc_err *err)
 
 double rc_split_seconds(const rc_backend *b, rc_task task, int i) { return ((const split *)b)->seconds[task][i]; }
 long rc_split_views(const rc_backend *b, rc_task task, int i) { return ((const split *)b)->nviews[task][i]; }
+
+void rc_split_get(const rc_backend *b, rc_task task, int *views)
+{
+	const split *x = (const split *)b;
+	memcpy(views, x->views[task], (size_t)x->n * sizeof views[0]);
+}
+
+void rc_split_set_replan(rc_backend *b, rc_split_replan_fn fn, void *ud)
+{
+	split *x = (split *)b;
+	x->replan = fn;
+	x->replan_ud = ud;
+}
+
+int rc_split_alive(const rc_backend *b, int i) { return !((const split *)b)->dead[i]; }
+const rc_err *rc_split_failure(const rc_backend *b, int i) { return &((const split *)b)->failure[i]; }

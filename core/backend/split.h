@@ -38,6 +38,21 @@ int rc_backend_split_new(rc_backend *const *children, int n, rc_backend **ret, r
  * up to the geometry's views.  RC_EINVAL otherwise (nothing changed). */
 int rc_split_set(rc_backend *split, rc_task task, const int *views, rc_err *err);
 
+void rc_split_get(const rc_backend *split, rc_task task, int *views);
+
+/* Failures: when a child's share fails with a device error (anything but
+ * RC_EINVAL and RC_ECANCELLED) while another child lives, the child is
+ * dropped for the rest of the run (it gets no views; the home keeps the
+ * vectors even when its own projections are dropped), the replan hook (by
+ * default: its views to the others in proportion to theirs) sets new
+ * views with rc_split_set, and the call runs again.  Non-zero from the
+ * hook ends the call with it. */
+typedef int (*rc_split_replan_fn)(void *ud, rc_backend *split, int failed, rc_err *err);
+void rc_split_set_replan(rc_backend *split, rc_split_replan_fn fn, void *ud);
+/* 0 once child i was dropped; its error says why. */
+int rc_split_alive(const rc_backend *split, int i);
+const rc_err *rc_split_failure(const rc_backend *split, int i);
+
 /* Child i's projection seconds and views of task so far (its share of
  * every call, transfers included), for job reports and the models'
  * refit. */

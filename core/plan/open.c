@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/split.h"
 #include "plan/resident.h"
 #include "plan/tensor.h"
 
@@ -52,7 +53,7 @@ static rc_bp_kind algo_bp(rc_algo_name n, const rc_geom *g)
 }
 
 /* How a job's backend was opened (the four routes of the top). */
-enum route { ROUTE_HOST, ROUTE_TENSOR, ROUTE_CUDA, ROUTE_OPENCL };
+enum route { ROUTE_HOST, ROUTE_SPLIT, ROUTE_TENSOR, ROUTE_CUDA, ROUTE_OPENCL };
 
 /* A job's devices: engines, what they are, their models and the plan; it
  * is the owner of the backend rc_backend_open returns. */
@@ -66,7 +67,9 @@ struct job {
 	double predicted_s[RC_EXEC_MAX_ENGINES][RC_TASK_COUNT]; /* < 0: none */
 	char shape[64];
 	char cache_dir[1024];
-	rc_exec *x;
+	rc_exec *x;                       /* the host route's executor */
+	rc_backend *sp;                   /* the split route's backend (owned by the caller) */
+	rc_exec *xs[RC_EXEC_MAX_ENGINES]; /* its host children's executors, one engine each */
 	enum route route;
 	rc_backend *b;                    /* the backend this job opened */
 	void (*inner_release)(void *);    /* what that backend released itself */
@@ -87,8 +90,40 @@ static int job_splat(const struct job *j)
 static void job_free(struct job *j)
 {
 	rc_exec_free(j->x);
-	for (int i = 0; i < j->n; i++)
+	for (int i = 0; i < j->n; i++) {
+		rc_exec_free(j->xs[i]);
 		rc_engine_free(j->eng[i]);
+	}
+}
+
+/* The split of the job's projections, whichever route holds it: device
+ * i alive, its views per task, its views and seconds so far. */
+static int job_alive(const struct job *j, int i)
+{
+	return j->sp ? rc_split_alive(j->sp, i) : j->x ? rc_exec_alive(j->x, i) : 1;
+}
+
+static int job_set_split(struct job *j, rc_task t, const int *views, rc_err *err)
+{
+	return j->sp ? rc_split_set(j->sp, t, views, err) : j->x ? rc_exec_set_split(j->x, t, views, err) : 0;
+}
+
+static void job_get_split(const struct job *j, rc_task t, int *views)
+{
+	if (j->sp)
+		rc_split_get(j->sp, t, views);
+	else
+		rc_exec_get_split(j->x, t, views);
+}
+
+static long job_views(const struct job *j, rc_task t, int i)
+{
+	return j->sp ? rc_split_views(j->sp, t, i) : rc_exec_total_views(j->x, t, i);
+}
+
+static double job_seconds(const struct job *j, rc_task t, int i)
+{
+	return j->sp ? rc_split_seconds(j->sp, t, i) : rc_exec_total_seconds(j->x, t, i);
 }
 
 static int add_engine(struct job *j, const rc_device *d, rc_err *err)
@@ -119,7 +154,7 @@ static int plan_tasks(struct job *j, rc_err *err)
 		const char *groups[RC_EXEC_MAX_ENGINES];
 		for (int i = 0; i < j->n; i++) {
 			m[i] = j->model[i][t];
-			if (j->x && !rc_exec_alive(j->x, i))
+			if (!job_alive(j, i))
 				m[i].valid = 0;
 			groups[i] = j->dev[i].hw_group;
 		}
@@ -129,27 +164,32 @@ static int plan_tasks(struct job *j, rc_err *err)
 			return rc;
 		for (int i = 0; i < j->n; i++)
 			j->predicted_s[i][t] = p.views[i] > 0 ? p.predicted_s[i] : (m[i].valid ? 0 : -1);
-		if (j->x && (rc = rc_exec_set_split(j->x, (rc_task)t, p.views, err)))
+		if ((rc = job_set_split(j, (rc_task)t, p.views, err)))
 			return rc;
 	}
 	return 0;
 }
 
-static int replan(void *ud, rc_exec *x, int failed, rc_err *err)
+/* After device `failed` was dropped: the planner over the living ones. */
+static int replan(struct job *j, rc_err *err)
 {
-	struct job *j = ud;
-	(void)failed;
-	(void)x;
 	/* a living engine without a model still has to take views */
 	int any = 0;
 	for (int i = 0; i < j->n; i++)
-		any |= rc_exec_alive(j->x, i) && j->model[i][0].valid && j->model[i][1].valid;
+		any |= job_alive(j, i) && j->model[i][0].valid && j->model[i][1].valid;
 	if (!any)
 		for (int i = 0; i < j->n; i++)
-			if (rc_exec_alive(j->x, i))
+			if (job_alive(j, i))
 				for (int t = 0; t < RC_TASK_COUNT; t++)
 					j->model[i][t] = (rc_model){ .a = 1, .b = 0, .valid = 1 };
 	return plan_tasks(j, err);
+}
+
+static int replan_split(void *ud, rc_backend *sp, int failed, rc_err *err)
+{
+	(void)sp;
+	(void)failed;
+	return replan(ud, err);
 }
 
 static int have_models(const struct job *j, int i)
@@ -311,15 +351,15 @@ static void fill_report(struct job *j, rc_recon_report *r)
 		int any = 0;
 		for (int t = 0; t < RC_TASK_COUNT; t++) {
 			int v[RC_EXEC_MAX_ENGINES];
-			rc_exec_get_split(j->x, (rc_task)t, v);
+			job_get_split(j, (rc_task)t, v);
 			d->views[t] = v[i];
 			any |= v[i] > 0;
 			d->predicted_ms[t] = j->predicted_s[i][t] >= 0 ? 1e3 * j->predicted_s[i][t] : -1;
-			long nv = rc_exec_total_views(j->x, (rc_task)t, i);
+			long nv = job_views(j, (rc_task)t, i);
 			long calls = nv > 0 && v[i] > 0 ? (nv + v[i] - 1) / v[i] : 0;
 			if (nv > 0 && !calls) /* dropped mid-job: its calls had the old split */
 				calls = (nv + nviews - 1) / nviews;
-			d->measured_ms[t] = calls ? 1e3 * rc_exec_total_seconds(j->x, (rc_task)t, i) / (double)calls : 0;
+			d->measured_ms[t] = calls ? 1e3 * job_seconds(j, (rc_task)t, i) / (double)calls : 0;
 		}
 		used += any;
 	}
@@ -347,11 +387,11 @@ static void refit(struct job *j)
 {
 	for (int i = 0; i < j->n; i++)
 		for (int t = 0; t < RC_TASK_COUNT; t++) {
-			long nv = rc_exec_total_views(j->x, (rc_task)t, i);
-			double sec = rc_exec_total_seconds(j->x, (rc_task)t, i);
+			long nv = job_views(j, (rc_task)t, i);
+			double sec = job_seconds(j, (rc_task)t, i);
 			int v[RC_EXEC_MAX_ENGINES];
-			rc_exec_get_split(j->x, (rc_task)t, v);
-			if (nv <= 0 || v[i] <= 0 || !rc_exec_alive(j->x, i))
+			job_get_split(j, (rc_task)t, v);
+			if (nv <= 0 || v[i] <= 0 || !job_alive(j, i))
 				continue;
 			long calls = (nv + v[i] - 1) / v[i];
 			add_sample(j->s, j->dev[i].device_id, j->shape, (rc_task)t, (double)nv, (double)calls, sec);
@@ -375,6 +415,30 @@ static void report_single(const rc_recon_spec *s, const rc_backend *b, const cha
 		report->dev[0].measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
 		add_sample(s, device_id, shape, (rc_task)t, (double)st->views[t], (double)st->calls[t], st->seconds[t]);
 	}
+}
+
+/* The split route: a child backend per device, the first (the home of
+ * the vectors) the host backend over its engine; an OpenCL device on a
+ * cone or matrices geometry joins as the OpenCL backend, its vectors
+ * resident (they are the engine's own buffers: no memory beyond the
+ * engine's); every other device as the host backend over its engine. */
+static int open_split(struct job *j, rc_backend **ret, rc_err *err)
+{
+	rc_backend *c[RC_EXEC_MAX_ENGINES] = { 0 };
+	int rc = 0;
+	for (int i = 0; i < j->n && !rc; i++) {
+		if (i > 0 && j->dev[i].kind == RC_DEVICE_OPENCL && rc_opencl_algo_supported(&j->s->algo, j->g))
+			rc = rc_backend_opencl_new(j->eng[i], &c[i], err);
+		else if (!(rc = rc_exec_new(&j->eng[i], 1, &j->xs[i], err)))
+			rc = rc_backend_host_new(j->xs[i], &c[i], err);
+	}
+	if (!rc && !(rc = rc_backend_split_new(c, j->n, ret, err))) {
+		j->sp = *ret;
+		return 0;
+	}
+	for (int i = 0; i < j->n; i++)
+		rc_backend_free(c[i]);
+	return rc;
 }
 
 static void job_release(void *ud)
@@ -503,20 +567,25 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	}
 	/* trigeneous calibrates what has no model (also a lone device: its
 	 * report then has predictions); auto only reads what is stored */
-	j->route = ROUTE_HOST;
 	if ((rc = load_models(j, mode == RC_ENGINE_TRIGENEOUS, err)))
 		goto fail;
-	if ((rc = rc_exec_new(j->eng, j->n, &j->x, err)))
-		goto fail;
+	if (j->n > 1) {
+		j->route = ROUTE_SPLIT;
+		if ((rc = open_split(j, &b, err)))
+			goto fail;
+		rc_split_set_replan(b, replan_split, j);
+	} else {
+		j->route = ROUTE_HOST;
+		if ((rc = rc_exec_new(j->eng, j->n, &j->x, err)) || (rc = rc_backend_host_new(j->x, &b, err)))
+			goto fail;
+	}
 	int modelled = 0;
 	for (int i = 0; i < j->n; i++)
 		modelled += have_models(j, i);
-	if (modelled && (rc = plan_tasks(j, err)))
+	if (modelled && (rc = plan_tasks(j, err))) {
+		rc_backend_free(b);
 		goto fail;
-	if (j->n > 1)
-		rc_exec_set_replan(j->x, replan, j);
-	if ((rc = rc_backend_host_new(j->x, &b, err)))
-		goto fail;
+	}
 done:
 	adopt(j, b);
 	*ret = b;
@@ -544,6 +613,7 @@ void rc_backend_report(rc_backend *b, int ran, rc_recon_report *report)
 		report_single(j->s, b, j->single_id, j->shape, report);
 		break;
 	case ROUTE_HOST:
+	case ROUTE_SPLIT:
 		fill_report(j, report);
 		if (ran)
 			refit(j);

@@ -14,6 +14,12 @@
  *    volume within that rounding;
  *  - a host child reads and writes the split's memory in place (the host
  *    backend over the OpenCL engine as the second child);
+ *  - a child whose projections fail with a device error is dropped and
+ *    its views go to the others: the run still gives the host-only volume;
+ *  - rc_backend_open on trigeneous with two devices (the CPU engine and
+ *    PoCL, told apart by their hardware groups, with equal stored models)
+ *    returns the split with the OpenCL backend resident, and its report
+ *    shows both devices' views;
  *  - refusals: a home without host vectors, a split that does not cover
  *    the views.
  * Skips (77) without OpenCL.
@@ -33,6 +39,8 @@
 #include "backend/opencl/engine_opencl.h"
 #include "backend/split.h"
 #include "ocl_testutil.h"
+#include "plan/open.h"
+#include "plan/recon.h"
 
 #define NVOL 20
 #define NU 32
@@ -240,6 +248,129 @@ static void test_algorithms(void **state)
 	free(b);
 }
 
+/* The OpenCL backend with a forward that fails with RC_EDEVICE from its
+ * second call on (a lost device). */
+static rc_backend_ops flaky_ops;
+static const rc_backend_ops *real_ops;
+static int flaky_calls;
+
+static int flaky_forward(rc_backend *b, rc_fp_kind k, const rc_vec *vol, rc_vec *proj, int first, int last,
+			 rc_err *err)
+{
+	if (++flaky_calls >= 2)
+		return rc_fail(err, RC_EDEVICE, "", "simulated device loss on call %d", flaky_calls);
+	return real_ops->forward(b, k, vol, proj, first, last, err);
+}
+
+static void test_drop_failed_child(void **state)
+{
+	(void)state;
+	size_t np = rc_geom_proj_count(G), nvox = rc_volume_count(rc_geom_volume(G));
+	float *proj = malloc(np * sizeof *proj), *a = malloc(nvox * sizeof *a), *b = malloc(nvox * sizeof *b);
+	assert_true(proj && a && b);
+	rc_err err;
+	struct result r = run_project(host(XCPU), RC_VIEWS_ALL);
+	memcpy(proj, r.proj, np * sizeof *proj);
+	result_free(&r);
+	rc_algo_params p;
+	rc_algo_params_plain(&p, RC_ALGO_SIRT);
+	p.iterations = 3;
+	p.projector = RC_PROJECTOR_RAYCAST;
+	rc_backend *h = host(XCPU);
+	assert_int_equal(rc_algo_run_on(&p, h, proj, a, NULL, &err), 0);
+	rc_backend_free(h);
+	rc_backend *o = opencl();
+	real_ops = o->ops;
+	flaky_ops = *o->ops;
+	flaky_ops.forward = flaky_forward;
+	o->ops = &flaky_ops;
+	flaky_calls = 0;
+	rc_backend *s = split2(o, 12);
+	assert_int_equal(rc_algo_run_on(&p, s, proj, b, NULL, &err), 0);
+	double d = tu_rel_f_f(b, a, nvox);
+	print_message("sirt with the OpenCL child lost at its 2nd forward projection: dropped (%s), vs host alone "
+		      "%.2g\n",
+		      rc_split_failure(s, 1)->msg, d);
+	assert_int_equal(rc_split_alive(s, 1), 0);
+	assert_int_equal(rc_split_failure(s, 1)->code, RC_EDEVICE);
+	int v[2];
+	rc_split_get(s, RC_TASK_BACK, v);
+	assert_true(v[0] == NVIEWS && v[1] == 0);
+	assert_true(d < 1e-4);
+	rc_backend_free(s);
+	free(proj);
+	free(a);
+	free(b);
+}
+
+static void test_open_trigeneous(void **state)
+{
+	(void)state;
+	rc_device all[RC_DEVICES_MAX], dev[2];
+	int nall = 0, nocl = -1;
+	rc_err err;
+	assert_int_equal(rc_devices_enumerate(all, RC_DEVICES_MAX, &nall, &err), 0);
+	for (int i = 0; i < nall; i++)
+		if (all[i].kind == RC_DEVICE_OPENCL && nocl < 0)
+			nocl = i;
+	assert_true(nocl > 0);
+	dev[0] = all[0];
+	dev[1] = all[nocl];
+	/* PoCL's CPU device shares the CPU engine's hardware: the planner would
+	 * never give both work; here they count as two */
+	snprintf(dev[1].hw_group, sizeof dev[1].hw_group, "test-second-device");
+	char dir[] = "/tmp/test_split_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char shape[64];
+	rc_shape_key(G, RC_BP_MATCHED, shape, sizeof shape);
+	double w[6] = { 4, 8, 12, 16, 20, 24 }, t[6];
+	for (int k = 0; k < 6; k++)
+		t[k] = 1e-3 * w[k];
+	for (int i = 0; i < 2; i++)
+		for (int task = 0; task < RC_TASK_COUNT; task++)
+			assert_int_equal(rc_models_add(dir, dev[i].device_id, shape, (rc_task)task, w, t, 6, 1, NULL, &err),
+					 0);
+	rc_recon_spec s;
+	rc_recon_spec_default(&s);
+	rc_algo_params_plain(&s.algo, RC_ALGO_SIRT);
+	s.algo.iterations = 3;
+	s.algo.projector = RC_PROJECTOR_RAYCAST;
+	s.model_dir = dir;
+	size_t np = rc_geom_proj_count(G), nvox = rc_volume_count(rc_geom_volume(G));
+	float *proj = malloc(np * sizeof *proj), *a = malloc(nvox * sizeof *a), *b = malloc(nvox * sizeof *b);
+	assert_true(proj && a && b);
+	struct result r = run_project(host(XCPU), RC_VIEWS_ALL);
+	memcpy(proj, r.proj, np * sizeof *proj);
+	result_free(&r);
+	rc_backend *h = host(XCPU), *bk = NULL;
+	assert_int_equal(rc_algo_run_on(&s.algo, h, proj, a, NULL, &err), 0);
+	rc_backend_free(h);
+	if (rc_backend_open(RC_ENGINE_TRIGENEOUS, dev, 2, &s, G, &bk, &err))
+		fail_msg("rc_backend_open: %s", err.msg);
+	assert_true((bk->caps & RC_BK_SPLIT) && (bk->caps & RC_BK_HOST));
+	assert_int_equal(rc_algo_run_on(&s.algo, bk, proj, b, NULL, &err), 0);
+	rc_recon_report rep;
+	memset(&rep, 0, sizeof rep);
+	rc_backend_report(bk, 1, &rep);
+	rc_backend_free(bk);
+	double d = tu_rel_f_f(b, a, nvox);
+	print_message("trigeneous through rc_backend_open: ran as \"%s\", %s %d + %s %d back views per call, vs host "
+		      "alone %.2g\n",
+		      rep.engine, rep.dev[0].name, rep.dev[0].views[RC_TASK_BACK], rep.dev[1].name,
+		      rep.dev[1].views[RC_TASK_BACK], d);
+	assert_string_equal(rep.engine, "trigeneous");
+	assert_int_equal(rep.ndevices, 2);
+	assert_true(rep.dev[0].views[RC_TASK_BACK] > 0 && rep.dev[1].views[RC_TASK_BACK] > 0);
+	assert_true(rep.dev[1].measured_ms[RC_TASK_FORWARD] > 0);
+	assert_true(d < 1e-4);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(proj);
+	free(a);
+	free(b);
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -262,6 +393,8 @@ int main(void)
 		cmocka_unit_test(test_one_child_is_that_child),
 		cmocka_unit_test(test_half_and_half),
 		cmocka_unit_test(test_algorithms),
+		cmocka_unit_test(test_drop_failed_child),
+		cmocka_unit_test(test_open_trigeneous),
 		cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,8 +3,8 @@
  *
  * Projections go through an rc_exec, so one host backend serves the CPU
  * engine alone, one OpenCL or CUDA engine on its per-call path (uploads per
- * call), and the trigeneous split over several engines: the planner's split
- * lives in the exec, below the algorithms.  The element-wise calls are
+ * call), and an exec's split over several engines (tests and benchmarks; a
+ * job on several devices runs on split.h's backend over backends).  The element-wise calls are
  * vec_host.h's loops on the calling thread.  Vectors can borrow the
  * caller's arrays, so the measured stack and the result volume are never
  * copied.
