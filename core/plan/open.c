@@ -1,7 +1,7 @@
 /*
  * open: the backend of a job (open.h), for every execution.engine.
  *
- * Four routes, chosen here and nowhere else:
+ * Five routes, chosen here and nowhere else:
  *   tensor      execution.engine tensor, and an iterative fan or parallel
  *               job on auto or cpu: the tensor backend over the system
  *               matrix (tensor.h), fbp on tensor over FBP's matrix
@@ -10,10 +10,11 @@
  *               memory plan falls through to the host route (z-slabs)
  *   opencl      a cone or matrices job on opencl: the OpenCL backend, every
  *               vector resident; RC_ETOOBIG falls through to the host route
- *   host        everything else: the host backend over an rc_exec of the
- *               engines open_devices opened, one engine or the planner's
- *               split (trigeneous, auto with models that favour it)
- * The job (struct job) owns the engines, the executor and the models; it is
+ *   split       several devices (trigeneous, auto with models that favour
+ *               a split): the split backend (split.h) over a backend per
+ *               device (open_split), the planner's partition per task
+ *   host        one device: the host backend over an rc_exec of its engine
+ * The job (struct job) owns the engines, the executors and the models; it is
  * the backend's owner (rc_backend.release), so rc_backend_free closes it,
  * and rc_backend_report reads it for the report and the models' refit.
  *
@@ -30,8 +31,8 @@
  *               first device that opens if that fails).  auto never spends
  *               job time on calibration and opens only the chosen devices.
  *   tensor      the tensor backend (paper 001)
- * If a device fails mid-job, exec.c drops it and replan() splits the tasks
- * again over the devices left, with their models.
+ * If a device fails mid-job, the split drops it and replan() splits the
+ * tasks again over the devices left, with their models.
  */
 #include "plan/open.h"
 
