@@ -523,6 +523,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 				break;
 			}
 		rc_cuda_device_info ci;
+		/* the resident backend runs on CUDA device 0 (rc_cuda_resident_open):
+		 * when the caller's devices name another, the engine path runs it */
 		if ((have || (!devices && rc_engine_cuda_count() > 0)) && ordinal == 0) {
 			rc_err e1;
 			rc = rc_cuda_resident_open(&s->algo, g, NULL, &b, &e1);
