@@ -112,8 +112,7 @@ static int engine_would_run(int e, void *ud)
 	if ((e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA) && !(o->bits & (1u << e)))
 		return 0;
 	rc_recon_spec t = *o->s;
-	const char *name = rc_name_str(RC_NAMES_ENGINE, e);
-	snprintf(t.engine, sizeof t.engine, "%s", name ? name : "");
+	t.engine = (rc_engine_choice)e;
 	rc_err ignored;
 	return rc_recon_check(&t, &ignored) == 0;
 }
@@ -127,8 +126,8 @@ static int engine_would_run(int e, void *ud)
  * trigeneous run on any node (CPU paths). */
 static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
 {
-	int eng;
-	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &eng) || (eng != RC_ENGINE_OPENCL && eng != RC_ENGINE_CUDA))
+	rc_engine_choice eng = s->engine;
+	if (eng != RC_ENGINE_OPENCL && eng != RC_ENGINE_CUDA)
 		return 0;
 	struct offered o = { s, 0 };
 	int probed;
@@ -142,7 +141,7 @@ static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
 	return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 		       "execution.engine \"%s\" needs %s device and no node of this daemon's store has one now: "
 		       "use execution.engine %s",
-		       s->engine, eng == RC_ENGINE_CUDA ? "a CUDA" : "an OpenCL",
+		       rc_name_str(RC_NAMES_ENGINE, eng), eng == RC_ENGINE_CUDA ? "a CUDA" : "an OpenCL",
 		       rc_names_join_if(RC_NAMES_ENGINE, engine_would_run, &o, l, sizeof l));
 }
 

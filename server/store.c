@@ -75,11 +75,8 @@ const char *store_spec_engine(const job_spec *spec)
 	/* auto and cpu run on every node (each has a CPU), and so do tensor (its
 	 * CPU path where there is no CUDA device) and trigeneous (whatever the
 	 * node has, its CPU alone included): only these two need a device */
-	static const char *const placed[] = { "opencl", "cuda" };
-	for (size_t i = 0; i < sizeof placed / sizeof placed[0]; i++)
-		if (!strcmp(spec->r.engine, placed[i]))
-			return placed[i];
-	return "";
+	rc_engine_choice e = spec->r.engine;
+	return e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA ? rc_name_str(RC_NAMES_ENGINE, e) : "";
 }
 
 int store_is_pg(const char *where)

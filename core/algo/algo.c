@@ -41,6 +41,18 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name)
 	p->initial = RC_INITIAL_ZERO;
 }
 
+int rc_algo_iterations_check(rc_algo_name name, long long iterations, rc_err *err)
+{
+	if (name == RC_ALGO_FDK && iterations != 1)
+		return rc_fail(err, RC_EINVAL, "algorithm.iterations", "algorithm.iterations must be 1 for fdk (got %lld)",
+			       iterations);
+	if (iterations < 1 || iterations > RC_ALGO_MAX_ITERATIONS)
+		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
+			       "algorithm.iterations must be between 1 and %d (got %lld)", RC_ALGO_MAX_ITERATIONS,
+			       iterations);
+	return 0;
+}
+
 int rc_algo_subsets(const rc_algo_params *p, int nviews)
 {
 	if (p->name != RC_ALGO_SART && p->name != RC_ALGO_MLEM)

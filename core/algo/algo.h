@@ -180,6 +180,13 @@ typedef struct rc_algo_hooks {
 	int (*views)(void *ud, double wait_s, int *list, int max, rc_err *err);
 } rc_algo_hooks;
 
+/* The one rule on algorithm.iterations: FDK runs once, an iterative
+ * algorithm 1 to RC_ALGO_MAX_ITERATIONS times.  0 or RC_EINVAL (field
+ * algorithm.iterations) in err (may be NULL).  The spec parser checks a
+ * job's count with it and every iterative algorithm checks its run's. */
+#define RC_ALGO_MAX_ITERATIONS 10000
+int rc_algo_iterations_check(rc_algo_name name, long long iterations, rc_err *err);
+
 /* Reconstructs vol (rc_volume_count floats, overwritten) from proj (the whole
  * stack) on backend b.  Returns RC_ECANCELLED when cancelled (vol then holds
  * the last complete iterate); after any other error vol is unspecified

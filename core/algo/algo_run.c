@@ -7,9 +7,6 @@ int rc_algo_run_on(const rc_algo_params *p, rc_backend *b, const float *proj,
 {
 	if (!p || !b)
 		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters and a backend");
-	if (p->name != RC_ALGO_FDK && p->iterations < 1)
-		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
-			       "algorithm.iterations must be at least 1 (got %d)", p->iterations);
 	switch (p->name) {
 	case RC_ALGO_FDK: return rc_fdk_run(p, b, proj, vol, hooks, err);
 	case RC_ALGO_SART: return rc_sart_run(p, b, proj, vol, hooks, err);

@@ -30,9 +30,9 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 {
 	if (!p || !b || !proj || !vol)
 		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters, a backend, projections and a volume");
-	if (p->iterations < 1)
-		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
-			       "algorithm.iterations must be at least 1 (got %d)", p->iterations);
+	int rc = rc_algo_iterations_check(p->name, p->iterations, err);
+	if (rc)
+		return rc;
 	if (check_lambda && !(p->relaxation > 0.0 && p->relaxation < 2.0))
 		return rc_fail(err, RC_EINVAL, "algorithm.relaxation",
 			       "algorithm.relaxation must lie strictly between 0 and 2 (got %g)",
@@ -54,7 +54,7 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       "algorithm.stop needs 0 <= tolerance < 1, 0 <= discrepancy <= 100, 0 <= stagnation < 1 "
 			       "and a finite noise_sigma >= 0 (got %g, %g, %g, %g)", p->stop_tolerance,
 			       p->stop_discrepancy, p->stop_stagnation, p->noise_sigma);
-	if (p->projector == RC_PROJECTOR_SPLAT && !b->splat)
+	if (p->projector == RC_PROJECTOR_SPLAT && !(b->caps & RC_BK_SPLAT))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 			       "algorithm.projector \"splat\" needs the CPU engine alone on a cone or matrices "
 			       "geometry whose voxels project at most a pixel apart (this run: the %s backend); use "
@@ -74,13 +74,15 @@ int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, flo
 {
 	*start = p->initial;
 	if (p->initial == RC_INITIAL_AUTO)
-		*start = strcmp(b->name, "tensor") && !rc_fdk_suits(b->geom, p->scan, NULL) ? RC_INITIAL_FDK
-											 : RC_INITIAL_ZERO;
+		*start = (b->caps & RC_BK_FDK) && !rc_fdk_suits(b->geom, p->scan, NULL) ? RC_INITIAL_FDK
+										       : RC_INITIAL_ZERO;
 	if (*start != RC_INITIAL_FDK)
 		return 0;
-	if (!strcmp(b->name, "tensor"))
+	if (!(b->caps & RC_BK_FDK))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.initial",
-			       "algorithm.initial \"fdk\" is run before the tensor backend, not on it");
+			       "algorithm.initial \"fdk\" is run before the %s backend, not on it (its back "
+			       "projection is not FDK's)",
+			       b->name);
 	rc_algo_params f;
 	rc_algo_params_default(&f, RC_ALGO_FDK);
 	f.scan = p->scan;

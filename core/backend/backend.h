@@ -70,6 +70,11 @@ typedef struct rc_backend_ops {
 	 * host layout; cone and matrices geometries only (their views are
 	 * contiguous).  A streaming FDK sends each group's views alone. */
 	int (*upload_views)(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err);
+	/* Optional (NULL: download the whole vector): views first..last of a
+	 * projection vector into the same views of dst, a whole stack in the
+	 * host layout; cone and matrices geometries only.  The split backend
+	 * takes back a device's share of a forward projection so. */
+	int (*download_views)(rc_backend *b, const rc_vec *src, float *dst, int first, int last, rc_err *err);
 
 	/* proj[views first..last) = A_kind vol; other views of proj untouched. */
 	int (*forward)(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first,
@@ -128,21 +133,56 @@ typedef struct rc_backend_stats {
 	long views[RC_TASK_COUNT];
 } rc_backend_stats;
 
+/* What a backend can do, as flags in rc_backend.caps: callers above the
+ * backends ask these, never a backend's name. */
+enum rc_backend_caps {
+	/* Vectors are host memory in the host layouts: vec_borrow is offered,
+	 * so the measured stack and the result are not copied. */
+	RC_BK_HOST = 1u << 0,
+	/* Vectors live in a device's memory between calls (the OpenCL and
+	 * CUDA backends, the tensor backend on a GPU): upload and download
+	 * cross a bus. */
+	RC_BK_RESIDENT = 1u << 1,
+	/* back(RC_BP_VOXEL) is FDK's voxel-driven back projection (paper 002
+	 * Eq. 1), so FDK's volume can start an iterative run here
+	 * (rc_algo_start).  Not on a matrix backend built for another
+	 * operator. */
+	RC_BK_FDK = 1u << 2,
+	/* Projections are products with one stored system matrix (the tensor
+	 * backend): every rc_fp_kind and rc_bp_kind is that matrix or its
+	 * transpose. */
+	RC_BK_MATRIX = 1u << 3,
+	/* Projects RC_FP_SPLAT / RC_BP_SPLAT (rc_bk_fp). */
+	RC_BK_SPLAT = 1u << 4,
+	/* Fans each projection out over several devices (the trigeneous
+	 * split: split.h, or an executor of several engines). */
+	RC_BK_SPLIT = 1u << 5,
+};
+
 /* Fields every backend fills; implementations embed this struct first. */
 struct rc_backend {
 	const rc_backend_ops *ops;
 	const rc_geom *geom; /* borrowed */
 	int nbatch;          /* independent problems per vector, >= 1 */
-	char name[32];       /* "cpu", "opencl", "cuda", "tensor", "trigeneous" */
-	int splat;           /* projects RC_FP_SPLAT / RC_BP_SPLAT (rc_bk_fp) */
+	char name[32];       /* for reports only: "cpu", "opencl", "cuda", "tensor", "trigeneous" */
+	unsigned caps;       /* enum rc_backend_caps */
 	rc_backend_stats stats;
+	/* Set by whoever opened what the backend runs on (engines, an
+	 * executor, a system matrix: plan/open.c), so that one
+	 * rc_backend_free releases it all: called with owner after ops->free.
+	 * NULL: the caller frees those itself. */
+	void (*release)(void *owner);
+	void *owner;
 };
 /* The forward projector of every iterative algorithm and its exact adjoint
  * on b: the splat pair where b offers it (the CPU engine on a geometry whose
  * voxels project at most a pixel apart: proj_splat.c), else ray casting and
  * its transpose.  SART back-projects with RC_BP_VOXEL either way. */
-static inline rc_fp_kind rc_bk_fp(const rc_backend *b) { return b->splat ? RC_FP_SPLAT : RC_FP_RAYCAST; }
-static inline rc_bp_kind rc_bk_bp_matched(const rc_backend *b) { return b->splat ? RC_BP_SPLAT : RC_BP_MATCHED; }
+static inline rc_fp_kind rc_bk_fp(const rc_backend *b) { return b->caps & RC_BK_SPLAT ? RC_FP_SPLAT : RC_FP_RAYCAST; }
+static inline rc_bp_kind rc_bk_bp_matched(const rc_backend *b)
+{
+	return b->caps & RC_BK_SPLAT ? RC_BP_SPLAT : RC_BP_MATCHED;
+}
 
 /* Normalises a view range as backend.h reads it: last < 0 or past the end
  * is every view to the end, first < 0 is 0, an inverted range is empty
@@ -272,10 +312,16 @@ static inline int rc_bk_finish(rc_backend *b, rc_err *err)
 	return b->ops->finish ? b->ops->finish(b, err) : 0;
 }
 
+/* Frees b, then what its opener attached (rc_backend.release). */
 static inline void rc_backend_free(rc_backend *b)
 {
-	if (b)
-		b->ops->free(b);
+	if (!b)
+		return;
+	void (*release)(void *) = b->release;
+	void *owner = b->owner;
+	b->ops->free(b);
+	if (release)
+		release(owner);
 }
 
 /* Sum of a per-batch result of dot. */

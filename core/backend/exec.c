@@ -78,6 +78,8 @@ const rc_geom *rc_exec_geom(const rc_exec *x) { return x->eng[0]->geom; }
 
 const char *rc_exec_name(const rc_exec *x) { return x->n > 1 ? "trigeneous" : x->eng[0]->name; }
 
+int rc_exec_engines(const rc_exec *x) { return x->n; }
+
 int rc_exec_splat(const rc_exec *x)
 {
 	for (int i = 0; i < x->n; i++)

@@ -36,6 +36,8 @@ void rc_exec_free(rc_exec *x);
 const rc_geom *rc_exec_geom(const rc_exec *x);
 /* The engine's name ("cpu", "opencl", ...), "trigeneous" for several. */
 const char *rc_exec_name(const rc_exec *x);
+/* How many engines x runs on (dropped ones included). */
+int rc_exec_engines(const rc_exec *x);
 /* Every engine runs RC_FP_SPLAT and RC_BP_SPLAT (engine.h's `splat`). */
 int rc_exec_splat(const rc_exec *x);
 

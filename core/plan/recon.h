@@ -1,8 +1,9 @@
 /*
  * recon: one whole reconstruction job, from a parsed spec and the projection
- * stack to the volume.  This is what the worker process (server/) calls; it
- * owns the choice of engines ("execution.engine"), the plan of views per
- * device (plan.h) and the report of what ran.  No JSON here: server/worker/spec.c
+ * stack to the volume.  This is what the worker process (server/) calls: it
+ * checks the spec, opens the backend of its execution.engine (open.h, which
+ * owns the choice of devices and the plan of views per device), runs the
+ * algorithm on it and reports what ran.  No JSON here: server/worker/spec.c
  * parses the job's JSON into rc_recon_spec.
  */
 #ifndef RC_RECON_H

@@ -8,6 +8,7 @@
 #define RC_RECON_SPEC_H
 
 #include "algo/algo.h"
+#include "algo/names.h"
 #include "geometry/geometry.h"
 
 #define RC_RECON_MAX_DEVICES RC_EXEC_MAX_ENGINES
@@ -16,7 +17,7 @@ typedef struct rc_recon_spec {
 	rc_geom_spec geom;
 	rc_volume_desc vol;
 	rc_algo_params algo;
-	char engine[16];     /* auto, cpu, opencl, cuda, tensor, trigeneous */
+	rc_engine_choice engine; /* execution.engine, parsed once by the spec (names.h) */
 	char precision[8];   /* fp32 (tensor: mixed = fp16 matrix, fp32 vectors) */
 	int threads;         /* CPU threads, 0 = all cores */
 	rc_limits limits;

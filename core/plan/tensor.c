@@ -101,69 +101,79 @@ static rc_frag pick_fragment(int nz)
 	return RC_FRAG_32_8_16;
 }
 
-int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
-		    const float *proj, float *vol, const rc_algo_hooks *hooks,
-		    rc_recon_report *report, rc_err *err)
+/* What a tensor backend runs on (the matrix in its forms, the orderings,
+ * the GPU's copy): released after the backend (rc_backend.release). */
+struct tstate {
+	rc_csr *m, *mt;
+	rc_bsr *b;
+	rc_bsr_cpu *bc;
+	int32_t *rperm, *cperm;
+#ifdef RC_HAVE_CUDA
+	rc_tgpu *gt;
+#endif
+};
+
+static void tstate_free(void *ud)
+{
+	struct tstate *ts = ud;
+	if (!ts)
+		return;
+#ifdef RC_HAVE_CUDA
+	rc_tgpu_free(ts->gt);
+#endif
+	free(ts->rperm);
+	free(ts->cperm);
+	rc_bsr_free(ts->b);
+	rc_bsr_cpu_free(ts->bc);
+	rc_csr_free(ts->mt);
+	rc_csr_free(ts->m);
+	free(ts);
+}
+
+int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g, rc_backend **ret,
+		   rc_recon_report *report, rc_err *err)
 {
 	rc_recon_report local;
 	if (!report)
 		report = &local;
-	double t0 = rc_now_s();
-	rc_csr *m = NULL, *mt = NULL;
-	float *scaled = NULL; /* fdk on a fan: the projections / D^2 */
-	rc_bsr *b = NULL;
-	rc_bsr_cpu *bc = NULL;
-	int32_t *rperm = NULL, *cperm = NULL;
 	rc_backend *bk = NULL;
-	struct watch w = { .o = o, .user = hooks };
 	int rc = 0, hit = 0;
-#ifdef RC_HAVE_CUDA
-	rc_tgpu *gt = NULL;
-#endif
 	snprintf(report->engine, sizeof report->engine, "tensor");
 	if (!rc_geom_is_2d(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the tensor engine runs fan and parallel geometries; use another execution.engine for cone or matrices");
-	if (algo->iterations < 1)
-		return rc_fail(err, RC_EINVAL, "algorithm.iterations",
-			       "algorithm.iterations must be at least 1 (got %d)", algo->iterations);
+	struct tstate *ts = calloc(1, sizeof *ts);
+	if (!ts)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the tensor path");
 	const rc_volume_desc *v = rc_geom_volume(g);
 	int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu, nz = v->nz;
 	int64_t rows = (int64_t)nviews * nu, cols = (int64_t)v->nx * v->ny;
 	rc_frag frag = o->fragment >= 0 && o->fragment < RC_FRAG_COUNT ? (rc_frag)o->fragment : pick_fragment(nz);
+	double proj_div = 1.0;
 
 	/* FDK is one product with FBP's back-projection matrix (fbp_matrix.h)
 	 * in place of the system matrix: the backend's back product is M^T.
 	 * A fan's matrix is scaled by D^2 (fp16 holds its weights then) and
-	 * the projections by 1/D^2, in a copy: FDK's filter is linear. */
+	 * the backend divides the projections by D^2 as they are uploaded:
+	 * FDK's filter is linear. */
 	if (algo->name == RC_ALGO_FDK) {
-		double s = rc_geom_type_of(g) == RC_GEOM_FAN ? rc_geom_sid(g) * rc_geom_sid(g) : 1.0;
-		size_t n = rc_geom_proj_count(g);
-		if (s != 1.0) {
-			if (!(scaled = malloc(n * sizeof *scaled))) {
-				rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the scaled projections (%zu floats)", n);
-				goto out;
-			}
-			for (size_t i = 0; i < n; i++)
-				scaled[i] = (float)(proj[i] / s);
-			proj = scaled;
-		}
-		rc = rc_fbp_matrix_build(g, s, o->threads, &m, err);
+		proj_div = rc_geom_type_of(g) == RC_GEOM_FAN ? rc_geom_sid(g) * rc_geom_sid(g) : 1.0;
+		rc = rc_fbp_matrix_build(g, proj_div, o->threads, &ts->m, err);
 	} else
-		rc = rc_dd_cached(g, o->cache_dir, o->threads, &m, &hit, err);
+		rc = rc_dd_cached(g, o->cache_dir, o->threads, &ts->m, &hit, err);
 	if (rc)
 		goto out;
-	rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &rperm, err);
+	rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &ts->rperm, err);
 	if (rc)
 		goto out;
-	rc = rc_morton_perm(v->nx, v->ny, MORTON_BX, MORTON_BY, &cperm, err);
+	rc = rc_morton_perm(v->nx, v->ny, MORTON_BX, MORTON_BY, &ts->cperm, err);
 	if (rc)
 		goto out;
 	rc_recon_matrix_report *mr = &report->matrix;
 	mr->present = 1;
-	mr->nnz = m->nnz;
+	mr->nnz = ts->m->nnz;
 	int64_t neb0, tot0;
-	rc = rc_bsr_count(m, NULL, NULL, frag, o->threads, &neb0, &tot0, err);
+	rc = rc_bsr_count(ts->m, NULL, NULL, frag, o->threads, &neb0, &tot0, err);
 	if (rc)
 		goto out;
 	mr->blocks_pct_before = tot0 ? 100.0 * (double)neb0 / (double)tot0 : 0;
@@ -179,42 +189,43 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	int64_t rows_pad = rows, cols_pad = cols;
 	const int32_t *rp = NULL, *cp = NULL;
 	if (o->mixed || use_gpu) {
-		rc = rc_bsr_build(m, rperm, cperm, frag, o->threads, &b, err);
+		rc = rc_bsr_build(ts->m, ts->rperm, ts->cperm, frag, o->threads, &ts->b, err);
 		if (rc)
 			goto out;
-		rows_pad = rc_bsr_rows_pad(b);
-		cols_pad = rc_bsr_cols_pad(b);
-		rp = rperm;
-		cp = cperm;
-		mr->blocks_pct_after = rc_bsr_neb_pct(b);
+		rows_pad = rc_bsr_rows_pad(ts->b);
+		cols_pad = rc_bsr_cols_pad(ts->b);
+		rp = ts->rperm;
+		cp = ts->cperm;
+		mr->blocks_pct_after = rc_bsr_neb_pct(ts->b);
 	} else {
 		int64_t neb1, tot1;
-		rc = rc_bsr_count(m, rperm, cperm, frag, o->threads, &neb1, &tot1, err);
+		rc = rc_bsr_count(ts->m, ts->rperm, ts->cperm, frag, o->threads, &neb1, &tot1, err);
 		if (rc)
 			goto out;
 		mr->blocks_pct_after = tot1 ? 100.0 * (double)neb1 / (double)tot1 : 0;
 	}
 	if (o->mixed) {
 		snprintf(mr->fragment, sizeof mr->fragment, "%s", rc_frag_get(frag)->name);
-		mr->bytes = rc_bsr_bytes(b);
+		mr->bytes = rc_bsr_bytes(ts->b);
 	} else {
 		snprintf(mr->fragment, sizeof mr->fragment, "csr.fp32");
-		mr->bytes = m->nnz * 8 + (int64_t)(m->rows + 1) * 8;
+		mr->bytes = ts->m->nnz * 8 + (int64_t)(ts->m->rows + 1) * 8;
 	}
-	rc_tensor_mat tm = { .g = g, .threads = o->threads };
+	rc_tensor_mat tm = { .g = g, .threads = o->threads, .proj_div = proj_div };
 #ifdef RC_HAVE_CUDA
 	char msg[256] = "";
 	if (use_gpu) {
 		int nc32 = (nz + 31) / 32 * 32, nvol, nproj;
 		rc_algo_vectors(algo, g, &nvol, &nproj);
-		rc = rc_tgpu_new(b, o->mixed ? NULL : m, rperm, cperm, NULL, nc32, &gt, msg, sizeof msg);
+		rc = rc_tgpu_new(ts->b, o->mixed ? NULL : ts->m, ts->rperm, ts->cperm, NULL, nc32, &ts->gt, msg,
+				 sizeof msg);
 		/* the algorithm's vectors and the subset scratch vector */
 		if (!rc)
-			rc = rc_tgpu_vec_fit(gt, nvol, nproj + 1, msg, sizeof msg);
+			rc = rc_tgpu_vec_fit(ts->gt, nvol, nproj + 1, msg, sizeof msg);
 		if (rc == RC_ETOOBIG && o->gpu != 1) {
 			/* does not fit the device: the CPU path, in its own index space */
-			rc_tgpu_free(gt);
-			gt = NULL;
+			rc_tgpu_free(ts->gt);
+			ts->gt = NULL;
 			use_gpu = 0;
 			rc = 0;
 			if (!o->mixed) {
@@ -226,7 +237,7 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			rc = rc_fail(err, rc, "execution.engine", "tensor engine, GPU: %s", msg);
 			goto out;
 		} else {
-			tm.gpu = gt;
+			tm.gpu = ts->gt;
 			tm.gpu_kind = o->mixed ? RC_TGPU_WMMA : RC_TGPU_CUSPARSE;
 			tm.ncols = nc32;
 		}
@@ -234,34 +245,34 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 #endif
 	if (!use_gpu) {
 		if (o->mixed && o->cpu_blocks) {
-			tm.bsr = b;
+			tm.bsr = ts->b;
 		} else if (o->mixed) {
-			rc = rc_bsr_cpu_build(b, o->threads, &bc, err);
+			rc = rc_bsr_cpu_build(ts->b, o->threads, &ts->bc, err);
 			if (rc)
 				goto out;
-			if (o->cpu_input >= 0 && rc_bsr_cpu_set_input(bc, (rc_spm_input)o->cpu_input)) {
+			if (o->cpu_input >= 0 && rc_bsr_cpu_set_input(ts->bc, (rc_spm_input)o->cpu_input)) {
 				rc = rc_fail(err, RC_EUNSUPPORTED, "execution.precision",
 					     "this CPU has no path for the tensor engine's %s products",
 					     o->cpu_input == RC_SPM_IN_BF16 ? "bf16" : "requested");
 				goto out;
 			}
 			if (o->cpu_single_rows) {
-				rc_spm16p_free(&bc->ap);
-				rc_spm16p_free(&bc->atp);
+				rc_spm16p_free(&ts->bc->ap);
+				rc_spm16p_free(&ts->bc->atp);
 			}
-			tm.cpu = bc;
+			tm.cpu = ts->bc;
 			/* the products read only bc now: give back the blocks and the
 			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */
-			rc_bsr_free(b);
-			b = NULL;
-			rc_csr_free(m);
-			m = NULL;
+			rc_bsr_free(ts->b);
+			ts->b = NULL;
+			rc_csr_free(ts->m);
+			ts->m = NULL;
 		} else {
-			rc = rc_csr_transpose(m, &mt, err);
+			rc = rc_csr_transpose(ts->m, &ts->mt, err);
 			if (rc)
 				goto out;
-			tm.csr = m;
-			tm.csr_t = mt;
+			tm.csr = ts->m;
+			tm.csr_t = ts->mt;
 		}
 		tm.ncols = nz;
 	}
@@ -271,6 +282,8 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 	tm.cols_pad = cols_pad;
 	if ((rc = rc_backend_tensor_new(&tm, &bk, err)))
 		goto out;
+	bk->release = tstate_free;
+	bk->owner = ts;
 
 	report->ndevices = 1;
 	rc_recon_device_report *d = &report->dev[0];
@@ -286,17 +299,53 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 		if (rc_engine_cuda_info(0, &ci, NULL) == 0)
 			snprintf(d->device_id, sizeof d->device_id, "%s", ci.device_id);
 		else
-			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(gt));
+			snprintf(d->device_id, sizeof d->device_id, "%s", rc_tgpu_device_name(ts->gt));
 #endif
 	} else {
-		if (bc)
-			snprintf(d->name, sizeof d->name, "cpu-nz-fp16-%s", rc_bsr_cpu_path(bc));
+		if (ts->bc)
+			snprintf(d->name, sizeof d->name, "cpu-nz-fp16-%s", rc_bsr_cpu_path(ts->bc));
 		else
 			snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
 		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
 	}
+	*ret = bk;
+	return 0;
+out:
+	tstate_free(ts);
+	(void)hit;
+	return rc;
+}
 
-	w.nvox = rc_volume_count(v);
+void rc_tensor_report(rc_backend *bk, int ran, rc_recon_report *report)
+{
+	rc_recon_device_report *d = &report->dev[0];
+	if (bk->caps & RC_BK_RESIDENT) {
+		double msf = 0, msb = 0;
+		if (ran)
+			rc_backend_tensor_time(bk, &msf, &msb);
+		d->measured_ms[RC_TASK_FORWARD] = msf;
+		d->measured_ms[RC_TASK_BACK] = msb;
+	} else {
+		const rc_backend_stats *st = &bk->stats;
+		for (int t = 0; t < RC_TASK_COUNT; t++)
+			d->measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
+	}
+}
+
+int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
+		    const float *proj, float *vol, const rc_algo_hooks *hooks,
+		    rc_recon_report *report, rc_err *err)
+{
+	rc_recon_report local;
+	if (!report)
+		report = &local;
+	double t0 = rc_now_s();
+	rc_backend *bk = NULL;
+	struct watch w = { .o = o, .user = hooks };
+	int rc = rc_tensor_open(o, algo, g, &bk, report, err);
+	if (rc)
+		goto out;
+	w.nvox = rc_volume_count(rc_geom_volume(g));
 	if (o->iter) {
 		w.cur = malloc(w.nvox * sizeof *w.cur);
 		w.prev = calloc(w.nvox, sizeof *w.prev);
@@ -312,59 +361,30 @@ int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const r
 			     .iterate = w_iterate };
 	rc = rc_algo_run_on(algo, bk, proj, vol, &wh, err);
 	report->iterations_done = w.done;
-
-	if (use_gpu) {
-#ifdef RC_HAVE_CUDA
-		/* device calls are queued, not timed one by one: time a pair now */
-		double msf = 0, msb = 0;
-		if (!rc)
-			rc_tgpu_time(gt, (rc_tgpu_kind)tm.gpu_kind, 1, &msf, &msb, msg, sizeof msg);
-		d->measured_ms[RC_TASK_FORWARD] = msf;
-		d->measured_ms[RC_TASK_BACK] = msb;
-#endif
-	} else {
-		const rc_backend_stats *st = &bk->stats;
-		for (int t = 0; t < RC_TASK_COUNT; t++)
-			d->measured_ms[t] = st->calls[t] ? 1e3 * st->seconds[t] / (double)st->calls[t] : 0;
-	}
+	rc_tensor_report(bk, !rc, report);
 out:
 	rc_backend_free(bk);
-#ifdef RC_HAVE_CUDA
-	rc_tgpu_free(gt);
-#endif
 	report->seconds = rc_now_s() - t0;
 	free(w.cur);
 	free(w.prev);
-	free(scaled);
-	free(rperm);
-	free(cperm);
-	rc_bsr_free(b);
-	rc_bsr_cpu_free(bc);
-	rc_csr_free(mt);
-	rc_csr_free(m);
-	(void)hit;
 	return rc;
 }
 
-int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
-		  const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
+int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err)
 {
-	rc_tensor_opts o;
-	rc_tensor_opts_default(&o);
-	o.cache_dir = s->cache_dir;
-	o.threads = s->threads;
-	int precision, engine;
+	rc_tensor_opts_default(o);
+	o->cache_dir = s->cache_dir;
+	o->threads = s->threads;
+	int precision;
 	if (rc_name_parse(RC_NAMES_PRECISION, s->precision, &precision))
 		return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", s->precision);
-	if (rc_name_parse(RC_NAMES_ENGINE, s->engine, &engine))
-		return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", s->engine);
-	o.mixed = precision == RC_PRECISION_MIXED || precision == RC_PRECISION_BF16;
+	o->mixed = precision == RC_PRECISION_MIXED || precision == RC_PRECISION_BF16;
 	/* bf16: the mixed path with bf16 operands (vdpbf16ps) where the CPU
 	 * has them, else the mixed path as it is (the GPU's WMMA reads fp16) */
 	if (precision == RC_PRECISION_BF16 && rc_bsr_cpu_has_bf16())
-		o.cpu_input = RC_SPM_IN_BF16;
+		o->cpu_input = RC_SPM_IN_BF16;
 	/* engine cpu: the tensor backend's CPU path, never a GPU */
-	if (engine == RC_ENGINE_CPU)
-		o.gpu = 0;
-	return rc_tensor_solve(&o, &s->algo, g, proj, vol, hooks, report, err);
+	if (s->engine == RC_ENGINE_CPU)
+		o->gpu = 0;
+	return 0;
 }

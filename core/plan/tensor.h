@@ -25,13 +25,6 @@
 #include "backend/tensor/backend_tensor.h"
 #include "plan/recon_spec.h"
 
-/* The job path for a fan or parallel geometry: every algorithm, fdk as one
- * product with FBP's back-projection matrix (fbp_matrix.h) in place of the
- * distance-driven system matrix; fills report->matrix and report->engine =
- * "tensor".  Engine "cpu" runs the CPU path only. */
-int rc_tensor_run(const rc_recon_spec *s, const rc_geom *g, const float *proj, float *vol,
-		  const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err);
-
 typedef struct rc_tensor_opts {
 	const char *cache_dir; /* NULL = build the matrix every time */
 	int fragment;          /* rc_frag, or -1 = by slice count */
@@ -56,7 +49,26 @@ typedef struct rc_tensor_opts {
 
 void rc_tensor_opts_default(rc_tensor_opts *o);
 
-/* rc_tensor_run with explicit options (tests, benchmarks). */
+/* The options of a job's spec: its precision (mixed and bf16: the fp16
+ * blocks), threads, matrix cache; engine "cpu" runs the CPU path only.
+ * RC_EINVAL for a precision that is no word of names.h. */
+int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err);
+
+/* The tensor backend of a run of algo on the fan or parallel geometry g
+ * (the job path; plan/open.c opens it for execution.engine): the
+ * distance-driven system matrix, or for fdk FBP's back-projection matrix
+ * (fbp_matrix.h) as one product; everything it runs on is released with
+ * it (rc_backend_free).  Fills report->matrix, report->engine = "tensor"
+ * and the device's name and identity (report may be NULL). */
+int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g, rc_backend **ret,
+		   rc_recon_report *report, rc_err *err);
+/* After a run on rc_tensor_open's backend: the measured milliseconds per
+ * product into report->dev[0] (the GPU times a pair now when ran is
+ * non-zero: its calls are queued, not timed one by one). */
+void rc_tensor_report(rc_backend *b, int ran, rc_recon_report *report);
+
+/* Open, run (with opts->iter's per-iteration error), report and close:
+ * for tests and benchmarks. */
 int rc_tensor_solve(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g,
 		    const float *proj, float *vol, const rc_algo_hooks *hooks,
 		    rc_recon_report *report, rc_err *err);

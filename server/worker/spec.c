@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,10 +312,9 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 		return rc_name_fail(err, RC_NAMES_ALGORITHM, "algorithm.name", name);
 	rc_algo_params_default(ap, an);
 	long long it = ap->iterations, subsets = ap->subsets;
-	if ((rc = jf_int(a, p, "iterations", 0, 1, 10000, &it, err)))
+	if ((rc = jf_int(a, p, "iterations", 0, INT_MIN, INT_MAX, &it, err)) ||
+	    (rc = rc_algo_iterations_check(an, it, err)))
 		return rc;
-	if (an == RC_ALGO_FDK && it != 1)
-		return rc_fail(err, RC_EINVAL, "algorithm.iterations", "algorithm.iterations must be 1 for fdk (got %lld)", it);
 	ap->iterations = (int)it;
 	if ((rc = jf_num(a, p, "relaxation", 0, 0, 1, 2, &ap->relaxation, err)))
 		return rc;
@@ -392,7 +392,7 @@ static int parse_execution(const json_t *e, rc_recon_spec *r, int *stream, rc_er
 	if (engine) {
 		if (rc_name_parse(RC_NAMES_ENGINE, engine, &v))
 			return rc_name_fail(err, RC_NAMES_ENGINE, "execution.engine", engine);
-		snprintf(r->engine, sizeof r->engine, "%s", engine);
+		r->engine = (rc_engine_choice)v;
 	}
 	if (prec) {
 		if (rc_name_parse(RC_NAMES_PRECISION, prec, &v))
@@ -578,7 +578,7 @@ char *job_spec_summary(const job_spec *s)
 	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssisisfss}", "geometry", type, "detector", s->nu, s->rows,
 			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
 			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
-			      "subsets", subsets, "tv_weight", p->algo.tv_weight, "engine", p->engine);
+			      "subsets", subsets, "tv_weight", p->algo.tv_weight, "engine", rc_name_str(RC_NAMES_ENGINE, p->engine));
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return out;

@@ -388,7 +388,9 @@ static float *job_run(struct job_case *j, const char *engine, rc_recon_report *r
 {
 	float *v = malloc(j->nv * sizeof(float));
 	rc_err err;
-	snprintf(j->s.engine, sizeof j->s.engine, "%s", engine);
+	int ev = -1;
+	assert_int_equal(rc_name_parse(RC_NAMES_ENGINE, engine, &ev), 0);
+	j->s.engine = (rc_engine_choice)ev;
 	assert_int_equal(rc_recon_check(&j->s, &err), 0);
 	int rc = rc_recon_run(&j->s, j->proj, v, NULL, rep, &err);
 	if (rc)

@@ -54,7 +54,7 @@ static void test_cone_ok(void **state)
 	assert_int_equal(s->r.algo.nonnegative, 1);
 	assert_true(s->r.algo.tv_weight == RC_TV_DEFAULT_WEIGHT && s->r.algo.tv_steps == RC_TV_DEFAULT_STEPS);
 	assert_true(s->r.algo.stop_discrepancy == RC_STOP_DEFAULT_TAU && s->r.algo.noise_sigma == 0.0);
-	assert_string_equal(s->r.engine, "cpu");
+	assert_int_equal(s->r.engine, RC_ENGINE_CPU);
 	job_spec_free(s);
 	/* and given ones */
 	j = "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"cgls\", \"nonnegative\": false, "
@@ -110,7 +110,7 @@ static void test_projector_choice(void **state)
 		assert_int_equal(s->r.algo.projector, values[i]);
 		assert_int_equal(rc_recon_check(&s->r, &err), 0);
 		/* the splat pair is the CPU engine's */
-		snprintf(s->r.engine, sizeof s->r.engine, "opencl");
+		s->r.engine = RC_ENGINE_OPENCL;
 		int rc = rc_recon_check(&s->r, &err);
 		if (values[i] == RC_PROJECTOR_SPLAT) {
 			assert_int_equal(rc, RC_EUNSUPPORTED);
@@ -206,7 +206,9 @@ static void test_detector_shape(void **state)
 	 * refused by engine_runs for both) */
 	static const char *const dev_eng[] = { "opencl", "cuda", "trigeneous" };
 	for (int i = 0; i < 3; i++) {
-		snprintf(s->r.engine, sizeof s->r.engine, "%s", dev_eng[i]);
+		int ev = -1;
+		assert_int_equal(rc_name_parse(RC_NAMES_ENGINE, dev_eng[i], &ev), 0);
+		s->r.engine = (rc_engine_choice)ev;
 		s->r.geom.det.shape = RC_DETECTOR_FLAT;
 		rc_err_clear(&err);
 		int rc_flat = rc_recon_check(&s->r, &err);

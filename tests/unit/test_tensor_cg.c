@@ -238,7 +238,7 @@ static void fill_spec(rc_recon_spec *s, double *ang, int nviews, int n, int nz)
 	s->vol = (rc_volume_desc){ n, n, nz, 1, 1, 1, 0, 0, 0 };
 	rc_algo_params_plain(&s->algo, RC_ALGO_CGLS);
 	s->algo.iterations = 8;
-	snprintf(s->engine, sizeof s->engine, "tensor");
+	s->engine = RC_ENGINE_TENSOR;
 	snprintf(s->precision, sizeof s->precision, "mixed");
 }
 
@@ -274,30 +274,30 @@ static void test_job_path(void **state)
 	assert_int_equal(rep.iterations_done, 8);
 	assert_true(rep.ndevices == 1 && rep.dev[0].measured_ms[0] > 0);
 	/* engine auto sends a 2-D CGLS job here too; fp32 runs the CSR */
-	snprintf(s.engine, sizeof s.engine, "auto");
+	s.engine = RC_ENGINE_AUTO;
 	snprintf(s.precision, sizeof s.precision, "fp32");
 	assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
 	assert_string_equal(rep.engine, "tensor");
 	assert_string_equal(rep.matrix.fragment, "csr.fp32");
 	/* precision bf16: the mixed path with bf16 operands where the CPU has
 	 * them (the device name says which ran) */
-	snprintf(s.engine, sizeof s.engine, "cpu");
+	s.engine = RC_ENGINE_CPU;
 	snprintf(s.precision, sizeof s.precision, "bf16");
 	assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
 	assert_int_equal(rep.iterations_done, s.algo.iterations);
 	print_message("precision bf16 ran on %s\n", rep.dev[0].name);
 	assert_true((strstr(rep.dev[0].name, "bf16") != NULL) == rc_bsr_cpu_has_bf16() ||
 		    rc_cpu_isa_best() < RC_ISA_AVX512);
-	snprintf(s.engine, sizeof s.engine, "tensor");
+	s.engine = RC_ENGINE_TENSOR;
 	snprintf(s.precision, sizeof s.precision, "mixed");
 	/* every iterative algorithm runs on the tensor backend, on engines
 	 * tensor, auto and cpu (cpu: the CPU path, CSR fp32 by default) */
 	rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_MLEM };
-	const char *engines[] = { "tensor", "auto", "cpu" };
+	const rc_engine_choice engines[] = { RC_ENGINE_TENSOR, RC_ENGINE_AUTO, RC_ENGINE_CPU };
 	for (int k = 0; k < 3; k++) {
 		rc_algo_params_plain(&s.algo, names[k]);
 		s.algo.iterations = 2;
-		snprintf(s.engine, sizeof s.engine, "%s", engines[k]);
+		s.engine = engines[k];
 		snprintf(s.precision, sizeof s.precision, "%s", k == 2 ? "fp32" : "mixed");
 		assert_int_equal(rc_recon_run(&s, proj, vol, &quiet, &rep, &err), 0);
 		assert_string_equal(rep.engine, "tensor");
@@ -307,7 +307,7 @@ static void test_job_path(void **state)
 			assert_string_equal(rep.matrix.fragment, "csr.fp32");
 		}
 	}
-	snprintf(s.engine, sizeof s.engine, "tensor");
+	s.engine = RC_ENGINE_TENSOR;
 	snprintf(s.precision, sizeof s.precision, "mixed");
 	/* fdk runs too: one product with FBP's matrix (test_fdk checks its values) */
 	rc_algo_params_plain(&s.algo, RC_ALGO_FDK);

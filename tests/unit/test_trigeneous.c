@@ -324,7 +324,7 @@ static void recon_trigeneous(void **state)
 	float *a = malloc(nvox * sizeof *a), *b = malloc(nvox * sizeof *b);
 	rc_recon_report rep;
 	rc_err err;
-	snprintf(s.engine, sizeof s.engine, "trigeneous");
+	s.engine = RC_ENGINE_TRIGENEOUS;
 	if (rc_recon_run(&s, proj, a, NULL, &rep, &err))
 		fail_msg("trigeneous: %s", err.msg);
 	printf("  trigeneous ran as \"%s\" on %d device(s)\n", rep.engine, rep.ndevices);
@@ -365,13 +365,15 @@ static void recon_trigeneous(void **state)
 	snprintf(ran, sizeof ran, "%s", rep.engine);
 	double d;
 	if (strcmp(ran, "trigeneous")) {
-		snprintf(s.engine, sizeof s.engine, "%s", ran);
+		int ev = -1;
+		assert_int_equal(rc_name_parse(RC_NAMES_ENGINE, ran, &ev), 0);
+		s.engine = (rc_engine_choice)ev;
 		assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
 		d = tu_rel_f_f(a, b, nvox);
 		printf("  trigeneous vs %s alone: %.3g\n", ran, d);
 		assert_true(d < 1e-6);
 	}
-	snprintf(s.engine, sizeof s.engine, "opencl");
+	s.engine = RC_ENGINE_OPENCL;
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
 	assert_string_equal(rep.engine, "opencl");
 	assert_int_equal(rep.dev[0].views[0], NVIEWS);
@@ -380,7 +382,7 @@ static void recon_trigeneous(void **state)
 	assert_true(d < (strcmp(ran, "opencl") ? 1e-4 : 1e-6)); /* engines agree to float rounding */
 
 	/* auto reads the stored models (no calibration) and runs what they favour */
-	snprintf(s.engine, sizeof s.engine, "auto");
+	s.engine = RC_ENGINE_AUTO;
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
 	printf("  auto with stored models ran as \"%s\" on %d device(s)\n", rep.engine, rep.ndevices);
 	int vsum = 0;
@@ -391,7 +393,7 @@ static void recon_trigeneous(void **state)
 	printf("  auto (%s) vs trigeneous (%s): %.3g\n", rep.engine, ran, d);
 	assert_true(d < (strcmp(rep.engine, ran) ? 1e-4 : 1e-6));
 
-	snprintf(s.engine, sizeof s.engine, "nonsense");
+	s.engine = (rc_engine_choice)99; /* no engine: the spec parser never gives it */
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), RC_EINVAL);
 	assert_string_equal(err.field, "execution.engine");
 	free(proj);
@@ -475,7 +477,7 @@ static void split_2d(void **state)
 	rc_algo_params_plain(&s.algo, RC_ALGO_FDK);
 	s.model_dir = dir;
 	rc_recon_report rep;
-	snprintf(s.engine, sizeof s.engine, "trigeneous");
+	s.engine = RC_ENGINE_TRIGENEOUS;
 	if (rc_recon_run(&s, proj, a, NULL, &rep, &err))
 		fail_msg("trigeneous on a fan: %s", err.msg);
 	int sum = 0;
@@ -483,7 +485,7 @@ static void split_2d(void **state)
 		sum += rep.dev[i].views[RC_TASK_BACK];
 	printf("  fan fdk trigeneous ran as \"%s\" on %d device(s)\n", rep.engine, rep.ndevices);
 	assert_int_equal(sum, NVF);
-	snprintf(s.engine, sizeof s.engine, "cpu");
+	s.engine = RC_ENGINE_CPU;
 	assert_int_equal(rc_recon_run(&s, proj, b, NULL, &rep, &err), 0);
 	double d = tu_rel_f_f(a, b, nvox);
 	printf("  fan fdk trigeneous vs cpu alone: %.3g\n", d);

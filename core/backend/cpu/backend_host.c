@@ -3,8 +3,8 @@
  *
  * Projections go through an rc_exec, so one host backend serves the CPU
  * engine alone, one OpenCL or CUDA engine on its per-call path (uploads per
- * call), and the trigeneous split over several engines: the planner's split
- * lives in the exec, below the algorithms.  The element-wise calls are
+ * call), and an exec's split over several engines (tests and benchmarks; a
+ * job on several devices runs on split.h's backend over backends).  The element-wise calls are
  * vec_host.h's loops on the calling thread.  Vectors can borrow the
  * caller's arrays, so the measured stack and the result volume are never
  * copied.
@@ -256,7 +256,8 @@ int rc_backend_host_new(rc_exec *x, rc_backend **ret, rc_err *err)
 	h->base.geom = g;
 	h->base.nbatch = 1;
 	snprintf(h->base.name, sizeof h->base.name, "%s", rc_exec_name(x));
-	h->base.splat = rc_exec_splat(x);
+	h->base.caps = RC_BK_HOST | RC_BK_FDK | (rc_exec_splat(x) ? RC_BK_SPLAT : 0u) |
+		       (rc_exec_engines(x) > 1 ? RC_BK_SPLIT : 0u);
 	h->x = x;
 	h->nvox = rc_volume_count(rc_geom_volume(g));
 	h->nproj = rc_geom_proj_count(g);

@@ -546,6 +546,7 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 	k->base.geom = g;
 	k->base.nbatch = 1;
 	snprintf(k->base.name, sizeof k->base.name, "cuda");
+	k->base.caps = RC_BK_RESIDENT | RC_BK_FDK;
 	k->exact_fp = o->fp_interp != RC_CUDA_INTERP_HW;
 	k->exact_bp = o->bp_interp == RC_CUDA_INTERP_EXACT;
 	k->nvox = rc_volume_count(rc_geom_volume(g));

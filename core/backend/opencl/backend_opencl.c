@@ -99,6 +99,14 @@ static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first,
 	return rc_ocl_ew_write_at(OB(b)->w, dst->m, off, src + off, (size_t)(last - first) * vs, err);
 }
 
+static int download_views(rc_backend *b, const rc_vec *src, float *dst, int first, int last, rc_err *err)
+{
+	size_t vs = rc_geom_view_stride(b->geom), off = (size_t)first * vs;
+	cl_int e = clEnqueueReadBuffer(OB(b)->h.q, src->m, CL_TRUE, off * sizeof(float),
+				       (size_t)(last - first) * vs * sizeof(float), dst + off, 0, NULL, NULL);
+	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "read views from the device");
+}
+
 static int finish(rc_backend *b, rc_err *err);
 
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
@@ -220,6 +228,7 @@ static const rc_backend_ops ocl_ops = {
 	.vec_free = vec_free,
 	.upload = upload,
 	.upload_views = upload_views,
+	.download_views = download_views,
 	.download = download,
 	.forward = forward,
 	.back = back,
@@ -254,6 +263,7 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	o->base.geom = e->geom;
 	o->base.nbatch = 1;
 	snprintf(o->base.name, sizeof o->base.name, "%s", e->name);
+	o->base.caps = RC_BK_RESIDENT | RC_BK_FDK;
 	o->e = e;
 	o->h = h;
 	o->nvox = rc_volume_count(rc_geom_volume(e->geom));

@@ -148,7 +148,14 @@ static void gather(const tbk *t, const rc_vec *v, const float *src, float *X)
 	int64_t n = v->space == RC_SPACE_VOLUME ? t->cols : t->rows;
 	const int32_t *perm = v->space == RC_SPACE_VOLUME ? t->m.cperm : t->m.rperm;
 	int nc = t->nc;
+	double div = v->space == RC_SPACE_PROJ ? t->m.proj_div : 0.0;
 	memset(X, 0, vec_len(t, v) * sizeof *X);
+	if (div != 0.0 && div != 1.0) {
+		for (int z = 0; z < t->nz; z++)
+			for (int64_t i = 0; i < n; i++)
+				X[(perm ? (int64_t)perm[i] : i) * nc + z] = (float)(src[(int64_t)z * n + i] / div);
+		return;
+	}
 	for (int z = 0; z < t->nz; z++)
 		for (int64_t i = 0; i < n; i++)
 			X[(perm ? (int64_t)perm[i] : i) * nc + z] = src[(int64_t)z * n + i];
@@ -159,9 +166,13 @@ static void scatter(const tbk *t, const rc_vec *v, const float *X, float *dst)
 	int64_t n = v->space == RC_SPACE_VOLUME ? t->cols : t->rows;
 	const int32_t *perm = v->space == RC_SPACE_VOLUME ? t->m.cperm : t->m.rperm;
 	int nc = t->nc;
+	double div = v->space == RC_SPACE_PROJ ? t->m.proj_div : 0.0;
 	for (int z = 0; z < t->nz; z++)
 		for (int64_t i = 0; i < n; i++)
 			dst[(int64_t)z * n + i] = X[(perm ? (int64_t)perm[i] : i) * nc + z];
+	if (div != 0.0 && div != 1.0)
+		for (int64_t i = 0; i < (int64_t)t->nz * n; i++)
+			dst[i] = (float)(dst[i] * div);
 }
 
 /* The GPU path's host staging buffer, as large as the larger vector. */
@@ -646,6 +657,18 @@ static void tensor_free(rc_backend *b)
 	free(t);
 }
 
+void rc_backend_tensor_time(rc_backend *b, double *ms_forward, double *ms_back)
+{
+	*ms_forward = *ms_back = 0;
+#ifdef RC_HAVE_CUDA
+	tbk *t = (tbk *)b;
+	if (on_gpu(t))
+		rc_tgpu_time(t->m.gpu, (rc_tgpu_kind)t->m.gpu_kind, 1, ms_forward, ms_back, t->msg, sizeof t->msg);
+#else
+	(void)b;
+#endif
+}
+
 static const rc_backend_ops tensor_ops = {
 	.vec_new = vec_new,
 	.vec_free = vec_free,
@@ -694,6 +717,7 @@ int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err)
 	t->base.geom = m->g;
 	t->base.nbatch = v->nz;
 	snprintf(t->base.name, sizeof t->base.name, "tensor");
+	t->base.caps = RC_BK_MATRIX | (gpu ? RC_BK_RESIDENT : 0u);
 	if (m->rows_pad < t->rows || m->cols_pad < t->cols) {
 		free(t);
 		return rc_fail(err, RC_EINVAL, "", "the tensor backend's padded sizes are smaller than the matrix");

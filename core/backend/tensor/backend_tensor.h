@@ -34,11 +34,19 @@ typedef struct rc_tensor_mat {
 	int threads;                      /* CPU products, 0 = all cores */
 	struct rc_tgpu *gpu;              /* non-NULL: device vectors and products */
 	int gpu_kind;                     /* rc_tgpu_kind of the products */
+	double proj_div;                  /* 0 or 1: none; else projections are divided by it at upload
+					   * and multiplied at download (FBP's matrix is scaled by D^2
+					   * on a fan so that fp16 holds its weights: tensor.c) */
 } rc_tensor_mat;
 
 /* Borrows everything m points to (it must outlive the backend).  The CPU
  * path times its products into b->stats (a subset's product counts as one
  * over every view: it is one); the GPU path queues them untimed. */
 int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err);
+
+/* The GPU path: milliseconds of one forward and one back product, timed
+ * now (its calls are queued, not timed one by one); 0 and 0 on the CPU
+ * path, whose products b->stats counts. */
+void rc_backend_tensor_time(rc_backend *b, double *ms_forward, double *ms_back);
 
 #endif
