@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "config.h"
-#include "destinations.h"
+#include "base/auth.h"
+#include "base/config.h"
+#include "base/destinations.h"
 
 static void check(int ok, const char *what)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_range.h"
+#include "http/http_range.h"
 
 static int all_digits(const char *s, size_t n)
 {

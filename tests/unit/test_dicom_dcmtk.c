@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dicom_dcmtk.h"
+#include "pacs/dicom_dcmtk.h"
 #include "util/rc_clock.h"
 #include "util/rc_error.h"
 

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "http_error.h"
+#include "http/http_error.h"
 #include "util/rc_error.h"
 
 static const struct row {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "http_range.h"
+#include "http/http_range.h"
 
 static const struct row {
 	const char *h;

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "jscan.h"
+#include "http/jscan.h"
 #include "spec.h"
 
 static const jscan_limits small = { .max_depth = 3, .max_objects = 2, .max_arrays = 2, .max_values = 8 };

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* rlog's output for one call, read back through a temporary file. */
 static void capture(const char *hostile, char *out, size_t n)

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "preview.h"
+#include "live/preview.h"
 
 /* V(x, y, z) of the test volume: every voxel its own value. */
 static float voxel(int x, int y, int z)

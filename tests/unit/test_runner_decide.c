@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "runner.h"
+#include "jobs/runner.h"
 #include "worker_proto.h"
 
 #define EXITED(n) (((n) & 0xff) << 8) /* a wait status, as WIFEXITED reads it */

@@ -30,7 +30,7 @@
 #include <sqlite3.h>
 
 #include "spec.h"
-#include "store.h"
+#include "store/store.h"
 
 static const char *spec_json(int prio, int autostart)
 {
