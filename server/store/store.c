@@ -1,8 +1,9 @@
 /*
  * store: store.h's functions over the open backend's operations
  * (store_backend.h).  What does not depend on the backend lives here: the
- * names of states, the choice of backend from the store's address, the
- * order of spool files and rows in create, delete and expiry.
+ * names of states, the order of spool files and rows in create, delete and
+ * expiry.  The backends call its decisions on a row; it calls them only
+ * through their ops, and store_open.c, above both, opens one.
  */
 #include "store/store.h"
 
@@ -191,50 +192,6 @@ int store_lease_lost(const job_row *r, const char *node, rc_err *err)
 int store_not_held(const char *id, const char *node, rc_err *err)
 {
 	return rc_fail(err, RC_ESTATE, "state", "job %s is not running on node %s", id, node);
-}
-
-int store_is_pg(const char *where)
-{
-	return where && (!strncmp(where, "postgresql://", 13) || !strncmp(where, "postgres://", 11));
-}
-
-int store_open2(const char *where, const char *spool, const char *node, store **ret, rc_err *err)
-{
-	int pg = store_is_pg(where), rc;
-	char host[STORE_NODE_MAX];
-	if (!where || !where[0])
-		return rc_fail(err, RC_EINVAL, "store", "no store given");
-	if (pg && (!spool || !spool[0]))
-		return rc_fail(err, RC_EINVAL, "spool",
-			       "a PostgreSQL store needs a spool directory (--spool DIR), shared by its daemons");
-	if (!spool || !spool[0])
-		spool = where;
-	if (!node || !node[0]) {
-		if (gethostname(host, sizeof host))
-			snprintf(host, sizeof host, "local");
-		host[sizeof host - 1] = '\0';
-		node = host;
-	}
-	if (strlen(node) >= STORE_NODE_MAX)
-		return rc_fail(err, RC_EINVAL, "node", "the node name is longer than %d bytes", STORE_NODE_MAX - 1);
-	if (strlen(spool) >= sizeof(((store *)0)->dir) - 64)
-		return rc_fail(err, RC_EINVAL, "spool", "the spool directory's path is too long");
-	if ((rc = store_spool_init(spool, err)))
-		return rc;
-	store *st = NULL;
-	if ((rc = pg ? store_pg_open(where, &st, err) : store_sqlite_open(where, &st, err)))
-		return rc;
-	snprintf(st->dir, sizeof st->dir, "%s", spool);
-	snprintf(st->node, sizeof st->node, "%s", node);
-	pthread_mutex_init(&st->holds_lock, NULL);
-	pthread_cond_init(&st->holds_cond, NULL);
-	*ret = st;
-	return 0;
-}
-
-int store_open(const char *dir, store **ret, rc_err *err)
-{
-	return store_open2(dir, NULL, NULL, ret, err);
 }
 
 void store_close(store *st)

@@ -1,6 +1,7 @@
 /*
  * store_sqlite: what store_sqlite.c and store_sqlite_push.c share (one
- * connection, one mutex; store.h).  Functions named _locked expect the
+ * connection, one mutex; store.h), and the connection's helpers under both
+ * (store_sqlite_db.c).  Functions named _locked expect the
  * caller to hold st->lock and to be inside its transaction when it has one.
  */
 #ifndef RC_STORE_SQLITE_H
@@ -22,7 +23,14 @@ typedef struct sq_store {
 
 #define SQ(st) ((sq_store *)(st))
 
+/* store_sqlite_db.c: SQLite's log to ours (with the errno of a failed
+ * write), once, before the first open. */
+void sq_log_setup(void);
+/* The connection's last error as an rc_err of what: RC_ENOSPACE for a full
+ * disk, RC_EIO else; returns the code. */
 int store_db_fail(sq_store *st, rc_err *err, const char *what);
+/* sqlite3_exec of sql (no rows): 0, or the error with sql as its what. */
+int sq_exec(sq_store *st, const char *sql, rc_err *err);
 /* sqlite3_prepare_v2 of sql into *q: 0, or store_db_fail's error of what. */
 int sq_prepare(sq_store *st, const char *sql, sqlite3_stmt **q, const char *what, rc_err *err);
 /* Steps q (a statement that returns no row) to its end and finalizes it: 0,
