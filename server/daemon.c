@@ -94,7 +94,7 @@ int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 		goto fail;
 	if (cfg->audit_log[0] && audit_open(cfg->audit_log, &a->audit))
 		rlog(LOG_P_WARNING, "audit_unavailable", "path=%s error=\"%s\"", cfg->audit_log, strerror(errno));
-	if ((rc = runner_new(a, &a->run, err)) || (rc = runner_start(a->run, err)) ||
+	if ((rc = runner_new(a, app_job_changed, &a->run, err)) || (rc = runner_start(a->run, err)) ||
 	    (rc = pusher_start(a->st, a->cfg, push_changed, a, &a->push, err)) || (rc = node_start(a, &a->node, err)))
 		goto fail;
 	if ((rc = http_start(a, &a->http, ret_port, err)))

@@ -14,19 +14,6 @@
 #include "algo/names.h"
 #include "jobs/runner.h"
 
-json_t *app_ts_json(double t)
-{
-	if (t <= 0)
-		return json_null();
-	char buf[40];
-	time_t s = (time_t)t;
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)((t - (double)s) * 1000.0) % 1000);
-	return json_string(buf);
-}
-
 static json_t *num_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();

@@ -45,6 +45,7 @@
 
 struct runner {
 	app *a;
+	runner_changed_fn *job_changed;
 	pthread_t thread;
 	int started;
 	pthread_mutex_t lock;
@@ -75,12 +76,13 @@ struct runner {
 	long long cleared_seen;  /* the row's views_cleared then */
 };
 
-int runner_new(app *a, runner **ret, rc_err *err)
+int runner_new(app *a, runner_changed_fn *job_changed, runner **ret, rc_err *err)
 {
 	runner *r = calloc(1, sizeof *r);
 	if (!r)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory");
 	r->a = a;
+	r->job_changed = job_changed;
 	r->live_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_condattr_t ca;
@@ -732,7 +734,7 @@ static void run_job(runner *r, const char *id)
 	memset(&r->prog, 0, sizeof r->prog);
 	r->prog.residual = r->prog.eta_s = NAN;
 	pthread_mutex_unlock(&r->lock);
-	app_job_changed(a, id);
+	r->job_changed(a, id);
 	rc_err err;
 	int fd = -1;
 	double t0 = rc_now_s();
@@ -893,7 +895,7 @@ out:
 		r->cancel_id[0] = '\0';
 	pthread_mutex_unlock(&r->lock);
 	free(oc.report);
-	app_job_changed(a, id);
+	r->job_changed(a, id);
 	if (succeeded)
 		pusher_kick(a->push);
 }

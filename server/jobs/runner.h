@@ -32,7 +32,12 @@ typedef struct run_progress {
 	int views_expected; /* of this many (0 when not streaming) */
 } run_progress;
 
-int runner_new(struct app *a, runner **ret, rc_err *err);
+/* A job's row changed (it started, ended): job_changed(a, id) publishes
+ * it (the daemon passes app_job_changed, which reads the runner's
+ * progress: a call back up would close a cycle). */
+typedef void runner_changed_fn(struct app *a, const char *id);
+
+int runner_new(struct app *a, runner_changed_fn *job_changed, runner **ret, rc_err *err);
 int runner_start(runner *r, rc_err *err);
 /* Stops the thread; a running job is stopped and re-queued. */
 void runner_stop(runner *r);
