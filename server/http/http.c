@@ -1,6 +1,8 @@
 /*
- * http: the daemon's MHD instance, routing, authentication and answers
- * (http.h).  The access handler is called once with the headers (first
+ * http: the daemon's MHD instance, routing and authentication (http.h), on
+ * top of http/: it calls the routes (http_routes.h), which answer through
+ * http_owner.c, http_error.c and http_reply.c and never call back here.
+ * The access handler is called once with the headers (first
  * call: route, authenticate, and for bodies check the declared length before
  * a byte is stored), then once per body chunk, then once more at the end.
  * Errors found on the first call are answered at once; MHD then closes the
@@ -30,7 +32,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "base/log.h"
 #include "live/preview.h"
 #include "util/rc_clock.h"
@@ -62,92 +64,6 @@ struct http {
 /* PNGs kept for pollers: a few slices of the running job's current
  * generation and of finished jobs (at least preview_concurrency). */
 #define PREVIEW_CACHE_ENTRIES 8
-
-struct preview_cache *http_previews(struct http *h)
-{
-	return h->previews;
-}
-
-enum MHD_Result http_answer(struct MHD_Connection *c, req *r, unsigned status, struct MHD_Response *resp)
-{
-	if (!resp)
-		return MHD_NO;
-	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL)) /* the page's files: no-cache */
-		MHD_add_response_header(resp, "Cache-Control", "no-store");
-	enum MHD_Result ret = MHD_queue_response(c, status, resp);
-	MHD_destroy_response(resp);
-	r->answered = 1;
-	r->status = status;
-	return ret;
-}
-
-enum MHD_Result http_json(struct MHD_Connection *c, req *r, unsigned status, json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (!s)
-		return MHD_NO;
-	size_t n = strlen(s);
-	s[n] = '\0';
-	struct MHD_Response *resp = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	return http_answer(c, r, status, resp);
-}
-
-enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id)
-{
-	job_row row;
-	rc_err err;
-	if (store_get(r->a->st, id, 1, &row, &err))
-		return http_error_rc(c, r, &err);
-	json_t *j = app_job_json(r->a, &row);
-	http_job_phi(r, row.owner, id, j);
-	job_row_clear(&row);
-	return http_json(c, r, status, j);
-}
-
-int http_arg_int(struct MHD_Connection *c, const char *name, long lo, long hi, long *out)
-{
-	const char *s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-	char *end;
-	if (!s)
-		return 0;
-	if (!*s || strspn(s, "0123456789") != strlen(s))
-		return -1;
-	long v = strtol(s, &end, 10);
-	if (*end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int http_etag_matches(struct MHD_Connection *c, const char *etag)
-{
-	const char *p = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-	size_t n = strlen(etag);
-	while (p && *p) {
-		p += strspn(p, " \t,");
-		if (*p == '*')
-			return 1;
-		if (!strncmp(p, "W/", 2))
-			p += 2;
-		if (*p != '"') {
-			p += strcspn(p, ",");
-			continue;
-		}
-		const char *end = strchr(p + 1, '"');
-		if (!end)
-			return 0;
-		if ((size_t)(end + 1 - p) == n && !memcmp(p, etag, n))
-			return 1;
-		p = end + 1;
-	}
-	return 0;
-}
 
 /* A canonical lower-case UUID, as libuuid writes them. */
 static int valid_uuid(const char *s, size_t n)
@@ -287,30 +203,30 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 		snprintf(r->who, sizeof r->who, "-");
 	}
 	switch (r->rt) {
-	case R_HEALTHZ: return misc_health(c, r, 0);
-	case R_READYZ: return misc_health(c, r, 1);
-	case R_METRICS: return misc_metrics(c, r);
-	case R_DEVICES: return misc_devices(c, r);
-	case R_NODES: return misc_nodes(c, r);
+	case R_HEALTHZ: return http_misc_health(c, r, 0);
+	case R_READYZ: return http_misc_health(c, r, 1);
+	case R_METRICS: return http_misc_metrics(c, r);
+	case R_DEVICES: return http_misc_devices(c, r);
+	case R_NODES: return http_misc_nodes(c, r);
 	case R_JOBS:
 		if (!strcmp(method, "POST")) {
 			r->audit = 1;
-			return jobs_create_begin(c, r);
+			return http_jobs_create_begin(c, r);
 		}
-		return jobs_list(c, r);
+		return http_jobs_list(c, r);
 	case R_JOB:
 		if (!strcmp(method, "PATCH"))
-			return jobs_patch_begin(c, r);
-		return !strcmp(method, "DELETE") ? jobs_delete(c, r) : jobs_get(c, r);
-	case R_PREVIEW: return preview_get(c, r);
-	case R_PROJ: case R_VIEW: return upload_begin(c, r);
-	case R_START: return jobs_start(c, r);
-	case R_CANCEL: return jobs_cancel(c, r);
-	case R_EVENTS: return events_get(c, r);
-	case R_VOLUME: return volume_get(c, r);
-	case R_DESTINATIONS: return push_destinations(c, r);
-	case R_PUSH: return push_again(c, r);
-	case R_WWW: return www_get(c, r);
+			return http_jobs_patch_begin(c, r);
+		return !strcmp(method, "DELETE") ? http_jobs_delete(c, r) : http_jobs_get(c, r);
+	case R_PREVIEW: return http_preview_get(c, r);
+	case R_PROJ: case R_VIEW: return http_upload_begin(c, r);
+	case R_START: return http_jobs_start(c, r);
+	case R_CANCEL: return http_jobs_cancel(c, r);
+	case R_EVENTS: return http_sse_events(c, r);
+	case R_VOLUME: return http_download_volume(c, r);
+	case R_DESTINATIONS: return http_push_destinations(c, r);
+	case R_PUSH: return http_push_post(c, r);
+	case R_WWW: return http_www_get(c, r);
 	default: return http_fail(c, r, RC_ENOTFOUND, "", "no such endpoint");
 	}
 }
@@ -470,7 +386,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		*con_cls = r;
 		r->a = a;
-		r->http = h;
+		r->previews = h->previews;
 		snprintf(r->method, sizeof r->method, "%s", method);
 		snprintf(r->path, sizeof r->path, "%s", url);
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -503,19 +419,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (r->answered)
 			return MHD_YES;
 		if (r->rt == R_JOBS || r->rt == R_JOB) /* POST a spec, PATCH a job */
-			return jobs_create_body(r, data, n);
+			return http_jobs_create_body(r, data, n);
 		if (r->up)
-			return upload_data(r, data, n);
+			return http_upload_data(r, data, n);
 		return MHD_YES;
 	}
 	if (r->answered)
 		return MHD_YES;
 	if (r->rt == R_JOBS)
-		return jobs_create_end(c, r);
+		return http_jobs_create_end(c, r);
 	if (r->rt == R_JOB)
-		return jobs_patch_end(c, r);
+		return http_jobs_patch_end(c, r);
 	if (r->up)
-		return upload_end(c, r);
+		return http_upload_end(c, r);
 	return http_fail(c, r, RC_EINTERNAL, "", "request ended without an answer");
 }
 
@@ -534,7 +450,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	metrics_request(a->met, status);
 	if (r->audit)
 		audit_log(a->audit, r->client, r->who, r->method, r->path, status);
-	upload_free(r);
+	http_upload_free(r);
 	free(r->body);
 	free(r);
 	*con_cls = NULL;

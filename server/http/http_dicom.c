@@ -17,7 +17,7 @@
 
 #include "base/bytebuf.h"
 #include "pacs/dicom_series.h"
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "base/log.h"
 
 #define BOUNDARY "recond-dicom-0f4b1e7a9c2d"
@@ -110,7 +110,7 @@ static void dcm_free(void *cls)
 	free(d);
 }
 
-enum MHD_Result volume_get_dicom(struct MHD_Connection *c, req *r)
+enum MHD_Result http_dicom_volume(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	dicom_series s;

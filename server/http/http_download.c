@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "http/http_range.h"
 #include "algo/names.h"
 #include "spec.h"
@@ -78,7 +78,7 @@ static int load_volume_desc(app *a, const char *id, rc_volume_desc *v, rc_err *e
 	return rc;
 }
 
-enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
+enum MHD_Result http_download_volume(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
@@ -108,7 +108,7 @@ enum MHD_Result volume_get(struct MHD_Connection *c, req *r)
 				 r->id, job_state_name(st));
 	if (kind == RC_FORMAT_DICOM) {
 		audit_phi(a->audit, r->client, r->who, r->method, r->path, r->id);
-		return volume_get_dicom(c, r);
+		return http_dicom_volume(c, r);
 	}
 	struct dl *d = calloc(1, sizeof *d);
 	if (!d)

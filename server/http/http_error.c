@@ -1,7 +1,6 @@
 /*
  * http_error: domain error -> HTTP status and JSON error body (http_error.h),
- * and the answer helpers of http_internal.h that every route uses for an
- * error.  The status table below is the only place in recond that chooses
+ * and the error answers (http_error_rc, http_fail) that every route uses.  The status table below is the only place in recond that chooses
  * an error status; the headers a status requires (WWW-Authenticate on 401)
  * are added here too, those that name route facts (Allow, Content-Range)
  * come from the route through http_error_rc_hdr.
@@ -12,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "http/http_internal.h"
 
 unsigned http_status_of(int code)
 {

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <uuid/uuid.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "jfield.h"
 #include "http/jscan.h"
 #include "algo/names.h"
@@ -69,7 +69,7 @@ static uint64_t body_limit(const req *r)
 	return r->rt == R_JOB ? PATCH_MAX_BODY : r->a->cfg->max_body;
 }
 
-enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_create_begin(struct MHD_Connection *c, req *r)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > r->a->cfg->max_body)
@@ -78,7 +78,7 @@ enum MHD_Result jobs_create_begin(struct MHD_Connection *c, req *r)
 	return MHD_YES;
 }
 
-enum MHD_Result jobs_create_body(req *r, const char *data, size_t len)
+enum MHD_Result http_jobs_create_body(req *r, const char *data, size_t len)
 {
 	if (r->body_too_big || r->body_len + len > body_limit(r)) {
 		r->body_too_big = 1;
@@ -146,7 +146,7 @@ static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
 		       rc_names_join_if(RC_NAMES_ENGINE, engine_would_run, &o, l, sizeof l));
 }
 
-enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	if (r->body_too_big)
@@ -228,7 +228,7 @@ enum MHD_Result jobs_create_end(struct MHD_Connection *c, req *r)
 /* api/openapi.yaml says the same: offset's maximum. */
 #define JOBS_OFFSET_MAX 1000000000L
 
-enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_list(struct MHD_Connection *c, req *r)
 {
 	long limit = 100, offset = 0;
 	int state = -1;
@@ -264,7 +264,7 @@ enum MHD_Result jobs_list(struct MHD_Connection *c, req *r)
 					      "offset", (int)offset));
 }
 
-enum MHD_Result jobs_get(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_get(struct MHD_Connection *c, req *r)
 {
 	job_row row;
 	rc_err err;
@@ -277,7 +277,7 @@ enum MHD_Result jobs_get(struct MHD_Connection *c, req *r)
 	return http_json(c, r, 200, j);
 }
 
-enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_delete(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	job_row row;
@@ -304,7 +304,7 @@ enum MHD_Result jobs_delete(struct MHD_Connection *c, req *r)
 	return http_answer(c, r, 204, MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT));
 }
 
-enum MHD_Result jobs_cancel(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_cancel(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	job_state after;
@@ -322,7 +322,7 @@ enum MHD_Result jobs_cancel(struct MHD_Connection *c, req *r)
 	return http_job(c, r, after == JOB_RUNNING ? 202 : 200, r->id);
 }
 
-enum MHD_Result jobs_start(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_start(struct MHD_Connection *c, req *r)
 {
 	int changed = 0;
 	rc_err err;
@@ -339,8 +339,8 @@ enum MHD_Result jobs_start(struct MHD_Connection *c, req *r)
 	return http_job(c, r, changed ? 202 : 200, r->id);
 }
 
-/* PATCH: the body is capped like a spec's (jobs_create_body gathers it). */
-enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r)
+/* PATCH: the body is capped like a spec's (http_jobs_create_body gathers it). */
+enum MHD_Result http_jobs_patch_begin(struct MHD_Connection *c, req *r)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > body_limit(r))
@@ -355,7 +355,7 @@ enum MHD_Result jobs_patch_begin(struct MHD_Connection *c, req *r)
 /* The one change PATCH makes: {"priority": N}, N as at creation (spec.c:
  * an integer 0..9), while the job has not started.  Priority orders the
  * queue only, so a running or finished job has none left to change. */
-enum MHD_Result jobs_patch_end(struct MHD_Connection *c, req *r)
+enum MHD_Result http_jobs_patch_end(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	rc_err err;

@@ -12,16 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "jobs/node.h"
 
-enum MHD_Result misc_devices(struct MHD_Connection *c, req *r)
+enum MHD_Result http_misc_devices(struct MHD_Connection *c, req *r)
 {
 	return http_json(c, r, 200, json_pack("{so}", "devices", node_devices_json(r->a)));
 }
 
 /* GET /v1/nodes: every node's row; alive by the store's clock (node.h). */
-enum MHD_Result misc_nodes(struct MHD_Connection *c, req *r)
+enum MHD_Result http_misc_nodes(struct MHD_Connection *c, req *r)
 {
 	node_row *rows = NULL;
 	int n = 0;
@@ -45,7 +45,7 @@ enum MHD_Result misc_nodes(struct MHD_Connection *c, req *r)
 	return http_json(c, r, 200, json_pack("{so}", "nodes", out));
 }
 
-enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready)
+enum MHD_Result http_misc_health(struct MHD_Connection *c, req *r, int ready)
 {
 	if (!ready)
 		return http_json(c, r, 200, json_pack("{ssss}", "status", "ok", "version", "1.0.0"));
@@ -62,7 +62,7 @@ enum MHD_Result misc_health(struct MHD_Connection *c, req *r, int ready)
 							 runner_ok ? "ok" : "stalled", "devices", probed ? ndev : 0, "version", "1.0.0"));
 }
 
-enum MHD_Result misc_metrics(struct MHD_Connection *c, req *r)
+enum MHD_Result http_misc_metrics(struct MHD_Connection *c, req *r)
 {
 	char *text = metrics_render(r->a->met, r->a->st);
 	if (!text)

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "http/http_internal.h"
+#include "http/http_owner.h"
 
 /* A job from before owners ("") or from loopback mode ("-") is nobody's:
  * no token is named "" or "-" (auth_load refuses "-"). */
@@ -83,4 +83,16 @@ void http_phi_ids_add(req *r, phi_ids *b, const char *id)
 		audit_phi(r->a->audit, r->client, r->who, r->method, r->path, b->ids);
 		b->n = 0;
 	}
+}
+
+enum MHD_Result http_job(struct MHD_Connection *c, req *r, unsigned status, const char *id)
+{
+	job_row row;
+	rc_err err;
+	if (store_get(r->a->st, id, 1, &row, &err))
+		return http_error_rc(c, r, &err);
+	json_t *j = app_job_json(r->a, &row);
+	http_job_phi(r, row.owner, id, j);
+	job_row_clear(&row);
+	return http_json(c, r, status, j);
 }

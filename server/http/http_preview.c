@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "live/preview.h"
 
 /* api/openapi.yaml says the same: the largest index (a volume side is at
@@ -224,7 +224,7 @@ static struct MHD_Response *with_tags(struct MHD_Response *resp, const char *eta
 	return resp;
 }
 
-enum MHD_Result preview_get(struct MHD_Connection *c, req *r)
+enum MHD_Result http_preview_get(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	struct query q;
@@ -266,7 +266,7 @@ enum MHD_Result preview_get(struct MHD_Connection *c, req *r)
 							 etag, s.gen));
 	}
 	bytebuf png = { 0 };
-	preview_cache *cache = http_previews(r->http);
+	preview_cache *cache = r->previews;
 	int got = preview_cache_get(cache, etag, PREVIEW_WAIT_S, &png);
 	if (got == PREVIEW_RENDER) {
 		rc = render(s.fd, vol_bytes, dims, &q, &png, &err);

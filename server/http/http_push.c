@@ -6,11 +6,11 @@
  */
 #include <stdio.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "base/log.h"
 #include "pacs/pusher.h"
 
-enum MHD_Result push_destinations(struct MHD_Connection *c, req *r)
+enum MHD_Result http_push_destinations(struct MHD_Connection *c, req *r)
 {
 	const config *cfg = r->a->cfg;
 	json_t *d = destinations_json(cfg->dests, cfg->ndests);
@@ -19,7 +19,7 @@ enum MHD_Result push_destinations(struct MHD_Connection *c, req *r)
 	return http_json(c, r, 200, json_pack("{so}", "destinations", d));
 }
 
-enum MHD_Result push_again(struct MHD_Connection *c, req *r)
+enum MHD_Result http_push_post(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	job_row row;

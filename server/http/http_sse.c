@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "util/rc_clock.h"
 
 #define KEEPALIVE_MS 15000
@@ -231,7 +231,7 @@ static void sse_free(void *cls)
 	free(e);
 }
 
-enum MHD_Result events_get(struct MHD_Connection *c, req *r)
+enum MHD_Result http_sse_events(struct MHD_Connection *c, req *r)
 {
 	struct sse *e = calloc(1, sizeof *e);
 	if (!e)

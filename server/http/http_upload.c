@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "durable.h"
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "base/log.h"
 #include "util/rc_clock.h"
 
@@ -97,7 +97,7 @@ static void inflight_del(const char *id, int k)
 	pthread_mutex_unlock(&inflight_lock);
 }
 
-enum MHD_Result upload_begin(struct MHD_Connection *c, req *r)
+enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -208,7 +208,7 @@ static int pwrite_all(int fd, const char *p, size_t n, uint64_t off)
  * reaches the client; past them the connection is closed. */
 #define EXCESS_DRAIN (16u << 20)
 
-enum MHD_Result upload_data(req *r, const char *data, size_t len)
+enum MHD_Result http_upload_data(req *r, const char *data, size_t len)
 {
 	struct upload *up = r->up;
 	/* Counted here whatever the headers said: MHD follows Transfer-Encoding
@@ -272,7 +272,7 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r);
 /* The slot is freed before the answer leaves (MHD sends the queued response
  * after this returns): a client that uploads again as soon as it has its
  * 200 must not find its own finished upload still "in progress". */
-enum MHD_Result upload_end(struct MHD_Connection *c, req *r)
+enum MHD_Result http_upload_end(struct MHD_Connection *c, req *r)
 {
 	enum MHD_Result ret = upload_finish(c, r);
 	upload_release(r);
@@ -315,7 +315,7 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 	return http_job(c, r, 200, r->id);
 }
 
-void upload_free(req *r)
+void http_upload_free(req *r)
 {
 	struct upload *up = r->up;
 	if (!up)

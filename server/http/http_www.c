@@ -11,7 +11,7 @@
  * are revalidated on every load (Cache-Control: no-cache) against their
  * ETag, a hash of the bytes: a matching If-None-Match is 304 with no body.
  */
-#include "http/http_internal.h"
+#include "http/http_routes.h"
 #include "live/www.h"
 
 #define WWW_CSP "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " \
@@ -26,7 +26,7 @@ __attribute__((weak)) const www_asset *www_find(const char *path)
 	return NULL;
 }
 
-enum MHD_Result www_get(struct MHD_Connection *c, req *r)
+enum MHD_Result http_www_get(struct MHD_Connection *c, req *r)
 {
 	const www_asset *w = www_find(r->path);
 	if (!w)
