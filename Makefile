@@ -16,8 +16,9 @@
 #   tests/unit/test_*.c      -> build/tests/test_* and, with ASan+UBSan,
 #                               build/asan/tests/test_*
 #   bench/main_*.c           -> build/bin/*, run by `make bench`
-#   make check-layout        floors and include cycles (scripts/check-layout.sh);
-#                            `make test` runs it first
+#   make check-layout        floors and cycles of includes, and of calls between
+#                            the daemon's files (scripts/check-layout.sh, nm on
+#                            its objects); `make test` runs it first
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -109,10 +110,12 @@ bench: deps
 _test: all tests check-layout
 	@bash scripts/run-tests.sh $(BUILD)
 
-# Floors and include cycles (docs/architecture.md): an include that goes up a
-# floor or closes a cycle fails, resolved with the -I directories above.
-check-layout:
-	@bash scripts/check-layout.sh $(filter-out -I/%,$(filter -I%,$(CPPFLAGS)))
+# Floors and cycles (docs/architecture.md): an include that goes up a floor
+# or closes a cycle fails, resolved with the -I directories above; so does a
+# call between the daemon's files that goes up a floor or closes a cycle,
+# read with nm from their release objects (built first).
+check-layout: $(SERVER_OBJS)
+	@bash scripts/check-layout.sh $(filter-out -I/%,$(filter -I%,$(CPPFLAGS))) --calls $(BUILD)/rel
 
 _bench: all
 	@bash scripts/run-bench.sh $(BUILD)

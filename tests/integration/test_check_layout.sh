@@ -5,7 +5,10 @@
 # daemon's floors, a daemon folder that is no floor), a daemon
 # include of a worker-internal header, a kernel include of a core header that
 # is not a kernel contract, an include that goes up core's own floors, and
-# header cycles; a cycle named on the allow-list passes as allowed.
+# header cycles; a cycle named on the allow-list passes as allowed.  With
+# --calls, the tree's own daemon objects (when built) pass, and small trees
+# compiled here fail on a call up a floor, a call cycle and a missing
+# object, and pass a call down and a call through a table of operations.
 set -u
 cd "$(dirname "$0")/../.."
 src=$(pwd)
@@ -18,8 +21,11 @@ incs=(-Icore -Ibuild/gen -Iserver/worker -Iserver)
 ok() { echo "ok - $*"; }
 bad() { echo "FAIL - $*"; fail=1; }
 
-out=$(bash scripts/check-layout.sh "${incs[@]}" 2>&1)
-if [ $? -eq 0 ]; then ok "the tree passes"; else bad "the tree fails:"; echo "$out"; fi
+objs=$(cd "${RECOND_BUILD:-build}" 2>/dev/null && pwd)/rel
+calls=()
+[ -d "$objs/server" ] && calls=(--calls "$objs")
+out=$(bash scripts/check-layout.sh "${incs[@]}" "${calls[@]}" 2>&1)
+if [ $? -eq 0 ]; then ok "the tree passes${calls:+ (with its calls, $objs)}"; else bad "the tree fails:"; echo "$out"; fi
 
 mkdir "$tmp/base"
 for d in core kernels server clients tools bench tests scripts; do
@@ -101,5 +107,46 @@ out=$(bash "$src/scripts/check-layout.sh" "${incs[@]}" 2>&1); rc=$?
 cd "$src"
 if [ $rc -eq 0 ] && grep -qF "allowed" <<<"$out"; then ok "a cycle on the allow-list passes, reported as allowed"
 else bad "a cycle on the allow-list: exit $rc:"; echo "$out"; fi
+
+# Calls (--calls): small daemon trees whose files declare what they call
+# (no include: the include check passes), compiled to DIR/FILE.o as the
+# Makefile names objects, then checked from their symbols.
+calltree() { # calltree NAME FILE SOURCE...: a tree in $tmp/calls-NAME, compiled
+	local d=$tmp/calls-$1; shift
+	mkdir -p "$d"
+	while [ $# -gt 0 ]; do
+		mkdir -p "$d/$(dirname "$1")" "$d/obj/$(dirname "$1")"
+		printf '%s\n' "$2" > "$d/$1"
+		cc -c -o "$d/obj/${1%.c}.o" "$d/$1" || bad "calltree: cc $1"
+		shift 2
+	done
+	echo "$d"
+}
+expect_calls() { # expect_calls NAME DIR RC WANT
+	local out rc
+	out=$(bash "$src/scripts/check-layout.sh" -C "$2" -Iserver --calls "$2/obj" 2>&1); rc=$?
+	if { [ "$3" = 0 ] && [ $rc -eq 0 ]; } || { [ "$3" != 0 ] && [ $rc -ne 0 ]; } && grep -qF -- "$4" <<<"$out"; then
+		ok "$1: exit $rc, saying \"$4\""
+	else
+		bad "$1: exit $rc, expected $3 and \"$4\":"; echo "$out"
+	fi
+}
+d=$(calltree down server/base/a.c 'int a_one(void) { return 1; }' \
+	server/http/b.c 'int a_one(void); int b_two(void) { return a_one() + 1; }')
+expect_calls "a call down a floor passes" "$d" 0 "1 calls between daemon files"
+d=$(calltree up server/base/a.c 'int b_two(void); int a_one(void) { return b_two() - 1; }' \
+	server/http/b.c 'int b_two(void) { return 2; }')
+expect_calls "base/a.c calls into http/b.c" "$d" 1 \
+	"server/base/a.c: upward call: floor server/base may not call floor server/http (b_two in server/http/b.c)"
+d=$(calltree cycle server/store/x.c 'int y_f(int); int x_f(int n) { return n ? y_f(n - 1) : 0; }' \
+	server/store/y.c 'int x_f(int); int y_f(int n) { return n ? x_f(n - 1) : 1; }')
+expect_calls "x.c and y.c call each other (one floor)" "$d" 1 \
+	"call cycle: server/store/x.c -> server/store/y.c -> server/store/x.c"
+d=$(calltree ops server/store/x.c 'static int x_get(void) { return 1; } struct ops { int (*get)(void); }; const struct ops x_ops = { x_get };' \
+	server/store/y.c 'struct ops { int (*get)(void); }; extern const struct ops x_ops; int y_f(void) { return x_ops.get(); }')
+expect_calls "a call through another file's table of operations is one edge, no cycle" "$d" 0 "1 calls between daemon files"
+d=$(calltree noobj server/base/a.c 'int a_one(void) { return 1; }')
+rm "$d/obj/server/base/a.o"
+expect_calls "a daemon file without its object" "$d" 1 "server/base/a.c: no object"
 
 exit $fail
