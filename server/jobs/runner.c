@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -22,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "jobs/app.h"
+#include "jobs/supervisor.h"
+#include "jobs/worker_end.h"
 #include "base/log.h"
 #include "worker_proto.h"
 #include "util/rc_clock.h"
@@ -257,81 +256,35 @@ static void busy_by_plan(app *a, const char *report, double secs)
 	json_decref(r);
 }
 
-/* live_fd and stamp_fd (-1: none) are the memfds the worker gets as fds 4
- * and 5 (worker_proto.h); both are >= 10, so the child's dup2s below cannot
- * overwrite one before it is copied. */
-static pid_t spawn(runner *r, const char *dir, int live_fd, int stamp_fd, int *ret_fd, rc_err *err)
+/* Starts the job's worker (supervisor.h) on dir: its progress pipe is
+ * fd 3; live_fd and stamp_fd (-1: none) are the memfds it gets as fds 4 and
+ * 5 (worker_proto.h), both >= 10 (share_memory). */
+static int spawn(runner *r, const char *dir, int live_fd, int stamp_fd, supervised *w, rc_err *err)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC))
-		return rc_fail(err, RC_EIO, "", "pipe: %s", strerror(errno));
 	const config *c = r->a->cfg;
 	char threads[16], idle[32];
 	snprintf(threads, sizeof threads, "%d", c->worker_threads);
 	snprintf(idle, sizeof idle, "%.3f", c->stream_idle_s);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return rc_fail(err, RC_EIO, "", "fork: %s", strerror(errno));
+	/* --state-dir: fitted device models and cached system matrices live
+	 * in the node's state directory, shared by its jobs */
+	char *argv[16] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
+			   "--state-dir", r->a->state_dir };
+	int n = 7;
+	if (live_fd >= 0) {
+		argv[n++] = "--live-fd";
+		argv[n++] = "4";
 	}
-	if (pid == 0) {
-		/* Child: only async-signal-safe calls until exec.  fd 3 is the
-		 * pipe (dup2 clears its close-on-exec); everything else the
-		 * daemon has open is O_CLOEXEC and vanishes at exec.
-		 * If the daemon dies (kill -9), SIGTERM cancels the worker, so
-		 * that it does not go on writing into a job directory that the
-		 * restarted daemon re-queues; the runner thread that forks lives
-		 * as long as the daemon.  getppid() closes the race with a
-		 * parent that died before prctl. */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(127);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* A worker must not outlive a daemon killed with -9: the next
-		 * daemon re-queues the job and would run a second worker on the
-		 * same directory. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull >= 0 && devnull != 0) {
-			dup2(devnull, 0);
-			close(devnull);
-		}
-		if (p[1] != 3) {
-			if (dup2(p[1], 3) < 0)
-				_exit(127);
-		} else {
-			fcntl(3, F_SETFD, 0);
-		}
-		if ((live_fd >= 0 && dup2(live_fd, 4) < 0) || (stamp_fd >= 0 && dup2(stamp_fd, 5) < 0))
-			_exit(127);
-		/* --state-dir: fitted device models and cached system matrices
-		 * live in the node's state directory, shared by its jobs */
-		char *argv[16] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
-				   "--state-dir", r->a->state_dir };
-		int n = 7;
-		if (live_fd >= 0) {
-			argv[n++] = "--live-fd";
-			argv[n++] = "4";
-		}
-		if (stamp_fd >= 0) {
-			argv[n++] = "--stream-fd";
-			argv[n++] = "5";
-			argv[n++] = "--stream-idle";
-			argv[n++] = idle;
-		}
-		argv[n++] = (char *)dir;
-		argv[n] = NULL;
-		execv(c->worker, argv);
-		_exit(127);
+	if (stamp_fd >= 0) {
+		argv[n++] = "--stream-fd";
+		argv[n++] = "5";
+		argv[n++] = "--stream-idle";
+		argv[n++] = idle;
 	}
-	close(p[1]);
-	*ret_fd = p[0];
-	return pid;
+	argv[n++] = (char *)dir;
+	argv[n] = NULL;
+	supervisor_spec spec = { .prog = c->worker, .argv = argv, .out_fd = 3,
+				 .fds = { { live_fd, 4 }, { stamp_fd, 5 } }, .nfds = 2, .grace_s = CANCEL_GRACE_S };
+	return supervisor_spawn(w, &spec, err);
 }
 
 /* The report keeps the last progress the job reached (the worker's report
@@ -356,59 +309,6 @@ static void with_last_progress(runner *r, struct outcome *oc, const struct rusag
 	free(oc->report);
 	oc->report = json_dumps(rep, JSON_COMPACT);
 	json_decref(rep);
-}
-
-/* "15 (SIGTERM)": the number and the name, which strsignal does not give */
-static void signal_words(int sig, char *buf, size_t n)
-{
-	const char *abbrev = sigabbrev_np(sig);
-	snprintf(buf, n, "%d (%s%s)", sig, abbrev ? "SIG" : "", abbrev ? abbrev : "unknown signal");
-}
-
-job_state runner_decide(const worker_end *w, const char *worker, char *code, size_t ncode, char *msg, size_t nmsg)
-{
-	int st = w->status, exited = WIFEXITED(st), ex = exited ? WEXITSTATUS(st) : -1;
-	char sig[48];
-	if (exited && ex == 0 && w->volume_ok && !w->cancel_asked)
-		return JOB_SUCCEEDED; /* finished before the stop took effect: keep it */
-	if (w->stop_asked && !w->cancel_asked)
-		return JOB_QUEUED;
-	if (w->yield_asked && !w->cancel_asked)
-		return JOB_RECEIVING; /* the queue goes on; the stream's next view queues it again */
-	if (w->cancel_asked) {
-		snprintf(code, ncode, "cancelled");
-		snprintf(msg, nmsg, "cancelled by request");
-		return JOB_CANCELLED;
-	}
-	if (exited && ex == WORKER_EXIT_STREAM_IDLE)
-		return JOB_RECEIVING; /* the views stopped coming: back to receiving */
-	if (w->saw_error && exited && ex != WORKER_EXIT_CANCELLED && !(ex == 127 && !w->lines))
-		return JOB_FAILED; /* the worker's own code and message */
-	snprintf(code, ncode, "worker_crashed");
-	if (WIFSIGNALED(st)) {
-		int s = WTERMSIG(st);
-		/* a fault of the worker's own, or a signal sent to it (the daemon
-		 * sends one only for a cancel or its stop, handled above) */
-		int own = s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGABRT || s == SIGTRAP ||
-			  s == SIGSYS;
-		signal_words(s, sig, sizeof sig);
-		snprintf(msg, nmsg, "the worker process was killed by signal %s%s; the job's data is intact and it can be "
-			 "resubmitted", sig, own ? "" : " from outside the daemon");
-	} else if (exited && ex == WORKER_EXIT_CANCELLED) {
-		/* the worker caught a SIGTERM or SIGINT that the daemon did not send */
-		if (w->signal > 0)
-			signal_words(w->signal, sig, sizeof sig);
-		else
-			snprintf(sig, sizeof sig, "SIGTERM or SIGINT");
-		snprintf(msg, nmsg, "the worker process was stopped by signal %s from outside the daemon (no cancel was "
-			 "asked); the job's data is intact and it can be resubmitted", sig);
-	} else if (ex == 127 && !w->lines) {
-		snprintf(code, ncode, "internal_error");
-		snprintf(msg, nmsg, "the worker %.200s could not be started (check the worker path)", worker);
-	} else {
-		snprintf(msg, nmsg, "the worker process exited with status %d without a report", ex);
-	}
-	return JOB_FAILED;
 }
 
 #define FINISH_RETRY_S 1.0
@@ -718,6 +618,37 @@ static int stream_waiting(runner *r)
 	return waiting;
 }
 
+/* The worker's lines (supervisor_lines) and its reaping (supervisor_reap). */
+struct line_ctx {
+	runner *r;
+	const char *id;
+	struct outcome *oc;
+	double last_elapsed;
+};
+
+static void on_line(void *ud, char *line)
+{
+	struct line_ctx *lc = ud;
+	handle_line(lc->r, lc->id, line, lc->oc, &lc->last_elapsed);
+}
+
+struct reap_ctx {
+	runner *r;
+	const char *id;
+};
+
+/* A cancel or the daemon's stop asked while the worker is being reaped;
+ * each turn is also the runner's heartbeat. */
+static int reap_stop(void *ud)
+{
+	struct reap_ctx *rx = ud;
+	pthread_mutex_lock(&rx->r->lock);
+	int want = !strcmp(rx->r->cancel_id, rx->id) || rx->r->stop;
+	pthread_mutex_unlock(&rx->r->lock);
+	atomic_store(&rx->r->heartbeat, (long long)(rc_now_s() * 1000));
+	return want;
+}
+
 static void run_job(runner *r, const char *id)
 {
 	app *a = r->a;
@@ -736,7 +667,7 @@ static void run_job(runner *r, const char *id)
 	pthread_mutex_unlock(&r->lock);
 	r->job_changed(a, id);
 	rc_err err;
-	int fd = -1;
+	supervised w;
 	double t0 = rc_now_s();
 	if (share_memory(r, id, &live_fd, &stamp_fd) > 0) {
 		/* without stamps its missing views would be reconstructed as
@@ -746,18 +677,15 @@ static void run_job(runner *r, const char *id)
 			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 		goto out;
 	}
-	pid_t pid = spawn(r, dir, live_fd, stamp_fd, &fd, &err);
-	if (pid < 0) {
+	if (spawn(r, dir, live_fd, stamp_fd, &w, &err)) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
 		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 		goto out;
 	}
-	rlog(LOG_P_INFO, "job_running", "id=%s node=%s pid=%d worker=%s", id, store_node(a->st), (int)pid,
+	rlog(LOG_P_INFO, "job_running", "id=%s node=%s pid=%d worker=%s", id, store_node(a->st), (int)w.pid,
 	     a->cfg->worker);
 
-	char buf[65536];
-	size_t used = 0;
-	double last_elapsed = 0, term_at = 0;
+	struct line_ctx lc = { r, id, &oc, 0 };
 	int cancelled = 0, stopping = 0, yielding = 0, status = 0, lost = 0, remote_cancel = 0;
 	double yield_check_at = t0 + STREAM_YIELD_S;
 	int shared = store_is_shared(a->st);
@@ -768,10 +696,9 @@ static void run_job(runner *r, const char *id)
 		ls.stream_at = 1e300; /* nothing streams, or this node sees every view itself */
 	pthread_mutex_unlock(&r->lock);
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int n = poll(&pfd, 1, poll_ms);
+		int n = supervisor_poll(&w, poll_ms);
 		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
-		if (shared && !term_at) {
+		if (shared && !w.term_at) {
 			int l = lease_tick(r, id, &ls);
 			lost |= l == LEASE_LOST;
 			remote_cancel |= l == LEASE_CANCEL;
@@ -780,14 +707,13 @@ static void run_job(runner *r, const char *id)
 		int want_cancel = !strcmp(r->cancel_id, id) || remote_cancel;
 		int want_stop = r->stop || lost;
 		pthread_mutex_unlock(&r->lock);
-		if ((want_cancel || want_stop) && !term_at) {
+		if ((want_cancel || want_stop) && !w.term_at) {
 			cancelled = want_cancel;
 			stopping = want_stop;
-			kill(pid, SIGTERM);
-			term_at = rc_now_s();
-		} else if (term_at && rc_now_s() - term_at > CANCEL_GRACE_S) {
-			kill(pid, SIGKILL);
-		} else if (!term_at && rc_now_s() >= yield_check_at) {
+			supervisor_term(&w);
+		} else if (w.term_at) {
+			supervisor_escalate(&w);
+		} else if (rc_now_s() >= yield_check_at) {
 			/* a stream that waits for its scanner must not hold the
 			 * queue: it goes back to receiving and its next view
 			 * queues it again (it restarts from the views it has) */
@@ -795,53 +721,21 @@ static void run_job(runner *r, const char *id)
 			if (queued > 0) {
 				rlog(LOG_P_INFO, "stream_yield", "id=%s queued=%d", id, queued);
 				yielding = 1;
-				kill(pid, SIGTERM);
-				term_at = rc_now_s();
+				supervisor_term(&w);
 			}
 			yield_check_at = rc_now_s() + STREAM_YIELD_S / 4;
 		}
 		if (n <= 0)
 			continue;
-		ssize_t got = read(fd, buf + used, sizeof buf - 1 - used);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
+		if (!supervisor_read(&w))
 			break;
-		used += (size_t)got;
-		buf[used] = '\0';
-		char *start = buf, *nl;
-		while ((nl = strchr(start, '\n'))) {
-			*nl = '\0';
-			handle_line(r, id, start, &oc, &last_elapsed);
-			start = nl + 1;
-		}
-		used = (size_t)(buf + used - start);
-		memmove(buf, start, used);
-		if (used == sizeof buf - 1)
-			used = 0; /* a line longer than the buffer is not ours: drop it */
+		supervisor_lines(&w, on_line, &lc);
 	}
-	close(fd);
 	/* EOF: the worker closed the pipe, normally by exiting.  Keep the
 	 * SIGKILL deadline while waiting, for a worker that closed fd 3 and hangs. */
 	struct rusage ru = { 0 };
-	useconds_t nap = 500; /* the worker exits right after its EOF: look again soon, then less often */
-	for (;;) {
-		pid_t w = wait4(pid, &status, WNOHANG, &ru);
-		if (w == pid || (w < 0 && errno != EINTR))
-			break;
-		pthread_mutex_lock(&r->lock);
-		int want = !strcmp(r->cancel_id, id) || r->stop;
-		pthread_mutex_unlock(&r->lock);
-		if (want && !term_at) {
-			kill(pid, SIGTERM);
-			term_at = rc_now_s();
-		} else if (term_at && rc_now_s() - term_at > CANCEL_GRACE_S) {
-			kill(pid, SIGKILL);
-		}
-		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
-		usleep(nap);
-		nap = nap < 50000 ? nap * 2 : 50000;
-	}
+	struct reap_ctx rx = { r, id };
+	supervisor_reap(&w, reap_stop, &rx, &status, &ru);
 	double secs = rc_now_s() - t0;
 	busy_by_plan(a, oc.report, secs);
 	if (lost) {
@@ -853,7 +747,7 @@ static void run_job(runner *r, const char *id)
 
 	worker_end we = { .status = status, .volume_ok = access(vol, R_OK) == 0, .cancel_asked = cancelled,
 			  .stop_asked = stopping, .yield_asked = yielding, .saw_error = oc.saw_error, .lines = oc.lines, .signal = oc.signal };
-	job_state final = runner_decide(&we, a->cfg->worker, oc.err_code, sizeof oc.err_code, oc.err_msg,
+	job_state final = worker_end_decide(&we, a->cfg->worker, oc.err_code, sizeof oc.err_code, oc.err_msg,
 					sizeof oc.err_msg);
 	if (final == JOB_RECEIVING) {
 		if (store_stream_pause(a->st, id, &err) == 0) {
@@ -937,54 +831,32 @@ int runner_probed(runner *r)
  * that child, never in the daemon. */
 static void probe_devices(runner *r)
 {
-	int p[2];
 	json_t *devs = NULL;
-	if (pipe2(p, O_CLOEXEC) == 0) {
-		const char *prog = r->a->cfg->probe_worker[0] ? r->a->cfg->probe_worker : r->a->cfg->worker;
-		pid_t pid = fork();
-		if (pid == 0) {
-			sigset_t none;
-			sigemptyset(&none);
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			dup2(p[1], 1);
-			char *argv[] = { (char *)prog, "--devices", NULL };
-			execv(prog, argv);
-			_exit(127);
-		}
-		close(p[1]);
+	const char *prog = r->a->cfg->probe_worker[0] ? r->a->cfg->probe_worker : r->a->cfg->worker;
+	char *argv[] = { (char *)prog, "--devices", NULL };
+	supervisor_spec spec = { .prog = prog, .argv = argv, .out_fd = 1, .grace_s = 0 };
+	supervised *s = malloc(sizeof *s); /* its buffer is the whole answer */
+	if (s && supervisor_spawn(s, &spec, NULL) == 0) {
 		pthread_mutex_lock(&r->lock);
-		r->probe_pid = pid > 0 ? pid : 0;
+		r->probe_pid = s->pid;
 		pthread_mutex_unlock(&r->lock);
-		char buf[65536];
-		size_t used = 0;
 		double t0 = rc_now_s();
-		while (pid > 0 && used < sizeof buf - 1 && rc_now_s() - t0 < PROBE_TIMEOUT_S) {
-			struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-			if (poll(&pfd, 1, 250) <= 0)
+		while (s->used < sizeof s->out - 1 && rc_now_s() - t0 < PROBE_TIMEOUT_S) {
+			if (supervisor_poll(s, 250) <= 0)
 				continue;
-			ssize_t n = read(p[0], buf + used, sizeof buf - 1 - used);
-			if (n <= 0)
+			if (!supervisor_read(s))
 				break;
-			used += (size_t)n;
 		}
-		buf[used] = '\0';
-		close(p[0]);
-		if (pid > 0) {
-			int st;
-			if (waitpid(pid, &st, WNOHANG) == 0) {
-				kill(pid, SIGKILL);
-				waitpid(pid, &st, 0);
-			}
-			pthread_mutex_lock(&r->lock);
-			r->probe_pid = 0;
-			pthread_mutex_unlock(&r->lock);
-			json_t *j = json_loads(buf, 0, NULL);
-			if (json_is_array(json_object_get(j, "devices")))
-				devs = json_incref(json_object_get(j, "devices"));
-			json_decref(j);
-		}
+		supervisor_kill(s, NULL);
+		pthread_mutex_lock(&r->lock);
+		r->probe_pid = 0;
+		pthread_mutex_unlock(&r->lock);
+		json_t *j = json_loads(s->out, 0, NULL);
+		if (json_is_array(json_object_get(j, "devices")))
+			devs = json_incref(json_object_get(j, "devices"));
+		json_decref(j);
 	}
+	free(s);
 	if (devs)
 		rlog(LOG_P_INFO, "devices_probed", "count=%zu", json_array_size(devs));
 	else
