@@ -2,10 +2,12 @@
  * runner: the queue's consumer (runner.h).
  *
  * One thread.  Loop: take the next queued job from the store (it becomes
- * running in the same transaction), fork + exec the worker with the job
- * directory and a pipe on fd 3, read its JSON lines while polling for cancel
- * and shutdown, reap it, and record the outcome.  Everything the HTTP
- * threads read (the live progress, the running id) is behind r->lock.
+ * running in the same transaction), start the worker with the job
+ * directory and a pipe on fd 3 (supervisor.h), read its JSON lines while
+ * polling for cancel and shutdown, reap it, and record the outcome.
+ * Everything the HTTP threads read (the live progress, the running id) is
+ * behind r->lock.  The job's shared memory, the lease and the device probe
+ * are runner_shm.c, runner_lease.c and runner_probe.c (runner_impl.h).
  */
 #include "jobs/runner.h"
 #include "pacs/pusher.h"
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "jobs/app.h"
+#include "jobs/runner_impl.h"
 #include "jobs/supervisor.h"
 #include "jobs/worker_end.h"
 #include "base/log.h"
@@ -34,47 +37,6 @@
 
 #define CANCEL_GRACE_S 10.0   /* SIGTERM -> SIGKILL: one iteration of a large job fits */
 #define EXPIRE_EVERY_S 60.0
-#define PROGRESS_EVERY_S 0.5  /* a shared store gets the live progress this often at most */
-#define STREAM_POLL_MS 50     /* a shared store's streaming job: the bitmap is read this often */
-/* A stream whose worker has back-projected every view it has and got no new
- * one for this long gives the runner to the queued jobs (docs/server.md):
- * long enough for a scanner's steady pace (views come every few ms to
- * 100 ms), short against stream_idle_s (300 s) that held the queue before. */
-#define STREAM_YIELD_S 1.0
-
-struct runner {
-	app *a;
-	runner_changed_fn *job_changed;
-	pthread_t thread;
-	int started;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int stop, kicked;
-	char current[37];        /* running job, "" when idle */
-	char cancel_id[37];      /* cancel asked for this id */
-	run_progress prog;
-	double prog_wall;        /* monotonic time of the last progress line */
-	atomic_llong heartbeat;  /* monotonic ms of the last loop */
-	json_t *devices;         /* from the probe; under lock */
-	int probed;
-	pthread_t probe_thread;
-	int probe_started;
-	pid_t probe_pid;         /* under lock; 0 when none */
-	/* the running job's shared memory (worker_proto.h), under lock */
-	int live_fd;             /* its live volume; -1 when none */
-	unsigned long live_gen;  /* preview lines seen */
-	_Atomic uint32_t *stamp; /* streaming: one stamp per view; NULL when not streaming */
-	uint8_t *stamped_first;  /* views share_memory stamped, not yet touched by runner_views */
-	int nstamp;
-	uint32_t next_stamp;     /* the last even stamp handed out */
-	double last_view_at;     /* monotonic time a view was last stamped (streaming) */
-	/* shared store: what the other nodes see of the running job */
-	char *prog_json;         /* the last progress event, under lock; NULL = none */
-	unsigned prog_seq;       /* bumped with prog_json */
-	uint8_t *seen;           /* streaming: the bitmap at the last look, under lock */
-	long long cleared_seen;  /* the row's views_cleared then */
-};
-
 int runner_new(app *a, runner_changed_fn *job_changed, runner **ret, rc_err *err)
 {
 	runner *r = calloc(1, sizeof *r);
@@ -343,78 +305,6 @@ static int record_outcome(runner *r, const char *id, job_state final, const stru
 	}
 }
 
-/* The job's shared memory for its worker (worker_proto.h): the live
- * volume, and for a streaming job that still misses views the stamps, with
- * every present view stamped.  The stamps are published before the store's
- * bitmap is read, so a view stored meanwhile is stamped by runner_views or
- * here, never by neither (and not by both: stamped_first).  Returns 0, 1 for
- * a streaming job whose stamps could not be made (it must not run: its
- * missing views would be zeros), or -1 (it runs without a live volume). */
-static int share_memory(runner *r, const char *id, int *live_fd, int *stamp_fd)
-{
-	job_row row;
-	rc_err err;
-	*live_fd = *stamp_fd = -1;
-	if (store_get(r->a->st, id, 0, &row, &err))
-		return -1;
-	int fd = memfd_create("recond-live", MFD_CLOEXEC), rc = -1;
-	if (fd >= 0 && ftruncate(fd, (off_t)row.vol_bytes) == 0)
-		*live_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-	if (fd >= 0)
-		close(fd);
-	if (*live_fd < 0)
-		goto out;
-	pthread_mutex_lock(&r->lock);
-	r->live_fd = *live_fd;
-	r->live_gen = 0;
-	pthread_mutex_unlock(&r->lock);
-	rc = 0;
-	if (!row.streaming || row.views_present >= row.views_expected)
-		goto out;
-	size_t bytes = sizeof(uint32_t) * (size_t)row.views_expected;
-	fd = memfd_create("recond-views", MFD_CLOEXEC);
-	if (fd >= 0 && ftruncate(fd, (off_t)bytes) == 0)
-		*stamp_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-	if (fd >= 0)
-		close(fd);
-	void *map = *stamp_fd >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *stamp_fd, 0) : MAP_FAILED;
-	uint8_t *first = calloc((size_t)row.views_expected, 1);
-	if (map == MAP_FAILED || !first) {
-		if (map != MAP_FAILED)
-			munmap(map, bytes);
-		if (*stamp_fd >= 0)
-			close(*stamp_fd);
-		*stamp_fd = -1;
-		free(first);
-		rc = 1;
-		goto out;
-	}
-	pthread_mutex_lock(&r->lock);
-	r->stamp = map;
-	r->stamped_first = first;
-	r->nstamp = row.views_expected;
-	r->last_view_at = rc_now_s();
-	pthread_mutex_unlock(&r->lock);
-	job_row_clear(&row);
-	if (store_get(r->a->st, id, 1, &row, &err) == 0) {
-		pthread_mutex_lock(&r->lock);
-		for (int k = 0; k < r->nstamp; k++)
-			if ((row.present[k >> 3] >> (k & 7)) & 1 && !atomic_load(&r->stamp[k])) {
-				atomic_store(&r->stamp[k], r->next_stamp += 2);
-				r->stamped_first[k] = 1;
-			}
-		/* a shared store: views stored through other nodes are seen by
-		 * polling the bitmap from here on (stamp_from_store) */
-		if (store_is_shared(r->a->st) && (r->seen = malloc(((size_t)r->nstamp + 7) / 8)))
-			memcpy(r->seen, row.present, ((size_t)r->nstamp + 7) / 8);
-		r->cleared_seen = row.views_cleared;
-		pthread_mutex_unlock(&r->lock);
-	}
-out:
-	job_row_clear(&row);
-	return rc;
-}
-
 /* A paused stream whose last views arrived between the worker giving up and
  * the pause (they found the job running, so they did not queue it): queue it
  * now, as its last view would have. */
@@ -429,193 +319,6 @@ static void requeue_if_complete(runner *r, const char *id)
 	    (row.autostart || row.stream == STREAM_ON) && store_start(r->a->st, id, &changed, &err) == 0 && changed)
 		rlog(LOG_P_INFO, "job_queued", "id=%s reason=\"every view arrived as the stream paused\"", id);
 	job_row_clear(&row); /* run_job returns to the loop, which takes it next */
-}
-
-static void unshare_memory(runner *r, int stamp_fd)
-{
-	pthread_mutex_lock(&r->lock);
-	if (r->live_fd >= 0)
-		close(r->live_fd);
-	r->live_fd = -1;
-	r->live_gen = 0;
-	if (r->stamp)
-		munmap((void *)r->stamp, sizeof(uint32_t) * (size_t)r->nstamp);
-	r->stamp = NULL;
-	free(r->stamped_first);
-	r->stamped_first = NULL;
-	r->nstamp = 0;
-	free(r->seen);
-	r->seen = NULL;
-	free(r->prog_json);
-	r->prog_json = NULL;
-	pthread_mutex_unlock(&r->lock);
-	if (stamp_fd >= 0)
-		close(stamp_fd);
-}
-
-int runner_live_volume(runner *r, const char *id, int *fd, unsigned long *generation)
-{
-	int rc = RC_ENOTFOUND;
-	*fd = -1;
-	*generation = 0;
-	pthread_mutex_lock(&r->lock);
-	if (!strcmp(r->current, id) && r->live_fd >= 0) {
-		*fd = fcntl(r->live_fd, F_DUPFD_CLOEXEC, 0);
-		*generation = r->live_gen;
-		rc = *fd >= 0 ? 0 : RC_EIO;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-void runner_views(runner *r, const char *id, int first, int last, int set)
-{
-	pthread_mutex_lock(&r->lock);
-	if (r->stamp && !strcmp(r->current, id))
-		for (int k = first < 0 ? 0 : first; k < last && k < r->nstamp; k++) {
-			uint32_t s = atomic_load(&r->stamp[k]);
-			/* An upload clears its views before it writes them; a set
-			 * with no clear since share_memory stamped the view is that
-			 * stamp's own commit: stamping it again would look like a
-			 * view stored twice. */
-			int own = r->stamped_first[k];
-			r->stamped_first[k] = 0;
-			if (set && !own) {
-				atomic_store(&r->stamp[k], r->next_stamp += 2);
-				r->last_view_at = rc_now_s();
-			}
-			else if (!set && s && !(s & 1))
-				atomic_store(&r->stamp[k], s | 1);
-		}
-	pthread_mutex_unlock(&r->lock);
-}
-
-/* A shared store's streaming job: views stored or cleared through any node
- * show in the row's bitmap; each change since the last look is stamped as
- * runner_views stamps a local one.  A view cleared and stored again between
- * two looks leaves the bitmap as it was: the row's count of cleared views
- * tells, and then every present view is stamped again, so that a worker
- * that used one finishes from the whole stack (stream.fallback). */
-static void stamp_from_store(runner *r, const char *id)
-{
-	job_row row;
-	if (store_get(r->a->st, id, 1, &row, NULL))
-		return; /* the next look */
-	pthread_mutex_lock(&r->lock);
-	if (r->stamp && r->seen && row.present && row.views_expected == r->nstamp) {
-		long long fell = 0;
-		for (int k = 0; k < r->nstamp; k++) {
-			int now = (row.present[k >> 3] >> (k & 7)) & 1, was = (r->seen[k >> 3] >> (k & 7)) & 1;
-			uint32_t s = atomic_load(&r->stamp[k]);
-			fell += was && !now;
-			if (now && (!s || (s & 1))) {
-				atomic_store(&r->stamp[k], r->next_stamp += 2);
-				r->last_view_at = rc_now_s();
-			}
-			else if (!now && s && !(s & 1))
-				atomic_store(&r->stamp[k], s | 1);
-		}
-		if (row.views_cleared - r->cleared_seen > fell) /* in doubt: the whole stack */
-			for (int k = 0; k < r->nstamp; k++)
-				if ((row.present[k >> 3] >> (k & 7)) & 1)
-					atomic_store(&r->stamp[k], r->next_stamp += 2);
-		memcpy(r->seen, row.present, ((size_t)r->nstamp + 7) / 8);
-		r->cleared_seen = row.views_cleared;
-	}
-	pthread_mutex_unlock(&r->lock);
-	job_row_clear(&row);
-}
-
-enum { LEASE_HELD = 0, LEASE_CANCEL, LEASE_LOST };
-
-/* The part of the lease a node keeps its worker after its last renewal
- * when the store cannot be reached. */
-#define LEASE_FENCE 0.8
-
-struct lease {
-	double renew_at, prog_at, stream_at;
-	double held_at;       /* when the last renewal (or the take) began */
-	unsigned prog_sent;
-	int failing;
-};
-
-/* A shared store, while the worker runs: the lease renewed every lease_s /
- * 3 (a renewal also reads a cancel asked of another node), the live
- * progress written for the other nodes, a streaming job's bitmap read.  A
- * renewal the store cannot make now is tried again each second; one refused
- * (RC_ESTATE, RC_ENOTFOUND) means another node has the job. */
-static int lease_tick(runner *r, const char *id, struct lease *ls)
-{
-	app *a = r->a;
-	double now = rc_now_s();
-	rc_err err;
-	/* Cut off from the store (a network cut, a hung server): by our own
-	 * clock the lease ends lease_s after the last renewal began, and
-	 * another node may take the job then.  Stop before it can, allowing
-	 * for a call that blocks as long as the store lets it. */
-	double L = a->cfg->lease_s, fence = fmin(LEASE_FENCE * L, L - store_call_bound(a->st) - 0.5);
-	if (ls->failing && now - ls->held_at > fence) {
-		rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"no renewal for %.1f s: the lease may pass to "
-		     "another node\"", id, store_node(a->st), now - ls->held_at);
-		return LEASE_LOST;
-	}
-	if (now >= ls->renew_at) {
-		int cancel = 0, rc = store_lease_renew(a->st, id, store_node(a->st), a->cfg->lease_s, &cancel, &err);
-		if (rc == RC_ESTATE || rc == RC_ENOTFOUND) {
-			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"%s\"", id, store_node(a->st), rlog_q(err.msg));
-			return LEASE_LOST;
-		}
-		if (!rc)
-			ls->held_at = now;
-		if (rc && rc_now_s() - ls->held_at > fence) {
-			rlog(LOG_P_WARNING, "lease_lost", "id=%s node=%s error=\"no renewal for %.1f s: the lease may pass "
-			     "to another node\"", id, store_node(a->st), rc_now_s() - ls->held_at);
-			return LEASE_LOST;
-		}
-		if (rc && !ls->failing++)
-			rlog(LOG_P_ERR, "lease_renew_failed", "id=%s node=%s error=\"%s\" (retrying every second)", id,
-			     store_node(a->st), rlog_q(err.msg));
-		else if (!rc && ls->failing) {
-			rlog(LOG_P_INFO, "lease_renewed", "id=%s node=%s tries=%d", id, store_node(a->st), ls->failing + 1);
-			ls->failing = 0;
-		}
-		ls->renew_at = now + (rc ? fmin(1.0, 0.1 * L) : L / 3);
-		if (!rc && cancel)
-			return LEASE_CANCEL;
-	}
-	if (now >= ls->prog_at) {
-		char *text = NULL;
-		pthread_mutex_lock(&r->lock);
-		unsigned seq = r->prog_seq;
-		if (seq != ls->prog_sent && r->prog_json)
-			text = strdup(r->prog_json);
-		pthread_mutex_unlock(&r->lock);
-		if (text && store_progress(a->st, id, text, NULL) == 0)
-			ls->prog_sent = seq;
-		free(text);
-		ls->prog_at = now + PROGRESS_EVERY_S;
-	}
-	if (now >= ls->stream_at) {
-		stamp_from_store(r, id);
-		ls->stream_at = now + STREAM_POLL_MS / 1000.0;
-	}
-	return LEASE_HELD;
-}
-
-/* Whether the running job is a stream whose worker waits for views: it has
- * back-projected every view stamped so far and none came for
- * STREAM_YIELD_S. */
-static int stream_waiting(runner *r)
-{
-	pthread_mutex_lock(&r->lock);
-	int present = 0, waiting = r->stamp && rc_now_s() - r->last_view_at >= STREAM_YIELD_S;
-	for (int k = 0; waiting && k < r->nstamp; k++) {
-		uint32_t s = atomic_load(&r->stamp[k]);
-		present += s && !(s & 1);
-	}
-	waiting = waiting && r->prog.views_done >= present;
-	pthread_mutex_unlock(&r->lock);
-	return waiting;
 }
 
 /* The worker's lines (supervisor_lines) and its reaping (supervisor_reap). */
@@ -669,7 +372,7 @@ static void run_job(runner *r, const char *id)
 	rc_err err;
 	supervised w;
 	double t0 = rc_now_s();
-	if (share_memory(r, id, &live_fd, &stamp_fd) > 0) {
+	if (runner_share_memory(r, id, &live_fd, &stamp_fd) > 0) {
 		/* without stamps its missing views would be reconstructed as
 		 * zeros: back to receiving; its next view queues it again */
 		rlog(LOG_P_ERR, "stream_paused", "id=%s error=\"no shared memory for the view stamps\"", id);
@@ -699,7 +402,7 @@ static void run_job(runner *r, const char *id)
 		int n = supervisor_poll(&w, poll_ms);
 		atomic_store(&r->heartbeat, (long long)(rc_now_s() * 1000));
 		if (shared && !w.term_at) {
-			int l = lease_tick(r, id, &ls);
+			int l = runner_lease_tick(r, id, &ls);
 			lost |= l == LEASE_LOST;
 			remote_cancel |= l == LEASE_CANCEL;
 		}
@@ -717,7 +420,7 @@ static void run_job(runner *r, const char *id)
 			/* a stream that waits for its scanner must not hold the
 			 * queue: it goes back to receiving and its next view
 			 * queues it again (it restarts from the views it has) */
-			int queued = stream_waiting(r) ? store_queue_depth(a->st) : 0;
+			int queued = runner_stream_waiting(r) ? store_queue_depth(a->st) : 0;
 			if (queued > 0) {
 				rlog(LOG_P_INFO, "stream_yield", "id=%s queued=%d", id, queued);
 				yielding = 1;
@@ -782,7 +485,7 @@ static void run_job(runner *r, const char *id)
 		rlog(LOG_P_INFO, final == JOB_QUEUED ? "job_requeued" : "job_finished", "id=%s state=%s seconds=%.3f",
 		     id, job_state_name(final), secs);
 out:
-	unshare_memory(r, stamp_fd);
+	runner_unshare_memory(r, stamp_fd);
 	pthread_mutex_lock(&r->lock);
 	r->current[0] = '\0';
 	if (!strcmp(r->cancel_id, id))
@@ -792,86 +495,6 @@ out:
 	r->job_changed(a, id);
 	if (succeeded)
 		pusher_kick(a->push);
-}
-
-void runner_engines(runner *r, char *buf, size_t n)
-{
-	json_t *devs = runner_devices(r);
-	int cl = 0, cuda = 0;
-	size_t i;
-	json_t *d;
-	json_array_foreach(devs, i, d) {
-		const char *e = json_string_value(json_object_get(d, "engine"));
-		cl |= e && !strcmp(e, "opencl");
-		cuda |= e && !strcmp(e, "cuda");
-	}
-	json_decref(devs);
-	snprintf(buf, n, "%s%s%s", cl ? "opencl," : "", cuda ? "cuda," : "", "cpu");
-}
-
-json_t *runner_devices(runner *r)
-{
-	pthread_mutex_lock(&r->lock);
-	json_t *d = json_incref(r->devices);
-	pthread_mutex_unlock(&r->lock);
-	return d;
-}
-
-int runner_probed(runner *r)
-{
-	pthread_mutex_lock(&r->lock);
-	int p = r->probed;
-	pthread_mutex_unlock(&r->lock);
-	return p;
-}
-
-#define PROBE_TIMEOUT_S 20.0 /* CUDA + OpenCL enumeration; /readyz waits for it */
-
-/* Runs `worker --devices` and keeps its list.  Drivers are loaded only in
- * that child, never in the daemon. */
-static void probe_devices(runner *r)
-{
-	json_t *devs = NULL;
-	const char *prog = r->a->cfg->probe_worker[0] ? r->a->cfg->probe_worker : r->a->cfg->worker;
-	char *argv[] = { (char *)prog, "--devices", NULL };
-	supervisor_spec spec = { .prog = prog, .argv = argv, .out_fd = 1, .grace_s = 0 };
-	supervised *s = malloc(sizeof *s); /* its buffer is the whole answer */
-	if (s && supervisor_spawn(s, &spec, NULL) == 0) {
-		pthread_mutex_lock(&r->lock);
-		r->probe_pid = s->pid;
-		pthread_mutex_unlock(&r->lock);
-		double t0 = rc_now_s();
-		while (s->used < sizeof s->out - 1 && rc_now_s() - t0 < PROBE_TIMEOUT_S) {
-			if (supervisor_poll(s, 250) <= 0)
-				continue;
-			if (!supervisor_read(s))
-				break;
-		}
-		supervisor_kill(s, NULL);
-		pthread_mutex_lock(&r->lock);
-		r->probe_pid = 0;
-		pthread_mutex_unlock(&r->lock);
-		json_t *j = json_loads(s->out, 0, NULL);
-		if (json_is_array(json_object_get(j, "devices")))
-			devs = json_incref(json_object_get(j, "devices"));
-		json_decref(j);
-	}
-	free(s);
-	if (devs)
-		rlog(LOG_P_INFO, "devices_probed", "count=%zu", json_array_size(devs));
-	else
-		rlog(LOG_P_WARNING, "devices_probe_failed", "probe=%s (listing the CPU only)",
-		     r->a->cfg->probe_worker[0] ? r->a->cfg->probe_worker : r->a->cfg->worker);
-	pthread_mutex_lock(&r->lock);
-	r->devices = devs;
-	r->probed = 1;
-	pthread_mutex_unlock(&r->lock);
-}
-
-static void *probe_main(void *arg)
-{
-	probe_devices(arg);
-	return NULL;
 }
 
 static void *runner_main(void *arg)
@@ -948,12 +571,7 @@ int runner_start(runner *r, rc_err *err)
 	if (e)
 		return rc_fail(err, RC_EINTERNAL, "", "cannot start the runner thread: %s", strerror(e));
 	r->started = 1;
-	/* Its own thread: a slow driver start delays /readyz, not the queue. */
-	if (pthread_create(&r->probe_thread, NULL, probe_main, r) == 0)
-		r->probe_started = 1;
-	else
-		r->probed = 1;
-	return 0;
+	return runner_probe_start(r);
 }
 
 void runner_stop(runner *r)
@@ -966,13 +584,6 @@ void runner_stop(runner *r)
 	pthread_mutex_unlock(&r->lock);
 	pthread_join(r->thread, NULL);
 	r->started = 0;
-	if (r->probe_started) {
-		pthread_mutex_lock(&r->lock);
-		if (r->probe_pid > 0)
-			kill(r->probe_pid, SIGKILL);
-		pthread_mutex_unlock(&r->lock);
-		pthread_join(r->probe_thread, NULL);
-		r->probe_started = 0;
-	}
+	runner_probe_stop(r);
 }
 
