@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
 	-I) incs+=("$2"); shift 2;;
 	--calls) calls=$2; shift 2;;
 	-I*) incs+=("${1#-I}"); shift;;
-	-h|--help) sed -n '2,40p' "$0"; exit 0;;
+	-h|--help) sed -n '2,/^set -e/{/^set -e/!p}' "$0"; exit 0;;
 	*) echo "check-layout: unknown argument $1" >&2; exit 2;;
 	esac
 done

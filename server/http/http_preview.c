@@ -1,7 +1,7 @@
 /*
  * http_preview: GET /v1/jobs/{id}/preview?axis=z|y|x&index=N&format=png
  * &window=CENTER,WIDTH: one slice of the job's current volume as an 8-bit
- * grey PNG (server/preview.h renders it; the slice orientation is there).
+ * grey PNG (server/live/preview.h renders it; the slice orientation is there).
  *
  * The volume is the running job's live iterate (runner_live_volume: a
  * descriptor of its memfd and the snapshot's generation) or a succeeded job's

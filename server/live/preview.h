@@ -1,7 +1,7 @@
 /*
  * preview: one slice of a float32 volume as an 8-bit grey PNG, and a small
  * cache of rendered previews that also bounds how many render at once.  No
- * HTTP and no files: server/http_preview.c maps the volume, builds the key
+ * HTTP and no files: server/http/http_preview.c maps the volume, builds the key
  * and answers; this file turns mapped floats into PNG bytes.
  *
  * Invariants:

@@ -1,5 +1,5 @@
 /*
- * fuzz_range: the Range header of volume downloads (server/http_range.c)
+ * fuzz_range: the Range header of volume downloads (server/http/http_range.c)
  * against a reference written from its contract (http_range.h) in another
  * style: split at the first '-', both sides digits only, numbers in 128
  * bits.  Any difference in the answer or in the selected bytes aborts, and

@@ -1,5 +1,5 @@
 /*
- * Tests of server/preview.c, the slice previews: every axis and several
+ * Tests of server/live/preview.c, the slice previews: every axis and several
  * indices of a small volume whose voxels are all different, extracted from
  * a copy of only the span preview_span names (ASan catches a read outside
  * it), rendered to PNG and decoded back with libpng's reader, against the
