@@ -5,7 +5,10 @@
  *
  * The runner and the HTTP layer are only named here (struct runner, struct
  * http): they include app.h, so app.h does not include them, and the
- * parts that start them (daemon.c) sit above all three.
+ * parts that start them (daemon.c) sit above all three.  It is on the jobs
+ * floor (docs/architecture.md): the floors under it (base, store, pacs,
+ * live) never include it; their parts take what they use (the pusher: the
+ * store, the configuration and a callback).
  */
 #ifndef RC_APP_H
 #define RC_APP_H
