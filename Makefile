@@ -9,15 +9,16 @@
 #   server/worker/*.c        -> libreconworker.a: the worker's floor (job spec,
 #                               durable writes, protocol); compiled without
 #                               -Iserver, so it cannot include the daemon
-#   server/*.c, clients/*.c  -> libreconserver.a, libreconclient.a
+#   server/**/*.c (not worker/), clients/*.c -> libreconserver.a, libreconclient.a
 #   */main_NAME.c            -> build/bin/NAME; recond-worker links only
 #                               libreconworker.a + libreconcore.a and
 #                               $(WORKER_LDLIBS): no SQLite, no libmicrohttpd
 #   tests/unit/test_*.c      -> build/tests/test_* and, with ASan+UBSan,
 #                               build/asan/tests/test_*
 #   bench/main_*.c           -> build/bin/*, run by `make bench`
-#   make check-layout        floors and include cycles (scripts/check-layout.sh);
-#                            `make test` runs it first
+#   make check-layout        floors and cycles of includes, and of calls between
+#                            the daemon's files (scripts/check-layout.sh, nm on
+#                            its objects); `make test` runs it first
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -38,13 +39,13 @@ CFLAGS    ?= -O3 -g
 # roundings in C code: the ISA paths of the ray caster and its transpose are
 # tested to be bit-identical, which a contracted FMA in one of them breaks.
 override CFLAGS += -std=c11 -ffp-contract=off $(WARN) -pthread $(ARCHFLAGS)
-# C++ only where a library demands it (server/*.cc: DCMTK, server/dicom_dcmtk.h).
+# C++ only where a library demands it (server/pacs/dicom_dcmtk.cc: DCMTK behind server/pacs/dicom_dcmtk.h).
 CXX       ?= g++
 CXXFLAGS  ?= -O3 -g
 override CXXFLAGS += -std=c++17 -ffp-contract=off $(WARN) -pthread $(ARCHFLAGS)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz -lm -lpthread
-# DCMTK (server/dicom_dcmtk.cc; its dcmtk.pc asks for more than these) and the
+# DCMTK (server/pacs/dicom_dcmtk.cc; its dcmtk.pc asks for more than these) and the
 # C++ runtime, as programs and tests are linked by $(CC).
 LDLIBS    += -ldcmnet -ldcmdata -loflog -lofstd -lstdc++
 # What libreconcore.a needs (mk/cuda.mk adds the CUDA runtime); the worker
@@ -55,8 +56,12 @@ AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 
 CORE_SRC   := $(sort $(shell find core -name '*.c'))
 WORKER_SRC := $(filter-out server/worker/main_%.c,$(wildcard server/worker/*.c))
-SERVER_SRC := $(filter-out server/main_%.c,$(wildcard server/*.c))
-SERVER_CXX_SRC := $(wildcard server/*.cc)
+# The daemon's floors (server/base, store, pacs, live, jobs, http) and its top
+# (server/*.c); server/worker/ is the worker's own library.  Objects keep
+# their folders (build/rel/server/http/http.o), so names stay unique.
+DAEMON_SRC  := $(sort $(shell find server -path server/worker -prune -o -type f -print))
+SERVER_SRC := $(filter-out server/main_%.c,$(filter %.c,$(DAEMON_SRC)))
+SERVER_CXX_SRC := $(filter %.cc,$(DAEMON_SRC))
 CLIENT_SRC := $(filter-out clients/main_%.c,$(wildcard clients/*.c))
 PROG_SRC   := $(wildcard server/main_*.c server/worker/main_*.c clients/main_*.c tools/main_*.c)
 BENCH_SRC  := $(wildcard bench/main_*.c)
@@ -105,10 +110,12 @@ bench: deps
 _test: all tests check-layout
 	@bash scripts/run-tests.sh $(BUILD)
 
-# Floors and include cycles (docs/architecture.md): an include that goes up a
-# floor or closes a cycle fails, resolved with the -I directories above.
-check-layout:
-	@bash scripts/check-layout.sh $(filter-out -I/%,$(filter -I%,$(CPPFLAGS)))
+# Floors and cycles (docs/architecture.md): an include that goes up a floor
+# or closes a cycle fails, resolved with the -I directories above; so does a
+# call between the daemon's files that goes up a floor or closes a cycle,
+# read with nm from their release objects (built first).
+check-layout: $(SERVER_OBJS)
+	@bash scripts/check-layout.sh $(filter-out -I/%,$(filter -I%,$(CPPFLAGS))) --calls $(BUILD)/rel
 
 _bench: all
 	@bash scripts/run-bench.sh $(BUILD)

@@ -12,9 +12,22 @@
 #                   ones below it, and generated headers (build/gen)
 #   kernels         kernels/**: itself and core's kernel-contract headers only
 #   server/worker   server/worker/**: itself and core
-#   server          server/** (the daemon): itself, core, and of
-#                   server/worker only its public headers (WORKER_PUBLIC)
+#   server/base, server/store, server/pacs, server/live, server/jobs,
+#   server/http, server (the daemon's top: server/*.c, daemon and main):
+#                   the daemon, one floor per folder in that order, each may
+#                   include the ones below it, core, and of server/worker
+#                   only its public headers (WORKER_PUBLIC); a file in any
+#                   other folder of server/ fails (add its floor here)
 #   top             clients/, tools/, bench/, tests/: anything
+#
+# With --calls DIR (the release objects, build/rel), the same floors and no
+# cycles are checked on calls too: each daemon file's object (DIR/FILE.o,
+# as the Makefile names them) is read with nm; a symbol it leaves undefined
+# and another daemon object defines is a call (or a data reference) from one
+# file to the other.  A call up a floor fails, and so does any cycle of
+# calls between files of server/ (a function reached only through a pointer
+# in the same file's table, as the store's ops, is no symbol reference and
+# no edge).  A file whose object is missing fails: build first.
 #
 # A quoted include is resolved as the compiler does: the including file's own
 # directory first, then each -I directory in order (-I flags outside the tree
@@ -22,28 +35,34 @@
 # not-yet-generated header and is skipped).  Cycles are reported at two
 # levels: between files (a.h -> b.h -> a.h) and between modules, a module
 # being one directory's foo.c + foo.h (+ foo.cu/.cuh): a.c includes b.h and
-# b.c includes a.h is a cycle.  A cycle whose every member is listed on one
-# line of scripts/check-layout.allow is reported as allowed, not failed.
+# b.c includes a.h is a cycle; foo_impl.h, the header that the files of one
+# module share (server/jobs/runner_impl.h), is part of module foo.  A cycle
+# whose every member is listed on one line of scripts/check-layout.allow is
+# reported as allowed, not failed.
 set -euo pipefail
 root=.
 incs=()
+calls=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-C) root=$2; shift 2;;
 	-I) incs+=("$2"); shift 2;;
+	--calls) calls=$2; shift 2;;
 	-I*) incs+=("${1#-I}"); shift;;
-	-h|--help) sed -n '2,26p' "$0"; exit 0;;
+	-h|--help) sed -n '2,/^set -e/{/^set -e/!p}' "$0"; exit 0;;
 	*) echo "check-layout: unknown argument $1" >&2; exit 2;;
 	esac
 done
 # The Makefile's order (CPPFLAGS + mk/server.mk) when run by hand.
 [ ${#incs[@]} -gt 0 ] || incs=(core build/gen server/worker server)
-exec python3 - "$root" "${incs[@]}" <<'PY'
+exec python3 - "$root" "$calls" "${incs[@]}" <<'PY'
 import os
 import re
 import sys
 
-root, incs = sys.argv[1], sys.argv[2:]
+import subprocess
+
+root, calls, incs = sys.argv[1], sys.argv[2], sys.argv[3:]
 os.chdir(root)
 
 # Core headers that device code may include (nvcc -Icore): the launch
@@ -58,15 +77,21 @@ TOPS = ("core", "kernels", "server", "clients", "tools", "bench", "tests")
 EXTS = (".c", ".h", ".cu", ".cuh", ".cl", ".cpp", ".cc")
 # core's floors, low to high (docs/architecture.md, "Floors")
 CORE_FLOORS = ["core/util", "core/geometry", "core/projectors", "core/backend", "core/algo", "core/plan"]
-RANK = {"gen": -1, "kernels": 10, "server/worker": 11, "server": 12, "top": 13}
+# the daemon's floors, low to high (docs/architecture.md, "Floors"); "server"
+# is its top, the files directly in server/
+DAEMON_FLOORS = ["server/base", "server/store", "server/pacs", "server/live", "server/jobs", "server/http", "server"]
+RANK = {"gen": -1, "kernels": 10, "server/worker": 11, "top": 30}
 RANK.update({f: i for i, f in enumerate(CORE_FLOORS)})
+RANK.update({f: 20 + i for i, f in enumerate(DAEMON_FLOORS)})
 CORE = set(CORE_FLOORS)
+DAEMON = set(DAEMON_FLOORS)
 MAY = {  # floor -> floors it may include (besides itself and generated headers)
     "kernels": CORE,  # contract headers only, checked below
     "server/worker": CORE,
-    "server": CORE | {"server/worker"},  # public worker headers only, checked below
 }
 MAY.update({f: set(CORE_FLOORS[:i]) for i, f in enumerate(CORE_FLOORS)})
+# public worker headers only, checked below
+MAY.update({f: CORE | {"server/worker"} | set(DAEMON_FLOORS[:i]) for i, f in enumerate(DAEMON_FLOORS)})
 
 
 def floor(path):
@@ -77,7 +102,11 @@ def floor(path):
     if parts[0] == "kernels":
         return "kernels"
     if parts[0] == "server":
-        return "server/worker" if len(parts) > 2 and parts[1] == "worker" else "server"
+        if len(parts) == 2:
+            return "server"
+        if parts[1] == "worker":
+            return "server/worker"
+        return "server/" + parts[1]  # not a floor unless in DAEMON_FLOORS: reported
     if parts[0] in TOPS:
         return "top"
     return "gen"
@@ -93,10 +122,15 @@ for top in TOPS:
         dns.sort()
         files += [os.path.normpath(os.path.join(dp, f)) for f in sorted(fns) if f.endswith(EXTS)]
 
+errors = []
+for f in files:
+    fl = floor(f)
+    if fl.startswith("server/") and fl not in DAEMON and fl != "server/worker":
+        errors.append("%s: %s is no floor of the daemon (%s)" % (f, fl, " < ".join(DAEMON_FLOORS)))
+
 inc_re = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 dirs = [os.path.normpath(d) for d in incs if not os.path.isabs(d)]
 edges = {}       # file -> {included file: line}
-errors = []
 n_inc = 0
 for f in files:
     with open(f, errors="replace") as fh:
@@ -115,7 +149,7 @@ for f in files:
         n_inc += 1
         out.setdefault(target, line)
         a, b = floor(f), floor(target)
-        if a == "top" or b in (a, "gen"):
+        if a == "top" or b in (a, "gen") or a not in RANK or b not in RANK:
             continue
         where = '%s:%d: #include "%s" (%s)' % (f, line, name, target)
         if RANK[b] > RANK[a]:
@@ -125,7 +159,7 @@ for f in files:
         elif a == "kernels" and os.path.basename(target) not in KERNEL_CONTRACT:
             errors.append("%s: kernels/ may include only core's kernel-contract headers (%s)"
                           % (where, ", ".join(sorted(KERNEL_CONTRACT))))
-        elif a == "server" and b == "server/worker" and os.path.basename(target) not in WORKER_PUBLIC:
+        elif a in DAEMON and b == "server/worker" and os.path.basename(target) not in WORKER_PUBLIC:
             errors.append("%s: the daemon may include only the worker's public headers (%s)"
                           % (where, ", ".join(sorted(WORKER_PUBLIC))))
 
@@ -186,6 +220,8 @@ def one_cycle(graph, comp):
 
 def module(path):
     stem, ext = os.path.splitext(path)
+    if ext == ".h" and stem.endswith("_impl"):
+        stem = stem[:-len("_impl")]  # foo_impl.h: the private half of module foo
     return stem if ext in (".c", ".h", ".cu", ".cuh", ".cpp", ".cc") else path
 
 
@@ -235,6 +271,50 @@ for i, entry in enumerate(allowed):
         notes.append("warning: %s lists a cycle that no longer exists: %s (delete the line)"
                      % (ALLOW_FILE, " ".join(sorted(entry))))
 
+n_calls = 0
+if calls:
+    # Calls: one edge per (file, file) that a symbol links, from nm's
+    # defined and undefined globals of each daemon object.
+    srcs = [f for f in files if floor(f) in DAEMON and f.endswith((".c", ".cc"))
+            and not os.path.basename(f).startswith("main_")]
+    defined, undefined = {}, {}
+    for f in srcs:
+        o = os.path.join(calls, os.path.splitext(f)[0] + ".o")
+        if not os.path.isfile(o):
+            errors.append("%s: no object %s to read its calls from (build first)" % (f, o))
+            continue
+        out = subprocess.run(["nm", "-P", o], capture_output=True, text=True, check=True).stdout
+        undefined[f] = set()
+        for ln in out.splitlines():
+            p = ln.split()
+            if len(p) < 2:
+                continue
+            if p[1] == "U":
+                undefined[f].add(p[0])
+            elif p[1] in "TDBRVWCGS" and p[0] not in defined:
+                defined[p[0]] = f
+    call_graph, via = {}, {}
+    for f, syms in sorted(undefined.items()):
+        for s in sorted(syms):
+            g = defined.get(s)
+            if not g or g == f:
+                continue
+            n_calls += 1
+            call_graph.setdefault(f, set()).add(g)
+            via.setdefault((f, g), []).append(s)
+    for (f, g), syms in sorted(via.items()):
+        a, b = floor(f), floor(g)
+        if RANK[b] > RANK[a]:
+            errors.append("%s: upward call: floor %s may not call floor %s (%s in %s)"
+                          % (f, a, b, ", ".join(syms), g))
+    for comp in sccs(call_graph):
+        cyc = one_cycle(call_graph, comp)
+        text = " -> ".join(cyc) + " (" + "; ".join(
+            "%s calls %s" % (a, ", ".join(via[(a, b)][:3])) for a, b in zip(cyc, cyc[1:])) + ")"
+        if len(comp) > len(cyc) - 1:
+            text += " [component: %s]" % ", ".join(comp)
+        errors.append("call cycle: " + text)
+
 for n in notes:
     print("check-layout: " + n)
 for e in errors:
@@ -242,6 +322,7 @@ for e in errors:
 if errors:
     print("check-layout: FAILED, %d problem(s) in %d files, %d includes" % (len(errors), len(files), n_inc))
     sys.exit(1)
-print("check-layout: ok, %d files, %d includes, floors %s < kernels < server/worker < server < top"
-      % (len(files), n_inc, " < ".join(CORE_FLOORS)))
+print("check-layout: ok, %d files, %d includes%s, floors %s < kernels < server/worker < %s < top"
+      % (len(files), n_inc, ", %d calls between daemon files" % n_calls if calls else "",
+         " < ".join(CORE_FLOORS), " < ".join(DAEMON_FLOORS)))
 PY

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "http.h"
-#include "log.h"
-#include "node.h"
-#include "pusher.h"
-#include "runner.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "jobs/node.h"
+#include "pacs/pusher.h"
+#include "jobs/runner.h"
 
 static void close_parts(app *a)
 {
@@ -55,6 +55,12 @@ static int state_dir(app *a, rc_err *err)
 	return 0;
 }
 
+/* The pusher's view of a push's progress: the job's event (app.h). */
+static void push_changed(void *ctx, const char *id)
+{
+	app_job_changed(ctx, id);
+}
+
 int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 {
 	memset(a, 0, sizeof *a);
@@ -88,8 +94,8 @@ int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 		goto fail;
 	if (cfg->audit_log[0] && audit_open(cfg->audit_log, &a->audit))
 		rlog(LOG_P_WARNING, "audit_unavailable", "path=%s error=\"%s\"", cfg->audit_log, strerror(errno));
-	if ((rc = runner_new(a, &a->run, err)) || (rc = runner_start(a->run, err)) ||
-	    (rc = pusher_start(a, &a->push, err)) || (rc = node_start(a, &a->node, err)))
+	if ((rc = runner_new(a, app_job_changed, &a->run, err)) || (rc = runner_start(a->run, err)) ||
+	    (rc = pusher_start(a->st, a->cfg, push_changed, a, &a->push, err)) || (rc = node_start(a, &a->node, err)))
 		goto fail;
 	if ((rc = http_start(a, &a->http, ret_port, err)))
 		goto fail;

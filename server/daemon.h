@@ -8,7 +8,7 @@
 #ifndef RC_DAEMON_H
 #define RC_DAEMON_H
 
-#include "app.h"
+#include "jobs/app.h"
 
 /* Opens the store (recovering it), the hub, metrics, tokens, audit log and
  * runner, then starts HTTP; *ret_port gets the bound port.  On failure

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "http.h"
-#include "log.h"
-#include "runner.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "jobs/runner.h"
 
 /* recond-worker next to this binary. */
 static void default_worker(char *dst, size_t n)

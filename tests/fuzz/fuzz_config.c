@@ -1,5 +1,5 @@
 /*
- * fuzz_config: the daemon's config file (server/config.c) through
+ * fuzz_config: the daemon's config file (server/base/config.c) through
  * config_load_json, the in-memory twin of config_load_file, and then what
  * daemon_start does with it: the tokens through auth_load, the destinations
  * through destinations_json (GET /v1/destinations).  The input is applied
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "config.h"
-#include "destinations.h"
+#include "base/auth.h"
+#include "base/config.h"
+#include "base/destinations.h"
 
 static void check(int ok, const char *what)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_range: the Range header of volume downloads (server/http_range.c)
+ * fuzz_range: the Range header of volume downloads (server/http/http_range.c)
  * against a reference written from its contract (http_range.h) in another
  * style: split at the first '-', both sides digits only, numbers in 128
  * bits.  Any difference in the answer or in the selected bytes aborts, and
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_range.h"
+#include "http/http_range.h"
 
 static int all_digits(const char *s, size_t n)
 {

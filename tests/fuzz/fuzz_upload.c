@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "runner.h"
+#include "jobs/runner.h"
 
 #define BODY_MAX (64u << 10)
 #define NVIEWS 12

@@ -15,7 +15,7 @@
 - Every wait is bounded (deadline()); Daemon and temporary directories are
   cleaned up by atexit even when a test dies with an exception.
 
-Daemon flags come from `recond --help` (server/config.c): --listen
+Daemon flags come from `recond --help` (server/base/config.c): --listen
 127.0.0.1:0 with --port-file (no race for a free port), --store DIR,
 --config FILE, --worker PATH, --token-file FILE.
 """

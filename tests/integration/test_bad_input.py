@@ -166,7 +166,7 @@ def main():
     expect(api, "view index not a number", 400, "invalid_argument", "PUT", pid + "/abc", b"\0" * vb)
     expect(api, "view index huge", 400, "invalid_argument", "PUT", pid + "/99999999999999999999", b"\0" * vb)
 
-    # One fault, one answer (server/http_error.c): more bytes than allowed is the same status and
+    # One fault, one answer (server/http/http_error.c): more bytes than allowed is the same status and
     # code on every route, whether the length was declared or counted as the bytes arrived.
     def chunked(n, piece=1 << 20):
         yield b'{"label": "'

@@ -409,7 +409,7 @@ def main():
     helptext = subprocess.run([RECOND, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout.decode()
     has = "--spool" in helptext and "--node" in helptext
     if not check("recond --help lists --spool and --node", has,
-                 "" if has else "the daemon side of the cluster (server/config.c) is not there yet"):
+                 "" if has else "the daemon side of the cluster (server/base/config.c) is not there yet"):
         finish()
     cl = Cluster(3, lease_s=LEASE_S, max_attempts=3)
     try:

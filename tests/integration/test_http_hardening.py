@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The HTTP layer against hostile or unusual clients (server/http.c,
+"""The HTTP layer against hostile or unusual clients (server/http/http.c,
 http_upload.c, http_jobs.c; docs/server.md "Security"), over raw loopback
 sockets so that the bytes on the wire are exactly the ones under test:
 

@@ -6,7 +6,7 @@ Walks geometry (cone, matrices, fan, parallel) x algorithm (fdk, sart, sirt,
 cgls, mlem) x execution.engine (auto, cpu, opencl, cuda, tensor,
 trigeneous) x execution.precision (fp32, mixed) through POST /v1/jobs.  Each
 combination is either refused with 422 "unsupported" (any 4xx passes: the
-status comes from server/http_error.c's one table), naming the field at
+status comes from server/http/http_error.c's one table), naming the field at
 fault and every choice that would run, with nothing stored, or accepted
 (201), given tiny projections (16 views of 24 x 24 pixels or 24 bins, an
 8^3 volume, 2 iterations) and started, and then it must end `succeeded`.

@@ -1,5 +1,5 @@
 /*
- * Tests of server/dicom_dcmtk.cc, checked by readers that are not DCMTK:
+ * Tests of server/pacs/dicom_dcmtk.cc, checked by readers that are not DCMTK:
  * a non-square CT slice is written and read back with pydicom (pixels at the
  * extremes of int16, rescale applied, spacing, position, a UTF-8 name) and
  * validated with dicom3tools' dciodvfy (no "Error" line); UIDs are unique,
@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dicom_dcmtk.h"
+#include "pacs/dicom_dcmtk.h"
 #include "util/rc_clock.h"
 #include "util/rc_error.h"
 

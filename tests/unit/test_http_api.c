@@ -30,7 +30,7 @@
 
 #include "daemon.h"
 #include "plan/models.h"
-#include "runner.h"
+#include "jobs/runner.h"
 
 static char tmp[256];
 static char base[64];

@@ -1,5 +1,5 @@
 /*
- * Tests of server/http_error.c, the one mapping from a domain error to an
+ * Tests of server/http/http_error.c, the one mapping from a domain error to an
  * HTTP answer: the table below is the contract of docs/api.md ("Errors"),
  * row for row.  Every rc_code from -1 down to RC_CODE_MIN has exactly one
  * row, a status in 400..599 and a stable name of its own; a code added to
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "http_error.h"
+#include "http/http_error.h"
 #include "util/rc_error.h"
 
 static const struct row {

@@ -1,5 +1,5 @@
 /*
- * Tests of server/http_range.c, the Range header of volume downloads: the
+ * Tests of server/http/http_range.c, the Range header of volume downloads: the
  * table is its contract (http_range.h), one row per kind of header: the
  * three forms, clamping, the unsatisfiable ones (416), and everything that
  * must be ignored (200 with the whole body), including the malformed
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "http_range.h"
+#include "http/http_range.h"
 
 static const struct row {
 	const char *h;

@@ -1,5 +1,5 @@
 /*
- * Tests of server/jscan.c, the pre-scan that bounds a JSON body's parse: a
+ * Tests of server/http/jscan.c, the pre-scan that bounds a JSON body's parse: a
  * table of bodies against small limits (depth, objects, arrays, values),
  * strings that hide brackets and quotes, and the spec limits against the
  * largest legitimate spec (SPEC_MAX_VIEWS matrices) and the amplifier that
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "jscan.h"
+#include "http/jscan.h"
 #include "spec.h"
 
 static const jscan_limits small = { .max_depth = 3, .max_objects = 2, .max_arrays = 2, .max_values = 8 };

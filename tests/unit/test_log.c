@@ -1,5 +1,5 @@
 /*
- * Tests of server/log.c: rlog writes one line per event, and rlog_q makes
+ * Tests of server/base/log.c: rlog writes one line per event, and rlog_q makes
  * any text safe inside a quoted value, so that text from outside (a label,
  * an error message echoing a request) can neither close its quotes to add
  * fields nor start a line of its own.  The line is read back from stderr.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* rlog's output for one call, read back through a temporary file. */
 static void capture(const char *hostile, char *out, size_t n)

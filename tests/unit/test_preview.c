@@ -1,5 +1,5 @@
 /*
- * Tests of server/preview.c, the slice previews: every axis and several
+ * Tests of server/live/preview.c, the slice previews: every axis and several
  * indices of a small volume whose voxels are all different, extracted from
  * a copy of only the span preview_span names (ASan catches a read outside
  * it), rendered to PNG and decoded back with libpng's reader, against the
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "preview.h"
+#include "live/preview.h"
 
 /* V(x, y, z) of the test volume: every voxel its own value. */
 static float voxel(int x, int y, int z)

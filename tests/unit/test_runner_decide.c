@@ -1,5 +1,5 @@
 /*
- * Tests of runner_decide (server/runner.c): how a worker's end becomes the
+ * Tests of worker_end_decide (server/jobs/worker_end.c): how a worker's end becomes the
  * job's state and error.  Table-driven: the wait status, whether the volume
  * is in place, whether the daemon asked for a cancel or its own stop, and
  * what the worker said.  Only a stop the daemon asked for is a cancel; a
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "runner.h"
+#include "jobs/worker_end.h"
 #include "worker_proto.h"
 
 #define EXITED(n) (((n) & 0xff) << 8) /* a wait status, as WIFEXITED reads it */
@@ -76,7 +76,7 @@ static void test_table(void **state)
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		const struct row *t = &table[i];
 		char code[32] = "disk_full", msg[512] = "the worker's message";
-		job_state got = runner_decide(&t->w, "/usr/bin/recond-worker", code, sizeof code, msg, sizeof msg);
+		job_state got = worker_end_decide(&t->w, "/usr/bin/recond-worker", code, sizeof code, msg, sizeof msg);
 		if (got != t->want)
 			fail_msg("%s: state %d, want %d (%s)", t->what, got, t->want, msg);
 		if (t->code && strcmp(code, t->code))

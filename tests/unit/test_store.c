@@ -1,5 +1,5 @@
 /*
- * Tests of server/store.c and its backends: the job life cycle through the
+ * Tests of server/store/store.c and its backends: the job life cycle through the
  * store (views, autostart, start, queue order, cancel, finish, delete,
  * expiry) and recovery after a crash (running jobs re-queued, partial
  * uploads kept with their presence record, orphan spool directories
@@ -30,7 +30,7 @@
 #include <sqlite3.h>
 
 #include "spec.h"
-#include "store.h"
+#include "store/store.h"
 
 static const char *spec_json(int prio, int autostart)
 {

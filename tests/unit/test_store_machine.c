@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "store_machine.h"
+#include "store/store_machine.h"
 
 #define LEASE_END 1700000000.0 /* 2023-11-14 22:13:20 UTC */
 #define NOW (LEASE_END + 100)

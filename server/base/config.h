@@ -1,0 +1,67 @@
+/*
+ * config: the daemon's settings.  Defaults, then the config file (JSON, by
+ * --config; optional), then command-line flags, each overriding the one
+ * before.  The token list lives in the config file or in a separate token
+ * file (JSON {"tokens": [...]}) so that SIGHUP can reload it alone.
+ */
+#ifndef RC_CONFIG_H
+#define RC_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "util/rc_error.h"
+#include "base/destinations.h"
+
+typedef struct config {
+	char config_path[1024];
+	char listen_host[256];
+	int listen_port;
+	char store[1024];          /* a directory (SQLite) or a postgresql:// URI (store.h) */
+	char spool[1024];          /* the job files; "" = the store's directory (required with PostgreSQL) */
+	char node[64];             /* this daemon's name in the cluster; "" = the host name */
+	double lease_s;            /* PostgreSQL: a running job's lease, renewed every lease_s / 3 */
+	int max_attempts;          /* a job whose lease expired this many times fails (lease_expired) */
+	char worker[1024];
+	char probe_worker[1024];   /* runs `--devices` at start; "" = recond-worker next to recond */
+	int threads;               /* HTTP: maximum concurrent connections served (thread per connection) */
+	int worker_threads;        /* CPU threads per job (0 = all cores) */
+	uint64_t max_body;         /* JSON request body cap */
+	uint64_t max_job_bytes;    /* projections + volume cap of one job */
+	double retention_s;        /* finished jobs expire after this */
+	double stream_idle_s;      /* a streaming job pauses (back to receiving) when no view came for this long */
+	int max_per_ip;            /* connections per client address */
+	int max_per_ip_set;        /* configured: else at most a quarter of threads (http.c) */
+	int conn_timeout_s;        /* a connection silent this long is closed */
+	int header_timeout_s;      /* a request line and headers not complete this long after the connection
+				    * opened or its last request ended: the connection is closed (http.c) */
+	char tls_cert[1024], tls_key[1024];
+	char token_file[1024];
+	char audit_log[1024];      /* "" = {store}/audit.log */
+	char port_file[1024];      /* write the bound port here (tests bind port 0) */
+	json_t *tokens;            /* owned; NULL = none */
+	char uid_root[41];         /* dicom.uid_root: DICOM UIDs are made under it ("" = DCMTK's) */
+	destination *dests;        /* owned; the PACS jobs may push to (destinations.h) */
+	int ndests;
+	double push_retry_s;       /* first wait before a failed push is retried; doubles, up to 1 h */
+	int push_max_attempts;     /* then the push is send_failed */
+	int preview_concurrency;   /* slice previews rendered at once (http_preview.c); more wait, then 503 */
+} config;
+
+void config_default(config *c);
+void config_clear(config *c);
+/* Reads a JSON config file over the current values and remembers its path
+ * (config_reload_tokens reads it again). */
+int config_load_file(config *c, const char *path, rc_err *err);
+/* The same for len bytes of JSON text in memory (no path is remembered). */
+int config_load_json(config *c, const char *buf, size_t len, rc_err *err);
+/* Parses argv over the current values.  Returns 1 when the program should
+ * exit 0 (--help, --hash-token done), 0 to run, < 0 on a bad flag. */
+int config_parse_args(config *c, int argc, char **argv, rc_err *err);
+/* Loads the tokens again (token file if set, else the config file). */
+int config_reload_tokens(config *c, json_t **ret_tokens, rc_err *err);
+int config_parse_listen(const char *s, char *host, size_t hn, int *port, rc_err *err);
+/* where (a store's address) with a URI's password replaced by "***", for logs. */
+void config_mask_uri(const char *where, char *out, size_t n);
+
+#endif

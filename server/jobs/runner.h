@@ -1,0 +1,80 @@
+/*
+ * runner: takes queued jobs one at a time (priority, then first queued) and
+ * runs each in a worker process: fork + exec of the configured worker with
+ * the job directory, progress read as JSON lines from a pipe (worker_proto.h).
+ *
+ * The worker is another process so that a crash, a signal or a device fault
+ * ends that job only: the runner records "failed" with what it learnt (exit
+ * status, signal, the worker's last error line) and takes the next job.
+ * Cancel sends SIGTERM (the worker sets the algorithm's cancel flag and stops
+ * within one iteration), SIGKILL after a grace period; the process exit frees
+ * every byte the job held.  runner_stop (daemon shutdown) stops the worker
+ * the same way and puts its job back in the queue.
+ */
+#ifndef RC_RUNNER_H
+#define RC_RUNNER_H
+
+#include <jansson.h>
+
+#include "store/store.h"
+#include "util/rc_error.h"
+
+struct app;
+typedef struct runner runner;
+
+typedef struct run_progress {
+	int iteration, of;
+	double residual;    /* NAN when unknown */
+	double elapsed_s;
+	double eta_s;       /* NAN when unknown */
+	char stopped[16];   /* the stop rule that ended the run here, or "" */
+	int views_done;     /* streaming FDK: views back-projected so far, */
+	int views_expected; /* of this many (0 when not streaming) */
+} run_progress;
+
+/* A job's row changed (it started, ended): job_changed(a, id) publishes
+ * it (the daemon passes app_job_changed, which reads the runner's
+ * progress: a call back up would close a cycle). */
+typedef void runner_changed_fn(struct app *a, const char *id);
+
+int runner_new(struct app *a, runner_changed_fn *job_changed, runner **ret, rc_err *err);
+int runner_start(runner *r, rc_err *err);
+/* Stops the thread; a running job is stopped and re-queued. */
+void runner_stop(runner *r);
+void runner_free(runner *r);
+
+/* Something was queued: look at the queue now. */
+void runner_kick(runner *r);
+/* Asks the running job id (if it is the one running, or about to be) to stop. */
+void runner_cancel(runner *r, const char *id);
+/* Live progress of job id; 0 when it is the running job. */
+int runner_progress(runner *r, const char *id, run_progress *out);
+/* True while the runner thread has looped recently (watchdog). */
+int runner_healthy(runner *r);
+/* The devices the worker reported at start (`recond-worker --devices`), a
+ * new reference to a JSON array; NULL until probed or when probing failed. */
+json_t *runner_devices(runner *r);
+/* True once the device probe has finished (successfully or not). */
+int runner_probed(runner *r);
+/* The engines this node's devices can run, for placement
+ * (store_take_next_on): cpu, each device's engine, tensor with a CUDA
+ * device (the tensor path's GPU), trigeneous with any OpenCL or CUDA device. */
+void runner_engines(runner *r, char *buf, size_t n);
+/* True while a job runs. */
+int runner_busy(runner *r);
+/* The running job's id into id ("" when idle). */
+void runner_current(runner *r, char id[37]);
+
+/* The running job's live volume (the worker's current iterate, or a
+ * streaming FDK's partial sum): *fd gets a duplicate of the memfd's
+ * descriptor, writable like it, so map it read-only (close it): vol_bytes
+ * floats [z][y][x]; *generation how many snapshots the
+ * worker has announced (0 = none yet: the contents are zeros).  A reader may
+ * see a snapshot being overwritten by the next one.  RC_ENOTFOUND when id is
+ * not the running job or its worker has not started. */
+int runner_live_volume(runner *r, const char *id, int *fd, unsigned long *generation);
+/* Views [first, last) of job id were marked present (set) or absent: a
+ * streaming worker of id learns of them at once. */
+void runner_views(runner *r, const char *id, int first, int last, int set);
+
+#endif
