@@ -341,13 +341,13 @@ enum MHD_Result http_jobs_start(struct MHD_Connection *c, req *r)
 /* PATCH: the body is capped like a spec's (http_jobs_create_body gathers it). */
 enum MHD_Result http_jobs_patch_begin(struct MHD_Connection *c, req *r)
 {
+	enum MHD_Result ret;
+	if (http_owner_check(c, r, &ret)) /* first, as on every route that acts on a job */
+		return ret;
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > body_limit(r))
 		return http_fail(c, r, RC_EBODYTOOBIG, "", "the body is %.24s bytes; the limit is %llu", cl,
 				 (unsigned long long)body_limit(r));
-	enum MHD_Result ret;
-	if (http_owner_check(c, r, &ret)) /* before the body is read */
-		return ret;
 	return MHD_YES;
 }
 

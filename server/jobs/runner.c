@@ -338,6 +338,7 @@ static void on_line(void *ud, char *line)
 struct reap_ctx {
 	runner *r;
 	const char *id;
+	int cancel, stop; /* asked while reaping */
 };
 
 /* A cancel or the daemon's stop asked while the worker is being reaped;
@@ -346,7 +347,9 @@ static int reap_stop(void *ud)
 {
 	struct reap_ctx *rx = ud;
 	pthread_mutex_lock(&rx->r->lock);
-	int want = !strcmp(rx->r->cancel_id, rx->id) || rx->r->stop;
+	int cancel = !strcmp(rx->r->cancel_id, rx->id), want = cancel || rx->r->stop;
+	rx->cancel |= cancel; /* the outcome's: a SIGTERM sent here is the daemon's own */
+	rx->stop |= rx->r->stop;
 	pthread_mutex_unlock(&rx->r->lock);
 	atomic_store(&rx->r->heartbeat, (long long)(rc_now_s() * 1000));
 	return want;
@@ -410,9 +413,11 @@ static void run_job(runner *r, const char *id)
 		int want_cancel = !strcmp(r->cancel_id, id) || remote_cancel;
 		int want_stop = r->stop || lost;
 		pthread_mutex_unlock(&r->lock);
+		/* recorded even after a SIGTERM already went (a yield's): the
+		 * outcome must be the cancel or the stop, not the yield's */
+		cancelled |= want_cancel;
+		stopping |= want_stop;
 		if ((want_cancel || want_stop) && !w.term_at) {
-			cancelled = want_cancel;
-			stopping = want_stop;
 			supervisor_term(&w);
 		} else if (w.term_at) {
 			supervisor_escalate(&w);
@@ -437,8 +442,10 @@ static void run_job(runner *r, const char *id)
 	/* EOF: the worker closed the pipe, normally by exiting.  Keep the
 	 * SIGKILL deadline while waiting, for a worker that closed fd 3 and hangs. */
 	struct rusage ru = { 0 };
-	struct reap_ctx rx = { r, id };
+	struct reap_ctx rx = { r, id, 0, 0 };
 	supervisor_reap(&w, reap_stop, &rx, &status, &ru);
+	cancelled |= rx.cancel;
+	stopping |= rx.stop;
 	double secs = rc_now_s() - t0;
 	busy_by_plan(a, oc.report, secs);
 	if (lost) {
@@ -526,7 +533,7 @@ static void *runner_main(void *arg)
 			/* the start's recovery failed (a full disk): no job runs
 			 * before the running ones of the last life are re-queued */
 			int requeued = 0, orphans = 0;
-			rc = store_recover(r->a->st, &requeued, &orphans, &err);
+			rc = store_recover_serving(r->a->st, &requeued, &orphans, &err);
 			if (!rc) {
 				atomic_store(&r->a->recover_pending, 0);
 				rlog(LOG_P_INFO, "recovered", "requeued=%d orphans_removed=%d", requeued, orphans);

@@ -132,6 +132,8 @@ void runner_views(runner *r, const char *id, int first, int last, int set)
 {
 	pthread_mutex_lock(&r->lock);
 	if (r->stamp && !strcmp(r->current, id))
+		r->last_view_at = rc_now_s(); /* a clear too: an upload has begun (runner_stream_waiting) */
+	if (r->stamp && !strcmp(r->current, id))
 		for (int k = first < 0 ? 0 : first; k < last && k < r->nstamp; k++) {
 			uint32_t s = atomic_load(&r->stamp[k]);
 			/* An upload clears its views before it writes them; a set
@@ -197,7 +199,9 @@ int runner_stream_waiting(runner *r)
 		uint32_t s = atomic_load(&r->stamp[k]);
 		present += s && !(s & 1);
 	}
-	waiting = waiting && r->prog.views_done >= present;
+	/* every view here: the worker is finishing (its last back projections,
+	 * the volume's write), not waiting */
+	waiting = waiting && present < r->nstamp && r->prog.views_done >= present;
 	pthread_mutex_unlock(&r->lock);
 	return waiting;
 }

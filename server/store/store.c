@@ -127,19 +127,30 @@ void store_job_path(const store *st, const char *id, const char *name, char *buf
 		snprintf(buf, n, "%s/jobs/%s", st->dir, id);
 }
 
-int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
+static int recover(store *st, int serving, int *requeued, int *orphans, rc_err *err)
 {
 	int nre = 0, norph = 0;
 	int rc = st->ops->recover(st, &nre, err);
-	/* A shared spool (PostgreSQL) may hold another daemon's job between its
-	 * files and its row: only directories older than a create can take. */
+	/* A shared spool (PostgreSQL), or this daemon once it serves, may hold
+	 * a job between its files and its row (a create in flight): only
+	 * directories older than a create can take are swept then. */
 	if (!rc)
-		norph = store_spool_sweep(st, store_is_shared(st) ? STORE_ORPHAN_AGE_S : 0);
+		norph = store_spool_sweep(st, serving || store_is_shared(st) ? STORE_ORPHAN_AGE_S : 0);
 	if (requeued)
 		*requeued = nre;
 	if (orphans)
 		*orphans = norph;
 	return rc;
+}
+
+int store_recover(store *st, int *requeued, int *orphans, rc_err *err)
+{
+	return recover(st, 0, requeued, orphans, err);
+}
+
+int store_recover_serving(store *st, int *requeued, int *orphans, rc_err *err)
+{
+	return recover(st, 1, requeued, orphans, err);
 }
 
 int store_create(store *st, const char *id, const job_spec *spec, const char *spec_json,

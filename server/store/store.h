@@ -65,6 +65,11 @@ void store_job_path(const store *st, const char *id, const char *name, char *buf
  * succeeded (an interrupted run's; *orphans counts all three).  Counts may
  * be NULL. */
 int store_recover(store *st, int *requeued, int *orphans, rc_err *err);
+/* store_recover while the daemon serves (a start whose recovery failed on a
+ * full disk retries it from the runner): creates may be in flight, so the
+ * sweep spares directories without a row younger than a create can take,
+ * as on a shared spool. */
+int store_recover_serving(store *st, int *requeued, int *orphans, rc_err *err);
 
 /* Creates the spool directory (spec.json, preallocated projections.f32) and
  * the row, in state created.  summary is JSON text kept with the row. */

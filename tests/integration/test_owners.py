@@ -117,6 +117,7 @@ def main():
             ("starts", "POST", "/v1/jobs/%s/start" % jid, b""),
             ("cancels", "POST", "/v1/jobs/%s/cancel" % jid, b""),
             ("patches the priority", "PATCH", "/v1/jobs/%s" % jid, b'{"priority": 9}'),
+            ("patches with a body over the PATCH cap", "PATCH", "/v1/jobs/%s" % jid, b" " * 8192),
             ("deletes", "DELETE", "/v1/jobs/%s" % jid, None),
             ("pushes", "POST", "/v1/jobs/%s/push" % jid, b"")):
         hdrs = {"Content-Type": "application/json"} if method in ("POST", "PATCH") else None
