@@ -279,18 +279,11 @@ enum MHD_Result http_jobs_get(struct MHD_Connection *c, req *r)
 enum MHD_Result http_jobs_delete(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
-	job_row row;
 	rc_err err;
-	if (store_get(a->st, r->id, 0, &row, &err))
-		return http_error_rc(c, r, &err);
-	job_state s = row.state;
-	int may = http_may_act(r, row.owner);
-	if (!may) {
-		enum MHD_Result ret = http_refuse_act(c, r, row.owner);
-		job_row_clear(&row);
+	job_state s;
+	enum MHD_Result ret;
+	if (http_owner_state(c, r, &s, &ret))
 		return ret;
-	}
-	job_row_clear(&row);
 	if (!(JOB_BIT(s) & JOB_FINAL))
 		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s: DELETE removes finished jobs only; cancel it first "
 				 "(POST /v1/jobs/%s/cancel)", r->id, job_state_name(s), r->id);

@@ -25,6 +25,9 @@ enum MHD_Result http_refuse_act(struct MHD_Connection *c, req *r, const char *ow
 /* Loads job r->id and returns 0 when r may act on it; else -1 with the
  * answer queued in *ret (403, or the error of loading it). */
 int http_owner_check(struct MHD_Connection *c, req *r, enum MHD_Result *ret);
+/* The same for any role, and the job's state in *state (may be NULL): for
+ * routes that decide on the state themselves (DELETE, push). */
+int http_owner_state(struct MHD_Connection *c, req *r, job_state *state, enum MHD_Result *ret);
 /* Redacts the Job j of a job of owner (app_job_redact) when r may not see
  * its patient fields and returns 0; else returns 1 (the caller audits it). */
 int http_job_show(const req *r, const char *owner, json_t *j);

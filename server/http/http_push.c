@@ -22,18 +22,11 @@ enum MHD_Result http_push_destinations(struct MHD_Connection *c, req *r)
 enum MHD_Result http_push_post(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
-	job_row row;
 	rc_err err;
-	if (store_get(a->st, r->id, 0, &row, &err))
-		return http_error_rc(c, r, &err);
-	job_state st = row.state;
-	int may = http_may_act(r, row.owner);
-	if (!may) {
-		enum MHD_Result ret = http_refuse_act(c, r, row.owner);
-		job_row_clear(&row);
+	job_state st;
+	enum MHD_Result ret;
+	if (http_owner_state(c, r, &st, &ret))
 		return ret;
-	}
-	job_row_clear(&row);
 	if (st != JOB_SUCCEEDED)
 		return http_fail(c, r, RC_ESTATE, "state", "job %s is %s; its series can be pushed once it has succeeded",
 				 r->id, job_state_name(st));
