@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "algo/names.h"
 #include "base/log.h"
 #include "jobs/runner_impl.h"
 #include "util/rc_clock.h"
@@ -22,16 +23,19 @@
 void runner_engines(runner *r, char *buf, size_t n)
 {
 	json_t *devs = runner_devices(r);
-	int cl = 0, cuda = 0;
+	int cl = 0, cuda = 0, e;
 	size_t i;
 	json_t *d;
-	json_array_foreach(devs, i, d) {
-		const char *e = json_string_value(json_object_get(d, "engine"));
-		cl |= e && !strcmp(e, "opencl");
-		cuda |= e && !strcmp(e, "cuda");
+	json_array_foreach(devs, i, d) { /* the device's engine word, parsed as the spec's are (names.h) */
+		if (rc_name_parse(RC_NAMES_ENGINE, json_string_value(json_object_get(d, "engine")), &e))
+			continue;
+		cl |= e == RC_ENGINE_OPENCL;
+		cuda |= e == RC_ENGINE_CUDA;
 	}
 	json_decref(devs);
-	snprintf(buf, n, "%s%s%s", cl ? "opencl," : "", cuda ? "cuda," : "", "cpu");
+	snprintf(buf, n, "%s%s%s%s%s", cl ? rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_OPENCL) : "", cl ? "," : "",
+		 cuda ? rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CUDA) : "", cuda ? "," : "",
+		 rc_name_str(RC_NAMES_ENGINE, RC_ENGINE_CPU));
 }
 
 json_t *runner_devices(runner *r)
