@@ -100,10 +100,13 @@ int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
 			goto out_fail;
 	}
 	if (a->watch) {
+		/* stdout: the id alone (a script's capture); the state as it
+		 * goes and the final one go to stderr, the outcome is the exit
+		 * code.  --json prints the event lines instead. */
 		if (!a->json)
 			printf("%s\n", id);
 		fflush(stdout);
-		ex = rctl_watch_job(c, a, id);
+		ex = rctl_watch_job(c, a, id, 1);
 		goto out;
 	}
 	if (a->json) {
