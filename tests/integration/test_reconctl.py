@@ -212,6 +212,8 @@ def main():
     n_after = len(json.loads(ctl(d, "--json", "list")[1])["jobs"])
     check("exit 2 for a projection file of the wrong length (422), job deleted again",
           rc == 2 and out == "" and n_after == n_before, "rc %d %s; jobs %d -> %d" % (rc, err, n_before, n_after))
+    check("a failed upload: the cause (422) is printed before what was done (removed)",
+          "422" in err and "removed" in err and err.index("422") < err.index("removed"), err)
     rc, _, _ = ctl(d, "status", "not-an-id")
     check("exit 1 for a malformed id", rc == 1)
     rc, _, _ = ctl(d, "frobnicate")
