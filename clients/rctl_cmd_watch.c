@@ -95,10 +95,12 @@ int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id, int state_t
 				free(s);
 				json_decref(line);
 			} else {
-				if (state_to_stderr)
-					fprintf(stderr, "reconctl: job %s %s\n", id, v.state);
-				else
+				if (state_to_stderr) {
+					if (!a->quiet)
+						fprintf(stderr, "reconctl: job %s %s\n", id, v.state);
+				} else {
 					printf("%s %s\n", id, v.state);
+				}
 				if (v.error)
 					fprintf(stderr, "reconctl: job %s: %s\n", v.state, v.error);
 			}
