@@ -23,6 +23,8 @@ static void usage(FILE *to)
 "  submit SPEC.json --projections FILE [--no-start] [--watch]\n"
 "                        create a job, upload its projections (raw float32,\n"
 "                        [view][v][u]) and queue it; prints the job id\n"
+"                        (with --watch the id alone too: the final state\n"
+"                        goes to stderr, the outcome is the exit code)\n"
 "  watch ID              follow a job until it ends (progress bar; --json:\n"
 "                        one JSON line per event, then {\"event\":\"end\",...})\n"
 "  get ID -o FILE [--format raw|nifti|mha|dicom]\n"

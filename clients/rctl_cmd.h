@@ -39,8 +39,12 @@ int rctl_cmd_nodes(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_push(rctl_conn *c, const rctl_args *a);
 int rctl_cmd_destinations(rctl_conn *c, const rctl_args *a);
 
-/* Watches job id until it ends; the exit code of its final state. */
-int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id);
+/* Watches job id until it ends; the exit code of its final state.  The
+ * final `ID STATE` line goes to stdout (watch: the state is its result), or
+ * to stderr as `reconctl: job ID STATE` when state_to_stderr is set (submit
+ * --watch, whose stdout is the id alone, so `id=$(reconctl submit --watch
+ * ...)` captures one line). */
+int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id, int state_to_stderr);
 
 /* Shared by the commands: the progress bar is shown when stderr is a
  * terminal and neither --quiet nor --json was given. */

@@ -32,6 +32,8 @@ static int open_projections(const char *path, FILE **ret_fp, uint64_t *ret_size)
 	return 0;
 }
 
+/* After the upload's failure was printed: cancel and delete the job, and say
+ * which of that was done. */
 static void discard_job(rctl_conn *c, const char *id)
 {
 	char path[128];
@@ -40,11 +42,11 @@ static void discard_job(rctl_conn *c, const char *id)
 	int cancelled = rctl_request(c, "POST", path, NULL, NULL, &tmp) == 0;
 	snprintf(path, sizeof path, "/v1/jobs/%s", id);
 	if (!cancelled)
-		fprintf(stderr, "reconctl: upload failed; job %s is left as it is\n", id);
+		fprintf(stderr, "reconctl: so job %s is left as it is (the cancel failed)\n", id);
 	else if (rctl_request(c, "DELETE", path, NULL, NULL, &tmp) < 0)
-		fprintf(stderr, "reconctl: upload failed; job %s cancelled\n", id);
+		fprintf(stderr, "reconctl: so job %s was cancelled (not removed: the delete was refused)\n", id);
 	else
-		fprintf(stderr, "reconctl: upload failed; job %s removed\n", id);
+		fprintf(stderr, "reconctl: so job %s was removed\n", id);
 }
 
 int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
@@ -89,8 +91,11 @@ int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
 	rctl_progress_init(&pb, "upload", rctl_show_progress(a));
 	snprintf(path, sizeof path, "/v1/jobs/%s/projections", id);
 	if (rctl_upload(c, path, fp, size, &pb, NULL, &f) < 0) {
+		/* The cause first, then what was done about it. */
+		rctl_fail_print(&f);
 		discard_job(c, id);
-		goto out_fail;
+		ex = rctl_fail_exit(&f);
+		goto out;
 	}
 
 	json_t *as = json_object_get(spec, "autostart");
@@ -100,10 +105,13 @@ int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
 			goto out_fail;
 	}
 	if (a->watch) {
+		/* stdout: the id alone (a script's capture); the state as it
+		 * goes and the final one go to stderr, the outcome is the exit
+		 * code.  --json prints the event lines instead. */
 		if (!a->json)
 			printf("%s\n", id);
 		fflush(stdout);
-		ex = rctl_watch_job(c, a, id);
+		ex = rctl_watch_job(c, a, id, 1);
 		goto out;
 	}
 	if (a->json) {

@@ -69,7 +69,7 @@ static int on_event(void *ctx, const char *event, const char *data)
 	return stop || !strcmp(event, "deleted");
 }
 
-int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id)
+int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id, int state_to_stderr)
 {
 	char path[128];
 	rctl_fail f;
@@ -95,7 +95,12 @@ int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id)
 				free(s);
 				json_decref(line);
 			} else {
-				printf("%s %s\n", id, v.state);
+				if (state_to_stderr) {
+					if (!a->quiet)
+						fprintf(stderr, "reconctl: job %s %s\n", id, v.state);
+				} else {
+					printf("%s %s\n", id, v.state);
+				}
 				if (v.error)
 					fprintf(stderr, "reconctl: job %s: %s\n", v.state, v.error);
 			}
@@ -126,5 +131,5 @@ net_fail:
 
 int rctl_cmd_watch(rctl_conn *c, const rctl_args *a)
 {
-	return rctl_watch_job(c, a, a->pos[0]);
+	return rctl_watch_job(c, a, a->pos[0], 0);
 }

@@ -97,6 +97,15 @@ static void inflight_del(const char *id, int k)
 	pthread_mutex_unlock(&inflight_lock);
 }
 
+/* The likeliest cause of a body exactly twice the size: float64 samples.
+ * Appended to the 413's message ("" otherwise). */
+static const char *float64_hint(uint64_t got, uint64_t expected)
+{
+	return expected > 0 && got / 2 == expected && got % 2 == 0
+		       ? " (twice the expected bytes: float64 data? recond takes float32)"
+		       : "";
+}
+
 enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
@@ -132,15 +141,16 @@ enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
 	uint64_t expected = r->k < 0 ? row.proj_bytes : row.view_bytes;
 	if (len != expected) {
 		rc_code code = len > expected ? RC_EBODYTOOBIG : RC_EWRONGLEN;
+		const char *hint = float64_hint(len, expected);
 		if (r->k < 0)
 			ret = http_fail(c, r, code, "Content-Length",
 					"the whole stack is %llu bytes (%d views x %d rows x %d pixels x 4 bytes of float32); "
-					"got Content-Length %llu",
-					(unsigned long long)expected, row.views_expected, row.rows, row.nu, len);
+					"got Content-Length %llu%s",
+					(unsigned long long)expected, row.views_expected, row.rows, row.nu, len, hint);
 		else
 			ret = http_fail(c, r, code, "Content-Length",
-					"one view is %llu bytes (%d rows x %d pixels x 4 bytes of float32); got Content-Length %llu",
-					(unsigned long long)expected, row.rows, row.nu, len);
+					"one view is %llu bytes (%d rows x %d pixels x 4 bytes of float32); got Content-Length %llu%s",
+					(unsigned long long)expected, row.rows, row.nu, len, hint);
 		goto out;
 	}
 	int ir = inflight_add(r->id, r->k);
@@ -286,8 +296,9 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 	rc_err err;
 	if (up->too_long)
 		return http_fail(c, r, RC_EBODYTOOBIG, "",
-				 "the body is longer than the %llu bytes of %s; nothing was stored and the views stay absent",
-				 (unsigned long long)up->expected, up->k < 0 ? "the whole stack" : "one view");
+				 "the body is longer than the %llu bytes of %s%s; nothing was stored and the views stay absent",
+				 (unsigned long long)up->expected, up->k < 0 ? "the whole stack" : "one view",
+				 float64_hint(up->got, up->expected));
 	if (up->io_errno)
 		return http_fail(c, r, durable_errno_code(up->io_errno), "",
 				 "writing the projections failed: %s; nothing was acknowledged, upload again",

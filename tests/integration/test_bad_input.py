@@ -161,6 +161,16 @@ def main():
     expect(api, "stack upload empty", 422, "wrong_length", "PUT", pid, b"")
     expect(api, "view upload short", 422, "wrong_length", "PUT", pid + "/0", b"\0" * (vb - 1))
     expect(api, "view upload long", 413, "body_too_large", "PUT", pid + "/0", b"\0" * (vb + 4))
+    # Exactly twice the bytes: float64 data, the likeliest mistake; the 413 says so (and only then).
+    for name, path, n in (("stack", pid, nb), ("view", pid + "/0", vb)):
+        doc = expect(api, "%s upload of float64 (twice the bytes)" % name, 413, "body_too_large", "PUT", path,
+                     b"\0" * (2 * n))
+        msg = (doc or {}).get("error", {}).get("message", "")
+        check("  %s: the 413 says float64? recond takes float32" % name,
+              "float64" in msg and "float32" in msg and "twice" in msg, msg)
+    doc = expect(api, "stack upload one float long (again)", 413, "body_too_large", "PUT", pid, b"\0" * (nb + 4))
+    check("  a length that is not twice: no float64 hint", "float64" not in (doc or {}).get("error", {}).get(
+        "message", ""), str(doc))
     expect(api, "view index = views_expected", 400, "invalid_argument", "PUT", pid + "/24", b"\0" * vb)
     expect(api, "view index negative", 400, "invalid_argument", "PUT", pid + "/-1", b"\0" * vb)
     expect(api, "view index not a number", 400, "invalid_argument", "PUT", pid + "/abc", b"\0" * vb)

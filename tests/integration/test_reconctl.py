@@ -52,9 +52,11 @@ def dicom_and_pacs(tmp):
         json.dump(spec, f)
     proj_path = os.path.join(tmp, "proj.f32")
     rc, out, err = ctl(d, "submit", spec_path, "--projections", proj_path, "--watch")
-    jid = out.split()[0] if out else ""
-    check("FDK job with dicom fields: submit --watch exit 0", rc == 0 and "succeeded" in out,
+    jid = out.strip()
+    check("FDK job with dicom fields: submit --watch exit 0", rc == 0 and "succeeded" in err,
           "rc %d out %r err %r" % (rc, out, err))
+    check("submit --watch: stdout is the id alone, one line (id=$(...) captures it)",
+          out.splitlines() == [jid] and len(jid) == 36, "out %r" % out)
     zpath = os.path.join(tmp, "series.zip")
     rc, out, err = ctl(d, "get", jid, "-o", zpath)
     check("get -o series.zip (dicom from the name): exit 0, no .part left",
@@ -111,8 +113,9 @@ def dicom_and_pacs(tmp):
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     rc, out, err = ctl(d, "submit", spec_path, "--projections", proj_path, "--watch")
-    pjid = out.split()[0] if out else ""
-    check("job with output.push: succeeded", rc == 0 and "succeeded" in out, "rc %d err %s" % (rc, err))
+    pjid = out.strip()
+    check("job with output.push: succeeded", rc == 0 and "succeeded" in err and out.splitlines() == [pjid],
+          "rc %d out %r err %s" % (rc, out, err))
     states = ("pending", "sending", "sent", "send_failed")
     rc, out, err = ctl(d, "status", pjid)
     lines = [ln for ln in out.splitlines() if ln.startswith("push:")]
@@ -209,6 +212,8 @@ def main():
     n_after = len(json.loads(ctl(d, "--json", "list")[1])["jobs"])
     check("exit 2 for a projection file of the wrong length (422), job deleted again",
           rc == 2 and out == "" and n_after == n_before, "rc %d %s; jobs %d -> %d" % (rc, err, n_before, n_after))
+    check("a failed upload: the cause (422) is printed before what was done (removed)",
+          "422" in err and "removed" in err and err.index("422") < err.index("removed"), err)
     rc, _, _ = ctl(d, "status", "not-an-id")
     check("exit 1 for a malformed id", rc == 1)
     rc, _, _ = ctl(d, "frobnicate")
@@ -253,7 +258,8 @@ def main():
     # 4: failed (a worker that always crashes).
     d2 = Daemon(worker=fake_worker("crash")).start()
     rc, out, err = ctl(d2, "submit", spec_path, "--projections", proj_path, "--watch")
-    check("submit --watch of a job whose worker crashes: exit 4", rc == 4 and "failed" in out,
+    check("submit --watch of a job whose worker crashes: exit 4, state on stderr, id alone on stdout",
+          rc == 4 and "failed" in err and len(out.splitlines()) == 1 and "failed" not in out,
           "rc %d out %r err %r" % (rc, out, err))
     d2.stop()
 
