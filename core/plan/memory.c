@@ -31,7 +31,11 @@ static double dd_nnz(const rc_recon_spec *s)
 		mag = g->source_detector_mm / g->source_isocenter_mm;
 	double du = g->det.du > 0 ? g->det.du / mag : 1.0;
 	double w = 1.27 * (s->vol.vx > 0 ? s->vol.vx : 1.0);
-	return (double)g->nviews * s->vol.nx * s->vol.ny * (1.0 + w / du);
+	/* a pixel's footprint covers at most the detector's nu bins */
+	double bins = 1.0 + w / du;
+	if (g->det.nu > 0 && bins > g->det.nu)
+		bins = g->det.nu;
+	return (double)g->nviews * s->vol.nx * s->vol.ny * bins;
 }
 
 uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)

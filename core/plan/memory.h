@@ -22,7 +22,7 @@
  *             the FDK start (initial fdk/auto) peaks before the iterations
  *             with fdk's figure: the larger of the two counts.
  *   tensor    (fan, parallel iterative) the system matrix, one 2-D matrix
- *             shared by every slice: nnz ~ views x nx x ny x (1 + w / du')
+ *             shared by every slice: nnz ~ views x nx x ny x min(nu, 1 + w / du')
  *             (a pixel's distance-driven footprint w = 1.27 vx over the bin
  *             width du' at the pixel, du / magnification), times the bytes per
  *             non-zero of A and A^T (fp32 CSR: 12; mixed / bf16, whose build

@@ -316,6 +316,13 @@ static void memory_scales_and_saturates(void **state)
 	rc_recon_spec h = mem_cone(1 << 20, 0.5, 100000, 1 << 20, 1 << 20, 1.0, 1000, 1500, RC_ALGO_CGLS, 0);
 	assert_true(rc_plan_memory(&h, 0) == UINT64_MAX);
 	assert_true(rc_plan_memory(NULL, 0) == 0);
+	/* a pixel wider than the detector covers its nu bins, not more (the
+	 * contract test's fan of 1.3 m voxels, 58 bins of 2 mm: under 2 GiB) */
+	rc_recon_spec f = mem_fan(105, 86, 71, 58, 124645.95, 797439.69, RC_ALGO_MLEM, "bf16", RC_ENGINE_CPU);
+	f.vol.ny = 74;
+	f.vol.vx = f.vol.vy = f.vol.vz = 1293.77;
+	f.geom.det.du = 2.00001;
+	assert_true(rc_plan_memory(&f, 0) < (2ull << 30));
 }
 
 int main(void)
