@@ -95,6 +95,9 @@ int main(int argc, char **argv)
 		write_port_file(cfg.port_file, port);
 	rlog(LOG_P_INFO, "listening", "addr=%s port=%d tls=%s tokens=%d worker=%s", cfg.listen_host, port,
 	     cfg.tls_cert[0] ? "yes" : "no", auth_count(a.auth), cfg.worker);
+	uint64_t machine = 0, budget = config_memory_budget(&cfg, &machine);
+	rlog(LOG_P_INFO, "memory_budget", "bytes=%llu machine=%llu from=%s", (unsigned long long)budget,
+	     (unsigned long long)machine, cfg.memory_limit ? "memory_limit" : budget ? "machine" : "none");
 	sd_notifyf(0, "READY=1\nSTATUS=serving on %s:%d", cfg.listen_host, port);
 
 	uint64_t wd_usec = 0;

@@ -1,6 +1,7 @@
 /* config: defaults < config file < flags (config.h). */
 #include "base/config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 					    "max_job_bytes", "retention_s", "stream_idle_s", "max_connections_per_ip", "connection_timeout_s",
 					    "header_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations",
-					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", NULL };
+					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", "memory_limit", NULL };
 	int rc;
 	long long v;
 	double d;
@@ -140,6 +141,18 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	INT_OPT("worker_threads", 0, 4096, c->worker_threads);
 	INT_OPT("max_body_bytes", 1024, 1ll << 32, c->max_body);
 	INT_OPT("max_job_bytes", 1 << 20, 1ll << 50, c->max_job_bytes);
+	json_t *ml = json_object_get(o, "memory_limit");
+	if (ml) { /* bytes, or the flag's string form ("8G") */
+		uint64_t b = 0;
+		if (json_is_integer(ml) && json_integer_value(ml) >= (1 << 20))
+			b = (uint64_t)json_integer_value(ml);
+		else if (!json_is_string(ml) || config_parse_bytes(json_string_value(ml), &b) || b < (1 << 20)) {
+			rc = rc_fail(err, RC_EINVAL, "memory_limit", "memory_limit must be a number of bytes of at least "
+				     "1048576, or a string such as \"8G\" (K, M, G, T: powers of 1024)");
+			goto out;
+		}
+		c->memory_limit = b;
+	}
 	INT_OPT("max_connections_per_ip", 1, 100000, c->max_per_ip);
 	INT_OPT("connection_timeout_s", 1, 86400, c->conn_timeout_s);
 	INT_OPT("header_timeout_s", 1, 3600, c->header_timeout_s);
@@ -275,6 +288,9 @@ static void usage(void)
 	       "  --worker-threads N     CPU threads per job (default 0 = all cores)\n"
 	       "  --max-body BYTES       cap on JSON request bodies (default 16 MiB)\n"
 	       "  --max-job-bytes BYTES  cap on projections + volume of one job (default 64 GiB)\n"
+	       "  --memory-limit BYTES   memory one job may take, K/M/G/T suffixes (e.g. 8G); a job predicted to\n"
+	       "                         need more is refused (422) (default: the machine's or its cgroup's\n"
+	       "                         memory less the larger of 10 %% and 1 GiB)\n"
 	       "  --retention SECONDS    finished jobs are deleted after this (default 7 days)\n"
 	       "  --max-per-ip N         connections per client address (default 64, at most threads/4)\n"
 	       "  --timeout SECONDS      idle time before a connection is closed (default 600)\n"
@@ -284,6 +300,68 @@ static void usage(void)
 	       "  --audit-log PATH       requests touching patient data (default STORE/audit.log)\n"
 	       "  --port-file PATH       write the bound port there once listening\n"
 	       "  --hash-token           read a token on stdin, print its SHA-256 for the config\n");
+}
+
+int config_parse_bytes(const char *s, uint64_t *ret)
+{
+	char *end;
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	case 'T': case 't': shift = 40; break;
+	case '\0': break;
+	default: return -1;
+	}
+	if (shift && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB"))
+		return -1;
+	if (errno || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*ret = (uint64_t)v << shift;
+	return 0;
+}
+
+/* The first number after key in the file at path (0: none). */
+static uint64_t read_num(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char line[256];
+	uint64_t v = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (key && strncmp(line, key, strlen(key)))
+			continue;
+		const char *p = line + (key ? strlen(key) : 0);
+		while (*p == ' ' || *p == '\t' || *p == ':')
+			p++;
+		if (*p >= '0' && *p <= '9')
+			v = strtoull(p, NULL, 10) * (key ? 1024 : 1); /* meminfo counts kB */
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+uint64_t config_memory_budget(const config *c, uint64_t *machine)
+{
+	/* cgroup v2: memory.max is "max" (no limit, read as 0) or bytes */
+	uint64_t m = read_num("/sys/fs/cgroup/memory.max", NULL), total = read_num("/proc/meminfo", "MemTotal");
+	if (!m || (total && total < m))
+		m = total;
+	if (machine)
+		*machine = m;
+	if (c && c->memory_limit)
+		return c->memory_limit;
+	/* the daemon, the page cache the uploads go through and the OS keep
+	 * the larger of 10 % and 1 GiB (docs/server.md, "Memory") */
+	uint64_t reserve = m / 10 > (1ull << 30) ? m / 10 : (1ull << 30);
+	return m > reserve ? m - reserve : m / 2;
 }
 
 static int parse_u64(const char *s, const char *name, uint64_t lo, uint64_t *out, rc_err *err)
@@ -301,13 +379,14 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 {
 	enum { O_CONFIG = 256, O_LISTEN, O_STORE, O_WORKER, O_THREADS, O_WTHREADS, O_MAXBODY, O_MAXJOB, O_RET,
 	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP,
-	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT };
+	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT, O_MEMLIMIT };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, O_CONFIG }, { "listen", required_argument, NULL, O_LISTEN },
 		{ "store", required_argument, NULL, O_STORE }, { "worker", required_argument, NULL, O_WORKER },
 		{ "probe-worker", required_argument, NULL, O_PROBE },
 		{ "threads", required_argument, NULL, O_THREADS }, { "worker-threads", required_argument, NULL, O_WTHREADS },
 		{ "max-body", required_argument, NULL, O_MAXBODY }, { "max-job-bytes", required_argument, NULL, O_MAXJOB },
+		{ "memory-limit", required_argument, NULL, O_MEMLIMIT },
 		{ "retention", required_argument, NULL, O_RET }, { "max-per-ip", required_argument, NULL, O_PERIP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT }, { "token-file", required_argument, NULL, O_TOKENS },
 		{ "header-timeout", required_argument, NULL, O_HDRTIMEOUT },
@@ -348,6 +427,13 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		case O_WTHREADS: if (!(rc = parse_u64(optarg, "worker-threads", 0, &v, err))) c->worker_threads = (int)v; break;
 		case O_MAXBODY: rc = parse_u64(optarg, "max-body", 1024, &c->max_body, err); break;
 		case O_MAXJOB: rc = parse_u64(optarg, "max-job-bytes", 1 << 20, &c->max_job_bytes, err); break;
+		case O_MEMLIMIT:
+			if (config_parse_bytes(optarg, &v) || v < (1 << 20))
+				rc = rc_fail(err, RC_EINVAL, "memory-limit", "--memory-limit needs bytes of at least 1M, with an "
+					     "optional K, M, G or T suffix, e.g. 8G (got \"%s\")", optarg);
+			else
+				c->memory_limit = v;
+			break;
 		case O_RET: if (!(rc = parse_u64(optarg, "retention", 0, &v, err))) c->retention_s = (double)v; break;
 		case O_PERIP:
 			if (!(rc = parse_u64(optarg, "max-per-ip", 1, &v, err))) {

@@ -28,6 +28,8 @@ typedef struct config {
 	int worker_threads;        /* CPU threads per job (0 = all cores) */
 	uint64_t max_body;         /* JSON request body cap */
 	uint64_t max_job_bytes;    /* projections + volume cap of one job */
+	uint64_t memory_limit;     /* memory one job's worker may take (bytes); 0 = what the machine or its
+				    * cgroup gives less a reserve (config_memory_budget) */
 	double retention_s;        /* finished jobs expire after this */
 	double stream_idle_s;      /* a streaming job pauses (back to receiving) when no view came for this long */
 	int max_per_ip;            /* connections per client address */
@@ -61,6 +63,16 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err);
 /* Loads the tokens again (token file if set, else the config file). */
 int config_reload_tokens(config *c, json_t **ret_tokens, rc_err *err);
 int config_parse_listen(const char *s, char *host, size_t hn, int *port, rc_err *err);
+/* "8G", "512M", "1048576": bytes with an optional K/M/G/T suffix (powers of 1024). */
+int config_parse_bytes(const char *s, uint64_t *ret);
+/* The memory a job's worker may take: memory_limit when set, else the
+ * machine's memory (cgroup v2 memory.max when not "max", else MemTotal of
+ * /proc/meminfo) less a reserve for the daemon and the OS, the larger of
+ * 10 % and 1 GiB (docs/server.md, "Memory").  *machine (may be NULL) gets
+ * what the machine gives (0 when unknown); 0 is returned when neither is
+ * known (no check). */
+uint64_t config_memory_budget(const config *c, uint64_t *machine);
+
 /* where (a store's address) with a URI's password replaced by "***", for logs. */
 void config_mask_uri(const char *where, char *out, size_t n);
 

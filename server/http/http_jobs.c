@@ -186,6 +186,25 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 			job_spec_free(spec);
 			return http_error_rc(c, r, &err);
 		}
+	/* The worker's predicted peak memory against the budget (--memory-limit,
+	 * else the machine's less a reserve): a job that cannot fit is refused
+	 * now, not run into the OOM killer.  Out-of-core execution does not
+	 * exist yet; when it does, such a job gets an out-of-core plan here
+	 * (core/plan/memory.h) and is accepted instead. */
+	uint64_t machine = 0, budget = config_memory_budget(a->cfg, &machine), need = job_spec_memory(spec);
+	if (budget && need > budget) {
+		int gib = budget >= (1ull << 30);
+		double unit = gib ? 1073741824.0 : 1048576.0;
+		rc_fail(&err, RC_EUNSUPPORTED, "volume",
+			"the job needs about %llu bytes (%.1f %s) of memory to run (the projection stack of %llu "
+			"bytes, the volume of %llu bytes and the algorithm's vectors; core/plan/memory.h) and a job may "
+			"take %llu bytes (%.1f %s: %s): ask for a smaller volume or fewer views, or raise --memory-limit",
+			(unsigned long long)need, need / unit, gib ? "GiB" : "MiB", (unsigned long long)spec->proj_bytes,
+			(unsigned long long)spec->vol_bytes, (unsigned long long)budget, budget / unit, gib ? "GiB" : "MiB",
+			a->cfg->memory_limit ? "the operator's --memory-limit" : "the machine's memory less its reserve");
+		job_spec_free(spec);
+		return http_error_rc(c, r, &err);
+	}
 	uuid_t u;
 	char id[37];
 	uuid_generate_random(u);

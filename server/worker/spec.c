@@ -570,15 +570,24 @@ int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err
 	return rc;
 }
 
+uint64_t job_spec_memory(const job_spec *s)
+{
+	/* a job that may stream counts its scratch volume (the worker decides
+	 * with the same rule when it runs) */
+	int streams = s->stream != STREAM_OFF && rc_recon_streams(&s->r, NULL) == 0;
+	return rc_plan_memory(&s->r, streams);
+}
+
 char *job_spec_summary(const job_spec *s)
 {
 	const rc_recon_spec *p = &s->r;
 	const char *type = rc_name_str(RC_NAMES_GEOMETRY, (int)p->geom.type);
 	int subsets = rc_algo_subsets(&p->algo, s->nviews);
-	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssisisfss}", "geometry", type, "detector", s->nu, s->rows,
+	json_t *j = json_pack("{sss[ii]s[iii]s[fff]sssisisfsssI}", "geometry", type, "detector", s->nu, s->rows,
 			      "volume", p->vol.nx, p->vol.ny, p->vol.nz, "voxel_mm", p->vol.vx, p->vol.vy, p->vol.vz,
 			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
-			      "subsets", subsets, "tv_weight", p->algo.tv_weight, "engine", rc_name_str(RC_NAMES_ENGINE, p->engine));
+			      "subsets", subsets, "tv_weight", p->algo.tv_weight, "engine", rc_name_str(RC_NAMES_ENGINE, p->engine),
+			      "plan_memory_bytes", (json_int_t)job_spec_memory(s));
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return out;

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan/memory.h"
 #include "plan/recon.h"
 #include "spec_dicom.h"
 
@@ -69,9 +70,15 @@ int job_spec_load(const char *path, job_spec **ret, rc_err *err);
  * DICOM fields on every poll. */
 int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err *err);
 
+/* The worker's predicted peak resident memory for the job, bytes
+ * (core/plan/memory.h rc_plan_memory; a job that may stream counts its
+ * scratch volume). */
+uint64_t job_spec_memory(const job_spec *s);
+
 /* The Job resource's `summary` (api/openapi.yaml) as compact JSON text,
  * malloc'd (NULL when out of memory): geometry type, detector (nu, rows),
- * volume, voxel_mm, algorithm, iterations, engine.  Kept with the job row. */
+ * volume, voxel_mm, algorithm, iterations, engine,
+ * plan_memory_bytes (job_spec_memory).  Kept with the job row. */
 char *job_spec_summary(const job_spec *s);
 
 /* File offset (bytes) of row j of view k in the stack. */

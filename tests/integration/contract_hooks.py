@@ -25,6 +25,12 @@ still judges the answer):
     matrices     a 3x4 matrix sees the volume only by chance: each is
                  replaced by the cone matrix of its view
     subsets      algorithm.subsets <= the number of views
+    memory       the worker's predicted peak fits the machine's budget (422
+                 unsupported, field volume; core/plan/memory.h): an iterative
+                 fan/parallel job on auto, cpu or tensor builds a system
+                 matrix of up to views x nx x ny x nu non-zeros, whatever the
+                 bytes stored; nx and ny are halved until that bound at 31
+                 bytes each is under 8 GiB
     slices       fan/parallel geometry.slices == volume.nz
     unsupported  what the engines run (422, rc_recon_check): fan/parallel
                  run every algorithm (fdk as FBP) on every engine (flat
@@ -263,12 +269,28 @@ def _fit_output(spec):
         spec["dicom"]["patient_birth_date"] = "%04d%02d%02d" % (y, m, min(dd, days))
 
 
+MATRIX_BYTES_MAX = 8 << 30
+
+
+def _fit_memory(spec):
+    """Halves nx or ny until an iterative 2-D job's system matrix is bounded under MATRIX_BYTES_MAX."""
+    g, v = spec["geometry"], spec["volume"]
+    algo = (spec.get("algorithm") or {}).get("name", "sart")
+    engine = (spec.get("execution") or {}).get("engine", "auto")
+    if g["type"] not in ("fan", "parallel") or algo == "fdk" or engine not in ("auto", "cpu", "tensor"):
+        return
+    while _views(g) * v["nx"] * v["ny"] * g["detector"]["nu"] * 31 > MATRIX_BYTES_MAX and max(v["nx"], v["ny"]) > 1:
+        k = "nx" if v["nx"] >= v["ny"] else "ny"
+        v[k] = max(1, v[k] // 2)
+
+
 def fit_spec(spec):
     """The spec with the cross-field rules applied (in place; returns it)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("geometry"), dict):
         return spec
     try:
         _fit_sizes(spec)
+        _fit_memory(spec)
         _fit_geometry(spec)
         _fit_algorithm(spec)
         _fit_output(spec)

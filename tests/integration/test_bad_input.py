@@ -238,12 +238,27 @@ def main():
     # A job larger than the store's free space is the client's to resize: 400
     # too_big naming the free space at creation, nothing stored (507 is kept
     # for a disk that fills after creation; test_iofault).  The daemon's byte
-    # cap is raised to 1 PiB so that only the disk can refuse it.
-    d = Daemon(extra=["--max-job-bytes", str(1 << 50)]).start()
-    api = d.api()
+    # cap is raised to 1 PiB and its memory budget to ~1 EiB so that only the
+    # disk can refuse it.
     huge = small_spec()
     huge["volume"].update(nx=16384, ny=16384, nz=16384)
     huge["volume"]["voxel_mm"] = [0.002, 0.002, 0.002]
+    # With the machine's memory budget (no --memory-limit) the same job is
+    # refused first for its memory (docs/server.md "Memory"): 422
+    # unsupported, field volume, naming the bytes needed and the budget.
+    d = Daemon(extra=["--max-job-bytes", str(1 << 50)]).start()
+    api = d.api()
+    doc = expect(api, "a job larger than the machine's memory", 422, "unsupported", "POST", "/v1/jobs",
+                 json.dumps(huge).encode(), J)
+    err = (doc or {}).get("error") or {}
+    msg = err.get("message", "")
+    check("the memory refusal names the field volume, the bytes needed and the budget",
+          err.get("field") == "volume" and "needs about" in msg and "a job may take" in msg
+          and "the machine's memory" in msg, msg)
+    check("nothing stored for it", api.job_ids() == [] and store_files(d.store) == {}, str(store_files(d.store)))
+    d.stop()
+    d = Daemon(extra=["--max-job-bytes", str(1 << 50), "--memory-limit", "1000000T"]).start()
+    api = d.api()
     doc = expect(api, "a job larger than the store's free space", 400, "too_big", "POST", "/v1/jobs",
                  json.dumps(huge).encode(), J)
     msg = ((doc or {}).get("error") or {}).get("message", "")

@@ -1,0 +1,93 @@
+/* memory: the worker's peak resident memory predicted from a spec (memory.h). */
+#include <math.h>
+#include <string.h>
+
+#include "algo/algo_util.h"
+#include "plan/memory.h"
+
+/* a + b, a * k without wrapping: a figure that saturates still refuses */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t mul_sat(uint64_t a, double k)
+{
+	double r = (double)a * k;
+	return r >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)r;
+}
+
+static int is_2d(rc_geom_type t)
+{
+	return t == RC_GEOM_FAN || t == RC_GEOM_PARALLEL;
+}
+
+/* Non-zeros of the 2-D distance-driven matrix (memory.h). */
+static double dd_nnz(const rc_recon_spec *s)
+{
+	const rc_geom_spec *g = &s->geom;
+	double mag = 1.0;
+	if (g->type == RC_GEOM_FAN && g->source_isocenter_mm > 0 && g->source_detector_mm > g->source_isocenter_mm)
+		mag = g->source_detector_mm / g->source_isocenter_mm;
+	double du = g->det.du > 0 ? g->det.du / mag : 1.0;
+	double w = 1.27 * (s->vol.vx > 0 ? s->vol.vx : 1.0);
+	/* a pixel's footprint covers at most the detector's nu bins */
+	double bins = 1.0 + w / du;
+	if (g->det.nu > 0 && bins > g->det.nu)
+		bins = g->det.nu;
+	return (double)g->nviews * s->vol.nx * s->vol.ny * bins;
+}
+
+uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
+{
+	if (!s)
+		return 0;
+	const rc_geom_spec *g = &s->geom;
+	int two_d = is_2d(g->type);
+	uint64_t nvox = (uint64_t)(s->vol.nx > 0 ? s->vol.nx : 0) * (uint64_t)(s->vol.ny > 0 ? s->vol.ny : 0);
+	nvox = mul_sat(nvox, s->vol.nz > 0 ? s->vol.nz : 0);
+	uint64_t rows = (uint64_t)(two_d ? s->vol.nz : g->det.nv);
+	uint64_t nproj = mul_sat((uint64_t)(g->nviews > 0 ? g->nviews : 0) * (uint64_t)(g->det.nu > 0 ? g->det.nu : 0),
+				 (double)rows);
+	uint64_t V = mul_sat(nvox, sizeof(float)), P = mul_sat(nproj, sizeof(float));
+	uint64_t base = RC_MEM_BASE;
+	rc_engine_choice e = s->engine;
+	int device = e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA || e == RC_ENGINE_TRIGENEOUS;
+	if (device)
+		base += RC_MEM_DEVICE_LIBS;
+
+	/* FDK, alone or as an iterative method's start: the stack, its
+	 * filtered copy, the volume and, on cone and matrices, 1.5 volumes more
+	 * (measured: 81 MiB over 2 P + V at 256^3, 685 MiB at RabbitCT's
+	 * 512^3), and a streaming run's scratch volume */
+	uint64_t fdk = add_sat(mul_sat(P, 2.0), mul_sat(V, (two_d ? 1.0 : 2.5) + !!streaming));
+	const rc_algo_params *p = &s->algo;
+	/* FBP's matrix on the tensor engine: ~2.2 bytes per view and pixel
+	 * (fitted: 130 MiB at 256^2 from 360 views, docs/benchmarks.md) */
+	if (p->name == RC_ALGO_FDK && two_d && e == RC_ENGINE_TENSOR)
+		fdk = add_sat(fdk, mul_sat((uint64_t)(g->nviews > 0 ? g->nviews : 0), 2.2 * s->vol.nx * s->vol.ny));
+	if (p->name == RC_ALGO_FDK)
+		return add_sat(base, fdk);
+
+	/* the iterations: rc_algo_vectors' count without a geometry */
+	int S = rc_algo_subsets(p, g->nviews);
+	int tv = p->tv_weight > 0.0;
+	int nv, np;
+	if (p->name == RC_ALGO_CGLS) {
+		nv = 3 + tv;
+		np = 3; /* 2 + the host backend's residual (measured: 205 MiB plain, paper 000's case) */
+	} else {
+		nv = 2 + (S > 1) + (rc_sart_cache_all(p, S, (size_t)nvox) ? S : 1);
+		np = 3;
+	}
+	nv += 1 + 3 * tv; /* the host backend's scratch; TV's host buffers */
+	uint64_t iter = add_sat(mul_sat(V, nv), mul_sat(P, np));
+	if (two_d && !device) {
+		/* the tensor backend: its matrix, and the vectors in its order too */
+		double per_nnz = strcmp(s->precision, "fp32") && s->precision[0] ? 31.0 : 12.0;
+		double m = dd_nnz(s) * per_nnz;
+		iter = add_sat(mul_sat(iter, 2.0), m >= 1.8e19 ? UINT64_MAX : (uint64_t)m);
+	}
+	int from_fdk = p->initial == RC_INITIAL_FDK || p->initial == RC_INITIAL_AUTO;
+	return add_sat(base, from_fdk && fdk > iter ? fdk : iter);
+}

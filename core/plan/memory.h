@@ -1,0 +1,59 @@
+/*
+ * memory: a prediction of the worker's peak resident memory for one job,
+ * from its spec alone (no geometry is built, nothing is allocated), so the
+ * daemon can refuse at creation a job the machine cannot hold instead of
+ * letting its worker grow into the OOM killer (server/http/http_jobs.c).
+ *
+ * The model (bytes; V = one volume, P = the projection stack, both fp32):
+ *
+ *   base      the process, its libraries, FFTW's plans, thread stacks:
+ *             RC_MEM_BASE; an engine that loads OpenCL or CUDA platforms
+ *             (opencl, cuda, trigeneous) adds RC_MEM_DEVICE_LIBS.
+ *   fdk       the stack (mapped) + its filtered copy (algo_fdk.c) + the
+ *             result volume + on cone and matrices 1.5 volumes measured
+ *             beyond them (256^3 and RabbitCT's 512^3) + a streaming run's
+ *             scratch volume: 2 P + (2.5 + s) V (2-D: 2 P + (1 + s) V); on
+ *             the tensor engine (2-D) FBP's matrix, ~2.2 bytes per view and
+ *             pixel.
+ *   iterative the vectors rc_algo_vectors counts (result and stack
+ *             included; CGLS 3 stacks, not 2: measured) + one volume of the
+ *             host backend's scratch, + 3
+ *             volumes of TV's host buffers (algo_util.c) when tv_weight > 0;
+ *             the FDK start (initial fdk/auto) peaks before the iterations
+ *             with fdk's figure: the larger of the two counts.
+ *   tensor    (fan, parallel iterative) the system matrix, one 2-D matrix
+ *             shared by every slice: nnz ~ views x nx x ny x min(nu, 1 + w / du')
+ *             (a pixel's distance-driven footprint w = 1.27 vx over the bin
+ *             width du' at the pixel, du / magnification), times the bytes per
+ *             non-zero of A and A^T (fp32 CSR: 12; mixed / bf16, whose build
+ *             holds the CSR, the BSR blocks and the non-zero layouts at once:
+ *             31; fitted to the fan runs of docs/benchmarks.md and of
+ *             test_plan.c), plus the vectors twice (host layout and the
+ *             ordered one).
+ *
+ * Calibrated against the peak_rss_mb figures of docs/benchmarks.md and runs
+ * of small jobs (tests/unit/test_plan.c checks both: never below a
+ * measurement, within 30 % above it).  The figure errs on the high side:
+ * it is a refusal threshold, not an estimate for a dashboard.
+ *
+ * Out-of-core execution does not exist yet: every vector above is resident.
+ * When it does, a job over the budget gets an out-of-core plan whose figure
+ * is its in-core slabs' (the caller then accepts it) instead of a refusal;
+ * this function is where that plan's memory will be predicted.
+ */
+#ifndef RC_PLAN_MEMORY_H
+#define RC_PLAN_MEMORY_H
+
+#include <stdint.h>
+
+#include "plan/recon_spec.h"
+
+#define RC_MEM_BASE ((uint64_t)56 << 20)
+#define RC_MEM_DEVICE_LIBS ((uint64_t)128 << 20)
+
+/* Predicted peak resident bytes of the worker running s; streaming: an FDK
+ * job that back-projects views as they arrive (its scratch volume).
+ * Saturates at UINT64_MAX instead of overflowing. */
+uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming);
+
+#endif
