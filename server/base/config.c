@@ -142,13 +142,15 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	INT_OPT("max_body_bytes", 1024, 1ll << 32, c->max_body);
 	INT_OPT("max_job_bytes", 1 << 20, 1ll << 50, c->max_job_bytes);
 	json_t *ml = json_object_get(o, "memory_limit");
-	if (ml) { /* bytes, or the flag's string form ("8G") */
+	if (ml && !(json_is_string(ml) && !strcmp(json_string_value(ml), "auto"))) { /* "auto": the default */
+		/* bytes, or the flag's string form ("8G") */
 		uint64_t b = 0;
 		if (json_is_integer(ml) && json_integer_value(ml) >= (1 << 20))
 			b = (uint64_t)json_integer_value(ml);
 		else if (!json_is_string(ml) || config_parse_bytes(json_string_value(ml), &b) || b < (1 << 20)) {
 			rc = rc_fail(err, RC_EINVAL, "memory_limit", "memory_limit must be a number of bytes of at least "
-				     "1048576, or a string such as \"8G\" (K, M, G, T: powers of 1024)");
+				     "1048576, a string such as \"8G\" (K, M, G, T: powers of 1024), or \"auto\" (the machine's "
+				     "memory less a reserve)");
 			goto out;
 		}
 		c->memory_limit = b;
