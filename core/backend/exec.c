@@ -88,21 +88,27 @@ int rc_exec_splat(const rc_exec *x)
 	return x->n > 0;
 }
 
-int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
+int rc_partition_check(const int *views, const int *dead, int n, int nviews, const char *part, rc_err *err)
 {
 	long sum = 0;
-	for (int i = 0; i < x->n; i++) {
+	for (int i = 0; i < n; i++) {
 		if (views[i] < 0)
-			return rc_fail(err, RC_EINVAL, "", "a split cannot give engine %d a negative view count", i);
-		if (views[i] > 0 && x->dead[i])
-			return rc_fail(err, RC_EINVAL, "", "a split cannot give views to engine %d: it was dropped", i);
+			return rc_fail(err, RC_EINVAL, "", "a split cannot give %s %d a negative view count", part, i);
+		if (views[i] > 0 && dead[i])
+			return rc_fail(err, RC_EINVAL, "", "a split cannot give views to %s %d: it was dropped", part, i);
 		sum += views[i];
 	}
-	if (sum != rc_geom_nviews(rc_exec_geom(x)))
-		return rc_fail(err, RC_EINVAL, "", "a split must cover all %d views (got %ld)",
-			       rc_geom_nviews(rc_exec_geom(x)), sum);
-	memcpy(x->split[task], views, (size_t)x->n * sizeof views[0]);
+	if (sum != nviews)
+		return rc_fail(err, RC_EINVAL, "", "a split must cover all %d views (got %ld)", nviews, sum);
 	return 0;
+}
+
+int rc_exec_set_split(rc_exec *x, rc_task task, const int *views, rc_err *err)
+{
+	int rc = rc_partition_check(views, x->dead, x->n, rc_geom_nviews(rc_exec_geom(x)), "engine", err);
+	if (!rc)
+		memcpy(x->split[task], views, (size_t)x->n * sizeof views[0]);
+	return rc;
 }
 
 void rc_exec_get_split(const rc_exec *x, rc_task task, int *views)
@@ -111,19 +117,23 @@ void rc_exec_get_split(const rc_exec *x, rc_task task, int *views)
 }
 
 
+void rc_partition_bounds(const int *views, int n, int nviews, int first, int last, int *bounds)
+{
+	long acc = 0;
+	bounds[0] = first;
+	for (int i = 0; i < n; i++) {
+		acc += views[i];
+		/* round the cumulative share, so the shares add up exactly */
+		bounds[i + 1] = first + (int)(((long)(last - first) * acc + nviews / 2) / nviews);
+	}
+	bounds[n] = last;
+}
+
 /* Contiguous shares of [first, last) in the proportions of the split:
  * bounds[i]..bounds[i+1] goes to engine i. */
 static void cut(const rc_exec *x, rc_task task, int first, int last, int *bounds)
 {
-	int nviews = rc_geom_nviews(rc_exec_geom(x));
-	long acc = 0;
-	bounds[0] = first;
-	for (int i = 0; i < x->n; i++) {
-		acc += x->split[task][i];
-		/* round the cumulative share, so the shares add up exactly */
-		bounds[i + 1] = first + (int)(((long)(last - first) * acc + nviews / 2) / nviews);
-	}
-	bounds[x->n] = last;
+	rc_partition_bounds(x->split[task], x->n, rc_geom_nviews(rc_exec_geom(x)), first, last, bounds);
 }
 
 static void *run_share(void *arg)
@@ -185,7 +195,7 @@ static int redistribute(void *ud, rc_exec *x, int failed, rc_err *err)
 	return 0;
 }
 
-static int is_device_failure(int rc)
+int rc_is_device_failure(int rc)
 {
 	return rc && rc != RC_EINVAL && rc != RC_ECANCELLED;
 }
@@ -284,7 +294,7 @@ static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
 		if (nv <= 0)
 			continue;
 		if (sh[i].rc) {
-			if (is_device_failure(sh[i].rc)) {
+			if (rc_is_device_failure(sh[i].rc)) {
 				failed[i] = 1;
 				x->failure[i] = sh[i].err;
 			}

@@ -30,6 +30,17 @@ typedef enum rc_task { RC_TASK_FORWARD = 0, RC_TASK_BACK = 1, RC_TASK_COUNT } rc
 
 typedef struct rc_exec rc_exec;
 
+/* The partition of a split, shared by the engine split here and the split
+ * backend (split.h): whether views[0..n) may be a split of nviews views
+ * (none negative, none for a dropped part, all covered; part names the
+ * parts in messages: "engine", "backend"); the contiguous shares of
+ * [first, last) in its proportions, bounds[i]..bounds[i+1] for part i; and
+ * whether a part's error drops it from the split (a device's failure, not
+ * a bad argument or a cancel). */
+int rc_partition_check(const int *views, const int *dead, int n, int nviews, const char *part, rc_err *err);
+void rc_partition_bounds(const int *views, int n, int nviews, int first, int last, int *bounds);
+int rc_is_device_failure(int rc);
+
 int rc_exec_new(rc_engine *const *engines, int n, rc_exec **ret, rc_err *err);
 void rc_exec_free(rc_exec *x);
 

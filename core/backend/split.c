@@ -4,8 +4,8 @@
  * A split vector is host memory (owned, or the caller's when borrowed)
  * with the home's vector over it, so the element-wise calls are the
  * home's, unchanged.  A projection cuts [first, last) into contiguous
- * shares in the task's proportions (the cumulative count rounded, as
- * exec.c does), runs every non-empty share on its child (the home on the
+ * shares in the task's proportions (rc_partition_bounds, the engine
+ * split's own), runs every non-empty share on its child (the home on the
  * calling thread, the others on threads of their own), then, for back
  * projection, adds the partial volumes into the result in child order.
  * A host child borrows the split's memory; a resident child keeps a volume
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/exec.h"
 #include "backend/vec_host.h"
 #include "util/rc_clock.h"
 
@@ -109,20 +110,6 @@ static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 }
 
 /* ---- projections ---------------------------------------------------------- */
-
-/* Contiguous shares of [first, last) in the task's proportions: child i
- * gets bounds[i]..bounds[i+1]. */
-static void cut(const split *x, rc_task task, int first, int last, int *bounds)
-{
-	int nviews = rc_geom_nviews(x->base.geom);
-	long acc = 0;
-	bounds[0] = first;
-	for (int i = 0; i < x->n; i++) {
-		acc += x->views[task][i];
-		bounds[i + 1] = first + (int)(((long)(last - first) * acc + nviews / 2) / nviews);
-	}
-	bounds[x->n] = last;
-}
 
 struct share {
 	split *x;
@@ -220,15 +207,13 @@ static void *run_share(void *arg)
 	return NULL;
 }
 
-static int is_device_failure(int rc) { return rc && rc != RC_EINVAL && rc != RC_ECANCELLED; }
-
 /* One attempt of a projection; failed[i] set for a child whose share
  * failed with a device error. */
 static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *out, int first, int last,
 		    int *failed, rc_err *err)
 {
 	int bounds[RC_SPLIT_MAX + 1], used = -1, rc;
-	cut(x, task, first, last, bounds);
+	rc_partition_bounds(x->views[task], x->n, rc_geom_nviews(x->base.geom), first, last, bounds);
 	struct share sh[RC_SPLIT_MAX];
 	pthread_t th[RC_SPLIT_MAX];
 	int started[RC_SPLIT_MAX] = { 0 };
@@ -240,7 +225,7 @@ static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *
 		if (i > 0 && !(x->c[i]->caps & RC_BK_HOST)) {
 			rc_err e1;
 			if ((rc = child_vectors(x, i, task, &e1))) {
-				if (is_device_failure(rc)) { /* no room on the device: drop it as a failure */
+				if (rc_is_device_failure(rc)) { /* no room on the device: drop it as a failure */
 					failed[i] = 1;
 					x->failure[i] = e1;
 				}
@@ -285,7 +270,7 @@ static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *
 		if (nv <= 0)
 			continue;
 		if (sh[i].rc) {
-			if (is_device_failure(sh[i].rc)) {
+			if (rc_is_device_failure(sh[i].rc)) {
 				failed[i] = 1;
 				x->failure[i] = sh[i].err;
 			}
@@ -520,19 +505,10 @@ int rc_backend_split_new(rc_backend *const *children, int n, rc_backend **ret, r
 int rc_split_set(rc_backend *b, rc_task task, const int *views, rc_err *err)
 {
 	split *x = (split *)b;
-	long sum = 0;
-	for (int i = 0; i < x->n; i++) {
-		if (views[i] < 0)
-			return rc_fail(err, RC_EINVAL, "", "a split cannot give backend %d a negative view count", i);
-		if (views[i] > 0 && x->dead[i])
-			return rc_fail(err, RC_EINVAL, "", "a split cannot give views to backend %d: it was dropped", i);
-		sum += views[i];
-	}
-	if (sum != rc_geom_nviews(b->geom))
-		return rc_fail(err, RC_EINVAL, "", "a split must cover all %d views (got %ld)", rc_geom_nviews(b->geom),
-			       sum);
-	memcpy(x->views[task], views, (size_t)x->n * sizeof views[0]);
-	return 0;
+	int rc = rc_partition_check(views, x->dead, x->n, rc_geom_nviews(b->geom), "backend", err);
+	if (!rc)
+		memcpy(x->views[task], views, (size_t)x->n * sizeof views[0]);
+	return rc;
 }
 
 double rc_split_seconds(const rc_backend *b, rc_task task, int i) { return ((const split *)b)->seconds[task][i]; }
