@@ -238,7 +238,7 @@ static void test_algorithms(void **state)
 			      "forward and %ld back views\n",
 			      rc_algo_name_str(names[k]), d, rc_split_views(s, RC_TASK_FORWARD, 1),
 			      rc_split_views(s, RC_TASK_BACK, 1));
-		assert_true(d < 1e-4);
+		assert_true(d < 1e-5); /* measured 0.75-2e-6: OpenCL adds with atomics in any order */
 		assert_true(rc_split_views(s, RC_TASK_FORWARD, 1) > 0 && rc_split_views(s, RC_TASK_BACK, 1) > 0);
 		rc_backend_free(s);
 	}
@@ -296,7 +296,7 @@ static void test_drop_failed_child(void **state)
 	int v[2];
 	rc_split_get(s, RC_TASK_BACK, v);
 	assert_true(v[0] == NVIEWS && v[1] == 0);
-	assert_true(d < 1e-4);
+	assert_true(d < 1e-5); /* measured 0.75-2e-6: OpenCL adds with atomics in any order */
 	rc_backend_free(s);
 	free(proj);
 	free(a);
@@ -362,7 +362,7 @@ static void test_open_trigeneous(void **state)
 	assert_int_equal(rep.ndevices, 2);
 	assert_true(rep.dev[0].views[RC_TASK_BACK] > 0 && rep.dev[1].views[RC_TASK_BACK] > 0);
 	assert_true(rep.dev[1].measured_ms[RC_TASK_FORWARD] > 0);
-	assert_true(d < 1e-4);
+	assert_true(d < 1e-5); /* measured 0.75-2e-6: OpenCL adds with atomics in any order */
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
