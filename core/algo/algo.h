@@ -227,5 +227,8 @@ int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, flo
  * against its free memory before the run (the result volume and the
  * measured projections included). */
 void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *nproj);
+/* The same from the counts alone (nviews views, nvox voxels), for a plan
+ * made before the geometry is (core/plan/memory.c). */
+void rc_algo_vectors_n(const rc_algo_params *p, int nviews, size_t nvox, int *nvol, int *nproj);
 
 #endif

@@ -33,9 +33,14 @@ int rc_algo_run(const rc_algo_params *p, rc_exec *x, const float *proj,
 
 void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *nproj)
 {
+	rc_algo_vectors_n(p, rc_geom_nviews(g), rc_volume_count(rc_geom_volume(g)), nvol, nproj);
+}
+
+void rc_algo_vectors_n(const rc_algo_params *p, int nviews, size_t nvox, int *nvol, int *nproj)
+{
 	/* the allocations of each algo_*.c, the result volume and the measured
 	 * stack included */
-	int S = rc_algo_subsets(p, rc_geom_nviews(g));
+	int S = rc_algo_subsets(p, nviews);
 	int tv = p->tv_weight > 0.0;
 	switch (p->name) {
 	/* FDK: a streaming run back-projects its groups into a scratch volume
@@ -43,7 +48,7 @@ void rc_algo_vectors(const rc_algo_params *p, const rc_geom *g, int *nvol, int *
 	case RC_ALGO_FDK: *nvol = 1 + !!p->streaming, *nproj = 1; break;
 	case RC_ALGO_CGLS: *nvol = 3 + tv, *nproj = 2; break;
 	default: /* SART, SIRT, MLEM (the same loop) */
-		*nvol = 2 + (S > 1) + (rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g))) ? S : 1);
+		*nvol = 2 + (S > 1) + (rc_sart_cache_all(p, S, nvox) ? S : 1);
 		*nproj = 3;
 		break;
 	}

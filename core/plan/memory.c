@@ -69,18 +69,14 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	if (p->name == RC_ALGO_FDK)
 		return add_sat(base, fdk);
 
-	/* the iterations: rc_algo_vectors' count without a geometry */
-	int S = rc_algo_subsets(p, g->nviews);
+	/* the iterations: what the algorithm allocates (rc_algo_vectors), and on
+	 * the host backend one volume of scratch, TV's three host buffers and,
+	 * for CGLS, the residual (measured: 205 MiB plain, paper 000's case) */
 	int tv = p->tv_weight > 0.0;
 	int nv, np;
-	if (p->name == RC_ALGO_CGLS) {
-		nv = 3 + tv;
-		np = 3; /* 2 + the host backend's residual (measured: 205 MiB plain, paper 000's case) */
-	} else {
-		nv = 2 + (S > 1) + (rc_sart_cache_all(p, S, (size_t)nvox) ? S : 1);
-		np = 3;
-	}
-	nv += 1 + 3 * tv; /* the host backend's scratch; TV's host buffers */
+	rc_algo_vectors_n(p, g->nviews, (size_t)nvox, &nv, &np);
+	nv += 1 + 3 * tv;
+	np += p->name == RC_ALGO_CGLS;
 	uint64_t iter = add_sat(mul_sat(V, nv), mul_sat(P, np));
 	if (two_d && !device) {
 		/* the tensor backend: its matrix, and the vectors in its order too */
