@@ -1,7 +1,7 @@
 /*
  * worker_end: how a job's worker ended, as the runner saw it, and the one
  * pure function that turns that into the job's final state and error
- * (tests/unit/test_runner_decide.c checks it, table-driven).
+ * (tests/unit/test_worker_end.c checks it, table-driven).
  */
 #ifndef RC_WORKER_END_H
 #define RC_WORKER_END_H
