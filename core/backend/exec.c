@@ -159,35 +159,37 @@ void rc_exec_set_replan(rc_exec *x, rc_exec_replan_fn fn, void *ud)
 int rc_exec_alive(const rc_exec *x, int i) { return !x->dead[i]; }
 const rc_err *rc_exec_failure(const rc_exec *x, int i) { return &x->failure[i]; }
 
-/* The dropped engine's views go to the living ones in proportion to what
- * they already have (all to the first living one if they have none). */
+void rc_partition_redistribute(const int *views, const int *dead, int n, int nviews, int *out)
+{
+	long alive_sum = 0, acc = 0;
+	int first_alive = -1, given = 0;
+	for (int i = 0; i < n; i++)
+		if (!dead[i]) {
+			alive_sum += views[i];
+			if (first_alive < 0)
+				first_alive = i;
+		}
+	for (int i = 0; i < n; i++) {
+		out[i] = 0;
+		if (dead[i] || alive_sum == 0)
+			continue;
+		acc += views[i];
+		int upto = (int)((acc * nviews + alive_sum / 2) / alive_sum);
+		out[i] = upto - given;
+		given = upto;
+	}
+	if (alive_sum == 0 && first_alive >= 0)
+		out[first_alive] = nviews;
+}
+
+/* The default replan: rc_partition_redistribute for every task. */
 static int redistribute(void *ud, rc_exec *x, int failed, rc_err *err)
 {
 	(void)ud;
 	(void)failed;
 	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		int v[RC_EXEC_MAX_ENGINES], nviews = rc_geom_nviews(rc_exec_geom(x));
-		long alive_sum = 0;
-		int first_alive = -1;
-		for (int i = 0; i < x->n; i++)
-			if (!x->dead[i]) {
-				alive_sum += x->split[t][i];
-				if (first_alive < 0)
-					first_alive = i;
-			}
-		long acc = 0;
-		int given = 0;
-		for (int i = 0; i < x->n; i++) {
-			v[i] = 0;
-			if (x->dead[i] || alive_sum == 0)
-				continue;
-			acc += x->split[t][i];
-			int upto = (int)((acc * nviews + alive_sum / 2) / alive_sum);
-			v[i] = upto - given;
-			given = upto;
-		}
-		if (alive_sum == 0)
-			v[first_alive] = nviews;
+		int v[RC_EXEC_MAX_ENGINES];
+		rc_partition_redistribute(x->split[t], x->dead, x->n, rc_geom_nviews(rc_exec_geom(x)), v);
 		int rc = rc_exec_set_split(x, (rc_task)t, v, err);
 		if (rc)
 			return rc;

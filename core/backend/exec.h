@@ -40,6 +40,9 @@ typedef struct rc_exec rc_exec;
 int rc_partition_check(const int *views, const int *dead, int n, int nviews, const char *part, rc_err *err);
 void rc_partition_bounds(const int *views, int n, int nviews, int first, int last, int *bounds);
 int rc_is_device_failure(int rc);
+/* A dropped part's views given to the living parts in proportion to what
+ * they have (all to the first living one if they have none): out[0..n). */
+void rc_partition_redistribute(const int *views, const int *dead, int n, int nviews, int *out);
 
 int rc_exec_new(rc_engine *const *engines, int n, rc_exec **ret, rc_err *err);
 void rc_exec_free(rc_exec *x);

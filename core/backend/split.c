@@ -295,34 +295,16 @@ static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *
 	return rc;
 }
 
-/* The dropped child's views go to the living ones in proportion to what
- * they have (all to the first living one if they have none), as exec.c. */
+/* The default replan: the dropped child's views to the living ones
+ * (rc_partition_redistribute, as the engine split does). */
 static int redistribute(void *ud, rc_backend *b, int failed, rc_err *err)
 {
 	split *x = (split *)b;
 	(void)ud;
 	(void)failed;
-	int nviews = rc_geom_nviews(b->geom);
 	for (int t = 0; t < RC_TASK_COUNT; t++) {
-		int v[RC_SPLIT_MAX], first_alive = -1, given = 0;
-		long alive_sum = 0, acc = 0;
-		for (int i = 0; i < x->n; i++)
-			if (!x->dead[i]) {
-				alive_sum += x->views[t][i];
-				if (first_alive < 0)
-					first_alive = i;
-			}
-		for (int i = 0; i < x->n; i++) {
-			v[i] = 0;
-			if (x->dead[i] || alive_sum == 0)
-				continue;
-			acc += x->views[t][i];
-			int upto = (int)((acc * nviews + alive_sum / 2) / alive_sum);
-			v[i] = upto - given;
-			given = upto;
-		}
-		if (alive_sum == 0)
-			v[first_alive] = nviews;
+		int v[RC_SPLIT_MAX];
+		rc_partition_redistribute(x->views[t], x->dead, x->n, rc_geom_nviews(b->geom), v);
 		int rc = rc_split_set(b, (rc_task)t, v, err);
 		if (rc)
 			return rc;
