@@ -26,13 +26,16 @@ SHELL := /bin/bash
 BUILD   ?= build
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson uuid sqlite3 libpq fftw3f fftw3 OpenCL libcurl libsystemd cmocka libarchive libpng
+PKGS    := libmicrohttpd jansson uuid sqlite3 libpq fftw3f fftw3 OpenCL libcurl libsystemd cmocka libarchive libpng \
+           libxml-2.0
 
 # Portable baseline (any x86-64); wider paths are separate files chosen at run time.
 ARCHFLAGS ?= -march=x86-64 -mtune=generic
 WARN      := -Wall -Wextra -Werror
 CPPFLAGS  += -D_GNU_SOURCE -Icore -I$(BUILD)/gen -I/usr/include/nifti
 CPPFLAGS  += -DCL_TARGET_OPENCL_VERSION=120
+# libxml2: RTK's geometry XML (server/worker/spec_rtk.c)
+CPPFLAGS  += $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 CFLAGS    ?= -O3 -g
 # `override`: a CFLAGS given on the command line (make CFLAGS=-O2) keeps
 # these.  -ffp-contract=off (also implied by -std=c11) keeps a*b+c two
@@ -49,7 +52,7 @@ LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz 
 # C++ runtime, as programs and tests are linked by $(CC).
 LDLIBS    += -ldcmnet -ldcmdata -loflog -lofstd -lstdc++
 # What libreconcore.a needs (mk/cuda.mk adds the CUDA runtime); the worker
-# links this and jansson, nothing of the daemon's.
+# links this, jansson and libxml2, nothing of the daemon's.
 CORE_LDLIBS := $(shell pkg-config --libs fftw3f fftw3 OpenCL 2>/dev/null) -lm -lpthread
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
@@ -87,7 +90,7 @@ LIBS_ASAN   := $(BUILD)/asan/lib/libreconserver.a $(BUILD)/asan/lib/libreconclie
 # compiled without the daemon's -Iserver and linked without its libraries.
 WORKER_LIBS_REL := $(BUILD)/lib/libreconworker.a $(BUILD)/lib/libreconcore.a
 WORKER_CPPFLAGS := $(filter-out -Iserver,$(CPPFLAGS))
-WORKER_LDLIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) $(CORE_LDLIBS)
+WORKER_LDLIBS   := $(shell pkg-config --libs jansson libxml-2.0 2>/dev/null || echo -ljansson -lxml2) $(CORE_LDLIBS)
 PROGS       := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(PROG_SRC))))
 BENCHES     := $(patsubst main_%,$(BUILD)/bin/%,$(basename $(notdir $(BENCH_SRC))))
 TESTS       := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))

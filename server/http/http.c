@@ -122,6 +122,7 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(rest, "push")) { r->rt = R_PUSH; return MHD_YES; }
 	if (!strcmp(rest, "cancel")) { r->rt = R_CANCEL; return MHD_YES; }
 	if (!strcmp(rest, "preview")) { r->rt = R_PREVIEW; return MHD_YES; }
+	if (!strcmp(rest, "geometry")) { r->rt = R_GEOMETRY; return MHD_YES; }
 	if (!strncmp(rest, "projections/", 12)) {
 		const char *ks = rest + 12;
 		size_t n = strlen(ks);
@@ -150,6 +151,7 @@ static int needed_role(route rt, const char *m, const char **allow)
 		*allow = "GET, HEAD";
 		return get ? ROLE_NONE : -1;
 	case R_DEVICES: case R_NODES: case R_EVENTS: case R_VOLUME: case R_DESTINATIONS: case R_PREVIEW:
+	case R_GEOMETRY:
 		*allow = "GET, HEAD";
 		return get ? ROLE_READ : -1;
 	case R_JOBS:
@@ -219,6 +221,7 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 			return http_jobs_patch_begin(c, r);
 		return !strcmp(method, "DELETE") ? http_jobs_delete(c, r) : http_jobs_get(c, r);
 	case R_PREVIEW: return http_preview_get(c, r);
+	case R_GEOMETRY: return http_geometry_get(c, r);
 	case R_PROJ: case R_VIEW: return http_upload_begin(c, r);
 	case R_START: return http_jobs_start(c, r);
 	case R_CANCEL: return http_jobs_cancel(c, r);

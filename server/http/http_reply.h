@@ -31,6 +31,7 @@ typedef enum route {
 	R_PUSH,          /* /v1/jobs/{id}/push */
 	R_CANCEL,        /* /v1/jobs/{id}/cancel */
 	R_PREVIEW,       /* /v1/jobs/{id}/preview */
+	R_GEOMETRY,      /* /v1/jobs/{id}/geometry */
 	R_WWW,           /* /, /ui/...: the operator page (http_www.c) */
 } route;
 

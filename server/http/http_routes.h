@@ -46,6 +46,8 @@ enum MHD_Result http_push_post(struct MHD_Connection *c, req *r);
 enum MHD_Result http_sse_events(struct MHD_Connection *c, req *r);
 /* GET /v1/jobs/{id}/preview (http_preview.c): one slice as a PNG. */
 enum MHD_Result http_preview_get(struct MHD_Connection *c, req *r);
+/* GET /v1/jobs/{id}/geometry?format=rtk (http_geometry.c): RTK's geometry XML. */
+enum MHD_Result http_geometry_get(struct MHD_Connection *c, req *r);
 /* http_misc.c: /v1/devices, /v1/nodes, /healthz, /readyz, /metrics */
 enum MHD_Result http_misc_devices(struct MHD_Connection *c, req *r);
 enum MHD_Result http_misc_nodes(struct MHD_Connection *c, req *r);

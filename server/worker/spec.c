@@ -22,6 +22,7 @@
 
 #include "jfield.h"
 #include "spec_dicom.h"
+#include "spec_rtk.h"
 #include "algo/names.h"
 #include "backend/cpu/engine_cpu.h"
 
@@ -30,6 +31,8 @@
  * anything smaller (5e-324) overflows the geometry (distance / pixel). */
 #define LEN_MIN 1e-6
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
+
+_Static_assert(SPEC_RTK_MAX_VIEWS == SPEC_MAX_VIEWS, "RTK XML and JSON specs take as many views");
 
 /* geometry.detector.shape: fan only ("flat", the default, or "curved"); on
  * another type the key itself is refused, with the reason. */
@@ -165,6 +168,45 @@ static int parse_matrices(const json_t *g, job_spec *s, rc_err *err)
 	return 0;
 }
 
+/* geometry.type "rtk": RTK's geometry XML and the projection stack's size,
+ * spacing and origin (spec_rtk.h makes it a cone or matrices geometry). */
+static int parse_rtk(const json_t *g, job_spec *s, rc_err *err)
+{
+	static const char *const keys[] = { "type", "xml", "detector", "views", NULL };
+	static const char *const det_keys[] = { "nu", "nv", "du_mm", "dv_mm", "origin_u_mm", "origin_v_mm", NULL };
+	const char *p = "geometry.detector";
+	json_t *d = NULL, *x = json_object_get(g, "xml");
+	long long nu = 0, nv = 0, views = 0;
+	spec_rtk_det det;
+	int rc;
+	if ((rc = jf_check_keys(g, "geometry", keys, err)))
+		return rc;
+	if (!json_is_string(x))
+		return rc_fail(err, RC_EINVAL, "geometry.xml",
+			       "geometry.xml is required for type \"rtk\": RTK's geometry file as one JSON string");
+	if ((rc = jf_obj(g, "geometry", "detector", 1, &d, err)) || (rc = jf_check_keys(d, p, det_keys, err)) ||
+	    (rc = jf_int(d, p, "nu", 1, 1, 65536, &nu, err)) || (rc = jf_int(d, p, "nv", 1, 1, 65536, &nv, err)) ||
+	    (rc = jf_num(d, p, "du_mm", 1, LEN_MIN, 0, DIST_MAX, &det.du, err)) ||
+	    (rc = jf_num(d, p, "dv_mm", 1, LEN_MIN, 0, DIST_MAX, &det.dv, err)) ||
+	    (rc = jf_num(d, p, "origin_u_mm", 1, -DIST_MAX, 0, DIST_MAX, &det.origin_u, err)) ||
+	    (rc = jf_num(d, p, "origin_v_mm", 1, -DIST_MAX, 0, DIST_MAX, &det.origin_v, err)) ||
+	    (rc = jf_int(g, "geometry", "views", 0, 1, SPEC_MAX_VIEWS, &views, err)))
+		return rc;
+	det.nu = (int)nu;
+	det.nv = (int)nv;
+	if ((rc = spec_rtk_parse(json_string_value(x), json_string_length(x), &det, &s->r.geom, &s->angles,
+				 &s->matrices, err)))
+		return rc;
+	s->nviews = s->r.geom.nviews;
+	if (views && views != s->nviews)
+		return rc_fail(err, RC_EINVAL, "geometry.xml",
+			       "geometry.xml has %d projections but geometry.views says %lld", s->nviews, views);
+	s->rtk = 1;
+	s->rtk_origin[0] = det.origin_u;
+	s->rtk_origin[1] = det.origin_v;
+	return 0;
+}
+
 static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices, rc_err *err)
 {
 	static const char *const keys[] = { "type", "source_isocenter_mm", "source_detector_mm", "angles",
@@ -174,7 +216,11 @@ static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices,
 	const char *type = NULL;
 	json_t *det = NULL;
 	int rc;
-	if ((rc = jf_check_keys(g, p, keys, err)) || (rc = jf_str(g, p, "type", 1, 32, &type, err)))
+	if ((rc = jf_str(g, p, "type", 1, 32, &type, err)))
+		return rc;
+	if (!strcmp(type, "rtk"))
+		return parse_rtk(g, s, err);
+	if ((rc = jf_check_keys(g, p, keys, err)))
 		return rc;
 	int gt;
 	if (rc_name_parse(RC_NAMES_GEOMETRY, type, &gt))
@@ -591,4 +637,20 @@ char *job_spec_summary(const job_spec *s)
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return out;
+}
+
+int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err)
+{
+	const rc_detector_desc *d = &s->r.geom.det;
+	spec_rtk_det det = { d->nu, d->nv, d->du, d->dv, -(d->nu - 1) / 2.0 * d->du, -(d->nv - 1) / 2.0 * d->dv };
+	rc_geom *g = NULL;
+	if (s->rtk) {
+		det.origin_u = s->rtk_origin[0];
+		det.origin_v = s->rtk_origin[1];
+	}
+	int rc = rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, err);
+	if (!rc)
+		rc = spec_rtk_write(g, &det, ret, len, err);
+	rc_geom_free(g);
+	return rc;
 }

@@ -48,6 +48,8 @@ typedef struct job_spec {
 	uint64_t vol_bytes;    /* bytes of the raw volume */
 	job_output out;
 	job_dicom dicom;
+	int rtk;               /* geometry.type "rtk": r.geom came from RTK's XML */
+	double rtk_origin[2];  /* its geometry.detector.origin_u_mm, origin_v_mm */
 	double *angles;        /* owned */
 	double *matrices;      /* owned */
 } job_spec;
@@ -69,6 +71,14 @@ int job_spec_load(const char *path, job_spec **ret, rc_err *err);
  * without building the geometry: what GET /v1/jobs/{id} shows of a job's
  * DICOM fields on every poll. */
 int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err *err);
+
+/* The job's geometry as RTK's geometry XML (GET /v1/jobs/{id}/geometry?
+ * format=rtk; spec_rtk.h): malloc'd, NUL-terminated, *len bytes.  The
+ * projection stack is the job's, with RTK's Origin as given for a `rtk`
+ * geometry and centred (-(n - 1)/2 spacing) otherwise; a `matrices` job's
+ * pixels are 1 mm (its du, dv).  RC_EUNSUPPORTED (field "format") for fan,
+ * parallel, curved detectors and matrices with no RTK equivalent. */
+int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err);
 
 /* The worker's predicted peak resident memory for the job, bytes
  * (core/plan/memory.h rc_plan_memory; a job that may stream counts its
