@@ -304,6 +304,13 @@ class Client:
                 raise
             return n
 
+    def geometry(self, job_id, fmt="rtk"):
+        """GET /v1/jobs/{id}/geometry: the job's geometry as RTK's geometry XML
+        (a str; fmt "rtk" is the one format).  422 for fan and parallel jobs."""
+        path = "/v1/jobs/%s/geometry?format=%s" % (self._id(job_id), urllib.parse.quote(fmt))
+        with self._open("GET", path, headers={"Accept": "application/xml"}) as r:
+            return r.read().decode("utf-8")
+
     def get_dicom_multipart(self, job_id):
         """GET the DICOM series as multipart/related; type="application/dicom"
         (as WADO-RS answers): a list with one bytes object per instance, in
