@@ -616,6 +616,133 @@ def astra_to_recond(proj_geom, vol_geom, unit_mm=1.0, slice_mm=None, angle_sign=
     return {"geometry": geometry, "volume": volume, "to_recond": to_recond, "from_recond": from_recond}
 
 
+def astra_cone_vectors(proj_geom):
+    """An ASTRA 3-D cone geometry's per-view vectors, [views][12] (src, d, u, v): `cone_vec` as it
+    is; `cone` (angles a_k in radians, pixel spacings wx = DetectorSpacingX (columns), wy =
+    DetectorSpacingY (rows), so = DistanceOriginSource, od = DistanceOriginDetector) by ASTRA's own
+    rule (its geom_2vec):
+
+        src = so (sin a, −cos a, 0),   d = od (−sin a, cos a, 0),
+        u = wx (cos a, sin a, 0),      v = (0, 0, wy)
+
+    In every `cone_vec` the pixel of row r and column c is centred at
+    d + (c − (ncols−1)/2)·u + (r − (nrows−1)/2)·v (u: from pixel (0, 0) to (0, 1), v: to (1, 0))."""
+    t = proj_geom["type"]
+    if t == "cone_vec":
+        return np.asarray(proj_geom["Vectors"], dtype=float)
+    if t != "cone":
+        raise ValueError("ASTRA geometry type %r: recond imports cone and cone_vec (3-D)" % t)
+    a = np.asarray(proj_geom["ProjectionAngles"], dtype=float)
+    so, od = float(proj_geom["DistanceOriginSource"]), float(proj_geom["DistanceOriginDetector"])
+    wx, wy = float(proj_geom["DetectorSpacingX"]), float(proj_geom["DetectorSpacingY"])
+    sa, ca, z = np.sin(a), np.cos(a), np.zeros_like(a)
+    return np.stack([so * sa, -so * ca, z, -od * sa, od * ca, z, wx * ca, wx * sa, z, z, z, z + wy], axis=1)
+
+
+def astra_cone_matrices(proj_geom, unit_mm=1.0):
+    """recond's 3x4 view matrices (world mm -> pixel indices (column, row)) of any ASTRA cone or
+    cone_vec geometry: with B = [u | v | d − s − cu·u − cv·v] (columns; cu, cv the centre pixel
+    indices) a point X lies on the ray through pixel (c, r) when X − s = t·B·(c, r, 1), so
+    P = [B⁻¹ | −B⁻¹ s] (lengths × unit_mm)."""
+    V = astra_cone_vectors(proj_geom) * unit_mm
+    cu, cv = (proj_geom["DetectorColCount"] - 1) / 2.0, (proj_geom["DetectorRowCount"] - 1) / 2.0
+    out = []
+    for w in V:
+        s, d, u, v = w[0:3], w[3:6], w[6:9], w[9:12]
+        Bi = np.linalg.inv(np.stack([u, v, d - s - cu * u - cv * v], axis=1))
+        out.append(np.concatenate([Bi, (-Bi @ s)[:, None]], axis=1))
+    return out
+
+
+def astra_cone_to_recond(proj_geom, vol_geom, unit_mm=1.0, angle_sign=1.0):
+    """ASTRA 3-D geometry -> recond job spec parts.  `cone` becomes a recond `cone` geometry,
+    `cone_vec` a `matrices` one (astra_cone_matrices; any source and detector placement):
+
+      cone:  θ = a − 90° (degrees; a turns x towards y as θ does),  D = so,  S = so + od,
+             du = DetectorSpacingX,  dv = DetectorSpacingY,  offsets 0        (lengths × unit_mm)
+
+    (the same geometry as its geom_2vec: src = D (cos θ, sin θ, 0), u = du e_u, v = dv e_z, which
+    check_astra_cone_mapping checks).  Rows: ASTRA's v of `cone` is +z, so detector row r is
+    recond's row j = r (the lowest z first); a cone_vec's v may point anywhere, its matrices say
+    where.  The projection data ASTRA's data3d holds are [row][angle][column]: to_recond(proj)
+    makes recond's [view][row][column] stack of them (values unchanged: line integrals).
+
+    The volume: ASTRA's 3-D vol_geom (GridColCount = nx, GridRowCount = ny, GridSliceCount = nz;
+    its window in units) with data [slice][row][column] = [z][y][x], column along x, row along y,
+    slice along z, each increasing with its index (ASTRA's 3-D volume, unlike its 2-D image, is
+    not flipped in y): voxel = window size / count × unit_mm, centre = window centre × unit_mm,
+    and from_recond(vol) is recond's volume × unit_mm in ASTRA's units.  That orientation is
+    ASTRA's documented one; it is not checked here against an ASTRA projector (ASTRA's 3-D
+    projectors need CUDA).  angle_sign makes a deliberately wrong mapping for the negative check.
+    """
+    t = proj_geom["type"]
+    nu, nv = int(proj_geom["DetectorColCount"]), int(proj_geom["DetectorRowCount"])
+    if t == "cone":
+        a = np.asarray(proj_geom["ProjectionAngles"], dtype=float)
+        so, od = float(proj_geom["DistanceOriginSource"]), float(proj_geom["DistanceOriginDetector"])
+        geometry = {"type": "cone", "source_isocenter_mm": so * unit_mm, "source_detector_mm": (so + od) * unit_mm,
+                    "angles_deg": [float(angle_sign * (math.degrees(x) - 90.0)) for x in a],
+                    "detector": {"nu": nu, "nv": nv, "du_mm": float(proj_geom["DetectorSpacingX"]) * unit_mm,
+                                 "dv_mm": float(proj_geom["DetectorSpacingY"]) * unit_mm}}
+    elif t == "cone_vec":
+        mats = astra_cone_matrices(proj_geom, unit_mm)
+        if angle_sign < 0:  # wrong on purpose: the world mirrored in y
+            mats = [m @ np.diag([1.0, -1.0, 1.0, 1.0]) for m in mats]
+        geometry = {"type": "matrices", "matrices": [[float(x) for x in m.ravel()] for m in mats],
+                    "detector": {"nu": nu, "nv": nv}}
+    else:
+        raise ValueError("ASTRA geometry type %r: recond imports cone and cone_vec (3-D)" % t)
+    o = vol_geom["option"]
+    n = (int(vol_geom["GridColCount"]), int(vol_geom["GridRowCount"]), int(vol_geom["GridSliceCount"]))
+    lo = (o["WindowMinX"], o["WindowMinY"], o["WindowMinZ"])
+    hi = (o["WindowMaxX"], o["WindowMaxY"], o["WindowMaxZ"])
+    volume = {"nx": n[0], "ny": n[1], "nz": n[2],
+              "voxel_mm": [(hi[i] - lo[i]) / n[i] * unit_mm for i in range(3)],
+              "center_mm": [(hi[i] + lo[i]) / 2 * unit_mm for i in range(3)]}
+    return {"geometry": geometry, "volume": volume,
+            "to_recond": lambda proj: np.ascontiguousarray(np.asarray(proj, dtype=np.float32).transpose(1, 0, 2)),
+            "from_recond": lambda vol: np.ascontiguousarray(np.asarray(vol) * unit_mm)}
+
+
+def check_astra_cone_mapping():
+    """ASTRA's 3-D `cone` and `cone_vec` against recond: astra_cone_vectors equals astra.geom_2vec
+    (ASTRA's own rule); the `cone` ASTRA describes (through astra_cone_to_recond) has recond's cone
+    matrices equal to the matrices of its geom_2vec `cone_vec`, and to those of the same geometry
+    shifted by astra.geom_postalignment when recond's offsets carry the shift; the mapping with the
+    angle sign flipped differs.  Geometry only: ASTRA's 3-D projectors need CUDA."""
+    import astra
+    angles = np.radians([0.0, 33.0, 90.0, 137.0, 180.0, 222.0, 270.0, 318.0])
+    pg = astra.create_proj_geom("cone", 0.7, 0.8, 56, 64, angles, 300.0, 200.0)
+    vg = astra.create_vol_geom(40, 48, 32)
+    res = []
+    ours, theirs = astra_cone_vectors(pg), np.asarray(astra.geom_2vec(pg)["Vectors"])
+    e = float(np.max(np.abs(ours - theirs)))
+    res.append(("astra cone: astra_cone_vectors equals astra.geom_2vec (max diff %.1e)" % e, e < 1e-9, ""))
+    cone = astra_cone_to_recond(pg, vg, unit_mm=0.5)["geometry"]
+    ref = cone_matrices(cone)
+
+    def worst(mats, want):
+        return max(float(np.max(np.abs(_unit_w(p) - _unit_w(q))) / np.max(np.abs(_unit_w(q)))) for p, q in zip(mats, want))
+
+    w = worst([np.array(m).reshape(3, 4) for m in
+               astra_cone_to_recond(astra.geom_2vec(pg), vg, unit_mm=0.5)["geometry"]["matrices"]], ref)
+    res.append(("astra cone: recond's cone of `cone` has the matrices of its cone_vec (max rel. diff %.1e)" % w,
+                w < 1e-9, ""))
+    shifted = astra.geom_postalignment(pg, (2.5, -1.5))
+    cone_off = dict(cone, detector=dict(cone["detector"], offset_u_mm=2.5 * 0.7 * 0.5, offset_v_mm=-1.5 * 0.8 * 0.5))
+    w = worst([np.array(m).reshape(3, 4) for m in astra_cone_to_recond(shifted, vg, unit_mm=0.5)["geometry"]["matrices"]],
+              cone_matrices(cone_off))
+    res.append(("astra cone: a detector shifted by geom_postalignment (2.5, -1.5) pixels is recond's offsets "
+                "(max rel. diff %.1e)" % w, w < 1e-9, ""))
+    wrong = cone_matrices(astra_cone_to_recond(pg, vg, unit_mm=0.5, angle_sign=-1.0)["geometry"])
+    w = worst(wrong, ref)
+    res.append(("astra cone: with the angle sign flipped the matrices differ (max rel. diff %.2f > 0.1)" % w, w > 0.1, ""))
+    v = astra_cone_to_recond(pg, vg, unit_mm=0.5)["volume"]
+    ok = v["nx"] == 48 and v["ny"] == 40 and v["nz"] == 32 and v["voxel_mm"] == [0.5, 0.5, 0.5]
+    res.append(("astra cone: vol_geom(40 rows, 48 columns, 32 slices) is nx 48, ny 40, nz 32 of 0.5 mm (%s)" % v, ok, ""))
+    return res
+
+
 def astra_geoms(m):
     import astra
     vg = astra.create_vol_geom(m["rows"], m["cols"], *m["window"])

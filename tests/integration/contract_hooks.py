@@ -24,6 +24,9 @@ still judges the answer):
                  1 rad each side, become S / count)
     matrices     a 3x4 matrix sees the volume only by chance: each is
                  replaced by the cone matrix of its view
+    rtk          a generated string is no RTK geometry file: the geometry is
+                 fitted as the circular cone of its stack and views and
+                 written back as RTK's XML (origin centred)
     subsets      algorithm.subsets <= the number of views
     memory       the worker's predicted peak fits the machine's budget (422
                  unsupported, field volume; core/plan/memory.h): an iterative
@@ -284,16 +287,45 @@ def _fit_memory(spec):
         v[k] = max(1, v[k] // 2)
 
 
+def _rtk_as_cone(g):
+    """A `rtk` geometry's stand-in for the fitting: a circular cone of its stack and view count."""
+    d, n = g["detector"], g.get("views", 4)
+    return {"type": "cone", "source_isocenter_mm": 1000.0, "source_detector_mm": 1500.0,
+            "angles": {"start_deg": 0.0, "step_deg": 360.0 / n, "count": n},
+            "detector": {"nu": d["nu"], "nv": d["nv"], "du_mm": d["du_mm"], "dv_mm": d["dv_mm"]}}
+
+
+def _cone_as_rtk(c, g):
+    """The fitted cone back as RTK's XML (the writer's layout, no matrices) in the rtk geometry g."""
+    d, a = c["detector"], c["angles"]
+    views = "".join("<Projection><GantryAngle>%r</GantryAngle></Projection>" % (a["start_deg"] + k * a["step_deg"])
+                    for k in range(a["count"]))
+    g["xml"] = ('<?xml version="1.0"?>\n<!DOCTYPE RTKGEOMETRY>\n<RTKThreeDCircularGeometry version="3">'
+                "<SourceToIsocenterDistance>%r</SourceToIsocenterDistance>"
+                "<SourceToDetectorDistance>%r</SourceToDetectorDistance>%s</RTKThreeDCircularGeometry>\n"
+                % (c["source_isocenter_mm"], c["source_detector_mm"], views))
+    g["detector"] = {"nu": d["nu"], "nv": d["nv"], "du_mm": d["du_mm"], "dv_mm": d["dv_mm"],
+                     "origin_u_mm": -(d["nu"] - 1) / 2.0 * d["du_mm"], "origin_v_mm": -(d["nv"] - 1) / 2.0 * d["dv_mm"]}
+    if "views" in g:
+        g["views"] = a["count"]
+
+
 def fit_spec(spec):
     """The spec with the cross-field rules applied (in place; returns it)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("geometry"), dict):
         return spec
     try:
+        rtk = spec["geometry"] if spec["geometry"].get("type") == "rtk" else None
+        if rtk is not None:  # fitted as the circular cone it becomes, then written as XML
+            spec["geometry"] = _rtk_as_cone(rtk)
         _fit_sizes(spec)
         _fit_memory(spec)
         _fit_geometry(spec)
         _fit_algorithm(spec)
         _fit_output(spec)
+        if rtk is not None:
+            _cone_as_rtk(spec["geometry"], rtk)
+            spec["geometry"] = rtk
     except (KeyError, TypeError, ValueError, AttributeError):
         pass  # not a schema-valid spec after all: send it as it is
     return spec

@@ -51,8 +51,9 @@ def main():
         "device_engine": ("Device.engine", schema(doc, "Device")["engine"]["enum"]),
     }
     # Geometry and Algorithm are one variant per kind: together they name each value once.
+    # (rtk is no geometry of core's: spec.c reads RTK's XML into cone or matrices)
     for name, key, full in (("Geometry", "type", "GeometryType"), ("Algorithm", "name", "AlgorithmName")):
-        got = variants_enum(doc, name, key)
+        got = [v for v in variants_enum(doc, name, key) if not (name == "Geometry" and v == "rtk")]
         want = doc["components"]["schemas"][full]["enum"]
         check("the %s variants' %s values are %s's, each once" % (name, key, full),
               sorted(got) == sorted(want) and len(got) == len(set(got)), "variants %s, %s %s" % (got, full, want))

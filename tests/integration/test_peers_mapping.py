@@ -45,7 +45,7 @@ import peers_map  # noqa: E402
 def main():
     for name, ok, detail in (peers_map.check_phantom_module() + peers_map.check_rtk_mapping()
                              + peers_map.check_rtk_matrices() + peers_map.check_astra_mapping()
-                             + peers_map.check_astra_parallel_mapping()):
+                             + peers_map.check_astra_parallel_mapping() + peers_map.check_astra_cone_mapping()):
         check(name, ok, detail)
 
 
