@@ -24,8 +24,9 @@ import numpy as np
 # The user-facing mappings live in the Python client (clients/python/recond_import.py); they are
 # imported here so that bench-peers and the tests keep one name for each.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients", "python"))
+import recond_import  # noqa: E402
 from recond_import import (_same, _unit_w, astra_cone_matrices, astra_cone_to_recond, astra_cone_vectors,  # noqa: E402,F401
-                           astra_to_recond, astra_vectors, cone_matrices, rtk_to_recond_matrices)
+                           astra_to_recond, astra_vectors, rtk_to_recond_matrices)
 
 # --- phantom ---------------------------------------------------------------------------------
 
@@ -291,6 +292,12 @@ def rtk_objects(m):
     for a in m["angles"]:
         g.AddProjection(m["sid"], m["sdd"], a, 0.0, 0.0)
     return g
+
+
+def cone_matrices(geom):
+    """recond's normalised 3x4 matrices of a cone geometry (docs/geometry.md, "The matrices"):
+    world mm (x, y, z, 1) -> (u·w, v·w, w), u and v continuous pixel indices."""
+    return recond_import.cone_matrices(geom)  # the one implementation, in the Python client
 
 
 def check_rtk_matrices():
