@@ -32,7 +32,6 @@
 #define LEN_MIN 1e-6
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
 
-_Static_assert(SPEC_RTK_MAX_VIEWS == SPEC_MAX_VIEWS, "RTK XML and JSON specs take as many views");
 
 /* geometry.detector.shape: fan only ("flat", the default, or "curved"); on
  * another type the key itself is refused, with the reason. */
@@ -167,6 +166,8 @@ static int parse_matrices(const json_t *g, job_spec *s, rc_err *err)
 	}
 	return 0;
 }
+
+_Static_assert(SPEC_RTK_MAX_VIEWS == SPEC_MAX_VIEWS, "RTK XML and JSON specs take as many views");
 
 /* geometry.type "rtk": RTK's geometry XML and the projection stack's size,
  * spacing and origin (spec_rtk.h makes it a cone or matrices geometry). */
@@ -616,6 +617,22 @@ int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err
 	return rc;
 }
 
+int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err)
+{
+	const rc_detector_desc *d = &s->r.geom.det;
+	spec_rtk_det det = { d->nu, d->nv, d->du, d->dv, -(d->nu - 1) / 2.0 * d->du, -(d->nv - 1) / 2.0 * d->dv };
+	rc_geom *g = NULL;
+	if (s->rtk) {
+		det.origin_u = s->rtk_origin[0];
+		det.origin_v = s->rtk_origin[1];
+	}
+	int rc = rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, err);
+	if (!rc)
+		rc = spec_rtk_write(g, &det, ret, len, err);
+	rc_geom_free(g);
+	return rc;
+}
+
 uint64_t job_spec_memory(const job_spec *s)
 {
 	/* a job that may stream counts its scratch volume (the worker decides
@@ -639,18 +656,3 @@ char *job_spec_summary(const job_spec *s)
 	return out;
 }
 
-int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err)
-{
-	const rc_detector_desc *d = &s->r.geom.det;
-	spec_rtk_det det = { d->nu, d->nv, d->du, d->dv, -(d->nu - 1) / 2.0 * d->du, -(d->nv - 1) / 2.0 * d->dv };
-	rc_geom *g = NULL;
-	if (s->rtk) {
-		det.origin_u = s->rtk_origin[0];
-		det.origin_v = s->rtk_origin[1];
-	}
-	int rc = rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, err);
-	if (!rc)
-		rc = spec_rtk_write(g, &det, ret, len, err);
-	rc_geom_free(g);
-	return rc;
-}
