@@ -32,7 +32,6 @@
 #define LEN_MIN 1e-6
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
 
-
 /* geometry.detector.shape: fan only ("flat", the default, or "curved"); on
  * another type the key itself is refused, with the reason. */
 static int parse_shape(const json_t *d, const char *p, rc_geom_type type, rc_detector_desc *det, rc_err *err)
