@@ -654,4 +654,3 @@ char *job_spec_summary(const job_spec *s)
 	json_decref(j);
 	return out;
 }
-
