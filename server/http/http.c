@@ -119,10 +119,10 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(rest, "start")) { r->rt = R_START; return MHD_YES; }
 	if (!strcmp(rest, "events")) { r->rt = R_EVENTS; return MHD_YES; }
 	if (!strcmp(rest, "volume")) { r->rt = R_VOLUME; return MHD_YES; }
+	if (!strcmp(rest, "geometry")) { r->rt = R_GEOMETRY; return MHD_YES; }
 	if (!strcmp(rest, "push")) { r->rt = R_PUSH; return MHD_YES; }
 	if (!strcmp(rest, "cancel")) { r->rt = R_CANCEL; return MHD_YES; }
 	if (!strcmp(rest, "preview")) { r->rt = R_PREVIEW; return MHD_YES; }
-	if (!strcmp(rest, "geometry")) { r->rt = R_GEOMETRY; return MHD_YES; }
 	if (!strncmp(rest, "projections/", 12)) {
 		const char *ks = rest + 12;
 		size_t n = strlen(ks);

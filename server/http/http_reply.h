@@ -22,6 +22,7 @@ typedef enum route {
 	R_NONE = 0,
 	R_HEALTHZ, R_READYZ, R_METRICS, R_DEVICES,
 	R_NODES,         /* /v1/nodes */
+	R_GEOMETRY,      /* /v1/jobs/{id}/geometry */
 	R_JOBS,          /* /v1/jobs */
 	R_JOB,           /* /v1/jobs/{id} */
 	R_PROJ,          /* /v1/jobs/{id}/projections */
@@ -31,7 +32,6 @@ typedef enum route {
 	R_PUSH,          /* /v1/jobs/{id}/push */
 	R_CANCEL,        /* /v1/jobs/{id}/cancel */
 	R_PREVIEW,       /* /v1/jobs/{id}/preview */
-	R_GEOMETRY,      /* /v1/jobs/{id}/geometry */
 	R_WWW,           /* /, /ui/...: the operator page (http_www.c) */
 } route;
 

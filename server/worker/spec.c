@@ -551,6 +551,23 @@ void job_spec_free(job_spec *s)
 	free(s);
 }
 
+int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err)
+{
+	const rc_detector_desc *d = &s->r.geom.det;
+	spec_rtk_det det = { d->nu, d->nv, d->du, d->dv, -(d->nu - 1) / 2.0 * d->du, -(d->nv - 1) / 2.0 * d->dv };
+	rc_geom *g = NULL;
+	if (s->rtk) {
+		det.origin_u = s->rtk_origin[0];
+		det.origin_v = s->rtk_origin[1];
+	}
+	int rc = rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, err);
+	if (!rc)
+		rc = spec_rtk_write(g, &det, ret, len, err);
+	rc_geom_free(g);
+	return rc;
+}
+
+
 /* The stored spec's bytes (malloc'd, NUL-terminated). */
 static int read_spec(const char *path, char **ret, size_t *ret_len, rc_err *err)
 {
@@ -613,22 +630,6 @@ int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err
 		rc = spec_parse_dicom(dj, d, err);
 	json_decref(root);
 	free(buf);
-	return rc;
-}
-
-int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err)
-{
-	const rc_detector_desc *d = &s->r.geom.det;
-	spec_rtk_det det = { d->nu, d->nv, d->du, d->dv, -(d->nu - 1) / 2.0 * d->du, -(d->nv - 1) / 2.0 * d->dv };
-	rc_geom *g = NULL;
-	if (s->rtk) {
-		det.origin_u = s->rtk_origin[0];
-		det.origin_v = s->rtk_origin[1];
-	}
-	int rc = rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, err);
-	if (!rc)
-		rc = spec_rtk_write(g, &det, ret, len, err);
-	rc_geom_free(g);
 	return rc;
 }
 

@@ -224,6 +224,29 @@ def _fit_pixels(g):
         d["dv_mm"] = px
 
 
+def _rtk_as_cone(g):
+    """A `rtk` geometry's stand-in for the fitting: a circular cone of its stack and view count."""
+    d, n = g["detector"], g.get("views", 4)
+    return {"type": "cone", "source_isocenter_mm": 1000.0, "source_detector_mm": 1500.0,
+            "angles": {"start_deg": 0.0, "step_deg": 360.0 / n, "count": n},
+            "detector": {"nu": d["nu"], "nv": d["nv"], "du_mm": d["du_mm"], "dv_mm": d["dv_mm"]}}
+
+
+def _cone_as_rtk(c, g):
+    """The fitted cone back as RTK's XML (the writer's layout, no matrices) in the rtk geometry g."""
+    d, a = c["detector"], c["angles"]
+    views = "".join("<Projection><GantryAngle>%r</GantryAngle></Projection>" % (a["start_deg"] + k * a["step_deg"])
+                    for k in range(a["count"]))
+    g["xml"] = ('<?xml version="1.0"?>\n<!DOCTYPE RTKGEOMETRY>\n<RTKThreeDCircularGeometry version="3">'
+                "<SourceToIsocenterDistance>%r</SourceToIsocenterDistance>"
+                "<SourceToDetectorDistance>%r</SourceToDetectorDistance>%s</RTKThreeDCircularGeometry>\n"
+                % (c["source_isocenter_mm"], c["source_detector_mm"], views))
+    g["detector"] = {"nu": d["nu"], "nv": d["nv"], "du_mm": d["du_mm"], "dv_mm": d["dv_mm"],
+                     "origin_u_mm": -(d["nu"] - 1) / 2.0 * d["du_mm"], "origin_v_mm": -(d["nv"] - 1) / 2.0 * d["dv_mm"]}
+    if "views" in g:
+        g["views"] = a["count"]
+
+
 _offered = []
 
 
@@ -285,29 +308,6 @@ def _fit_memory(spec):
     while _views(g) * v["nx"] * v["ny"] * g["detector"]["nu"] * 31 > MATRIX_BYTES_MAX and max(v["nx"], v["ny"]) > 1:
         k = "nx" if v["nx"] >= v["ny"] else "ny"
         v[k] = max(1, v[k] // 2)
-
-
-def _rtk_as_cone(g):
-    """A `rtk` geometry's stand-in for the fitting: a circular cone of its stack and view count."""
-    d, n = g["detector"], g.get("views", 4)
-    return {"type": "cone", "source_isocenter_mm": 1000.0, "source_detector_mm": 1500.0,
-            "angles": {"start_deg": 0.0, "step_deg": 360.0 / n, "count": n},
-            "detector": {"nu": d["nu"], "nv": d["nv"], "du_mm": d["du_mm"], "dv_mm": d["dv_mm"]}}
-
-
-def _cone_as_rtk(c, g):
-    """The fitted cone back as RTK's XML (the writer's layout, no matrices) in the rtk geometry g."""
-    d, a = c["detector"], c["angles"]
-    views = "".join("<Projection><GantryAngle>%r</GantryAngle></Projection>" % (a["start_deg"] + k * a["step_deg"])
-                    for k in range(a["count"]))
-    g["xml"] = ('<?xml version="1.0"?>\n<!DOCTYPE RTKGEOMETRY>\n<RTKThreeDCircularGeometry version="3">'
-                "<SourceToIsocenterDistance>%r</SourceToIsocenterDistance>"
-                "<SourceToDetectorDistance>%r</SourceToDetectorDistance>%s</RTKThreeDCircularGeometry>\n"
-                % (c["source_isocenter_mm"], c["source_detector_mm"], views))
-    g["detector"] = {"nu": d["nu"], "nv": d["nv"], "du_mm": d["du_mm"], "dv_mm": d["dv_mm"],
-                     "origin_u_mm": -(d["nu"] - 1) / 2.0 * d["du_mm"], "origin_v_mm": -(d["nv"] - 1) / 2.0 * d["dv_mm"]}
-    if "views" in g:
-        g["views"] = a["count"]
 
 
 def fit_spec(spec):
