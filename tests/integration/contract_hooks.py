@@ -322,10 +322,10 @@ def fit_spec(spec):
         _fit_memory(spec)
         _fit_geometry(spec)
         _fit_algorithm(spec)
-        _fit_output(spec)
         if rtk is not None:
             _cone_as_rtk(spec["geometry"], rtk)
             spec["geometry"] = rtk
+        _fit_output(spec)
     except (KeyError, TypeError, ValueError, AttributeError):
         pass  # not a schema-valid spec after all: send it as it is
     return spec
