@@ -198,6 +198,18 @@ static int parse_rtk(const json_t *g, job_spec *s, rc_err *err)
 				 &s->matrices, err)))
 		return rc;
 	s->nviews = s->r.geom.nviews;
+	/* RTK's cylinder (RadiusCylindricalDetector = SDD) is a curved cone
+	 * detector: where the geometry does not take one, say so for the XML */
+	if (s->r.geom.det.shape == RC_DETECTOR_CURVED) {
+		rc_geom *probe = NULL;
+		rc_err perr;
+		rc = rc_geom_new(&s->r.geom, &s->r.vol, NULL, &probe, &perr);
+		rc_geom_free(probe);
+		if (rc && !strcmp(perr.field, "geometry.detector.shape"))
+			return rc_fail(err, RC_EINVAL, "geometry.xml",
+				       "geometry.xml: RadiusCylindricalDetector (a cylindrical detector) is not taken here: %s",
+				       perr.msg);
+	}
 	if (views && views != s->nviews)
 		return rc_fail(err, RC_EINVAL, "geometry.xml",
 			       "geometry.xml has %d projections but geometry.views says %lld", s->nviews, views);

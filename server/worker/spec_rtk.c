@@ -344,36 +344,48 @@ static int zero_angle(double deg)
 	return fabs(remainder(deg, 360.0)) <= 1e-12;
 }
 
-/* The one place that decides a cylindrical detector.  recond's curved
- * detector is a cylinder about the source of radius SDD
- * (RTK's RadiusCylindricalDetector = SDD): until rc_geom_new takes
- * shape curved on a cone geometry, a nonzero radius is refused here. */
-static int cylinder(double radius, rc_err *err)
+/* The one place that decides a cylindrical detector.  recond's curved cone
+ * detector is a cylinder about the source of radius SDD, u an arc length
+ * (RTK's RadiusCylindricalDetector = SDD): taken on a circular scan with
+ * the offsets in the stack's origin (ProjectionOffsetX/Y 0, the form checked
+ * against RTK); any other radius or form is refused.  Whether the geometry
+ * takes a cylindrical cone detector at all is rc_geom_new's to say (spec.c
+ * names geometry.xml when it does not). */
+static int cylinder(double radius, const rtk_view *v0, int circular, rc_detector_shape *shape, rc_err *err)
 {
+	*shape = RC_DETECTOR_FLAT;
 	if (radius == 0)
 		return 0;
-	return rc_fail(err, RC_EINVAL, F,
-		       "geometry.xml: RadiusCylindricalDetector is %g: cylindrical detectors are not imported from RTK's "
-		       "XML yet (only flat ones, radius 0)", radius);
+	if (!circular || !same(radius, v0->sdd) || v0->px != 0 || v0->py != 0)
+		return rc_fail(err, RC_EINVAL, F,
+			       "geometry.xml: RadiusCylindricalDetector is %g: a cylindrical detector is imported as a "
+			       "cylinder about the source (radius = SourceToDetectorDistance, %g) on a circular scan with "
+			       "ProjectionOffsetX/Y 0 (put the offsets in geometry.detector.origin_u_mm/origin_v_mm)",
+			       radius, v0->sdd);
+	*shape = RC_DETECTOR_CURVED;
+	return 0;
 }
 
-static int build_spec(const rtk_acc *acc, const spec_rtk_det *det, rc_geom_spec *gs, double **angles,
-		      double **matrices, rc_err *err)
+static int build_spec(const rtk_acc *acc, double radius, const spec_rtk_det *det, rc_geom_spec *gs,
+		      double **angles, double **matrices, rc_err *err)
 {
 	const rtk_view *v0 = &acc->views[0];
-	int circular = 1;
+	int circular = 1, rc;
 	for (size_t k = 0; k < acc->n && circular; k++) {
 		const rtk_view *v = &acc->views[k];
 		circular = zero_angle(v->oa) && zero_angle(v->ia) && v->sx == 0 && v->sy == 0 && same(v->sid, v0->sid) &&
 			   same(v->sdd, v0->sdd) && same(v->px, v0->px) && same(v->py, v0->py) && v->sdd > v->sid;
 	}
+	rc_detector_shape shape;
+	if ((rc = cylinder(radius, v0, circular, &shape, err)))
+		return rc;
 	memset(gs, 0, sizeof *gs);
 	gs->nviews = (int)acc->n;
 	gs->det.nu = det->nu;
 	gs->det.nv = det->nv;
 	gs->det.du = det->du;
 	gs->det.dv = det->dv;
-	gs->det.shape = RC_DETECTOR_FLAT;
+	gs->det.shape = shape;
 	if (circular) {
 		double *a = malloc(acc->n * sizeof *a);
 		if (!a)
@@ -441,13 +453,11 @@ int spec_rtk_parse(const char *xml, size_t len, const spec_rtk_det *det, rc_geom
 	}
 	if ((rc = parse_doc(doc, &st, &acc, err)))
 		goto out;
-	if ((rc = cylinder(st.radius, err)))
-		goto out;
 	if (acc.n == 0) {
 		rc = rc_fail(err, RC_EINVAL, F, "geometry.xml has no <Projection>: a job needs at least one view");
 		goto out;
 	}
-	rc = build_spec(&acc, det, gs, angles, matrices, err);
+	rc = build_spec(&acc, st.radius, det, gs, angles, matrices, err);
 out:
 	free(acc.views);
 	xmlFreeDoc(doc);
@@ -548,6 +558,8 @@ static int write_views(xmlTextWriter *w, const rc_geom *g, const spec_rtk_det *d
 		base.py = dd->offset_v - det->origin_v - (dd->nv - 1) / 2.0 * det->dv;
 		bad |= put_num(w, "SourceToIsocenterDistance", base.sid) | put_num(w, "SourceToDetectorDistance", base.sdd) |
 		       put_num(w, "ProjectionOffsetX", base.px) | put_num(w, "ProjectionOffsetY", base.py);
+		if (dd->shape == RC_DETECTOR_CURVED)
+			bad |= put_num(w, "RadiusCylindricalDetector", base.sdd);
 	}
 	for (int k = 0; k < rc_geom_nviews(g) && !bad; k++) {
 		rtk_view v = base;
@@ -580,8 +592,14 @@ int spec_rtk_write(const rc_geom *g, const spec_rtk_det *det, char **ret, size_t
 		return rc_fail(err, RC_EUNSUPPORTED, "format",
 			       "format=rtk: RTK's geometry file is 3-D (cone beam); a %s geometry has no RTK equivalent",
 			       t == RC_GEOM_FAN ? "fan" : "parallel");
-	if (rc_geom_detector(g)->shape != RC_DETECTOR_FLAT)
-		return rc_fail(err, RC_EUNSUPPORTED, "format", "format=rtk: curved detectors are not written as RTK XML yet");
+	/* a cylinder: its offsets go into the stack's origin, the form read back (cylinder()) */
+	const rc_detector_desc *dd = rc_geom_detector(g);
+	spec_rtk_det cyl = *det;
+	if (dd->shape == RC_DETECTOR_CURVED) {
+		cyl.origin_u = dd->offset_u - (dd->nu - 1) / 2.0 * det->du;
+		cyl.origin_v = dd->offset_v - (dd->nv - 1) / 2.0 * det->dv;
+		det = &cyl;
+	}
 	pthread_once(&xml_once, xml_init);
 	xmlBuffer *buf = xmlBufferCreate();
 	xmlTextWriter *w = buf ? xmlNewTextWriterMemory(buf, 0) : NULL;

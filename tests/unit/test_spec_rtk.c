@@ -272,6 +272,74 @@ static char *edited(const char *from, const char *to)
 	return s;
 }
 
+/* RTK's cylinder about the source (RadiusCylindricalDetector = SDD, offsets
+ * in the origin) is recond's curved cone detector: where the JSON route
+ * takes "shape": "curved" on a cone, the XML gives the same geometry and
+ * writes itself back with the radius; where it does not, the XML is
+ * refused naming geometry.xml. */
+static void test_cylinder(void **state)
+{
+	(void)state;
+	char *x1 = edited("<ProjectionOffsetX>2.1</ProjectionOffsetX>", "<ProjectionOffsetX>0</ProjectionOffsetX>");
+	const char *at = strstr(x1, "<ProjectionOffsetY>-1.4</ProjectionOffsetY>");
+	assert_non_null(at);
+	size_t head = (size_t)(at - x1);
+	const char *tail = at + strlen("<ProjectionOffsetY>-1.4</ProjectionOffsetY>");
+	char *xml = malloc(strlen(x1) + 200);
+	memcpy(xml, x1, head);
+	strcpy(xml + head, "<ProjectionOffsetY>0</ProjectionOffsetY><RadiusCylindricalDetector>500</RadiusCylindricalDetector>");
+	strcat(xml, tail);
+	free(x1);
+	/* the views' matrices in the file are the circular ones with offsets 2.1, -1.4: drop them */
+	for (char *m; (m = strstr(xml, "<Matrix>"));) {
+		char *e = strstr(m, "</Matrix>") + strlen("</Matrix>");
+		memmove(m, e, strlen(e) + 1);
+	}
+	const double ou = -31.5 * 0.7 + 2.1, ov = -27.5 * 0.7 - 1.4;
+	char *j = rtk_job(xml, 64, 56, 0.7, 0.7, ou, ov, 8);
+	const char *cj = "{\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 300, \"source_detector_mm\": 500, "
+			 "\"angles_deg\": [0, 33, 90, 137, 180, 222, 270, 318], \"detector\": {\"nu\": 64, \"nv\": 56, "
+			 "\"du_mm\": 0.7, \"dv_mm\": 0.7, \"offset_u_mm\": 2.1, \"offset_v_mm\": -1.4, \"shape\": \"curved\"}}, "
+			 "\"volume\": " VOL ", \"algorithm\": {\"name\": \"sirt\", \"iterations\": 2}}";
+	job_spec *s = NULL, *c = NULL;
+	rc_err err;
+	int json_ok = parse(cj, &c, &err) == 0;
+	int rc = parse(j, &s, &err);
+	if (!json_ok) {
+		if (rc != RC_EINVAL || strcmp(err.field, "geometry.xml"))
+			print_error("rc %d field %s: %s\n", rc, err.field, err.msg);
+		assert_int_equal(rc, RC_EINVAL);
+		assert_string_equal(err.field, "geometry.xml");
+	} else {
+		if (rc)
+			print_error("%s: %s\n", err.field, err.msg);
+		assert_int_equal(rc, 0);
+		assert_int_equal(s->r.geom.type, RC_GEOM_CONE);
+		assert_int_equal(s->r.geom.det.shape, RC_DETECTOR_CURVED);
+		assert_true(fabs(s->r.geom.det.offset_u - 2.1) < 1e-12 && fabs(s->r.geom.det.offset_v + 1.4) < 1e-12);
+		rc_geom *a = geom_of(s), *b = geom_of(c);
+		for (int k = 0; k < 8; k++) {
+			double oa[3], da[3], ob[3], db[3];
+			rc_geom_ray(a, k, 5.5, 40.25, 0, oa, da);
+			rc_geom_ray(b, k, 5.5, 40.25, 0, ob, db);
+			for (int i = 0; i < 3; i++)
+				assert_true(fabs(oa[i] - ob[i]) < 1e-9 && fabs(da[i] - db[i]) < 1e-12);
+		}
+		rc_geom_free(a);
+		rc_geom_free(b);
+		char *out = NULL;
+		size_t len;
+		assert_int_equal(job_spec_rtk_xml(c, &out, &len, &err), 0);
+		assert_non_null(strstr(out, "<RadiusCylindricalDetector>500</RadiusCylindricalDetector>"));
+		free(out);
+		check_roundtrip(c, 0.7, 0.7, ou, ov);
+	}
+	job_spec_free(s);
+	job_spec_free(c);
+	free(j);
+	free(xml);
+}
+
 static void test_bad(void **state)
 {
 	(void)state;
@@ -318,8 +386,12 @@ static void test_bad(void **state)
 		  RC_EINVAL, "geometry.xml" },
 		{ "nan", edited("<GantryAngle>90</GantryAngle>", "<GantryAngle>nan</GantryAngle>"), 0, RC_EINVAL,
 		  "geometry.xml" },
-		{ "cylindrical", edited("<ProjectionOffsetX>", "<RadiusCylindricalDetector>500</RadiusCylindricalDetector>"
-					"<ProjectionOffsetX>"), 0, RC_EINVAL, "geometry.xml" },
+		{ "cylinder not about the source", edited("<ProjectionOffsetX>", "<RadiusCylindricalDetector>400"
+							  "</RadiusCylindricalDetector><ProjectionOffsetX>"), 0,
+		  RC_EINVAL, "geometry.xml" },
+		{ "cylinder with projection offsets", edited("<ProjectionOffsetX>", "<RadiusCylindricalDetector>500"
+							     "</RadiusCylindricalDetector><ProjectionOffsetX>"), 0,
+		  RC_EINVAL, "geometry.xml" },
 		{ "parallel", edited("<SourceToDetectorDistance>500", "<SourceToDetectorDistance>0"), 0, RC_EINVAL,
 		  "geometry.xml" },
 		{ "negative SID", edited("<SourceToIsocenterDistance>300", "<SourceToIsocenterDistance>-300"), 0,
@@ -378,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_circular_is_cone),
 		cmocka_unit_test(test_tilted_is_matrices),
 		cmocka_unit_test(test_write_roundtrip),
+		cmocka_unit_test(test_cylinder),
 		cmocka_unit_test(test_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
