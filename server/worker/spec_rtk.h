@@ -49,7 +49,9 @@ typedef struct spec_rtk_det {
  * "geometry.xml": RC_EINVAL for malformed XML, a DOCTYPE with declarations,
  * an unknown element, a version other than 2 or 3, no projection, a value
  * that is no finite number, a matrix that disagrees with its parameters,
- * a parallel (SDD 0) or cylindrical geometry; RC_ETOOBIG over the cap;
+ * a parallel (SDD 0) geometry, a cylinder other than one about the source
+ * (RadiusCylindricalDetector = SDD, circular, offsets in the origin: shape
+ * curved); RC_ETOOBIG over the cap;
  * RC_ENOMEM. */
 int spec_rtk_parse(const char *xml, size_t len, const spec_rtk_det *det, rc_geom_spec *gs, double **angles,
 		   double **matrices, rc_err *err);
@@ -60,8 +62,10 @@ int spec_rtk_parse(const char *xml, size_t len, const spec_rtk_det *det, rc_geom
  * a matrix is decomposed into RTK's (source = the matrix's null space,
  * detector orientation and offsets from its left 3x3) and refused
  * (RC_EUNSUPPORTED, field "format") when that does not give the matrix
- * back: non-square pixels at that spacing or a skewed detector.  Fan and
- * parallel (RTK is 3-D) and a curved detector are RC_EUNSUPPORTED too. */
+ * back: non-square pixels at that spacing or a skewed detector.  A curved
+ * cone is written with RadiusCylindricalDetector = SDD and its offsets in
+ * the origin (det's origin is then replaced by that one).  Fan and parallel
+ * (RTK is 3-D) are RC_EUNSUPPORTED too. */
 int spec_rtk_write(const rc_geom *g, const spec_rtk_det *det, char **ret, size_t *len, rc_err *err);
 
 #endif
