@@ -221,7 +221,7 @@ static void test_write_roundtrip(void **state)
 	const char *cj = "{\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 400, \"source_detector_mm\": 700, "
 			 "\"angles\": {\"start_deg\": -20, \"step_deg\": 7.5, \"count\": 30}, \"detector\": {\"nu\": 48, "
 			 "\"nv\": 20, \"du_mm\": 1.1, \"dv_mm\": 0.9, \"offset_u_mm\": 12.5, \"offset_v_mm\": 2}}, "
-			 "\"volume\": " VOL ", \"algorithm\": {\"name\": \"fdk\"}}";
+			 "\"volume\": " VOL ", \"algorithm\": {\"name\": \"sirt\", \"iterations\": 2}}";
 	assert_int_equal(parse(cj, &s, &err), 0);
 	check_roundtrip(s, 1.1, 0.9, -23.5 * 1.1, -9.5 * 0.9);
 	job_spec_free(s);
