@@ -1,0 +1,245 @@
+/* checks: warnings about a job's geometry and data (checks.h). */
+#include "plan/checks.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rc_warn_add(rc_warnings *ws, const char *code, const char *fmt, ...)
+{
+	if (!ws || ws->n >= RC_WARN_MAX)
+		return;
+	rc_warning *w = &ws->w[ws->n++];
+	w->code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->message, sizeof w->message, fmt, ap);
+	va_end(ap);
+}
+
+static int is_2d(const rc_geom *g)
+{
+	return rc_geom_is_2d(g);
+}
+
+/* The pitch of the detector in the plane of the rotation axis: du D/S for
+ * a source, du for parallel rays; 0 where unknown (matrices). */
+static double magnified_pitch(const rc_geom *g)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	switch (rc_geom_type_of(g)) {
+	case RC_GEOM_CONE:
+	case RC_GEOM_FAN:
+		return rc_geom_sdd(g) > 0 ? d->du * rc_geom_sid(g) / rc_geom_sdd(g) : 0;
+	case RC_GEOM_PARALLEL:
+		return d->du;
+	default:
+		return 0;
+	}
+}
+
+/* Whether view k's detector sees the point x (mm). */
+static int sees(const rc_geom *g, int k, const double x[3])
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	double u, v, w;
+	if (is_2d(g)) {
+		u = rc_geom_plane_u(g, k, x[0], x[1], &w);
+		return w > 0 && u >= -0.5 && u <= d->nu - 0.5;
+	}
+	rc_view_project(rc_geom_view(g, k), x, &u, &v, &w);
+	return w > 0 && u >= -0.5 && u <= d->nu - 0.5 && v >= -0.5 && v <= d->nv - 0.5;
+}
+
+#define FOV_GRID 12
+#define FOV_MAX_VIEWS 360
+
+static void check_fov(const rc_geom *g, rc_warnings *ws)
+{
+	const rc_volume_desc *vol = rc_geom_volume(g);
+	int n[3] = { vol->nx < FOV_GRID ? vol->nx : FOV_GRID, vol->ny < FOV_GRID ? vol->ny : FOV_GRID,
+		     vol->nz < FOV_GRID ? vol->nz : FOV_GRID };
+	int nviews = rc_geom_nviews(g), step = nviews > FOV_MAX_VIEWS ? (nviews + FOV_MAX_VIEWS - 1) / FOV_MAX_VIEWS : 1;
+	long total = 0, partial = 0, none = 0;
+	for (int a = 0; a < n[2]; a++)
+		for (int b = 0; b < n[1]; b++)
+			for (int c = 0; c < n[0]; c++) {
+				double x[3];
+				/* cell centres of a coarse grid over the voxel centres */
+				rc_volume_voxel_pos(vol, (c + 0.5) * vol->nx / n[0] - 0.5, (b + 0.5) * vol->ny / n[1] - 0.5,
+						    (a + 0.5) * vol->nz / n[2] - 0.5, x);
+				int seen = 0, views = 0;
+				for (int k = 0; k < nviews; k += step, views++)
+					seen += sees(g, k, x);
+				total++;
+				partial += seen < views;
+				none += seen == 0;
+			}
+	double fp = (double)partial / (double)total, fn = (double)none / (double)total;
+	if (fp > RC_CHECK_FOV_PARTIAL)
+		rc_warn_add(ws, RC_WARN_FOV,
+			    "%.0f %% of the volume lies outside the detector in some views (%.0f %% in every view): "
+			    "that part cannot be reconstructed; check the volume's size and voxel size against the "
+			    "detector's (both in mm) or make the volume smaller",
+			    100 * fp, 100 * fn);
+}
+
+void rc_check_geometry(const rc_geom *g, rc_warnings *ws)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *vol = rc_geom_volume(g);
+	rc_geom_type t = rc_geom_type_of(g);
+	double width = d->nu * d->du, height = is_2d(g) ? 0 : d->nv * d->dv;
+	if (width < RC_CHECK_MIN_DETECTOR_MM || (d->nv > 1 && height > 0 && height < RC_CHECK_MIN_DETECTOR_MM))
+		rc_warn_add(ws, RC_WARN_DETECTOR_UNITS,
+			    "the detector is %.3g x %.3g mm: du_mm and dv_mm are millimetres (a pitch in cm is 10x too "
+			    "small)",
+			    width, height);
+	double mp = magnified_pitch(g), vx = vol->vx > vol->vy ? vol->vx : vol->vy;
+	if (mp > 0 && (vx > RC_CHECK_VOXEL_RATIO * mp || vx * RC_CHECK_VOXEL_RATIO < mp))
+		rc_warn_add(ws, RC_WARN_VOXEL_UNITS,
+			    "the voxel size (%.4g mm) is %.3gx the detector pitch at the rotation axis (%.4g mm); "
+			    "usually they are within a factor of %.0f: check volume.voxel_mm and detector du_mm "
+			    "(both millimetres)",
+			    vx, vx / mp, mp, RC_CHECK_VOXEL_RATIO);
+	int nviews = rc_geom_nviews(g);
+	if (t != RC_GEOM_MATRICES && nviews > RC_CHECK_RADIANS_VIEWS) {
+		double amax = 0;
+		for (int k = 0; k < nviews; k++) {
+			double a = fabs(rc_geom_view(g, k)->angle_rad) * 180.0 / M_PI;
+			amax = a > amax ? a : amax;
+		}
+		if (amax <= 2 * M_PI + 1e-6)
+			rc_warn_add(ws, RC_WARN_ANGLES_RADIANS,
+				    "all %d angles lie within %.4g degrees: geometry.angles_deg are degrees; angles in "
+				    "radians cover only %.4g degrees",
+				    nviews, amax, amax);
+	}
+	check_fov(g, ws);
+}
+
+/* ---- data ------------------------------------------------------------- */
+
+static int cmp_f(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+static double median_of(float *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof *v, cmp_f);
+	return v[n / 2];
+}
+
+#define SAMPLE_MAX (1u << 20)
+
+void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_stats *st, rc_warnings *ws)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	int nu = d->nu, nviews = rc_geom_nviews(g);
+	int rows = (int)(rc_geom_view_count(g) / (size_t)nu);
+	memset(st, 0, sizeof *st);
+	st->first_non_finite_view = -1;
+	/* sample: values and second differences of every `every`-th row start */
+	size_t rows_total = (size_t)nviews * (size_t)rows, row_every = rows_total * (size_t)nu / SAMPLE_MAX + 1;
+	float *vals = malloc(sizeof(float) * (SAMPLE_MAX + (size_t)nu));
+	float *d2 = malloc(sizeof(float) * (SAMPLE_MAX + (size_t)nu));
+	size_t nvals = 0, nd2 = 0;
+	/* an offset detector's inner edge sees the middle of the object by design */
+	double shift = d->offset_u / (nu * d->du);
+	int check_lo = shift < 0.25, check_hi = shift > -0.25;
+	long truncated = 0, bright = 0, lit = 0;
+	double sum2 = 0;
+	long long finite = 0;
+	size_t row_no = 0;
+	for (int k = 0; k < nviews; k++) {
+		double peak = 0, lo = 0, hi = 0;
+		for (int j = 0; j < rows; j++, row_no++) {
+			size_t off = rc_geom_row_offset(g, k, j);
+			const float *r = proj + off;
+			float *w = wproj ? wproj + off : NULL;
+			for (int i = 0; i < nu; i++) {
+				float x = r[i];
+				if (!isfinite(x)) {
+					if (!st->non_finite++)
+						st->first_non_finite_view = k;
+					if (w)
+						w[i] = 0;
+					continue;
+				}
+				sum2 += (double)x * x;
+				finite++;
+				peak = x > peak ? x : peak;
+			}
+			lo += isfinite(r[0]) ? r[0] : 0;
+			hi += isfinite(r[nu - 1]) ? r[nu - 1] : 0;
+			if (vals && d2 && row_no % row_every == 0) {
+				for (int i = 0; i < nu && nvals < SAMPLE_MAX; i++)
+					if (isfinite(r[i]))
+						vals[nvals++] = r[i];
+				for (int i = 1; i + 1 < nu && nd2 < SAMPLE_MAX; i++) {
+					float e = r[i - 1] - 2 * r[i] + r[i + 1];
+					if (isfinite(e))
+						d2[nd2++] = fabsf(e);
+				}
+			}
+		}
+		lo /= rows;
+		hi /= rows;
+		if (peak > 0) {
+			lit++;
+			double edge = check_lo && check_hi ? (lo > hi ? lo : hi) : check_lo ? lo : hi;
+			truncated += edge > RC_CHECK_EDGE_FRACTION * peak;
+			bright += (lo < hi ? lo : hi) >= 0.9 * peak;
+		}
+	}
+	st->rms = finite ? sqrt(sum2 / (double)finite) : 0;
+	st->median = vals ? median_of(vals, nvals) : 0;
+	/* white noise of sigma gives second differences of sigma sqrt(6);
+	 * 1.4826 median|.| is a standard deviation robust to edges */
+	st->noise_sigma = d2 ? 1.4826 * median_of(d2, nd2) / sqrt(6.0) : 0;
+	st->truncated_views = lit ? (double)truncated / (double)lit : 0;
+	st->bright_edge_views = lit ? (double)bright / (double)lit : 0;
+	free(vals);
+	free(d2);
+
+	if (st->non_finite)
+		rc_warn_add(ws, RC_WARN_NON_FINITE,
+			    "%lld projection values are NaN or infinite (the first in view %d)%s: check the conversion "
+			    "to line integrals (log of 0 or of a negative count)",
+			    st->non_finite, st->first_non_finite_view, wproj ? "; they were taken as 0" : "");
+	int pre_log = st->median > RC_CHECK_PRE_LOG_MEDIAN || st->bright_edge_views > 0.5;
+	if (pre_log)
+		rc_warn_add(ws, RC_WARN_PRE_LOG,
+			    "the projections look like detector intensities, not line integrals: median %.4g, and %.0f "
+			    "%% of views are as bright at the detector's edges (air) as anywhere; send -ln(I/I0) "
+			    "(docs/api.md, \"Warnings\")",
+			    st->median, 100 * st->bright_edge_views);
+	else if (st->truncated_views > RC_CHECK_EDGE_VIEWS)
+		rc_warn_add(ws, RC_WARN_TRUNCATED,
+			    "in %.0f %% of views the line integrals at the detector's edge are above %.0f %% of the "
+			    "view's peak: the object is wider than the detector (truncated), which FDK shows as a "
+			    "bright rim and cupping",
+			    100 * st->truncated_views, 100 * RC_CHECK_EDGE_FRACTION);
+}
+
+void rc_check_residual(double rel, const rc_data_stats *st, rc_warnings *ws)
+{
+	if (!isfinite(rel))
+		return;
+	double noise = st && st->rms > 0 ? st->noise_sigma / st->rms : 0;
+	double limit = RC_CHECK_RESIDUAL_NOISE * noise;
+	if (limit < RC_CHECK_RESIDUAL_FLOOR)
+		limit = RC_CHECK_RESIDUAL_FLOOR;
+	if (rel > limit)
+		rc_warn_add(ws, RC_WARN_RESIDUAL,
+			    "the relative residual ||p - Ax|| / ||p|| is %.3g, above the %.3g that the data's noise "
+			    "(%.3g of its rms) explains: the data does not fit the geometry; check the angles, the "
+			    "detector's orientation (rows and columns, row 0 at the lowest z) and its offsets",
+			    rel, limit, noise);
+}
