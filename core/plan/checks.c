@@ -122,6 +122,26 @@ void rc_check_geometry(const rc_geom *g, rc_warnings *ws)
 
 /* ---- data ------------------------------------------------------------- */
 
+/* sqrt(sum over views and i of (s[k][i] - mean_k s[k][i])^2) / sqrt(views
+ * sum over i of mean^2): how much the profiles s[k] (n values) change
+ * from view to view, relative to their mean. */
+static double variation(const double *s, int nviews, int n)
+{
+	double num = 0, den = 0;
+	for (int i = 0; i < n; i++) {
+		double m = 0;
+		for (int k = 0; k < nviews; k++)
+			m += s[(size_t)k * n + i];
+		m /= nviews;
+		for (int k = 0; k < nviews; k++) {
+			double d = s[(size_t)k * n + i] - m;
+			num += d * d;
+		}
+		den += nviews * m * m;
+	}
+	return den > 0 ? sqrt(num / den) : 0;
+}
+
 static int cmp_f(const void *a, const void *b)
 {
 	float x = *(const float *)a, y = *(const float *)b;
@@ -149,6 +169,10 @@ void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_st
 	size_t rows_total = (size_t)nviews * (size_t)rows, row_every = rows_total * (size_t)nu / SAMPLE_MAX + 1;
 	float *vals = malloc(sizeof(float) * (SAMPLE_MAX + (size_t)nu));
 	float *d2 = malloc(sizeof(float) * (SAMPLE_MAX + (size_t)nu));
+	/* row and column sums per view (cone: rows along the rotation axis) */
+	int axis = rc_geom_type_of(g) == RC_GEOM_CONE && rows > 1 && nu > 1;
+	double *rsum = axis ? calloc((size_t)nviews * (size_t)rows, sizeof(double)) : NULL;
+	double *csum = axis ? calloc((size_t)nviews * (size_t)nu, sizeof(double)) : NULL;
 	size_t nvals = 0, nd2 = 0;
 	/* an offset detector's inner edge sees the middle of the object by design */
 	double shift = d->offset_u / (nu * d->du);
@@ -175,6 +199,10 @@ void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_st
 				sum2 += (double)x * x;
 				finite++;
 				peak = x > peak ? x : peak;
+				if (rsum && csum) {
+					rsum[(size_t)k * rows + j] += x;
+					csum[(size_t)k * nu + i] += x;
+				}
 			}
 			lo += isfinite(r[0]) ? r[0] : 0;
 			hi += isfinite(r[nu - 1]) ? r[nu - 1] : 0;
@@ -205,8 +233,14 @@ void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_st
 	st->noise_sigma = d2 ? 1.4826 * median_of(d2, nd2) / sqrt(6.0) : 0;
 	st->truncated_views = lit ? (double)truncated / (double)lit : 0;
 	st->bright_edge_views = lit ? (double)bright / (double)lit : 0;
+	if (rsum && csum) {
+		st->row_variation = variation(rsum, nviews, rows);
+		st->col_variation = variation(csum, nviews, nu);
+	}
 	free(vals);
 	free(d2);
+	free(rsum);
+	free(csum);
 
 	if (st->non_finite)
 		rc_warn_add(ws, RC_WARN_NON_FINITE,
@@ -220,7 +254,14 @@ void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_st
 			    "%% of views are as bright at the detector's edges (air) as anywhere; send -ln(I/I0) "
 			    "(docs/api.md, \"Warnings\")",
 			    st->median, 100 * st->bright_edge_views);
-	else if (st->truncated_views > RC_CHECK_EDGE_VIEWS)
+	else if (st->row_variation > RC_CHECK_AXIS_RATIO * st->col_variation &&
+		 st->row_variation > RC_CHECK_AXIS_MIN)
+		rc_warn_add(ws, RC_WARN_TRANSPOSED,
+			    "the detector rows' sums change from view to view (by %.3g) more than its columns' (%.3g): "
+			    "the rotation axis runs along the rows, so the detector looks transposed; the stack is "
+			    "[view][row v][column u] with u fastest and rows along the rotation axis (docs/api.md)",
+			    st->row_variation, st->col_variation);
+	if (!pre_log && st->truncated_views > RC_CHECK_EDGE_VIEWS)
 		rc_warn_add(ws, RC_WARN_TRUNCATED,
 			    "in %.0f %% of views the line integrals at the detector's edge are above %.0f %% of the "
 			    "view's peak: the object is wider than the detector (truncated), which FDK shows as a "

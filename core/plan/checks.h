@@ -36,6 +36,7 @@ typedef struct rc_warnings {
 #define RC_WARN_VOXEL_UNITS "voxel_units"
 #define RC_WARN_ANGLES_RADIANS "angles_radians"
 #define RC_WARN_RESIDUAL "residual_high"
+#define RC_WARN_TRANSPOSED "detector_transposed"
 
 /* Thresholds (docs/api.md states them). */
 #define RC_CHECK_PRE_LOG_MEDIAN 20.0  /* line integrals of real objects are mostly 0..10 */
@@ -45,7 +46,9 @@ typedef struct rc_warnings {
 #define RC_CHECK_MIN_DETECTOR_MM 5.0  /* a detector narrower than this: pitch in cm? */
 #define RC_CHECK_VOXEL_RATIO 6.0      /* voxel vs magnified pitch beyond x6 or /6 */
 #define RC_CHECK_RADIANS_VIEWS 20     /* more views than this all within 2 pi: radians? */
-#define RC_CHECK_RESIDUAL_FLOOR 0.1   /* exact data: 0.04 at 1.5 pixels per voxel (test_warnings) */
+#define RC_CHECK_AXIS_RATIO 2.0       /* rows vary this much more over views than columns */
+#define RC_CHECK_AXIS_MIN 0.05        /* ... and by at least this much (relative) */
+#define RC_CHECK_RESIDUAL_FLOOR 0.25  /* exact data: 0.04-0.15 (test_warnings, test_push_confirm) */
 #define RC_CHECK_RESIDUAL_NOISE 3.0   /* ... or this many times what the noise explains */
 
 /* Adds a warning (dropped when the list is full). */
@@ -68,11 +71,17 @@ typedef struct rc_data_stats {
 	double rms;             /* root mean square of the finite values */
 	double truncated_views; /* fraction of views with an edge far from 0 */
 	double bright_edge_views; /* fraction of views whose edges are as bright as their peak */
+	/* cone: how much each row's sum (over u) and each column's sum (over
+	 * v) change from view to view, relative to their means over views.
+	 * Rows along the rotation axis keep their sums (the object's mass per
+	 * z, up to the cone's magnification); columns do not: a detector read
+	 * transposed swaps the two.  0 when not computed. */
+	double row_variation, col_variation;
 } rc_data_stats;
 
-/* Scans proj; with zero_non_finite, NaN and inf are set to 0 in place
- * (proj must then be writable; NULL wproj: count only).  Warnings for
- * non-finite values, pre-log data and truncation go into ws. */
+/* Scans proj; where wproj is given (proj itself, writable), NaN and inf
+ * are set to 0 there (NULL: counted only).  Warnings for non-finite
+ * values, pre-log data, truncation and a transposed detector go into ws. */
 void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_stats *st, rc_warnings *ws);
 
 /* The relative residual ||p - Ax|| / ||p|| of a result against what the

@@ -5,7 +5,8 @@
  * in cm, angles in radians, a detector a few mm wide, a volume much larger
  * than the field of view, the data as intensities (1e4 exp(-p)), NaN and
  * inf (counted and zeroed), a ball wider than the detector (truncated), and
- * a relative residual above the floor or above 3x the estimated noise.  The
+ * a detector read transposed (row sums that change over views), and a
+ * relative residual above the floor or above 3x the estimated noise.  The
  * noise estimate itself is checked on white noise of known sigma.
  */
 #include <math.h>
@@ -176,6 +177,21 @@ static void test_data(void **state)
 		assert_true(has(&ws, RC_WARN_PRE_LOG));
 		assert_false(has(&ws, RC_WARN_TRUNCATED));
 	}
+
+	/* the detector read transposed (each view's rows and columns
+	 * swapped): the rows' sums vary over views, the columns' do not */
+	int nu = s.sp.det.nu;
+	for (int k = 0; k < NV; k++)
+		for (int j = 0; j < nu; j++)
+			for (int i = 0; i < nu; i++)
+				w[k * view + (size_t)i * nu + j] = p[k * view + (size_t)j * nu + i];
+	memset(&ws, 0, sizeof ws);
+	rc_check_data(g, w, NULL, &st, &ws);
+	printf("  transposed: rows vary %.4f, columns %.4f\n", st.row_variation, st.col_variation);
+	assert_true(has(&ws, RC_WARN_TRANSPOSED));
+	rc_check_data(g, p, NULL, &st, &ws);
+	printf("  as sent: rows vary %.4f, columns %.4f\n", st.row_variation, st.col_variation);
+	assert_true(st.row_variation < st.col_variation);
 
 	/* white noise of sigma 0.01 on top: the estimate finds it (within
 	 * 20 %), and a residual at the noise level is not a warning */
