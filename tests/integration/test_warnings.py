@@ -17,16 +17,18 @@ user would get it wrong:
   detector_transposed (row sums that change over views; its relative
   residual, 0.135 against 0.048 for the clean job, is below the floor);
 - NaN in some views: non_finite (counted and zeroed; the job succeeds);
-- an iterative job (sirt) on clean data: no warning, residual reported.
+- an iterative job (sirt) on clean data: no warning, residual reported;
+- reconctl status and watch print the warnings.
 """
 
 import array
 import math
 import random
 import struct
+import subprocess
 
 from phantom import cone_spec, project_cone
-from recond_harness import Daemon, check, log, require_binaries, run_main, RECOND, WORKER
+from recond_harness import Daemon, check, log, require_binaries, run_main, RECOND, RECONCTL, WORKER
 from recond_client import Client
 
 N, VIEWS, NU = 24, 60, 40
@@ -115,6 +117,19 @@ def main():
             check("%s: warns %s" % (name, want), all(w in got for w in want), got)
         else:
             check("%s: no warning" % name, got == [], job.get("warnings"))
+    # reconctl shows them: status on stdout, watch at the end on stderr
+    p = subprocess.run([RECONCTL, "--url", d.url, "status", jobs["pre_log"]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    out = p.stdout.decode()
+    check("reconctl status shows the warning and the residual",
+          p.returncode == 0 and "warning:  pre_log:" in out and "residual: " in out, out)
+    p = subprocess.run([RECONCTL, "--url", d.url, "watch", jobs["transposed"]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    err = p.stderr.decode()
+    check("reconctl watch shows the warning when the job ends", "warning:  detector_transposed:" in err, err)
+    p = subprocess.run([RECONCTL, "--url", d.url, "status", jobs["clean"]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    check("reconctl status of a clean job shows no warning", "warning:" not in p.stdout.decode(), p.stdout)
     d.stop()
 
 
