@@ -280,7 +280,8 @@ void rc_check_residual(double rel, const rc_data_stats *st, rc_warnings *ws)
 	if (rel > limit)
 		rc_warn_add(ws, RC_WARN_RESIDUAL,
 			    "the relative residual ||p - Ax|| / ||p|| is %.3g, above the %.3g that the data's noise "
-			    "(%.3g of its rms) explains: the data does not fit the geometry; check the angles, the "
-			    "detector's orientation (rows and columns, row 0 at the lowest z) and its offsets",
+			    "(%.3g of its rms) explains: the data does not fit the geometry (or an iterative job "
+			    "stopped far from converged); check the angles, the detector's orientation (rows and "
+			    "columns, row 0 at the lowest z) and its offsets",
 			    rel, limit, noise);
 }
