@@ -10,8 +10,10 @@ static int project(rc_backend *b, const float *vol, float *out, rc_err *err)
 {
 	rc_vec *x = NULL, *y = NULL;
 	int rc = rc_bk_vec_from(b, RC_SPACE_VOLUME, vol, &x, err);
+	/* Ax straight into out where the backend can (host vectors): one
+	 * stack-sized buffer, after the algorithm has freed its own */
 	if (!rc)
-		rc = rc_bk_vec_new(b, RC_SPACE_PROJ, &y, err);
+		rc = rc_bk_vec_for(b, RC_SPACE_PROJ, out, &y, err);
 	if (!rc)
 		rc = rc_bk_forward(b, rc_bk_fp(b), x, y, 0, -1, err);
 	if (!rc)
