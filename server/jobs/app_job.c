@@ -135,7 +135,11 @@ json_t *app_job_json(app *a, const job_row *r)
 	/* what the worker's checks found (core/plan/checks.h) and how well
 	 * the result explains the data; [] and null before it reported */
 	json_t *ws = report ? json_object_get(report, "warnings") : NULL;
+	json_t *sum = json_object_get(j, "summary"), *gw = json_object_get(sum, "warnings");
+	if (!json_is_array(ws)) /* not run yet: the geometry's, found at creation (job_spec_summary) */
+		ws = gw;
 	json_object_set_new(j, "warnings", json_is_array(ws) ? json_incref(ws) : json_array());
+	json_object_del(sum, "warnings"); /* the summary is the spec in short */
 	json_t *res = report ? json_object_get(report, "result") : NULL;
 	json_object_set_new(j, "result", json_is_object(res) ? json_incref(res) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))

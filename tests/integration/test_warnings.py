@@ -18,7 +18,8 @@ user would get it wrong:
   residual, 0.135 against 0.048 for the clean job, is below the floor);
 - NaN in some views: non_finite (counted and zeroed; the job succeeds);
 - an iterative job (sirt) on clean data: no warning, residual reported;
-- reconctl status and watch print the warnings.
+- reconctl status and watch print the warnings;
+- the geometry's warnings already come with the job's creation (201).
 """
 
 import array
@@ -100,6 +101,13 @@ def main():
     d = Daemon()
     d.start()
     c = Client(d.url, timeout=60)
+    # the geometry's warnings come with the 201, before any view is sent
+    made = c.create(spec("pitch_cm_created", pitch=0.15))
+    check("at creation: the geometry's warnings (voxel_units, fov_not_covered), not in the summary",
+          "voxel_units" in codes(made) and "fov_not_covered" in codes(made) and
+          "warnings" not in made.get("summary", {}), "%s %s" % (codes(made), made.get("summary")))
+    made = c.create(spec("clean_created"))
+    check("at creation: a sound geometry has none", codes(made) == [], codes(made))
     jobs = {}
     for name, s, data, _ in cases:
         jobs[name] = c.submit(s, data)["id"]
