@@ -1,6 +1,8 @@
 /* checks: warnings about a job's geometry and data (checks.h). */
 #include "plan/checks.h"
 
+#include "util/parfor.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,91 +158,166 @@ static double median_of(float *v, size_t n)
 	return v[n / 2];
 }
 
-#define SAMPLE_MAX (1u << 20)
+#define SAMPLE_MAX (1u << 18) /* values for the medians: plenty, and cheap to sort */
 
-void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_stats *st, rc_warnings *ws)
+/* One pass over the stack, a view per task (rc_parallel_for): everything a
+ * view gives lands in that view's slots, so the result does not depend on
+ * the threads. */
+struct scan {
+	const rc_geom *g;
+	const float *proj;
+	float *wproj;
+	int nu, rows, check_lo, check_hi;
+	size_t row_every;       /* rows (k * rows + j) sampled: those divisible by it */
+	float *vals, *d2;       /* nu slots per sampled row; NAN = no sample */
+	double *rsum, *csum;    /* per view: row and column sums (cone), or NULL */
+	long long *nonfinite;   /* per view */
+	double *sum2, *finite;  /* per view */
+	unsigned char *flags;   /* per view: 1 lit, 2 truncated, 4 bright edges */
+};
+
+static void scan_view(void *ud, int worker, int k)
+{
+	(void)worker;
+	struct scan *c = ud;
+	int nu = c->nu;
+	double peak = 0, lo = 0, hi = 0, sum2 = 0, finite = 0;
+	long long nf = 0;
+	for (int j = 0; j < c->rows; j++) {
+		size_t off = rc_geom_row_offset(c->g, k, j), row = (size_t)k * c->rows + j;
+		const float *r = c->proj + off;
+		float *w = c->wproj ? c->wproj + off : NULL;
+		double rs = 0;
+		for (int i = 0; i < nu; i++) {
+			float x = r[i];
+			if (!isfinite(x)) {
+				nf++;
+				if (w)
+					w[i] = 0;
+				continue;
+			}
+			rs += x;
+			sum2 += (double)x * x;
+			finite++;
+			peak = x > peak ? x : peak;
+			if (c->csum)
+				c->csum[(size_t)k * nu + i] += x;
+		}
+		if (c->rsum)
+			c->rsum[(size_t)k * c->rows + j] = rs;
+		lo += isfinite(r[0]) ? r[0] : 0;
+		hi += isfinite(r[nu - 1]) ? r[nu - 1] : 0;
+		if (c->vals && row % c->row_every == 0) {
+			float *v = c->vals + row / c->row_every * nu, *d = c->d2 + row / c->row_every * nu;
+			for (int i = 0; i < nu; i++) {
+				v[i] = isfinite(r[i]) ? r[i] : NAN;
+				d[i] = i > 0 && i + 1 < nu ? fabsf(r[i - 1] - 2 * r[i] + r[i + 1]) : NAN;
+			}
+		}
+	}
+	lo /= c->rows;
+	hi /= c->rows;
+	unsigned char f = 0;
+	if (peak > 0) {
+		double edge = c->check_lo && c->check_hi ? (lo > hi ? lo : hi) : c->check_lo ? lo : hi;
+		f = 1 | (edge > RC_CHECK_EDGE_FRACTION * peak ? 2 : 0) | ((lo < hi ? lo : hi) >= 0.9 * peak ? 4 : 0);
+	}
+	c->flags[k] = f;
+	c->nonfinite[k] = nf;
+	c->sum2[k] = sum2;
+	c->finite[k] = finite;
+}
+
+/* The finite entries of v (n of them) moved to its front: how many. */
+static size_t compact(float *v, size_t n)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			v[m++] = v[i];
+	return m;
+}
+
+void rc_check_data(const rc_geom *g, const float *proj, float *wproj, int threads, rc_data_stats *st,
+		   rc_warnings *ws)
 {
 	const rc_detector_desc *d = rc_geom_detector(g);
 	int nu = d->nu, nviews = rc_geom_nviews(g);
 	int rows = (int)(rc_geom_view_count(g) / (size_t)nu);
 	memset(st, 0, sizeof *st);
 	st->first_non_finite_view = -1;
-	/* sample: values and second differences of every `every`-th row start */
-	size_t rows_total = (size_t)nviews * (size_t)rows, row_every = rows_total * (size_t)nu / SAMPLE_MAX + 1;
-	float *vals = malloc(sizeof(float) * (SAMPLE_MAX + (size_t)nu));
-	float *d2 = malloc(sizeof(float) * (SAMPLE_MAX + (size_t)nu));
-	/* row and column sums per view (cone: rows along the rotation axis) */
-	int axis = rc_geom_type_of(g) == RC_GEOM_CONE && rows > 1 && nu > 1;
-	double *rsum = axis ? calloc((size_t)nviews * (size_t)rows, sizeof(double)) : NULL;
-	double *csum = axis ? calloc((size_t)nviews * (size_t)nu, sizeof(double)) : NULL;
-	size_t nvals = 0, nd2 = 0;
+	size_t rows_total = (size_t)nviews * (size_t)rows;
+	struct scan c = { .g = g, .proj = proj, .wproj = wproj, .nu = nu, .rows = rows,
+			  .row_every = rows_total * (size_t)nu / SAMPLE_MAX + 1 };
 	/* an offset detector's inner edge sees the middle of the object by design */
 	double shift = d->offset_u / (nu * d->du);
-	int check_lo = shift < 0.25, check_hi = shift > -0.25;
-	long truncated = 0, bright = 0, lit = 0;
-	double sum2 = 0;
-	long long finite = 0;
-	size_t row_no = 0;
-	for (int k = 0; k < nviews; k++) {
-		double peak = 0, lo = 0, hi = 0;
-		for (int j = 0; j < rows; j++, row_no++) {
-			size_t off = rc_geom_row_offset(g, k, j);
-			const float *r = proj + off;
-			float *w = wproj ? wproj + off : NULL;
-			for (int i = 0; i < nu; i++) {
-				float x = r[i];
-				if (!isfinite(x)) {
-					if (!st->non_finite++)
-						st->first_non_finite_view = k;
-					if (w)
-						w[i] = 0;
-					continue;
-				}
-				sum2 += (double)x * x;
-				finite++;
-				peak = x > peak ? x : peak;
-				if (rsum && csum) {
-					rsum[(size_t)k * rows + j] += x;
-					csum[(size_t)k * nu + i] += x;
-				}
-			}
-			lo += isfinite(r[0]) ? r[0] : 0;
-			hi += isfinite(r[nu - 1]) ? r[nu - 1] : 0;
-			if (vals && d2 && row_no % row_every == 0) {
-				for (int i = 0; i < nu && nvals < SAMPLE_MAX; i++)
-					if (isfinite(r[i]))
-						vals[nvals++] = r[i];
-				for (int i = 1; i + 1 < nu && nd2 < SAMPLE_MAX; i++) {
-					float e = r[i - 1] - 2 * r[i] + r[i + 1];
-					if (isfinite(e))
-						d2[nd2++] = fabsf(e);
-				}
-			}
-		}
-		lo /= rows;
-		hi /= rows;
-		if (peak > 0) {
-			lit++;
-			double edge = check_lo && check_hi ? (lo > hi ? lo : hi) : check_lo ? lo : hi;
-			truncated += edge > RC_CHECK_EDGE_FRACTION * peak;
-			bright += (lo < hi ? lo : hi) >= 0.9 * peak;
-		}
+	c.check_lo = shift < 0.25;
+	c.check_hi = shift > -0.25;
+	size_t slots = (rows_total / c.row_every + 1) * (size_t)nu;
+	c.vals = malloc(slots * sizeof(float));
+	c.d2 = malloc(slots * sizeof(float));
+	/* row and column sums per view (cone: rows along the rotation axis) */
+	if (rc_geom_type_of(g) == RC_GEOM_CONE && rows > 1 && nu > 1) {
+		c.rsum = calloc(rows_total, sizeof(double));
+		c.csum = calloc((size_t)nviews * (size_t)nu, sizeof(double));
 	}
-	st->rms = finite ? sqrt(sum2 / (double)finite) : 0;
-	st->median = vals ? median_of(vals, nvals) : 0;
-	/* white noise of sigma gives second differences of sigma sqrt(6);
-	 * 1.4826 median|.| is a standard deviation robust to edges */
-	st->noise_sigma = d2 ? 1.4826 * median_of(d2, nd2) / sqrt(6.0) : 0;
+	c.nonfinite = calloc((size_t)nviews, sizeof *c.nonfinite);
+	c.sum2 = calloc((size_t)nviews, sizeof *c.sum2);
+	c.finite = calloc((size_t)nviews, sizeof *c.finite);
+	c.flags = calloc((size_t)nviews, 1);
+	if (!c.vals || !c.d2) { /* the statistics need no sample to be right; the median does */
+		free(c.vals);
+		free(c.d2);
+		c.vals = c.d2 = NULL;
+	}
+	if (!c.rsum || !c.csum) {
+		free(c.rsum);
+		free(c.csum);
+		c.rsum = c.csum = NULL;
+	}
+	int ok = c.nonfinite && c.sum2 && c.finite && c.flags;
+	if (!ok)
+		goto out; /* out of memory: no data warnings */
+	for (int i = 0; c.vals && i < (int)slots; i++)
+		c.vals[i] = c.d2[i] = NAN;
+	rc_parallel_for(nviews, threads, scan_view, &c);
+
+	double sum2 = 0, finite = 0;
+	long lit = 0, truncated = 0, bright = 0;
+	for (int k = 0; k < nviews; k++) {
+		if (c.nonfinite[k] && st->first_non_finite_view < 0)
+			st->first_non_finite_view = k;
+		st->non_finite += c.nonfinite[k];
+		sum2 += c.sum2[k];
+		finite += c.finite[k];
+		lit += c.flags[k] & 1;
+		truncated += (c.flags[k] & 2) != 0;
+		bright += (c.flags[k] & 4) != 0;
+	}
+	st->rms = finite > 0 ? sqrt(sum2 / finite) : 0;
+	if (c.vals) {
+		st->median = median_of(c.vals, compact(c.vals, slots));
+		/* white noise of sigma gives second differences of sigma sqrt(6);
+		 * 1.4826 median|.| is a standard deviation robust to edges */
+		st->noise_sigma = 1.4826 * median_of(c.d2, compact(c.d2, slots)) / sqrt(6.0);
+	}
 	st->truncated_views = lit ? (double)truncated / (double)lit : 0;
 	st->bright_edge_views = lit ? (double)bright / (double)lit : 0;
-	if (rsum && csum) {
-		st->row_variation = variation(rsum, nviews, rows);
-		st->col_variation = variation(csum, nviews, nu);
+	if (c.rsum) {
+		st->row_variation = variation(c.rsum, nviews, rows);
+		st->col_variation = variation(c.csum, nviews, nu);
 	}
-	free(vals);
-	free(d2);
-	free(rsum);
-	free(csum);
+out:
+	free(c.vals);
+	free(c.d2);
+	free(c.rsum);
+	free(c.csum);
+	free(c.nonfinite);
+	free(c.sum2);
+	free(c.finite);
+	free(c.flags);
+	if (!ok)
+		return;
 
 	if (st->non_finite)
 		rc_warn_add(ws, RC_WARN_NON_FINITE,

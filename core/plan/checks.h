@@ -79,10 +79,12 @@ typedef struct rc_data_stats {
 	double row_variation, col_variation;
 } rc_data_stats;
 
-/* Scans proj; where wproj is given (proj itself, writable), NaN and inf
- * are set to 0 there (NULL: counted only).  Warnings for non-finite
+/* Scans proj, a view per task on up to threads threads (0 = every core;
+ * the result does not depend on them); where wproj is given (proj itself,
+ * writable), NaN and inf are set to 0 there (NULL: counted only).  Warnings for non-finite
  * values, pre-log data, truncation and a transposed detector go into ws. */
-void rc_check_data(const rc_geom *g, const float *proj, float *wproj, rc_data_stats *st, rc_warnings *ws);
+void rc_check_data(const rc_geom *g, const float *proj, float *wproj, int threads, rc_data_stats *st,
+		   rc_warnings *ws);
 
 /* The relative residual ||p - Ax|| / ||p|| of a result against what the
  * data's noise explains: a warning when rel is above

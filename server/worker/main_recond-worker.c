@@ -483,7 +483,7 @@ int main(int argc, char **argv)
 	if (rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &geom, NULL) == 0) {
 		rc_check_geometry(geom, &warns);
 		if (!streaming) {
-			rc_check_data(geom, proj, (float *)proj, &dstats, &warns);
+			rc_check_data(geom, proj, (float *)proj, spec->r.threads, &dstats, &warns);
 			checked = 1;
 		}
 	}
@@ -521,7 +521,7 @@ int main(int argc, char **argv)
 		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
 	if (!rc && geom && streaming) {
-		rc_check_data(geom, proj, NULL, &dstats, &warns);
+		rc_check_data(geom, proj, NULL, spec->r.threads, &dstats, &warns);
 		checked = 1;
 	}
 	if (!rc && checked)

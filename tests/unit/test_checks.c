@@ -138,7 +138,7 @@ static void test_data(void **state)
 	sound(&s);
 	float *p = ball_stack(&s, 10, &g);
 	size_t n = rc_geom_proj_count(g);
-	rc_check_data(g, p, NULL, &st, &ws);
+	rc_check_data(g, p, NULL, 0, &st, &ws);
 	assert_int_equal(ws.n, 0);
 	assert_int_equal(st.non_finite, 0);
 	assert_true(st.median < 1);
@@ -156,13 +156,13 @@ static void test_data(void **state)
 	w[9 * view + 100] = INFINITY;
 	w[9 * view + 101] = -INFINITY;
 	memset(&ws, 0, sizeof ws);
-	rc_check_data(g, w, NULL, &st, &ws);
+	rc_check_data(g, w, NULL, 0, &st, &ws);
 	assert_int_equal(st.non_finite, 3);
 	assert_int_equal(st.first_non_finite_view, 7);
 	assert_true(has(&ws, RC_WARN_NON_FINITE));
 	assert_true(isnan(w[7 * view + 3]));
 	memset(&ws, 0, sizeof ws);
-	rc_check_data(g, w, w, &st, &ws);
+	rc_check_data(g, w, w, 0, &st, &ws);
 	assert_int_equal(st.non_finite, 3);
 	assert_true(w[7 * view + 3] == 0 && w[9 * view + 100] == 0 && w[9 * view + 101] == 0);
 	assert_int_equal(ws.n, 1);
@@ -173,7 +173,7 @@ static void test_data(void **state)
 		for (size_t i = 0; i < n; i++)
 			w[i] = (float)(i0 * exp(-p[i]));
 		memset(&ws, 0, sizeof ws);
-		rc_check_data(g, w, NULL, &st, &ws);
+		rc_check_data(g, w, NULL, 0, &st, &ws);
 		assert_true(has(&ws, RC_WARN_PRE_LOG));
 		assert_false(has(&ws, RC_WARN_TRUNCATED));
 	}
@@ -186,10 +186,10 @@ static void test_data(void **state)
 			for (int i = 0; i < nu; i++)
 				w[k * view + (size_t)i * nu + j] = p[k * view + (size_t)j * nu + i];
 	memset(&ws, 0, sizeof ws);
-	rc_check_data(g, w, NULL, &st, &ws);
+	rc_check_data(g, w, NULL, 0, &st, &ws);
 	printf("  transposed: rows vary %.4f, columns %.4f\n", st.row_variation, st.col_variation);
 	assert_true(has(&ws, RC_WARN_TRANSPOSED));
-	rc_check_data(g, p, NULL, &st, &ws);
+	rc_check_data(g, p, NULL, 0, &st, &ws);
 	printf("  as sent: rows vary %.4f, columns %.4f\n", st.row_variation, st.col_variation);
 	assert_true(st.row_variation < st.col_variation);
 
@@ -202,7 +202,7 @@ static void test_data(void **state)
 		w[i] = p[i] + (float)(0.01 * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
 	}
 	memset(&ws, 0, sizeof ws);
-	rc_check_data(g, w, NULL, &st, &ws);
+	rc_check_data(g, w, NULL, 0, &st, &ws);
 	printf("  noise sigma %.5f (0.01), rms %.4f\n", st.noise_sigma, st.rms);
 	assert_true(fabs(st.noise_sigma - 0.01) < 0.002);
 	double noise_rel = st.noise_sigma / st.rms;
@@ -215,7 +215,7 @@ static void test_data(void **state)
 	/* a ball wider than the detector sees (field of view ~ 18 mm radius) */
 	p = ball_stack(&s, 24, &g);
 	memset(&ws, 0, sizeof ws);
-	rc_check_data(g, p, NULL, &st, &ws);
+	rc_check_data(g, p, NULL, 0, &st, &ws);
 	assert_true(has(&ws, RC_WARN_TRUNCATED));
 	assert_false(has(&ws, RC_WARN_PRE_LOG));
 	free(p);
