@@ -15,6 +15,11 @@
  *   recond-worker --names    core's table of choice words (names.h) as JSON,
  *     one list per set plus "device_engine"; tests compare it with the API
  *
+ * Before the run the geometry and the data are checked (core/plan/checks.h;
+ * NaN and inf are zeroed in this process's private copy of a batch stack),
+ * after it the result's relative residual (plan/residual.h); the report
+ * line carries the warnings and the residual (docs/api.md, "Warnings").
+ *
  * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
  * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
  * written to a temporary, fsynced, renamed, and the directory fsynced, so a
