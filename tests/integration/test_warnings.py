@@ -17,6 +17,7 @@ user would get it wrong:
   detector_transposed (row sums that change over views; its relative
   residual, 0.135 against 0.048 for the clean job, is below the floor);
 - NaN in some views: non_finite (counted and zeroed; the job succeeds);
+- a detector narrower than the object: truncated;
 - an iterative job (sirt) on clean data: no warning, residual reported;
 - reconctl status and watch print the warnings;
 - the geometry's warnings already come with the job's creation (201).
@@ -52,7 +53,10 @@ def spec(label, **over):
     if over.get("radians"):
         a = s["geometry"].pop("angles")
         s["geometry"]["angles_deg"] = [math.radians(a["start_deg"] + k * a["step_deg"]) for k in range(a["count"])]
+    if "nu" in over:
+        det["nu"] = over["nu"]
     if "algorithm" in over:
+
         s["algorithm"] = over["algorithm"]
     return s
 
@@ -95,6 +99,8 @@ def main():
         ("pre_log", spec("pre_log"), prelog, ["pre_log", "residual_high"]),
         ("transposed", spec("transposed"), transposed(clean), ["detector_transposed"]),
         ("nan", spec("nan"), bytes(nan), ["non_finite"]),
+        # 20 columns of 1.5 mm see 15 mm at the axis: the 20 mm wide object is cut off
+        ("truncated", spec("truncated", nu=20), project_cone(spec("ref20", nu=20), PHANTOM), ["truncated"]),
         ("noisy", spec("noisy"), noisy, []),
         ("sirt", spec("sirt", algorithm={"name": "sirt", "iterations": 20}), clean, []),
     ]
