@@ -90,6 +90,7 @@ static void print_status(json_t *j)
 	printf("state:    %s\n", text);
 	if (v.error)
 		printf("error:    %s\n", v.error);
+	rctl_print_warnings(j, stdout);
 	rctl_print_delivery(j);
 }
 

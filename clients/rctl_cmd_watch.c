@@ -103,6 +103,9 @@ int rctl_watch_job(rctl_conn *c, const rctl_args *a, const char *id, int state_t
 				}
 				if (v.error)
 					fprintf(stderr, "reconctl: job %s: %s\n", v.state, v.error);
+				/* a succeeded job's warnings are why its result may be wrong */
+				if (!a->quiet || json_array_size(json_object_get(job, "warnings")))
+					rctl_print_warnings(job, stderr);
 			}
 			json_decref(job);
 			return ex;

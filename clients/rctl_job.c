@@ -101,3 +101,18 @@ const char *rctl_str_or(json_t *j, const char *key, const char *dflt)
 	const char *s = json_string_value(json_object_get(j, key));
 	return s ? s : dflt;
 }
+
+void rctl_print_warnings(json_t *job, FILE *out)
+{
+	json_t *res = json_object_get(job, "result"), *w;
+	json_t *rr = json_object_get(res, "relative_residual"), *nr = json_object_get(res, "noise_relative");
+	size_t i;
+	if (json_is_number(rr)) {
+		fprintf(out, "residual: %.3g relative", json_number_value(rr));
+		if (json_is_number(nr))
+			fprintf(out, " (noise %.3g)", json_number_value(nr));
+		fputc('\n', out);
+	}
+	json_array_foreach(json_object_get(job, "warnings"), i, w)
+		fprintf(out, "warning:  %s: %s\n", rctl_str_or(w, "code", "?"), rctl_str_or(w, "message", ""));
+}

@@ -8,6 +8,7 @@
 #define RCTL_JOB_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 typedef struct rctl_job_view {
 	const char *id;       /* borrowed from the JSON; NULL when absent */
@@ -31,6 +32,10 @@ void rctl_job_progress_text(const rctl_job_view *v, char *buf, size_t n);
 
 /* True when id is a UUID in its 8-4-4-4-12 hex form. */
 int rctl_valid_id(const char *id);
+
+/* The job's warnings ("warning:  code: message", one a line) and its
+ * relative residual ("residual: ...") to out; nothing before it ran. */
+void rctl_print_warnings(json_t *job, FILE *out);
 
 /* The string member key of j, or dflt when it is absent or no string. */
 const char *rctl_str_or(json_t *j, const char *key, const char *dflt);

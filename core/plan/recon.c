@@ -11,6 +11,8 @@
  */
 #include "plan/recon.h"
 
+#include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "algo/names.h"
 #include "backend/cuda/engine_cuda.h"
 #include "plan/open.h"
+#include "plan/residual.h"
 #include "util/rc_clock.h"
 
 void rc_recon_spec_default(rc_recon_spec *s)
@@ -219,6 +222,7 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	if (!report)
 		report = &local;
 	memset(report, 0, sizeof *report);
+	report->relative_residual = NAN;
 	double t0 = rc_now_s();
 
 	int rc = rc_recon_check(s, err);
@@ -246,6 +250,13 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	rc = rc_algo_run_on(&given, b, proj, vol, &wrapped, err);
 	rc_backend_report(b, rc == 0, report);
 	report->iterations_done = cnt.done;
+	/* the result against its data, one forward projection (a failure
+	 * here leaves it unknown, not the job failed) */
+	if (!rc && s->residual && !(hooks && hooks->cancel && atomic_load(hooks->cancel))) {
+		rc_err rerr;
+		if (rc_recon_residual(s, b, g, proj, vol, &report->relative_residual, &rerr))
+			report->relative_residual = NAN;
+	}
 out:
 	report->seconds = rc_now_s() - t0;
 	rc_backend_free(b);

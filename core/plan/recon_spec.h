@@ -23,6 +23,8 @@ typedef struct rc_recon_spec {
 	rc_limits limits;
 	const char *model_dir; /* where fitted performance models are kept; NULL = none */
 	const char *cache_dir; /* tensor: system matrices cached per geometry; NULL = none */
+	int residual;          /* after the run, one forward projection of the result:
+				* report->relative_residual (plan/residual.c) */
 } rc_recon_spec;
 
 /* What ran, for the job's status: per device, the views of each task, the
@@ -52,6 +54,7 @@ typedef struct rc_recon_report {
 	rc_recon_matrix_report matrix;
 	int iterations_done;
 	double seconds;
+	double relative_residual;           /* ||p - Ax|| / ||p|| of the result; NaN = not computed */
 } rc_recon_report;
 
 #endif

@@ -54,7 +54,8 @@ static int check_uid_root(const char *r, rc_err *err)
 
 static int load_dicom(config *c, const json_t *o, rc_err *err)
 {
-	static const char *const keys[] = { "uid_root", "push_retry_s", "push_max_attempts", NULL };
+	static const char *const keys[] = { "uid_root", "push_retry_s", "push_max_attempts", "push_confirm_warnings",
+					    NULL };
 	const char *root = NULL;
 	long long v = c->push_max_attempts;
 	double d = c->push_retry_s;
@@ -63,7 +64,8 @@ static int load_dicom(config *c, const json_t *o, rc_err *err)
 		return rc_fail(err, RC_EINVAL, "dicom", "dicom must be an object");
 	if ((rc = jf_check_keys(o, "dicom", keys, err)) || (rc = jf_str(o, "dicom", "uid_root", 0, 40, &root, err)) ||
 	    (rc = jf_num(o, "dicom", "push_retry_s", 0, 0, 1, 3600, &d, err)) ||
-	    (rc = jf_int(o, "dicom", "push_max_attempts", 0, 1, 1000, &v, err)))
+	    (rc = jf_int(o, "dicom", "push_max_attempts", 0, 1, 1000, &v, err)) ||
+	    (rc = jf_bool(o, "dicom", "push_confirm_warnings", 0, &c->push_confirm_warnings, err)))
 		return rc;
 	if (root && (rc = check_uid_root(root, err)))
 		return rc;

@@ -47,6 +47,7 @@ typedef struct config {
 	int ndests;
 	double push_retry_s;       /* first wait before a failed push is retried; doubles, up to 1 h */
 	int push_max_attempts;     /* then the push is send_failed */
+	int push_confirm_warnings; /* a job with warnings waits for POST push before its output.push */
 	int preview_concurrency;   /* slice previews rendered at once (http_preview.c); more wait, then 503 */
 } config;
 

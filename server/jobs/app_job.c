@@ -132,6 +132,16 @@ json_t *app_job_json(app *a, const job_row *r)
 						   "views_streamed", rs && json_is_integer(json_object_get(rs, "views_streamed"))
 						   ? json_incref(json_object_get(rs, "views_streamed")) : json_null(),
 						   "fallback", json_is_string(fb) ? json_incref(fb) : json_null()));
+	/* what the worker's checks found (core/plan/checks.h) and how well
+	 * the result explains the data; [] and null before it reported */
+	json_t *ws = report ? json_object_get(report, "warnings") : NULL;
+	json_t *sum = json_object_get(j, "summary"), *gw = json_object_get(sum, "warnings");
+	if (!json_is_array(ws)) /* not run yet: the geometry's, found at creation (job_spec_summary) */
+		ws = gw;
+	json_object_set_new(j, "warnings", json_is_array(ws) ? json_incref(ws) : json_array());
+	json_object_del(sum, "warnings"); /* the summary is the spec in short */
+	json_t *res = report ? json_object_get(report, "result") : NULL;
+	json_object_set_new(j, "result", json_is_object(res) ? json_incref(res) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

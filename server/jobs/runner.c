@@ -481,6 +481,8 @@ static void run_job(runner *r, const char *id)
 	 * the recovery sweep, which removes the volume of a job that has not
 	 * succeeded). */
 	with_last_progress(r, &oc, &ru);
+	if (final == JOB_SUCCEEDED)
+		app_push_hold(a, id, oc.report);
 	if (record_outcome(r, id, final, &oc) && final != JOB_SUCCEEDED)
 		unlink(vol);
 	if (final != JOB_QUEUED)

@@ -293,6 +293,9 @@ int fill_ct(const rc_dcm_ct_slice *s, DcmDataset *ds, rc_err *err)
 	TRY(w.str(DCM_ContentTime, s->time));
 	TRY(w.str(DCM_DerivationDescription, s->derivation));
 	TRY(w.str(DCM_BurnedInAnnotation, "NO"));
+	/* the job's warnings (LT, one value): a PACS viewer shows them */
+	if (s->image_comments && s->image_comments[0])
+		TRY(w.str(DCM_ImageComments, s->image_comments));
 	TRY(w.dec(DCM_PixelSpacing, s->pixel_spacing, 2));
 	TRY(w.dec(DCM_SliceThickness, &s->slice_thickness, 1));
 	TRY(w.dec(DCM_SpacingBetweenSlices, &s->slice_thickness, 1));

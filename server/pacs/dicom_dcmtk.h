@@ -45,6 +45,8 @@ typedef struct rc_dcm_ct_slice {
 	const char *convolution_kernel;     /* SH, e.g. "RAM-LAK"; may be NULL */
 	const char *derivation;             /* LO-sized text, e.g. "recond fdk ram-lak" (DerivationDescription) */
 	const char *software;               /* SoftwareVersions, e.g. "recond 0.x" */
+	const char *image_comments;         /* ImageComments (LT, at most 10240 characters): the job's
+					       warnings; NULL or "" = none */
 	const int16_t *pixels;              /* rows * cols, row-major (x fastest) */
 } rc_dcm_ct_slice;
 

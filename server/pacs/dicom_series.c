@@ -116,6 +116,7 @@ typedef struct gen {
 	const char *id, *uid_root;
 	const job_spec *spec;
 	double finished;
+	char comments[4096]; /* the job's warnings ("" = none) */
 	int fd;
 	char tmp[4200];
 } gen;
@@ -184,6 +185,7 @@ static int write_slices(gen *g, dicom_series *out, rc_err *err)
 		.orientation = { 1, 0, 0, 0, 1, 0 }, .window_center = out->window_center,
 		.window_width = out->window_width, .rescale_slope = 1, .rescale_intercept = 0,
 		.convolution_kernel = kernel, .derivation = derivation, .software = "recond", .pixels = px,
+		.image_comments = g->comments,
 	};
 	/* pass 2: one instance per slice */
 	for (int z = 0; z < v->nz && !rc; z++) {
@@ -266,6 +268,28 @@ static int generate(gen *g, dicom_series *out, rc_err *err)
 	return 0;
 }
 
+/* "recond warnings: code: message; ..." from the worker's report (JSON
+ * text), for the series' Image Comments; "" without warnings.  The spec
+ * parser keeps control characters and backslashes out of what the LT may
+ * hold; messages are the worker's own ASCII. */
+static void warnings_comment(const char *report, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
+	json_t *ws = rep ? json_object_get(rep, "warnings") : NULL;
+	size_t len = 0;
+	for (size_t i = 0; i < json_array_size(ws) && len < n; i++) {
+		const char *c = json_string_value(json_object_get(json_array_get(ws, i), "code"));
+		const char *m = json_string_value(json_object_get(json_array_get(ws, i), "message"));
+		len += (size_t)snprintf(buf + len, n - len, "%s%s: %s", i ? "; " : "recond warnings: ", c ? c : "?",
+					m ? m : "");
+	}
+	for (char *p = buf; *p; p++) /* LT: no backslash, no control character */
+		if (*p == '\\' || (unsigned char)*p < 0x20)
+			*p = ' ';
+	json_decref(rep);
+}
+
 int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_series *out, rc_err *err)
 {
 	char path[4200];
@@ -282,6 +306,8 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		goto out_release;
 	job_state state = row.state;
 	double finished = row.finished;
+	char comments[4096];
+	warnings_comment(row.report, comments, sizeof comments);
 	job_row_clear(&row);
 	if (state != JOB_SUCCEEDED) {
 		rc = rc_fail(err, RC_ESTATE, "state", "job %s is %s; its DICOM series exists once it has succeeded", id,
@@ -298,6 +324,7 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		goto out_unlock;
 	gen g = { .st = st, .id = id, .uid_root = uid_root ? uid_root : "", .spec = spec, .finished = finished,
 		  .fd = -1 };
+	snprintf(g.comments, sizeof g.comments, "%s", comments);
 	rc = generate(&g, out, err);
 	if (g.fd >= 0)
 		close(g.fd);

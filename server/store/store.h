@@ -220,6 +220,11 @@ int store_is_shared(const store *st);
  * succeed, or for its next try) -> sending -> sent, or back to pending with
  * the error and a later next_try, or send_failed after the last attempt. */
 typedef enum push_state { PUSH_PENDING = 0, PUSH_SENDING, PUSH_SENT, PUSH_FAILED, PUSH_NSTATES } push_state;
+/* next_try of a pending push held for an operator's confirmation (a job
+ * with warnings under dicom.push_confirm_warnings): never due by itself,
+ * kept across restarts; store_push_again (POST push) releases it. */
+#define PUSH_HELD_TRY 1e15
+#define PUSH_HELD_SQL "1e15"
 const char *push_state_name(push_state s);
 
 typedef struct push_row {

@@ -686,7 +686,8 @@ static int pg_recover(store *base, int *requeued, rc_err *err)
 	 * the other nodes' sends go on */
 	if ((rc = pg_run(st, "recover",
 			 "UPDATE pushes SET state=$2::int, next_try=0, node=''"
-			 " WHERE state=$2::int OR (state=$3::int AND node IN ($1::text, ''))",
+			 " WHERE (state=$2::int AND next_try < " PUSH_HELD_SQL ")"
+			 " OR (state=$3::int AND node IN ($1::text, ''))",
 			 &q, NULL, err)) ||
 	    (rc = pg_run(st, "recover", "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, NULL, err)))
 		goto out_unlock;

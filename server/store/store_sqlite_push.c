@@ -44,10 +44,12 @@ int store_push_delete_locked(sq_store *st, const char *id, rc_err *err)
 /* At start, a push cut short by a stop or a crash is tried again (a PACS
  * keeps one copy of an instance it receives twice), and pushes waiting for
  * a retry are tried now: a restart is when an operator has fixed the
- * destination.  Rows of deleted jobs go. */
+ * destination; a push held for confirmation stays held.  Rows of deleted
+ * jobs go. */
 int store_push_recover_locked(sq_store *st, rc_err *err)
 {
-	int rc = exec1(st, "UPDATE pushes SET state=0, next_try=0 WHERE state IN (0, 1)", NULL, err);
+	int rc = exec1(st, "UPDATE pushes SET state=0, next_try=0 WHERE state=1 OR (state=0 AND next_try < "
+			   PUSH_HELD_SQL ")", NULL, err);
 	return rc ? rc : exec1(st, "DELETE FROM pushes WHERE job NOT IN (SELECT id FROM jobs)", NULL, err);
 }
 

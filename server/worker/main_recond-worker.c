@@ -15,6 +15,11 @@
  *   recond-worker --names    core's table of choice words (names.h) as JSON,
  *     one list per set plus "device_engine"; tests compare it with the API
  *
+ * Before the run the geometry and the data are checked (core/plan/checks.h;
+ * NaN and inf are zeroed in this process's private copy of a batch stack),
+ * after it the result's relative residual (plan/residual.h); the report
+ * line carries the warnings and the residual (docs/api.md, "Warnings").
+ *
  * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
  * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
  * written to a temporary, fsynced, renamed, and the directory fsynced, so a
@@ -41,6 +46,7 @@
 #include "backend/cuda/engine_cuda.h"
 #include "backend/opencl/engine_opencl.h"
 #include "algo/names.h"
+#include "plan/checks.h"
 #include "plan/recon.h"
 #include "spec.h"
 #include "util/rc_clock.h"
@@ -200,7 +206,23 @@ static int stream_wait_complete(struct stream *st, rc_err *err)
 	}
 }
 
-static void emit_report(const rc_recon_report *rep, json_t *stream)
+/* The checks' findings (checks.h) and the residual, for the report. */
+static json_t *warnings_json(const rc_warnings *ws)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < ws->n; i++)
+		json_array_append_new(a, json_pack("{ssss}", "code", ws->w[i].code, "message", ws->w[i].message));
+	return a;
+}
+
+static json_t *result_json(const rc_recon_report *rep, const rc_data_stats *ds, int checked)
+{
+	return json_pack("{sososI}", "relative_residual", num(rep->relative_residual), "noise_relative",
+			 checked && ds->rms > 0 ? num(ds->noise_sigma / ds->rms) : json_null(), "non_finite_values",
+			 (json_int_t)(checked ? ds->non_finite : 0));
+}
+
+static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warnings, json_t *result)
 {
 	json_t *plan = json_array();
 	for (int i = 0; i < rep->ndevices && i < RC_RECON_MAX_DEVICES; i++) {
@@ -226,6 +248,10 @@ static void emit_report(const rc_recon_report *rep, json_t *stream)
 		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
 	if (j && stream)
 		json_object_set(j, "stream", stream);
+	if (j && warnings)
+		json_object_set(j, "warnings", warnings);
+	if (j && result)
+		json_object_set(j, "result", result);
 	emit(j);
 }
 
@@ -419,7 +445,12 @@ int main(int argc, char **argv)
 	int streaming = stream_fd >= 0 && rc_recon_streams(&spec->r, NULL) == 0;
 	struct stream sv = { .n = spec->nviews, .idle_s = stream_idle > 0 ? stream_idle : 300, .replaced = -1 };
 	const float *proj = MAP_FAILED;
-	json_t *stream_info = NULL;
+	json_t *stream_info = NULL, *warn_json = NULL, *result = NULL;
+	rc_geom *geom = NULL;
+	rc_warnings warns = { 0 };
+	rc_data_stats dstats;
+	int checked = 0;
+	memset(&dstats, 0, sizeof dstats);
 	live.vol = MAP_FAILED;
 	snprintf(path, sizeof path, "%s/projections.f32", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -431,7 +462,10 @@ int main(int argc, char **argv)
 			close(fd);
 		goto out;
 	}
-	proj = mmap(NULL, spec->proj_bytes, PROT_READ, streaming ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+	/* a batch run's private mapping is writable: NaN and inf are zeroed
+	 * in this process's copy (checks.h), the stored stack stays as sent */
+	proj = mmap(NULL, spec->proj_bytes, streaming ? PROT_READ : PROT_READ | PROT_WRITE,
+		    streaming ? MAP_SHARED : MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (live_fd >= 0)
 		live.vol = mmap(NULL, spec->vol_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0);
@@ -448,6 +482,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sv.last_new = rc_now_s();
+	/* what the geometry and the data say before the run (a streamed
+	 * stack is checked once it is whole, after the run) */
+	spec->r.residual = 1;
+	if (rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &geom, NULL) == 0) {
+		rc_check_geometry(geom, &warns);
+		if (!streaming) {
+			rc_check_data(geom, proj, (float *)proj, spec->r.threads, &dstats, &warns);
+			checked = 1;
+		}
+	}
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate };
 	if (streaming) {
 		hooks.views = stream_views;
@@ -481,13 +525,24 @@ int main(int argc, char **argv)
 	else if (streaming)
 		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
-	emit_report(&rep, stream_info);
+	if (!rc && geom && streaming) {
+		rc_check_data(geom, proj, NULL, spec->r.threads, &dstats, &warns);
+		checked = 1;
+	}
+	if (!rc && checked)
+		rc_check_residual(rep.relative_residual, &dstats, &warns);
+	warn_json = warnings_json(&warns);
+	result = result_json(&rep, &dstats, checked);
+	emit_report(&rep, stream_info, warn_json, result);
 	if (!rc && atomic_load(&cancel_flag))
 		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
 	if (!rc)
 		rc = write_volume(dir, live.vol, spec->vol_bytes, &err);
 out:
 	json_decref(stream_info);
+	json_decref(warn_json);
+	json_decref(result);
+	rc_geom_free(geom);
 	if (proj != MAP_FAILED)
 		munmap((void *)proj, spec->proj_bytes);
 	if (live.vol != MAP_FAILED)

@@ -8,6 +8,7 @@
  * one place for the daemon, the worker and core's own callers.
  */
 #include "spec.h"
+#include "plan/checks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -663,6 +664,18 @@ char *job_spec_summary(const job_spec *s)
 			      "algorithm", rc_algo_name_str(p->algo.name), "iterations", p->algo.iterations,
 			      "subsets", subsets, "tv_weight", p->algo.tv_weight, "engine", rc_name_str(RC_NAMES_ENGINE, p->engine),
 			      "plan_memory_bytes", (json_int_t)job_spec_memory(s));
+	/* the geometry's warnings (checks.h), known before any view is sent;
+	 * the Job shows them until the worker's report has its own */
+	rc_geom *geom = NULL;
+	rc_warnings ws = { 0 };
+	if (j && rc_geom_new(&p->geom, &p->vol, NULL, &geom, NULL) == 0) {
+		rc_check_geometry(geom, &ws);
+		json_t *a = json_array();
+		for (int i = 0; i < ws.n; i++)
+			json_array_append_new(a, json_pack("{ssss}", "code", ws.w[i].code, "message", ws.w[i].message));
+		json_object_set_new(j, "warnings", a);
+	}
+	rc_geom_free(geom);
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return out;

@@ -24,6 +24,8 @@ recond serves against a daemon on loopback with a throwaway store:
   lists the jobs, and its Cancel is disabled or answers with the API's 403
   (the job stays as it was); the token is kept in sessionStorage;
 - a failed job (its worker crashes) shows its error, code and message;
+- a succeeded job shows its relative residual and no warning; one sent
+  intensities instead of line integrals shows its pre_log warning;
 - no JavaScript error and no CSP violation in the console over the whole run
   (and an inline script injected afterwards is refused and reported: the
   check can fail).
@@ -344,6 +346,28 @@ def main():
                     len(b.css("#plan .plan-device")) == len(plan), 5)
     check("the plan shows one bar segment and one legend row per plan device (%d)" % len(plan),
           nseg and len(plan) > 0, str(len(b.css("#plan .plan-device"))))
+    # -- warnings (docs/api.md, "Warnings"): none for the clean job, the
+    # residual shown; a job sent intensities shows its pre_log warning
+    rr = (fin.get("result") or {}).get("relative_residual")
+    shown = wait_for(lambda: rr is not None and b.text("#job-residual").startswith("%.3g" % rr), 5)
+    check("the page shows the relative residual (%s)" % rr, shown, repr(b.text("#job-residual")))
+    check("a clean job shows no warning", fin.get("warnings") == [] and not b.one("#job-warnings").is_displayed(),
+          str(fin.get("warnings")))
+    import array
+    import math
+    a = array.array("f")
+    a.frombytes(sdata)
+    wjob = start_job(api, dict(sspec, label="intensities"), array.array("f", (1e4 * math.exp(-x) for x in a)).tobytes())
+    select_job(b, wjob["id"])
+    wfin = api.wait_state(wjob["id"], ("succeeded", "failed", "cancelled"), timeout=120)
+    codes = wait_for(lambda: b.js("return Array.from(document.querySelectorAll('#job-warnings li'))"
+                                  ".map(e => e.dataset.code)") or None, 10)
+    check("a job sent intensities shows its pre_log warning on the page",
+          codes and "pre_log" in codes and b.one("#job-warnings").is_displayed() and
+          "pre_log" in [w["code"] for w in wfin.get("warnings") or []], str(codes))
+    check("no push to confirm without output.push", not b.one("#confirm-push").is_displayed())
+    select_job(b, sjob["id"])
+
     present, pst, ptype, pmsg, pgen = preview_endpoint(probe, sjob["id"])
     previews = present and pst == 200
     if not present:

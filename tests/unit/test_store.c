@@ -4,9 +4,10 @@
  * expiry) and recovery after a crash (running jobs re-queued, partial
  * uploads kept with their presence record, orphan spool directories
  * removed), the pushes to PACS (made with the job, due once it succeeds,
- * earliest retry first, back to pending at a restart, gone with the job),
- * leases (renewal, expiry back to the queue, the cap on attempts), two
- * daemons on one queue, and the refusal of a schema newer than the binary.
+ * earliest retry first, back to pending at a restart unless held for
+ * confirmation, gone with the job), leases (renewal, expiry back to the
+ * queue, the cap on attempts), two daemons on one queue, and the refusal of
+ * a schema newer than the binary.
  *
  * One set of tests, two groups: SQLite always, PostgreSQL when
  * RECOND_TEST_PG holds a connection URI (tests/integration/test_store_pg.sh
@@ -531,6 +532,44 @@ static void test_pushes(void **state)
 	store_close(st);
 }
 
+/* Pushes held for an operator's confirmation (PUSH_HELD_TRY, a job with
+ * warnings under dicom.push_confirm_warnings): never due, still held after
+ * a restart's recovery, sent once POST push releases them. */
+static void test_pushes_held(void **state)
+{
+	(void)state;
+	store *st = open_store();
+	rc_err err;
+	push_row p, *rows;
+	int n;
+	double due;
+	create_pushing(st, ID1);
+	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++) {
+		rows[i].next_try = PUSH_HELD_TRY;
+		snprintf(rows[i].error, sizeof rows[i].error, "held for confirmation");
+		assert_int_equal(store_push_update(st, &rows[i], &err), 0);
+	}
+	free(rows);
+	run_to(st, ID1, JOB_SUCCEEDED);
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), RC_ENOTFOUND);
+	store_close(st);
+	st = open_store();
+	assert_int_equal(store_recover(st, NULL, NULL, &err), 0);
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), RC_ENOTFOUND);
+	assert_int_equal(store_push_list(st, ID1, &rows, &n, &err), 0);
+	assert_true(rows[0].next_try >= PUSH_HELD_TRY && rows[1].next_try >= PUSH_HELD_TRY);
+	assert_string_equal(rows[0].error, "held for confirmation");
+	free(rows);
+	assert_int_equal(store_push_again(st, ID1, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_push_take(st, store_now(), &p, &due, &err), 0);
+	assert_string_equal(p.dest, "a");
+	assert_string_equal(p.error, "");
+	store_close(st);
+}
+
 static void test_leases(void **state)
 {
 	(void)state;
@@ -902,6 +941,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pushes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushes_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_finish_node, setup, teardown),

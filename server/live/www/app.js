@@ -374,6 +374,7 @@
       err.textContent = "";
       err.hidden = true;
     }
+    renderWarnings(j);
     renderButtons(j);
     renderPlan(j.plan || []);
     if (!PREVIEWABLE.has(j.state) && !ui.previewUrls.z) {
@@ -403,11 +404,37 @@
     $("job-progress-text").textContent = text + (more.length ? " · " + more.join(" · ") : "");
   }
 
+  /* What the worker's checks found (docs/api.md, "Warnings") and the
+   * relative residual: a job that succeeded may still be wrong. */
+  function renderWarnings(j) {
+    const r = j.result && typeof j.result === "object" ? j.result : {};
+    const rr = typeof r.relative_residual === "number" ? r.relative_residual.toPrecision(3) : "–";
+    const nr = typeof r.noise_relative === "number" ? " (noise " + r.noise_relative.toPrecision(3) + ")" : "";
+    $("job-residual").textContent = rr + (rr === "–" ? "" : nr);
+    const box = $("job-warnings");
+    box.textContent = "";
+    const ws = Array.isArray(j.warnings) ? j.warnings : [];
+    for (const w of ws) {
+      const li = document.createElement("li");
+      li.dataset.code = String(w.code || "");
+      const c = document.createElement("code");
+      c.textContent = String(w.code || "?");
+      li.appendChild(c);
+      li.appendChild(document.createTextNode(": " + String(w.message || "")));
+      box.appendChild(li);
+    }
+    box.hidden = !ws.length;
+  }
+
   function renderButtons(j) {
     const why = ui.forbidden ? "your token's role does not allow this" : "";
     const c = $("cancel");
     c.disabled = ui.forbidden || !CANCELLABLE.has(j.state) || !!j.cancel_requested;
     c.title = why || (c.disabled ? "only a job that has not finished can be cancelled" : "");
+    const cp = $("confirm-push");
+    cp.hidden = j.delivery !== "awaiting_confirmation";
+    cp.disabled = ui.forbidden;
+    if (why) cp.title = why;
     const prio = typeof j.priority === "number" ? j.priority : 5;
     $("priority").textContent = String(prio);
     const can = !ui.forbidden && REPRIORITISABLE.has(j.state);
@@ -681,6 +708,14 @@
     refreshJobs();
   }
 
+  /* POST push: the operator's confirmation of a job held for its warnings. */
+  async function confirmPush() {
+    if (!ui.selected) return;
+    $("confirm-push").disabled = true;
+    const j = await action("Confirming the push", "POST", "/v1/jobs/" + ui.selected + "/push");
+    if (j) showMessage("Confirmed: the series is being sent.", "info", "action");
+  }
+
   async function bumpPriority(delta) {
     if (!ui.job) return;
     const p = Math.min(PRIO_MAX, Math.max(PRIO_MIN, (ui.job.priority || 0) + delta));
@@ -710,6 +745,7 @@
     $("token").addEventListener("keydown", (e) => { if (e.key === "Enter") useToken($("token").value.trim()); });
     $("token-clear").addEventListener("click", () => { $("token").value = ""; useToken(""); });
     $("cancel").addEventListener("click", cancelJob);
+    $("confirm-push").addEventListener("click", confirmPush);
     $("prio-up").addEventListener("click", () => bumpPriority(1));
     $("prio-down").addEventListener("click", () => bumpPriority(-1));
     refreshJobs();
