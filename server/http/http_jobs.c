@@ -340,6 +340,11 @@ enum MHD_Result http_jobs_start(struct MHD_Connection *c, req *r)
 	enum MHD_Result ret;
 	if (http_owner_check(c, r, &ret))
 		return ret;
+	const char *missing = NULL; /* counts: the flat and dark first (http_calib.c) */
+	if (http_input_missing(r->a, r->id, &missing, &err))
+		return http_error_rc(c, r, &err);
+	if (missing)
+		return http_input_refuse(c, r, missing, "a job of counts starts once its fields are in");
 	if (store_start(r->a->st, r->id, &changed, &err))
 		return http_error_rc(c, r, &err);
 	if (changed) {

@@ -132,6 +132,9 @@ json_t *app_job_json(app *a, const job_row *r)
 						   "views_streamed", rs && json_is_integer(json_object_get(rs, "views_streamed"))
 						   ? json_incref(json_object_get(rs, "views_streamed")) : json_null(),
 						   "fallback", json_is_string(fb) ? json_incref(fb) : json_null()));
+	/* what the projections were: a job of counts reports its clamped pixels */
+	json_object_set_new(j, "input", report && json_is_object(json_object_get(report, "input"))
+			    ? json_incref(json_object_get(report, "input")) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

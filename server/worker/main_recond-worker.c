@@ -38,6 +38,7 @@
 #include "device_json.h"
 #include "plan/devices.h"
 #include "durable.h"
+#include "input_conv.h"
 #include "backend/cuda/engine_cuda.h"
 #include "backend/opencl/engine_opencl.h"
 #include "algo/names.h"
@@ -63,6 +64,7 @@ struct stream {
 	int n, given;
 	double idle_s, last_new;
 	int replaced;        /* first view stored again after it was given, or -1 */
+	input_conv *conv;    /* counts: each view given is converted first (NULL: line integrals) */
 };
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
@@ -140,6 +142,8 @@ static int stream_views(void *ud, double wait_s, int *list, int max, rc_err *err
 		double now = rc_now_s();
 		st->given += got;
 		if (got) {
+			if (st->conv)
+				input_conv_views(st->conv, list, got);
 			st->last_new = now;
 			return got;
 		}
@@ -200,7 +204,7 @@ static int stream_wait_complete(struct stream *st, rc_err *err)
 	}
 }
 
-static void emit_report(const rc_recon_report *rep, json_t *stream)
+static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *input)
 {
 	json_t *plan = json_array();
 	for (int i = 0; i < rep->ndevices && i < RC_RECON_MAX_DEVICES; i++) {
@@ -226,6 +230,7 @@ static void emit_report(const rc_recon_report *rep, json_t *stream)
 		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
 	if (j && stream)
 		json_object_set(j, "stream", stream);
+	json_object_set_new(j, "input", input ? input : json_pack("{ss}", "kind", "line_integrals"));
 	emit(j);
 }
 
@@ -419,6 +424,7 @@ int main(int argc, char **argv)
 	int streaming = stream_fd >= 0 && rc_recon_streams(&spec->r, NULL) == 0;
 	struct stream sv = { .n = spec->nviews, .idle_s = stream_idle > 0 ? stream_idle : 300, .replaced = -1 };
 	const float *proj = MAP_FAILED;
+	input_conv *conv = NULL;
 	json_t *stream_info = NULL;
 	live.vol = MAP_FAILED;
 	snprintf(path, sizeof path, "%s/projections.f32", dir);
@@ -447,6 +453,16 @@ int main(int argc, char **argv)
 			     (unsigned long long)spec->vol_bytes);
 		goto out;
 	}
+	/* counts: line integrals, in one pass now or view by view as they stream */
+	const float *lines = proj;
+	if (spec->in.intensity) {
+		if ((rc = input_conv_open(spec, dir, proj, &conv, &err)))
+			goto out;
+		if (!streaming)
+			input_conv_all(conv, spec->r.threads);
+		sv.conv = conv;
+		lines = input_conv_lines(conv);
+	}
 	sv.last_new = rc_now_s();
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate };
 	if (streaming) {
@@ -456,7 +472,7 @@ int main(int argc, char **argv)
 	}
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
-	rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+	rc = rc_recon_run(&spec->r, lines, live.vol, &hooks, &rep, &err);
 	/* A view stored again after it was back-projected cannot be taken back
 	 * out of the sum: the job is made again from the whole stack, until no
 	 * view changed under the last run. */
@@ -471,8 +487,10 @@ int main(int argc, char **argv)
 		hooks.views = NULL;
 		hooks.ud = NULL;
 		spec->r.algo.streaming = 0;
+		if (conv)
+			input_conv_all(conv, spec->r.threads); /* the final bytes of every view */
 		memset(&rep, 0, sizeof rep);
-		rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+		rc = rc_recon_run(&spec->r, lines, live.vol, &hooks, &rep, &err);
 	}
 	if (streaming && sv.replaced >= 0)
 		stream_info = json_pack("{sisiss}", "views_streamed", sv.given, "replaced_view", sv.replaced, "fallback",
@@ -481,7 +499,7 @@ int main(int argc, char **argv)
 	else if (streaming)
 		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
-	emit_report(&rep, stream_info);
+	emit_report(&rep, stream_info, conv ? input_conv_report(conv) : NULL);
 	if (!rc && atomic_load(&cancel_flag))
 		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
 	if (!rc)
@@ -495,6 +513,7 @@ out:
 	if (streaming && sv.stamp && sv.stamp != MAP_FAILED)
 		munmap((void *)sv.stamp, sizeof(uint32_t) * (size_t)sv.n);
 	free(sv.seen);
+	input_conv_close(conv);
 	job_spec_free(spec);
 	if (rc)
 		return fail(&err);
