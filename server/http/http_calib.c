@@ -113,7 +113,7 @@ enum MHD_Result http_calib_begin(struct MHD_Connection *c, req *r, int field)
 	char field_name[32];
 	snprintf(field_name, sizeof field_name, "input.%s", f == INPUT_BAD ? "bad_pixels" : name);
 	if (!in.intensity || !in.uploaded[f]) {
-		ret = http_fail(c, r, RC_ESTATE, field_name,
+		ret = http_fail(c, r, RC_ESTATE, !in.intensity ? "input.kind" : field_name,
 				!in.intensity ? "the job's input.kind is \"line_integrals\": it takes no %s (create the job "
 						"with input.kind \"intensity\" and %s \"uploaded\")"
 					      : "the job's %s is not \"uploaded\" (create the job with %s \"uploaded\" to "
