@@ -142,17 +142,67 @@ uint64_t rc_counts_dead(const rc_counts *c)
 	return c->dead;
 }
 
-/* ln of the ratio's bounds */
 #define RATIO_MAX (1.0f / (float)RC_COUNTS_RATIO_MIN)
 
-static inline float line_integral(float num, float scale, uint64_t *clamped)
+/* ln x for a normal positive x (the clamped ratio): Cephes' logf (the
+ * mantissa's polynomial, about 1 ulp), branch-free so that the pixel loop
+ * vectorises; libm's logf is a call per pixel and was most of the pass. */
+static inline float ln_normal(float x)
+{
+	union { float f; uint32_t i; } u = { x };
+	float e = (float)((int)((u.i >> 23) & 0xff) - 126);
+	u.i = (u.i & 0x007fffffu) | 0x3f000000u; /* mantissa in [0.5, 1) */
+	float m = u.f;
+	float lo = m < 0.70710678f ? 1.0f : 0.0f;
+	e -= lo;
+	m = m + lo * m - 1.0f;
+	float z = m * m;
+	float y = ((((((((7.0376836292e-2f * m - 1.1514610310e-1f) * m + 1.1676998740e-1f) * m - 1.2420140846e-1f) * m +
+		      1.4249322787e-1f) * m - 1.6668057665e-1f) * m + 2.0000714765e-1f) * m - 2.4999993993e-1f) * m +
+		   3.3333331174e-1f) * m * z;
+	y += -2.12194440e-4f * e;
+	y += -0.5f * z;
+	return m + y + 0.693359375f * e;
+}
+
+/* -ln of the ratio, clamped to its bounds (NaN too); *out_of_range is 1
+ * when it was clamped.  A dead pixel (scale 0) gives 0 and is not counted
+ * here (the fixes replace it; rc_counts_image counts it once). */
+static inline float line_integral(float num, float scale, unsigned *out_of_range)
 {
 	float r = num * scale;
-	if (!(r >= (float)RC_COUNTS_RATIO_MIN && r <= RATIO_MAX)) { /* NaN too */
-		(*clamped)++;
-		r = r > RATIO_MAX ? RATIO_MAX : (float)RC_COUNTS_RATIO_MIN;
+	unsigned dead = scale == 0.0f, lo = !(r >= (float)RC_COUNTS_RATIO_MIN), hi = r > RATIO_MAX;
+	r = hi ? RATIO_MAX : r;
+	r = lo ? (float)RC_COUNTS_RATIO_MIN : r;
+	r = dead ? 1.0f : r;
+	*out_of_range = (lo | hi) & !dead;
+	return -ln_normal(r);
+}
+
+/* One row: plain loops over restrict arrays with a local count, so that
+ * GCC vectorises them (the log above is branch-free). */
+static uint64_t row_u16(const uint16_t *restrict s, const float *restrict dk, const float *restrict sc,
+			float *restrict d, int nu)
+{
+	unsigned n = 0;
+	for (int i = 0; i < nu; i++) {
+		unsigned o;
+		d[i] = line_integral((float)s[i] - dk[i], sc[i], &o);
+		n += o;
 	}
-	return -logf(r);
+	return n;
+}
+
+static uint64_t row_f32(const float *restrict s, const float *restrict dk, const float *restrict sc,
+			float *restrict d, int nu)
+{
+	unsigned n = 0;
+	for (int i = 0; i < nu; i++) {
+		unsigned o;
+		d[i] = line_integral(s[i] - dk[i], sc[i], &o);
+		n += o;
+	}
+	return n;
 }
 
 uint64_t rc_counts_image(const rc_counts *c, const void *src, uint64_t src_row_stride, float *dst,
@@ -162,15 +212,10 @@ uint64_t rc_counts_image(const rc_counts *c, const void *src, uint64_t src_row_s
 	for (int j = 0; j < c->rows; j++) {
 		const float *dk = c->dark + (size_t)j * c->nu, *sc = c->scale + (size_t)j * c->nu;
 		float *d = dst + (uint64_t)j * dst_row_stride;
-		if (c->t == RC_COUNTS_U16) {
-			const uint16_t *s = (const uint16_t *)src + (uint64_t)j * src_row_stride;
-			for (int i = 0; i < c->nu; i++)
-				d[i] = sc[i] != 0.0f ? line_integral((float)s[i] - dk[i], sc[i], &clamped) : 0.0f;
-		} else {
-			const float *s = (const float *)src + (uint64_t)j * src_row_stride;
-			for (int i = 0; i < c->nu; i++)
-				d[i] = sc[i] != 0.0f ? line_integral(s[i] - dk[i], sc[i], &clamped) : 0.0f;
-		}
+		if (c->t == RC_COUNTS_U16)
+			clamped += row_u16((const uint16_t *)src + (uint64_t)j * src_row_stride, dk, sc, d, c->nu);
+		else
+			clamped += row_f32((const float *)src + (uint64_t)j * src_row_stride, dk, sc, d, c->nu);
 	}
 	/* fixes read good pixels only, so their order does not matter */
 	for (size_t f = 0; f < c->nfix; f++) {
