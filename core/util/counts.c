@@ -5,6 +5,9 @@
  */
 #include "util/counts.h"
 
+#define RC_COUNTS_SUFFIX baseline
+#include "util/counts_row.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +19,15 @@ typedef struct fix {
 	float wa, wb;
 } fix;
 
+typedef uint64_t (*row_u16_fn)(const uint16_t *restrict, const float *restrict, const float *restrict,
+			       float *restrict, int);
+typedef uint64_t (*row_f32_fn)(const float *restrict, const float *restrict, const float *restrict, float *restrict,
+			       int);
+
 struct rc_counts {
 	rc_counts_dtype t;
+	row_u16_fn row_u16;  /* the widest ISA the CPU has (counts_row.h) */
+	row_f32_fn row_f32;
 	int rows, nu;
 	float *dark;   /* rows * nu */
 	float *scale;  /* 1 / (flat - dark); 0 where dead */
@@ -88,6 +98,20 @@ int rc_counts_new(rc_counts_dtype t, int rows, int nu, const float *flat, const 
 		goto out;
 	}
 	c->t = t;
+	c->row_u16 = rc_counts_row_u16_baseline;
+	c->row_f32 = rc_counts_row_f32_baseline;
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		c->row_u16 = rc_counts_row_u16_avx2;
+		c->row_f32 = rc_counts_row_f32_avx2;
+	}
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2") &&
+	    __builtin_cpu_supports("fma")) {
+		c->row_u16 = rc_counts_row_u16_avx512;
+		c->row_f32 = rc_counts_row_f32_avx512;
+	}
+#endif
 	c->rows = rows;
 	c->nu = nu;
 	size_t nbad = 0;
@@ -142,69 +166,6 @@ uint64_t rc_counts_dead(const rc_counts *c)
 	return c->dead;
 }
 
-#define RATIO_MAX (1.0f / (float)RC_COUNTS_RATIO_MIN)
-
-/* ln x for a normal positive x (the clamped ratio): Cephes' logf (the
- * mantissa's polynomial, about 1 ulp), branch-free so that the pixel loop
- * vectorises; libm's logf is a call per pixel and was most of the pass. */
-static inline float ln_normal(float x)
-{
-	union { float f; uint32_t i; } u = { x };
-	float e = (float)((int)((u.i >> 23) & 0xff) - 126);
-	u.i = (u.i & 0x007fffffu) | 0x3f000000u; /* mantissa in [0.5, 1) */
-	float m = u.f;
-	float lo = m < 0.70710678f ? 1.0f : 0.0f;
-	e -= lo;
-	m = m + lo * m - 1.0f;
-	float z = m * m;
-	float y = ((((((((7.0376836292e-2f * m - 1.1514610310e-1f) * m + 1.1676998740e-1f) * m - 1.2420140846e-1f) * m +
-		      1.4249322787e-1f) * m - 1.6668057665e-1f) * m + 2.0000714765e-1f) * m - 2.4999993993e-1f) * m +
-		   3.3333331174e-1f) * m * z;
-	y += -2.12194440e-4f * e;
-	y += -0.5f * z;
-	return m + y + 0.693359375f * e;
-}
-
-/* -ln of the ratio, clamped to its bounds (NaN too); *out_of_range is 1
- * when it was clamped.  A dead pixel (scale 0) gives 0 and is not counted
- * here (the fixes replace it; rc_counts_image counts it once). */
-static inline float line_integral(float num, float scale, unsigned *out_of_range)
-{
-	float r = num * scale;
-	unsigned dead = scale == 0.0f, lo = !(r >= (float)RC_COUNTS_RATIO_MIN), hi = r > RATIO_MAX;
-	r = hi ? RATIO_MAX : r;
-	r = lo ? (float)RC_COUNTS_RATIO_MIN : r;
-	r = dead ? 1.0f : r;
-	*out_of_range = (lo | hi) & !dead;
-	return -ln_normal(r);
-}
-
-/* One row: plain loops over restrict arrays with a local count, so that
- * GCC vectorises them (the log above is branch-free). */
-static uint64_t row_u16(const uint16_t *restrict s, const float *restrict dk, const float *restrict sc,
-			float *restrict d, int nu)
-{
-	unsigned n = 0;
-	for (int i = 0; i < nu; i++) {
-		unsigned o;
-		d[i] = line_integral((float)s[i] - dk[i], sc[i], &o);
-		n += o;
-	}
-	return n;
-}
-
-static uint64_t row_f32(const float *restrict s, const float *restrict dk, const float *restrict sc,
-			float *restrict d, int nu)
-{
-	unsigned n = 0;
-	for (int i = 0; i < nu; i++) {
-		unsigned o;
-		d[i] = line_integral(s[i] - dk[i], sc[i], &o);
-		n += o;
-	}
-	return n;
-}
-
 uint64_t rc_counts_image(const rc_counts *c, const void *src, uint64_t src_row_stride, float *dst,
 			 uint64_t dst_row_stride)
 {
@@ -213,9 +174,9 @@ uint64_t rc_counts_image(const rc_counts *c, const void *src, uint64_t src_row_s
 		const float *dk = c->dark + (size_t)j * c->nu, *sc = c->scale + (size_t)j * c->nu;
 		float *d = dst + (uint64_t)j * dst_row_stride;
 		if (c->t == RC_COUNTS_U16)
-			clamped += row_u16((const uint16_t *)src + (uint64_t)j * src_row_stride, dk, sc, d, c->nu);
+			clamped += c->row_u16((const uint16_t *)src + (uint64_t)j * src_row_stride, dk, sc, d, c->nu);
 		else
-			clamped += row_f32((const float *)src + (uint64_t)j * src_row_stride, dk, sc, d, c->nu);
+			clamped += c->row_f32((const float *)src + (uint64_t)j * src_row_stride, dk, sc, d, c->nu);
 	}
 	/* fixes read good pixels only, so their order does not matter */
 	for (size_t f = 0; f < c->nfix; f++) {

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "util/counts.h"
+#include "util/counts_row.h"
 
 #define ROWS 5
 #define NU 7
@@ -143,6 +144,51 @@ static void test_refused_and_average(void **state)
 	assert_int_equal(rc_counts_sample_bytes(RC_COUNTS_F32), 4);
 }
 
+/* The baseline, AVX2 and AVX-512 rows (counts_row.h) agree bit for bit
+ * (no contraction: -ffp-contract=off), on clamped and dead pixels too. */
+static void test_isa_paths_agree(void **state)
+{
+	(void)state;
+	enum { W = 1000 };
+	static uint16_t su[W];
+	static float sf[W], dk[W], sc[W], d0[W], d1[W];
+	uint32_t x = 12345;
+	for (int i = 0; i < W; i++) {
+		x = x * 1103515245u + 12345u;
+		su[i] = (uint16_t)(x >> 16);
+		sf[i] = (float)(x >> 8) * 1e-3f - 100.0f;
+		dk[i] = (float)(i % 300);
+		sc[i] = i % 97 == 0 ? 0.0f : 1.0f / (40000.0f + (float)i);
+	}
+	uint64_t n0 = rc_counts_row_u16_baseline(su, dk, sc, d0, W), n1;
+	assert_true(n0 > 0);
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		n1 = rc_counts_row_u16_avx2(su, dk, sc, d1, W);
+		assert_true(n1 == n0 && !memcmp(d0, d1, sizeof d0));
+		n0 = rc_counts_row_f32_baseline(sf, dk, sc, d0, W);
+		n1 = rc_counts_row_f32_avx2(sf, dk, sc, d1, W);
+		assert_true(n1 == n0 && !memcmp(d0, d1, sizeof d0));
+	}
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")) {
+		n0 = rc_counts_row_u16_baseline(su, dk, sc, d0, W);
+		n1 = rc_counts_row_u16_avx512(su, dk, sc, d1, W);
+		assert_true(n1 == n0 && !memcmp(d0, d1, sizeof d0));
+		n0 = rc_counts_row_f32_baseline(sf, dk, sc, d0, W);
+		n1 = rc_counts_row_f32_avx512(sf, dk, sc, d1, W);
+		assert_true(n1 == n0 && !memcmp(d0, d1, sizeof d0));
+	}
+#endif
+	/* the fast log against libm's, over the whole clamped range */
+	for (int i = 0; i < W; i++) {
+		float r = (float)exp(-13.8 + 27.6 * i / (W - 1));
+		float s = 1.0f, got;
+		rc_counts_row_f32_baseline(&r, &(float){ 0.0f }, &s, &got, 1);
+		assert_true(fabs(got + log(r)) < 2e-6 * (1 + fabs(log(r))));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +196,7 @@ int main(void)
 		cmocka_unit_test(test_f32_clamps),
 		cmocka_unit_test(test_bad_pixels),
 		cmocka_unit_test(test_refused_and_average),
+		cmocka_unit_test(test_isa_paths_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
