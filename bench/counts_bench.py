@@ -8,9 +8,10 @@ of the line-integral job) and the ratio, which the issue bounds at 5 %.
 
     bench/counts_bench.py BUILD_DIR [--views N] [--n N] [--det NU NV]
 
-Default: RabbitCT's shape (496 views of 1248 x 960, 512^3), as bench-cpu
-and upload_bench.  RECOND_BENCH_QUICK=1: 60 views of 320 x 240, 128^3.  The
-counts are made from a smooth pattern (what the pass costs does not depend
+Default: paper 000's shape (bench-algo's: 210 views of 256 x 200 pixels of
+1 mm, 128^3 voxels of 0.5 mm, D = 1000 mm, S = 1500 mm), the one the bound
+names; --views 496 --det 1248 960 --n 512 gives RabbitCT's.  The counts are
+made from a smooth pattern (what the pass costs does not depend
 on the values); the volume is not checked here (tests/integration/
 test_counts.py does that).
 """
@@ -30,12 +31,12 @@ from recond_client import Client  # noqa: E402
 
 
 def spec(views, nu, nv, n, counts):
-    scale = 1248.0 / nu
+    """Paper 000's geometry, the detector and voxels scaled with nu and n."""
     s = {"label": "counts-bench",
-         "geometry": {"type": "cone", "source_isocenter_mm": 750.0, "source_detector_mm": 1200.0,
+         "geometry": {"type": "cone", "source_isocenter_mm": 1000.0, "source_detector_mm": 1500.0,
                       "angles": {"start_deg": 0.0, "step_deg": 360.0 / views, "count": views},
-                      "detector": {"nu": nu, "nv": nv, "du_mm": 0.308 * scale, "dv_mm": 0.308 * scale}},
-         "volume": {"nx": n, "ny": n, "nz": n, "voxel_mm": [0.5 * 512 / n] * 3},
+                      "detector": {"nu": nu, "nv": nv, "du_mm": 256.0 / nu, "dv_mm": 256.0 / nu}},
+         "volume": {"nx": n, "ny": n, "nz": n, "voxel_mm": [0.5 * 128 / n] * 3},
          "algorithm": {"name": "fdk"}, "execution": {"stream": False}}
     if counts:
         s["input"] = {"kind": "intensity", "dtype": "uint16", "flat": "uploaded", "dark": "uploaded"}
@@ -53,11 +54,10 @@ def run(c, sp, data, flat=None, dark=None):
 
 
 def main():
-    quick = os.environ.get("RECOND_BENCH_QUICK", "") not in ("", "0")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--views", type=int, default=60 if quick else 496)
-    ap.add_argument("--n", type=int, default=128 if quick else 512)
-    ap.add_argument("--det", type=int, nargs=2, default=[320, 240] if quick else [1248, 960])
+    ap.add_argument("--views", type=int, default=210)
+    ap.add_argument("--n", type=int, default=128)
+    ap.add_argument("--det", type=int, nargs=2, default=[256, 200])
     a = ap.parse_args()
     nu, nv = a.det
     jj, ii = np.mgrid[0:nv, 0:nu]

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "util/counts.h"
 #include "util/parfor.h"
@@ -17,7 +18,8 @@
 struct input_conv {
 	const job_spec *s;
 	const char *counts;
-	float *lines;
+	float *lines;       /* mapped: lines_bytes */
+	size_t lines_bytes;
 	uint64_t *clamped;  /* per view */
 	rc_counts *cc;
 	double seconds;
@@ -46,8 +48,20 @@ int input_conv_open(const job_spec *s, const char *dir, const void *counts, inpu
 	float *flat = malloc(sizeof(float) * pix), *dark = malloc(sizeof(float) * pix);
 	uint8_t *bad = s->in.uploaded[INPUT_BAD] ? malloc(pix) : NULL;
 	int rc = 0;
-	if (!c || !flat || !dark || (s->in.uploaded[INPUT_BAD] && !bad) ||
-	    !(c->lines = malloc(sizeof(float) * nvals)) || !(c->clamped = calloc((size_t)s->nviews, sizeof(uint64_t)))) {
+	/* the line integrals in huge pages where the kernel gives them: first
+	 * touching 4 KiB pages was half the pass (0.019 against 0.033 s of CPU
+	 * for paper 000's 10.7 M samples) */
+	void *m = c ? mmap(NULL, sizeof(float) * (nvals ? nvals : 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0) : MAP_FAILED;
+	if (c && m != MAP_FAILED) {
+		c->lines = m;
+		c->lines_bytes = sizeof(float) * (nvals ? nvals : 1);
+#ifdef MADV_HUGEPAGE
+		(void)madvise(m, c->lines_bytes, MADV_HUGEPAGE);
+#endif
+	}
+	if (!c || !flat || !dark || (s->in.uploaded[INPUT_BAD] && !bad) || !c->lines ||
+	    !(c->clamped = calloc((size_t)s->nviews, sizeof(uint64_t)))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the %zu line integrals of a job of counts", nvals);
 		goto out;
 	}
@@ -79,7 +93,8 @@ void input_conv_close(input_conv *c)
 	if (!c)
 		return;
 	rc_counts_free(c->cc);
-	free(c->lines);
+	if (c->lines)
+		munmap(c->lines, c->lines_bytes);
 	free(c->clamped);
 	free(c);
 }
