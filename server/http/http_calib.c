@@ -125,6 +125,8 @@ enum MHD_Result http_calib_begin(struct MHD_Connection *c, req *r, int field)
 	size_t pixels = (size_t)row.rows * (size_t)row.nu;
 	uint64_t img = (uint64_t)pixels * sb;
 	uint64_t max_images = f == INPUT_BAD ? 1 : INPUT_MAX_IMAGES;
+	if (max_images > 1 && img > 0 && max_images * img > INPUT_MAX_BYTES)
+		max_images = INPUT_MAX_BYTES / img > 1 ? INPUT_MAX_BYTES / img : 1;
 	const char *dt = f == INPUT_BAD ? "uint8" : in.dtype == RC_COUNTS_U16 ? "uint16" : "float32";
 	if (len == 0 || len % img || len / img > max_images) {
 		rc_code code = len > img * max_images ? RC_EBODYTOOBIG : RC_EWRONGLEN;
@@ -135,10 +137,10 @@ enum MHD_Result http_calib_begin(struct MHD_Connection *c, req *r, int field)
 					(unsigned long long)img, row.rows, row.nu, len);
 		else
 			ret = http_fail(c, r, code, "Content-Length",
-					"the %s is 1 to %d images of %llu bytes each (%d rows x %d pixels x %u bytes of %s), "
-					"averaged; got Content-Length %llu, which is not a whole number of images%s",
-					name, INPUT_MAX_IMAGES, (unsigned long long)img, row.rows, row.nu, sb, dt, len,
-					len > img * max_images ? " or too many" : "");
+					"the %s is 1 to %llu images of %llu bytes each (%d rows x %d pixels x %u bytes of %s), "
+					"averaged; got Content-Length %llu, %s",
+					name, (unsigned long long)max_images, (unsigned long long)img, row.rows, row.nu, sb, dt,
+					len, len > img * max_images ? "more than that" : "which is not a whole number of images");
 		goto out;
 	}
 	struct calib *k = calloc(1, sizeof *k);
@@ -251,6 +253,20 @@ enum MHD_Result http_calib_end(struct MHD_Connection *c, req *r)
 	}
 	char dir[4200];
 	store_job_path(a->st, r->id, NULL, dir, sizeof dir);
+	/* the job may have been started (or cancelled) while the body came */
+	job_row row;
+	if (store_get(a->st, r->id, 0, &row, &err)) {
+		ret = http_error_rc(c, r, &err);
+		goto out;
+	}
+	int open_state = (JOB_BIT(row.state) & JOB_UPLOADABLE) != 0;
+	job_state st = row.state;
+	job_row_clear(&row);
+	if (!open_state) {
+		ret = http_fail(c, r, RC_ESTATE, "", "job %s became %s while the %s arrived; nothing was stored", r->id,
+				job_state_name(st), name);
+		goto out;
+	}
 	pthread_mutex_lock(&calib_lock);
 	int rc = durable_write_file(dir, input_field_file(k->f), bytes, nbytes, &err);
 	pthread_mutex_unlock(&calib_lock);

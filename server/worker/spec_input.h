@@ -28,6 +28,7 @@
 #define INPUT_DARK_FILE "dark.f32"
 #define INPUT_BAD_FILE "bad_pixels.u8"
 #define INPUT_MAX_IMAGES 1024 /* images one flat or dark upload may average */
+#define INPUT_MAX_BYTES (256u << 20) /* and bytes (it is gathered in memory): at least one image */
 
 typedef enum input_field { INPUT_FLAT = 0, INPUT_DARK, INPUT_BAD, INPUT_NFIELDS } input_field;
 
