@@ -146,8 +146,10 @@ $(addprefix $(BUILD)/rel/,$(NO_ERRNO_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_ERRN
 # The guarded inverse (core/backend/elementwise_ops.h) divides under a
 # condition; GCC if-converts (vectorises) such a loop only when a division
 # may not trap.  -fno-trapping-math changes no value, only what may be
-# assumed about floating-point exception flags, which nothing reads.
-NO_TRAP_OBJS := core/backend/vec_host.o
+# assumed about floating-point exception flags, which nothing reads.  The
+# counts conversion (core/util/counts.c) clamps with float compares, which
+# GCC if-converts only under the same flag.
+NO_TRAP_OBJS := core/backend/vec_host.o core/util/counts.o core/util/counts_avx2.o core/util/counts_avx512.o
 $(addprefix $(BUILD)/rel/,$(NO_TRAP_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_TRAP_OBJS)): CFLAGS += -fno-trapping-math
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
 	@mkdir -p $(@D)

@@ -27,7 +27,10 @@ to write-back) and the final fdatasync.  After the first run the spool file
 is compared with the file sent.
 
     bench/upload_bench.py BUILD_DIR [--runs N] [--views N] [--dir DIR]
-                          [--pollers SECONDS]
+                          [--pollers SECONDS] [--dtype float32|uint16]
+
+--dtype uint16 sends the same views as uint16 detector counts (half the
+bytes; the rates are of bytes sent).
 
 RECOND_BENCH_QUICK=1: 40 views (192 MB), one run.  The store and the files
 go to --dir, else $RECOND_BENCH_DIR, else $TMPDIR (/tmp): local disk, not
@@ -58,14 +61,16 @@ MB = 1e6
 MIB = 1 << 20
 
 
-def rabbitct_spec(views):
-    """The RabbitCT shape (bench-cpu's): 512^3 of 0.5 mm, detector of 0.308 mm, D = 750, S = 1200."""
-    return {"label": "upload-bench",
+def rabbitct_spec(views, dtype="float32"):
+    """The RabbitCT shape (bench-cpu's): 512^3 of 0.5 mm, detector of 0.308 mm, D = 750, S = 1200; uint16:
+    a job of detector counts (docs/api.md, "Detector counts") of the same views, 2 bytes a sample."""
+    inp = {"input": {"kind": "intensity", "dtype": "uint16", "flat": 60000, "dark": 100}} if dtype == "uint16" else {}
+    return dict(inp, **{"label": "upload-bench",
             "geometry": {"type": "cone", "source_isocenter_mm": 750.0, "source_detector_mm": 1200.0,
                          "angles": {"start_deg": 0.0, "step_deg": 360.0 / views, "count": views},
                          "detector": {"nu": NU, "nv": NV, "du_mm": 0.308, "dv_mm": 0.308}},
             "volume": {"nx": 512, "ny": 512, "nz": 512, "voxel_mm": [0.5, 0.5, 0.5]},
-            "algorithm": {"name": "fdk"}}
+            "algorithm": {"name": "fdk"}})
 
 
 def fs_type(path):
@@ -221,11 +226,12 @@ def main():
     ap.add_argument("--views", type=int, default=40 if quick else 496)
     ap.add_argument("--dir", default=os.environ.get("RECOND_BENCH_DIR") or tempfile.gettempdir())
     ap.add_argument("--pollers", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--dtype", choices=("float32", "uint16"), default="float32")
     a = ap.parse_args()
     if not shutil.which("curl"):
         print("upload_bench: skipped (no curl)")
         return 0
-    nbytes = a.views * NV * NU * 4
+    nbytes = a.views * NV * NU * (2 if a.dtype == "uint16" else 4)
     mib = (nbytes + MIB - 1) // MIB
     work = tempfile.mkdtemp(prefix="recond-upload-bench-", dir=a.dir)
     atexit.register(shutil.rmtree, work, True)
@@ -234,15 +240,15 @@ def main():
         print("upload_bench: skipped (%s has %.1f GB free; needs %.1f)" % (work, free / 1e9, (3 * nbytes + (1 << 30)) / 1e9))
         return 0
     fs = fs_type(work)
-    print("upload_bench: %d views of %d x %d float32 = %d bytes (%.2f GB), %s on %s, %d run(s); %d CPUs, load %.1f"
-          % (a.views, NV, NU, nbytes, nbytes / 1e9, work, fs, a.runs, os.cpu_count(), os.getloadavg()[0]))
+    print("upload_bench: %d views of %d x %d %s = %d bytes (%.2f GB), %s on %s, %d run(s); %d CPUs, load %.1f"
+          % (a.views, NV, NU, a.dtype, nbytes, nbytes / 1e9, work, fs, a.runs, os.cpu_count(), os.getloadavg()[0]))
     if fs in ("tmpfs", "ramfs"):
         print("upload_bench: warning: %s is in memory; the disk figures mean nothing here" % work)
     src = os.path.join(work, "stack.f32")
     write_source(src, nbytes)
     d = Daemon(store=os.path.join(work, "store")).start()
     api = Api(d.url, validate=False)
-    spec = rabbitct_spec(a.views)
+    spec = rabbitct_spec(a.views, a.dtype)
     sink = Sink()
     rows = []
     pause = 1.0 if quick else 3.0

@@ -20,9 +20,14 @@ static void usage(FILE *to)
 "usage: reconctl [--url URL] [--token TOKEN] [--json] [--quiet] COMMAND [ARGS]\n"
 "\n"
 "commands:\n"
-"  submit SPEC.json --projections FILE [--no-start] [--watch]\n"
+"  submit SPEC.json --projections FILE [--flat F] [--dark D] [--bad-pixels B]\n"
+"         [--no-start] [--watch]\n"
 "                        create a job, upload its projections (raw float32,\n"
-"                        [view][v][u]) and queue it; prints the job id\n"
+"                        [view][v][u]; or counts, the spec's input) and queue\n"
+"                        it; prints the job id.  --flat, --dark: files of one\n"
+"                        or more detector images (averaged), --bad-pixels: a\n"
+"                        uint8 map, for a spec whose input names them\n"
+"                        \"uploaded\"; sent before the projections\n"
 "                        (with --watch the id alone too: the final state\n"
 "                        goes to stderr, the outcome is the exit code)\n"
 "  watch ID              follow a job until it ends (progress bar; --json:\n"
@@ -61,7 +66,7 @@ static void usage(FILE *to)
 }
 
 enum { OPT_URL = 256, OPT_TOKEN, OPT_JSON, OPT_QUIET, OPT_PROJ, OPT_NOSTART,
-       OPT_WATCH, OPT_FORMAT, OPT_STATE, OPT_LIMIT, OPT_IDLE, OPT_HELP };
+       OPT_WATCH, OPT_FORMAT, OPT_STATE, OPT_LIMIT, OPT_IDLE, OPT_HELP, OPT_FLAT, OPT_DARK, OPT_BAD };
 
 /* Which command takes which options, and how many positional arguments. */
 static const struct command {
@@ -71,7 +76,7 @@ static const struct command {
 	int id_arg;      /* the argument is a job id */
 	const char *opts; /* letters of the command-specific options it takes */
 } commands[] = {
-	{ "submit", rctl_cmd_submit, 1, 0, "pnw" },
+	{ "submit", rctl_cmd_submit, 1, 0, "pnwFDB" },
 	{ "watch", rctl_cmd_watch, 1, 1, "i" },
 	{ "get", rctl_cmd_get, 1, 1, "of" },
 	{ "status", rctl_cmd_status, 1, 1, "" },
@@ -105,6 +110,9 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "projections", required_argument, NULL, OPT_PROJ },
 		{ "no-start", no_argument, NULL, OPT_NOSTART },
+		{ "flat", required_argument, NULL, OPT_FLAT },
+		{ "dark", required_argument, NULL, OPT_DARK },
+		{ "bad-pixels", required_argument, NULL, OPT_BAD },
 		{ "watch", no_argument, NULL, OPT_WATCH },
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
@@ -128,6 +136,9 @@ int main(int argc, char **argv)
 		case 'q': case OPT_QUIET: a.quiet = 1; break;
 		case OPT_PROJ: a.projections = optarg; letter = 'p'; break;
 		case OPT_NOSTART: a.no_start = 1; letter = 'n'; break;
+		case OPT_FLAT: a.flat = optarg; letter = 'F'; break;
+		case OPT_DARK: a.dark = optarg; letter = 'D'; break;
+		case OPT_BAD: a.bad_pixels = optarg; letter = 'B'; break;
 		case OPT_WATCH: a.watch = 1; letter = 'w'; break;
 		case 'o': a.output = optarg; letter = 'o'; break;
 		case OPT_FORMAT: a.format = optarg; letter = 'f'; break;

@@ -16,6 +16,7 @@ typedef struct rctl_args {
 	int json, quiet;
 	const char *projections; /* submit */
 	int no_start;            /* submit */
+	const char *flat, *dark, *bad_pixels; /* submit: a job of counts' uploaded fields */
 	int watch;               /* submit: then watch the job */
 	const char *output;      /* get */
 	const char *format;      /* get */

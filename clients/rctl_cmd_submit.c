@@ -1,5 +1,7 @@
 /*
- * submit: POST the spec, stream the projection file to the job, then queue
+ * submit: POST the spec, stream the flat, dark and bad-pixel files of a job
+ * of counts (--flat, --dark, --bad-pixels) and the projection file to the
+ * job, then queue
  * it (unless the spec autostarts or --no-start).  A job whose upload failed
  * is removed again (POST cancel, then DELETE removes the cancelled job; with
  * tokens that needs the admin role, else it stays cancelled), so
@@ -86,6 +88,33 @@ int rctl_cmd_submit(rctl_conn *c, const rctl_args *a)
 		goto out_fail;
 	}
 	snprintf(id, sizeof id, "%s", cid);
+
+	/* a job of counts: its flat, dark and bad pixels before the views (an
+	 * autostarting one takes no view before them) */
+	const struct { const char *file, *route; } fields[] = {
+		{ a->flat, "flat" }, { a->dark, "dark" }, { a->bad_pixels, "bad-pixels" },
+	};
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		FILE *ff = NULL;
+		uint64_t fsize = 0;
+		if (!fields[i].file)
+			continue;
+		if (open_projections(fields[i].file, &ff, &fsize) < 0) {
+			discard_job(c, id);
+			goto out;
+		}
+		rctl_progress fpb;
+		rctl_progress_init(&fpb, fields[i].route, 0);
+		snprintf(path, sizeof path, "/v1/jobs/%s/%s", id, fields[i].route);
+		int urc = rctl_upload(c, path, ff, fsize, &fpb, NULL, &f);
+		fclose(ff);
+		if (urc < 0) {
+			rctl_fail_print(&f);
+			discard_job(c, id);
+			ex = rctl_fail_exit(&f);
+			goto out;
+		}
+	}
 
 	rctl_progress pb;
 	rctl_progress_init(&pb, "upload", rctl_show_progress(a));

@@ -142,15 +142,34 @@ class Client:
                         timeout=max(self.timeout, 600)) as r:
             return json.loads(r.read() or b"null")
 
+    def upload_field(self, job_id, field, data):
+        """PUT a job of counts' flat, dark or bad-pixel map (field "flat", "dark",
+        "bad_pixels" or "bad-pixels"; the spec's input names it "uploaded").  data:
+        bytes or a path: one or more detector images (rows x nu of the job's
+        input.dtype; several are averaged), or one uint8 image for the bad
+        pixels.  Returns the job."""
+        route = {"flat": "flat", "dark": "dark", "bad_pixels": "bad-pixels", "bad-pixels": "bad-pixels"}[field]
+        if isinstance(data, (str, os.PathLike)):
+            with open(data, "rb") as fp:
+                data = fp.read()
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(data))}
+        with self._open("PUT", "/v1/jobs/%s/%s" % (self._id(job_id), route), bytes(data), headers) as r:
+            return json.loads(r.read() or b"null")
+
     def start(self, job_id):
         """POST start: queue a job whose views are all present.  Returns the job."""
         return self._json("POST", "/v1/jobs/%s/start" % self._id(job_id))
 
-    def submit(self, spec, projections, start=None, progress=None):
+    def submit(self, spec, projections, start=None, progress=None, flat=None, dark=None, bad_pixels=None):
         """create + upload + start (start unless the spec autostarts; start=False
-        leaves it unqueued).  A job whose upload fails is cancelled and removed again."""
+        leaves it unqueued).  flat, dark, bad_pixels: a job of counts' uploaded
+        fields (bytes or paths, upload_field), sent before the projections.  A job
+        whose upload fails is cancelled and removed again."""
         job = self.create(spec)
         try:
+            for field, data in (("flat", flat), ("dark", dark), ("bad_pixels", bad_pixels)):
+                if data is not None:
+                    self.upload_field(job["id"], field, data)
             job = self.upload(job["id"], projections, progress=progress)
         except Exception:
             try:  # cancel, then remove (DELETE needs the admin role with tokens)

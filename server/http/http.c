@@ -123,6 +123,9 @@ static enum MHD_Result route_of(struct MHD_Connection *c, req *r, const char *ur
 	if (!strcmp(rest, "push")) { r->rt = R_PUSH; return MHD_YES; }
 	if (!strcmp(rest, "cancel")) { r->rt = R_CANCEL; return MHD_YES; }
 	if (!strcmp(rest, "preview")) { r->rt = R_PREVIEW; return MHD_YES; }
+	if (!strcmp(rest, "flat")) { r->rt = R_CALIB; r->k = 0; return MHD_YES; }
+	if (!strcmp(rest, "dark")) { r->rt = R_CALIB; r->k = 1; return MHD_YES; }
+	if (!strcmp(rest, "bad-pixels")) { r->rt = R_CALIB; r->k = 2; return MHD_YES; }
 	if (!strncmp(rest, "projections/", 12)) {
 		const char *ks = rest + 12;
 		size_t n = strlen(ks);
@@ -160,7 +163,7 @@ static int needed_role(route rt, const char *m, const char **allow)
 	case R_JOB:
 		*allow = "GET, HEAD, PATCH, DELETE";
 		return get ? ROLE_READ : !strcmp(m, "DELETE") || !strcmp(m, "PATCH") ? ROLE_SUBMIT : -1;
-	case R_PROJ: case R_VIEW:
+	case R_PROJ: case R_VIEW: case R_CALIB:
 		*allow = "PUT";
 		return !strcmp(m, "PUT") ? ROLE_SUBMIT : -1;
 	case R_START: case R_PUSH: case R_CANCEL:
@@ -223,6 +226,7 @@ static enum MHD_Result first_call(struct MHD_Connection *c, req *r, const char *
 	case R_PREVIEW: return http_preview_get(c, r);
 	case R_GEOMETRY: return http_geometry_get(c, r);
 	case R_PROJ: case R_VIEW: return http_upload_begin(c, r);
+	case R_CALIB: return http_calib_begin(c, r, r->k);
 	case R_START: return http_jobs_start(c, r);
 	case R_CANCEL: return http_jobs_cancel(c, r);
 	case R_EVENTS: return http_sse_events(c, r);
@@ -425,6 +429,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return http_jobs_create_body(r, data, n);
 		if (r->up)
 			return http_upload_data(r, data, n);
+		if (r->cal)
+			return http_calib_data(r, data, n);
 		return MHD_YES;
 	}
 	if (r->answered)
@@ -435,6 +441,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_jobs_patch_end(c, r);
 	if (r->up)
 		return http_upload_end(c, r);
+	if (r->cal)
+		return http_calib_end(c, r);
 	return http_fail(c, r, RC_EINTERNAL, "", "request ended without an answer");
 }
 
@@ -454,6 +462,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	if (r->audit)
 		audit_log(a->audit, r->client, r->who, r->method, r->path, status);
 	http_upload_free(r);
+	http_calib_free(r);
 	free(r->body);
 	free(r);
 	*con_cls = NULL;

@@ -338,8 +338,16 @@ enum MHD_Result http_jobs_start(struct MHD_Connection *c, req *r)
 	int changed = 0;
 	rc_err err;
 	enum MHD_Result ret;
-	if (http_owner_check(c, r, &ret))
+	job_state state;
+	if (http_owner_state(c, r, &state, &ret))
 		return ret;
+	/* counts: the flat and dark first (http_calib.c); a job past receiving
+	 * is store_start's to answer (a cancelled one's files are gone) */
+	const char *missing = NULL;
+	if ((JOB_BIT(state) & JOB_UPLOADABLE) && http_input_missing(r->a, r->id, &missing, &err))
+		return http_error_rc(c, r, &err);
+	if (missing)
+		return http_input_refuse(c, r, missing, "a job of counts starts once its fields are in");
 	if (store_start(r->a->st, r->id, &changed, &err))
 		return http_error_rc(c, r, &err);
 	if (changed) {

@@ -32,10 +32,12 @@ typedef enum route {
 	R_PUSH,          /* /v1/jobs/{id}/push */
 	R_CANCEL,        /* /v1/jobs/{id}/cancel */
 	R_PREVIEW,       /* /v1/jobs/{id}/preview */
+	R_CALIB,         /* /v1/jobs/{id}/flat, /dark, /bad-pixels (k: spec_input.h's input_field) */
 	R_WWW,           /* /, /ui/...: the operator page (http_www.c) */
 } route;
 
 struct upload;
+struct calib;
 
 typedef struct req {
 	app *a;
@@ -59,6 +61,8 @@ typedef struct req {
 	int body_too_big;
 	/* projection upload */
 	struct upload *up;
+	/* flat, dark or bad-pixel upload (http_calib.c) */
+	struct calib *cal;
 } req;
 
 enum MHD_Result http_answer(struct MHD_Connection *c, req *r, unsigned status, struct MHD_Response *resp);

@@ -34,6 +34,20 @@ enum MHD_Result http_upload_data(req *r, const char *data, size_t len);
 enum MHD_Result http_upload_end(struct MHD_Connection *c, req *r);
 void http_upload_free(req *r);
 
+/* http_calib.c: PUT /v1/jobs/{id}/flat, /dark, /bad-pixels (field: an
+ * input_field of spec_input.h); the body is gathered, checked and stored
+ * durably before the 200. */
+enum MHD_Result http_calib_begin(struct MHD_Connection *c, req *r, int field);
+enum MHD_Result http_calib_data(req *r, const char *data, size_t len);
+enum MHD_Result http_calib_end(struct MHD_Connection *c, req *r);
+void http_calib_free(req *r);
+/* The first field the job's input names "uploaded" that has not been
+ * ("flat", "dark", "bad-pixels") in *missing, NULL when none; an error
+ * reading the stored spec. */
+int http_input_missing(app *a, const char *id, const char **missing, rc_err *err);
+/* 409 naming the missing field; why: what waits for it. */
+enum MHD_Result http_input_refuse(struct MHD_Connection *c, req *r, const char *missing, const char *why);
+
 /* http_download.c */
 enum MHD_Result http_download_volume(struct MHD_Connection *c, req *r);
 /* format=dicom (http_dicom.c): the series as a ZIP, or multipart/related

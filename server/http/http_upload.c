@@ -34,7 +34,8 @@ struct upload {
 	int fd;
 	int k;                /* -1 = whole stack */
 	uint64_t expected, got;
-	uint64_t row_bytes;   /* nu * 4 */
+	uint64_t row_bytes;   /* nu * sample */
+	uint64_t sample;      /* bytes of a sample: 4 (float32), 2 (uint16 counts) */
 	uint64_t view_stride, row_stride; /* the job's strides (floats) */
 	int views_expected;
 	int io_errno;
@@ -99,11 +100,12 @@ static void inflight_del(const char *id, int k)
 
 /* The likeliest cause of a body exactly twice the size: float64 samples.
  * Appended to the 413's message ("" otherwise). */
-static const char *float64_hint(uint64_t got, uint64_t expected)
+static const char *float64_hint(uint64_t got, uint64_t expected, uint64_t sample)
 {
-	return expected > 0 && got / 2 == expected && got % 2 == 0
-		       ? " (twice the expected bytes: float64 data? recond takes float32)"
-		       : "";
+	if (!(expected > 0 && got / 2 == expected && got % 2 == 0))
+		return "";
+	return sample == 2 ? " (twice the expected bytes: float32 data? this job's input.dtype is uint16)"
+			   : " (twice the expected bytes: float64 data? recond takes float32)";
 }
 
 enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
@@ -133,24 +135,44 @@ enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
 		ret = http_error_rc(c, r, &err);
 		goto out;
 	}
+	/* a job that starts by itself once its views are in takes them only
+	 * after its uploaded flat, dark and bad pixels (http_calib.c) */
+	if (row.autostart || row.stream == STREAM_ON) {
+		const char *missing = NULL;
+		if (http_input_missing(a, r->id, &missing, &err)) {
+			ret = http_error_rc(c, r, &err);
+			goto out;
+		}
+		if (missing) {
+			ret = http_input_refuse(c, r, missing, "this job starts by itself once its views are in, so its "
+							      "fields come before them");
+			goto out;
+		}
+	}
 	if (r->k >= row.views_expected) {
 		ret = http_fail(c, r, RC_EINVAL, "k", "view %d does not exist: the job has views 0..%d",
 				r->k, row.views_expected - 1);
 		goto out;
 	}
 	uint64_t expected = r->k < 0 ? row.proj_bytes : row.view_bytes;
+	/* the sample size follows the spec's input.dtype: view_bytes / pixels */
+	uint64_t pix = (uint64_t)row.rows * (uint64_t)row.nu;
+	uint64_t sample = pix ? row.view_bytes / pix : 4;
+	const char *dtype = sample == 2 ? "uint16" : "float32";
 	if (len != expected) {
 		rc_code code = len > expected ? RC_EBODYTOOBIG : RC_EWRONGLEN;
-		const char *hint = float64_hint(len, expected);
+		const char *hint = float64_hint(len, expected, sample);
 		if (r->k < 0)
 			ret = http_fail(c, r, code, "Content-Length",
-					"the whole stack is %llu bytes (%d views x %d rows x %d pixels x 4 bytes of float32); "
+					"the whole stack is %llu bytes (%d views x %d rows x %d pixels x %llu bytes of %s); "
 					"got Content-Length %llu%s",
-					(unsigned long long)expected, row.views_expected, row.rows, row.nu, len, hint);
+					(unsigned long long)expected, row.views_expected, row.rows, row.nu,
+					(unsigned long long)sample, dtype, len, hint);
 		else
 			ret = http_fail(c, r, code, "Content-Length",
-					"one view is %llu bytes (%d rows x %d pixels x 4 bytes of float32); got Content-Length %llu%s",
-					(unsigned long long)expected, row.rows, row.nu, len, hint);
+					"one view is %llu bytes (%d rows x %d pixels x %llu bytes of %s); got Content-Length %llu%s",
+					(unsigned long long)expected, row.rows, row.nu, (unsigned long long)sample, dtype, len,
+					hint);
 		goto out;
 	}
 	int ir = inflight_add(r->id, r->k);
@@ -171,7 +193,8 @@ enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
 	up->k = r->k;
 	up->expected = expected;
 	up->t0 = rc_now_s();
-	up->row_bytes = 4 * (uint64_t)row.nu;
+	up->sample = sample;
+	up->row_bytes = sample * (uint64_t)row.nu;
 	r->up = up;
 	/* Views about to be overwritten stop being "present" first.  The store
 	 * decides which are present now that the upload holds its views: the
@@ -242,7 +265,7 @@ enum MHD_Result http_upload_data(req *r, const char *data, size_t len)
 			size_t n = (size_t)(up->row_bytes - within);
 			if (n > len - done)
 				n = len - done;
-			uint64_t off = 4 * ((uint64_t)up->k * up->view_stride + j * up->row_stride) + within;
+			uint64_t off = up->sample * ((uint64_t)up->k * up->view_stride + j * up->row_stride) + within;
 			if (pwrite_all(up->fd, data + done, n, off)) {
 				up->io_errno = errno ? errno : EIO;
 				return MHD_YES;
@@ -298,7 +321,7 @@ static enum MHD_Result upload_finish(struct MHD_Connection *c, req *r)
 		return http_fail(c, r, RC_EBODYTOOBIG, "",
 				 "the body is longer than the %llu bytes of %s%s; nothing was stored and the views stay absent",
 				 (unsigned long long)up->expected, up->k < 0 ? "the whole stack" : "one view",
-				 float64_hint(up->got, up->expected));
+				 float64_hint(up->got, up->expected, up->sample));
 	if (up->io_errno)
 		return http_fail(c, r, durable_errno_code(up->io_errno), "",
 				 "writing the projections failed: %s; nothing was acknowledged, upload again",

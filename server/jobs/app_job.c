@@ -142,6 +142,9 @@ json_t *app_job_json(app *a, const job_row *r)
 	json_object_del(sum, "warnings"); /* the summary is the spec in short */
 	json_t *res = report ? json_object_get(report, "result") : NULL;
 	json_object_set_new(j, "result", json_is_object(res) ? json_incref(res) : json_null());
+	/* what the projections were: a job of counts reports its clamped pixels */
+	json_object_set_new(j, "input", report && json_is_object(json_object_get(report, "input"))
+			    ? json_incref(json_object_get(report, "input")) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

@@ -43,6 +43,7 @@
 #include "device_json.h"
 #include "plan/devices.h"
 #include "durable.h"
+#include "input_conv.h"
 #include "backend/cuda/engine_cuda.h"
 #include "backend/opencl/engine_opencl.h"
 #include "algo/names.h"
@@ -69,6 +70,7 @@ struct stream {
 	int n, given;
 	double idle_s, last_new;
 	int replaced;        /* first view stored again after it was given, or -1 */
+	input_conv *conv;    /* counts: each view given is converted first (NULL: line integrals) */
 };
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
@@ -146,6 +148,8 @@ static int stream_views(void *ud, double wait_s, int *list, int max, rc_err *err
 		double now = rc_now_s();
 		st->given += got;
 		if (got) {
+			if (st->conv)
+				input_conv_views(st->conv, list, got);
 			st->last_new = now;
 			return got;
 		}
@@ -222,7 +226,8 @@ static json_t *result_json(const rc_recon_report *rep, const rc_data_stats *ds, 
 			 (json_int_t)(checked ? ds->non_finite : 0));
 }
 
-static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warnings, json_t *result)
+static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warnings, json_t *result,
+			json_t *input)
 {
 	json_t *plan = json_array();
 	for (int i = 0; i < rep->ndevices && i < RC_RECON_MAX_DEVICES; i++) {
@@ -252,6 +257,7 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 		json_object_set(j, "warnings", warnings);
 	if (j && result)
 		json_object_set(j, "result", result);
+	json_object_set_new(j, "input", input ? input : json_pack("{ss}", "kind", "line_integrals"));
 	emit(j);
 }
 
@@ -445,6 +451,7 @@ int main(int argc, char **argv)
 	int streaming = stream_fd >= 0 && rc_recon_streams(&spec->r, NULL) == 0;
 	struct stream sv = { .n = spec->nviews, .idle_s = stream_idle > 0 ? stream_idle : 300, .replaced = -1 };
 	const float *proj = MAP_FAILED;
+	input_conv *conv = NULL;
 	json_t *stream_info = NULL, *warn_json = NULL, *result = NULL;
 	rc_geom *geom = NULL;
 	rc_warnings warns = { 0 };
@@ -481,6 +488,16 @@ int main(int argc, char **argv)
 			     (unsigned long long)spec->vol_bytes);
 		goto out;
 	}
+	/* counts: line integrals, in one pass now or view by view as they stream */
+	const float *lines = proj;
+	if (spec->in.intensity) {
+		if ((rc = input_conv_open(spec, dir, proj, &conv, &err)))
+			goto out;
+		if (!streaming)
+			input_conv_all(conv, spec->r.threads);
+		sv.conv = conv;
+		lines = input_conv_lines(conv);
+	}
 	sv.last_new = rc_now_s();
 	/* what the geometry and the data say before the run (a streamed
 	 * stack is checked once it is whole, after the run) */
@@ -488,7 +505,7 @@ int main(int argc, char **argv)
 	if (rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &geom, NULL) == 0) {
 		rc_check_geometry(geom, &warns);
 		if (!streaming) {
-			rc_check_data(geom, proj, (float *)proj, spec->r.threads, &dstats, &warns);
+			rc_check_data(geom, lines, (float *)lines, spec->r.threads, &dstats, &warns);
 			checked = 1;
 		}
 	}
@@ -500,7 +517,7 @@ int main(int argc, char **argv)
 	}
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
-	rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+	rc = rc_recon_run(&spec->r, lines, live.vol, &hooks, &rep, &err);
 	/* A view stored again after it was back-projected cannot be taken back
 	 * out of the sum: the job is made again from the whole stack, until no
 	 * view changed under the last run. */
@@ -515,8 +532,10 @@ int main(int argc, char **argv)
 		hooks.views = NULL;
 		hooks.ud = NULL;
 		spec->r.algo.streaming = 0;
+		if (conv)
+			input_conv_all(conv, spec->r.threads); /* the final bytes of every view */
 		memset(&rep, 0, sizeof rep);
-		rc = rc_recon_run(&spec->r, proj, live.vol, &hooks, &rep, &err);
+		rc = rc_recon_run(&spec->r, lines, live.vol, &hooks, &rep, &err);
 	}
 	if (streaming && sv.replaced >= 0)
 		stream_info = json_pack("{sisiss}", "views_streamed", sv.given, "replaced_view", sv.replaced, "fallback",
@@ -526,14 +545,14 @@ int main(int argc, char **argv)
 		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
 	if (!rc && geom && streaming) {
-		rc_check_data(geom, proj, NULL, spec->r.threads, &dstats, &warns);
+		rc_check_data(geom, lines, NULL, spec->r.threads, &dstats, &warns);
 		checked = 1;
 	}
 	if (!rc && checked)
 		rc_check_residual(rep.relative_residual, &dstats, &warns);
 	warn_json = warnings_json(&warns);
 	result = result_json(&rep, &dstats, checked);
-	emit_report(&rep, stream_info, warn_json, result);
+	emit_report(&rep, stream_info, warn_json, result, conv ? input_conv_report(conv) : NULL);
 	if (!rc && atomic_load(&cancel_flag))
 		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
 	if (!rc)
@@ -550,6 +569,7 @@ out:
 	if (streaming && sv.stamp && sv.stamp != MAP_FAILED)
 		munmap((void *)sv.stamp, sizeof(uint32_t) * (size_t)sv.n);
 	free(sv.seen);
+	input_conv_close(conv);
 	job_spec_free(spec);
 	if (rc)
 		return fail(&err);

@@ -465,8 +465,8 @@ static int parse_execution(const json_t *e, rc_recon_spec *r, int *stream, rc_er
 static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_err *err)
 {
 	static const char *const keys[] = { "label", "geometry", "volume", "algorithm", "execution",
-					    "priority", "autostart", "output", "dicom", NULL };
-	json_t *g, *v, *a, *e, *o, *d;
+					    "priority", "autostart", "output", "dicom", "input", NULL };
+	json_t *g, *v, *a, *e, *o, *d, *in;
 	const char *label = "";
 	long long prio = 5;
 	int rc;
@@ -503,6 +503,9 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	if ((rc = jf_obj(root, "", "output", 0, &o, err)) || (o && (rc = spec_parse_output(o, &s->out, err))) ||
 	    (rc = jf_obj(root, "", "dicom", 0, &d, err)) || (d && (rc = spec_parse_dicom(d, &s->dicom, err))))
 		return rc;
+	if ((rc = jf_obj(root, "", "input", 0, &in, err)) || (rc = spec_parse_input(in, &s->in, err)))
+		return rc;
+	s->sample_bytes = spec_input_sample_bytes(&s->in);
 
 	s->r.limits.max_bytes = max_bytes;
 	rc_geom *geom = NULL;
@@ -512,8 +515,8 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	s->rows = rc_geom_is_2d(geom) ? s->r.vol.nz : s->r.geom.det.nv;
 	s->view_stride = rc_geom_view_stride(geom);
 	s->row_stride = rc_geom_row_stride(geom);
-	s->view_bytes = 4 * (uint64_t)rc_geom_view_count(geom);
-	s->proj_bytes = 4 * (uint64_t)rc_geom_proj_count(geom);
+	s->view_bytes = s->sample_bytes * (uint64_t)rc_geom_view_count(geom);
+	s->proj_bytes = s->sample_bytes * (uint64_t)rc_geom_proj_count(geom);
 	s->vol_bytes = 4 * (uint64_t)rc_volume_count(&s->r.vol);
 	/* the splat pair where asked for: only where voxels project at most a
 	 * pixel apart (the rest of what it needs is rc_recon_check's) */
@@ -646,12 +649,30 @@ int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err
 	return rc;
 }
 
+int job_spec_load_input(const char *path, job_input *in, rc_err *err)
+{
+	char *buf;
+	size_t len;
+	int rc = read_spec(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(root))
+		rc = rc_fail(err, RC_EIO, "", "the job's spec %s is not a JSON object", path);
+	else
+		rc = spec_parse_input(json_object_get(root, "input"), in, err);
+	json_decref(root);
+	free(buf);
+	return rc;
+}
+
 uint64_t job_spec_memory(const job_spec *s)
 {
 	/* a job that may stream counts its scratch volume (the worker decides
 	 * with the same rule when it runs) */
 	int streams = s->stream != STREAM_OFF && rc_recon_streams(&s->r, NULL) == 0;
-	return rc_plan_memory(&s->r, streams);
+	/* counts: the line integrals are a float copy beside the mapped counts */
+	return rc_plan_memory(&s->r, streams) + (s->in.intensity ? s->proj_bytes : 0);
 }
 
 char *job_spec_summary(const job_spec *s)

@@ -23,6 +23,7 @@
 #include "plan/memory.h"
 #include "plan/recon.h"
 #include "spec_dicom.h"
+#include "spec_input.h"
 
 #define SPEC_LABEL_MAX 128 /* characters, as api/openapi.yaml's maxLength counts; up to 4 bytes each */
 #define SPEC_MAX_VIEWS 100000
@@ -43,9 +44,11 @@ typedef struct job_spec {
 	int nu;
 	uint64_t view_stride;  /* floats between views k and k+1 (geometry.h layout) */
 	uint64_t row_stride;   /* floats between rows j and j+1 of one view */
-	uint64_t view_bytes;   /* bytes of one view upload: rows * nu * 4 */
+	unsigned sample_bytes; /* bytes of one projection sample: 4, or 2 for uint16 counts (input) */
+	uint64_t view_bytes;   /* bytes of one view upload: rows * nu * sample_bytes */
 	uint64_t proj_bytes;   /* bytes of the whole stack */
 	uint64_t vol_bytes;    /* bytes of the raw volume */
+	job_input in;
 	job_output out;
 	job_dicom dicom;
 	int rtk;               /* geometry.type "rtk": r.geom came from RTK's XML */
@@ -85,16 +88,21 @@ int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err);
  * scratch volume). */
 uint64_t job_spec_memory(const job_spec *s);
 
+/* Only the stored spec's input object, by spec_parse_input: what the daemon
+ * checks before a job of counts starts (its flat and dark are there). */
+int job_spec_load_input(const char *path, job_input *in, rc_err *err);
+
 /* The Job resource's `summary` (api/openapi.yaml) as compact JSON text,
  * malloc'd (NULL when out of memory): geometry type, detector (nu, rows),
  * volume, voxel_mm, algorithm, iterations, engine,
  * plan_memory_bytes (job_spec_memory).  Kept with the job row. */
 char *job_spec_summary(const job_spec *s);
 
-/* File offset (bytes) of row j of view k in the stack. */
+/* File offset (bytes) of row j of view k in the stack (samples of
+ * sample_bytes). */
 static inline uint64_t job_spec_row_offset(const job_spec *s, int k, int j)
 {
-	return 4 * ((uint64_t)k * s->view_stride + (uint64_t)j * s->row_stride);
+	return s->sample_bytes * ((uint64_t)k * s->view_stride + (uint64_t)j * s->row_stride);
 }
 
 #endif

@@ -3,8 +3,9 @@
  * LLVMFuzzerInitialize starts the daemon in-process (daemon_start, as
  * tests/unit/test_http_api.c does: a free loopback port, a store under
  * /dev/shm so that fsync costs nothing, a stand-in worker that never runs)
- * and creates two jobs of 12 views, a cone one (8 rows of 16 pixels per view)
- * and a fan one (4 slices of 16).  Each input is one request to them over a
+ * and creates three jobs of 12 views, a cone one (8 rows of 16 pixels per view),
+ * a fan one (4 slices of 16) and a fan one of uint16 counts (http_calib.c's
+ * flat, dark and bad-pixel uploads).  Each input is one request to them over a
  * loopback socket; MHD's threads are in this process, so libFuzzer sees the
  * coverage of route_of (the view index), upload_begin (Content-Length
  * against the spec, the index against views_expected), upload_data (the
@@ -12,7 +13,10 @@
  *
  * Input, line by line ('\n'; a '\r' before it is dropped):
  *   line 1:  JOB METHOD SUFFIX
- *            JOB: "fan" or "cone" (the default) names the job; "gone" a
+ *            JOB: "fan" or "cone" (the default) names the job; "counts" a
+ *            fan job of uint16 detector counts (flat and bad pixels
+ *            uploaded: its SUFFIX follows /v1/jobs/{id}, e.g. "/flat",
+ *            "/bad-pixels", "/projections/3"); "gone" a
  *            well-formed id of no job; "raw" puts SUFFIX right after
  *            /v1/jobs/ (any id, any route; the method is then always PUT).
  *            METHOD: letters only (else PUT).
@@ -64,7 +68,7 @@ static app A;
 static config C;
 static int port;
 static char dir[128];
-static char job_id[2][37]; /* cone, fan */
+static char job_id[3][37]; /* cone, fan, counts */
 static int started;
 
 static int err_fd = 2; /* stderr as it was at start: libFuzzer's -close_fd_mask=2 closes fd 2 */
@@ -254,7 +258,7 @@ static const char fake_worker[] =
 	"[ \"$1\" = --devices ] && { echo '{\"devices\":[{\"name\":\"fake\",\"engine\":\"cpu\",\"device_id\":\"fake:0\"}]}'; exit 0; }\n"
 	"exit 1\n";
 
-static const char *const specs[2] = {
+static const char *const specs[3] = {
 	"{\"label\": \"fuzz-cone\", \"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 1000,"
 	" \"source_detector_mm\": 1500, \"angles\": {\"start_deg\": 0, \"step_deg\": 30, \"count\": 12},"
 	" \"detector\": {\"nu\": 16, \"nv\": 8, \"du_mm\": 1, \"dv_mm\": 1}},"
@@ -265,6 +269,13 @@ static const char *const specs[2] = {
 	" \"slices\": 4, \"detector\": {\"nu\": 16, \"du_mm\": 1}},"
 	" \"volume\": {\"nx\": 8, \"ny\": 8, \"nz\": 4, \"voxel_mm\": 1},"
 	" \"algorithm\": {\"name\": \"sirt\", \"iterations\": 3}}",
+	"{\"label\": \"fuzz-counts\", \"geometry\": {\"type\": \"fan\", \"source_isocenter_mm\": 500,"
+	" \"source_detector_mm\": 900, \"angles\": {\"start_deg\": 0, \"step_deg\": 30, \"count\": 12},"
+	" \"slices\": 4, \"detector\": {\"nu\": 16, \"du_mm\": 1}},"
+	" \"volume\": {\"nx\": 8, \"ny\": 8, \"nz\": 4, \"voxel_mm\": 1},"
+	" \"algorithm\": {\"name\": \"sirt\", \"iterations\": 3},"
+	" \"input\": {\"kind\": \"intensity\", \"dtype\": \"uint16\", \"flat\": \"uploaded\", \"dark\": 100,"
+	" \"bad_pixels\": \"uploaded\"}}",
 };
 
 static void stop_daemon(void)
@@ -312,7 +323,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	atexit(stop_daemon);
 	for (int i = 0; i < 100 && !runner_probed(A.run); i++)
 		usleep(20000);
-	for (int j = 0; j < 2; j++) {
+	for (int j = 0; j < 3; j++) {
 		buf h = { 0 };
 		char line[160];
 		snprintf(line, sizeof line,
@@ -395,7 +406,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int off = 0;
 	sscanf(first, "%7s %15s %n", jobw, method, &off);
 	const char *suffix = off ? first + off : "";
-	int raw = !strcmp(jobw, "raw"), job = !strcmp(jobw, "fan") ? 1 : !strcmp(jobw, "gone") ? -1 : 0;
+	int raw = !strcmp(jobw, "raw"), job = !strcmp(jobw, "fan") ? 1 : !strcmp(jobw, "counts") ? 2
+						     : !strcmp(jobw, "gone") ? -1 : 0;
 	/* a method is a token; MHD drops a request line with anything else */
 	int token = method[0] != '\0';
 	for (const char *m = method; *m; m++)
@@ -410,7 +422,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	puts_(&h, " /v1/jobs/");
 	if (!raw) {
 		puts_(&h, job >= 0 ? job_id[job] : "0b4f9c1e-5a8d-4f7e-9c2b-1d3e5f7a9b0c");
-		puts_(&h, "/projections");
+		if (job != 2) /* the counts job: any route of the job ("/flat", "/projections/3", ...) */
+			puts_(&h, "/projections");
 	}
 	for (const unsigned char *s = (const unsigned char *)suffix; *s; s++) {
 		char esc[4];

@@ -310,6 +310,19 @@ def _fit_memory(spec):
         v[k] = max(1, v[k] // 2)
 
 
+def _fit_input(spec):
+    """A job of counts: flat above dark when both are numbers; the fields as numbers (an
+    "uploaded" one would hold the job's start, and its uploads, until it came)."""
+    inp = spec.get("input")
+    if not isinstance(inp, dict) or inp.get("kind") != "intensity":
+        return
+    inp.pop("bad_pixels", None)
+    if not isinstance(inp.get("dark"), (int, float)) or isinstance(inp.get("dark"), bool):
+        inp["dark"] = 0
+    if not isinstance(inp.get("flat"), (int, float)) or isinstance(inp.get("flat"), bool) or inp["flat"] <= inp["dark"]:
+        inp["flat"] = inp["dark"] * 2 + 1000
+
+
 def fit_spec(spec):
     """The spec with the cross-field rules applied (in place; returns it)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("geometry"), dict):
@@ -326,6 +339,7 @@ def fit_spec(spec):
             _cone_as_rtk(spec["geometry"], rtk)
             spec["geometry"] = rtk
         _fit_output(spec)
+        _fit_input(spec)
     except (KeyError, TypeError, ValueError, AttributeError):
         pass  # not a schema-valid spec after all: send it as it is
     return spec

@@ -114,6 +114,8 @@ def main():
     for what, method, path, data in (
             ("uploads the stack", "PUT", "/v1/jobs/%s/projections" % jid, stack),
             ("uploads a view", "PUT", "/v1/jobs/%s/projections/0" % jid, stack[:ja["view_bytes"]]),
+            ("uploads a flat field", "PUT", "/v1/jobs/%s/flat" % jid, stack[:ja["view_bytes"]]),
+            ("uploads a bad-pixel map", "PUT", "/v1/jobs/%s/bad-pixels" % jid, stack[:ja["view_bytes"] // 4]),
             ("starts", "POST", "/v1/jobs/%s/start" % jid, b""),
             ("cancels", "POST", "/v1/jobs/%s/cancel" % jid, b""),
             ("patches the priority", "PATCH", "/v1/jobs/%s" % jid, b'{"priority": 9}'),

@@ -348,7 +348,25 @@ struct bad_case {
 	" \"angles\": {\"start_deg\": 0, \"step_deg\": 2, \"count\": 180}," \
 	" \"detector\": {\"nu\": 64, \"nv\": 48, \"du_mm\": 1.0, \"dv_mm\": 1.0}}"
 
+#define IN_J(x) "{" CONE_GEOM ", " VOL ", " ALG ", \"input\": " x "}"
 static const struct bad_case bad[] = {
+	{ "input not an object", IN_J("\"intensity\""), RC_EINVAL, "input" },
+	{ "input unknown kind", IN_J("{\"kind\": \"counts\"}"), RC_EINVAL, "input.kind" },
+	{ "input unknown key", IN_J("{\"kind\": \"intensity\", \"flat\": 9, \"gain\": 1}"), RC_EINVAL, "input.gain" },
+	{ "input dtype", IN_J("{\"kind\": \"intensity\", \"dtype\": \"uint8\", \"flat\": 9}"), RC_EINVAL, "input.dtype" },
+	{ "input dtype not a string", IN_J("{\"kind\": \"intensity\", \"dtype\": 16, \"flat\": 9}"), RC_EINVAL, "input.dtype" },
+	{ "input flat missing", IN_J("{\"kind\": \"intensity\", \"dark\": 9}"), RC_EINVAL, "input.flat" },
+	{ "input flat <= dark", IN_J("{\"kind\": \"intensity\", \"flat\": 100, \"dark\": 100}"), RC_EINVAL, "input.flat" },
+	{ "input flat below dark", IN_J("{\"kind\": \"intensity\", \"flat\": 50, \"dark\": 100}"), RC_EINVAL, "input.flat" },
+	{ "input flat zero", IN_J("{\"kind\": \"intensity\", \"flat\": 0}"), RC_EINVAL, "input.flat" },
+	{ "input flat NaN string", IN_J("{\"kind\": \"intensity\", \"flat\": \"NaN\"}"), RC_EINVAL, "input.flat" },
+	{ "input flat NaN literal", IN_J("{\"kind\": \"intensity\", \"flat\": NaN}"), RC_EBADJSON, "" },
+	{ "input flat bool", IN_J("{\"kind\": \"intensity\", \"flat\": true}"), RC_EINVAL, "input.flat" },
+	{ "input dark negative", IN_J("{\"kind\": \"intensity\", \"flat\": 9, \"dark\": -1}"), RC_EINVAL, "input.dark" },
+	{ "input dark word", IN_J("{\"kind\": \"intensity\", \"flat\": 9, \"dark\": \"upload\"}"), RC_EINVAL, "input.dark" },
+	{ "input bad_pixels", IN_J("{\"kind\": \"intensity\", \"flat\": 9, \"bad_pixels\": true}"), RC_EINVAL, "input.bad_pixels" },
+	{ "input bad_pixels word", IN_J("{\"kind\": \"intensity\", \"flat\": 9, \"bad_pixels\": \"none\"}"), RC_EINVAL, "input.bad_pixels" },
+	{ "input dtype on line integrals", IN_J("{\"kind\": \"line_integrals\", \"dtype\": \"uint16\"}"), RC_EINVAL, "input.dtype" },
 	{ "not json", "{\"label\": ", RC_EBADJSON, "" },
 	{ "not an object", "[1, 2]", RC_EBADJSON, "" },
 	{ "duplicate key", "{\"label\": \"a\", \"label\": \"b\", " CONE_GEOM ", " VOL ", " ALG "}", RC_EBADJSON, "" },
@@ -475,6 +493,48 @@ static void test_output_dicom(void **state)
 	job_spec_free(s);
 }
 
+/* input: line integrals by default (4 bytes a sample), counts of uint16
+ * (2 bytes: view_bytes, proj_bytes and the row offsets follow) or float32,
+ * flat and dark numbers or "uploaded". */
+static void test_input(void **state)
+{
+	(void)state;
+	job_spec *s = NULL;
+	rc_err err;
+	assert_int_equal(parse("{" CONE_GEOM ", " VOL ", " ALG "}", 0, &s, &err), 0);
+	assert_int_equal(s->in.intensity, 0);
+	assert_int_equal(s->sample_bytes, 4);
+	job_spec_free(s);
+	assert_int_equal(parse(IN_J("{\"kind\": \"intensity\", \"dtype\": \"uint16\", \"flat\": \"uploaded\", "
+				    "\"dark\": 100, \"bad_pixels\": \"uploaded\"}"), 0, &s, &err), 0);
+	assert_int_equal(s->in.intensity, 1);
+	assert_int_equal(s->in.dtype, RC_COUNTS_U16);
+	assert_int_equal(s->in.uploaded[INPUT_FLAT], 1);
+	assert_int_equal(s->in.uploaded[INPUT_DARK], 0);
+	assert_int_equal(s->in.uploaded[INPUT_BAD], 1);
+	assert_true(s->in.dark == 100.0);
+	assert_int_equal(s->sample_bytes, 2);
+	assert_true(s->view_bytes == 64u * 48u * 2u);
+	assert_true(s->proj_bytes == 180u * 64u * 48u * 2u);
+	assert_true(job_spec_row_offset(s, 2, 1) == 2u * (2u * 64u * 48u + 64u));
+	job_spec_free(s);
+	/* dtype defaults to uint16; dark to 0; flat uploaded with dark a number above nothing yet */
+	assert_int_equal(parse(IN_J("{\"kind\": \"intensity\", \"dtype\": \"float32\", \"flat\": 1.5}"), 0, &s,
+			       &err), 0);
+	assert_int_equal(s->in.dtype, RC_COUNTS_F32);
+	assert_int_equal(s->sample_bytes, 4);
+	assert_true(s->in.flat == 1.5 && s->in.dark == 0.0);
+	job_spec_free(s);
+	/* fan: a view is nz rows of nu uint16 ([slice][view][u]) */
+	const char *fan = "{\"geometry\": {\"type\": \"parallel\", \"angles_deg\": [0, 45, 90, 135],"
+			  " \"detector\": {\"nu\": 40, \"du_mm\": 1}}, " VOL ", \"algorithm\": {\"name\": \"cgls\"},"
+			  " \"input\": {\"kind\": \"intensity\", \"flat\": 4000}}";
+	assert_int_equal(parse(fan, 0, &s, &err), 0);
+	assert_true(s->view_bytes == 40u * 16u * 2u);
+	assert_true(job_spec_row_offset(s, 3, 2) == 2u * (2u * 4u * 40u + 3u * 40u));
+	job_spec_free(s);
+}
+
 static void test_bad(void **state)
 {
 	(void)state;
@@ -504,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_stream_modes),
 		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_output_dicom),
+		cmocka_unit_test(test_input),
 		cmocka_unit_test(test_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
