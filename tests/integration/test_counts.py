@@ -114,6 +114,9 @@ def body():
         check("%s: input reported, nothing clamped" % algo["name"],
               inp.get("kind") == "intensity" and inp.get("dtype") == "uint16" and inp.get("clamped_pixels") == 0,
               json.dumps(inp))
+        ws = [w.get("code") for w in st.get("warnings") or []]
+        check("%s: counts are checked as the line integrals they become (no pre_log warning)" % algo["name"],
+              "pre_log" not in ws, json.dumps(ws))
         if algo["name"] == "fdk":
             fdk_ref = ref
             log("fdk: conversion %.4f s of the job's %.3f s" % (inp.get("convert_s", -1), st.get("timings", {}).get("run_s") or -1))
