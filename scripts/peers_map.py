@@ -372,7 +372,7 @@ def rtk_fdk(m, proj, vol, displaced=True):
     t0 = time.monotonic()
     src = p
     if displaced:
-        dd = rtk.DisplacedDetectorImageFilter[T, T].New()
+        dd = rtk.DisplacedDetectorImageFilter[T].New()
         dd.SetInput(p)
         dd.SetGeometry(g)
         src = dd.GetOutput()

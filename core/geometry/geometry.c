@@ -594,6 +594,24 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 		dir[r] /= nrm;
 }
 
+int rc_geom_widen(const rc_geom *g, int nu, double offset_u, rc_geom **ret, rc_err *err)
+{
+	if (g->type != RC_GEOM_CONE && g->type != RC_GEOM_FAN)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type", "only cone and fan detectors can be widened");
+	double *ang = malloc(sizeof(double) * (size_t)g->nviews);
+	if (!ang)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d angles", g->nviews);
+	for (int k = 0; k < g->nviews; k++)
+		ang[k] = g->views[k].angle_rad * (180.0 / M_PI);
+	rc_geom_spec sp = { .type = g->type, .nviews = g->nviews, .det = g->det, .source_isocenter_mm = g->sid,
+			    .source_detector_mm = g->sdd, .angles_deg = ang };
+	sp.det.nu = nu;
+	sp.det.offset_u = offset_u;
+	int rc = rc_geom_new(&sp, &g->vol, NULL, ret, err);
+	free(ang);
+	return rc;
+}
+
 void rc_geom_cyl_project(const rc_geom *g, int k, const double x[3], double *u, double *v, double *L)
 {
 	const rc_view *vw = &g->views[k];

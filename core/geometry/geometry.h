@@ -199,6 +199,11 @@ double rc_geom_fan_angle(const rc_geom *g, double e);
  * plane of rotation (the FDK back projection's 1/L^2). */
 void rc_geom_cyl_project(const rc_geom *g, int k, const double x[3], double *u, double *v, double *L);
 
+/* g with its detector's nu and offset_u replaced (cone and fan; the rest,
+ * views and volume alike), e.g. a displaced detector widened for FDK's
+ * filtered views (algo_fdk.c).  rc_geom_new's checks and refusals. */
+int rc_geom_widen(const rc_geom *g, int nu, double offset_u, rc_geom **ret, rc_err *err);
+
 /* Apply the view matrix: (u, v, w) of world point x (cone, matrices). */
 static inline void rc_view_project(const rc_view *vw, const double x[3],
 				   double *u, double *v, double *w)
