@@ -96,7 +96,7 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
  * (cylindrical) detector (proj_cyl.c): vol = sum over views first..last of
  * p_k(u, v) / L^2, (u, v) and L from rc_geom_cyl_project, bilinear with
  * zero outside.  RC_BP_VOXEL on that geometry. */
-void rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last);
+int rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
 
 /* Voxel-driven back projection of a fan or parallel stack (proj_plane.c):
  * vol = sum over views first..last of p_k,z(u) / w^2 (w = 1 for parallel),

@@ -8,20 +8,24 @@
  * (algo_fdk.c) and SART's.  The ray-casting pair needs nothing of its own:
  * it reads every ray from rc_geom_ray, which knows the cylinder.
  *
- * One task per (slice, row) of voxels, each summing its voxels in view
- * order: the result does not depend on the number of threads.  Plain C in
- * double for the mapping (an atan2 and a division per voxel and view): it
- * serves the CPU engine, the only one that runs a curved cone.
+ * One task per voxel row y (every slice), each summing its voxels in view
+ * order: the result does not depend on the number of threads.  u and L
+ * depend on a voxel's (x, y) only and v is linear in z along a column
+ * (rc_geom_cyl_project), so the mapping is computed once per column and
+ * view.  Plain C in double: it serves the CPU engine, the only one that
+ * runs a curved cone.
  */
 #include "projectors/proj_cpu.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 struct cyl_job {
 	const rc_geom *g;
 	const float *proj;
 	float *vol;
 	int first, last;
+	double *acc; /* per worker: nz * nx sums */
 };
 
 /* Bilinear sample of view k at (u, v), zero outside the detector. */
@@ -49,28 +53,47 @@ static double sample(const rc_geom *g, const float *proj, int k, double u, doubl
 	return s;
 }
 
-static void cyl_row(void *ctx, long task, int worker)
+/* One voxel row (iy) of every slice: per view, u and L of each voxel
+ * column (x, y) once (they do not depend on z), then v linear in z down
+ * the column; sums in double in acc ([iz][ix]) until the last view. */
+static void cyl_rows(void *ctx, long task, int worker)
 {
-	(void)worker;
 	const struct cyl_job *J = ctx;
-	const rc_volume_desc *v = rc_geom_volume(J->g);
-	int iz = (int)(task / v->ny), iy = (int)(task % v->ny);
-	float *out = J->vol + ((size_t)iz * (size_t)v->ny + (size_t)iy) * (size_t)v->nx;
-	for (int ix = 0; ix < v->nx; ix++) {
-		double X[3], sum = 0.0;
-		rc_volume_voxel_pos(v, ix, iy, iz, X);
-		for (int k = J->first; k < J->last; k++) {
-			double u, vv, L;
-			rc_geom_cyl_project(J->g, k, X, &u, &vv, &L);
-			sum += sample(J->g, J->proj, k, u, vv) / (L * L);
+	const rc_geom *g = J->g;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	int iy = (int)task;
+	size_t n = (size_t)v->nz * (size_t)v->nx;
+	double *acc = J->acc + (size_t)worker * n;
+	for (size_t i = 0; i < n; i++)
+		acc[i] = 0.0;
+	for (int k = J->first; k < J->last; k++) {
+		for (int ix = 0; ix < v->nx; ix++) {
+			double X[3], u, v0, L, v1;
+			rc_volume_voxel_pos(v, ix, iy, 0, X);
+			rc_geom_cyl_project(g, k, X, &u, &v0, &L);
+			X[2] += v->vz;
+			rc_geom_cyl_project(g, k, X, &u, &v1, &L);
+			double dvz = v1 - v0, w = 1.0 / (L * L);
+			for (int iz = 0; iz < v->nz; iz++)
+				acc[(size_t)iz * (size_t)v->nx + (size_t)ix] += w * sample(g, J->proj, k, u, v0 + iz * dvz);
 		}
-		out[ix] = (float)sum;
+	}
+	for (int iz = 0; iz < v->nz; iz++) {
+		float *out = J->vol + ((size_t)iz * (size_t)v->ny + (size_t)iy) * (size_t)v->nx;
+		for (int ix = 0; ix < v->nx; ix++)
+			out[ix] = (float)acc[(size_t)iz * (size_t)v->nx + (size_t)ix];
 	}
 }
 
-void rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last)
+int rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
-	struct cyl_job J = { g, proj, vol, first, last };
-	rc_pool_run(pool, (long)v->nz * v->ny, cyl_row, &J);
+	int threads = rc_pool_threads(pool);
+	double *acc = malloc(sizeof(double) * (size_t)threads * (size_t)v->nz * (size_t)v->nx);
+	if (!acc)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the cylinder back projection's sums");
+	struct cyl_job J = { g, proj, vol, first, last, acc };
+	rc_pool_run(pool, (long)v->ny, cyl_rows, &J);
+	free(acc);
+	return 0;
 }

@@ -104,8 +104,7 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		return kind == RC_BP_VOXEL ? rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err)
 					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
 	if (kind == RC_BP_VOXEL && rc_geom_detector(e->geom)->shape == RC_DETECTOR_CURVED) {
-		rc_bp_cyl(e->geom, c->pool, proj, vol, first, last);
-		return 0;
+		return rc_bp_cyl(e->geom, c->pool, proj, vol, first, last, err);
 	}
 	switch (kind) {
 	case RC_BP_VOXEL:
