@@ -171,8 +171,9 @@ int rc_fdk_displaced(const rc_geom *g, rc_scan_mode scan, int *dir, double *gamm
 			       "one side (its pixel centres span %.2f to %.2f degrees of fan angle); use an "
 			       "iterative algorithm",
 			       d->offset_u, lo * 180 / M_PI, hi * 180 / M_PI);
-	/* RTK's rule: within 10 % of the width of centred is centred */
-	if (fabs(lo + hi) < 0.1 * fabs(hi - lo))
+	/* RTK's rule: within 10 % of the width of centred is centred (<=: a
+	 * centred single column, lo = hi = 0, too) */
+	if (fabs(lo + hi) <= 0.1 * fabs(hi - lo))
 		return 0;
 	if (scan == RC_SCAN_SHORT)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.scan",

@@ -146,6 +146,11 @@ static void test_displaced_decision(void **state)
 	assert_int_equal(rc_fdk_displaced(g, RC_SCAN_FULL, &dir, &go, &err), 0);
 	assert_int_equal(dir, 0);
 	rc_geom_free(g);
+	/* a centred single column is no displaced detector (nor beside the axis) */
+	assert_int_equal(cone(RC_DETECTOR_FLAT, 1, 8, DU, DU, 0.0, 8, 360, &g, &err), 0);
+	assert_int_equal(rc_fdk_displaced(g, RC_SCAN_SHORT, &dir, &go, &err), 0);
+	assert_int_equal(dir, 0);
+	rc_geom_free(g);
 	/* displaced both ways: the overlap's half angle is the inner edge's */
 	for (int sgn = -1; sgn <= 1; sgn += 2) {
 		assert_int_equal(cone(RC_DETECTOR_FLAT, NU_HALF, 8, DU, DU, sgn * OFF_HALF, 8, 360, &g, &err), 0);
