@@ -28,31 +28,6 @@ struct cyl_job {
 	double *acc; /* per worker: nz * nx sums */
 };
 
-/* Bilinear sample of view k at (u, v), zero outside the detector. */
-static double sample(const rc_geom *g, const float *proj, int k, double u, double v)
-{
-	const rc_detector_desc *d = rc_geom_detector(g);
-	double fu = floor(u), fv = floor(v);
-	if (!(fu >= -1 && fu < d->nu && fv >= -1 && fv < d->nv))
-		return 0.0;
-	int i0 = (int)fu, j0 = (int)fv;
-	double a = u - fu, b = v - fv, s = 0.0;
-	const float *base = proj + rc_geom_row_offset(g, k, 0);
-	for (int dj = 0; dj < 2; dj++) {
-		int j = j0 + dj;
-		if (j < 0 || j >= d->nv)
-			continue;
-		double wj = dj ? b : 1.0 - b;
-		for (int di = 0; di < 2; di++) {
-			int i = i0 + di;
-			if (i < 0 || i >= d->nu)
-				continue;
-			s += wj * (di ? a : 1.0 - a) * base[(size_t)j * (size_t)d->nu + (size_t)i];
-		}
-	}
-	return s;
-}
-
 /* One voxel row (iy) of every slice: per view, u and L of each voxel
  * column (x, y) once (they do not depend on z), then v linear in z down
  * the column; sums in double in acc ([iz][ix]) until the last view. */
@@ -66,16 +41,39 @@ static void cyl_rows(void *ctx, long task, int worker)
 	double *acc = J->acc + (size_t)worker * n;
 	for (size_t i = 0; i < n; i++)
 		acc[i] = 0.0;
+	const rc_detector_desc *d = rc_geom_detector(g);
 	for (int k = J->first; k < J->last; k++) {
+		const float *view = J->proj + rc_geom_row_offset(g, k, 0);
 		for (int ix = 0; ix < v->nx; ix++) {
 			double X[3], u, v0, L, v1;
 			rc_volume_voxel_pos(v, ix, iy, 0, X);
 			rc_geom_cyl_project(g, k, X, &u, &v0, &L);
 			X[2] += v->vz;
 			rc_geom_cyl_project(g, k, X, &u, &v1, &L);
+			double fu0 = floor(u);
+			if (!(fu0 >= -1 && fu0 < d->nu))
+				continue;
+			/* the column's two detector columns, a missing one weighted 0 */
+			int i0 = (int)fu0, ia = i0 >= 0 ? i0 : i0 + 1, ib = i0 + 1 < d->nu ? i0 + 1 : i0;
+			double a = u - fu0, wa = i0 >= 0 ? 1.0 - a : 0.0, wb = i0 + 1 < d->nu ? a : 0.0;
 			double dvz = v1 - v0, w = 1.0 / (L * L);
-			for (int iz = 0; iz < v->nz; iz++)
-				acc[(size_t)iz * (size_t)v->nx + (size_t)ix] += w * sample(g, J->proj, k, u, v0 + iz * dvz);
+			double *col = acc + ix;
+			for (int iz = 0; iz < v->nz; iz++) {
+				double vv = v0 + iz * dvz, fv = floor(vv);
+				if (!(fv >= -1 && fv < d->nv))
+					continue;
+				int j = (int)fv;
+				double b = vv - fv, sum = 0.0;
+				if (j >= 0) {
+					const float *r = view + (size_t)j * (size_t)d->nu;
+					sum += (1.0 - b) * (wa * r[ia] + wb * r[ib]);
+				}
+				if (j + 1 < d->nv) {
+					const float *r = view + (size_t)(j + 1) * (size_t)d->nu;
+					sum += b * (wa * r[ia] + wb * r[ib]);
+				}
+				col[(size_t)iz * (size_t)v->nx] += w * sum;
+			}
 		}
 	}
 	for (int iz = 0; iz < v->nz; iz++) {
