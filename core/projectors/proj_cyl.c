@@ -12,8 +12,10 @@
  * order: the result does not depend on the number of threads.  u and L
  * depend on a voxel's (x, y) only and v is linear in z along a column
  * (rc_geom_cyl_project), so the mapping is computed once per column and
- * view.  Plain C in double: it serves the CPU engine, the only one that
- * runs a curved cone.
+ * view, and the views are transposed first (a copy of the views
+ * back-projected) so that a column reads two contiguous detector columns.
+ * Plain C in double: it serves the CPU engine, the only one that runs a
+ * curved cone.
  */
 #include "projectors/proj_cpu.h"
 
@@ -25,12 +27,27 @@ struct cyl_job {
 	const float *proj;
 	float *vol;
 	int first, last;
-	double *acc; /* per worker: nz * nx sums */
+	double *acc;  /* per worker: nx * nz sums, [ix][iz] */
+	float *tr;    /* views first..last transposed, [k - first][u][v] */
 };
+
+/* View k transposed: a voxel column reads two contiguous detector columns. */
+static void cyl_transpose(void *ctx, long task, int worker)
+{
+	(void)worker;
+	const struct cyl_job *J = ctx;
+	const rc_detector_desc *d = rc_geom_detector(J->g);
+	int k = J->first + (int)task;
+	const float *in = J->proj + rc_geom_row_offset(J->g, k, 0);
+	float *out = J->tr + (size_t)task * (size_t)d->nu * (size_t)d->nv;
+	for (int j = 0; j < d->nv; j++)
+		for (int i = 0; i < d->nu; i++)
+			out[(size_t)i * (size_t)d->nv + (size_t)j] = in[(size_t)j * (size_t)d->nu + (size_t)i];
+}
 
 /* One voxel row (iy) of every slice: per view, u and L of each voxel
  * column (x, y) once (they do not depend on z), then v linear in z down
- * the column; sums in double in acc ([iz][ix]) until the last view. */
+ * the column; sums in double in acc until the last view. */
 static void cyl_rows(void *ctx, long task, int worker)
 {
 	const struct cyl_job *J = ctx;
@@ -43,8 +60,9 @@ static void cyl_rows(void *ctx, long task, int worker)
 		acc[i] = 0.0;
 	const rc_detector_desc *d = rc_geom_detector(g);
 	const double nvd = d->nv;
+	const size_t nv = (size_t)d->nv;
 	for (int k = J->first; k < J->last; k++) {
-		const float *view = J->proj + rc_geom_row_offset(g, k, 0);
+		const float *view = J->tr + (size_t)(k - J->first) * (size_t)d->nu * nv;
 		for (int ix = 0; ix < v->nx; ix++) {
 			double X[3], u, v0, L, v1;
 			rc_volume_voxel_pos(v, ix, iy, 0, X);
@@ -57,8 +75,9 @@ static void cyl_rows(void *ctx, long task, int worker)
 			/* the column's two detector columns, a missing one weighted 0 */
 			int i0 = (int)fu0, ia = i0 >= 0 ? i0 : i0 + 1, ib = i0 + 1 < d->nu ? i0 + 1 : i0;
 			double a = u - fu0, wa = i0 >= 0 ? 1.0 - a : 0.0, wb = i0 + 1 < d->nu ? a : 0.0;
+			const float *ca = view + (size_t)ia * nv, *cb = view + (size_t)ib * nv;
 			double dvz = v1 - v0, w = 1.0 / (L * L);
-			double *col = acc + ix;
+			double *col = acc + (size_t)ix * (size_t)v->nz;
 			for (int iz = 0; iz < v->nz; iz++) {
 				/* floor by truncation above -1 (floor is a call without SSE4.1) */
 				double vv = v0 + iz * dvz;
@@ -66,34 +85,37 @@ static void cyl_rows(void *ctx, long task, int worker)
 					continue;
 				int j = (int)(vv + 1.0) - 1;
 				double b = vv - j, sum = 0.0;
-				if (j >= 0) {
-					const float *r = view + (size_t)j * (size_t)d->nu;
-					sum += (1.0 - b) * (wa * r[ia] + wb * r[ib]);
-				}
-				if (j + 1 < d->nv) {
-					const float *r = view + (size_t)(j + 1) * (size_t)d->nu;
-					sum += b * (wa * r[ia] + wb * r[ib]);
-				}
-				col[(size_t)iz * (size_t)v->nx] += w * sum;
+				if (j >= 0)
+					sum += (1.0 - b) * (wa * ca[j] + wb * cb[j]);
+				if (j + 1 < d->nv)
+					sum += b * (wa * ca[j + 1] + wb * cb[j + 1]);
+				col[iz] += w * sum;
 			}
 		}
 	}
 	for (int iz = 0; iz < v->nz; iz++) {
 		float *out = J->vol + ((size_t)iz * (size_t)v->ny + (size_t)iy) * (size_t)v->nx;
 		for (int ix = 0; ix < v->nx; ix++)
-			out[ix] = (float)acc[(size_t)iz * (size_t)v->nx + (size_t)ix];
+			out[ix] = (float)acc[(size_t)ix * (size_t)v->nz + (size_t)iz];
 	}
 }
 
 int rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
+	const rc_detector_desc *d = rc_geom_detector(g);
 	int threads = rc_pool_threads(pool);
 	double *acc = malloc(sizeof(double) * (size_t)threads * (size_t)v->nz * (size_t)v->nx);
-	if (!acc)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for the cylinder back projection's sums");
-	struct cyl_job J = { g, proj, vol, first, last, acc };
+	float *tr = malloc(sizeof(float) * (size_t)(last - first > 0 ? last - first : 1) * (size_t)d->nu * (size_t)d->nv);
+	if (!acc || !tr) {
+		free(acc);
+		free(tr);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the cylinder back projection's sums and views");
+	}
+	struct cyl_job J = { g, proj, vol, first, last, acc, tr };
+	rc_pool_run(pool, (long)(last - first), cyl_transpose, &J);
 	rc_pool_run(pool, (long)v->ny, cyl_rows, &J);
 	free(acc);
+	free(tr);
 	return 0;
 }
