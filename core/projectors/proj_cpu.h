@@ -95,7 +95,8 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 /* Voxel-driven back projection of a cone geometry with a curved
  * (cylindrical) detector (proj_cyl.c): vol = sum over views first..last of
  * p_k(u, v) / L^2, (u, v) and L from rc_geom_cyl_project, bilinear with
- * zero outside.  RC_BP_VOXEL on that geometry. */
+ * zero outside; it keeps a transposed copy of the call's views while it
+ * runs (RC_ENOMEM if that cannot be had).  RC_BP_VOXEL on that geometry. */
 int rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
 
 /* Voxel-driven back projection of a fan or parallel stack (proj_plane.c):
