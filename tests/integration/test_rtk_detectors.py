@@ -30,7 +30,7 @@ on first use); PyPI unreachable: fails with the reason, unless RECOND_OFFLINE=1 
 Measured (2 shared cores): offset +-28 mm recond FDK 0.2076, RTK 0.2076 (without widening the
 filtered views past the inner edge recond had 0.2320), CGLS 10 0.264; cylinder recond FDK 0.1402,
 RTK of the resampled data 0.1725, of exact flat data 0.1407, the data read as flat 0.2285, CGLS 10
-0.209; about 2 minutes (a third of it loading ITK).
+0.209; about a minute (40 s more the first time ITK loads).
 """
 
 import os
