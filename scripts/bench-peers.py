@@ -9,6 +9,12 @@ tests/integration/test_peers_mapping.py), then the cases, one markdown table eac
   S = 1500 mm, full circle (bench/main_bench-algo.c): FDK, SART, SIRT, CGLS, MLEM at 5 and 20
   iterations (CGLS and MLEM also with the ray-casting pair; rows that share an RTK configuration
   share its run);
+- offset and cylindrical detectors (RTK): 128^3 (0.5 mm) from 240 views; the projections made by
+  RTK's own analytic projector (the phantom's tilted ellipsoids set straight); FDK on a flat
+  detector of 128 pixels of 0.75 mm shifted by 28 mm (D = 500, S = 750 mm) against RTK's FDK after
+  its DisplacedDetectorImageFilter, and on a cylindrical detector (280 pixels of 0.75 mm of arc,
+  D = 150, S = 300 mm, a +-20 degree fan) against RTK's FDK of the same data resampled onto the
+  equivalent flat detector (RTK 2.7's FDK refuses cylindrical detectors);
 - 2-D (ASTRA): 32 fan slices of 256^2 (0.5 mm) from 360 views of 256 bins of 1 mm, CGLS, SIRT and
   recond's FBP (ASTRA's CPU FBP takes parallel geometries only); 32 parallel slices of 256^2 from
   360 views over 180 degrees of 384 bins of 0.5 mm, FBP against ASTRA's FBP_CPU and CGLS; the 2-D
@@ -296,6 +302,41 @@ def cone_case(pm, rc, title, n, vx, nviews, nu, nv, du, D, S, algos, iters_list)
     return np
 
 
+def detector_case(pm, rc, title, n, vx, nviews, D, S, du, offset_nu, offset_mm, cyl):
+    """FDK on an offset flat detector and on a cylindrical one, the projections made by RTK's
+    analytic projector (the Shepp-Logan's tilted ellipsoids set straight): recond's FDK against
+    RTK's FDK with its displaced-detector filter, and for the cylinder against RTK's FDK of the
+    data resampled onto the equivalent flat detector (RTK 2.7's FDK refuses cylinders).
+    cyl = (D, S, nu) of the cylinder's case."""
+    vol = {"nx": n, "ny": n, "nz": n, "voxel_mm": [vx, vx, vx]}
+    fov = n * vx
+    ells = [(c, a, 0.0, mu) for c, a, _phi, mu in pm.shepp_logan(0.94 * fov)]
+    ref = pm.voxelise(ells, vol, sub=2)
+    mask = pm.cylinder_mask(vol, 0.45 * fov, 0.35 * fov)
+    angles = [360.0 * k / nviews for k in range(nviews)]
+    nv = int(1.25 * fov * S / D / du)
+    rows = []
+    geom = pm.cone_geometry(D, S, angles, offset_nu, nv, du, du, offset_u=offset_mm)
+    m = pm.rtk_mapping(geom, vol)
+    proj = pm.rtk_project_ellipsoids(m, ells, nviews, offset_nu, nv)
+    rv, rt, job = rc.run(recond_spec(geom, vol, {"name": "fdk"}, "peers-offset-fdk"), proj)
+    pv, pt = pm.rtk_fdk(m, proj, vol, displaced=True)
+    rows.append(("fdk, offset detector %+.0f mm (RTK + DisplacedDetectorImageFilter)" % offset_mm, 1, rt,
+                 recon_s(job), pt, rt / pt, pm.rel_error(rv, ref, mask), pm.rel_error(pv, ref, mask),
+                 pm.rel_error(rv, pv, mask), peak_mib(job)))
+    cd, cs, cnu = cyl
+    cnv = int(1.25 * fov * cs / (cd - fov / 2) / du)
+    geom = pm.cone_geometry(cd, cs, angles, cnu, cnv, du, du, shape="curved")
+    m = pm.rtk_mapping(geom, vol)
+    proj = pm.rtk_project_ellipsoids(m, ells, nviews, cnu, cnv)
+    rv, rt, job = rc.run(recond_spec(geom, vol, {"name": "fdk"}, "peers-cylinder-fdk"), proj)
+    flat, fproj = pm.curved_to_flat(proj, geom)
+    pv, pt = pm.rtk_fdk(pm.rtk_mapping(flat, vol), fproj, vol, displaced=False)
+    rows.append(("fdk, cylindrical detector (RTK: resampled flat)", 1, rt, recon_s(job), pt, rt / pt,
+                 pm.rel_error(rv, ref, mask), pm.rel_error(pv, ref, mask), pm.rel_error(rv, pv, mask), peak_mib(job)))
+    table(title, "RTK", rows)
+
+
 def table2d(title, rows, slices):
     """The 2-D table: recond runs every slice in one job, ASTRA one slice after another, so the
     times are also given per image (slice) and iteration, in ms.  A row without an ASTRA run
@@ -356,7 +397,7 @@ def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,fan,rabbitct")
+    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,detectors,fan,rabbitct")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     ensure_venv(build)
@@ -425,6 +466,14 @@ def main():
             else:
                 cone_case(pm, rc, "paper 000's case: 128^3 (0.5 mm) from 210 views of 256x200 (1 mm), D=1000 S=1500 mm",
                           128, 0.5, 210, 256, 200, 1.0, 1000.0, 1500.0, algos, [5, 20])
+        if want("detectors"):
+            if quick:
+                detector_case(pm, rc, "offset and cylindrical detectors, quick: 32^3 (2 mm) from 60 views, D=500 S=750 "
+                              "(cylinder D=150 S=300)", 32, 2.0, 60, 500.0, 750.0, 3.0, 32, 28.0, (150.0, 300.0, 70))
+            else:
+                detector_case(pm, rc, "offset and cylindrical detectors: 128^3 (0.5 mm) from 240 views, D=500 S=750 "
+                              "(cylinder D=150 S=300)", 128, 0.5, 240, 500.0, 750.0, 0.75, 128, 28.0,
+                              (150.0, 300.0, 280))
         if want("fan"):
             runs = [("cgls, plain", dict(plain, name="cgls"), "CGLS", 10),
                     ("cgls, plain, precision mixed (fp16 matrix)", dict(plain, name="cgls", _precision="mixed"), "CGLS", 10),

@@ -96,11 +96,16 @@ def segment_integrals(ells, src, ends):
     return out
 
 
-def cone_geometry(D, S, angles_deg, nu, nv, du, dv, offset_u=0.0, offset_v=0.0):
-    return {"type": "cone", "source_isocenter_mm": D, "source_detector_mm": S,
-            "angles_deg": [float(a) for a in angles_deg],
-            "detector": {"nu": nu, "nv": nv, "du_mm": du, "dv_mm": dv,
-                         "offset_u_mm": offset_u, "offset_v_mm": offset_v}}
+def cone_geometry(D, S, angles_deg, nu, nv, du, dv, offset_u=0.0, offset_v=0.0, shape="flat"):
+    """A cone geometry; shape "curved" is the cylindrical detector (radius S about the source,
+    axis z, du an arc length: docs/geometry.md, "Cylindrical cone detectors")."""
+    g = {"type": "cone", "source_isocenter_mm": D, "source_detector_mm": S,
+         "angles_deg": [float(a) for a in angles_deg],
+         "detector": {"nu": nu, "nv": nv, "du_mm": du, "dv_mm": dv,
+                      "offset_u_mm": offset_u, "offset_v_mm": offset_v}}
+    if shape != "flat":
+        g["detector"]["shape"] = shape
+    return g
 
 
 def fan_geometry(D, S, angles_deg, nu, du, slices, offset_u=0.0):
@@ -132,16 +137,54 @@ def project_cone(ells, geom, views=None):
     pu = (np.arange(nu) - (nu - 1) / 2.0) * du + ou
     pv = (np.arange(nv) - (nv - 1) / 2.0) * dv + ov
     out = np.empty((len(views), nv, nu), np.float32)
+    curved = det.get("shape", "flat") == "curved"
     for n, k in enumerate(views):
         th = math.radians(ang[k])
         c, s = math.cos(th), math.sin(th)
         src = np.array([D * c, D * s, 0.0])
         ends = np.empty((nv, nu, 3))
-        ends[..., 0] = -(S - D) * c - pu[None, :] * s
-        ends[..., 1] = -(S - D) * s + pu[None, :] * c
+        if curved:  # on the cylinder: s + S cos(g) n + S sin(g) e_u + v e_z, g = u / S
+            g = pu / S
+            a, b = S * np.cos(g), S * np.sin(g)
+            ends[..., 0] = D * c - a[None, :] * c - b[None, :] * s
+            ends[..., 1] = D * s - a[None, :] * s + b[None, :] * c
+        else:
+            ends[..., 0] = -(S - D) * c - pu[None, :] * s
+            ends[..., 1] = -(S - D) * s + pu[None, :] * c
         ends[..., 2] = pv[:, None]
         out[n] = segment_integrals(ells, src, ends)
     return out
+
+
+def curved_to_flat(proj, geom, nu_flat=None):
+    """A cylindrical cone stack resampled (bilinearly, zero outside) onto the flat detector at the
+    same distance S that the same rays cross: flat pixel (u, v) mm is the cylinder's point at arc
+    S atan(u / S) and height v S / sqrt(S^2 + u^2).  Returns (flat geometry, flat stack); the flat
+    detector has the cylinder's pitch at its centre and covers its fan (nu_flat pixels)."""
+    S = geom["source_detector_mm"]
+    det = geom["detector"]
+    nu, nv, du, dv = det["nu"], det["nv"], det["du_mm"], det["dv_mm"]
+    ou, ov = det.get("offset_u_mm", 0.0), det.get("offset_v_mm", 0.0)
+    if nu_flat is None:
+        half = max(abs(-(nu - 1) / 2.0 * du + ou), abs((nu - 1) / 2.0 * du + ou)) / S
+        nu_flat = int(math.ceil(2 * S * math.tan(half) / du)) + 1
+    flat = cone_geometry(geom["source_isocenter_mm"], S, geom["angles_deg"], nu_flat, nv, du, dv, 0.0, ov)
+    uf = (np.arange(nu_flat) - (nu_flat - 1) / 2.0) * du
+    vf = (np.arange(nv) - (nv - 1) / 2.0) * dv + ov
+    arc = S * np.arctan(uf / S)
+    height = vf[:, None] * S / np.sqrt(S * S + uf[None, :] ** 2)
+    iu = np.broadcast_to((arc - ou) / du + (nu - 1) / 2.0, (nv, nu_flat))
+    iv = (height - ov) / dv + (nv - 1) / 2.0
+    i0, j0 = np.floor(iu).astype(int), np.floor(iv).astype(int)
+    fu, fv = iu - i0, iv - j0
+    out = np.zeros((proj.shape[0], nv, nu_flat), np.float32)
+    for di, wu in ((0, 1 - fu), (1, fu)):
+        for dj, wv in ((0, 1 - fv), (1, fv)):
+            i, j = i0 + di, j0 + dj
+            ok = (i >= 0) & (i < nu) & (j >= 0) & (j < nv)
+            w = np.where(ok, wu * wv, 0.0)
+            out += (w[None] * proj[:, np.clip(j, 0, nv - 1), np.clip(i, 0, nu - 1)]).astype(np.float32)
+    return flat, out
 
 
 def project_fan(ells, geom, vol):
@@ -270,6 +313,8 @@ def rtk_mapping(geom, vol, angle_sign=1.0, mirror_u=False, swap_xy=False):
         m["proj_origin"][0] = (nu - 1) / 2.0 * du - ou
         m["proj_spacing"][0] = du  # the data are mirrored in to_rtk_proj instead
     m["mirror_u"] = mirror_u
+    # a cylindrical detector is RTK's with RadiusCylindricalDetector = SDD (u an arc length)
+    m["radius"] = m["sdd"] if det.get("shape", "flat") == "curved" else 0.0
     if not swap_xy:
         m["vol_size"] = [vol["ny"], vol["nz"], vol["nx"]]
         m["vol_origin"] = [ys[0], zs[0], xs[0]]
@@ -291,7 +336,64 @@ def rtk_objects(m):
     g = rtk.ThreeDCircularProjectionGeometry.New()
     for a in m["angles"]:
         g.AddProjection(m["sid"], m["sdd"], a, 0.0, 0.0)
+    if m.get("radius"):
+        g.SetRadiusCylindricalDetector(m["radius"])
     return g
+
+
+def rtk_project_ellipsoids(m, ells, nviews, nu, nv):
+    """RTK's own analytic projections (RayEllipsoidIntersectionImageFilter, one per ellipsoid,
+    summed) of the phantom on the mapping's geometry (flat or cylindrical), as recond's
+    [view][v][u] stack.  recond's ellipsoid at (x, y, z) with semi-axes (a, b, c) along x, y, z is
+    RTK's at (y, z, x) with axes (b, c, a); only axis-aligned ellipsoids (phi 0) are mapped."""
+    import itk
+    from itk import RTK as rtk
+    T = itk.Image[itk.F, 3]
+    g = rtk_objects(m)
+    acc = rtk_proj_image(m, np.zeros((nviews, nv, nu), np.float32))
+    for (cx, cy, cz), (a, b, c), phi, mu in ells:
+        if phi != 0:
+            raise ValueError("rtk_project_ellipsoids maps axis-aligned ellipsoids only (phi %g)" % phi)
+        f = rtk.RayEllipsoidIntersectionImageFilter[T, T].New()
+        f.SetInput(acc)
+        f.SetGeometry(g)
+        f.SetDensity(float(mu))
+        f.SetCenter([float(cy), float(cz), float(cx)])
+        f.SetAxis([float(b), float(c), float(a)])
+        f.Update()
+        acc = f.GetOutput()
+        acc.DisconnectPipeline()
+    out = itk.array_from_image(acc).copy()
+    return out[:, :, ::-1] if m.get("mirror_u") else out
+
+
+def rtk_fdk(m, proj, vol, displaced=True):
+    """RTK's FDK (ram-lak, no truncation correction) of recond's stack on the mapping's flat
+    geometry, after RTK's DisplacedDetectorImageFilter (Wang's weights; it leaves a centred
+    detector alone), as rtkfdk chains them.  Returns (volume [z][y][x], Update() seconds)."""
+    import time
+    import itk
+    from itk import RTK as rtk
+    T = itk.Image[itk.F, 3]
+    g = rtk_objects(m)
+    p = rtk_proj_image(m, proj)
+    v0 = rtk_vol_image(m, np.zeros((vol["nz"], vol["ny"], vol["nx"]), np.float32))
+    t0 = time.monotonic()
+    src = p
+    if displaced:
+        dd = rtk.DisplacedDetectorImageFilter[T].New()
+        dd.SetInput(p)
+        dd.SetGeometry(g)
+        src = dd.GetOutput()
+    f = rtk.FDKConeBeamReconstructionFilter[T].New()
+    f.SetInput(0, v0)
+    f.SetInput(1, src)
+    f.SetGeometry(g)
+    f.GetRampFilter().SetTruncationCorrection(0.0)
+    f.GetRampFilter().SetHannCutFrequency(0.0)
+    f.Update()
+    dt = time.monotonic() - t0
+    return m["from_rtk"](itk.array_from_image(f.GetOutput())), dt
 
 
 def cone_matrices(geom):

@@ -215,6 +215,16 @@ int rc_algo_run(const rc_algo_params *p, rc_exec *x, const float *proj,
  * its field geometry.*) in err (may be NULL).  No projection is read. */
 int rc_fdk_suits(const rc_geom *g, rc_scan_mode scan, rc_err *err);
 
+/* The displaced (offset, half-fan) detector of a cone or fan geometry
+ * (algo_fdk.c's header has the weights): *dir = +1 or -1 when FDK weighs
+ * g's views with Wang's redundancy weight (the detector reaches further
+ * towards +e_u or -e_u), 0 when it is centred (within 10 % of its width,
+ * RTK's rule) or the geometry is of another type; *gamma_o (may be NULL)
+ * the overlap's half fan angle.  scan is the scan FDK runs (RC_SCAN_AUTO
+ * is taken as full): a displaced detector on a short scan, or one that
+ * does not see the rotation axis, is refused in err (RC_EUNSUPPORTED). */
+int rc_fdk_displaced(const rc_geom *g, rc_scan_mode scan, int *dir, double *gamma_o, rc_err *err);
+
 /* MLEM's start from a volume: at least this fraction of its constant start
  * (algo_sart.c), since EM cannot move a voxel off 0 (measured on the noisy
  * case: 0.01 to 0.3 give the same error within 0.5 %). */

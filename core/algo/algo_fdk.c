@@ -22,6 +22,11 @@
  * form: c = cos(gamma) with gamma = u / S (u the arc length), h times
  * (m a / sin(m a))^2 with a = du / S (rc_ramp_new_arc), the same K = D / a,
  * and a back projection weighted by 1/L^2, L the distance from the source.
+ * A cone with a cylindrical detector (radius S about the source, axis
+ * along z) is its cone-beam form: c = cos(gamma) S / sqrt(S^2 + v^2), the
+ * same kernel along the arc, and a back projection through the cylinder
+ * weighted by 1/L^2, L the distance from the source in the plane of
+ * rotation (proj_cyl.c).
  *
  * Streaming (hooks->views): each view is filtered as it arrives, exactly as
  * above, and the filtered views are back-projected in groups into a
@@ -29,6 +34,30 @@
  * weights come from the geometry, which holds every view's angle from the
  * start, so a short scan streams too.  Only the order of the float sums
  * differs from the batch run.
+ *
+ * A displaced (offset, half-fan) detector of a cone or fan scan sees part
+ * of the field of view from one side only: over a full scan each line
+ * inside the central overlap |gamma| < gamma_o is measured twice (the ray
+ * at gamma and its conjugate at -gamma), outside it once.  Wang's weight
+ * (Med. Phys. 29, 2002), as RTK's DisplacedDetectorImageFilter applies it,
+ * replaces the full scan's 1/2 by
+ *   s(gamma) = (1 + sin(pi/2 gamma / gamma_o)) / 2   inside the overlap,
+ *   1 on the wider side beyond it, 0 on the narrower side,
+ * mirrored when the detector is displaced towards -e_u; s(gamma) +
+ * s(-gamma) = 1 on every line.  gamma_o is the fan angle of the nearer
+ * outermost pixel centre (the detector's inner edge seen from the axis).
+ * As RTK pads its views, the views of a displaced detector are filtered
+ * on the detector widened to be symmetric about the central ray (zeros
+ * on the missing side, FDK on rc_geom_widen's geometry): the ramp spreads
+ * the weighted data beyond the inner edge, and the voxels that project
+ * there must get it (without, the error grew from 0.21 to 0.23 in
+ * test_rtk_detectors).  Their back projection then runs on the CPU
+ * engine's host backend of the widened geometry, whatever the job's.
+ * As in RTK a detector whose two edges are within 10 % of its width of
+ * symmetric is taken as centred; one that does not see the axis cannot
+ * be reconstructed (rc_fdk_displaced).  A displaced detector on a short
+ * scan is refused: Parker's and Wang's weights do not combine into a
+ * weight whose conjugate rays sum to one.
  *
  * Parker weights (Parker 1982) use the ray's fan angle gamma in the plane
  * of rotation, the view's angle beta along the scan from its start, and
@@ -43,6 +72,7 @@
 #include <string.h>
 
 #include "algo/filter.h"
+#include "backend/cpu/engine_cpu.h"
 #include "util/parfor.h"
 
 struct fdk {
@@ -63,6 +93,15 @@ struct fdk {
 	double sigma;   /* +1: angles increase along the scan, -1: decrease */
 	double delta;   /* Parker's half range beyond pi */
 	int short_scan;
+	int displaced;  /* +1, -1: Wang's weight towards +e_u or -e_u; 0: none */
+	double gamma_o; /* its overlap's half fan angle, rad */
+	/* a displaced detector's views are copied into the widened one's
+	 * (g above): src the job's stack on geometry g0, its rows at pixel
+	 * shift of the widened rows in padded (zero elsewhere) */
+	const rc_geom *g0;
+	const float *src;
+	float *padded;
+	int shift;
 	double ax, ay;  /* the rotation axis (x, y) */
 	const atomic_int *cancel;
 	atomic_int stopped;
@@ -104,6 +143,59 @@ static double wrap_pi(double a)
 	if (a <= -M_PI)
 		a += 2 * M_PI;
 	return a;
+}
+
+/* Fan angle (radians, towards e_u) of continuous pixel index i of a cone
+ * or fan geometry: on the arc for a curved detector, else the flat
+ * detector's atan. */
+static double det_gamma(const rc_geom *g, double i)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u, S = rc_geom_sdd(g);
+	return d->shape == RC_DETECTOR_CURVED ? um / S : atan(um / S);
+}
+
+int rc_fdk_displaced(const rc_geom *g, rc_scan_mode scan, int *dir, double *gamma_o, rc_err *err)
+{
+	rc_geom_type t = rc_geom_type_of(g);
+	*dir = 0;
+	if (gamma_o)
+		*gamma_o = 0;
+	if (t != RC_GEOM_CONE && t != RC_GEOM_FAN)
+		return 0;
+	const rc_detector_desc *d = rc_geom_detector(g);
+	double lo = det_gamma(g, 0), hi = det_gamma(g, d->nu - 1);
+	if (lo > 0 || hi < 0)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.offset_u_mm",
+			       "fdk needs a detector that sees the rotation axis; offset_u_mm %g mm moves all of it to "
+			       "one side (its pixel centres span %.2f to %.2f degrees of fan angle); use an "
+			       "iterative algorithm",
+			       d->offset_u, lo * 180 / M_PI, hi * 180 / M_PI);
+	/* RTK's rule: within 10 % of the width of centred is centred (<=: a
+	 * centred single column, lo = hi = 0, too) */
+	if (fabs(lo + hi) <= 0.1 * fabs(hi - lo))
+		return 0;
+	if (scan == RC_SCAN_SHORT)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.scan",
+			       "fdk with a displaced detector (offset_u_mm %g mm) needs a full 360-degree scan; a short "
+			       "scan's Parker weights do not combine with the displaced detector's: use algorithm.scan "
+			       "\"full\" with views all round, or an iterative algorithm",
+			       d->offset_u);
+	*dir = lo + hi > 0 ? 1 : -1;
+	if (gamma_o)
+		*gamma_o = fmin(-lo, hi);
+	return 0;
+}
+
+/* Wang's weight (the header comment) of fan angle gamma. */
+static double displaced_weight(const struct fdk *f, double gamma)
+{
+	double x = f->displaced * gamma;
+	if (x <= -f->gamma_o)
+		return 0.0;
+	if (x >= f->gamma_o)
+		return 1.0;
+	return 0.5 * (1.0 + sin(M_PI / 2 * x / f->gamma_o));
 }
 
 /* Source angles, their order along the scan, the angle each view stands
@@ -171,9 +263,11 @@ static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw
 		double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u;
 		double vm = f->type == RC_GEOM_CONE ? (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v : 0.0;
 		if (d->shape == RC_DETECTOR_CURVED) {
-			/* an arc: um is the arc length, the ray's angle um / S */
+			/* an arc (a cylinder for cone): um is the arc length, the
+			 * ray's angle um / S, its cosine to the central ray
+			 * cos(gamma) S / sqrt(S^2 + v^2) */
 			*gamma = um / S;
-			*cosw = cos(*gamma);
+			*cosw = cos(*gamma) * S / sqrt(S * S + vm * vm);
 			break;
 		}
 		*cosw = S / sqrt(S * S + um * um + vm * vm);
@@ -234,7 +328,9 @@ static void view_weights(const struct fdk *f, int k, float *pre)
 		for (int i = 0; i < f->nu; i++) {
 			double c, gamma;
 			pixel_weights(f, k, i, j, &c, &gamma);
-			double s = f->short_scan ? parker(f->beta[k], gamma, f->delta) : 0.5;
+			double s = f->short_scan ? parker(f->beta[k], gamma, f->delta)
+				   : f->displaced ? displaced_weight(f, det_gamma(f->g, i))
+				   : 0.5;
 			pre[(size_t)j * f->nu + i] = (float)(c * s);
 		}
 	}
@@ -250,6 +346,12 @@ static void filter_view(void *ud, int worker, int k)
 	float *pre = f->pre_all;
 	if (!pre)
 		view_weights(f, k, pre = f->pre[worker]);
+	if (f->src) {
+		int nu0 = rc_geom_detector(f->g0)->nu;
+		for (int j = 0; j < f->nrows; j++)
+			memcpy(f->padded + rc_geom_row_offset(f->g, k, j) + f->shift, f->src + rc_geom_row_offset(f->g0, k, j),
+			       sizeof(float) * (size_t)nu0);
+	}
 	size_t off = rc_geom_row_offset(f->g, k, 0), stride = rc_geom_row_stride(f->g);
 	rc_ramp_apply(f->ramp, f->work[worker], f->proj + off, stride, f->filt + off, stride, f->nrows, pre,
 		      (float)(f->dbeta[k] * view_scale(f, k)));
@@ -450,6 +552,8 @@ int rc_fdk_suits(const rc_geom *g, rc_scan_mode scan, rc_err *err)
 	f.theta = malloc(sizeof(double) * (size_t)f.nviews);
 	rc = f.beta && f.dbeta && f.theta ? fdk_angles(&f, &p, err)
 					  : rc_fail(err, RC_ENOMEM, "", "out of memory for %d views", f.nviews);
+	if (!rc)
+		rc = rc_fdk_displaced(g, f.short_scan ? RC_SCAN_SHORT : RC_SCAN_FULL, &f.displaced, NULL, err);
 	free(f.beta);
 	free(f.dbeta);
 	free(f.theta);
@@ -465,8 +569,34 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),
 			 .proj = proj, .cancel = hooks ? hooks->cancel : NULL };
 	const rc_volume_desc *v = rc_geom_volume(g);
-	int rc = 0;
+	rc_geom *gw = NULL;
+	rc_engine *ew = NULL;
+	rc_exec *xw = NULL;
+	rc_backend *bw = NULL;
+	int rc = 0, dir = 0;
 	atomic_init(&f.stopped, 0);
+	/* a displaced detector: filtered and back-projected on the widened one */
+	if ((rc = rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, err)))
+		return rc;
+	if (dir) {
+		const rc_detector_desc *d = f.det;
+		int pad = (int)ceil(2.0 * fabs(d->offset_u) / d->du - 1e-9);
+		double off = d->offset_u - dir * pad * d->du / 2;
+		if ((rc = rc_geom_widen(g, d->nu + pad, off, &gw, err)) || (rc = rc_engine_cpu_new(gw, 0, &ew, err)) ||
+		    (rc = rc_exec_new(&ew, 1, &xw, err)) || (rc = rc_backend_host_new(xw, &bw, err)))
+			goto out;
+		f.g0 = g;
+		f.src = proj;
+		f.shift = dir > 0 ? pad : 0;
+		f.g = g = gw;
+		f.det = rc_geom_detector(gw);
+		f.proj = f.padded = calloc(rc_geom_proj_count(gw), sizeof(float));
+		if (!f.padded) {
+			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the widened detector's views");
+			goto out;
+		}
+		b = bw;
+	}
 	f.nu = f.det->nu;
 	f.nrows = rc_geom_is_2d(g) ? v->nz : f.det->nv;
 	if (f.type == RC_GEOM_MATRICES) {
@@ -493,7 +623,9 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	double arc = f.det->shape == RC_DETECTOR_CURVED ? f.det->du / rc_geom_sdd(g) : 0.0;
 	if ((rc = rc_ramp_new_arc(f.nu, f.nrows, p->window, p->cutoff, arc, &f.ramp, err)))
 		goto out;
-	if ((rc = fdk_angles(&f, p, err)))
+	if ((rc = fdk_angles(&f, p, err)) ||
+	    (rc = rc_fdk_displaced(f.g0 ? f.g0 : g, f.short_scan ? RC_SCAN_SHORT : RC_SCAN_FULL, &f.displaced,
+				   &f.gamma_o, err)))
 		goto out;
 	/* a full circular scan weighs every view alike: one table for all */
 	int shared = !f.short_scan && f.type != RC_GEOM_MATRICES;
@@ -534,5 +666,10 @@ out:
 	rc_bk_vec_free(b, vv);
 	rc_bk_vec_free(b, vf);
 	fdk_free(&f);
+	free(f.padded);
+	rc_backend_free(bw);
+	rc_exec_free(xw);
+	rc_engine_free(ew);
+	rc_geom_free(gw);
 	return rc;
 }

@@ -70,10 +70,10 @@ static int check_detector(const rc_geom_spec *sp, rc_err *err)
 	if (d->shape != RC_DETECTOR_FLAT && d->shape != RC_DETECTOR_CURVED)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
 			       "geometry.detector.shape %d is no detector shape (flat or curved)", (int)d->shape);
-	if (d->shape == RC_DETECTOR_CURVED && sp->type != RC_GEOM_FAN)
+	if (d->shape == RC_DETECTOR_CURVED && sp->type != RC_GEOM_FAN && sp->type != RC_GEOM_CONE)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
-			       "geometry.detector.shape \"curved\" applies to a fan geometry only; other types have a "
-			       "flat detector");
+			       "geometry.detector.shape \"curved\" applies to fan and cone geometries only; other types "
+			       "have a flat detector");
 	if (d->nu < 1 || d->nu > 65536)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.nu",
 			       "geometry.detector.nu must be an integer from 1 to 65536 (got %d)", d->nu);
@@ -115,7 +115,7 @@ static int check_curved(const rc_geom_spec *sp, rc_err *err)
 	double lim = RC_CURVED_MAX_DEG * (M_PI / 180.0);
 	if (!(half <= lim))
 		return rc_fail(err, RC_EINVAL, "geometry.detector",
-			       "geometry.detector: a curved fan must lie within %g degrees of its central ray; its pixels "
+			       "geometry.detector: a curved detector must lie within %g degrees of its central ray; its pixels "
 			       "(%d of %g mm, offset %g mm, on an arc of radius %g mm) reach %.1f degrees: use fewer or "
 			       "smaller pixels or a smaller offset_u_mm",
 			       RC_CURVED_MAX_DEG, d->nu, d->du, d->offset_u, sp->source_detector_mm, half * (180.0 / M_PI));
@@ -332,6 +332,8 @@ static int check_views(const rc_geom *g, rc_err *err)
 			if (is2d) {
 				u = rc_geom_plane_u(g, k, X[0], X[1], &w);
 				vv = 0;
+			} else if (g->det.shape == RC_DETECTOR_CURVED) {
+				rc_geom_cyl_project(g, k, X, &u, &vv, &w);
 			} else {
 				rc_view_project(vw, X, &u, &vv, &w);
 			}
@@ -519,6 +521,14 @@ int rc_geom_pixel_pos(const rc_geom *g, int k, double i, double j, double pos[3]
 	double t = vw->angle_rad, ct = cos(t), st = sin(t);
 	double um = (i - (g->det.nu - 1) / 2.0) * g->det.du + g->det.offset_u;
 	double vm = (j - (g->det.nv - 1) / 2.0) * g->det.dv + g->det.offset_v;
+	if (g->det.shape == RC_DETECTOR_CURVED) {
+		/* on the cylinder: S cos(gamma) n + S sin(gamma) e_u from the source */
+		double gam = um / g->sdd, a = g->sdd * cos(gam), b = g->sdd * sin(gam);
+		pos[0] = vw->src[0] - a * ct - b * st;
+		pos[1] = vw->src[1] - a * st + b * ct;
+		pos[2] = vm;
+		return 0;
+	}
 	double dc = -(g->sdd - g->sid);
 	pos[0] = dc * ct + um * -st;
 	pos[1] = dc * st + um * ct;
@@ -530,7 +540,14 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 {
 	const rc_view *vw = &g->views[k];
 	const rc_volume_desc *v = &g->vol;
-	if (g->type == RC_GEOM_CONE || g->type == RC_GEOM_MATRICES) {
+	if (g->type == RC_GEOM_CONE && g->det.shape == RC_DETECTOR_CURVED) {
+		/* to the pixel centre on the cylinder (rc_geom_pixel_pos) */
+		double pc[3];
+		rc_geom_pixel_pos(g, k, i, j, pc);
+		for (int r = 0; r < 3; r++)
+			dir[r] = pc[r] - vw->src[r];
+		memcpy(origin, vw->src, 3 * sizeof(double));
+	} else if (g->type == RC_GEOM_CONE || g->type == RC_GEOM_MATRICES) {
 		double uvw[3] = { i, j, 1 };
 		for (int r = 0; r < 3; r++)
 			dir[r] = dot3(&vw->Minv[3 * r], uvw);
@@ -575,6 +592,36 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 	double nrm = sqrt(dot3(dir, dir));
 	for (int r = 0; r < 3; r++)
 		dir[r] /= nrm;
+}
+
+int rc_geom_widen(const rc_geom *g, int nu, double offset_u, rc_geom **ret, rc_err *err)
+{
+	if (g->type != RC_GEOM_CONE && g->type != RC_GEOM_FAN)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type", "only cone and fan detectors can be widened");
+	double *ang = malloc(sizeof(double) * (size_t)g->nviews);
+	if (!ang)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d angles", g->nviews);
+	for (int k = 0; k < g->nviews; k++)
+		ang[k] = g->views[k].angle_rad * (180.0 / M_PI);
+	rc_geom_spec sp = { .type = g->type, .nviews = g->nviews, .det = g->det, .source_isocenter_mm = g->sid,
+			    .source_detector_mm = g->sdd, .angles_deg = ang };
+	sp.det.nu = nu;
+	sp.det.offset_u = offset_u;
+	int rc = rc_geom_new(&sp, &g->vol, NULL, ret, err);
+	free(ang);
+	return rc;
+}
+
+void rc_geom_cyl_project(const rc_geom *g, int k, const double x[3], double *u, double *v, double *L)
+{
+	const rc_view *vw = &g->views[k];
+	const rc_detector_desc *d = &g->det;
+	double t = vw->angle_rad, ct = cos(t), st = sin(t);
+	double px = x[0] - vw->src[0], py = x[1] - vw->src[1];
+	double depth = -ct * px - st * py, side = -st * px + ct * py, l = hypot(depth, side);
+	*L = l;
+	*u = (atan2(side, depth) * g->sdd - d->offset_u) / d->du + (d->nu - 1) / 2.0;
+	*v = (g->sdd * (x[2] - vw->src[2]) / l - d->offset_v) / d->dv + (d->nv - 1) / 2.0;
 }
 
 double rc_geom_fan_angle(const rc_geom *g, double e)

@@ -23,6 +23,11 @@
  *    coordinate; code that reads A's first row directly must refuse or
  *    convert a curved detector.
  *
+ *  - A curved cone keeps the flat P of the same du and offset_u (its depth
+ *    row is right); its pixel indices are rc_geom_cyl_project's, its rays
+ *    rc_geom_ray's.  Code that reads P for the pixel index must refuse or
+ *    convert a curved cone (the CPU engine's cylinder projectors do).
+ *
  * Life cycle: rc_geom_new validates a spec against a volume and limits and
  * builds the matrices; rc_geom_free releases it (NULL is fine).
  */
@@ -50,9 +55,13 @@ typedef struct rc_volume_desc {
 } rc_volume_desc;
 
 /* geometry.detector.shape (core/algo/names.c has the words).  A curved
- * detector is an arc of radius S about the source (fan only): du is a
- * pixel's arc length, offset_u an arc length, pixel i at fan angle
- * ((i - (nu-1)/2) du + offset_u) / S from the central ray towards e_u. */
+ * detector is an arc of radius S about the source (fan), or a cylinder of
+ * radius S about the source with its axis along z (cone, RTK's geometry
+ * with RadiusCylindricalDetector = S): du is a pixel's arc length,
+ * offset_u an arc length, pixel i at fan angle ((i - (nu-1)/2) du +
+ * offset_u) / S from the central ray towards e_u; a cone's rows run along
+ * z as on the flat detector, row j at height (j - (nv-1)/2) dv + offset_v
+ * on the cylinder. */
 typedef enum rc_detector_shape {
 	RC_DETECTOR_FLAT = 0,
 	RC_DETECTOR_CURVED,
@@ -64,7 +73,7 @@ typedef enum rc_detector_shape {
 #define RC_CURVED_MAX_DEG 80.0
 
 /* Detector: nu x nv pixels of du x dv mm, centre shifted by (offset_u,
- * offset_v) mm along (e_u, e_v); flat unless shape says curved (fan only).
+ * offset_v) mm along (e_u, e_v); flat unless shape says curved (fan, cone).
  * Fan/parallel use nv = 1.  Zero-initialised means flat. */
 typedef struct rc_detector_desc {
 	int nu, nv;
@@ -181,6 +190,19 @@ double rc_geom_line_u(const rc_geom *g, double e);
 /* Fan angle (radians, towards e_u) of pixel coordinate e of a curved fan:
  * ((e - (nu-1)/2) du + offset_u) / S. */
 double rc_geom_fan_angle(const rc_geom *g, double e);
+
+/* A curved cone's projection (its P is the tangent flat detector's, like
+ * a curved fan's A): the continuous pixel indices (u, v) of world point x
+ * in view k, u = (atan2(side, depth) S - offset_u)/du + (nu-1)/2 and
+ * v = (S z / L - offset_v)/dv + (nv-1)/2 (z from the source's height), and
+ * *L = hypot(depth, side), the point's distance from the source in the
+ * plane of rotation (the FDK back projection's 1/L^2). */
+void rc_geom_cyl_project(const rc_geom *g, int k, const double x[3], double *u, double *v, double *L);
+
+/* g with its detector's nu and offset_u replaced (cone and fan; the rest,
+ * views and volume alike), e.g. a displaced detector widened for FDK's
+ * filtered views (algo_fdk.c).  rc_geom_new's checks and refusals. */
+int rc_geom_widen(const rc_geom *g, int nu, double offset_u, rc_geom **ret, rc_err *err);
 
 /* Apply the view matrix: (u, v, w) of world point x (cone, matrices). */
 static inline void rc_view_project(const rc_view *vw, const double x[3],

@@ -270,8 +270,15 @@ static void proj_view(void *ud, int worker, int k)
 			float *row = J->proj + rc_geom_row_offset(g, k, j);
 			for (int i = 0; i < det->nu; i++) {
 				double d[3];
-				for (int a = 0; a < 3; a++)
-					d[a] = p00[a] + i * du[a] + j * dv[a] - vw->src[a];
+				if (det->shape == RC_DETECTOR_CURVED) {
+					/* on the cylinder the centres are not affine in i */
+					rc_geom_pixel_pos(g, k, i, j, d);
+					for (int a = 0; a < 3; a++)
+						d[a] -= vw->src[a];
+				} else {
+					for (int a = 0; a < 3; a++)
+						d[a] = p00[a] + i * du[a] + j * dv[a] - vw->src[a];
+				}
 				row[i] = (float)rc_phantom_integral(J->p, vw->src, d, 0.0, 1.0);
 			}
 		}

@@ -505,6 +505,10 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	/* the splat pair is the CPU engine's: auto must not pick another */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
 		mode = RC_ENGINE_CPU;
+	/* so are the curved cone's projectors (rc_recon_check) */
+	if (mode == RC_ENGINE_AUTO && rc_geom_type_of(g) == RC_GEOM_CONE &&
+	    rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
+		mode = RC_ENGINE_CPU;
 	rc_backend *b = NULL;
 	int rc;
 	if (wants_tensor(mode, &s->algo, g)) {

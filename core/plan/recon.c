@@ -150,6 +150,19 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "execution.engine \"%s\" does not run %s on a %s geometry: use execution.engine %s", engine,
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
+	/* a cone with a curved (cylindrical) detector runs on the CPU engine
+	 * only: its ray-casting pair and proj_cyl.c's back projection; the
+	 * OpenCL, CUDA and tensor kernels map points through a flat P */
+	if (s->geom.type == RC_GEOM_CONE && s->geom.det.shape == RC_DETECTOR_CURVED) {
+		if (eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
+			return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+				       "execution.engine \"%s\" does not run a cone geometry with a curved detector "
+				       "(geometry.detector.shape \"curved\"): use execution.engine auto or cpu", engine);
+		if (s->algo.projector == RC_PROJECTOR_SPLAT)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "algorithm.projector \"splat\" needs a flat detector; a cone with a curved "
+				       "detector projects by ray casting: use \"raycast\" or \"auto\"");
+	}
 	/* the projector pair: fan/parallel have their own (distance-driven on
 	 * the tensor backend, Joseph's on the OpenCL and CUDA engines);
 	 * the splat pair is the CPU engine's alone (its geometry condition is

@@ -196,6 +196,9 @@ static void pixel_range(const rc_geom *g, const struct box *bx, int k, const dou
 	*i1 = det->nu;
 	*j0 = 0;
 	*j1 = det->nv;
+	/* a cylinder's image of a box is not the hull of its corners' */
+	if (det->shape == RC_DETECTOR_CURVED)
+		return;
 	for (int c = 0; c < 8; c++) {
 		double X[3], u, v, w;
 		for (int a = 0; a < 3; a++)

@@ -113,7 +113,8 @@ static double view_max_step(const double *P, const rc_volume_desc *v)
 double rc_splat_max_step(const rc_geom *g)
 {
 	rc_geom_type t = rc_geom_type_of(g);
-	if (t != RC_GEOM_CONE && t != RC_GEOM_MATRICES)
+	/* a curved cone's pixels are no projective image: no splat pair */
+	if ((t != RC_GEOM_CONE && t != RC_GEOM_MATRICES) || rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
 		return INFINITY;
 	double worst = 0;
 	for (int k = 0; k < rc_geom_nviews(g); k++)

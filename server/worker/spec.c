@@ -33,8 +33,8 @@
 #define LEN_MIN 1e-6
 #define ANGLE_MAX 1e6  /* degrees; only finiteness matters to the geometry */
 
-/* geometry.detector.shape: fan only ("flat", the default, or "curved"); on
- * another type the key itself is refused, with the reason. */
+/* geometry.detector.shape: fan and cone ("flat", the default, or
+ * "curved"); on another type the key itself is refused, with the reason. */
 static int parse_shape(const json_t *d, const char *p, rc_geom_type type, rc_detector_desc *det, rc_err *err)
 {
 	const char *shape = NULL;
@@ -42,9 +42,10 @@ static int parse_shape(const json_t *d, const char *p, rc_geom_type type, rc_det
 	det->shape = RC_DETECTOR_FLAT;
 	if (!json_object_get(d, "shape"))
 		return 0;
-	if (type != RC_GEOM_FAN)
+	if (type != RC_GEOM_FAN && type != RC_GEOM_CONE)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
-			       "geometry.detector.shape applies to geometry.type \"fan\" only (flat or curved); a %s "
+			       "geometry.detector.shape applies to geometry.type \"fan\" and \"cone\" only (flat or "
+			       "curved); a %s "
 			       "geometry's detector is flat: remove it",
 			       rc_name_str(RC_NAMES_GEOMETRY, (int)type));
 	if ((rc = jf_str(d, p, "shape", 0, 32, &shape, err)))
@@ -523,7 +524,14 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	double step = 0, limit = 0;
 	int refused = s->r.algo.projector == RC_PROJECTOR_SPLAT && !rc_geom_is_2d(geom) &&
 		      !rc_engine_cpu_splat_check(geom, &step, &limit);
+	/* fdk on a displaced detector: refused here where FDK cannot weigh
+	 * it (a short scan, a detector beside the axis), reported otherwise */
+	if (!refused && s->r.algo.name == RC_ALGO_FDK &&
+	    (!(rc = rc_fdk_displaced(geom, RC_SCAN_FULL, &s->displaced, NULL, err)) && s->displaced))
+		rc = rc_fdk_suits(geom, s->r.algo.scan, err);
 	rc_geom_free(geom);
+	if (rc)
+		return rc;
 	if (refused)
 		return rc_fail(err, RC_EINVAL, "algorithm.projector",
 			       "algorithm.projector \"splat\" needs voxels that project at most %.1f pixel apart; "
@@ -697,6 +705,9 @@ char *job_spec_summary(const job_spec *s)
 		json_object_set_new(j, "warnings", a);
 	}
 	rc_geom_free(geom);
+	/* what FDK weighs beyond the cosine and the scan's redundancy */
+	if (j && p->algo.name == RC_ALGO_FDK)
+		json_object_set_new(j, "fdk", json_pack("{sb}", "displaced_detector", s->displaced != 0));
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return out;

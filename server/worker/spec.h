@@ -40,6 +40,7 @@ typedef struct job_spec {
 	int priority;          /* 0..9, higher first */
 	int autostart;
 	int nviews;
+	int displaced;         /* fdk weighs a displaced detector (rc_fdk_displaced): +1, -1; else 0 */
 	int rows;              /* detector rows per view: nv, or nz for fan/parallel */
 	int nu;
 	uint64_t view_stride;  /* floats between views k and k+1 (geometry.h layout) */

@@ -38,7 +38,8 @@ still judges the answer):
     unsupported  what the engines run (422, rc_recon_check): fan/parallel
                  run every algorithm (fdk as FBP) on every engine (flat
                  or curved fan), only with projector auto; tensor runs
-                 fan/parallel only; opencl and cuda need such a device on
+                 fan/parallel only; a cone with a curved (cylindrical)
+                 detector runs on auto and cpu only; opencl and cuda need such a device on
                  the daemon (GET /v1/devices, read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
                  matrices, not the tensor engine): else it is dropped
@@ -268,6 +269,9 @@ def _fit_algorithm(spec):
     if not is2d and eng == "tensor":
         ex["engine"] = "cpu"
     if ex.get("engine") in ("opencl", "cuda") and ex["engine"] not in _device_engines():
+        ex["engine"] = "cpu"
+    # a cone with a curved (cylindrical) detector runs on the CPU engine only
+    if g["type"] == "cone" and g["detector"].get("shape") == "curved" and ex.get("engine") not in (None, "auto", "cpu"):
         ex["engine"] = "cpu"
     if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor"):
         del ex["stream"]

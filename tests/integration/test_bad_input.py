@@ -128,21 +128,25 @@ def main():
     doc = post("unknown algorithm names the field", spec_with("algorithm.name", "magic", base), 400, "invalid_argument")
     check("  error.field is algorithm.name", doc and doc["error"].get("field") == "algorithm.name",
           str(doc and doc["error"].get("field")))
-    # geometry.detector.shape: fan only (flat by default, or curved).
+    # geometry.detector.shape: fan and cone (flat by default, or curved); not parallel.
     fan = copy.deepcopy(base)
     fan["geometry"] = {"type": "fan", "source_isocenter_mm": 200.0, "source_detector_mm": 400.0,
                        "angles": {"start_deg": 0.0, "step_deg": 15.0, "count": 24},
                        "detector": {"nu": 24, "du_mm": 3.0, "shape": "curved"}}
+    par = copy.deepcopy(base)
+    par["geometry"] = {"type": "parallel", "angles": {"start_deg": 0.0, "step_deg": 15.0, "count": 12},
+                       "detector": {"nu": 24, "du_mm": 1.0, "shape": "flat"}}
     for name, path, value, b, field in (
-            ("shape on a cone", "geometry.detector.shape", "flat", base, "geometry.detector.shape"),
+            ("shape on parallel", "geometry.detector.shape", "flat", par, "geometry.detector.shape"),
             ("unknown shape", "geometry.detector.shape", "round", fan, "geometry.detector.shape"),
             ("shape a number", "geometry.detector.shape", 1, fan, "geometry.detector.shape"),
             ("curved fan wider than 80 degrees", "geometry.detector.nu", 800, fan, "geometry.detector")):
         doc = post(name, spec_with(path, value, b), 400, "invalid_argument")
         err = (doc or {}).get("error", {})
         check("  error.field is %s" % field, err.get("field") == field, str(err.get("field")))
-        if name == "shape on a cone":
-            check("  the message says shape is the fan's", "fan" in err.get("message", ""), err.get("message"))
+        if name == "shape on parallel":
+            check("  the message says shape is the fan's and cone's", "fan" in err.get("message", "")
+                  and "cone" in err.get("message", ""), err.get("message"))
         if name == "unknown shape":
             check("  the message lists the choices", "flat" in err.get("message", "")
                   and "curved" in err.get("message", ""), err.get("message"))

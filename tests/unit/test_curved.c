@@ -180,8 +180,9 @@ static void test_refusals(void **state)
 	rc_err err;
 	double ang[2] = { 0, 90 }, mat[24] = { 0 };
 	rc_volume_desc v = { 16, 16, 4, 1, 1, 1, 0, 0, 0 };
-	const rc_geom_type other[] = { RC_GEOM_CONE, RC_GEOM_PARALLEL, RC_GEOM_MATRICES };
-	for (int t = 0; t < 3; t++) {
+	/* (a cone takes a cylindrical detector: test_detectors.c) */
+	const rc_geom_type other[] = { RC_GEOM_PARALLEL, RC_GEOM_MATRICES };
+	for (int t = 0; t < 2; t++) {
 		rc_geom_spec sp = { .type = other[t], .nviews = 2, .angles_deg = ang, .matrices = mat,
 				    .source_isocenter_mm = 100, .source_detector_mm = 200 };
 		sp.det = (rc_detector_desc){ 32, 8, 1, 1, 0, 0, RC_DETECTOR_CURVED };

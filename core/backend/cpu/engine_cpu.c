@@ -5,7 +5,8 @@
  * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
  * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
  * first call that needs them and reused, so iterative algorithms allocate nothing per call.
- * Cone and matrices geometries; of a fan or parallel stack the voxel back
+ * Cone and matrices geometries (a cone with a curved detector: the
+ * ray-casting pair and proj_cyl.c's voxel back projection); of a fan or parallel stack the voxel back
  * projection (FBP's, proj_plane.c) and the Joseph pair (proj_joseph.c, the
  * reference of the OpenCL engine's): a job's iterative products on these
  * geometries run on the tensor backend's distance-driven matrix
@@ -42,6 +43,10 @@ static int check_call(struct cpu_engine *c, int first, int last, const void *in,
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the CPU engine projects fan and parallel geometries by ray casting (Joseph) and "
 			       "back-projects them voxel-driven or matched; not by rotation or splatting");
+	if (!rc_geom_is_2d(g) && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED && !plane)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.shape",
+			       "the CPU engine projects a cone with a curved detector by ray casting and "
+			       "back-projects it voxel-driven or matched; not by rotation or splatting");
 	if (first < 0 || last > rc_geom_nviews(g) || first > last)
 		return rc_fail(err, RC_EINVAL, "", "view range [%d, %d) is outside 0..%d", first, last,
 			       rc_geom_nviews(g));
@@ -98,6 +103,9 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	if (rc_geom_is_2d(e->geom))
 		return kind == RC_BP_VOXEL ? rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err)
 					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
+	if (kind == RC_BP_VOXEL && rc_geom_detector(e->geom)->shape == RC_DETECTOR_CURVED) {
+		return rc_bp_cyl(e->geom, c->pool, proj, vol, first, last, err);
+	}
 	switch (kind) {
 	case RC_BP_VOXEL:
 	case RC_BP_SPLAT:
@@ -177,7 +185,8 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	snprintf(c->base.hw_group, sizeof c->base.hw_group, "host-cpu");
 	c->isa = rc_cpu_isa_best();
 	/* a 2-D stack has the Joseph pair alone */
-	c->base.splat = !rc_geom_is_2d(g) && rc_splat_suits(g) && !getenv("RECOND_NO_SPLAT");
+	c->base.splat = !rc_geom_is_2d(g) && rc_geom_detector(g)->shape != RC_DETECTOR_CURVED && rc_splat_suits(g) &&
+			!getenv("RECOND_NO_SPLAT");
 	*ret = &c->base;
 	return 0;
 out_free:

@@ -44,6 +44,12 @@ int cu_geom_ok(const rc_geom *g, rc_err *err)
 			"run on the CUDA engine through the host backend (plane.cu)");
 		return 0;
 	}
+	/* its kernels map points through a flat P (the CPU engine runs it) */
+	if (rc_geom_detector(g)->shape == RC_DETECTOR_CURVED) {
+		rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			"the CUDA engine does not run a cone geometry with a curved detector; use the CPU engine");
+		return 0;
+	}
 	return 1;
 }
 

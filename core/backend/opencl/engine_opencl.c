@@ -794,6 +794,10 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc_opencl_options_default(&def);
 		o = &def;
 	}
+	/* the kernels map points through a flat P (the CPU engine runs it) */
+	if (g && rc_geom_type_of(g) == RC_GEOM_CONE && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
+			       "the OpenCL engine does not run a cone geometry with a curved detector; use the CPU engine");
 	cl_platform_id plat = NULL;
 	cl_device_id dev = NULL;
 	int rc = get_device(o->platform, o->device, &plat, &dev, err);
