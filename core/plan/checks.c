@@ -51,12 +51,33 @@ static int sees(const rc_geom *g, int k, const double x[3])
 		u = rc_geom_plane_u(g, k, x[0], x[1], &w);
 		return w > 0 && u >= -0.5 && u <= d->nu - 0.5;
 	}
-	rc_view_project(rc_geom_view(g, k), x, &u, &v, &w);
+	if (d->shape == RC_DETECTOR_CURVED)
+		rc_geom_cyl_project(g, k, x, &u, &v, &w);
+	else
+		rc_view_project(rc_geom_view(g, k), x, &u, &v, &w);
 	return w > 0 && u >= -0.5 && u <= d->nu - 0.5 && v >= -0.5 && v <= d->nv - 0.5;
 }
 
 #define FOV_GRID 12
 #define FOV_MAX_VIEWS 360
+
+/* The view nearest to view k's angle plus 180 degrees, within two steps of
+ * the sampled views; -1 where there is none (a short scan's ends).  A ray
+ * measured from the opposite side is the same line (fan and cone: nearly),
+ * so a displaced detector that sees a point from one side only still
+ * measures it: it is not outside the field of view. */
+static int opposite_view(const rc_geom *g, int k, int step)
+{
+	int nviews = rc_geom_nviews(g), best = -1;
+	double want = rc_geom_view(g, k)->angle_rad + M_PI, dbest = 1e300;
+	for (int j = 0; j < nviews; j += step) {
+		double dj = fabs(remainder(rc_geom_view(g, j)->angle_rad - want, 2 * M_PI));
+		if (dj < dbest)
+			dbest = dj, best = j;
+	}
+	double tol = 2.0 * 2 * M_PI * step / (nviews > 0 ? nviews : 1);
+	return dbest <= tol ? best : -1;
+}
 
 static void check_fov(const rc_geom *g, rc_warnings *ws)
 {
@@ -65,6 +86,11 @@ static void check_fov(const rc_geom *g, rc_warnings *ws)
 		     vol->nz < FOV_GRID ? vol->nz : FOV_GRID };
 	int nviews = rc_geom_nviews(g), step = nviews > FOV_MAX_VIEWS ? (nviews + FOV_MAX_VIEWS - 1) / FOV_MAX_VIEWS : 1;
 	long total = 0, partial = 0, none = 0;
+	int nopp = (nviews + step - 1) / step, *opp = malloc(sizeof(int) * (size_t)(nopp > 0 ? nopp : 1));
+	if (!opp)
+		return; /* a check, not the job: out of memory skips it */
+	for (int k = 0; k < nviews; k += step)
+		opp[k / step] = opposite_view(g, k, step);
 	for (int a = 0; a < n[2]; a++)
 		for (int b = 0; b < n[1]; b++)
 			for (int c = 0; c < n[0]; c++) {
@@ -74,11 +100,12 @@ static void check_fov(const rc_geom *g, rc_warnings *ws)
 						    (a + 0.5) * vol->nz / n[2] - 0.5, x);
 				int seen = 0, views = 0;
 				for (int k = 0; k < nviews; k += step, views++)
-					seen += sees(g, k, x);
+					seen += sees(g, k, x) || (opp[k / step] >= 0 && sees(g, opp[k / step], x));
 				total++;
 				partial += seen < views;
 				none += seen == 0;
 			}
+	free(opp);
 	double fp = (double)partial / (double)total, fn = (double)none / (double)total;
 	if (fp > RC_CHECK_FOV_PARTIAL)
 		rc_warn_add(ws, RC_WARN_FOV,

@@ -22,8 +22,11 @@ ellipsoid angle is not mapped), 0.94 of a 64^3 volume of 1 mm voxels; the truth 
   data must be within 5 % of both.  CGLS must run on it (and beat 0.3).  The same data sent as a
   flat detector (the shape left out) must be further off, so the test can fail.
 
-The data are float32 line integrals (`send` is where another input kind, counts with flat and dark
-fields, would convert them).  Runs in build/peers-venv when `make bench-peers` made it, else in
+What is sent is what a scanner sends: RTK's line integrals turned into uint16 counts with a gain
+pattern across the detector (the flat field, sent as two images that average to it) and a dark
+field of its own (to_counts); RTK reconstructs -ln((I - dark) / (flat - dark)) of the same rounded
+counts.  Each clean job must carry no warning, and the same counts sent with the geometry as RTK's
+own XML (geometry.type "rtk", written by RTK's writer) must give the JSON route's volume.  Runs in build/peers-venv when `make bench-peers` made it, else in
 $RECOND_BUILD/rtk-venv (numpy and itk-rtk from PyPI, pinned as bench-peers' venv gets them; made
 on first use); PyPI unreachable: fails with the reason, unless RECOND_OFFLINE=1 (exit 77).
 
@@ -75,16 +78,34 @@ DU = 1.5
 REL = 1.05         # recond's FDK error at most this times RTK's
 PLAIN = {"subsets": 1, "nonnegative": False, "tv": {"weight": 0}, "stop": {"discrepancy": 0, "stagnation": 0},
          "initial": "zero"}
+COUNTS = {"kind": "intensity", "dtype": "uint16", "flat": "uploaded", "dark": "uploaded"}
 
 
 def phantom():
     return [(c, a, 0.0, mu) for c, a, _phi, mu in pm.shepp_logan(0.94 * N * VX)]
 
 
-def send(c, label, geom, vol, proj, algo):
-    """The stack as float32 line integrals to a new job; returns (volume [z][y][x], final job)."""
-    spec = {"label": label, "geometry": geom, "volume": vol, "algorithm": algo}
-    job = c.submit(spec, np.ascontiguousarray(proj, np.float32).tobytes())
+def to_counts(proj):
+    """A scanner's uint16 counts of the line integrals: a flat field with a gain pattern across the
+    detector (+-25 %) and a dark field of its own pattern.  Returns (counts, flat body of two images
+    that average to the flat, dark body, the line integrals every reconstructor is given: RTK's
+    -ln((I - dark) / (flat - dark)) of the same rounded counts, float64 then float32)."""
+    nviews, nv, nu = proj.shape
+    jj, ii = np.meshgrid(np.arange(nv), np.arange(nu), indexing="ij")
+    flat = np.rint(40000.0 * (1.0 + 0.25 * np.sin(ii / 7.0) * np.cos(jj / 11.0))).astype(np.uint16)
+    dark = np.rint(150.0 + 40.0 * np.cos(ii / 5.0 + jj / 9.0)).astype(np.uint16)
+    f, dk = flat.astype(np.float64), dark.astype(np.float64)
+    counts = np.rint(dk + (f - dk) * np.exp(-proj.astype(np.float64))).astype(np.uint16)
+    lines = -np.log((counts.astype(np.float64) - dk) / (f - dk))
+    flat_body = np.stack([flat + 1, flat - 1]).astype(np.uint16).tobytes()  # two images, averaged
+    return counts, flat_body, dark.tobytes(), lines.astype(np.float32)
+
+
+def send(c, label, geom, vol, data, algo):
+    """Counts, flat and dark (to_counts) to a new job; returns (volume [z][y][x], final job)."""
+    counts, flat_body, dark_body, _ = data
+    spec = {"label": label, "geometry": geom, "volume": vol, "algorithm": algo, "input": COUNTS}
+    job = c.submit(spec, np.ascontiguousarray(counts).tobytes(), flat=flat_body, dark=dark_body)
     final = c.wait(job["id"], timeout=300)
     if not final or final.get("state") != "succeeded":
         raise AssertionError("%s: job ended %s: %s" % (label, final and final.get("state"), final and final.get("error")))
@@ -92,16 +113,50 @@ def send(c, label, geom, vol, proj, algo):
     return v, final
 
 
+def rtk_xml(m):
+    """RTK's own writer's XML of a mapping's geometry (the detector's offsets are in the stack's
+    origin, as rtk_mapping puts them)."""
+    import tempfile
+    from itk import RTK as rtk
+    with tempfile.NamedTemporaryFile(suffix=".xml", delete=False) as f:
+        path = f.name
+    try:
+        w = rtk.ThreeDCircularProjectionGeometryXMLFileWriter.New()
+        w.SetFilename(path)
+        g = pm.rtk_objects(m)  # held: the writer keeps a bare pointer to it
+        w.SetObject(g)
+        w.WriteFile()
+        with open(path) as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
+def same_by_xml(c, label, geom, m, vol, data, x):
+    """The same counts sent with the geometry as RTK's XML give the same volume as the JSON route."""
+    det = geom["detector"]
+    g = {"type": "rtk", "xml": rtk_xml(m), "detector": {"nu": det["nu"], "nv": det["nv"], "du_mm": det["du_mm"],
+         "dv_mm": det["dv_mm"], "origin_u_mm": m["proj_origin"][0], "origin_v_mm": m["proj_origin"][1]}}
+    xx, _ = send(c, label + " (RTK XML)", g, vol, data, {"name": "fdk"})
+    d = float(np.max(np.abs(xx - x)) / np.max(np.abs(x)))
+    check("%s: RTK's XML route gives the JSON route's volume (max diff %.1e of the peak)" % (label, d), d < 1e-5)
+
+
+def no_warnings(label, job):
+    ws = [w.get("code") for w in job.get("warnings") or []]
+    check("%s: no warning on clean counts (%s)" % (label, ws), not ws)
+
+
 def offset_case(c, ells, vol, ref, mask, sign):
     angles = [360.0 * k / NVIEWS for k in range(NVIEWS)]
     nu, nv = 64, 80
     geom = pm.cone_geometry(D, S, angles, nu, nv, DU, DU, offset_u=sign * 28.0)
     m = pm.rtk_mapping(geom, vol)
-    proj = pm.rtk_project_ellipsoids(m, ells, NVIEWS, nu, nv)
+    data = to_counts(pm.rtk_project_ellipsoids(m, ells, NVIEWS, nu, nv))
     t0 = time.monotonic()
-    x, job = send(c, "rtk offset %+d" % sign, geom, vol, proj, {"name": "fdk"})
+    x, job = send(c, "rtk offset %+d" % sign, geom, vol, data, {"name": "fdk"})
     t_rc = time.monotonic() - t0
-    xr, t_rtk = pm.rtk_fdk(m, proj, vol, displaced=True)
+    xr, t_rtk = pm.rtk_fdk(m, data[3], vol, displaced=True)
     e, er = pm.rel_error(x, ref, mask), pm.rel_error(xr, ref, mask)
     log("offset %+.0f mm: recond FDK %.4f (%.2f s), RTK FDK + displaced detector filter %.4f (%.2f s)"
         % (sign * 28.0, e, t_rc, er, t_rtk))
@@ -109,7 +164,9 @@ def offset_case(c, ells, vol, ref, mask, sign):
           e <= REL * er)
     shown = (job.get("summary") or {}).get("fdk", {}).get("displaced_detector")
     check("the job says FDK weighed a displaced detector (summary.fdk.displaced_detector)", shown is True, str(shown))
-    return geom, proj
+    no_warnings("offset %+.0f mm" % (sign * 28.0), job)
+    same_by_xml(c, "offset %+.0f mm" % (sign * 28.0), geom, m, vol, data, x)
+    return geom, data
 
 
 def cylinder_case(c, ells, vol, ref, mask):
@@ -117,11 +174,13 @@ def cylinder_case(c, ells, vol, ref, mask):
     nu, nv = 140, 128
     geom = pm.cone_geometry(D_CYL, S_CYL, angles, nu, nv, DU, DU, shape="curved")
     m = pm.rtk_mapping(geom, vol)
-    proj = pm.rtk_project_ellipsoids(m, ells, NVIEWS, nu, nv)
+    data = to_counts(pm.rtk_project_ellipsoids(m, ells, NVIEWS, nu, nv))
     t0 = time.monotonic()
-    x, job = send(c, "rtk cylinder", geom, vol, proj, {"name": "fdk"})
+    x, job = send(c, "rtk cylinder", geom, vol, data, {"name": "fdk"})
     t_rc = time.monotonic() - t0
-    flat, fproj = pm.curved_to_flat(proj, geom)
+    no_warnings("cylinder", job)
+    same_by_xml(c, "cylinder", geom, m, vol, data, x)
+    flat, fproj = pm.curved_to_flat(data[3], geom)
     xr, t_rtk = pm.rtk_fdk(pm.rtk_mapping(flat, vol), fproj, vol, displaced=False)
     e, er = pm.rel_error(x, ref, mask), pm.rel_error(xr, ref, mask)
     log("cylinder: recond FDK %.4f (%.2f s, engine %s), RTK FDK of the data resampled flat %.4f (%.2f s)"
@@ -137,11 +196,11 @@ def cylinder_case(c, ells, vol, ref, mask):
     check("cylindrical detector: recond's FDK error %.4f <= %.2f x RTK's on exact flat data %.4f" % (e, REL, ee),
           e <= REL * ee)
     wrong = dict(geom, detector={k: v for k, v in geom["detector"].items() if k != "shape"})
-    xw, _ = send(c, "rtk cylinder read as flat", wrong, vol, proj, {"name": "fdk"})
+    xw, _ = send(c, "rtk cylinder read as flat", wrong, vol, data, {"name": "fdk"})
     ew = pm.rel_error(xw, ref, mask)
     log("cylinder data read as a flat detector: %.4f" % ew)
     check("the cylinder's data read as flat are further off (%.4f > 1.1 x %.4f)" % (ew, e), ew > 1.1 * e)
-    xc, _ = send(c, "rtk cylinder cgls", geom, vol, proj, dict(PLAIN, name="cgls", iterations=10))
+    xc, _ = send(c, "rtk cylinder cgls", geom, vol, data, dict(PLAIN, name="cgls", iterations=10))
     ec = pm.rel_error(xc, ref, mask)
     log("cylinder: recond CGLS 10 %.4f" % ec)
     check("CGLS runs on the cylindrical detector (error %.4f < 0.3)" % ec, ec < 0.3)
@@ -163,9 +222,9 @@ def main():
         check("RTK's projections on the %s detector equal recond's formulas (rel. diff %.1e)" % (shape, d), d < 1e-4)
     d = Daemon().start()
     c = Client(d.url, timeout=60)
-    geom, proj = offset_case(c, ells, vol, ref, mask, +1)
+    geom, data = offset_case(c, ells, vol, ref, mask, +1)
     offset_case(c, ells, vol, ref, mask, -1)
-    xs, _ = send(c, "rtk offset cgls", geom, vol, proj, dict(PLAIN, name="cgls", iterations=10))
+    xs, _ = send(c, "rtk offset cgls", geom, vol, data, dict(PLAIN, name="cgls", iterations=10))
     es = pm.rel_error(xs, ref, mask)
     log("offset +28 mm: recond CGLS 10 %.4f" % es)
     check("CGLS runs on the offset detector (error %.4f < 0.3)" % es, es < 0.3)

@@ -71,6 +71,22 @@ static void test_geometry_sound(void **state)
 	sound(&s);
 	geom_warnings(&s, &ws);
 	assert_int_equal(ws.n, 0);
+	/* a displaced (half-fan) detector: 32 pixels from -4 to 44 mm (-2 to
+	 * 22 at the axis) see the volume's far side only in the opposite
+	 * views, which measure the same lines: inside the field of view */
+	s.sp.det.nu = 32;
+	s.sp.det.offset_u = 20;
+	geom_warnings(&s, &ws);
+	assert_int_equal(ws.n, 0);
+	/* shifted past the axis: the middle of the volume is never seen */
+	s.sp.det.offset_u = 40; /* 16 to 64 mm (8 to 32 at the axis): the axis is never seen */
+	geom_warnings(&s, &ws);
+	assert_true(has(&ws, RC_WARN_FOV));
+	/* a cylindrical detector of the sound scan */
+	sound(&s);
+	s.sp.det.shape = RC_DETECTOR_CURVED;
+	geom_warnings(&s, &ws);
+	assert_int_equal(ws.n, 0);
 }
 
 static void test_geometry_mistakes(void **state)
