@@ -13,7 +13,6 @@
  * wrong length, values that are not numbers, or a flat not above the dark
  * at any pixel: 4xx naming the field, nothing stored.
  */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -83,19 +82,14 @@ enum MHD_Result http_calib_begin(struct MHD_Connection *c, req *r, int field)
 	app *a = r->a;
 	input_field f = (input_field)field;
 	const char *name = input_field_route(f);
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (!cl)
-		return http_fail(c, r, RC_ENOLENGTH, "", "uploads need a Content-Length header (no chunked transfer)");
-	char *end;
-	errno = 0;
-	unsigned long long len = strtoull(cl, &end, 10);
-	if (*end || errno || cl[0] == '-')
-		return http_fail(c, r, RC_EINVAL, "Content-Length", "Content-Length is not a number");
+	unsigned long long len;
+	enum MHD_Result ret;
+	if (http_content_length(c, r, "", &len, &ret))
+		return ret;
 	job_row row;
 	rc_err err;
 	if (store_get(a->st, r->id, 0, &row, &err))
 		return http_error_rc(c, r, &err);
-	enum MHD_Result ret;
 	job_input in;
 	if (!http_may_act(r, row.owner)) {
 		ret = http_refuse_act(c, r, row.owner);

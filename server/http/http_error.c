@@ -7,6 +7,7 @@
  */
 #include "http/http_error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,4 +134,23 @@ enum MHD_Result http_fail(struct MHD_Connection *c, req *r, rc_code code, const 
 	vsnprintf(e.msg, sizeof e.msg, fmt, ap);
 	va_end(ap);
 	return http_error_rc(c, r, &e);
+}
+
+int http_content_length(struct MHD_Connection *c, req *r, const char *why, unsigned long long *len,
+			enum MHD_Result *ret)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (!cl) {
+		*ret = http_fail(c, r, RC_ENOLENGTH, "", "uploads need a Content-Length header (no chunked transfer)%s",
+				 why);
+		return -1;
+	}
+	char *end;
+	errno = 0;
+	*len = strtoull(cl, &end, 10);
+	if (*end || errno || cl[0] == '-') {
+		*ret = http_fail(c, r, RC_EINVAL, "Content-Length", "Content-Length is not a number");
+		return -1;
+	}
+	return 0;
 }

@@ -36,4 +36,10 @@ enum MHD_Result http_error_rc_hdr(struct MHD_Connection *c, req *r, const rc_err
 enum MHD_Result http_fail(struct MHD_Connection *c, req *r, rc_code code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
+/* An upload's Content-Length: 0 with *len set, or -1 with the error
+ * answered (411 without the header, saying why the length must come
+ * first; 400 when it is not a number) and *ret its result. */
+int http_content_length(struct MHD_Connection *c, req *r, const char *why, unsigned long long *len,
+			enum MHD_Result *ret);
+
 #endif

@@ -111,21 +111,15 @@ static const char *float64_hint(uint64_t got, uint64_t expected, uint64_t sample
 enum MHD_Result http_upload_begin(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (!cl)
-		return http_fail(c, r, RC_ENOLENGTH, "",
-				 "uploads need a Content-Length header (no chunked transfer): the length is checked against the spec first");
-	char *end;
-	errno = 0;
-	unsigned long long len = strtoull(cl, &end, 10);
-	if (*end || errno || cl[0] == '-')
-		return http_fail(c, r, RC_EINVAL, "Content-Length", "Content-Length is not a number");
+	unsigned long long len;
+	enum MHD_Result ret;
+	if (http_content_length(c, r, ": the length is checked against the spec first", &len, &ret))
+		return ret;
 	job_row row;
 	rc_err err;
 	/* no bitmap: the store_views_clear below decides which views were present */
 	if (store_get(a->st, r->id, 0, &row, &err))
 		return http_error_rc(c, r, &err);
-	enum MHD_Result ret;
 	if (!http_may_act(r, row.owner)) { /* submit uploads to its own jobs only (http_owner.c) */
 		ret = http_refuse_act(c, r, row.owner);
 		goto out;
