@@ -52,6 +52,8 @@ typedef struct rc_recon_report {
 	rc_recon_matrix_report matrix;
 	int iterations_done;
 	double seconds;
+	double tv_weight;                   /* the TV weight that ran (algo.h's rc_tv_weight: the
+					       default follows the data's noise); 0 for fdk or off */
 } rc_recon_report;
 
 #endif
