@@ -14,6 +14,7 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name)
 	p->nonnegative = 1;
 	if (name != RC_ALGO_FDK) {
 		p->tv_weight = RC_TV_DEFAULT_WEIGHT;
+		p->tv_auto = 1;
 		p->tv_steps = RC_TV_DEFAULT_STEPS;
 		p->stop_discrepancy = RC_STOP_DEFAULT_TAU;
 	}
@@ -35,6 +36,7 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name)
 	p->subsets = 1;
 	p->nonnegative = 0;
 	p->tv_weight = 0.0;
+	p->tv_auto = 0;
 	p->tv_steps = 0;
 	p->stop_discrepancy = 0.0;
 	p->stop_stagnation = 0.0;

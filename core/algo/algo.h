@@ -82,6 +82,9 @@ typedef struct rc_algo_params {
 	double tv_weight;        /* kappa of the TV penalty (algo_util.h's rc_tv:
 	                            relative to the data's mean density); 0 =
 	                            none */
+	int tv_auto;             /* tv_weight is the default's: the run scales it
+	                            by the data's noise (rc_tv_weight); 0 = used
+	                            as given */
 	int tv_steps;            /* SART/SIRT/MLEM: TV descent steps per iteration */
 	double stop_tolerance;   /* stop once ||p - A x|| <= this * ||p||; 0 = off */
 	double stop_discrepancy; /* tau: stop once ||p - A x|| <= tau * noise,
@@ -111,7 +114,8 @@ typedef struct rc_algo_params {
  * (RC_DEFAULT_STAGNATION, RC_MLEM_DEFAULT_STAGNATION);
  * SART/SIRT lambda 1;
  * SART's subsets 0 (the default count); non-negativity on; the TV phase
- * with RC_TV_DEFAULT_WEIGHT and RC_TV_DEFAULT_STEPS; the discrepancy stop
+ * with RC_TV_DEFAULT_WEIGHT (tv_auto: scaled by the data's noise when the
+ * run starts, rc_tv_weight) and RC_TV_DEFAULT_STEPS; the discrepancy stop
  * at tau = RC_STOP_DEFAULT_TAU with the noise estimated; FDK ram-lak,
  * cutoff 1. */
 void rc_algo_params_default(rc_algo_params *p, rc_algo_name name);
@@ -121,7 +125,26 @@ void rc_algo_params_default(rc_algo_params *p, rc_algo_name name);
  * (tests and comparisons with peers). */
 void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
 
+/* The TV weight a run of p on the n values of proj (rows of nu) uses:
+ * p->tv_weight when given (tv_auto 0), else
+ * p->tv_weight * min(1, max(rel, RC_TV_MIN_NOISE) / RC_TV_REF_NOISE) with
+ * rel the data's relative noise (noise.h's rc_noise_relative, from
+ * p->noise_sigma when given).  A TV phase moves a voxel by about kappa
+ * times the data's mean density; what it has to remove is noise of an
+ * amplitude in proportion to rel, and where there is none it only rounds
+ * edges, so the default follows the noise (docs/algorithms.md).
+ * rc_algo_run_on applies it. */
+double rc_tv_weight(const rc_algo_params *p, const float *proj, size_t n, int nu);
+
 #define RC_TV_DEFAULT_WEIGHT 0.02
+/* The relative noise (noise.h's rc_noise_relative) at and above which the
+ * default weight is RC_TV_DEFAULT_WEIGHT; below it the weight falls in
+ * proportion (rc_tv_weight, docs/algorithms.md "The default TV weight"). */
+#define RC_TV_REF_NOISE 0.01
+/* The least relative noise the rule assumes: data never fit the discrete
+ * model exactly (voxels, ray sampling), and on exact data no TV at all
+ * leaves SART's ordered subsets apart (docs/algorithms.md). */
+#define RC_TV_MIN_NOISE 0.001
 #define RC_TV_DEFAULT_STEPS 10
 #define RC_TV_MAX_WEIGHT 10.0
 #define RC_STOP_DEFAULT_TAU 1.0

@@ -7,6 +7,14 @@ int rc_algo_run_on(const rc_algo_params *p, rc_backend *b, const float *proj,
 {
 	if (!p || !b)
 		return rc_fail(err, RC_EINVAL, "", "an algorithm needs parameters and a backend");
+	/* the default TV weight follows the data's noise (algo.h) */
+	rc_algo_params q;
+	if (p->tv_auto && p->name != RC_ALGO_FDK) {
+		q = *p;
+		q.tv_weight = rc_tv_weight(p, proj, rc_geom_proj_count(b->geom), rc_geom_detector(b->geom)->nu);
+		q.tv_auto = 0;
+		p = &q;
+	}
 	switch (p->name) {
 	case RC_ALGO_FDK: return rc_fdk_run(p, b, proj, vol, hooks, err);
 	case RC_ALGO_SART: return rc_sart_run(p, b, proj, vol, hooks, err);

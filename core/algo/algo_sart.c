@@ -25,12 +25,14 @@
  * transpose of A, and one block; MLEM (algo_mlem.c) runs it as OS-EM: the
  * multiplicative update x *= C_s A_s^T(p / A_s x) per block, no R.
  *
- * Regularisation: with nonnegative the update clamps at 0; with TV the
- * TV phase follows each iteration (algo_util.h's rc_tv_descend, its step
- * times S: a pass over S blocks moves x about S times as far as one
- * whole-set update, and TV keeps pace so that the weight means the same
- * for any S).  The stopping rule is checked after each iteration on its
- * residual.
+ * Regularisation: with nonnegative the update clamps at 0; with TV a TV
+ * phase follows each block (algo_util.h's rc_tv_descend, kappa * s per
+ * phase): a block's update moves x about as far as a whole-set update, so
+ * each gets a whole-set update's share of TV and the fixed point is the
+ * same for any S.  (One phase per iteration with S times the step, as
+ * before, returned an iterate displaced by S blocks' worth of TV: its end
+ * point grew with S, docs/algorithms.md.)  The stopping rule is checked
+ * after each iteration on its residual.
  *
  * Vectors, allocated once per run on the backend: the measured stack, R
  * and the residual (projection-sized each), the iterate, the update, C (or
@@ -156,10 +158,10 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			    (!em && (rc = rc_bk_update(b, x, upd, c, lambda, p->nonnegative, err))))
 				goto out_download;
 			r2 += s2;
+			/* the block's TV phase (upd is free) */
+			if ((rc = rc_tv_descend(b, &tv, x, upd, p->nonnegative || em, err)))
+				goto out_download;
 		}
-		/* the TV phase (upd is free) */
-		if ((rc = rc_tv_descend(p, b, &tv, x, upd, p->nonnegative || em, err)))
-			goto out_download;
 		if ((rc = rc_bk_finish(b, err)))
 			goto out_download;
 		restore = 0;

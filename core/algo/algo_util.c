@@ -148,6 +148,16 @@ void rc_stop_init(const rc_algo_params *p, const rc_geom *g, const float *proj, 
 	}
 }
 
+double rc_tv_weight(const rc_algo_params *p, const float *proj, size_t n, int nu)
+{
+	if (!p->tv_auto || !(p->tv_weight > 0.0) || p->name == RC_ALGO_FDK || !proj)
+		return p->tv_weight;
+	double rel = rc_noise_relative(proj, n, nu, p->noise_sigma, 0);
+	if (rel < 0.0 || rel >= RC_TV_REF_NOISE)
+		return p->tv_weight;
+	return p->tv_weight * (rel > RC_TV_MIN_NOISE ? rel : RC_TV_MIN_NOISE) / RC_TV_REF_NOISE;
+}
+
 const char *rc_stop_check(rc_stop *s, double residual)
 {
 	if (!isfinite(residual))
@@ -181,11 +191,12 @@ int rc_tv_new(const rc_algo_params *p, rc_backend *b, const rc_vec *meas, const 
 	if ((rc = rc_bk_dot(b, meas, NULL, ps, err)) || (rc = rc_bk_dot(b, a1, NULL, as, err)))
 		goto out;
 	double top = 0.0;
+	t->steps = p->tv_steps > S ? (p->tv_steps + S - 1) / S : 1;
 	for (int k = 0; k < B; k++) {
 		double m = as[k] > 0.0 ? ps[k] / as[k] : 0.0;
 		t->scale[k] = isfinite(m) && m > 0.0 ? m : 0.0;
 		top = t->scale[k] > top ? t->scale[k] : top;
-		t->step[k] = (float)(-p->tv_weight * t->scale[k] * S / p->tv_steps);
+		t->step[k] = (float)(-p->tv_weight * t->scale[k] / t->steps);
 	}
 	t->eps = (float)(RC_TV_EPS_REL * top);
 	t->on = top > 0.0;
@@ -208,13 +219,12 @@ void rc_tv_free(rc_tv *t)
 	*t = (rc_tv){ 0 };
 }
 
-int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg,
-		  rc_err *err)
+int rc_tv_descend(rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg, rc_err *err)
 {
 	int rc = 0;
 	if (!t->on)
 		return 0;
-	for (int k = 0; k < p->tv_steps && !rc; k++)
+	for (int k = 0; k < t->steps && !rc; k++)
 		if (!(rc = rc_bk_tv_apply(b, x, x, g, t->eps, t->host, err)))
 			rc = rc_bk_axpy(b, x, t->step, g, err);
 	/* a step may cross 0: clamp again (update with lambda 0 is the clamp

@@ -70,8 +70,9 @@ const char *rc_stop_check(rc_stop *s, double residual);
 typedef struct rc_tv {
 	int on;
 	double *scale; /* s per batch */
-	float *step;   /* -kappa * s * S / steps per batch: the descent of
-	                  SART, SIRT and MLEM with S subsets */
+	float *step;   /* -kappa * s / steps per batch: one phase of the
+	                  descent of SART, SIRT and MLEM (a phase per block) */
+	int steps;     /* steps per phase: ceil(tv.steps / S) */
 	float eps;     /* TV smoothing: RC_TV_EPS_REL * the largest s */
 	float *host;   /* rc_bk_tv_apply's host copies, for a backend without
 	                  its own tv_apply (NULL otherwise) */
@@ -82,10 +83,10 @@ typedef struct rc_tv {
 int rc_tv_new(const rc_algo_params *p, rc_backend *b, const rc_vec *meas, const rc_vec *a1, int S, rc_tv *t,
 	      rc_err *err);
 void rc_tv_free(rc_tv *t);
-/* SART/SIRT's TV phase: p->tv_steps steps x -= kappa s / steps * grad TV(x)
- * (g is scratch), then the clamp at 0 when nonneg. */
-int rc_tv_descend(const rc_algo_params *p, rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg,
-		  rc_err *err);
+/* A TV phase of SART, SIRT and MLEM, run after each of the S blocks:
+ * t->steps = ceil(tv.steps / S) steps x -= kappa s / t->steps *
+ * grad TV(x) (g is scratch), then the clamp at 0 when nonneg. */
+int rc_tv_descend(rc_backend *b, const rc_tv *t, rc_vec *x, rc_vec *g, int nonneg, rc_err *err);
 
 /* Checks proj, vol, iterations >= 1, the TV and stop fields; with
  * check_lambda also 0 < lambda < 2; with check_subsets also

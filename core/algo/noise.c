@@ -1,6 +1,7 @@
 /* noise: the noise energy of a projection stack, from the data (noise.h). */
 #include "algo/noise.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "util/parfor.h"
@@ -13,8 +14,9 @@
 typedef struct noise_job {
 	const float *p;
 	int nu;
+	int order; /* 2: second differences, 4: fourth */
 	size_t nrows;
-	float **scratch; /* per worker, nu - 2 floats */
+	float **scratch; /* per worker, nu floats */
 	double *var;     /* per item: sum of the rows' variance times their length */
 } noise_job;
 
@@ -65,28 +67,37 @@ static void noise_item(void *ud, int worker, int item)
 {
 	noise_job *j = ud;
 	float *d2 = j->scratch[worker];
-	const size_t m = (size_t)j->nu - 2;
+	const size_t m = (size_t)j->nu - (size_t)j->order;
+	/* the difference's variance for white noise of variance 1: the sum
+	 * of its coefficients' squares (1 -2 1: 6; 1 -4 6 -4 1: 70) */
+	const double gain = j->order == 4 ? 70.0 : 6.0;
 	size_t r0 = (size_t)item * ROWS_PER_ITEM, r1 = r0 + ROWS_PER_ITEM;
 	double sum = 0.0;
 	if (r1 > j->nrows)
 		r1 = j->nrows;
 	for (size_t r = r0; r < r1; r++) {
 		const float *row = j->p + r * (size_t)j->nu;
-		for (size_t i = 0; i < m; i++) {
-			float d = row[i] - 2.0f * row[i + 1] + row[i + 2];
-			d2[i] = d * d;
-		}
-		double s2 = select_kth(d2, m, m / 2) / (6.0 * CHI2_1_MEDIAN);
+		if (j->order == 4)
+			for (size_t i = 0; i < m; i++) {
+				float d = row[i] - 4.0f * row[i + 1] + 6.0f * row[i + 2] - 4.0f * row[i + 3] + row[i + 4];
+				d2[i] = d * d;
+			}
+		else
+			for (size_t i = 0; i < m; i++) {
+				float d = row[i] - 2.0f * row[i + 1] + row[i + 2];
+				d2[i] = d * d;
+			}
+		double s2 = select_kth(d2, m, m / 2) / (gain * CHI2_1_MEDIAN);
 		sum += s2 * j->nu;
 	}
 	j->var[item] = sum;
 }
 
-double rc_noise_energy(const float *p, size_t n, int nu, int threads)
+static double noise_energy(const float *p, size_t n, int nu, int order, int threads)
 {
 	if (nu < 8 || !p)
 		return 0.0;
-	noise_job j = { .p = p, .nu = nu, .nrows = n / (size_t)nu };
+	noise_job j = { .p = p, .nu = nu, .order = order, .nrows = n / (size_t)nu };
 	int items = (int)((j.nrows + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM), nt = rc_parallel_threads(threads);
 	double total = 0.0;
 	j.var = calloc((size_t)items, sizeof *j.var);
@@ -104,4 +115,22 @@ double rc_noise_energy(const float *p, size_t n, int nu, int threads)
 	free(j.scratch);
 	free(j.var);
 	return ok ? total : -1.0;
+}
+
+double rc_noise_energy(const float *p, size_t n, int nu, int threads)
+{
+	return noise_energy(p, n, nu, 2, threads);
+}
+
+double rc_noise_relative(const float *p, size_t n, int nu, double sigma, int threads)
+{
+	if (!p || !n)
+		return 0.0;
+	double pp = 0.0;
+	for (size_t i = 0; i < n; i++)
+		pp += (double)p[i] * p[i];
+	double e = sigma > 0.0 ? sigma * sigma * (double)n : noise_energy(p, n, nu, 4, threads);
+	if (e < 0.0)
+		return -1.0; /* out of memory: the caller keeps its default */
+	return pp > 0.0 ? sqrt(e / pp) : 0.0;
 }

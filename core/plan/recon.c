@@ -256,6 +256,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 			given.initial = RC_INITIAL_GIVEN;
 		}
 	}
+	/* the default TV weight follows the data's noise: decided once here,
+	 * so the job reports the weight that ran */
+	given.tv_weight = rc_tv_weight(&given, proj, rc_geom_proj_count(g), rc_geom_detector(g)->nu);
+	given.tv_auto = 0;
+	report->tv_weight = given.tv_weight;
 	struct counted cnt = { .user = hooks };
 	rc_algo_hooks wrapped = { .progress = c_progress, .ud = &cnt, .cancel = hooks ? hooks->cancel : NULL,
 				  .iterate = hooks && hooks->iterate ? c_iterate : NULL,

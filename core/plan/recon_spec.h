@@ -55,6 +55,8 @@ typedef struct rc_recon_report {
 	int iterations_done;
 	double seconds;
 	double relative_residual;           /* ||p - Ax|| / ||p|| of the result; NaN = not computed */
+	double tv_weight;                   /* the TV weight that ran (algo.h's rc_tv_weight: the
+					       default follows the data's noise); 0 for fdk or off */
 } rc_recon_report;
 
 #endif

@@ -119,6 +119,9 @@ json_t *app_job_json(app *a, const job_row *r)
 			    ? json_incref(json_object_get(report, "engine")) : json_null());
 	json_object_set_new(j, "projector", report && json_is_string(json_object_get(report, "projector"))
 			    ? json_incref(json_object_get(report, "projector")) : json_null());
+	/* the TV weight that ran (the default follows the data's noise) */
+	json_object_set_new(j, "tv_weight", report && json_is_number(json_object_get(report, "tv_weight"))
+			    ? json_incref(json_object_get(report, "tv_weight")) : json_null());
 	json_object_set_new(j, "plan", report && json_is_array(json_object_get(report, "plan"))
 			    ? json_incref(json_object_get(report, "plan")) : json_array());
 	json_object_set_new(j, "matrix", report && json_is_object(json_object_get(report, "matrix"))

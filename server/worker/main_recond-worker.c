@@ -251,6 +251,8 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 		json_object_set_new(json_object_get(j, "progress"), "stopped", json_string(last.stopped));
 	if (j)
 		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
+	if (j)
+		json_object_set_new(j, "tv_weight", num(rep->tv_weight));
 	if (j && stream)
 		json_object_set(j, "stream", stream);
 	if (j && warnings)

@@ -340,6 +340,10 @@ static int parse_tv(const json_t *t, rc_algo_params *ap, rc_err *err)
 	    (rc = jf_int(t, "algorithm.tv", "steps", 0, 1, 100, &steps, err)))
 		return rc;
 	ap->tv_steps = (int)steps;
+	/* a weight given is used as given; the default follows the data's
+	 * noise (algo.h's rc_tv_weight) */
+	if (json_object_get(t, "weight"))
+		ap->tv_auto = 0;
 	return 0;
 }
 

@@ -112,6 +112,10 @@ def main():
     check("sart defaults: relative L2 error < %.2f, no negative voxel" % SART_BOUND,
           err3 < SART_BOUND and min(vol3) >= 0.0, "%.4f, min %.3g" % (err3, min(vol3)))
     log("sart defaults: relative error %.4f" % err3)
+    tw = final3.get("tv_weight")
+    check("sart defaults: the job reports the TV weight that ran, 0.002-0.02 (it follows the data's noise)",
+          isinstance(tw, (int, float)) and 0.002 * (1 - 1e-9) <= tw <= 0.02, str(tw))
+    log("sart defaults: TV weight %s" % tw)
     rss = final3.get("peak_rss_mb")
     check("sart defaults: the job reports its worker's peak memory, 1-4096 MiB",
           isinstance(rss, (int, float)) and 1 <= rss <= 4096, str(rss))
@@ -122,6 +126,9 @@ def main():
     check("sart stop: ends after iteration 1 of 10 with progress.stopped 'discrepancy'",
           pr.get("iteration") == 1 and pr.get("of") == 10 and pr.get("stopped") == "discrepancy", str(pr))
     check("sart stop: one progress event", events4.count("progress") == 1, str(events4))
+    check("sart stop: with noise_sigma 1000 the default TV weight is 0.02 (the noisy data's)",
+          isinstance(final4.get("tv_weight"), (int, float)) and abs(final4["tv_weight"] - 0.02) < 1e-12,
+          str(final4.get("tv_weight")))
     # The matched pair: this geometry's voxels project up to 1.5 pixels apart, so auto runs ray
     # casting's; on pixels of 2.5 mm (under 0.9 pixel apart) "splat" is taken and named.
     check("sart: the job names the pair that ran (raycast here)", final2.get("projector") == "raycast",

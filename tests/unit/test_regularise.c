@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "algo/algo.h"
 #include "algo/noise.h"
 #include "backend/backend.h"
 #include "backend/cpu/engine_cpu.h"
@@ -234,13 +235,58 @@ static void test_noise_energy(void **state)
 			added += nu * sigma * sigma;
 		}
 		double est = rc_noise_energy(p, n, nu, 0);
-		print_message("noise energy: added %.4g, estimated %.4g\n", added, est);
-		if (r)
+		/* the relative noise of the default TV weight (fourth
+		 * differences): the same within 15 %, and on the noise-free
+		 * rows below the second differences' estimate */
+		double pp = 0.0;
+		for (size_t i = 0; i < n; i++)
+			pp += (double)p[i] * p[i];
+		double rel = rc_noise_relative(p, n, nu, 0.0, 0), rel2 = sqrt(est / pp);
+		print_message("noise energy: added %.4g, estimated %.4g; relative noise: added %.4g, estimated %.4g "
+			      "(second differences %.4g)\n", added, est, sqrt(added / pp), rel, rel2);
+		assert_true(fabs(rc_noise_relative(p, n, nu, 0.01, 0) - 0.01 * sqrt((double)n / pp)) <
+			    1e-9 * sqrt((double)n / pp));
+		if (r) {
 			assert_true(fabs(est - added) < 0.15 * added);
-		else
+			assert_true(fabs(rel - sqrt(added / pp)) < 0.15 * sqrt(added / pp));
+		} else {
 			assert_true(est < 1e-2); /* against about 38 added below */
+			assert_true(rel < 0.5 * rel2);
+		}
 	}
 	free(p);
+}
+
+/* The default TV weight (algo.h's rc_tv_weight): in proportion to the
+ * relative noise between RC_TV_MIN_NOISE and RC_TV_REF_NOISE, the default
+ * at and above it; a weight given, or FDK, as it is. */
+static void test_tv_default_weight(void **state)
+{
+	(void)state;
+	const int nu = 64, rows = 10;
+	const size_t n = (size_t)nu * rows;
+	float p[64 * 10];
+	for (size_t i = 0; i < n; i++)
+		p[i] = 2.0f; /* RMS 2: rel = sigma / 2 */
+	rc_algo_params a;
+	rc_algo_params_default(&a, RC_ALGO_SART);
+	const double w = RC_TV_DEFAULT_WEIGHT;
+	static const double sig[] = { 1e-6, 0.5 * RC_TV_MIN_NOISE, 2 * RC_TV_MIN_NOISE, 0.5 * RC_TV_REF_NOISE,
+				      2 * RC_TV_REF_NOISE, 0.5 * RC_TV_REF_NOISE };
+	for (int k = 0; k < 6; k++) {
+		double rel = sig[k];
+		double want = rel < RC_TV_MIN_NOISE ? RC_TV_MIN_NOISE : rel > RC_TV_REF_NOISE ? RC_TV_REF_NOISE : rel;
+		a.noise_sigma = 2.0 * rel;
+		a.tv_auto = k < 5;
+		want = a.tv_auto ? w * want / RC_TV_REF_NOISE : w;
+		assert_true(fabs(rc_tv_weight(&a, p, n, nu) - want) < 1e-12 * w);
+	}
+	/* estimated: noise-free constant rows read no noise, so the floor */
+	a.tv_auto = 1;
+	a.noise_sigma = 0.0;
+	assert_true(fabs(rc_tv_weight(&a, p, n, nu) - w * RC_TV_MIN_NOISE / RC_TV_REF_NOISE) < 1e-12 * w);
+	rc_algo_params_default(&a, RC_ALGO_FDK);
+	assert_true(rc_tv_weight(&a, p, n, nu) == 0.0);
 }
 
 /* The ratio over a view range touches those views only and sums them. */
@@ -307,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_tv_gradient),
 		cmocka_unit_test(test_tv_operator),
 		cmocka_unit_test(test_noise_energy),
+		cmocka_unit_test(test_tv_default_weight),
 		cmocka_unit_test(test_ratio_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

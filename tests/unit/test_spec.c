@@ -53,6 +53,7 @@ static void test_cone_ok(void **state)
 	assert_int_equal(s->r.algo.subsets, 0);
 	assert_int_equal(s->r.algo.nonnegative, 1);
 	assert_true(s->r.algo.tv_weight == RC_TV_DEFAULT_WEIGHT && s->r.algo.tv_steps == RC_TV_DEFAULT_STEPS);
+	assert_int_equal(s->r.algo.tv_auto, 1); /* the weight follows the data's noise */
 	assert_true(s->r.algo.stop_discrepancy == RC_STOP_DEFAULT_TAU && s->r.algo.noise_sigma == 0.0);
 	assert_int_equal(s->r.engine, RC_ENGINE_CPU);
 	job_spec_free(s);
@@ -64,9 +65,20 @@ static void test_cone_ok(void **state)
 	assert_int_equal(s->r.algo.iterations, 10);
 	assert_int_equal(s->r.algo.nonnegative, 0);
 	assert_true(s->r.algo.tv_weight == 0.0 && s->r.algo.tv_steps == 3);
+	assert_int_equal(s->r.algo.tv_auto, 0);
 	assert_true(s->r.algo.stop_tolerance == 0.01 && s->r.algo.stop_discrepancy == 0.0);
 	assert_true(s->r.algo.noise_sigma == 0.002);
 	assert_true(job_spec_row_offset(s, 2, 1) == 4u * (2u * 64u * 48u + 64u));
+	job_spec_free(s);
+	/* tv without a weight keeps the default's, which follows the noise;
+	 * a weight given, the default's value included, is used as given */
+	j = "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sirt\", \"tv\": {\"steps\": 4}}}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_true(s->r.algo.tv_weight == RC_TV_DEFAULT_WEIGHT && s->r.algo.tv_steps == 4 && s->r.algo.tv_auto == 1);
+	job_spec_free(s);
+	j = "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sirt\", \"tv\": {\"weight\": 0.02}}}";
+	assert_int_equal(parse(j, 0, &s, &err), 0);
+	assert_true(s->r.algo.tv_weight == RC_TV_DEFAULT_WEIGHT && s->r.algo.tv_auto == 0);
 	job_spec_free(s);
 }
 
