@@ -155,12 +155,40 @@ static double det_gamma(const rc_geom *g, double i)
 	return d->shape == RC_DETECTOR_CURVED ? um / S : atan(um / S);
 }
 
+/* Matrices carry no detector offset to weigh by, but a scan imported with
+ * per-view offsets (RTK's ProjectionOffsetX, a half-fan CBCT) is still
+ * displaced: where the ray through the volume's centre meets the detector
+ * off its middle by more than RTK's 10 % of the width in some view, FDK's
+ * plain weights would halve what one side alone sees.  Refused rather than
+ * reconstructed wrong. */
+static int matrices_displaced(const rc_geom *g, rc_err *err)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *vol = rc_geom_volume(g);
+	double c[3] = { vol->cx, vol->cy, vol->cz };
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		double u, v, w;
+		rc_view_project(rc_geom_view(g, k), c, &u, &v, &w);
+		double lo = -0.5 - u, hi = d->nu - 0.5 - u;
+		if (!(fabs(lo + hi) <= 0.1 * (hi - lo)))
+			return rc_fail(err, RC_EUNSUPPORTED, "geometry.matrices",
+				       "fdk on a matrices geometry needs a detector centred on the volume; in view %d the "
+				       "volume's centre projects to column %.1f of %d (a displaced, half-fan detector, "
+				       "which fdk weighs on a cone geometry only): use an iterative algorithm, or a cone "
+				       "geometry with detector.offset_u_mm",
+				       k, u, d->nu);
+	}
+	return 0;
+}
+
 int rc_fdk_displaced(const rc_geom *g, rc_scan_mode scan, int *dir, double *gamma_o, rc_err *err)
 {
 	rc_geom_type t = rc_geom_type_of(g);
 	*dir = 0;
 	if (gamma_o)
 		*gamma_o = 0;
+	if (t == RC_GEOM_MATRICES)
+		return matrices_displaced(g, err);
 	if (t != RC_GEOM_CONE && t != RC_GEOM_FAN)
 		return 0;
 	const rc_detector_desc *d = rc_geom_detector(g);

@@ -175,6 +175,44 @@ static void test_displaced_decision(void **state)
 	rc_geom_free(g);
 }
 
+/* The cone's views as a matrices geometry (the same P, view by view). */
+static int as_matrices(const rc_geom *cg, rc_geom **g, rc_err *err)
+{
+	int n = rc_geom_nviews(cg);
+	double *m = malloc(sizeof(double) * 12 * (size_t)n);
+	if (!m)
+		return -1;
+	for (int k = 0; k < n; k++)
+		memcpy(m + 12 * k, rc_geom_view(cg, k)->P, sizeof(double) * 12);
+	rc_geom_spec sp = { .type = RC_GEOM_MATRICES, .nviews = n, .matrices = m, .det = *rc_geom_detector(cg) };
+	sp.det.offset_u = sp.det.offset_v = 0;
+	int rc = rc_geom_new(&sp, rc_geom_volume(cg), NULL, g, err);
+	free(m);
+	return rc;
+}
+
+/* Matrices have no offset to weigh by: a displaced detector written as
+ * matrices (RTK's per-view ProjectionOffsetX) is refused by FDK, naming
+ * the matrices; the same views centred are not. */
+static void test_displaced_matrices(void **state)
+{
+	(void)state;
+	rc_err err;
+	rc_geom *cg, *g;
+	int dir;
+	assert_int_equal(cone(RC_DETECTOR_FLAT, NU_FULL, 8, DU, DU, 0.04 * NU_FULL * DU, 8, 360, &cg, &err), 0);
+	assert_int_equal(as_matrices(cg, &g, &err), 0);
+	assert_int_equal(rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, &err), 0);
+	rc_geom_free(g);
+	rc_geom_free(cg);
+	assert_int_equal(cone(RC_DETECTOR_FLAT, NU_HALF, 8, DU, DU, OFF_HALF, 8, 360, &cg, &err), 0);
+	assert_int_equal(as_matrices(cg, &g, &err), 0);
+	assert_int_equal(rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, &err), RC_EUNSUPPORTED);
+	assert_string_equal(err.field, "geometry.matrices");
+	rc_geom_free(g);
+	rc_geom_free(cg);
+}
+
 static void test_displaced_fdk(void **state)
 {
 	(void)state;
@@ -528,7 +566,8 @@ static void test_cyl_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_displaced_decision), cmocka_unit_test(test_displaced_fdk),
+		cmocka_unit_test(test_displaced_decision), cmocka_unit_test(test_displaced_matrices),
+		cmocka_unit_test(test_displaced_fdk),
 		cmocka_unit_test(test_displaced_stream),   cmocka_unit_test(test_displaced_fan),
 		cmocka_unit_test(test_cyl_geometry),	   cmocka_unit_test(test_cyl_adjoint),
 		cmocka_unit_test(test_cyl_recon),	   cmocka_unit_test(test_cyl_refusals),
