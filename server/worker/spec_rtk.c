@@ -103,11 +103,26 @@ static void recond_to_rtk(const double P[12], const spec_rtk_det *d, double M[12
  * substitute them with the options used, but a document that declares
  * entities is no geometry file, and refusing it here keeps the parser away
  * from their expansion altogether. */
+/* Elements a projection may bring (its fields and a Matrix, with room),
+ * and the document's own: the tree libxml2 builds stays in proportion to
+ * the projections (4 million empty elements in 16 MiB were 550 MB of DOM). */
+#define RTK_ELEMENTS_PER_VIEW 16
+#define RTK_ELEMENTS_BASE 64
+
 static int prescan(const char *xml, size_t len, rc_err *err)
 {
-	static const char ent[] = "<!ENTITY", doc[] = "<!DOCTYPE";
+	static const char ent[] = "<!ENTITY", doc[] = "<!DOCTYPE", proj[] = "<Projection>";
+	size_t elements = 0, views = 0;
 	for (size_t i = 0; i + 2 <= len; i++) {
-		if (xml[i] != '<' || xml[i + 1] != '!')
+		if (xml[i] != '<')
+			continue;
+		if ((xml[i + 1] >= 'A' && xml[i + 1] <= 'Z') || (xml[i + 1] >= 'a' && xml[i + 1] <= 'z') ||
+		    xml[i + 1] == '_') {
+			elements++;
+			views += len - i >= sizeof proj - 1 && !memcmp(xml + i, proj, sizeof proj - 1);
+			continue;
+		}
+		if (xml[i + 1] != '!')
 			continue;
 		if (len - i >= sizeof ent - 1 && !memcmp(xml + i, ent, sizeof ent - 1))
 			return rc_fail(err, RC_EINVAL, F,
@@ -127,6 +142,14 @@ static int prescan(const char *xml, size_t len, rc_err *err)
 					       ext ? "an external identifier" : "an internal subset of declarations");
 		}
 	}
+	if (views > SPEC_RTK_MAX_VIEWS)
+		return rc_fail(err, RC_EINVAL, F, "geometry.xml has %zu projections; at most %d", views,
+			       SPEC_RTK_MAX_VIEWS);
+	if (elements > RTK_ELEMENTS_BASE + RTK_ELEMENTS_PER_VIEW * views)
+		return rc_fail(err, RC_EINVAL, F,
+			       "geometry.xml has %zu elements for %zu projections (at most %d per projection and %d "
+			       "more): an RTK geometry file has its projections' fields and nothing else",
+			       elements, views, RTK_ELEMENTS_PER_VIEW, RTK_ELEMENTS_BASE);
 	return 0;
 }
 
@@ -437,8 +460,12 @@ int spec_rtk_parse(const char *xml, size_t len, const spec_rtk_det *det, rc_geom
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the XML parser");
 	/* no XML_PARSE_NOENT (entities stay unsubstituted), no DTDLOAD/DTDATTR,
 	 * no network; errors come back through the context, not stderr */
-	doc = xmlCtxtReadMemory(ctx, xml, (int)len, "geometry.xml", NULL,
-				XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA);
+	/* read as UTF-8 whatever the declaration says: the prescan read the
+	 * bytes as such, and another encoding (UTF-7) could hide a DOCTYPE
+	 * or an entity from it */
+	doc = xmlCtxtReadMemory(ctx, xml, (int)len, "geometry.xml", "UTF-8",
+				XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA |
+					XML_PARSE_IGNORE_ENC);
 	if (!doc || !ctx->wellFormed) {
 		const xmlError *e = xmlCtxtGetLastError(ctx);
 		char msg[160] = "not well-formed";

@@ -340,6 +340,12 @@ static void test_cylinder(void **state)
 	free(xml);
 }
 
+/* 400 empty elements in one projection's place: far more than RTK's fields */
+#define FLOOD4 "<a/><a/><a/><a/>"
+#define FLOOD20 FLOOD4 FLOOD4 FLOOD4 FLOOD4 FLOOD4
+#define FLOOD100 FLOOD20 FLOOD20 FLOOD20 FLOOD20 FLOOD20
+#define FLOOD "<GantryAngle>0</GantryAngle>" FLOOD100 FLOOD100 FLOOD100 FLOOD100
+
 static void test_bad(void **state)
 {
 	(void)state;
@@ -361,6 +367,10 @@ static void test_bad(void **state)
 	static const char undeclared[] =
 		"<?xml version=\"1.0\"?>\n<RTKThreeDCircularGeometry version=\"3\">"
 		"<SourceToIsocenterDistance>&x;</SourceToIsocenterDistance></RTKThreeDCircularGeometry>\n";
+	/* +ADw-!ENTITY is <!ENTITY in UTF-7: read as UTF-8, it is text */
+	static const char utf7[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-7\"?>\n+ADw-!DOCTYPE r +AFs-+ADw-!ENTITY x \"y\"+AD4-+AF0-+AD4-\n"
+		"<RTKThreeDCircularGeometry version=\"3\"></RTKThreeDCircularGeometry>\n";
 	static const char empty[] = "<?xml version=\"1.0\"?>\n<RTKThreeDCircularGeometry version=\"3\">"
 				    "<SourceToIsocenterDistance>300</SourceToIsocenterDistance>"
 				    "</RTKThreeDCircularGeometry>\n";
@@ -398,6 +408,8 @@ static void test_bad(void **state)
 		  RC_EINVAL, "geometry.xml" },
 		{ "nested element", edited("<GantryAngle>0</GantryAngle>", "<GantryAngle><x>0</x></GantryAngle>"), 0,
 		  RC_EINVAL, "geometry.xml" },
+		{ "element flood", edited("<GantryAngle>0</GantryAngle>", FLOOD), 0, RC_EINVAL, "geometry.xml" },
+		{ "UTF-7 hiding an entity", strdup(utf7), 0, RC_EINVAL, "geometry.xml" },
 		{ "collimation", edited("<GantryAngle>0</GantryAngle>", "<GantryAngle>0</GantryAngle><CollimationUInf>"
 					"3</CollimationUInf>"), 0, RC_EINVAL, "geometry.xml" },
 	};
@@ -409,6 +421,10 @@ static void test_bad(void **state)
 		if (rc != bad[i].code || strcmp(err.field, bad[i].field) || !err.msg[0] || s) {
 			print_error("case \"%s\": rc %d field \"%s\" msg \"%s\" (want %d, field \"%s\")\n", bad[i].name, rc,
 				    err.field, err.msg, bad[i].code, bad[i].field);
+			fail();
+		}
+		if (!strcmp(bad[i].name, "element flood") && !strstr(err.msg, "elements for")) {
+			print_error("the flood was not refused before the tree was built: %s\n", err.msg);
 			fail();
 		}
 		free(j);
