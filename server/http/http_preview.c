@@ -210,8 +210,8 @@ static int render(int fd, uint64_t vol_bytes, const int dims[3], const struct qu
 }
 
 /* The window of the whole volume (preview_volume_window): the default, one
- * for every slice of this volume version.  Maps the volume once; madvise
- * tells the kernel the read is one pass. */
+ * for every slice of this volume version.  Maps the volume once (a big one
+ * is only sampled: the pages of the sample are read). */
 static int volume_window(int fd, uint64_t vol_bytes, double *lo, double *hi, rc_err *err)
 {
 	struct stat sb;
@@ -221,7 +221,6 @@ static int volume_window(int fd, uint64_t vol_bytes, double *lo, double *hi, rc_
 	void *m = mmap(NULL, (size_t)vol_bytes, PROT_READ, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return rc_fail(err, RC_EIO, "", "cannot map the volume: %s", strerror(errno));
-	madvise(m, (size_t)vol_bytes, MADV_SEQUENTIAL);
 	int rc = preview_volume_window(m, vol_bytes / sizeof(float), lo, hi, err);
 	munmap(m, (size_t)vol_bytes);
 	return rc;

@@ -108,17 +108,23 @@ static float select_kth(float *a, ptrdiff_t n, ptrdiff_t k)
 	return a[k];
 }
 
-/* The percentile window of the finite values among px[0], px[step], ...
- * (n values in all). */
-static int window_of(const float *px, size_t n, uint64_t step, double *ret_lo, double *ret_hi, rc_err *err)
+/* The percentile window of the finite values in nruns runs of `run`
+ * consecutive values of px[0..n), evenly spaced from the first value to the
+ * last (one run: px[0..run)). */
+static int window_of(const float *px, uint64_t n, size_t run, size_t nruns, double *ret_lo, double *ret_hi,
+		     rc_err *err)
 {
-	float *v = malloc((n ? n : 1) * sizeof *v);
+	size_t total = run * nruns;
+	float *v = malloc((total ? total : 1) * sizeof *v);
 	if (!v)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for the preview's window (%zu values)", n);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the preview's window (%zu values)", total);
 	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (isfinite(px[i * step]))
-			v[m++] = px[i * step];
+	for (size_t r = 0; r < nruns; r++) {
+		const float *p = px + (nruns > 1 ? (uint64_t)r * (n - run) / (nruns - 1) : 0);
+		for (size_t i = 0; i < run; i++)
+			if (isfinite(p[i]))
+				v[m++] = p[i];
+	}
 	double lo = 0, hi = 0;
 	if (m) {
 		ptrdiff_t klo = (ptrdiff_t)floor(0.005 * (double)(m - 1));
@@ -135,13 +141,17 @@ static int window_of(const float *px, size_t n, uint64_t step, double *ret_lo, d
 
 int preview_window_auto(const float *px, size_t n, double *ret_lo, double *ret_hi, rc_err *err)
 {
-	return window_of(px, n, 1, ret_lo, ret_hi, err);
+	return window_of(px, n, n, 1, ret_lo, ret_hi, err);
 }
 
 int preview_volume_window(const float *vol, uint64_t n, double *ret_lo, double *ret_hi, rc_err *err)
 {
-	uint64_t step = n > PREVIEW_WINDOW_SAMPLE ? (n + PREVIEW_WINDOW_SAMPLE - 1) / PREVIEW_WINDOW_SAMPLE : 1;
-	return window_of(vol, (size_t)((n + step - 1) / step), step, ret_lo, ret_hi, err);
+	/* a big volume: runs of a page or so each, so that the read is bounded
+	 * (~64 MB) however big the volume is, and spread over all of it */
+	if (n > PREVIEW_WINDOW_SAMPLE)
+		return window_of(vol, n, PREVIEW_WINDOW_RUN, (size_t)(PREVIEW_WINDOW_SAMPLE / PREVIEW_WINDOW_RUN),
+				 ret_lo, ret_hi, err);
+	return window_of(vol, n, (size_t)n, 1, ret_lo, ret_hi, err);
 }
 
 void preview_grey(const float *px, size_t n, double lo, double hi, uint8_t *out)

@@ -74,9 +74,11 @@ void preview_extract(const float *data, uint64_t first, const int dims[3], previ
 int preview_window_auto(const float *px, size_t n, double *ret_lo, double *ret_hi, rc_err *err);
 
 /* Largest sample the volume's window is taken from: a volume of up to this
- * many voxels is read whole, a bigger one every s-th voxel in memory order,
- * s = ceil(n / PREVIEW_WINDOW_SAMPLE). */
+ * many voxels is read whole, a bigger one as SAMPLE / RUN runs of RUN
+ * consecutive voxels (in memory order), evenly spaced from the first voxel
+ * to the last: a bounded read (64 MB) that still meets every part of it. */
 #define PREVIEW_WINDOW_SAMPLE (1ull << 24)
+#define PREVIEW_WINDOW_RUN 1024
 
 /* The percentile window of the n voxels of vol (sampled as above).  No
  * finite value: lo = hi = 0.  0, or RC_ENOMEM. */

@@ -274,6 +274,21 @@ static void test_volume_window(void **state)
 	assert_int_equal(preview_window_auto(vol, (size_t)d[0] * d[1], &slo, &shi, &err), 0);
 	assert_true(shi < hi);
 
+	/* a volume over the sample size: a ramp 0..1 in memory order, whose
+	 * points are 0.005 and 0.995; the evenly spread runs must find them */
+	uint64_t big = PREVIEW_WINDOW_SAMPLE + 3 * PREVIEW_WINDOW_RUN + 17;
+	float *ramp = malloc(big * sizeof *ramp);
+	assert_non_null(ramp);
+	for (uint64_t i = 0; i < big; i++)
+		ramp[i] = (float)((double)i / (double)(big - 1));
+	assert_int_equal(preview_volume_window(ramp, big, &lo, &hi, &err), 0);
+	assert_float_equal(lo, 0.005, 1e-3);
+	assert_float_equal(hi, 0.995, 1e-3);
+	ramp[big - 1] = NAN; /* the last run ends at the last voxel (ASan: not past it) */
+	assert_int_equal(preview_volume_window(ramp, big, &lo, &hi, &err), 0);
+	assert_float_equal(hi, 0.995, 1e-3);
+	free(ramp);
+
 	preview_cache *c;
 	assert_int_equal(preview_cache_new(2, 1, &c, &err), 0);
 	double a = -1, b = -1;
