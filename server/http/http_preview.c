@@ -2,6 +2,9 @@
  * http_preview: GET /v1/jobs/{id}/preview?axis=z|y|x&index=N&format=png
  * &window=CENTER,WIDTH: one slice of the job's current volume as an 8-bit
  * grey PNG (server/live/preview.h renders it; the slice orientation is there).
+ * Without window= every slice goes through the volume's window (its 0.5 and
+ * 99.5 % points), computed once per volume version and kept in the preview
+ * cache by (job, generation); X-Recond-Window names the window used.
  *
  * The volume is the running job's live iterate (runner_live_volume: a
  * descriptor of its memfd and the snapshot's generation) or a succeeded job's
@@ -206,6 +209,23 @@ static int render(int fd, uint64_t vol_bytes, const int dims[3], const struct qu
 	return rc;
 }
 
+/* The window of the whole volume (preview_volume_window): the default, one
+ * for every slice of this volume version.  Maps the volume once (a big one
+ * is only sampled: the pages of the sample are read). */
+static int volume_window(int fd, uint64_t vol_bytes, double *lo, double *hi, rc_err *err)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) || (uint64_t)sb.st_size < vol_bytes)
+		return rc_fail(err, RC_EIO, "", "the volume file is shorter than the volume's %llu bytes",
+			       (unsigned long long)vol_bytes);
+	void *m = mmap(NULL, (size_t)vol_bytes, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return rc_fail(err, RC_EIO, "", "cannot map the volume: %s", strerror(errno));
+	int rc = preview_volume_window(m, vol_bytes / sizeof(float), lo, hi, err);
+	munmap(m, (size_t)vol_bytes);
+	return rc;
+}
+
 /* The shortest of %.15g and %.17g that reads back as v: one spelling per
  * double, so window=40,400 and window=40.0,400 share an ETag. */
 static void fmt_num(char *buf, size_t n, double v)
@@ -253,7 +273,8 @@ enum MHD_Result http_preview_get(struct MHD_Connection *c, req *r)
 	if (rc)
 		return http_error_rc(c, r, &err);
 
-	char win[64] = "auto", wc[32], ww[32], etag[PREVIEW_KEY_MAX + 1];
+	/* "vol": the volume's window (before it, "auto" named the slice's own) */
+	char win[64] = "vol", wc[32], ww[32], etag[PREVIEW_KEY_MAX + 1], vkey[PREVIEW_KEY_MAX + 1];
 	if (q.win.set) {
 		fmt_num(wc, sizeof wc, q.win.center);
 		fmt_num(ww, sizeof ww, q.win.width);
@@ -267,9 +288,20 @@ enum MHD_Result http_preview_get(struct MHD_Connection *c, req *r)
 	}
 	bytebuf png = { 0 };
 	preview_cache *cache = r->previews;
+	double lo = 0, hi = 0;
+	snprintf(vkey, sizeof vkey, "%s.%s", r->id, s.tag);
+	int have_win = q.win.set || preview_cache_window_get(cache, vkey, &lo, &hi);
 	int got = preview_cache_get(cache, etag, PREVIEW_WAIT_S, &png);
 	if (got == PREVIEW_RENDER) {
-		rc = render(s.fd, vol_bytes, dims, &q, &png, &err);
+		/* the volume's window is computed in a render slot: it reads the whole volume */
+		if (!have_win && !(rc = volume_window(s.fd, vol_bytes, &lo, &hi, &err))) {
+			preview_cache_window_put(cache, vkey, lo, hi);
+			have_win = 1;
+		}
+		if (!q.win.set && !rc)
+			q.win = (preview_window){ .set = 1, .center = 0.5 * (lo + hi), .width = hi - lo };
+		if (!rc)
+			rc = render(s.fd, vol_bytes, dims, &q, &png, &err);
 		preview_cache_put(cache, etag, rc ? NULL : png.p, png.len);
 	} else if (got == PREVIEW_BUSY) {
 		rc = rc_fail(&err, RC_EUNAVAIL, "", "every preview slot (preview_concurrency = %d) stayed busy for %.0f s; "
@@ -288,5 +320,12 @@ enum MHD_Result http_preview_get(struct MHD_Connection *c, req *r)
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "image/png");
+	if (have_win) { /* the window the slice went through, as window=CENTER,WIDTH spells it */
+		char hdr[80];
+		fmt_num(wc, sizeof wc, q.win.set ? q.win.center : 0.5 * (lo + hi));
+		fmt_num(ww, sizeof ww, q.win.set ? q.win.width : hi - lo);
+		snprintf(hdr, sizeof hdr, "%s,%s", wc, ww);
+		MHD_add_response_header(resp, "X-Recond-Window", hdr);
+	}
 	return http_answer(c, r, 200, with_tags(resp, etag, s.gen));
 }

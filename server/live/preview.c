@@ -57,12 +57,13 @@ void preview_extract(const float *data, uint64_t first, const int dims[3], previ
 	preview_geometry(dims, axis, &w, &h, &n);
 	for (int r = 0; r < h; r++) {
 		float *row = out + (size_t)r * (size_t)w;
+		/* coronal and sagittal rows run from superior (the last z) down */
+		uint64_t z = axis == PREVIEW_AXIS_Z ? (uint64_t)index : (uint64_t)(h - 1 - r);
 		if (axis == PREVIEW_AXIS_Z || axis == PREVIEW_AXIS_Y) { /* a row is a run of x */
-			uint64_t e = axis == PREVIEW_AXIS_Z ? elem(dims, 0, (uint64_t)r, (uint64_t)index)
-							    : elem(dims, 0, (uint64_t)index, (uint64_t)r);
+			uint64_t e = axis == PREVIEW_AXIS_Z ? elem(dims, 0, (uint64_t)r, z) : elem(dims, 0, (uint64_t)index, z);
 			memcpy(row, data + (e - first), (size_t)w * sizeof *row);
 		} else { /* axis x: a row of y at stride nx */
-			const float *p = data + (elem(dims, (uint64_t)index, 0, (uint64_t)r) - first);
+			const float *p = data + (elem(dims, (uint64_t)index, 0, z) - first);
 			for (int c = 0; c < w; c++)
 				row[c] = p[(size_t)c * (size_t)dims[0]];
 		}
@@ -107,15 +108,23 @@ static float select_kth(float *a, ptrdiff_t n, ptrdiff_t k)
 	return a[k];
 }
 
-int preview_window_auto(const float *px, size_t n, double *ret_lo, double *ret_hi, rc_err *err)
+/* The percentile window of the finite values in nruns runs of `run`
+ * consecutive values of px[0..n), evenly spaced from the first value to the
+ * last (one run: px[0..run)). */
+static int window_of(const float *px, uint64_t n, size_t run, size_t nruns, double *ret_lo, double *ret_hi,
+		     rc_err *err)
 {
-	float *v = malloc((n ? n : 1) * sizeof *v);
+	size_t total = run * nruns;
+	float *v = malloc((total ? total : 1) * sizeof *v);
 	if (!v)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for the preview's window (%zu pixels)", n);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the preview's window (%zu values)", total);
 	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (isfinite(px[i]))
-			v[m++] = px[i];
+	for (size_t r = 0; r < nruns; r++) {
+		const float *p = px + (nruns > 1 ? (uint64_t)r * (n - run) / (nruns - 1) : 0);
+		for (size_t i = 0; i < run; i++)
+			if (isfinite(p[i]))
+				v[m++] = p[i];
+	}
 	double lo = 0, hi = 0;
 	if (m) {
 		ptrdiff_t klo = (ptrdiff_t)floor(0.005 * (double)(m - 1));
@@ -128,6 +137,21 @@ int preview_window_auto(const float *px, size_t n, double *ret_lo, double *ret_h
 	*ret_lo = lo;
 	*ret_hi = hi;
 	return 0;
+}
+
+int preview_window_auto(const float *px, size_t n, double *ret_lo, double *ret_hi, rc_err *err)
+{
+	return window_of(px, n, n, 1, ret_lo, ret_hi, err);
+}
+
+int preview_volume_window(const float *vol, uint64_t n, double *ret_lo, double *ret_hi, rc_err *err)
+{
+	/* a big volume: runs of a page or so each, so that the read is bounded
+	 * (~64 MB) however big the volume is, and spread over all of it */
+	if (n > PREVIEW_WINDOW_SAMPLE)
+		return window_of(vol, n, PREVIEW_WINDOW_RUN, (size_t)(PREVIEW_WINDOW_SAMPLE / PREVIEW_WINDOW_RUN),
+				 ret_lo, ret_hi, err);
+	return window_of(vol, n, (size_t)n, 1, ret_lo, ret_hi, err);
 }
 
 void preview_grey(const float *px, size_t n, double lo, double hi, uint8_t *out)
@@ -261,7 +285,14 @@ struct slot {
 	unsigned long long used; /* tick of the last hit or store: the oldest goes first */
 };
 
+struct window_entry {
+	char key[PREVIEW_KEY_MAX + 1]; /* "" when empty */
+	double lo, hi;
+	unsigned long long used;
+};
+
 struct preview_cache {
+	struct window_entry windows[PREVIEW_WINDOWS];
 	pthread_mutex_t lock;
 	pthread_cond_t changed; /* a render ended: a key became ready or a slot came free */
 	struct slot *slots;
@@ -385,5 +416,44 @@ void preview_cache_put(preview_cache *c, const char *key, const void *png, size_
 	}
 	c->rendering--;
 	pthread_cond_broadcast(&c->changed);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int preview_cache_window_get(preview_cache *c, const char *key, double *ret_lo, double *ret_hi)
+{
+	int found = 0;
+	pthread_mutex_lock(&c->lock);
+	for (int i = 0; i < PREVIEW_WINDOWS && !found; i++) {
+		struct window_entry *e = &c->windows[i];
+		if (e->key[0] && !strcmp(e->key, key)) {
+			*ret_lo = e->lo;
+			*ret_hi = e->hi;
+			e->used = ++c->tick;
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+void preview_cache_window_put(preview_cache *c, const char *key, double lo, double hi)
+{
+	if (!key[0] || strlen(key) > PREVIEW_KEY_MAX)
+		return;
+	pthread_mutex_lock(&c->lock);
+	struct window_entry *v = &c->windows[0];
+	for (int i = 0; i < PREVIEW_WINDOWS; i++) {
+		struct window_entry *e = &c->windows[i];
+		if (e->key[0] && !strcmp(e->key, key)) { /* two requests computed it: keep one */
+			v = e;
+			break;
+		}
+		if (e->used < v->used)
+			v = e;
+	}
+	snprintf(v->key, sizeof v->key, "%s", key);
+	v->lo = lo;
+	v->hi = hi;
+	v->used = ++c->tick;
 	pthread_mutex_unlock(&c->lock);
 }

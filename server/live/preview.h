@@ -6,20 +6,27 @@
  *
  * Invariants:
  *  - The volume is float32 [z][y][x] (x fastest), dims = {nx, ny, nz}.
- *  - Slices (w x h pixels, row-major, row 0 first in the PNG):
+ *  - Slices (w x h pixels, row-major, row 0 first in the PNG), in the
+ *    orientation DICOM viewers show the job's series (server/pacs writes
+ *    ImageOrientationPatient 1\0\0\0\1\0 and +z superior, so +x is the
+ *    patient's left, +y posterior, +z superior; docs/geometry.md):
  *      axis z, index k: w = nx, h = ny, pixel (row r, column c) = V[k][r][c]
- *      axis y, index k: w = nx, h = nz, pixel (r, c) = V[r][k][c]
- *      axis x, index k: w = ny, h = nz, pixel (r, c) = V[r][c][k]
- *    so row 0 is index 0 of the slower axis (y = 0 for z slices, z = 0
- *    for the others) and column 0 is index 0 of the faster one.
+ *      axis y, index k: w = nx, h = nz, pixel (r, c) = V[nz-1-r][k][c]
+ *      axis x, index k: w = ny, h = nz, pixel (r, c) = V[nz-1-r][c][k]
+ *    so an axial slice is the series' own image (x = 0, the patient's
+ *    right, on the left; y = 0, anterior, at the top) and coronal and
+ *    sagittal slices have the highest z (superior) in row 0, x = 0 (right)
+ *    or y = 0 (anterior) on the left.
  *  - Grey levels: a window [lo, hi] maps x to round((x - lo) / (hi - lo)
  *    * 255) clamped to 0..255; NaN and +-inf are 0.  A window with hi <= lo
  *    (a flat slice) is a threshold: below 0, above 255, equal 128, so a flat
  *    slice is mid-grey.
- *  - The default window is [the 0.5 % point, the 99.5 % point] of the
- *    slice's finite values, by selection (no full sort): with m finite
- *    values sorted v[0..m-1], lo = v[floor(0.005 (m-1))] and
- *    hi = v[ceil(0.995 (m-1))].
+ *  - The percentile window of a set of values is [the 0.5 % point, the
+ *    99.5 % point] of its finite values, by selection (no full sort): with
+ *    m finite values sorted v[0..m-1], lo = v[floor(0.005 (m-1))] and
+ *    hi = v[ceil(0.995 (m-1))].  The API's default is that window of the
+ *    whole volume (preview_volume_window), one for every slice of a volume
+ *    version; preview_render without a window uses the slice's own.
  *
  * Life cycle of the cache: preview_cache_new, then per request
  * preview_cache_get; PREVIEW_RENDER obliges the caller to call
@@ -66,6 +73,17 @@ void preview_extract(const float *data, uint64_t first, const int dims[3], previ
  * lo = hi = 0.  0, or RC_ENOMEM. */
 int preview_window_auto(const float *px, size_t n, double *ret_lo, double *ret_hi, rc_err *err);
 
+/* Largest sample the volume's window is taken from: a volume of up to this
+ * many voxels is read whole, a bigger one as SAMPLE / RUN runs of RUN
+ * consecutive voxels (in memory order), evenly spaced from the first voxel
+ * to the last: a bounded read (64 MB) that still meets every part of it. */
+#define PREVIEW_WINDOW_SAMPLE (1ull << 24)
+#define PREVIEW_WINDOW_RUN 1024
+
+/* The percentile window of the n voxels of vol (sampled as above).  No
+ * finite value: lo = hi = 0.  0, or RC_ENOMEM. */
+int preview_volume_window(const float *vol, uint64_t n, double *ret_lo, double *ret_hi, rc_err *err);
+
 /* Grey levels of n pixels through the window [lo, hi] (the rule above). */
 void preview_grey(const float *px, size_t n, double lo, double hi, uint8_t *out);
 
@@ -103,5 +121,13 @@ int preview_cache_get(preview_cache *c, const char *key, double wait_s, bytebuf 
 /* Ends the render of key: png/len are copied into the cache (png NULL: the
  * render failed, nothing is kept) and the slot is freed. */
 void preview_cache_put(preview_cache *c, const char *key, const void *png, size_t len);
+
+/* The volume windows computed lately, by volume key (job and version; at
+ * most PREVIEW_KEY_MAX characters, PREVIEW_WINDOWS kept, oldest out):
+ * preview_cache_window_get answers 1 and the window when key is known,
+ * else 0; preview_cache_window_put records one. */
+#define PREVIEW_WINDOWS 16
+int preview_cache_window_get(preview_cache *c, const char *key, double *ret_lo, double *ret_hi);
+void preview_cache_window_put(preview_cache *c, const char *key, double lo, double hi);
 
 #endif

@@ -12,7 +12,10 @@ recond serves against a daemon on loopback with a throwaway store:
 - a job labelled `<b>bold</b><script>x</script>` shows that literal text in
   the queue and the job panel, and no <b> or <script> element appears;
 - a succeeded job: its plan (one bar segment per device) and its slices
-  once it has succeeded (when the daemon has GET .../preview);
+  once it has succeeded (when the daemon has GET .../preview); /#job=ID
+  opens it, selecting a job writes its hash, and the window preset (HU
+  through its water_mu_per_mm), the C/W fields and the slice slider show
+  the slices the API gives for them;
 - a running job's progress bar advances; its slices change while it runs
   (live previews); Cancel on the page cancels it (the API says cancelled);
 - a streaming FDK job (`"execution": {"stream": true}`; skipped with a
@@ -245,6 +248,57 @@ def preview_endpoint(api, jid):
     return present, st, h.get("content-type", ""), msg, h.get("x-recond-generation", "")
 
 
+def check_links_and_controls(b, url, api, jid, other):
+    """/#job=ID opens that job; selecting a job writes its hash; the window
+    preset, the C/W fields and the slice slider ask the API for what they say."""
+    from selenium.webdriver.support.ui import Select
+    b.d.get(url + "/#job=" + jid)
+    ok = wait_for(lambda: b.text("#job-id") == jid and "selected" in (
+        (b.one(row_sel(jid)) and b.one(row_sel(jid)).get_attribute("class")) or ""), 15)
+    check("/#job=ID opens the page with that job selected (panel and queue row)", ok,
+          "%r %r" % (b.text("#job-id"), b.js("return location.hash")))
+    select_job(b, other)
+    check("selecting a job writes its /#job= link", b.js("return location.hash") == "#job=" + other,
+          b.js("return location.hash"))
+    b.js("location.hash = arguments[0]", "#job=" + jid)
+    check("changing the hash opens that job", wait_for(lambda: b.text("#job-id") == jid, 10), b.text("#job-id"))
+    first = wait_for(lambda: b.img("z"), 10)
+    shown = b.js("return document.getElementById('preview-z').dataset.window")
+    _, h, _, _ = api.get("/v1/jobs/%s/preview?axis=z" % jid)
+    check("by default the page shows the volume's window (X-Recond-Window %s)" % h.get("x-recond-window"),
+          bool(first) and shown == h.get("x-recond-window") and shown, repr(shown))
+
+    def window_is(c, w):
+        t = b.js("return document.getElementById('preview-z').dataset.window") or ""
+        try:
+            gc, gw = (float(v) for v in t.split(","))
+        except ValueError:
+            return False
+        return abs(gc - c) <= 1e-6 and abs(gw - w) <= 1e-6 and b.img("z")
+
+    mw = api.job(jid).get("water_mu_per_mm", 0.0192)
+    Select(b.one("#window-preset")).select_by_value("bone")
+    bone = wait_for(lambda: window_is(mw * 1.4, mw * 1.8), 10)
+    check("the bone preset shows HU 400, 1800 through the job's water_mu_per_mm (%g)" % mw, bool(bone),
+          b.js("return document.getElementById('preview-z').dataset.window"))
+    check("the bone window changes the picture", bone and first and bone["hash"] != first["hash"], "")
+    for f, v in (("#window-center", "0.02"), ("#window-width", "0.04")):
+        b.one(f).clear()
+        b.one(f).send_keys(v)
+    b.one("#window-apply").click()
+    check("C 0.02, W 0.04 and Apply: the slices come through window=0.02,0.04",
+          wait_for(lambda: window_is(0.02, 0.04), 10) and b.one("#window-preset").get_attribute("value") == "custom",
+          b.js("return document.getElementById('preview-z').dataset.window"))
+    Select(b.one("#slice-axis")).select_by_value("y")
+    b.js("const s = document.getElementById('slice-index'); s.value = arguments[0];"
+         "s.dispatchEvent(new Event('input'))", 3)
+    check("the slider on axis y shows coronal slice 3",
+          wait_for(lambda: b.js("return document.getElementById('preview-y').dataset.index") == "3" and
+                   b.text("#preview-y-index") == "3", 10),
+          repr(b.js("return document.getElementById('preview-y').dataset.index")))
+    b.shot("slice-controls")
+
+
 def start_job(api, spec, data):
     j = api.create(spec)
     api.put("/v1/jobs/%s/projections" % j["id"], data)
@@ -384,6 +438,7 @@ def main():
         check("a succeeded job shows its three slices (z, y, x) from blob: URLs, of the final volume "
               "(X-Recond-Generation %r): fetched once more after it succeeded" % pgen, bool(imgs),
               str([b.img(a) for a in "zyx"]))
+        check_links_and_controls(b, d.url, api, sjob["id"], xjob["id"])
     b.shot("succeeded")
 
     # -- a running job: progress, live slices, cancel from the page ------------------

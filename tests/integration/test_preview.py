@@ -5,13 +5,17 @@ After an FDK job of the analytic phantom (phantom.py) on a 32 x 28 x 24
 volume succeeds: each axis answers a PNG (signature, IHDR size and 8-bit
 grey, every pixel equal to the raw volume's voxel through the window by
 docs/api.md's rule and orientation: decoded here with zlib), the default
-index is the middle slice and the middle z slice is not flat; bad
+index is the middle slice and the middle z slice is not flat; without
+window= every slice goes through the volume's 0.5 / 99.5 % points (named
+in X-Recond-Window); a marker ball at a known (x, y, z) shows in each view
+where a DICOM viewer shows it in the job's own series (pydicom); bad
 parameters are 400 naming the parameter; a created, a queued and a
 cancelled job are 409 naming the state (a running one: 409 until its worker
 has a live volume, then a PNG with its generation); ETag and If-None-Match
 give 304; 32 pollers of one slice at once all get the same PNG.
 """
 
+import math
 import os
 import re
 import struct
@@ -82,9 +86,97 @@ def grey(x, lo, hi):
 
 
 def voxel_at(vol, axis, k, r, c):
-    """Pixel (row r, column c) of slice k along axis (docs/api.md's orientation)."""
-    x, y, z = {"z": (c, r, k), "y": (c, k, r), "x": (k, c, r)}[axis]
+    """Pixel (row r, column c) of slice k along axis (docs/api.md's orientation:
+    coronal and sagittal rows count down from the last, superior, z)."""
+    x, y, z = {"z": (c, r, k), "y": (c, k, NZ - 1 - r), "x": (k, c, NZ - 1 - r)}[axis]
     return vol[(z * NY + y) * NX + x]
+
+
+def volume_window(vol):
+    """docs/api.md: the 0.5 % and 99.5 % points of the volume's finite values."""
+    v = sorted(x for x in vol if x == x and abs(x) != float("inf"))
+    m = len(v)
+    return v[math.floor(0.005 * (m - 1))], v[math.ceil(0.995 * (m - 1))]
+
+
+# A marker: a small dense ball at a voxel centre away from every symmetry
+# plane (mm, as the volume's voxel centres are: (i - (n-1)/2) * 1 mm), so a
+# flipped axis puts it elsewhere.
+MARKER_MM = (8.5, -6.5, 6.5)
+MARKER = (MARKER_MM, (2.0, 2.0, 2.0), 0.08)
+
+
+def marker_job(api):
+    spec = phantom.cone_spec(n=32, views=60, nu=48, nv=48, du=1.5, dv=1.5, algorithm={"name": "fdk"},
+                             label="preview-marker")
+    spec["volume"].update(nx=NX, ny=NY, nz=NZ)
+    j = api.create(spec)
+    api.put("/v1/jobs/%s/projections" % j["id"], phantom.project_cone(spec, phantom.DEFAULT_PHANTOM + [MARKER]))
+    api.post_json("/v1/jobs/%s/start" % j["id"], b"")
+    j = api.wait_state(j["id"], ("succeeded", "failed", "cancelled"), timeout=120)
+    check("the marker job succeeds", j["state"] == "succeeded", "%s %s" % (j["state"], j.get("error")))
+    return j["id"]
+
+
+def centroid(rows, cut):
+    """(row, column) centroid of the pixels >= cut."""
+    pts = [(r, c) for r, row in enumerate(rows) for c, g in enumerate(row) if g >= cut]
+    if not pts:
+        return (-99.0, -99.0)
+    return (sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts))
+
+
+def check_marker(api):
+    """The marker where a DICOM viewer shows it.  From the job's series
+    (pydicom, the ZIP download): its patient position from the HU pixels and
+    ImagePositionPatient / ImageOrientationPatient / PixelSpacing; then where
+    a viewer draws it: axial as the instance is stored, coronal and sagittal
+    with the most superior (+z) slice at the top, the patient's right (-x)
+    on the left of axial and coronal, anterior (-y) on the left of
+    sagittal.  The preview of each view must put it there."""
+    import io
+    import zipfile
+    import pydicom
+    jid = marker_job(api)
+    st, _, body, _ = api.get("/v1/jobs/%s/volume?format=dicom" % jid, timeout=120)
+    check("marker: the DICOM ZIP downloads", st == 200, str(st))
+    if st != 200:
+        return
+    zf = zipfile.ZipFile(io.BytesIO(body))
+    insts = [pydicom.dcmread(io.BytesIO(zf.read(n))) for n in zf.namelist()]
+    insts.sort(key=lambda d: float(d.ImagePositionPatient[2]))  # inferior to superior
+    iop = [float(v) for v in insts[0].ImageOrientationPatient]
+    check("marker: the series is axial, rows along +x, columns along +y", iop == [1, 0, 0, 0, 1, 0], str(iop))
+    sy, sx = (float(v) for v in insts[0].PixelSpacing)  # row spacing (y), column spacing (x)
+    x0, y0 = float(insts[0].ImagePositionPatient[0]), float(insts[0].ImagePositionPatient[1])
+    zs = [float(d.ImagePositionPatient[2]) for d in insts]
+    # the marker's centre of mass in patient mm, over voxels well above the body
+    acc, tot = [0.0, 0.0, 0.0], 0.0
+    for d in insts:
+        px = d.pixel_array
+        hu = px * float(d.RescaleSlope) + float(d.RescaleIntercept)
+        for r in range(d.Rows):
+            for c in range(d.Columns):
+                if hu[r][c] > 2000:  # 0.08/mm over water 0.0192: > 3000 HU at its core
+                    w = float(hu[r][c])
+                    acc[0] += w * (x0 + c * sx)
+                    acc[1] += w * (y0 + r * sy)
+                    acc[2] += w * float(d.ImagePositionPatient[2])
+                    tot += w
+    pos = [a / tot for a in acc] if tot else [1e9] * 3
+    check("marker: the series shows it at its (x, y, z) %s mm (found %s)" % (MARKER_MM, ["%.2f" % p for p in pos]),
+          all(abs(p - q) < 1.0 for p, q in zip(pos, MARKER_MM)), "")
+    col = (pos[0] - x0) / sx                   # DICOM column: along +x (towards the patient's left)
+    row = (pos[1] - y0) / sy                   # DICOM row: along +y (posterior)
+    k = min(range(len(zs)), key=lambda i: abs(zs[i] - pos[2]))
+    from_top = (max(zs) - pos[2]) / (zs[1] - zs[0])  # a viewer's MPR row: superior at the top
+    want = {"z": (round(k), (row, col)), "y": (round(row), (from_top, col)), "x": (round(col), (from_top, row))}
+    for axis, (index, (r, c)) in want.items():
+        st, _, png, _ = api.get("/v1/jobs/%s/preview?axis=%s&index=%d&window=0.07,0.04" % (jid, axis, index))
+        got = centroid(decode_grey(png), 200) if st == 200 else (-99, -99)
+        check("marker: preview axis %s index %d shows it at (row, column) (%.1f, %.1f) as a viewer of the "
+              "series does (found (%.1f, %.1f))" % (axis, index, r, c, got[0], got[1]),
+              abs(got[0] - r) <= 1.0 and abs(got[1] - c) <= 1.0, str(st))
 
 
 def finished_job(api):
@@ -124,11 +216,33 @@ def main():
             rows = decode_grey(body)
             bad = [(r, c) for r in range(h) for c in range(w)
                    if rows[r][c] != grey(voxel_at(vol, axis, k, r, c), lo, hi)]
-            check("axis %s index %d: every pixel is its voxel through the window (row 0 = index 0 of the "
-                  "slower axis)" % (axis, k), not bad, "%d pixels differ, first %s" % (len(bad), bad[:3]))
+            check("axis %s index %d: every pixel is its voxel through the window (superior at the top of "
+                  "coronal and sagittal slices)" % (axis, k), not bad, "%d pixels differ, first %s" % (len(bad), bad[:3]))
             check("axis %s: X-Recond-Generation final, Cache-Control no-store, an ETag" % axis,
                   hd.get("x-recond-generation") == "final" and hd.get("cache-control") == "no-store" and
                   hd.get("etag", "").startswith('"'), str(hd))
+
+    # The default window: the volume's 0.5 / 99.5 % points, the same for every slice, named in X-Recond-Window.
+    vlo, vhi = volume_window(vol)
+    for axis, n in (("z", NZ), ("y", NY), ("x", NX)):
+        for k in (1, n // 3, n - 2):
+            st, hd, body, _ = api.get("%s?axis=%s&index=%d" % (base, axis, k))
+            win = hd.get("x-recond-window", "")
+            try:
+                c, w = (float(t) for t in win.split(","))
+            except ValueError:
+                c, w = float("nan"), float("nan")
+            check("default window of axis %s index %d: X-Recond-Window is the volume's (%.6g, %.6g)" %
+                  (axis, k, vlo, vhi), abs(c - (vlo + vhi) / 2) < 1e-9 and abs(w - (vhi - vlo)) < 1e-9, win)
+            if st != 200 or c != c:
+                continue
+            lo, hi = c - w / 2, c + w / 2
+            h, wd = {"z": (NY, NX), "y": (NZ, NX), "x": (NZ, NY)}[axis]
+            rows = decode_grey(body)
+            bad = [(r, cc) for r in range(h) for cc in range(wd)
+                   if rows[r][cc] != grey(voxel_at(vol, axis, k, r, cc), lo, hi)]
+            check("default window of axis %s index %d: every pixel through the volume's window" % (axis, k),
+                  not bad, "%d pixels differ, first %s" % (len(bad), bad[:3]))
 
     # Defaults: axis z, the middle slice, the window from the data; the phantom's middle is not flat.
     st, hd, body, _ = api.get(base)
@@ -211,6 +325,8 @@ def main():
     check("a bad id: 400 invalid_id", st == 400 and doc["error"]["code"] == "invalid_id", "%d %s" % (st, doc))
     st, hd, _, doc = api.request("POST", base)
     check("POST: 405 with Allow: GET, HEAD", st == 405 and hd.get("allow") == "GET, HEAD", "%d %s" % (st, hd))
+
+    check_marker(api)
 
     # States without a volume: 409 naming the state.
     created = api.create(small_spec(label="preview-created"))

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <png.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,13 +43,14 @@ static float *make_volume(const int d[3])
 	return v;
 }
 
-/* Pixel (row r, column c) of slice k of axis, from preview.h's table. */
-static float expected(preview_axis axis, int k, int r, int c)
+/* Pixel (row r, column c) of slice k of axis, from preview.h's table:
+ * coronal and sagittal rows count down from the last z (superior). */
+static float expected(const int d[3], preview_axis axis, int k, int r, int c)
 {
 	switch (axis) {
 	case PREVIEW_AXIS_Z: return voxel(c, r, k);
-	case PREVIEW_AXIS_Y: return voxel(c, k, r);
-	default: return voxel(k, c, r);
+	case PREVIEW_AXIS_Y: return voxel(c, k, d[2] - 1 - r);
+	default: return voxel(k, c, d[2] - 1 - r);
 	}
 }
 
@@ -105,7 +107,7 @@ static void test_axes(void **state)
 			preview_extract(span, first, d, axis, k, slice);
 			for (int r = 0; r < h; r++)
 				for (int c = 0; c < w; c++)
-					assert_float_equal(slice[r * w + c], expected(axis, k, r, c), 0);
+					assert_float_equal(slice[r * w + c], expected(d, axis, k, r, c), 0);
 
 			bytebuf png = { 0 };
 			rc_err err;
@@ -117,7 +119,7 @@ static void test_axes(void **state)
 			assert_int_equal(ph, h);
 			for (int r = 0; r < h; r++)
 				for (int c = 0; c < w; c++)
-					assert_int_equal(g[r * w + c], grey_of(expected(axis, k, r, c), 0, 234));
+					assert_int_equal(g[r * w + c], grey_of(expected(d, axis, k, r, c), 0, 234));
 			free(g);
 			bytebuf_free(&png);
 			free(slice);
@@ -212,6 +214,100 @@ static void test_window_auto(void **state)
 		free(fin);
 		free(px);
 	}
+}
+
+/* The orientation as a DICOM viewer shows the series (ImageOrientationPatient
+ * 1/0/0/0/1/0, +z superior): a bright voxel at (x, y, z) lands, in
+ * patient terms, right-left across every view and superior at the top of
+ * the coronal and sagittal ones. */
+static void test_orientation(void **state)
+{
+	(void)state;
+	const int d[3] = { 9, 7, 5 }, mx = 2, my = 5, mz = 4; /* z = 4: the most superior slice */
+	float *vol = calloc((size_t)d[0] * d[1] * d[2], sizeof *vol);
+	assert_non_null(vol);
+	vol[((size_t)mz * d[1] + my) * d[0] + mx] = 1;
+	/* axis: index, then where the marker is (row, column) */
+	const int want[3][3] = { [PREVIEW_AXIS_Z] = { mz, my, mx },     /* y down (posterior), x right (left) */
+				 [PREVIEW_AXIS_Y] = { my, 0, mx },      /* superior in row 0 */
+				 [PREVIEW_AXIS_X] = { mx, 0, my } };    /* anterior (y = 0) on the left */
+	for (int a = 0; a < 3; a++) {
+		int w, h, n;
+		preview_geometry(d, (preview_axis)a, &w, &h, &n);
+		float *slice = malloc((size_t)w * h * sizeof *slice);
+		assert_non_null(slice);
+		preview_extract(vol, 0, d, (preview_axis)a, want[a][0], slice);
+		for (int r = 0; r < h; r++)
+			for (int c = 0; c < w; c++)
+				assert_float_equal(slice[r * w + c], r == want[a][1] && c == want[a][2] ? 1 : 0, 0);
+		free(slice);
+	}
+	free(vol);
+}
+
+/* The volume's window: the rule over every voxel (a volume under the
+ * sample size is read whole), the same for all slices; and its cache. */
+static void test_volume_window(void **state)
+{
+	(void)state;
+	const int d[3] = { 11, 13, 17 };
+	size_t n = (size_t)d[0] * d[1] * d[2], m = 0;
+	float *vol = malloc(n * sizeof *vol), *fin = malloc(n * sizeof *fin);
+	assert_non_null(vol);
+	assert_non_null(fin);
+	uint32_t s = 777;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		/* slices of very different ranges: a slice's own window would differ */
+		vol[i] = (s >> 8) % 101 == 0 ? NAN : (float)((s >> 12) % 1000) * (float)(1 + i / (d[0] * d[1]));
+		if (isfinite(vol[i]))
+			fin[m++] = vol[i];
+	}
+	qsort(fin, m, sizeof *fin, cmp_float);
+	double lo, hi;
+	rc_err err;
+	assert_int_equal(preview_volume_window(vol, n, &lo, &hi, &err), 0);
+	assert_float_equal(lo, fin[(size_t)floor(0.005 * (double)(m - 1))], 0);
+	assert_float_equal(hi, fin[(size_t)ceil(0.995 * (double)(m - 1))], 0);
+	/* a slice's own window is not the volume's (why the default changed) */
+	double slo, shi;
+	assert_int_equal(preview_window_auto(vol, (size_t)d[0] * d[1], &slo, &shi, &err), 0);
+	assert_true(shi < hi);
+
+	/* a volume over the sample size: a ramp 0..1 in memory order, whose
+	 * points are 0.005 and 0.995; the evenly spread runs must find them */
+	uint64_t big = PREVIEW_WINDOW_SAMPLE + 3 * PREVIEW_WINDOW_RUN + 17;
+	float *ramp = malloc(big * sizeof *ramp);
+	assert_non_null(ramp);
+	for (uint64_t i = 0; i < big; i++)
+		ramp[i] = (float)((double)i / (double)(big - 1));
+	assert_int_equal(preview_volume_window(ramp, big, &lo, &hi, &err), 0);
+	assert_float_equal(lo, 0.005, 1e-3);
+	assert_float_equal(hi, 0.995, 1e-3);
+	ramp[big - 1] = NAN; /* the last run ends at the last voxel (ASan: not past it) */
+	assert_int_equal(preview_volume_window(ramp, big, &lo, &hi, &err), 0);
+	assert_float_equal(hi, 0.995, 1e-3);
+	free(ramp);
+
+	preview_cache *c;
+	assert_int_equal(preview_cache_new(2, 1, &c, &err), 0);
+	double a = -1, b = -1;
+	assert_int_equal(preview_cache_window_get(c, "job.final", &a, &b), 0);
+	for (int i = 0; i < PREVIEW_WINDOWS + 3; i++) { /* more than it keeps: the oldest go */
+		char key[32];
+		snprintf(key, sizeof key, "job%d.final", i);
+		preview_cache_window_put(c, key, i, i + 0.5);
+	}
+	assert_int_equal(preview_cache_window_get(c, "job0.final", &a, &b), 0);
+	assert_int_equal(preview_cache_window_get(c, "job3.final", &a, &b), 1);
+	assert_float_equal(a, 3, 0);
+	assert_float_equal(b, 3.5, 0);
+	preview_cache_window_put(c, "job3.final", 4, 5); /* the same key again replaces it */
+	assert_int_equal(preview_cache_window_get(c, "job3.final", &a, &b), 1);
+	assert_float_equal(a, 4, 0);
+	preview_cache_free(c);
+	free(fin);
+	free(vol);
 }
 
 /* The whole render with the default window: a slice with NaN decodes to the
@@ -346,6 +442,8 @@ int main(void)
 		cmocka_unit_test(test_axes),
 		cmocka_unit_test(test_window_table),
 		cmocka_unit_test(test_window_auto),
+		cmocka_unit_test(test_orientation),
+		cmocka_unit_test(test_volume_window),
 		cmocka_unit_test(test_render_default),
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_cache),

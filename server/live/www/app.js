@@ -7,7 +7,10 @@
  *   GET /v1/jobs/{id}/events         -> the selected job, live (SSE read with
  *                                       fetch(): EventSource cannot send the
  *                                       Authorization header)
- *   GET /v1/jobs/{id}/preview        -> its three middle slices as PNG blobs
+ *   GET /v1/jobs/{id}/preview        -> its three slices as PNG blobs (the
+ *                                       middle ones, or the slider's; the
+ *                                       volume's window, a preset or C/W)
+ * The address /#job=ID opens a job; selecting one writes its hash.
  *   POST .../cancel, PATCH {priority} -> the buttons
  *
  * Everything a client or the server supplies (labels, messages, device
@@ -29,6 +32,10 @@
   const PREVIEWABLE = new Set(["running", "succeeded"]);
   const AXES = ["z", "y", "x"];
   const PRIO_MIN = 0, PRIO_MAX = 9;
+  // HU windows (center, width); the volume's are HU = 1000 (mu - mu_w) / mu_w
+  // with the job's water_mu_per_mm, as its DICOM series (docs/pacs.md)
+  const HU_PRESETS = { soft: [40, 400], lung: [-600, 1500], bone: [400, 1800] };
+  const WATER_MU_DEFAULT = 0.0192;
 
   const $ = (id) => document.getElementById(id);
 
@@ -42,6 +49,8 @@
     previewBusy: false,
     previewAgain: false,
     previewTried: false,    // slices asked for since the job was selected
+    index: {},              // axis -> slice index chosen (absent: the middle)
+    window: null,           // [center, width] in the volume's units; null: the volume's window
     forbidden: false,       // an action answered 403 with this token
     jobsBusy: false,
     messageFrom: "",
@@ -307,7 +316,11 @@
     if (ui.selected === id) return;
     stopStream();
     clearPreviews();
+    ui.index = {};
+    if ($("window-preset").value === "custom") setWindowMode("volume");
     ui.selected = id;
+    if (location.hash !== "#job=" + id) history.replaceState(null, "", "#job=" + id);
+    $("job-link").href = "#job=" + id;
     ui.job = ui.jobs.get(id) || null;
     for (const tr of $("jobs").tBodies[0].rows) {
       tr.classList.toggle("selected", tr.dataset.id === id);
@@ -343,6 +356,7 @@
     showMessage("The job " + id + " was deleted.", "info", "job");
     stopStream();
     clearPreviews();
+    if (location.hash === "#job=" + id) history.replaceState(null, "", location.pathname + location.search);
     ui.selected = null;
     ui.job = null;
     $("job").hidden = true;
@@ -377,6 +391,8 @@
     renderWarnings(j);
     renderButtons(j);
     renderPlan(j.plan || []);
+    renderSliceControls();
+    if ($("window-preset").value in HU_PRESETS) setWindowMode($("window-preset").value);
     if (!PREVIEWABLE.has(j.state) && !ui.previewUrls.z) {
       $("preview-note").textContent = "Slices show while the job runs and once it has succeeded.";
     }
@@ -638,10 +654,14 @@
     const note = $("preview-note");
     try {
       for (const a of AXES) {
-        const q = "axis=" + a + "&format=png"; /* no index: the API's default, the middle slice */
+        /* no index: the API's default, the middle slice; no window: the volume's */
+        let q = "axis=" + a + "&format=png";
+        if (ui.index[a] !== undefined) q += "&index=" + ui.index[a];
+        if (ui.window) q += "&window=" + fmtWin(ui.window[0], false) + "," + fmtWin(ui.window[1], true);
         const resp = await fetch("/v1/jobs/" + id + "/preview?" + q, { headers: authHeaders(), cache: "no-store" });
         if (!resp.ok) throw await errorOf(resp);
-        got[a] = { blob: await resp.blob(), gen: resp.headers.get("X-Recond-Generation") || "" };
+        got[a] = { blob: await resp.blob(), gen: resp.headers.get("X-Recond-Generation") || "",
+          win: resp.headers.get("X-Recond-Window") || "", index: ui.index[a] };
       }
     } catch (err) {
       if (ui.selected !== id) return;
@@ -663,12 +683,96 @@
       ui.previewUrls[a] = url;
       img.src = url;
       img.dataset.generation = got[a].gen;
+      img.dataset.window = got[a].win;
+      img.dataset.index = String(got[a].index !== undefined ? got[a].index : middleOf(a));
+      $("preview-" + a + "-index").textContent = img.dataset.index;
       img.hidden = false;
       if (old) URL.revokeObjectURL(old);
     }
     note.dataset.status = "200";
+    // the volume's window as the server chose it: where custom values start from
+    if (!ui.window && got.z.win) {
+      const [c, w] = got.z.win.split(",");
+      $("window-center").value = Number(c).toPrecision(4);
+      $("window-width").value = Number(w).toPrecision(4);
+    }
     const gen = got.z.gen;
     note.textContent = gen === "final" ? "the final volume" : gen ? "live volume, snapshot " + gen : "";
+  }
+
+  /* -- window and slice controls ------------------------------------------------ */
+
+  /* A number as the preview's window= grammar takes it: a plain decimal of at
+   * most 6 places (a width at least 0.000001). */
+  function fmtWin(v, width) {
+    let t = (width ? Math.max(v, 1e-6) : v).toFixed(6).replace(/0+$/, "").replace(/\.$/, "");
+    if (t === "-0") t = "0";
+    return t;
+  }
+
+  function volumeSize() {
+    const v = ui.job && ui.job.summary && ui.job.summary.volume;
+    return Array.isArray(v) && v.length === 3 ? { x: v[0], y: v[1], z: v[2] } : null;
+  }
+
+  function middleOf(a) {
+    const n = volumeSize();
+    return n ? Math.floor(n[a] / 2) : 0;
+  }
+
+  /* The slider follows the chosen axis: its range, and the index shown. */
+  function renderSliceControls() {
+    const n = volumeSize();
+    const a = $("slice-axis").value;
+    const s = $("slice-index");
+    s.max = String(n ? n[a] - 1 : 0);
+    s.value = String(ui.index[a] !== undefined ? ui.index[a] : middleOf(a));
+    $("slice-index-text").textContent = n ? s.value + " / " + (n[a] - 1) : "";
+  }
+
+  /* volume: the server's window; a preset: HU through the job's
+   * water_mu_per_mm; custom: the C and W fields. */
+  function setWindowMode(mode) {
+    $("window-preset").value = mode;
+    if (mode === "volume") {
+      ui.window = null;
+    } else if (mode in HU_PRESETS) {
+      const mw = ui.job && typeof ui.job.water_mu_per_mm === "number" ? ui.job.water_mu_per_mm : WATER_MU_DEFAULT;
+      const [c, w] = HU_PRESETS[mode];
+      ui.window = [mw * (1 + c / 1000), mw * w / 1000];
+      $("window-center").value = ui.window[0].toPrecision(4);
+      $("window-width").value = ui.window[1].toPrecision(4);
+    } else {
+      const c = Number($("window-center").value), w = Number($("window-width").value);
+      if (!isFinite(c) || !isFinite(w) || !(w > 0) || Math.abs(c) >= 1e9 || w >= 1e9) {
+        showMessage("Window: C must be a number and W a number above 0 (both below 10^9).", "error", "action");
+        return false;
+      }
+      ui.window = [c, w];
+    }
+    return true;
+  }
+
+  function initSliceControls() {
+    $("window-preset").addEventListener("change", () => {
+      if (setWindowMode($("window-preset").value)) refreshPreviews();
+    });
+    const apply = () => { if (setWindowMode("custom")) refreshPreviews(); };
+    $("window-apply").addEventListener("click", apply);
+    for (const f of ["window-center", "window-width"])
+      $(f).addEventListener("keydown", (e) => { if (e.key === "Enter") apply(); });
+    $("slice-axis").addEventListener("change", renderSliceControls);
+    $("slice-index").addEventListener("input", () => {
+      ui.index[$("slice-axis").value] = Number($("slice-index").value);
+      renderSliceControls();
+      if (ui.selected && ui.job && PREVIEWABLE.has(ui.job.state)) refreshPreviews();
+    });
+  }
+
+  /* /#job=ID: open that job (on load, and when the address changes). */
+  function selectFromHash() {
+    const m = /^#job=([0-9a-f-]{36})$/.exec(location.hash);
+    if (m && ui.selected !== m[1]) select(m[1]);
   }
 
   /* -- actions --------------------------------------------------------------- */
@@ -748,6 +852,9 @@
     $("confirm-push").addEventListener("click", confirmPush);
     $("prio-up").addEventListener("click", () => bumpPriority(1));
     $("prio-down").addEventListener("click", () => bumpPriority(-1));
+    initSliceControls();
+    window.addEventListener("hashchange", selectFromHash);
+    selectFromHash();
     refreshJobs();
     refreshDevices();
     setInterval(refreshJobs, JOBS_MS);
