@@ -53,7 +53,9 @@ void app_job_add_push(app *a, const job_row *r, json_t *j);
 /* Before a job that succeeded with warnings (its worker's report, JSON
  * text) is recorded: under dicom.push_confirm_warnings its pending pushes
  * are held (PUSH_HELD_TRY) until POST /v1/jobs/{id}/push confirms them;
- * held before the job is succeeded, so the pusher never sees them due. */
+ * held before the job is succeeded, so the pusher never sees them due.
+ * A run without warnings releases what an earlier run of the job held
+ * (one whose outcome was not recorded: a lost lease, a restart). */
 void app_push_hold(app *a, const char *id, const char *report);
 /* Adds "dicom" (patient and study fields), "water_mu_per_mm" and
  * "dicom_series" (once written) to the Job j of GET /v1/jobs/{id}. */

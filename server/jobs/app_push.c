@@ -89,22 +89,30 @@ void app_push_hold(app *a, const char *id, const char *report)
 					json_string_value(json_object_get(json_array_get(ws, i), "code"))
 						? json_string_value(json_object_get(json_array_get(ws, i), "code")) : "?");
 	json_decref(rep);
-	if (!nw)
-		return;
 	push_row *p = NULL;
 	int n = 0;
 	store_push_list(a->st, id, &p, &n, NULL);
 	for (int i = 0; i < n; i++) {
 		if (p[i].state != PUSH_PENDING)
 			continue;
-		p[i].next_try = PUSH_HELD_TRY;
-		snprintf(p[i].error, sizeof p[i].error,
-			 "held for confirmation: the job has warnings (%s); POST /v1/jobs/%s/push sends it", codes, id);
+		if (!nw) {
+			/* a run without warnings releases what an earlier run of the
+			 * job (one whose outcome was not recorded) held */
+			if (p[i].next_try < PUSH_HELD_TRY)
+				continue;
+			p[i].next_try = 0;
+			p[i].error[0] = '\0';
+		} else {
+			p[i].next_try = PUSH_HELD_TRY;
+			snprintf(p[i].error, sizeof p[i].error,
+				 "held for confirmation: the job has warnings (%s); POST /v1/jobs/%s/push sends it", codes,
+				 id);
+		}
 		rc_err err;
 		if (store_push_update(a->st, &p[i], &err))
 			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 	}
 	free(p);
-	if (n)
+	if (n && nw)
 		rlog(LOG_P_INFO, "push_held", "id=%s warnings=\"%s\"", id, rlog_q(codes));
 }
