@@ -36,7 +36,11 @@ struct calib {
 };
 
 /* durable_write_file's temporary is one per process and name: one write of
- * a calibration file at a time (they are small). */
+ * a calibration file at a time (they are small); the flat-above-dark check
+ * against the other field's file and the job's state are read under it too.
+ * A start that races the last moment of an upload may still run on the
+ * file before it (single node: the state check and the rename are not one
+ * step with the start's transition). */
 static pthread_mutex_t calib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int input_of(app *a, const char *id, job_input *in, rc_err *err)
@@ -207,6 +211,7 @@ enum MHD_Result http_calib_end(struct MHD_Connection *c, req *r)
 	const void *bytes = k->buf;
 	size_t nbytes = (size_t)k->expected;
 	float *avg = NULL, *other = NULL;
+	int locked = 0;
 	enum MHD_Result ret;
 	if (k->f != INPUT_BAD) {
 		int n = (int)(k->expected / k->image_bytes);
@@ -224,6 +229,11 @@ enum MHD_Result http_calib_end(struct MHD_Connection *c, req *r)
 						p % (size_t)k->nu);
 				goto out;
 			}
+		/* the other field is read, checked against and this one written
+		 * under one lock: two uploads at once (a flat and a dark) cannot
+		 * each pass against the other's old file */
+		pthread_mutex_lock(&calib_lock);
+		locked = 1;
 		job_input in;
 		int have = 0;
 		if (!input_of(a, r->id, &in, &err)) {
@@ -261,9 +271,12 @@ enum MHD_Result http_calib_end(struct MHD_Connection *c, req *r)
 				job_state_name(st), name);
 		goto out;
 	}
-	pthread_mutex_lock(&calib_lock);
+	if (!locked)
+		pthread_mutex_lock(&calib_lock);
+	locked = 1;
 	int rc = durable_write_file(dir, input_field_file(k->f), bytes, nbytes, &err);
 	pthread_mutex_unlock(&calib_lock);
+	locked = 0;
 	if (rc) {
 		ret = http_error_rc(c, r, &err);
 		goto out;
@@ -273,6 +286,8 @@ enum MHD_Result http_calib_end(struct MHD_Connection *c, req *r)
 	app_job_changed(a, r->id);
 	ret = http_job(c, r, 200, r->id);
 out:
+	if (locked)
+		pthread_mutex_unlock(&calib_lock);
 	free(avg);
 	free(other);
 	return ret;
