@@ -139,9 +139,10 @@ _run: all
 # --- objects --------------------------------------------------------------
 $(BUILD)/rel/server/worker/%.o $(BUILD)/asan/server/worker/%.o: CPPFLAGS := $(WORKER_CPPFLAGS)
 # Square roots of arguments that are never negative (the TV weights, >=
-# eps^2; the splat gain, a squared norm) never set errno: without
-# math-errno GCC vectorises them (tv_host.c, proj_splat.c).
-NO_ERRNO_OBJS := core/backend/tv_host.o core/projectors/proj_splat.o
+# eps^2; the splat gain, a squared norm; the cylinder's in-plane distance)
+# never set errno: without math-errno GCC vectorises them (tv_host.c,
+# proj_splat.c, proj_cyl.c).
+NO_ERRNO_OBJS := core/backend/tv_host.o core/projectors/proj_splat.o core/projectors/proj_cyl.o
 $(addprefix $(BUILD)/rel/,$(NO_ERRNO_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_ERRNO_OBJS)): CFLAGS += -fno-math-errno
 # The guarded inverse (core/backend/elementwise_ops.h) divides under a
 # condition; GCC if-converts (vectorises) such a loop only when a division
