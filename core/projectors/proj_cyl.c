@@ -52,8 +52,10 @@ void rc_bpv_cyl_setup(const rc_geom *g, int k0, int K, struct rc_bpv_job *J)
 static inline double atan_bf(double t)
 {
 	double a = fabs(t);
-	int big = a > 2.41421356237309504880, mid = !big && a > 0.66;
-	double x = big ? -1.0 / (a > 0 ? a : 1.0) : mid ? (a - 1.0) / (a + 1.0) : a;
+	int big = a > 2.41421356237309504880, mid = !big & (a > 0.66);
+	/* both quotients always (a selected division is control flow) */
+	double xb = -1.0 / (a > 1.0 ? a : 1.0), xm = (a - 1.0) / (a + 1.0);
+	double x = big ? xb : mid ? xm : a;
 	double y0 = big ? 1.57079632679489661923 : mid ? 0.78539816339744830962 : 0.0;
 	double more = big ? 6.123233995736765886130e-17 : mid ? 0.5 * 6.123233995736765886130e-17 : 0.0;
 	double z = x * x;
@@ -66,8 +68,11 @@ static inline double atan_bf(double t)
 }
 
 /* rc_geom_cyl_project's u, v and L per column, in the padded image's
- * indices, laid out as the flat cone's cone_rows (proj_voxel_tile.h). */
-void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, int x0, int n, int nzt, float zw0,
+ * indices, laid out as the flat cone's cone_rows (proj_voxel_tile.h).
+ * Compiled for AVX-512, AVX2 and baseline x86-64, the loader picking the
+ * widest the CPU has (GCC's target_clones); no contraction into FMA (ISO C
+ * mode), so each gives the same bits. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, int x0, int n, int nzt, float zw0,
 		     float *restrict fu, float *restrict v0, float *restrict dv, float *restrict wt,
 		     int32_t *restrict col, int32_t *restrict za, int32_t *restrict zb)
 {
@@ -81,7 +86,7 @@ void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, int x0, int n
 		 * (rc_geom_new), so a point level with or behind the source
 		 * misses it */
 		double u = atan_bf(side / (depth > 0 ? depth : 1.0)) * J->cyl_su + J->cyl_cu;
-		int ok = depth > 0 && u > -1 && u < umax;
+		int ok = (depth > 0) & (u > -1) & (u < umax);
 		u = ok ? u : 0;
 		/* floor by truncation (u > -1; floor is a call without SSE4.1) */
 		double fl = (double)((int)(u + 1.0) - 1), il = 1.0 / (ok ? l : 1.0);
