@@ -13,7 +13,7 @@
  * v is.  So the engine runs the flat detector's tiles (proj_voxel.c,
  * proj_voxel_tile.h: padded transposed view blocks, SIMD column loops per
  * ISA) and only the per-(view, column) set-up differs: rc_bpv_cyl_rows,
- * one atan2 per column and view.
+ * one atan per column and view (branch-free, vectorised).
  *
  * rc_bp_cyl is the plain version in double (one task per voxel row, views
  * transposed first), the reference the tiles are tested against

@@ -113,7 +113,7 @@ static inline int rc_bpv_drop_off_detector(int n, const float *restrict *zw, flo
  * views k0 .. k0 + K - 1; rc_bpv_cyl_rows gives cone_rows's outputs for view
  * k of the block: u = atan2(side, depth) S / du and v linear in z with
  * slope S / (L dv), weight 1 / L^2, L the distance from the source in the
- * plane of rotation.  Scalar double: one atan2 per column and view, paid
+ * plane of rotation.  In double, vectorised: one atan per column and view, paid
  * once per view for the tile's whole depth. */
 void rc_bpv_cyl_setup(const rc_geom *g, int k0, int K, struct rc_bpv_job *J);
 void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, int x0, int n, int nzt, float zw0,
