@@ -11,7 +11,9 @@
  *    the projection of points back to their pixels, the analytic ball's
  *    chord through every pixel, the ray-casting pair's adjoint test, its
  *    forward projection against analytic line integrals, FDK's and CGLS's
- *    errors, and the engines' refusals.
+ *    errors, the engines' refusals, and the engine's back projection (the
+ *    flat detector's voxel tiles with the cylinder's column set-up) against
+ *    proj_cyl.c's plain one in double on every ISA the CPU has.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -6,7 +6,8 @@
  * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
  * first call that needs them and reused, so iterative algorithms allocate nothing per call.
  * Cone and matrices geometries (a cone with a curved detector: the
- * ray-casting pair and the voxel back projection, its columns set up by proj_cyl.c); of a fan or parallel stack the voxel back
+ * ray-casting pair and the voxel back projection, its columns set up by
+ * proj_cyl.c); of a fan or parallel stack the voxel back
  * projection (FBP's, proj_plane.c) and the Joseph pair (proj_joseph.c, the
  * reference of the OpenCL engine's): a job's iterative products on these
  * geometries run on the tensor backend's distance-driven matrix
