@@ -139,17 +139,20 @@ _run: all
 # --- objects --------------------------------------------------------------
 $(BUILD)/rel/server/worker/%.o $(BUILD)/asan/server/worker/%.o: CPPFLAGS := $(WORKER_CPPFLAGS)
 # Square roots of arguments that are never negative (the TV weights, >=
-# eps^2; the splat gain, a squared norm) never set errno: without
-# math-errno GCC vectorises them (tv_host.c, proj_splat.c).
-NO_ERRNO_OBJS := core/backend/tv_host.o core/projectors/proj_splat.o
+# eps^2; the splat gain, a squared norm; the cylinder's in-plane distance)
+# never set errno: without math-errno GCC vectorises them (tv_host.c,
+# proj_splat.c, proj_cyl.c).
+NO_ERRNO_OBJS := core/backend/tv_host.o core/projectors/proj_splat.o core/projectors/proj_cyl.o
 $(addprefix $(BUILD)/rel/,$(NO_ERRNO_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_ERRNO_OBJS)): CFLAGS += -fno-math-errno
 # The guarded inverse (core/backend/elementwise_ops.h) divides under a
 # condition; GCC if-converts (vectorises) such a loop only when a division
 # may not trap.  -fno-trapping-math changes no value, only what may be
 # assumed about floating-point exception flags, which nothing reads.  The
 # counts conversion (core/util/counts.c) clamps with float compares, which
-# GCC if-converts only under the same flag.
-NO_TRAP_OBJS := core/backend/vec_host.o core/util/counts.o core/util/counts_avx2.o core/util/counts_avx512.o
+# GCC if-converts only under the same flag, as the cylinder's column set-up
+# (core/projectors/proj_cyl.c) its selects and float-to-int conversions.
+NO_TRAP_OBJS := core/backend/vec_host.o core/util/counts.o core/util/counts_avx2.o core/util/counts_avx512.o \
+	core/projectors/proj_cyl.o
 $(addprefix $(BUILD)/rel/,$(NO_TRAP_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_TRAP_OBJS)): CFLAGS += -fno-trapping-math
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
 	@mkdir -p $(@D)

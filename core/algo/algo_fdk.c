@@ -26,7 +26,7 @@
  * along z) is its cone-beam form: c = cos(gamma) S / sqrt(S^2 + v^2), the
  * same kernel along the arc, and a back projection through the cylinder
  * weighted by 1/L^2, L the distance from the source in the plane of
- * rotation (proj_cyl.c).
+ * rotation (proj_cyl.c's column set-up of the voxel tiles).
  *
  * Streaming (hooks->views): each view is filtered as it arrives, exactly as
  * above, and the filtered views are back-projected in groups into a

@@ -62,13 +62,11 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	 * 512^3), and a streaming run's scratch volume */
 	uint64_t fdk = add_sat(mul_sat(P, 2.0), mul_sat(V, (two_d ? 1.0 : 2.5) + !!streaming));
 	/* a displaced detector (algo_fdk.c): the stack widened by 2 |offset_u|
-	 * / du pixels and its filtered copy on top; a curved cone's back
-	 * projection keeps a transposed copy of the views (proj_cyl.c) */
+	 * / du pixels and its filtered copy on top (a curved cone's back
+	 * projection is the flat one's tiles: nothing more) */
 	if ((g->type == RC_GEOM_CONE || g->type == RC_GEOM_FAN) && g->det.du > 0 && g->det.nu > 1 &&
 	    2 * fabs(g->det.offset_u) > 0.1 * (g->det.nu - 1) * g->det.du)
 		fdk = add_sat(fdk, mul_sat(P, 2.0 * (1.0 + 2 * fabs(g->det.offset_u) / g->det.du / g->det.nu)));
-	if (g->type == RC_GEOM_CONE && g->det.shape == RC_DETECTOR_CURVED)
-		fdk = add_sat(fdk, P);
 	const rc_algo_params *p = &s->algo;
 	/* FBP's matrix on the tensor engine: ~2.2 bytes per view and pixel
 	 * (fitted: 130 MiB at 256^2 from 360 views, docs/benchmarks.md) */

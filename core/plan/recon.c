@@ -151,7 +151,7 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
 	/* a cone with a curved (cylindrical) detector runs on the CPU engine
-	 * only: its ray-casting pair and proj_cyl.c's back projection; the
+	 * only: its ray-casting pair and the voxel back projection (proj_cyl.c); the
 	 * OpenCL, CUDA and tensor kernels map points through a flat P */
 	if (s->geom.type == RC_GEOM_CONE && s->geom.det.shape == RC_DETECTOR_CURVED) {
 		if (eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)

@@ -17,7 +17,9 @@
  *   proj_joseph.c   RC_FP_RAYCAST and RC_BP_MATCHED of a fan or parallel
  *                   stack: Joseph's forward projection and its transpose
  *   proj_cyl.c      RC_BP_VOXEL of a cone with a curved (cylindrical)
- *                   detector; its ray-casting pair is proj_raycast.c's
+ *                   detector: the column set-up of proj_voxel.c's tiles,
+ *                   and a plain reference; its ray-casting pair is
+ *                   proj_raycast.c's
  *   proj_splat.c    RC_FP_SPLAT, the voxel-driven forward projector whose
  *                   exact transpose is RC_BP_SPLAT (the matched pair of the
  *                   iterative algorithms where voxels project at most a
@@ -95,8 +97,10 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 /* Voxel-driven back projection of a cone geometry with a curved
  * (cylindrical) detector (proj_cyl.c): vol = sum over views first..last of
  * p_k(u, v) / L^2, (u, v) and L from rc_geom_cyl_project, bilinear with
- * zero outside; it keeps a transposed copy of the call's views while it
- * runs (RC_ENOMEM if that cannot be had).  RC_BP_VOXEL on that geometry. */
+ * zero outside; plain C in double, keeping a transposed copy of the call's
+ * views while it runs (RC_ENOMEM if that cannot be had).  The reference of
+ * the engine's RC_BP_VOXEL on that geometry, which is rc_bp_voxel's tiles
+ * with the cylinder's column set-up. */
 int rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
 
 /* Voxel-driven back projection of a fan or parallel stack (proj_plane.c):

@@ -8,19 +8,104 @@
  * (algo_fdk.c) and SART's.  The ray-casting pair needs nothing of its own:
  * it reads every ray from rc_geom_ray, which knows the cylinder.
  *
- * One task per voxel row y (every slice), each summing its voxels in view
- * order: the result does not depend on the number of threads.  u and L
- * depend on a voxel's (x, y) only and v is linear in z along a column
- * (rc_geom_cyl_project), so the mapping is computed once per column and
- * view, and the views are transposed first (a copy of the views
- * back-projected) so that a column reads two contiguous detector columns.
- * Plain C in double: it serves the CPU engine, the only one that runs a
- * curved cone.
+ * u and L depend on a voxel's (x, y) only and v is linear in z along a
+ * column with slope S / (L dv), as on a flat cone detector u and w are and
+ * v is.  So the engine runs the flat detector's tiles (proj_voxel.c,
+ * proj_voxel_tile.h: padded transposed view blocks, SIMD column loops per
+ * ISA) and only the per-(view, column) set-up differs: rc_bpv_cyl_rows,
+ * one atan per column and view (branch-free, vectorised).
+ *
+ * rc_bp_cyl is the plain version in double (one task per voxel row, views
+ * transposed first), the reference the tiles are tested against
+ * (test_detectors).
  */
 #include "projectors/proj_cpu.h"
+#include "projectors/proj_voxel_tile.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+void rc_bpv_cyl_setup(const rc_geom *g, int k0, int K, struct rc_bpv_job *J)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const double S = rc_geom_sdd(g);
+	J->cyl = 1;
+	J->cyl_su = S / d->du;
+	J->cyl_sv = S / d->dv;
+	J->cyl_cu = (d->nu - 1) / 2.0 - d->offset_u / d->du;
+	J->cyl_cv = (d->nv - 1) / 2.0 - d->offset_v / d->dv + 1;
+	for (int k = 0; k < K; k++) {
+		const rc_view *vw = rc_geom_view(g, k0 + k);
+		double *c = J->cyl_view[k];
+		c[0] = cos(vw->angle_rad);
+		c[1] = sin(vw->angle_rad);
+		c[2] = vw->src[0];
+		c[3] = vw->src[1];
+		c[4] = vw->src[2];
+	}
+}
+
+/* atan(t) to double rounding without branches (Cephes' atan: reduced to
+ * |x| <= 0.66, then a rational function), so that the set-up loop
+ * vectorises; libm's atan2 per column was half the cylinder's back
+ * projection at 128^3. */
+static inline double atan_bf(double t)
+{
+	double a = fabs(t);
+	int big = a > 2.41421356237309504880, mid = !big & (a > 0.66);
+	/* both quotients always (a selected division is control flow) */
+	double xb = -1.0 / (a > 1.0 ? a : 1.0), xm = (a - 1.0) / (a + 1.0);
+	double x = big ? xb : mid ? xm : a;
+	double y0 = big ? 1.57079632679489661923 : mid ? 0.78539816339744830962 : 0.0;
+	double more = big ? 6.123233995736765886130e-17 : mid ? 0.5 * 6.123233995736765886130e-17 : 0.0;
+	double z = x * x;
+	double p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z - 7.500855792314704667340e1) * z -
+		    1.228866684490136173410e2) * z - 6.485021904942025371773e1;
+	double q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z + 4.328810604912902668951e2) * z +
+		    4.853903996359136964868e2) * z + 1.945506571482613964425e2;
+	double r = y0 + (x * (z * p / q) + x) + more;
+	return t < 0 ? -r : r;
+}
+
+/* rc_geom_cyl_project's u, v and L per column, in the padded image's
+ * indices, laid out as the flat cone's cone_rows (proj_voxel_tile.h).
+ * Compiled for AVX-512, AVX2 and baseline x86-64, the loader picking the
+ * widest the CPU has (GCC's target_clones); no contraction into FMA (ISO C
+ * mode), so each gives the same bits. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, int x0, int n, int nzt, float zw0,
+		     float *restrict fu, float *restrict v0, float *restrict dv, float *restrict wt,
+		     int32_t *restrict col, int32_t *restrict za, int32_t *restrict zb)
+{
+	const double *c = J->cyl_view[k];
+	const double ct = c[0], st = c[1], py = yw - c[3];
+	const double umax = J->nu, vmax = J->nv + 1, zinv = 1.0 / J->s[2];
+	for (int i = 0; i < n; i++) {
+		double px = J->x0[0] + (x0 + i) * J->s[0] - c[2];
+		double depth = -ct * px - st * py, side = -st * px + ct * py, l = sqrt(depth * depth + side * side);
+		/* depth > 0: the detector spans under +-90 degrees of fan
+		 * (rc_geom_new), so a point level with or behind the source
+		 * misses it */
+		double u = atan_bf(side / (depth > 0 ? depth : 1.0)) * J->cyl_su + J->cyl_cu;
+		int ok = (depth > 0) & (u > -1) & (u < umax);
+		u = ok ? u : 0;
+		/* floor by truncation (u > -1; floor is a call without SSE4.1) */
+		double fl = (double)((int)(u + 1.0) - 1), il = 1.0 / (ok ? l : 1.0);
+		double slope = J->cyl_sv * il; /* dv/dz */
+		double v = (0 - c[4]) * slope + J->cyl_cv;
+		/* z where v crosses 0 and vmax, one voxel of margin each side */
+		double z1 = (0 - v) / slope, z2 = (vmax - v) / slope;
+		double lo = ((z1 < z2 ? z1 : z2) - zw0) * zinv - 1, hi = ((z1 < z2 ? z2 : z1) - zw0) * zinv + 2;
+		lo = lo < 0 ? 0 : lo > nzt ? nzt : lo;
+		hi = hi < 0 ? 0 : hi > nzt ? nzt : hi;
+		col[i] = ok ? (int32_t)fl + 1 : 0;
+		fu[i] = (float)(u - fl);
+		v0[i] = (float)v;
+		dv[i] = (float)slope;
+		wt[i] = ok ? (float)(il * il) : 0.0f;
+		za[i] = ok ? (int32_t)lo : 0;
+		zb[i] = ok ? (int32_t)hi : 0;
+	}
+}
 
 struct cyl_job {
 	const rc_geom *g;

@@ -372,6 +372,10 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 	for (int k = first; k < last; k++)
 		if (!view_cone_like(rc_geom_view(b->g, k)->P, v))
 			J->cone = 0;
+	/* a cylindrical detector: columns always, set up by proj_cyl.c */
+	const int cyl = rc_geom_type_of(b->g) == RC_GEOM_CONE && rc_geom_detector(b->g)->shape == RC_DETECTOR_CURVED;
+	if (cyl)
+		J->cone = 1;
 	/* Several blocks: the sums stay in tiles across blocks and reach the
 	 * volume once; writing them out per block was a fifth of the time
 	 * (one scattered read-modify-write of the volume per 32 views).
@@ -396,6 +400,8 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 		J->K = K;
 		for (int k = 0; k < K; k++)
 			memcpy(J->P[k], rc_geom_view(b->g, k0 + k)->P, sizeof J->P[k]);
+		if (cyl)
+			rc_bpv_cyl_setup(b->g, k0, K, J);
 		J->first_block = k0 == first;
 		J->last_block = k0 + K >= last;
 		J->overwrite = J->tiles || k0 == first;

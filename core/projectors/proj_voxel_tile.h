@@ -74,6 +74,12 @@ struct rc_bpv_job {
 	int nxb, nyb, nzb;  /* tiles along x, y and z */
 	float *scratch;     /* scratch_floats per worker, 64-byte aligned */
 	size_t scratch_floats;
+	/* a cone with a cylindrical detector (proj_cyl.c): every view takes the
+	 * column layout, its columns set up by rc_bpv_cyl_rows from these */
+	int cyl;
+	double cyl_su, cyl_sv;        /* S / du, S / dv (pixels per radian, per unit of z / L) */
+	double cyl_cu, cyl_cv;        /* u, v of the central ray: (n - 1) / 2 - offset / d, v padded (+ 1) */
+	double cyl_view[RC_BPV_BLOCK][5]; /* per view: cos, sin of the angle, the source's x, y, z */
 };
 
 /* Floats of one tile's sums (RC_BPV_TILE_FLOATS(by, bz) per task in tiles). */
@@ -102,6 +108,17 @@ static inline int rc_bpv_drop_off_detector(int n, const float *restrict *zw, flo
 		n--;
 	return n;
 }
+
+/* The cylinder (proj_cyl.c): rc_bpv_cyl_setup fills J's cyl fields for
+ * views k0 .. k0 + K - 1; rc_bpv_cyl_rows gives cone_rows's outputs for view
+ * k of the block: u = atan2(side, depth) S / du and v linear in z with
+ * slope S / (L dv), weight 1 / L^2, L the distance from the source in the
+ * plane of rotation.  In double, vectorised: one atan per column and view, paid
+ * once per view for the tile's whole depth. */
+void rc_bpv_cyl_setup(const rc_geom *g, int k0, int K, struct rc_bpv_job *J);
+void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, int x0, int n, int nzt, float zw0,
+		     float *restrict fu, float *restrict v0, float *restrict dv, float *restrict wt,
+		     int32_t *restrict col, int32_t *restrict za, int32_t *restrict zb);
 
 void rc_bpv_tile_baseline(const struct rc_bpv_job *J, long task, int worker);
 void rc_bpv_tile_avx2(const struct rc_bpv_job *J, long task, int worker);
@@ -430,7 +447,7 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	const float umax = (float)(J->nu + 1), vmax = (float)(J->nv + 1);
 	const int Hs = J->Hs, T = RC_BPV_BX * J->by;
 	const double *P = J->P[k];
-	const int cone = P[2] == 0 && P[10] == 0;
+	const int cone = J->cyl || (P[2] == 0 && P[10] == 0);
 	/* cone: fu, v0, dv, wt; general: aw, au, av, r0 (in the same arrays); both:
 	 * the detector column col and the slices [za, zb) */
 	float *f0 = rowbuf, *f1 = f0 + T, *f2 = f1 + T, *f3 = f2 + T;
@@ -439,7 +456,10 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	for (int y = y0; y < y1; y++) {
 		int r = (y - y0) * RC_BPV_BX;
 		double yw = J->x0[1] + y * J->s[1];
-		if (cone) {
+		if (J->cyl) {
+			rc_bpv_cyl_rows(J, k, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r, f3 + r, col + r, za + r,
+					zb + r);
+		} else if (cone) {
 			RC_BPV_CONE_ROWS(J, P, yw, x0, nxt, nzt, zw[0], f0 + r, f1 + r, f2 + r, f3 + r, col + r,
 					 za + r, zb + r);
 #ifndef RC_BPV_CONE_ROWS_HAT

@@ -11,7 +11,9 @@
  *    the projection of points back to their pixels, the analytic ball's
  *    chord through every pixel, the ray-casting pair's adjoint test, its
  *    forward projection against analytic line integrals, FDK's and CGLS's
- *    errors, and the engines' refusals.
+ *    errors, the engines' refusals, and the engine's back projection (the
+ *    flat detector's voxel tiles with the cylinder's column set-up) against
+ *    proj_cyl.c's plain one in double on every ISA the CPU has.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,7 @@
 #include "geometry/metrics.h"
 #include "geometry/phantom.h"
 #include "plan/recon.h"
+#include "projectors/proj_cpu.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define N 24
@@ -463,6 +466,63 @@ static void test_cyl_adjoint(void **state)
 	rc_geom_free(g);
 }
 
+/* The engine's cylinder back projection (rc_bp_voxel's tiles, float, on
+ * every ISA the CPU has) against proj_cyl.c's plain one in double, on
+ * random views, both detector offsets and a call starting mid-stack
+ * (views over two blocks of RC_BPV_BLOCK and a part). */
+static void test_cyl_voxel_isas(void **state)
+{
+	(void)state;
+	rc_err err;
+	rc_geom *g;
+	const int nviews = 75, first = 3;
+	double *ang = malloc(sizeof(double) * nviews);
+	assert_non_null(ang);
+	for (int k = 0; k < nviews; k++)
+		ang[k] = 360.0 * k / nviews;
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews, .angles_deg = ang, .source_isocenter_mm = D_mm,
+			    .source_detector_mm = S_mm };
+	sp.det = (rc_detector_desc){ .nu = NU_FULL, .nv = NU_FULL - 7, .du = DU, .dv = 1.3 * DU, .offset_u = 2.1,
+				     .offset_v = -3.4, .shape = RC_DETECTOR_CURVED };
+	rc_volume_desc v = { N, N + 3, N - 5, 1, 1.1, 0.9, 0.7, -0.4, 1.3 };
+	assert_int_equal(rc_geom_new(&sp, &v, NULL, &g, &err), 0);
+	free(ang);
+	rc_pool *pool;
+	assert_int_equal(rc_pool_new(2, &pool, &err), 0);
+	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(rc_geom_volume(g));
+	float *p = malloc(np * sizeof(float)), *ref = malloc(nvox * sizeof(float)), *got = malloc(nvox * sizeof(float));
+	assert_non_null(p);
+	assert_non_null(ref);
+	assert_non_null(got);
+	unsigned s = 11;
+	for (size_t i = 0; i < np; i++)
+		p[i] = (float)(lcg(&s) % 1000) / 1000.0f;
+	assert_int_equal(rc_bp_cyl(g, pool, p, ref, first, nviews, &err), 0);
+	double peak = 0;
+	for (size_t i = 0; i < nvox; i++)
+		peak = fabs(ref[i]) > peak ? fabs(ref[i]) : peak;
+	assert_true(peak > 0);
+	for (int isa = 0; isa < RC_ISA_COUNT; isa++) {
+		if (!rc_cpu_isa_supported((rc_cpu_isa)isa))
+			continue;
+		rc_bpv *b;
+		assert_int_equal(rc_bpv_new(g, 2, &b, &err), 0);
+		rc_bp_voxel(b, pool, (rc_cpu_isa)isa, p, got, first, nviews, 0);
+		double worst = 0;
+		for (size_t i = 0; i < nvox; i++)
+			worst = fabs(got[i] - ref[i]) > worst ? fabs(got[i] - ref[i]) : worst;
+		printf("cylinder back projection, %s tiles vs plain double: max diff %.1e of %.3g\n",
+		       rc_cpu_isa_name((rc_cpu_isa)isa), worst, peak);
+		assert_true(worst <= 2e-5 * peak);
+		rc_bpv_free(b);
+	}
+	free(p);
+	free(ref);
+	free(got);
+	rc_pool_free(pool);
+	rc_geom_free(g);
+}
+
 static void test_cyl_recon(void **state)
 {
 	(void)state;
@@ -570,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_displaced_fdk),
 		cmocka_unit_test(test_displaced_stream),   cmocka_unit_test(test_displaced_fan),
 		cmocka_unit_test(test_cyl_geometry),	   cmocka_unit_test(test_cyl_adjoint),
+		cmocka_unit_test(test_cyl_voxel_isas),
 		cmocka_unit_test(test_cyl_recon),	   cmocka_unit_test(test_cyl_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,8 @@
  * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
  * first call that needs them and reused, so iterative algorithms allocate nothing per call.
  * Cone and matrices geometries (a cone with a curved detector: the
- * ray-casting pair and proj_cyl.c's voxel back projection); of a fan or parallel stack the voxel back
+ * ray-casting pair and the voxel back projection, its columns set up by
+ * proj_cyl.c); of a fan or parallel stack the voxel back
  * projection (FBP's, proj_plane.c) and the Joseph pair (proj_joseph.c, the
  * reference of the OpenCL engine's): a job's iterative products on these
  * geometries run on the tensor backend's distance-driven matrix
@@ -103,9 +104,8 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	if (rc_geom_is_2d(e->geom))
 		return kind == RC_BP_VOXEL ? rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err)
 					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
-	if (kind == RC_BP_VOXEL && rc_geom_detector(e->geom)->shape == RC_DETECTOR_CURVED) {
-		return rc_bp_cyl(e->geom, c->pool, proj, vol, first, last, err);
-	}
+	/* a curved cone's RC_BP_VOXEL is rc_bp_voxel's too: its tiles take the
+	 * cylinder's column set-up (proj_cyl.c) */
 	switch (kind) {
 	case RC_BP_VOXEL:
 	case RC_BP_SPLAT:
