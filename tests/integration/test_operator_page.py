@@ -281,7 +281,7 @@ def page_words_match(b, jid, want):
     return row == want and (panel == want or panel.startswith(want + " · ")) and (row, panel)
 
 
-def progress_checks(b, api, sdata):
+def progress_checks(b, api, sdata, previews):
     """The page's progress words against the API's: stopped early, cancelled in the FDK start."""
     # from FDK's volume with a strict stagnation rule (a residual that falls by under 20 % of
     # itself over an iteration ends the run): it stops well before its 10 iterations
@@ -331,6 +331,9 @@ def progress_checks(b, api, sdata):
     check("during the FDK start the page shows 'computing the FDK start' (not 0/20)", bool(got),
           "%r %r (API: %s)" % (b.text(row_sel(fjob["id"]) + " .ptext"), b.text("#job-progress-text"),
                                json.dumps(api.job(fjob["id"])["progress"])))
+    if previews:
+        note = wait_for(lambda: b.text("#preview-note") == "No slices yet: computing the FDK start.", 10)
+        check("and its slices say why there are none yet (the FDK start)", note, repr(b.text("#preview-note")))
     b.shot("fdk-start")
     api.post_json("/v1/jobs/%s/cancel" % fjob["id"], b"")
     fin = api.wait_state(fjob["id"], ("succeeded", "failed", "cancelled"), timeout=60)
@@ -520,7 +523,7 @@ def main():
     got = wait_for(lambda: page_words_match(b, ljob["id"], want), 10)
     check("the page shows %r for it" % want, bool(got),
           "%r %r" % (b.text(row_sel(ljob["id"]) + " .ptext"), b.text("#job-progress-text")))
-    progress_checks(b, api, sdata)
+    progress_checks(b, api, sdata, previews)
 
     # -- a streaming FDK job: slices while the views arrive -----------------------------
     fspec = phantom.cone_spec(n=32, voxel=1.0, views=90, nu=48, nv=48, algorithm={"name": "fdk"},

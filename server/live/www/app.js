@@ -243,6 +243,7 @@
     bar.max = of;
     bar.value = done;
     tr.querySelector(".ptext").textContent = text;
+    tr.querySelector(".ptext").title = text;
     const p = job.progress || {};
     tr.querySelector(".eta").textContent = job.state === "running" ? fmtSeconds(p.eta_s) : "";
     tr.querySelector(".residual").textContent = hasResidual(job) ? fmtResidual(p.residual) : "";
@@ -422,7 +423,17 @@
     if (!ui.previewTried || !before || before.state !== j.state) refreshPreviews();
   }
 
+  /* Why a running job has no slice yet: its FDK start (the iterations'
+   * volume comes after it) or nothing so far. */
+  function noSlices(j) {
+    const ph = j && j.progress ? j.progress.phase : "";
+    return ph === "fdk_start" ? "No slices yet: computing the FDK start."
+      : "No slices yet: the job has no volume so far.";
+  }
+
   function renderProgress(j) {
+    const note = $("preview-note");
+    if (note.dataset.status === "409") note.textContent = noSlices(j);
     const [done, of, text] = progressOf(j);
     const bar = $("job-progress");
     bar.max = of;
@@ -677,9 +688,7 @@
       if (ui.selected !== id) return;
       note.dataset.status = err instanceof ApiError ? String(err.status) : "error";
       if (err instanceof ApiError && err.status === 409) {
-        const ph = ui.job && ui.job.progress ? ui.job.progress.phase : "";
-        note.textContent = ph === "fdk_start" ? "No slices yet: computing the FDK start."
-          : "No slices yet: the job has no volume so far.";
+        note.textContent = noSlices(ui.job);
       } else if (err instanceof ApiError && err.status === 404 && ui.job) {
         note.textContent = "This server has no slice previews (" + err.message + ").";
       } else {
