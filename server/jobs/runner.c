@@ -129,7 +129,8 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		return;
 	oc->lines++;
 	const char *type = json_string_value(json_object_get(j, "type"));
-	if (type && !strcmp(type, "progress")) {
+	int phase_line = type && !strcmp(type, "phase");
+	if (type && (!strcmp(type, "progress") || phase_line)) {
 		run_progress p;
 		p.iteration = (int)json_integer_value(json_object_get(j, "iteration"));
 		p.of = (int)json_integer_value(json_object_get(j, "iterations"));
@@ -172,7 +173,11 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 			json_object_set_new(ev, "fraction", json_real((double)p.views_done / p.views_expected));
 		}
 		char *s = json_dumps(ev, JSON_COMPACT);
-		if (s)
+		/* a phase change is a state event (the job, its progress's phase
+		 * new): progress events stay one per iteration */
+		if (phase_line)
+			r->job_changed(r->a, id);
+		else if (s)
 			hub_publish(r->a->hub, id, "progress", s);
 		pthread_mutex_lock(&r->lock);
 		free(r->prog_json);

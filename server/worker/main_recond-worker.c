@@ -100,10 +100,10 @@ static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); 
 
 /* One progress line (worker_proto.h): iteration done, iterations asked,
  * why the run stopped before them (null: it did not), its phase. */
-static void emit_progress(const rc_progress *p)
+static void emit_progress(const char *type, const rc_progress *p)
 {
 	int of = p->of > 0 ? p->of : asked;
-	json_t *j = json_pack("{sssisisisosossso}", "type", "progress", "iteration", p->iteration, "of", of,
+	json_t *j = json_pack("{sssisisisosossso}", "type", type, "iteration", p->iteration, "of", of,
 			      "iterations", of, "residual", num(p->residual), "elapsed_s", num(p->elapsed_s),
 			      "phase", phase, "stopped", p->stopped ? json_string(p->stopped) : json_null());
 	if (j && p->views_of) {
@@ -117,14 +117,15 @@ static void on_progress(void *ud, const rc_progress *p)
 {
 	(void)ud;
 	last = *p;
-	emit_progress(p);
+	emit_progress("progress", p);
 }
 
-/* A new phase: a progress line that says so, the counts unchanged. */
+/* A new phase: a phase line (the progress line's fields, the counts
+ * unchanged; worker_proto.h). */
 static void set_phase(const char *ph)
 {
 	phase = ph;
-	emit_progress(&last);
+	emit_progress("phase", &last);
 }
 
 static void on_phase(void *ud, const char *ph)

@@ -11,9 +11,12 @@
  *     the run before them ("stagnation", "tolerance", "discrepancy"), null
  *     otherwise; phase: "preparing" (reading and checking the input),
  *     "fdk_start" (an iterative job's FDK start), "iterating", "fdk" (an
- *     FDK job's run), "writing" (the volume); a line comes at each phase
- *     change too
- *     (a streaming FDK adds "views_done" and "views_expected")
+ *     FDK job's run), "writing" (the volume); a streaming FDK adds
+ *     "views_done" and "views_expected"
+ *   {"type":"phase", ...the fields of "progress"...}
+ *     the phase changed (the counts did not): the daemon sends it as a
+ *     state event, so that the event stream keeps one progress event per
+ *     iteration
  *   {"type":"preview","iteration":3,"of":10,"views_done":0,"views_expected":0}
  *     the live volume holds a new snapshot (at most every
  *     WORKER_PREVIEW_EVERY_S, and after the last iteration)
