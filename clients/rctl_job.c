@@ -32,11 +32,13 @@ void rctl_job_view_of(json_t *j, rctl_job_view *v)
 		p = j;
 	v->fraction = num_or(json_object_get(p, "fraction"), -1);
 	v->iteration = (long)num_or(json_object_get(p, "iteration"), -1);
-	v->of = (long)num_or(json_object_get(p, "of"), -1);
+	v->of = (long)num_or(json_object_get(p, "iterations"), -1);
+	v->stopped = json_string_value(json_object_get(p, "stopped"));
+	v->phase = json_string_value(json_object_get(p, "phase"));
 	v->views_done = (long)num_or(json_object_get(p, "views_done"), 0);
 	v->views_expected = (long)num_or(json_object_get(p, "views_expected"), 0);
-	if (v->of < 0)
-		v->of = (long)num_or(json_object_get(p, "iterations"), -1);
+	if (v->of < 0) /* a server older than "iterations" */
+		v->of = (long)num_or(json_object_get(p, "of"), -1);
 	v->eta_s = num_or(json_object_get(p, "eta_s"), -1);
 	if (v->fraction < 0 && v->iteration >= 0 && v->of > 0)
 		v->fraction = (double)v->iteration / (double)v->of;
@@ -64,8 +66,19 @@ void rctl_job_progress_text(const rctl_job_view *v, char *buf, size_t n)
 	ADD("%s", v->state ? v->state : "?");
 	if (v->views_expected > 0)
 		ADD(", streaming: view %ld/%ld back-projected", v->views_done, v->views_expected);
+	else if (v->phase && !strcmp(v->phase, "fdk_start"))
+		ADD(", computing the FDK start");
 	else if (v->iteration >= 0 && v->of > 0)
-		ADD(", iteration %ld/%ld", v->iteration, v->of);
+		ADD(", iteration %ld of %ld", v->iteration, v->of);
+	if (v->stopped) {
+		static const char *const why[][2] = { { "stagnation", "the residual stopped falling" },
+						      { "tolerance", "the residual fell below the tolerance" },
+						      { "discrepancy", "the residual reached the noise level" } };
+		ADD(", stopped: %s", v->stopped);
+		for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+			if (!strcmp(v->stopped, why[i][0]))
+				ADD(" (%s)", why[i][1]);
+	}
 	if (v->eta_s >= 0 && !rctl_state_terminal(v->state))
 		ADD(", ETA %.0f s", v->eta_s);
 #undef ADD

@@ -16,7 +16,9 @@ typedef struct rctl_job_view {
 	const char *label;
 	const char *error;    /* error.message (or error as a string) */
 	double fraction;      /* < 0: unknown */
-	long iteration, of;   /* < 0: unknown */
+	long iteration, of;   /* done, asked ("iterations"); < 0: unknown */
+	const char *stopped;  /* why it ended before them ("stagnation", "cancelled", ...); NULL: it did not */
+	const char *phase;    /* "pending", "preparing", "fdk_start", "iterating", "fdk", "writing", "done"; NULL */
 	double eta_s;         /* < 0: unknown */
 	long views_done, views_expected; /* a streaming FDK's views; views_expected 0: not streaming */
 } rctl_job_view;
@@ -27,7 +29,9 @@ void rctl_job_view_of(json_t *j, rctl_job_view *v);
 int rctl_state_terminal(const char *state);
 /* The exit code a finished job maps to: 0, RCTL_EXIT_FAILED, RCTL_EXIT_CANCELLED. */
 int rctl_state_exit(const char *state);
-/* "iteration 3/10, 30%, ETA 12 s" into buf. */
+/* "running, iteration 3 of 10, ETA 12 s", "succeeded, iteration 6 of 10,
+ * stopped: stagnation (the residual stopped falling)", "running,
+ * computing the FDK start" into buf (the API's words, docs/api.md). */
 void rctl_job_progress_text(const rctl_job_view *v, char *buf, size_t n);
 
 /* True when id is a UUID in its 8-4-4-4-12 hex form. */

@@ -30,7 +30,9 @@ def process(client, acq):
     final = None
     for event, data in client.watch(job["id"], timeout=3600):
         if event == "progress":
-            print("  iteration %s/%s" % (data.get("iteration"), data.get("of")), flush=True)
+            stop = " (stopped: %s)" % data["stopped"] if data.get("stopped") else ""
+            print("  %s: iteration %s of %s%s" % (data.get("phase"), data.get("iteration"), data.get("iterations"), stop),
+                  flush=True)
         elif event == "end":
             final = data
     if final["state"] != "succeeded":

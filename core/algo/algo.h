@@ -201,7 +201,15 @@ typedef struct rc_algo_hooks {
 	 * comes and back-projects them in groups, reporting progress
 	 * (views_done) and calling iterate (the partial sum) after each group. */
 	int (*views)(void *ud, double wait_s, int *list, int max, rc_err *err);
+	/* The run's phase changed (may be NULL): RC_PHASE_FDK_START before an
+	 * iterative run's FDK start (algorithm.initial), RC_PHASE_ITERATING
+	 * once it is in vol and the iterations begin.  The worker passes it on
+	 * as its progress lines' "phase" (docs/api.md, "Progress"). */
+	void (*phase)(void *ud, const char *phase);
 } rc_algo_hooks;
+
+#define RC_PHASE_FDK_START "fdk_start"
+#define RC_PHASE_ITERATING "iterating"
 
 /* The one rule on algorithm.iterations: FDK runs once, an iterative
  * algorithm 1 to RC_ALGO_MAX_ITERATIONS times.  0 or RC_EINVAL (field

@@ -89,7 +89,12 @@ int rc_algo_start(const rc_algo_params *p, rc_backend *b, const float *proj, flo
 	rc_algo_hooks h = { 0 };
 	if (hooks)
 		h.cancel = hooks->cancel;
-	return rc_fdk_run(&f, b, proj, vol, &h, err);
+	if (hooks && hooks->phase)
+		hooks->phase(hooks->ud, RC_PHASE_FDK_START);
+	int rc = rc_fdk_run(&f, b, proj, vol, &h, err);
+	if (!rc && hooks && hooks->phase)
+		hooks->phase(hooks->ud, RC_PHASE_ITERATING);
+	return rc;
 }
 
 void rc_subset_range(int b, int S, int n, int *first, int *last)

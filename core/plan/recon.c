@@ -203,6 +203,12 @@ static int c_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
 	return c->user->iterate(c->user->ud, b, x, iteration);
 }
 
+static void c_phase(void *ud, const char *phase)
+{
+	struct counted *c = ud;
+	c->user->phase(c->user->ud, phase);
+}
+
 static int c_views(void *ud, double wait_s, int *list, int max, rc_err *err)
 {
 	struct counted *c = ud;
@@ -264,7 +270,8 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	struct counted cnt = { .user = hooks };
 	rc_algo_hooks wrapped = { .progress = c_progress, .ud = &cnt, .cancel = hooks ? hooks->cancel : NULL,
 				  .iterate = hooks && hooks->iterate ? c_iterate : NULL,
-				  .views = hooks && hooks->views ? c_views : NULL };
+				  .views = hooks && hooks->views ? c_views : NULL,
+				  .phase = hooks && hooks->phase ? c_phase : NULL };
 	rc = rc_algo_run_on(&given, b, proj, vol, &wrapped, err);
 	rc_backend_report(b, rc == 0, report);
 	report->iterations_done = cnt.done;

@@ -43,6 +43,91 @@ static json_t *missing_ranges(const job_row *r, int *truncated)
 	return a;
 }
 
+/* Why an ended job stopped before its iterations: the worker's stop rule,
+ * else "cancelled" or "failed" by its state; null when all ran. */
+static json_t *stopped_json(const job_row *r, json_t *rp)
+{
+	json_t *st = rp ? json_object_get(rp, "stopped") : NULL;
+	if (json_is_string(st))
+		return json_incref(st);
+	if (r->state == JOB_CANCELLED)
+		return json_string("cancelled");
+	if (r->state == JOB_FAILED)
+		return json_string("failed");
+	return json_null();
+}
+
+/* The phase of a job no worker runs now (docs/api.md, "Progress"). */
+static const char *idle_phase(const job_row *r)
+{
+	switch (r->state) {
+	case JOB_SUCCEEDED:
+	case JOB_FAILED:
+	case JOB_CANCELLED:
+		return "done";
+	default:
+		return "pending";
+	}
+}
+
+/* The job's progress object, one vocabulary from the worker to every
+ * reader: iteration (done), iterations (asked; "of" is its older name),
+ * stopped (why it ended before them, null otherwise), phase.  Live from
+ * this node's runner, from the row while another node runs it, else from
+ * the report the run left. */
+static json_t *progress_json(app *a, const job_row *r, json_t *summary, json_t *report)
+{
+	int asked = (int)json_integer_value(json_object_get(summary, "iterations"));
+	json_t *prog = json_object();
+	run_progress live;
+	/* running on another node: the progress it last wrote into the row */
+	json_t *remote = r->state == JOB_RUNNING && r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	if (r->state == JOB_RUNNING && a && a->run && runner_progress(a->run, r->id, &live) == 0) {
+		int of = live.of ? live.of : asked;
+		json_object_set_new(prog, "iteration", json_integer(live.iteration));
+		json_object_set_new(prog, "of", json_integer(of));
+		json_object_set_new(prog, "residual", num_or_null(live.residual));
+		json_object_set_new(prog, "fraction", json_real(of ? (double)live.iteration / of : 0.0));
+		json_object_set_new(prog, "eta_s", num_or_null(live.eta_s));
+		json_object_set_new(prog, "elapsed_s", num_or_null(live.elapsed_s));
+		json_object_set_new(prog, "stopped", live.stopped[0] ? json_string(live.stopped) : json_null());
+		json_object_set_new(prog, "phase", json_string(live.phase[0] ? live.phase : "preparing"));
+		if (live.views_expected) {
+			json_object_set_new(prog, "views_done", json_integer(live.views_done));
+			json_object_set_new(prog, "views_expected", json_integer(live.views_expected));
+			json_object_set_new(prog, "fraction", json_real((double)live.views_done / live.views_expected));
+		}
+	} else if (json_is_object(remote) && json_is_integer(json_object_get(remote, "iteration"))) {
+		json_object_update(prog, remote);
+		if (!json_object_get(prog, "of") || !json_integer_value(json_object_get(prog, "of")))
+			json_object_set_new(prog, "of", json_integer(asked));
+		if (!json_is_string(json_object_get(prog, "phase")))
+			json_object_set_new(prog, "phase", json_string("preparing"));
+		if (!json_is_string(json_object_get(prog, "stopped")))
+			json_object_set_new(prog, "stopped", json_null());
+	} else {
+		json_t *rp = report ? json_object_get(report, "progress") : NULL;
+		int it = rp ? (int)json_integer_value(json_object_get(rp, "iteration")) : 0;
+		int rof = rp ? (int)json_integer_value(json_object_get(rp, "of")) : 0;
+		if (rof <= 0)
+			rof = asked; /* ended before its first line (e.g. cancelled in its FDK start) */
+		json_object_set_new(prog, "iteration", json_integer(it));
+		json_object_set_new(prog, "of", json_integer(rof));
+		json_object_set_new(prog, "residual", rp && json_is_number(json_object_get(rp, "residual"))
+				    ? json_real(json_number_value(json_object_get(rp, "residual"))) : json_null());
+		double frac = r->state == JOB_SUCCEEDED ? 1.0 : rof ? (double)it / rof : 0.0;
+		json_object_set_new(prog, "fraction", json_real(frac > 1 ? 1 : frac));
+		json_object_set_new(prog, "eta_s", r->state == JOB_SUCCEEDED ? json_real(0) : json_null());
+		json_t *el = rp ? json_object_get(rp, "elapsed_s") : NULL;
+		json_object_set_new(prog, "elapsed_s", json_is_number(el) ? json_incref(el) : json_null());
+		json_object_set_new(prog, "stopped", stopped_json(r, rp));
+		json_object_set_new(prog, "phase", json_string(idle_phase(r)));
+	}
+	json_object_set(prog, "iterations", json_object_get(prog, "of"));
+	json_decref(remote);
+	return prog;
+}
+
 json_t *app_job_json(app *a, const job_row *r)
 {
 	char base[64], buf[128];
@@ -71,47 +156,8 @@ json_t *app_job_json(app *a, const job_row *r)
 	json_object_set_new(j, "summary", summary ? summary : json_object());
 
 	json_t *report = r->report ? json_loads(r->report, 0, NULL) : NULL;
-	int of = (int)json_integer_value(json_object_get(json_object_get(j, "summary"), "iterations"));
-	json_t *prog = json_object();
-	run_progress live;
-	/* running on another node: the progress it last wrote into the row */
-	json_t *remote = r->state == JOB_RUNNING && r->progress ? json_loads(r->progress, 0, NULL) : NULL;
-	if (r->state == JOB_RUNNING && a && a->run && runner_progress(a->run, r->id, &live) == 0) {
-		json_object_set_new(prog, "iteration", json_integer(live.iteration));
-		json_object_set_new(prog, "of", json_integer(live.of ? live.of : of));
-		json_object_set_new(prog, "residual", num_or_null(live.residual));
-		json_object_set_new(prog, "fraction", json_real(live.of ? (double)live.iteration / live.of : 0.0));
-		json_object_set_new(prog, "eta_s", num_or_null(live.eta_s));
-		json_object_set_new(prog, "elapsed_s", json_real(live.elapsed_s));
-		if (live.stopped[0])
-			json_object_set_new(prog, "stopped", json_string(live.stopped));
-		if (live.views_expected) {
-			json_object_set_new(prog, "views_done", json_integer(live.views_done));
-			json_object_set_new(prog, "views_expected", json_integer(live.views_expected));
-			json_object_set_new(prog, "fraction", json_real((double)live.views_done / live.views_expected));
-		}
-	} else if (json_is_object(remote) && json_is_integer(json_object_get(remote, "iteration"))) {
-		json_object_update(prog, remote);
-		if (!json_object_get(prog, "of") || !json_integer_value(json_object_get(prog, "of")))
-			json_object_set_new(prog, "of", json_integer(of));
-	} else {
-		json_t *rp = report ? json_object_get(report, "progress") : NULL;
-		int it = rp ? (int)json_integer_value(json_object_get(rp, "iteration")) : 0;
-		int rof = rp ? (int)json_integer_value(json_object_get(rp, "of")) : of;
-		json_object_set_new(prog, "iteration", json_integer(it));
-		json_object_set_new(prog, "of", json_integer(rof));
-		json_object_set_new(prog, "residual", rp && json_is_number(json_object_get(rp, "residual"))
-				    ? json_real(json_number_value(json_object_get(rp, "residual"))) : json_null());
-		double frac = r->state == JOB_SUCCEEDED ? 1.0 : rof ? (double)it / rof : 0.0;
-		json_object_set_new(prog, "fraction", json_real(frac > 1 ? 1 : frac));
-		json_object_set_new(prog, "eta_s", r->state == JOB_SUCCEEDED ? json_real(0) : json_null());
-		json_object_set_new(prog, "elapsed_s", rp ? json_incref(json_object_get(rp, "elapsed_s")) : json_null());
-		json_t *st = rp ? json_object_get(rp, "stopped") : NULL;
-		if (json_is_string(st))
-			json_object_set_new(prog, "stopped", json_incref(st));
-	}
+	json_t *prog = progress_json(a, r, json_object_get(j, "summary"), report);
 	json_object_set_new(j, "progress", prog);
-	json_decref(remote);
 	json_object_set_new(j, "node", r->node[0] ? json_string(r->node) : json_null());
 	json_object_set_new(j, "attempts", json_integer(r->attempts));
 

@@ -129,10 +129,15 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		return;
 	oc->lines++;
 	const char *type = json_string_value(json_object_get(j, "type"));
-	if (type && !strcmp(type, "progress")) {
+	int phase_line = type && !strcmp(type, "phase");
+	if (type && (!strcmp(type, "progress") || phase_line)) {
 		run_progress p;
 		p.iteration = (int)json_integer_value(json_object_get(j, "iteration"));
-		p.of = (int)json_integer_value(json_object_get(j, "of"));
+		p.of = (int)json_integer_value(json_object_get(j, "iterations"));
+		if (!p.of)
+			p.of = (int)json_integer_value(json_object_get(j, "of"));
+		const char *phase = json_string_value(json_object_get(j, "phase"));
+		snprintf(p.phase, sizeof p.phase, "%s", phase ? phase : "");
 		json_t *res = json_object_get(j, "residual");
 		p.residual = json_is_number(res) ? json_number_value(res) : NAN;
 		p.elapsed_s = json_number_value(json_object_get(j, "elapsed_s"));
@@ -145,8 +150,11 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		p.views_expected = (int)json_integer_value(json_object_get(j, "views_expected"));
 		if (p.views_expected)
 			p.eta_s = NAN; /* the scanner sets the pace */
-		metrics_iteration(r->a->met, p.elapsed_s - *last_elapsed);
-		*last_elapsed = p.elapsed_s;
+		/* phase lines repeat the counts: only an iteration's line is timed */
+		if (isfinite(p.elapsed_s) && p.elapsed_s > *last_elapsed) {
+			metrics_iteration(r->a->met, p.elapsed_s - *last_elapsed);
+			*last_elapsed = p.elapsed_s;
+		}
 		pthread_mutex_lock(&r->lock);
 		r->prog = p;
 		r->prog_wall = rc_now_s();
@@ -155,16 +163,21 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 				       "residual", isfinite(p.residual) ? json_real(p.residual) : json_null(),
 				       "fraction", p.of ? (double)p.iteration / p.of : 0.0,
 				       "eta_s", isfinite(p.eta_s) ? json_real(p.eta_s) : json_null());
-		json_object_set_new(ev, "elapsed_s", json_real(p.elapsed_s));
+		json_object_set_new(ev, "elapsed_s", isfinite(p.elapsed_s) ? json_real(p.elapsed_s) : json_null());
+		json_object_set_new(ev, "iterations", json_integer(p.of));
+		json_object_set_new(ev, "phase", json_string(p.phase[0] ? p.phase : "preparing"));
+		json_object_set_new(ev, "stopped", p.stopped[0] ? json_string(p.stopped) : json_null());
 		if (p.views_expected) {
 			json_object_set_new(ev, "views_done", json_integer(p.views_done));
 			json_object_set_new(ev, "views_expected", json_integer(p.views_expected));
 			json_object_set_new(ev, "fraction", json_real((double)p.views_done / p.views_expected));
 		}
-		if (p.stopped[0])
-			json_object_set_new(ev, "stopped", json_string(p.stopped));
 		char *s = json_dumps(ev, JSON_COMPACT);
-		if (s)
+		/* a phase change is a state event (the job, its progress's phase
+		 * new): progress events stay one per iteration */
+		if (phase_line)
+			r->job_changed(r->a, id);
+		else if (s)
 			hub_publish(r->a->hub, id, "progress", s);
 		pthread_mutex_lock(&r->lock);
 		free(r->prog_json);
@@ -264,9 +277,12 @@ static void with_last_progress(runner *r, struct outcome *oc, const struct rusag
 		pthread_mutex_lock(&r->lock);
 		run_progress p = r->prog;
 		pthread_mutex_unlock(&r->lock);
-		json_object_set_new(rep, "progress", json_pack("{sisisoso}", "iteration", p.iteration, "of", p.of,
+		json_object_set_new(rep, "progress", json_pack("{sisisisososs}", "iteration", p.iteration, "of", p.of,
+							      "iterations", p.of,
 							      "residual", isfinite(p.residual) ? json_real(p.residual) : json_null(),
-							      "elapsed_s", json_real(p.elapsed_s)));
+							      "elapsed_s", isfinite(p.elapsed_s) ? json_real(p.elapsed_s) : json_null(),
+							      "stopped", p.stopped[0] ? json_string(p.stopped) : json_null(),
+							      "phase", p.phase[0] ? p.phase : "preparing"));
 	}
 	free(oc->report);
 	oc->report = json_dumps(rep, JSON_COMPACT);

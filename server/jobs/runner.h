@@ -23,11 +23,12 @@ struct app;
 typedef struct runner runner;
 
 typedef struct run_progress {
-	int iteration, of;
+	int iteration, of;  /* iterations done, asked (the worker's "iterations") */
 	double residual;    /* NAN when unknown */
 	double elapsed_s;
 	double eta_s;       /* NAN when unknown */
 	char stopped[16];   /* the stop rule that ended the run here, or "" */
+	char phase[16];     /* the worker's phase (worker_proto.h); "" before its first line */
 	int views_done;     /* streaming FDK: views back-projected so far, */
 	int views_expected; /* of this many (0 when not streaming) */
 } run_progress;

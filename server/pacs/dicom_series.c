@@ -117,6 +117,8 @@ typedef struct gen {
 	const job_spec *spec;
 	double finished;
 	char comments[4096]; /* the job's warnings ("" = none) */
+	int iterations_done; /* the iterations that ran (the report's progress; -1 unknown) */
+	char stopped[32];    /* why they ended before those asked ("" = all ran) */
 	int fd;
 	char tmp[4200];
 } gen;
@@ -170,8 +172,12 @@ static int write_slices(gen *g, dicom_series *out, rc_err *err)
 	const char *kernel = ap->name == RC_ALGO_FDK ? rc_name_str(RC_NAMES_WINDOW, (int)ap->window) : NULL;
 	if (kernel)
 		snprintf(derivation, sizeof derivation, "recond %s, %s filter", algo, kernel);
-	else
-		snprintf(derivation, sizeof derivation, "recond %s, %d iterations", algo, ap->iterations);
+	else if (g->stopped[0] && g->iterations_done >= 0)
+		snprintf(derivation, sizeof derivation, "recond %s, %d of %d iterations (stopped: %s)", algo,
+			 g->iterations_done, ap->iterations, g->stopped);
+	else /* the iterations that ran: all those asked (a succeeded job without a stop) */
+		snprintf(derivation, sizeof derivation, "recond %s, %d iterations", algo,
+			 g->iterations_done > 0 ? g->iterations_done : ap->iterations);
 	if (!d->series_description[0])
 		snprintf(series_desc, sizeof series_desc, "recond %s", algo);
 	pt.series_description = d->series_description[0] ? d->series_description : series_desc;
@@ -290,6 +296,26 @@ static void warnings_comment(const char *report, char *buf, size_t n)
 	json_decref(rep);
 }
 
+/* The iterations that ran and why they ended early ("" = they did not),
+ * from the worker's report's progress (docs/api.md, "Progress"). */
+static void iterations_ran(const char *report, int *done, char *stopped, size_t n)
+{
+	*done = -1;
+	stopped[0] = '\0';
+	json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
+	json_t *p = rep ? json_object_get(rep, "progress") : NULL;
+	if (json_is_integer(json_object_get(p, "iteration")))
+		*done = (int)json_integer_value(json_object_get(p, "iteration"));
+	const char *st = json_string_value(json_object_get(p, "stopped"));
+	if (st) {
+		snprintf(stopped, n, "%s", st);
+		for (char *c = stopped; *c; c++) /* ST: no backslash, no control character */
+			if (*c == '\\' || (unsigned char)*c < 0x20)
+				*c = ' ';
+	}
+	json_decref(rep);
+}
+
 int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_series *out, rc_err *err)
 {
 	char path[4200];
@@ -306,8 +332,10 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 		goto out_release;
 	job_state state = row.state;
 	double finished = row.finished;
-	char comments[4096];
+	char comments[4096], stopped[32];
+	int done;
 	warnings_comment(row.report, comments, sizeof comments);
+	iterations_ran(row.report, &done, stopped, sizeof stopped);
 	job_row_clear(&row);
 	if (state != JOB_SUCCEEDED) {
 		rc = rc_fail(err, RC_ESTATE, "state", "job %s is %s; its DICOM series exists once it has succeeded", id,
@@ -323,8 +351,9 @@ int dicom_series_ensure(store *st, const char *id, const char *uid_root, dicom_s
 	if ((rc = job_spec_load(path, &spec, err)))
 		goto out_unlock;
 	gen g = { .st = st, .id = id, .uid_root = uid_root ? uid_root : "", .spec = spec, .finished = finished,
-		  .fd = -1 };
+		  .iterations_done = done, .fd = -1 };
 	snprintf(g.comments, sizeof g.comments, "%s", comments);
+	snprintf(g.stopped, sizeof g.stopped, "%s", stopped);
 	rc = generate(&g, out, err);
 	if (g.fd >= 0)
 		close(g.fd);

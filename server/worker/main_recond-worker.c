@@ -56,6 +56,10 @@
 static atomic_int cancel_flag;
 static FILE *out;
 static rc_progress last;
+/* What the run is doing (worker_proto.h): "preparing" until the run starts,
+ * then the algorithm's phases, "writing" after it. */
+static const char *phase = WORKER_PHASE_PREPARING;
+static int asked; /* algorithm.iterations: the iterations the job asked for */
 
 /* The live volume the daemon previews (or the worker's own buffer). */
 static struct {
@@ -94,19 +98,40 @@ static void emit(json_t *j)
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-static void on_progress(void *ud, const rc_progress *p)
+/* One progress line (worker_proto.h): iteration done, iterations asked,
+ * why the run stopped before them (null: it did not), its phase. */
+static void emit_progress(const char *type, const rc_progress *p)
 {
-	(void)ud;
-	last = *p;
-	json_t *j = json_pack("{sssisisoso}", "type", "progress", "iteration", p->iteration, "of", p->of,
-			      "residual", num(p->residual), "elapsed_s", num(p->elapsed_s));
-	if (j && p->stopped)
-		json_object_set_new(j, "stopped", json_string(p->stopped));
+	int of = p->of > 0 ? p->of : asked;
+	json_t *j = json_pack("{sssisisisosossso}", "type", type, "iteration", p->iteration, "of", of,
+			      "iterations", of, "residual", num(p->residual), "elapsed_s", num(p->elapsed_s),
+			      "phase", phase, "stopped", p->stopped ? json_string(p->stopped) : json_null());
 	if (j && p->views_of) {
 		json_object_set_new(j, "views_done", json_integer(p->views_done));
 		json_object_set_new(j, "views_expected", json_integer(p->views_of));
 	}
 	emit(j);
+}
+
+static void on_progress(void *ud, const rc_progress *p)
+{
+	(void)ud;
+	last = *p;
+	emit_progress("progress", p);
+}
+
+/* A new phase: a phase line (the progress line's fields, the counts
+ * unchanged; worker_proto.h). */
+static void set_phase(const char *ph)
+{
+	phase = ph;
+	emit_progress("phase", &last);
+}
+
+static void on_phase(void *ud, const char *ph)
+{
+	(void)ud;
+	set_phase(ph);
 }
 
 /* After each iteration (or streamed group): the iterate into the live
@@ -245,10 +270,14 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 				   rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes);
 	json_t *j = json_pack("{sssssososisfs{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
 			      "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
-			      "progress", "iteration", last.iteration, "of", last.of, "residual", num(last.residual),
-			      "elapsed_s", num(last.elapsed_s));
-	if (j && last.stopped)
-		json_object_set_new(json_object_get(j, "progress"), "stopped", json_string(last.stopped));
+			      "progress", "iteration", last.iteration, "of", last.of > 0 ? last.of : asked,
+			      "residual", num(last.residual), "elapsed_s", num(last.elapsed_s));
+	if (j) {
+		json_t *p = json_object_get(j, "progress");
+		json_object_set_new(p, "iterations", json_integer(last.of > 0 ? last.of : asked));
+		json_object_set_new(p, "stopped", last.stopped ? json_string(last.stopped) : json_null());
+		json_object_set_new(p, "phase", json_string(phase));
+	}
 	if (j)
 		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
 	if (j)
@@ -437,6 +466,10 @@ int main(int argc, char **argv)
 		return fail(&err);
 	if (threads >= 0)
 		spec->r.threads = threads;
+	asked = spec->r.algo.name == RC_ALGO_FDK ? 1 : spec->r.algo.iterations;
+	last.elapsed_s = NAN;
+	last.residual = NAN;
+	set_phase(WORKER_PHASE_PREPARING);
 	char model_dir[4200], cache_dir[4200];
 	if (state_dir) {
 		/* best effort: without them a job still runs, only uncached */
@@ -511,7 +544,9 @@ int main(int argc, char **argv)
 			checked = 1;
 		}
 	}
-	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate };
+	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate,
+				.phase = on_phase };
+	set_phase(spec->r.algo.name == RC_ALGO_FDK ? WORKER_PHASE_FDK : RC_PHASE_ITERATING);
 	if (streaming) {
 		hooks.views = stream_views;
 		hooks.ud = &sv;
@@ -552,6 +587,8 @@ int main(int argc, char **argv)
 	}
 	if (!rc && checked)
 		rc_check_residual(rep.relative_residual, &dstats, &warns);
+	if (!rc && !atomic_load(&cancel_flag))
+		set_phase(WORKER_PHASE_WRITING);
 	warn_json = warnings_json(&warns);
 	result = result_json(&rep, &dstats, checked);
 	emit_report(&rep, stream_info, warn_json, result, conv ? input_conv_report(conv) : NULL);

@@ -4,8 +4,19 @@
  *
  * Worker -> daemon, one JSON object per line on the progress pipe:
  *
- *   {"type":"progress","iteration":3,"of":10,"residual":1.2,"elapsed_s":4.1}
- *     (a streaming FDK adds "views_done" and "views_expected")
+ *   {"type":"progress","iteration":3,"iterations":10,"of":10,"residual":1.2,
+ *    "elapsed_s":4.1,"phase":"iterating","stopped":null}
+ *     iteration: iterations done; iterations (and "of", its older name):
+ *     the iterations asked (1 for FDK); stopped: the stop rule that ended
+ *     the run before them ("stagnation", "tolerance", "discrepancy"), null
+ *     otherwise; phase: "preparing" (reading and checking the input),
+ *     "fdk_start" (an iterative job's FDK start), "iterating", "fdk" (an
+ *     FDK job's run), "writing" (the volume); a streaming FDK adds
+ *     "views_done" and "views_expected"
+ *   {"type":"phase", ...the fields of "progress"...}
+ *     the phase changed (the counts did not): the daemon sends it as a
+ *     state event, so that the event stream keeps one progress event per
+ *     iteration
  *   {"type":"preview","iteration":3,"of":10,"views_done":0,"views_expected":0}
  *     the live volume holds a new snapshot (at most every
  *     WORKER_PREVIEW_EVERY_S, and after the last iteration)
@@ -40,5 +51,10 @@
 #define WORKER_EXIT_STREAM_IDLE 4
 
 #define WORKER_PREVIEW_EVERY_S 0.2
+
+/* The worker's phases besides the algorithm's (RC_PHASE_* in algo.h). */
+#define WORKER_PHASE_PREPARING "preparing"
+#define WORKER_PHASE_FDK "fdk"
+#define WORKER_PHASE_WRITING "writing"
 
 #endif

@@ -18,6 +18,11 @@ recond serves against a daemon on loopback with a throwaway store:
   the slices the API gives for them;
 - a running job's progress bar advances; its slices change while it runs
   (live previews); Cancel on the page cancels it (the API says cancelled);
+- the progress words (docs/api.md, "Progress") on the page are the API's: a
+  job that stagnates before its iterations ("iteration 2 of 10 · stopped:
+  stagnation — the residual stopped falling"), a cancelled one, and one in
+  its FDK start ("computing the FDK start", the API's phases pending ->
+  preparing -> fdk_start), cancelled there ("iteration 0 of 20");
 - a streaming FDK job (`"execution": {"stream": true}`; skipped with a
   message while the daemon refuses the key): its slices change while the
   views arrive one by one;
@@ -306,6 +311,96 @@ def start_job(api, spec, data):
     return j
 
 
+STOP_WHY = {"stagnation": "the residual stopped falling", "tolerance": "the residual fell below the tolerance",
+            "discrepancy": "the residual reached the noise level"}
+
+
+def progress_words(p):
+    """What the page must show for the API's progress p (docs/api.md, "Progress")."""
+    if p.get("phase") == "fdk_start":
+        text = "computing the FDK start"
+    else:
+        text = "iteration %d of %d" % (p["iteration"], p["iterations"])
+    if p.get("stopped"):
+        text += " · stopped: " + p["stopped"]
+        if p["stopped"] in STOP_WHY:
+            text += " — " + STOP_WHY[p["stopped"]]
+    return text
+
+
+def page_words_match(b, jid, want):
+    """The queue row's progress text is want and the job panel's starts with it (then ETA, residual)."""
+    row = b.text(row_sel(jid) + " .ptext")
+    panel = b.text("#job-progress-text") or ""
+    return row == want and (panel == want or panel.startswith(want + " · ")) and (row, panel)
+
+
+def progress_checks(b, api, sdata, previews):
+    """The page's progress words against the API's: stopped early, cancelled in the FDK start."""
+    # from FDK's volume with a strict stagnation rule (a residual that falls by under 20 % of
+    # itself over an iteration ends the run): it stops well before its 10 iterations
+    gspec = small_spec(n=32, views=48, nu=40, nv=40, label="sirt stagnates",
+                       algorithm={"name": "sirt", "iterations": 10, "initial": "fdk", "stop": {"stagnation": 0.2}})
+    gjob = start_job(api, gspec, sdata)
+    select_job(b, gjob["id"])
+    fin = api.wait_state(gjob["id"], ("succeeded", "failed", "cancelled"), timeout=120)
+    p = fin["progress"]
+    check("a SIRT job of 10 iterations that stagnates: the API says where and why it stopped "
+          "(iteration %s of %s, stopped %s, phase %s)" % (p.get("iteration"), p.get("iterations"), p.get("stopped"),
+                                                           p.get("phase")),
+          fin["state"] == "succeeded" and p.get("stopped") == "stagnation" and 0 < p["iteration"] < 10 and
+          p["iterations"] == 10 and p["of"] == 10 and p.get("phase") == "done", json.dumps(p))
+    want = progress_words(p)
+    got = wait_for(lambda: page_words_match(b, gjob["id"], want), 10)
+    check("the page shows %r for it (not 10/10)" % want, bool(got),
+          "%r %r" % (b.text(row_sel(gjob["id"]) + " .ptext"), b.text("#job-progress-text")))
+    bar = b.one(row_sel(gjob["id"]) + " progress")
+    check("its progress bar stands at the iterations that ran", bar and
+          progress_value(b, gjob["id"]) == p["iteration"] and float(bar.get_attribute("max")) == 10,
+          "%s of %s" % (progress_value(b, gjob["id"]), bar and bar.get_attribute("max")))
+    b.shot("stagnation")
+
+    # an FDK start long enough to watch: 160^3 from 360 views of 160^2 (zeros: only its length matters)
+    fspec = phantom.cone_spec(n=160, voxel=0.5, views=360, nu=160, nv=160, label="sirt from fdk (start)",
+                              algorithm={"name": "sirt", "iterations": 20, "initial": "fdk"})
+    fjob = api.create(fspec)
+    select_job(b, fjob["id"])
+    phases = [api.job(fjob["id"])["progress"].get("phase")]
+    api.put("/v1/jobs/%s/projections" % fjob["id"], b"\0" * proj_bytes(fspec))
+    api.post_json("/v1/jobs/%s/start" % fjob["id"], b"")
+    end = time.time() + 60
+    while time.time() < end:
+        j = api.job(fjob["id"])
+        ph = j["progress"].get("phase")
+        if ph != phases[-1]:
+            phases.append(ph)
+        if ph == "fdk_start" or j["state"] in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.03)
+    check("the API's phases of an iterative job until its FDK start: pending -> preparing -> fdk_start "
+          "(iteration 0 of 20)", phases[0] == "pending" and phases[-1] == "fdk_start" and
+          set(phases) <= {"pending", "preparing", "fdk_start"} and j["progress"]["iteration"] == 0 and
+          j["progress"]["iterations"] == 20, "%s %s" % (phases, json.dumps(j["progress"])))
+    got = wait_for(lambda: page_words_match(b, fjob["id"], "computing the FDK start"), 10)
+    check("during the FDK start the page shows 'computing the FDK start' (not 0/20)", bool(got),
+          "%r %r (API: %s)" % (b.text(row_sel(fjob["id"]) + " .ptext"), b.text("#job-progress-text"),
+                               json.dumps(api.job(fjob["id"])["progress"])))
+    if previews:
+        note = wait_for(lambda: b.text("#preview-note") == "No slices yet: computing the FDK start.", 10)
+        check("and its slices say why there are none yet (the FDK start)", note, repr(b.text("#preview-note")))
+    b.shot("fdk-start")
+    api.post_json("/v1/jobs/%s/cancel" % fjob["id"], b"")
+    fin = api.wait_state(fjob["id"], ("succeeded", "failed", "cancelled"), timeout=60)
+    p = fin["progress"]
+    check("cancelled in its FDK start: iteration 0 of 20, stopped cancelled (not 0/1)",
+          fin["state"] == "cancelled" and p["iteration"] == 0 and p["iterations"] == 20 and
+          p.get("stopped") == "cancelled" and p.get("phase") == "done", json.dumps(p))
+    want = progress_words(p)
+    got = wait_for(lambda: page_words_match(b, fjob["id"], want), 10)
+    check("the page shows %r for it" % want, bool(got),
+          "%r %r" % (b.text(row_sel(fjob["id"]) + " .ptext"), b.text("#job-progress-text")))
+
+
 def console_problems(entries):
     """JavaScript errors and CSP violations (network errors of expected 4xx answers are not problems)."""
     out = []
@@ -476,6 +571,14 @@ def main():
     ok = wait_for(lambda: b.text(row_sel(ljob["id"]) + " .state") == "cancelled", 10)
     check("the queue shows it cancelled", ok, repr(b.text(row_sel(ljob["id"]) + " .state")))
     check("cancel is disabled once it is cancelled", wait_for(lambda: not b.one("#cancel").is_enabled(), 5))
+    p = j["progress"]
+    check("the cancelled job's progress: iteration %s of 2000, stopped cancelled" % p.get("iteration"),
+          p.get("iterations") == 2000 and p.get("stopped") == "cancelled" and p["iteration"] > 0, json.dumps(p))
+    want = progress_words(p)
+    got = wait_for(lambda: page_words_match(b, ljob["id"], want), 10)
+    check("the page shows %r for it" % want, bool(got),
+          "%r %r" % (b.text(row_sel(ljob["id"]) + " .ptext"), b.text("#job-progress-text")))
+    progress_checks(b, api, sdata, previews)
 
     # -- a streaming FDK job: slices while the views arrive -----------------------------
     fspec = phantom.cone_spec(n=32, voxel=1.0, views=90, nu=48, nv=48, algorithm={"name": "fdk"},

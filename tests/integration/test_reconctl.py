@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """reconctl end to end against a real daemon: submit (upload), watch --json,
 get in every format, list, status, devices, cancel, delete, and the exit
-codes scripts rely on (0, 1, 2, 3, 4, 5); then, with a daemon configured with
+codes scripts rely on (0, 1, 2, 3, 4, 5); status and watch say where a job
+stopped and why in the API's words (docs/api.md, "Progress"); then, with a daemon configured with
 two (unreachable) PACS, destinations, get --format dicom, push and the Python
 module's DICOM calls.  No PACS is needed: nothing here waits for a send."""
 
@@ -17,6 +18,42 @@ from recond_harness import (RECONCTL, ROOT, Daemon, check, require_engine, fake_
 from recond_client import Client
 
 UNKNOWN = "0d6c9e4a-1111-4222-8333-444455556666"
+STOP_WHY = {"stagnation": "the residual stopped falling", "tolerance": "the residual fell below the tolerance",
+            "discrepancy": "the residual reached the noise level"}
+
+
+def progress_words(state, p):
+    """reconctl's state line for the API's progress p."""
+    text = "%s, iteration %d of %d" % (state, p["iteration"], p["iterations"])
+    if p.get("stopped"):
+        text += ", stopped: " + p["stopped"]
+        if p["stopped"] in STOP_WHY:
+            text += " (%s)" % STOP_WHY[p["stopped"]]
+    return text
+
+
+def stopped_early(d, tmp):
+    """A job that stagnates at k of 10: status and watch say "iteration k of 10, stopped: stagnation"."""
+    import phantom
+    spec = small_spec(n=32, views=48, nu=40, nv=40, label="stagnates",
+                      algorithm={"name": "sirt", "iterations": 10, "initial": "fdk", "stop": {"stagnation": 0.2}})
+    spec_path, proj_path = os.path.join(tmp, "stag.json"), os.path.join(tmp, "stag.f32")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    with open(proj_path, "wb") as f:
+        f.write(phantom.project_cone(spec))
+    rc, out, err = ctl(d, "submit", spec_path, "--projections", proj_path, "--watch")
+    jid = out.strip()
+    job = d.api().job(jid)
+    p = job["progress"]
+    check("a job that stagnates: the API has iteration %s of %s, stopped %s" % (p.get("iteration"),
+          p.get("iterations"), p.get("stopped")), rc == 0 and p.get("stopped") == "stagnation" and
+          0 < p["iteration"] < 10 and p["iterations"] == 10, json.dumps(p))
+    want = progress_words("succeeded", p)
+    check("submit --watch says %r on stderr when it ends" % want, ("reconctl: " + want) in err.splitlines(),
+          repr(err[-300:]))
+    rc, out, err = ctl(d, "status", jid)
+    check("status: 'state:    %s'" % want, rc == 0 and ("state:    %s\n" % want) in out, repr(out))
 
 
 def ctl(d, *args, timeout=120):
@@ -241,6 +278,8 @@ def main():
           os.path.getsize(os.path.join(inbox, "done", "acq1", "volume.nii")) > job["volume_bytes"],
           "exit %d %s" % (p.returncode, p.stderr.decode()[-300:]))
 
+    stopped_early(d, tmp)
+
     # 5: cancelled.
     rc, out, _ = ctl(d, "submit", spec_path, "--projections", proj_path, "--no-start")
     cid = out.strip()
@@ -249,8 +288,12 @@ def main():
           rc == 2 and "409" in err and "cancel" in err and ctl(d, "status", cid)[0] == 0, "rc %d %s" % (rc, err))
     rc, out, _ = ctl(d, "cancel", cid)
     check("cancel of an unstarted job: exit 0, cancelled", rc == 0 and "cancelled" in out, out)
-    rc, out, _ = ctl(d, "watch", cid)
+    rc, out, err = ctl(d, "watch", cid)
     check("watch of a cancelled job: exit 5", rc == 5, "rc %d" % rc)
+    want = progress_words("cancelled", d.api().job(cid)["progress"])
+    rc, out, err = ctl(d, "status", cid)
+    check("status of a job cancelled before it ran: %r (iterations asked: 3)" % want,
+          want == "cancelled, iteration 0 of 3, stopped: cancelled" and ("state:    %s\n" % want) in out, repr(out))
     rc, out, _ = ctl(d, "delete", cid)
     check("delete: exit 0", rc == 0 and ctl(d, "status", cid)[0] == 2)
     d.stop()

@@ -706,6 +706,83 @@ static void test_initial(void **s)
 	problem_fini(&P);
 }
 
+/* ---- phases ----------------------------------------------------------------- */
+
+/* The phase hook (algo.h): "fdk_start" then "iterating" around an FDK
+ * start, both before the first iteration's progress; nothing from a zero
+ * start; the phase the cancel flag interrupted is the start's. */
+struct phases {
+	char seen[8][16];
+	int n, progress_at[8]; /* progress calls before each phase call */
+	int progress;
+	atomic_int cancel;
+	int cancel_in_start;
+};
+
+static void ph_phase(void *ud, const char *phase)
+{
+	struct phases *f = ud;
+	if (f->n < 8) {
+		snprintf(f->seen[f->n], sizeof f->seen[0], "%s", phase);
+		f->progress_at[f->n++] = f->progress;
+	}
+	if (f->cancel_in_start && !strcmp(phase, RC_PHASE_FDK_START))
+		atomic_store(&f->cancel, 1);
+}
+
+static void ph_progress(void *ud, const rc_progress *p)
+{
+	(void)p;
+	((struct phases *)ud)->progress++;
+}
+
+static void test_phases(void **s)
+{
+	(void)s;
+	problem P;
+	problem_init(&P, 0);
+	float *v = vol_new(&P);
+	mock_engine *m = mock_new(&P);
+	rc_engine *e = &m->base;
+	rc_exec *x;
+	rc_err err;
+	assert_int_equal(rc_exec_new(&e, 1, &x, &err), 0);
+	static const rc_algo_name names[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	for (int i = 0; i < 4; i++) {
+		rc_algo_params p;
+		rc_algo_params_plain(&p, names[i]);
+		p.iterations = 2;
+		p.initial = RC_INITIAL_FDK;
+		struct phases f = { .n = 0 };
+		rc_algo_hooks h = { .progress = ph_progress, .ud = &f, .cancel = &f.cancel, .phase = ph_phase };
+		assert_int_equal(rc_algo_run(&p, x, P.b, v, &h, &err), 0);
+		assert_int_equal(f.n, 2);
+		assert_string_equal(f.seen[0], RC_PHASE_FDK_START);
+		assert_string_equal(f.seen[1], RC_PHASE_ITERATING);
+		assert_int_equal(f.progress_at[1], 0);
+		assert_int_equal(f.progress, 2);
+		/* from zero: no phase call */
+		p.initial = RC_INITIAL_ZERO;
+		struct phases z = { .n = 0 };
+		h.ud = &z;
+		h.cancel = &z.cancel;
+		assert_int_equal(rc_algo_run(&p, x, P.b, v, &h, &err), 0);
+		assert_int_equal(z.n, 0);
+		/* cancelled in the start: no "iterating", no iteration */
+		p.initial = RC_INITIAL_FDK;
+		struct phases c = { .n = 0, .cancel_in_start = 1 };
+		h.ud = &c;
+		h.cancel = &c.cancel;
+		assert_int_equal(rc_algo_run(&p, x, P.b, v, &h, &err), RC_ECANCELLED);
+		assert_int_equal(c.n, 1);
+		assert_int_equal(c.progress, 0);
+	}
+	rc_exec_free(x);
+	rc_engine_free(e);
+	free(v);
+	problem_fini(&P);
+}
+
 /* ---- cancel -------------------------------------------------------------- */
 
 /* The flag set in the progress call of iteration 3 stops the run before
@@ -942,6 +1019,7 @@ int main(void)
 		cmocka_unit_test(test_stop_rule),
 		cmocka_unit_test(test_nonnegative),
 		cmocka_unit_test(test_initial),
+		cmocka_unit_test(test_phases),
 		cmocka_unit_test(test_cancel_from_progress),
 		cmocka_unit_test(test_cancel_between_subsets),
 		cmocka_unit_test(test_exec_split),

@@ -159,20 +159,51 @@
     return (i ? n.toFixed(1) : String(n)) + " " + u[i];
   }
 
+  /* Why a run ended before its iterations (docs/api.md, "Progress"). */
+  const STOP_WHY = {
+    stagnation: "the residual stopped falling",
+    tolerance: "the residual fell below the tolerance",
+    discrepancy: "the residual reached the noise level",
+  };
+
+  /* The job's progress in the API's words: "iteration 6 of 10 · stopped:
+   * stagnation — the residual stopped falling"; "computing the FDK start"
+   * while an iterative job computes its start; "N/M views" while a
+   * streaming job receives them. */
+  function progressWords(job) {
+    const p = job.progress || {};
+    if (typeof p.views_expected === "number" && p.views_expected > 0 && job.state !== "succeeded")
+      return (p.views_done || 0) + "/" + p.views_expected + " views";
+    const asked = typeof p.iterations === "number" ? p.iterations : (p.of || 0);
+    const done = p.iteration || 0;
+    let text;
+    if (p.phase === "fdk_start") text = "computing the FDK start";
+    else if (p.phase === "fdk") text = "computing FDK";
+    else if (p.phase === "preparing") text = "reading the projections";
+    else if (asked > 0) text = "iteration " + done + " of " + asked;
+    else text = "";
+    if (p.phase === "writing") text += " · writing the volume";
+    if (p.stopped) {
+      text += " · stopped: " + p.stopped;
+      if (STOP_WHY[p.stopped]) text += " — " + STOP_WHY[p.stopped];
+    }
+    return text;
+  }
+
   /* [done, of, text] of a job's progress: views while a streaming job
-   * receives them, else iterations. */
+   * receives them, else iterations (the ones that ran: a job that stopped
+   * early shows where it stopped). */
   function progressOf(job) {
     const p = job.progress || {};
-    let done, of, unit;
+    let done, of;
     if (typeof p.views_expected === "number" && p.views_expected > 0) {
-      done = p.views_done || 0; of = p.views_expected; unit = " views";
+      done = p.views_done || 0; of = p.views_expected;
     } else {
-      done = p.iteration || 0; of = p.of || 0; unit = "";
+      done = p.iteration || 0; of = typeof p.iterations === "number" ? p.iterations : (p.of || 0);
     }
-    if (job.state === "succeeded" && of > 0) done = Math.max(done, of);
     if (of <= 0) { of = 1; done = job.state === "succeeded" ? 1 : 0; }
     done = Math.min(done, of);
-    return [done, of, done + "/" + of + unit];
+    return [done, of, progressWords(job)];
   }
 
   /* fdk is one pass: no residual to show. */
@@ -221,6 +252,7 @@
     bar.max = of;
     bar.value = done;
     tr.querySelector(".ptext").textContent = text;
+    tr.querySelector(".ptext").title = text;
     const p = job.progress || {};
     tr.querySelector(".eta").textContent = job.state === "running" ? fmtSeconds(p.eta_s) : "";
     tr.querySelector(".residual").textContent = hasResidual(job) ? fmtResidual(p.residual) : "";
@@ -407,7 +439,17 @@
     if (!ui.previewTried || !before || before.state !== j.state) refreshPreviews();
   }
 
+  /* Why a running job has no slice yet: its FDK start (the iterations'
+   * volume comes after it) or nothing so far. */
+  function noSlices(j) {
+    const ph = j && j.progress ? j.progress.phase : "";
+    return ph === "fdk_start" ? "No slices yet: computing the FDK start."
+      : "No slices yet: the job has no volume so far.";
+  }
+
   function renderProgress(j) {
+    const note = $("preview-note");
+    if (note.dataset.status === "409") note.textContent = noSlices(j);
     const [done, of, text] = progressOf(j);
     const bar = $("job-progress");
     bar.max = of;
@@ -416,7 +458,6 @@
     const more = [];
     if (j.state === "running" && typeof p.eta_s === "number") more.push("ETA " + fmtSeconds(p.eta_s));
     if (hasResidual(j) && typeof p.residual === "number") more.push("residual " + fmtResidual(p.residual));
-    if (p.stopped) more.push("stopped: " + p.stopped);
     $("job-progress-text").textContent = text + (more.length ? " · " + more.join(" · ") : "");
   }
 
@@ -667,7 +708,7 @@
       if (ui.selected !== id) return;
       note.dataset.status = err instanceof ApiError ? String(err.status) : "error";
       if (err instanceof ApiError && err.status === 409) {
-        note.textContent = "No slices yet: the job has no volume so far.";
+        note.textContent = noSlices(ui.job);
       } else if (err instanceof ApiError && err.status === 404 && ui.job) {
         note.textContent = "This server has no slice previews (" + err.message + ").";
       } else {
