@@ -20,8 +20,9 @@
  * after it the result's relative residual (plan/residual.h); the report
  * line carries the warnings and the residual (docs/api.md, "Warnings").
  *
- * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
- * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
+ * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops between
+ * two tasks of the projection under way on the CPU engine (threadpool.h),
+ * else within one iteration, and the process exits WORKER_EXIT_CANCELLED.  The volume is
  * written to a temporary, fsynced, renamed, and the directory fsynced, so a
  * volume.f32 that exists is always complete.
  */
@@ -51,6 +52,7 @@
 #include "plan/recon.h"
 #include "spec.h"
 #include "util/rc_clock.h"
+#include "util/threadpool.h"
 #include "worker_proto.h"
 
 static atomic_int cancel_flag;
@@ -424,6 +426,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a cancel also stops a projection between its tasks (threadpool.h) */
+	rc_pool_watch_cancel(&cancel_flag);
 
 	rc_err err;
 	rc_err_clear(&err);
