@@ -181,6 +181,28 @@ typedef struct rc_progress {
 	int views_of;       /* of this many (0 when not streaming) */
 } rc_progress;
 
+/* Checkpoints: an iterative run's state, from which a run of the same
+ * parameters on the same projections continues to the same iterates
+ * (docs/server.md, "Checkpoints").  Taken after whole iterations and, when
+ * a cancel stops a run, of the state it still holds (SART's, SIRT's and
+ * MLEM's last whole iteration, their subset position the first block;
+ * CGLS's also within an iteration, before its back projection); what a
+ * method carries across iterations is here, what it derives from p and the
+ * projections (row and column sums, TV's scale) is made again. */
+#define RC_STATE_MAX_VECS 3
+typedef struct rc_algo_state {
+	rc_algo_name name;
+	int iteration;   /* whole iterations done, >= 1 */
+	int nvec;        /* vec[0] the iterate x, then the method's (CGLS: r, d) */
+	rc_space space[RC_STATE_MAX_VECS];
+	const rc_vec *vec[RC_STATE_MAX_VECS]; /* saving: the run's vectors (rc_bk_download them) */
+	float *host[RC_STATE_MAX_VECS];       /* resuming: the same in the host layouts */
+	int nscal;
+	double *scal;    /* [0] the stopping rule's last residual; CGLS then its
+	                    residual, a phase (algo_cgls.c) and gamma and active
+	                    per batch (3 + 2 nbatch) */
+} rc_algo_state;
+
 typedef struct rc_algo_hooks {
 	/* Called after every iteration; may be NULL. */
 	void (*progress)(void *ud, const rc_progress *p);
@@ -206,10 +228,24 @@ typedef struct rc_algo_hooks {
 	 * once it is in vol and the iterations begin.  The worker passes it on
 	 * as its progress lines' "phase" (docs/api.md, "Progress"). */
 	void (*phase)(void *ud, const char *phase);
+	/* Iterative runs: called after every whole iteration but the last with
+	 * the run's state (vec filled; the callee decides whether to keep it,
+	 * e.g. every so many seconds; a non-zero return stops the run with it),
+	 * and once more when a cancel stops the run with the state it holds
+	 * (its return then ignored).  May be NULL. */
+	int (*checkpoint)(void *ud, rc_backend *b, const rc_algo_state *s, rc_err *err);
+	/* Non-NULL: the run continues from this state (host and scal filled,
+	 * iteration < p->iterations) instead of its start; one not of this
+	 * method and shape is refused (RC_EINVAL, field "checkpoint"). */
+	const rc_algo_state *resume;
 } rc_algo_hooks;
 
 #define RC_PHASE_FDK_START "fdk_start"
 #define RC_PHASE_ITERATING "iterating"
+
+/* The shape of p's state on b (name, nvec, space, nscal): what a resume
+ * must give and a checkpoint holds. */
+void rc_algo_state_shape(const rc_algo_params *p, const rc_backend *b, rc_algo_state *s);
 
 /* The one rule on algorithm.iterations: FDK runs once, an iterative
  * algorithm 1 to RC_ALGO_MAX_ITERATIONS times.  0 or RC_EINVAL (field

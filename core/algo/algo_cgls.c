@@ -54,6 +54,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* With TV: iterations between restarts of the direction (see above). */
 #define RC_CGLS_RESTART 5
@@ -73,23 +74,54 @@ static int any_active(const struct coef *c, int n)
 	return 0;
 }
 
+/* A checkpoint (algo.h's rc_algo_state) of the run's vectors x, r, d
+ * and scalars: the stop rule's last residual, res, the phase (0: after
+ * iteration `iteration`; 1: within it, x and r moved and d, gamma not yet:
+ * the run goes on with its back projection) and gamma and active per
+ * batch. */
+static int save(const rc_algo_hooks *hooks, rc_backend *b, rc_vec *const v[3], const struct coef *c,
+		double *scal, double last, double res, int phase, int iteration, rc_err *err)
+{
+	const int B = b->nbatch;
+	scal[0] = last;
+	scal[1] = res;
+	scal[2] = phase;
+	for (int k = 0; k < B; k++) {
+		scal[3 + k] = c->gamma[k];
+		scal[3 + B + k] = c->active[k];
+	}
+	rc_algo_state st = { .name = RC_ALGO_CGLS, .iteration = iteration, .nvec = 3, .vec = { v[0], v[1], v[2] },
+			     .space = { RC_SPACE_VOLUME, RC_SPACE_PROJ, RC_SPACE_VOLUME },
+			     .nscal = 3 + 2 * B, .scal = scal };
+	return rc_algo_checkpoint(hooks, b, &st, err);
+}
+
 int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		float *vol, const rc_algo_hooks *hooks, rc_err *err)
 {
-	rc_initial start;
+	rc_initial start = RC_INITIAL_GIVEN;
+	const rc_algo_state *rs = hooks ? hooks->resume : NULL;
 	int rc = rc_algo_check(p, b, proj, vol, 0, 0, err);
-	if (rc || (rc = rc_algo_start(p, b, proj, vol, hooks, &start, err)))
+	if (rc || (rc = rs ? rc_algo_resume_check(p, b, rs, err) : rc_algo_start(p, b, proj, vol, hooks, &start, err)))
 		return rc;
 	const int nviews = rc_geom_nviews(b->geom);
 	const int B = b->nbatch;
 	const double t0 = rc_now_s();
-	int it_done = 0;
+	int it_done = rs ? rs->iteration : 0;
+	/* a checkpoint's scalars: the stop rule's last residual, res, gamma
+	 * and active per batch (algo.h) */
+	double *scal = calloc(3 + 2 * (size_t)B, sizeof *scal);
+	/* which checkpoint the vectors hold now (save's phase), -1: none
+	 * (d moved before gamma; a cancel then saves nothing) */
+	int form = -1, held = 0, pending = 0; /* held: the iteration of that state */
+	if (rs)
+		memcpy(vol, rs->host[0], rc_volume_count(rc_geom_volume(b->geom)) * sizeof *vol);
 	rc_vec *r = NULL, *q = NULL, *x = NULL, *s = NULL, *d = NULL, *t = NULL;
 	struct coef c;
 	rc_stop stop;
 	rc_tv tv = { 0 };
 	void *mem = calloc((size_t)B, 5 * sizeof(double) + 4 * sizeof(float) + sizeof(int));
-	if (!mem) {
+	if (!mem || !scal) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", B);
 		goto out_free;
 	}
@@ -128,6 +160,19 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	/* x = 0, r = p, s = A^T r, d = s, gamma = ||s||^2 (grad TV(0) = 0);
 	 * from a start x0 (algorithm.initial): r = p - A x0,
 	 * s = A^T r - beta grad TV(x0) */
+	double res = 0.0;
+	if (rs) {
+		/* the checkpoint's r, d and scalars instead (x is vol) */
+		if ((rc = rc_bk_upload(b, r, rs->host[1], err)) || (rc = rc_bk_upload(b, d, rs->host[2], err)))
+			goto out_free;
+		res = rs->scal[1];
+		pending = rs->scal[2] != 0.0;
+		for (int k = 0; k < B; k++) {
+			c.gamma[k] = rs->scal[3 + k];
+			c.active[k] = rs->scal[3 + B + k] != 0.0;
+		}
+		goto resumed;
+	}
 	if (start != RC_INITIAL_ZERO) {
 		for (int k = 0; k < B; k++)
 			c.neg[k] = -1.0f;
@@ -143,20 +188,28 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	if ((rc = rc_bk_copy(b, d, s, err)) || (rc = rc_bk_dot(b, s, s, c.gamma, err)) ||
 	    (rc = rc_bk_dot(b, r, r, c.rr, err)))
 		goto out_free;
-	double res = sqrt(rc_bk_total(b, c.rr));
+	res = sqrt(rc_bk_total(b, c.rr));
 	for (int k = 0; k < B; k++)
 		c.active[k] = 1;
+resumed:
+	if (rs)
+		stop.last = rs->scal[0];
 
-	for (int it = 1; it <= p->iterations; it++) {
-		if (rc_algo_cancelled(hooks)) {
+	/* a checkpoint within an iteration goes on with its back projection */
+	if (pending)
+		it_done--;
+	for (int it = it_done + 1; it <= p->iterations; it++) {
+		form = pending ? 1 : 0;
+		held = pending ? it : it_done;
+		if (!pending && rc_algo_cancelled(hooks)) {
 			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
 			goto out_download;
 		}
 		/* gamma = 0: x already solves the batch's normal equations; the
 		 * remaining iterations would divide 0 by 0, so they only report */
-		for (int k = 0; k < B; k++)
+		for (int k = 0; k < B && !pending; k++)
 			c.active[k] = c.active[k] && c.gamma[k] > 0.0;
-		if (any_active(&c, B)) {
+		if (!pending && any_active(&c, B)) {
 			if ((rc = rc_bk_forward(b, rc_algo_fp(p, b), d, q, 0, nviews, err)) ||
 			    (rc = rc_bk_dot(b, q, q, c.qq, err)))
 				goto out_download;
@@ -179,8 +232,10 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 				goto out_download;
 			res = sqrt(rc_bk_total(b, c.rr));
 		}
+		form = 1;
+		held = it;
 		if (any_active(&c, B) && it < p->iterations) {
-			if (rc_algo_cancelled(hooks)) {
+			if (!pending && rc_algo_cancelled(hooks)) {
 				/* x and r form a complete iterate already */
 				it_done = it;
 				rc_algo_report(hooks, b, x, it, p->iterations, res, t0, NULL);
@@ -201,21 +256,36 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 					c.active[k] = c.gnew[k] > 0.0;
 				c.beta[k] = c.active[k] && !restart ? (float)(c.gnew[k] / c.gamma[k]) : 0.0f;
 			}
+			form = -1;
 			if ((rc = rc_bk_xpay(b, d, s, c.beta, err)))
 				goto out_download;
 			for (int k = 0; k < B; k++)
 				if (c.active[k])
 					c.gamma[k] = c.gnew[k];
 		}
+		pending = 0;
 		if ((rc = rc_bk_finish(b, err)))
 			goto out_download;
 		it_done = it;
+		form = 0;
+		held = it;
 		const char *why = rc_stop_check(&stop, res);
 		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, res, t0, why)) || why)
+			goto out_download;
+		rc_vec *const v[3] = { x, r, d };
+		if (it < p->iterations && (rc = save(hooks, b, v, &c, scal, stop.last, res, 0, it, err)))
 			goto out_download;
 	}
 
 out_download:
+	/* cancelled (SIGTERM): the state the vectors still hold is kept (a
+	 * cancel within an iteration's first projection leaves the last whole
+	 * iteration, one within its back projection the iteration's update) */
+	if (rc == RC_ECANCELLED && form >= 0 && held >= 1 && held < p->iterations) {
+		rc_vec *const v[3] = { x, r, d };
+		rc_err e2;
+		save(hooks, b, v, &c, scal, stop.last, res, form, held, &e2);
+	}
 	/* vol is written after a clean run or a cancel (algo.h); the clamp is
 	 * update with lambda 0 (s holds finite values) */
 	if (!rc || rc == RC_ECANCELLED) {
@@ -233,6 +303,7 @@ out_free:
 	rc_bk_vec_free(b, q);
 	rc_bk_vec_free(b, r);
 	free(mem);
+	free(scal);
 	rc_tv_free(&tv);
 	return rc;
 }

@@ -48,6 +48,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* MLEM's start: the constant sum(p+) / sum(A 1) (the projections then
  * match the data in total; EM cannot move a voxel away from 0), and the
@@ -83,8 +84,13 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 	const float lambda = (float)p->relaxation;
 	const int cache = rc_sart_cache_all(p, S, rc_volume_count(rc_geom_volume(g)));
 	const double t0 = rc_now_s();
-	rc_initial start;
-	int rc = rc_algo_start(p, b, proj, vol, hooks, &start, err), it_done = 0, restore = 0;
+	rc_initial start = RC_INITIAL_GIVEN;
+	const rc_algo_state *rs = hooks ? hooks->resume : NULL;
+	/* a resumed run starts from its checkpoint's iterate, unclamped */
+	int rc = rs ? rc_algo_resume_check(p, b, rs, err) : rc_algo_start(p, b, proj, vol, hooks, &start, err);
+	int it_done = rs ? rs->iteration : 0, restore = 0;
+	if (rs && !rc)
+		memcpy(vol, rs->host[0], rc_volume_count(rc_geom_volume(g)) * sizeof *vol);
 	rc_stop stop;
 	rc_tv tv = { 0 };
 	float x0 = 0.0f, eps = 0.0f;
@@ -122,7 +128,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 		 * at least RC_EM_START_FLOOR of the constant start */
 		size_t nvox = rc_volume_count(rc_geom_volume(g));
 		const float lo = em ? (float)(RC_EM_START_FLOOR * x0) : 0.0f;
-		if (em || p->nonnegative)
+		if ((em || p->nonnegative) && !rs)
 			for (size_t i = 0; i < nvox; i++)
 				vol[i] = vol[i] > lo ? vol[i] : lo;
 		if ((rc = rc_bk_vec_holding(b, RC_SPACE_VOLUME, vol, &x, err)))
@@ -131,7 +137,9 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 		   (rc = rc_bk_fill(b, x, x0, RC_VIEWS_ALL, err)))
 		goto out_free;
 	rc_stop_init(p, g, proj, &stop);
-	for (int it = 1; it <= p->iterations; it++) {
+	if (rs)
+		stop.last = rs->scal[0];
+	for (int it = it_done + 1; it <= p->iterations; it++) {
 		if (rc_algo_cancelled(hooks)) {
 			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it_done);
 			goto out_download;
@@ -169,6 +177,10 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 		const char *why = rc_stop_check(&stop, sqrt(r2));
 		if ((rc = rc_algo_report(hooks, b, x, it, p->iterations, sqrt(r2), t0, why)) || why)
 			goto out_download;
+		rc_algo_state st = { .name = p->name, .iteration = it, .nvec = 1, .vec = { x }, .nscal = 1,
+				     .scal = &stop.last };
+		if (it < p->iterations && (rc = rc_algo_checkpoint(hooks, b, &st, err)))
+			goto out_download;
 	}
 
 out_download:
@@ -183,6 +195,14 @@ out_download:
 			if (err)
 				*err = e2;
 		}
+	}
+	/* cancelled (SIGTERM): x is the last whole iteration's again, kept as
+	 * the run's checkpoint */
+	if (rc == RC_ECANCELLED && x && it_done >= 1 && it_done < p->iterations) {
+		rc_algo_state st = { .name = p->name, .iteration = it_done, .nvec = 1, .vec = { x }, .nscal = 1,
+				     .scal = &stop.last };
+		rc_err e2;
+		rc_algo_checkpoint(hooks, b, &st, &e2);
 	}
 	if (!rc || rc == RC_ECANCELLED) {
 		int drc = rc_bk_download(b, x, vol, err);

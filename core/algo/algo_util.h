@@ -33,6 +33,14 @@ int rc_algo_cancelled(const rc_algo_hooks *h);
 int rc_algo_report(const rc_algo_hooks *h, rc_backend *b, const rc_vec *x, int iteration, int of,
 		   double residual, double t0, const char *stopped);
 
+/* ---- checkpoints (algo.h's rc_algo_state; algo_state.c) ------------------ */
+
+/* 0 when r fits p's run on b (the method, the vectors' spaces, the
+ * scalars' count, an iteration before the last), else RC_EINVAL. */
+int rc_algo_resume_check(const rc_algo_params *p, const rc_backend *b, const rc_algo_state *r, rc_err *err);
+/* hooks->checkpoint with s after queued work finished; 0 without one. */
+int rc_algo_checkpoint(const rc_algo_hooks *h, rc_backend *b, rc_algo_state *s, rc_err *err);
+
 /* ---- stopping rule -------------------------------------------------------- */
 
 /* Thresholds on ||p - A x|| (0: that rule is off). */

@@ -215,6 +215,12 @@ static int c_views(void *ud, double wait_s, int *list, int max, rc_err *err)
 	return c->user->views(c->user->ud, wait_s, list, max, err);
 }
 
+static int c_checkpoint(void *ud, rc_backend *b, const rc_algo_state *st, rc_err *err)
+{
+	struct counted *c = ud;
+	return c->user->checkpoint(c->user->ud, b, st, err);
+}
+
 /* algorithm.initial "fdk" of an iterative job whose backend cannot run
  * FDK (!RC_BK_FDK: the tensor backend): FDK's volume of proj into vol on
  * the CPU engine's host backend, the job's cancel honoured. */
@@ -256,7 +262,8 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		/* the start is the CPU engine's, then given; auto where FDK suits g */
 		if (given.initial == RC_INITIAL_AUTO)
 			given.initial = rc_fdk_suits(g, given.scan, NULL) ? RC_INITIAL_ZERO : RC_INITIAL_FDK;
-		if (given.initial == RC_INITIAL_FDK) {
+		/* a resumed run starts from its checkpoint instead */
+		if (given.initial == RC_INITIAL_FDK && !(hooks && hooks->resume)) {
 			if ((rc = cpu_fdk_start(s, &given, g, proj, vol, hooks, err)))
 				goto out;
 			given.initial = RC_INITIAL_GIVEN;
@@ -271,7 +278,9 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	rc_algo_hooks wrapped = { .progress = c_progress, .ud = &cnt, .cancel = hooks ? hooks->cancel : NULL,
 				  .iterate = hooks && hooks->iterate ? c_iterate : NULL,
 				  .views = hooks && hooks->views ? c_views : NULL,
-				  .phase = hooks && hooks->phase ? c_phase : NULL };
+				  .phase = hooks && hooks->phase ? c_phase : NULL,
+				  .checkpoint = hooks && hooks->checkpoint ? c_checkpoint : NULL,
+				  .resume = hooks ? hooks->resume : NULL };
 	rc = rc_algo_run_on(&given, b, proj, vol, &wrapped, err);
 	rc_backend_report(b, rc == 0, report);
 	report->iterations_done = cnt.done;

@@ -25,7 +25,26 @@ struct rc_pool {
 	void *ctx;
 	long ntasks;
 	atomic_long next;
+	atomic_int interruptible; /* rc_pool_interruptible */
 };
+
+/* The process's cancel flag (rc_pool_watch_cancel) */
+static _Atomic(const atomic_int *) watched;
+
+void rc_pool_watch_cancel(const atomic_int *flag) { atomic_store(&watched, flag); }
+
+int rc_pool_cancel_seen(void)
+{
+	const atomic_int *f = atomic_load(&watched);
+	return f && atomic_load(f) != 0;
+}
+
+void rc_pool_interruptible(rc_pool *p, int on) { atomic_store(&p->interruptible, on); }
+
+static int interrupted(rc_pool *p)
+{
+	return atomic_load_explicit(&p->interruptible, memory_order_relaxed) && rc_pool_cancel_seen();
+}
 
 struct worker_arg {
 	rc_pool *p;
@@ -36,7 +55,7 @@ static void drain(rc_pool *p, int id)
 {
 	for (;;) {
 		long t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-		if (t >= p->ntasks)
+		if (t >= p->ntasks || interrupted(p))
 			return;
 		p->fn(p->ctx, t, id);
 	}
@@ -87,6 +106,7 @@ int rc_pool_new(int threads, rc_pool **ret, rc_err *err)
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done, NULL);
 	atomic_init(&p->next, 0);
+	atomic_init(&p->interruptible, 0);
 	p->tid = calloc((size_t)threads, sizeof *p->tid);
 	if (!p->tid) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a thread pool");
@@ -133,7 +153,7 @@ void rc_pool_run(rc_pool *p, long ntasks, rc_pool_fn fn, void *ctx)
 	if (ntasks <= 0)
 		return;
 	if (p->threads == 1 || ntasks == 1) {
-		for (long t = 0; t < ntasks; t++)
+		for (long t = 0; t < ntasks && !interrupted(p); t++)
 			fn(ctx, t, 0);
 		return;
 	}

@@ -14,6 +14,8 @@
 #ifndef RC_THREADPOOL_H
 #define RC_THREADPOOL_H
 
+#include <stdatomic.h>
+
 #include "util/rc_error.h"
 
 typedef struct rc_pool rc_pool;
@@ -29,6 +31,17 @@ int rc_pool_threads(const rc_pool *p);
 
 /* Runs fn for every task in 0..ntasks-1 across the pool and waits. */
 void rc_pool_run(rc_pool *p, long ntasks, rc_pool_fn fn, void *ctx);
+
+/* Cancelling a projection.  The process names one cancel flag (the
+ * worker's SIGTERM flag; NULL: none, the default); a pool marked
+ * interruptible stops handing out tasks once that flag is set, so a long
+ * projection ends within one task of a cancel rather than at its end (the
+ * tasks skipped leave their outputs unspecified: only a caller that then
+ * returns RC_ECANCELLED marks a pool so, the CPU engine around a
+ * projection).  rc_pool_cancel_seen: the flag is set. */
+void rc_pool_watch_cancel(const atomic_int *flag);
+int rc_pool_cancel_seen(void);
+void rc_pool_interruptible(rc_pool *p, int on);
 
 /* Online cores (at least 1). */
 int rc_pool_online_cores(void);

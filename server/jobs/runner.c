@@ -35,7 +35,7 @@
 #include "worker_proto.h"
 #include "util/rc_clock.h"
 
-#define CANCEL_GRACE_S 10.0   /* SIGTERM -> SIGKILL: one iteration of a large job fits */
+#define CANCEL_GRACE_S 10.0   /* SIGTERM -> SIGKILL: a GPU engine's projection under way and the checkpoint written at the SIGTERM fit */
 #define EXPIRE_EVERY_S 60.0
 int runner_new(app *a, runner_changed_fn *job_changed, runner **ret, rc_err *err)
 {

@@ -25,6 +25,16 @@ int durable_errno_code(int e);
  * disk).  0, or -1 with errno set. */
 int durable_fsync_dir(const char *path);
 
+/* One piece of a file written from several buffers. */
+typedef struct durable_part {
+	const void *buf;
+	size_t len;
+} durable_part;
+
+/* durable_write_file of the n parts one after the other (a checkpoint's
+ * header, vectors and scalars without one buffer for them all). */
+int durable_write_parts(const char *dir, const char *name, const durable_part *parts, int n, rc_err *err);
+
 /* Writes len bytes of buf to dir/name as above.  0, or RC_EIO with the file
  * (RC_ENOSPACE when the disk is full) and the system's reason (the temporary
  * is removed). */

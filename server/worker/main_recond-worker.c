@@ -20,8 +20,9 @@
  * after it the result's relative residual (plan/residual.h); the report
  * line carries the warnings and the residual (docs/api.md, "Warnings").
  *
- * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops within
- * one iteration and the process exits WORKER_EXIT_CANCELLED.  The volume is
+ * SIGTERM or SIGINT sets the algorithm's cancel flag: the run stops between
+ * two tasks of the projection under way on the CPU engine (threadpool.h),
+ * else within one iteration, and the process exits WORKER_EXIT_CANCELLED.  The volume is
  * written to a temporary, fsynced, renamed, and the directory fsynced, so a
  * volume.f32 that exists is always complete.
  */
@@ -40,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "device_json.h"
 #include "plan/devices.h"
 #include "durable.h"
@@ -51,6 +53,7 @@
 #include "plan/recon.h"
 #include "spec.h"
 #include "util/rc_clock.h"
+#include "util/threadpool.h"
 #include "worker_proto.h"
 
 static atomic_int cancel_flag;
@@ -76,6 +79,17 @@ struct stream {
 	int replaced;        /* first view stored again after it was given, or -1 */
 	input_conv *conv;    /* counts: each view given is converted first (NULL: line integrals) */
 };
+
+/* Checkpoints of an iterative run (checkpoint.h): every `every` seconds
+ * after a whole iteration and when a cancel (SIGTERM) stops the run. */
+static struct {
+	const char *dir;
+	uint64_t id;
+	double every, last;
+	size_t nvol, nproj;
+	float *scratch;  /* max(nvol, nproj) floats, allocated at the first */
+	int resumed_from; /* the iteration a resumed run continued from, 0: none */
+} ck;
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
 
@@ -150,6 +164,58 @@ static int on_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
 	live.last_emit = now;
 	emit(json_pack("{sssisisisi}", "type", "preview", "iteration", last.iteration, "of", last.of, "views_done",
 		       last.views_done, "views_expected", last.views_of));
+	return 0;
+}
+
+/* Not being able to keep a checkpoint never fails the job: it says so on
+ * stderr (the daemon's log) and goes on. */
+static int on_checkpoint(void *ud, rc_backend *b, const rc_algo_state *s, rc_err *err)
+{
+	(void)ud;
+	(void)err;
+	double now = rc_now_s();
+	if (!atomic_load(&cancel_flag) && now - ck.last < ck.every)
+		return 0;
+	size_t n = ck.nvol > ck.nproj ? ck.nvol : ck.nproj;
+	if (!ck.scratch && !(ck.scratch = malloc(n * sizeof(float)))) {
+		fprintf(stderr, "recond-worker: no memory for a checkpoint\n");
+		ck.last = now;
+		return 0;
+	}
+	rc_err e;
+	if (ckpt_write(ck.dir, ck.id, b, s, ck.nvol, ck.nproj, ck.scratch, &e))
+		fprintf(stderr, "recond-worker: checkpoint after iteration %d not kept: %s\n", s->iteration, e.msg);
+	ck.last = rc_now_s();
+	return 0;
+}
+
+/* The run's checkpoint: an iterative batch job with checkpoint_s > 0 keeps
+ * them, and continues from one of this spec and these inputs (st filled,
+ * 1) where it exists. */
+static int checkpoint_setup(const job_spec *spec, const char *dir, int streaming, rc_algo_state *st)
+{
+	if (spec->r.algo.name == RC_ALGO_FDK || streaming || !(spec->checkpoint_s > 0.0))
+		return 0;
+	rc_err e;
+	rc_err_clear(&e);
+	if (ckpt_identity(dir, &ck.id, &e)) {
+		fprintf(stderr, "recond-worker: no checkpoints: %s\n", e.msg);
+		return 0;
+	}
+	ck.dir = dir;
+	ck.every = spec->checkpoint_s;
+	ck.last = rc_now_s();
+	ck.nvol = spec->vol_bytes / sizeof(float);
+	ck.nproj = spec->proj_bytes / spec->sample_bytes;
+	int got = ckpt_read(dir, ck.id, ck.nvol, ck.nproj, st, &e);
+	if (got > 0 && st->iteration < spec->r.algo.iterations) {
+		ck.resumed_from = st->iteration;
+		return 1;
+	}
+	if (got > 0)
+		ckpt_state_free(st);
+	if (got != 0 || e.msg[0])
+		fprintf(stderr, "recond-worker: checkpoint not used: %s\n", e.msg[0] ? e.msg : "past the last iteration");
 	return 0;
 }
 
@@ -289,6 +355,7 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 	if (j && result)
 		json_object_set(j, "result", result);
 	json_object_set_new(j, "input", input ? input : json_pack("{ss}", "kind", "line_integrals"));
+	json_object_set_new(j, "resumed_from_iteration", ck.resumed_from ? json_integer(ck.resumed_from) : json_null());
 	emit(j);
 }
 
@@ -455,6 +522,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a cancel also stops a projection between its tasks (threadpool.h) */
+	rc_pool_watch_cancel(&cancel_flag);
 
 	rc_err err;
 	rc_err_clear(&err);
@@ -547,6 +616,12 @@ int main(int argc, char **argv)
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate,
 				.phase = on_phase };
 	set_phase(spec->r.algo.name == RC_ALGO_FDK ? WORKER_PHASE_FDK : RC_PHASE_ITERATING);
+	rc_algo_state resume;
+	memset(&resume, 0, sizeof resume);
+	if (checkpoint_setup(spec, dir, streaming, &resume))
+		hooks.resume = &resume;
+	if (ck.dir)
+		hooks.checkpoint = on_checkpoint;
 	if (streaming) {
 		hooks.views = stream_views;
 		hooks.ud = &sv;
@@ -596,6 +671,11 @@ int main(int argc, char **argv)
 		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
 	if (!rc)
 		rc = write_volume(dir, live.vol, spec->vol_bytes, &err);
+	/* the volume is kept: its checkpoint is of no more use */
+	if (!rc && ck.dir)
+		ckpt_remove(dir);
+	ckpt_state_free(&resume);
+	free(ck.scratch);
 out:
 	json_decref(stream_info);
 	json_decref(warn_json);

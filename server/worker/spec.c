@@ -438,16 +438,17 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 	return 0;
 }
 
-static int parse_execution(const json_t *e, rc_recon_spec *r, int *stream, rc_err *err)
+static int parse_execution(const json_t *e, rc_recon_spec *r, int *stream, double *checkpoint_s, rc_err *err)
 {
-	static const char *const keys[] = { "engine", "precision", "threads", "stream", NULL };
+	static const char *const keys[] = { "engine", "precision", "threads", "stream", "checkpoint_s", NULL };
 	const char *p = "execution";
 	const char *engine = NULL, *prec = NULL;
 	long long threads = 0;
 	int rc;
 	if ((rc = jf_check_keys(e, p, keys, err)) || (rc = jf_str(e, p, "engine", 0, 15, &engine, err)) ||
 	    (rc = jf_str(e, p, "precision", 0, 7, &prec, err)) ||
-	    (rc = jf_int(e, p, "threads", 0, 0, 1024, &threads, err)))
+	    (rc = jf_int(e, p, "threads", 0, 0, 1024, &threads, err)) ||
+	    (rc = jf_num(e, p, "checkpoint_s", 0, 0.0, 0, SPEC_CHECKPOINT_MAX_S, checkpoint_s, err)))
 		return rc;
 	int v = -1;
 	if ((rc = jf_bool(e, p, "stream", 0, &v, err)))
@@ -495,8 +496,9 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	if ((rc = jf_obj(root, "", "algorithm", 1, &a, err)) || (rc = parse_algorithm(a, s->nviews, &s->r.algo, err)))
 		return rc;
 	s->stream = STREAM_AUTO;
+	s->checkpoint_s = SPEC_CHECKPOINT_DEFAULT_S;
 	if ((rc = jf_obj(root, "", "execution", 0, &e, err)) ||
-	    (e && (rc = parse_execution(e, &s->r, &s->stream, err))))
+	    (e && (rc = parse_execution(e, &s->r, &s->stream, &s->checkpoint_s, err))))
 		return rc;
 	/* asked for: it must stream here; by default only where it can */
 	if (s->stream != STREAM_OFF && (rc = rc_recon_streams(&s->r, err))) {

@@ -33,9 +33,15 @@
 #define STREAM_AUTO 1  /* absent: stream an autostart FDK job whose views come one by one */
 #define STREAM_ON 2    /* true */
 
+/* execution.checkpoint_s: its default and largest value (a day) */
+#define SPEC_CHECKPOINT_DEFAULT_S 60.0
+#define SPEC_CHECKPOINT_MAX_S 86400.0
+
 typedef struct job_spec {
 	rc_recon_spec r;
 	int stream;            /* STREAM_OFF, STREAM_AUTO, STREAM_ON (STREAM_OFF unless fdk streams here) */
+	double checkpoint_s;   /* execution.checkpoint_s: seconds between an iterative run's
+	                          checkpoints (checkpoint.h), 0 = none; SPEC_CHECKPOINT_DEFAULT_S */
 	char label[4 * SPEC_LABEL_MAX + 1];
 	int priority;          /* 0..9, higher first */
 	int autostart;

@@ -302,6 +302,26 @@ static void test_stream_modes(void **state)
 	}
 }
 
+/* execution.checkpoint_s: 60 s when absent, 0 turns checkpoints off */
+static void test_checkpoint_s(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *exec;
+		double want;
+	} c[] = { { "{}", SPEC_CHECKPOINT_DEFAULT_S }, { "{\"checkpoint_s\": 0}", 0.0 }, { "{\"checkpoint_s\": 2.5}", 2.5 } };
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char buf[1024];
+		job_spec *s = NULL;
+		rc_err err;
+		snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": %s}", c[i].exec);
+		assert_int_equal(parse(buf, 0, &s, &err), 0);
+		assert_true(s->checkpoint_s == c[i].want);
+		job_spec_free(s);
+	}
+	assert_true(SPEC_CHECKPOINT_DEFAULT_S == 60.0);
+}
+
 static void test_matrices_ok(void **state)
 {
 	(void)state;
@@ -409,6 +429,9 @@ static const struct bad_case bad[] = {
 	{ "stream not a boolean", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\"}, \"execution\": {\"stream\": 1}}", RC_EINVAL, "execution.stream" },
 	{ "stream with sart", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"stream\": true}}", RC_EUNSUPPORTED, "execution.stream" },
 	{ "stream on the tensor engine", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\"}, \"execution\": {\"stream\": true, \"engine\": \"tensor\"}}", RC_EUNSUPPORTED, "execution.stream" },
+	{ "negative checkpoint_s", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"checkpoint_s\": -1}}", RC_EINVAL, "execution.checkpoint_s" },
+	{ "checkpoint_s over a day", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"checkpoint_s\": 1e6}}", RC_EINVAL, "execution.checkpoint_s" },
+	{ "checkpoint_s a string", "{" CONE_GEOM ", " VOL ", " ALG ", \"execution\": {\"checkpoint_s\": \"60\"}}", RC_EINVAL, "execution.checkpoint_s" },
 	{ "unknown top key", "{" CONE_GEOM ", " VOL ", " ALG ", \"priorty\": 3}", RC_EINVAL, "priorty" },
 	{ "unknown nested key", "{" G_DET("{\"nu\": 64, \"nv\": 48, \"du_mm\": 1, \"dv_mm\": 1, \"pitch\": 2}") ", " VOL ", " ALG "}", RC_EINVAL, "geometry.detector.pitch" },
 	{ "missing geometry", "{" VOL ", " ALG "}", RC_EINVAL, "geometry" },
@@ -588,6 +611,7 @@ int main(void)
 		cmocka_unit_test(test_detector_shape),
 		cmocka_unit_test(test_matrices_ok),
 		cmocka_unit_test(test_stream_modes),
+		cmocka_unit_test(test_checkpoint_s),
 		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_output_dicom),
 		cmocka_unit_test(test_input),

@@ -62,6 +62,54 @@ static void test_every_task_once(void **s)
 	}
 }
 
+/* The task that sets the process's cancel flag (rc_pool_watch_cancel) */
+struct stopper {
+	atomic_int *flag, ran;
+	long at;
+};
+
+static void stop_task(void *arg, long task, int worker)
+{
+	(void)worker;
+	struct stopper *c = arg;
+	atomic_fetch_add(&c->ran, 1);
+	if (task == c->at)
+		atomic_store(c->flag, 1);
+}
+
+/* An interruptible pool hands out no task once the watched flag is set
+ * (each thread finishes the one it holds); a pool not marked so, or with
+ * no flag watched, runs every task. */
+static void test_interruptible(void **s)
+{
+	(void)s;
+	static atomic_int flag;
+	for (int threads = 1; threads <= 3; threads++) {
+		rc_pool *p = NULL;
+		rc_err err;
+		assert_int_equal(rc_pool_new(threads, &p, &err), 0);
+		for (int mode = 0; mode < 3; mode++) {
+			atomic_store(&flag, 0);
+			rc_pool_watch_cancel(mode == 2 ? NULL : &flag);
+			rc_pool_interruptible(p, mode != 1);
+			struct stopper c = { .flag = &flag, .at = 10 };
+			atomic_init(&c.ran, 0);
+			rc_pool_run(p, 100000, stop_task, &c);
+			int ran = atomic_load(&c.ran);
+			if (mode == 0) {
+				assert_true(ran >= 11 && ran <= 11 + 2 * threads);
+				assert_true(rc_pool_cancel_seen());
+			} else {
+				assert_int_equal(ran, 100000);
+			}
+		}
+		rc_pool_watch_cancel(NULL);
+		rc_pool_interruptible(p, 0);
+		assert_false(rc_pool_cancel_seen());
+		rc_pool_free(p);
+	}
+}
+
 static void test_zero_is_all_cores(void **s)
 {
 	(void)s;
@@ -88,6 +136,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_task_once),
+		cmocka_unit_test(test_interruptible),
 		cmocka_unit_test(test_zero_is_all_cores),
 		cmocka_unit_test(test_rejects_bad_counts),
 	};

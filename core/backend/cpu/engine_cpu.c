@@ -56,7 +56,7 @@ static int check_call(struct cpu_engine *c, int first, int last, const void *in,
 	return 0;
 }
 
-static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *proj, int first,
+static int cpu_forward_run(rc_engine *e, rc_fp_kind kind, const float *vol, float *proj, int first,
 		       int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
@@ -94,7 +94,7 @@ static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown forward projector %d", (int)kind);
 }
 
-static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first,
+static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first,
 		    int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
@@ -123,6 +123,33 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		return 0;
 	}
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown back projector %d", (int)kind);
+}
+
+/* A projection stops between its pool's tasks once the process's cancel
+ * flag is set (threadpool.h), so a cancel reaches a long iteration within
+ * about one task's time; what it wrote is then unspecified. */
+static int cpu_interruptible(struct cpu_engine *c, int rc, rc_err *err)
+{
+	rc_pool_interruptible(c->pool, 0);
+	if (!rc && rc_pool_cancel_seen())
+		rc = rc_fail(err, RC_ECANCELLED, "", "cancelled during a projection");
+	return rc;
+}
+
+static int cpu_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *proj, int first,
+		       int last, rc_err *err)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	rc_pool_interruptible(c->pool, 1);
+	return cpu_interruptible(c, cpu_forward_run(e, kind, vol, proj, first, last, err), err);
+}
+
+static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first,
+		    int last, rc_err *err)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	rc_pool_interruptible(c->pool, 1);
+	return cpu_interruptible(c, cpu_back_run(e, kind, proj, vol, first, last, err), err);
 }
 
 static void cpu_free(rc_engine *e)
