@@ -341,6 +341,24 @@ def rtk_objects(m):
     return g
 
 
+def rtk_write_xml(g):
+    """RTK's own writer's XML text of the RTK geometry object g (held by the caller for the
+    call: the writer keeps a bare pointer to it)."""
+    import tempfile
+    from itk import RTK as rtk
+    with tempfile.NamedTemporaryFile(suffix=".xml", delete=False) as f:
+        path = f.name
+    try:
+        w = rtk.ThreeDCircularProjectionGeometryXMLFileWriter.New()
+        w.SetFilename(path)
+        w.SetObject(g)
+        w.WriteFile()
+        with open(path) as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
 def rtk_project_ellipsoids(m, ells, nviews, nu, nv):
     """RTK's own analytic projections (RayEllipsoidIntersectionImageFilter, one per ellipsoid,
     summed) of the phantom on the mapping's geometry (flat or cylindrical), as recond's

@@ -642,41 +642,47 @@ int job_spec_load(const char *path, job_spec **ret, rc_err *err)
 	return rc;
 }
 
-int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err *err)
+/* The stored spec's JSON object (for the loaders that read a part of it). */
+static int load_root(const char *path, json_t **root, rc_err *err)
 {
 	char *buf;
 	size_t len;
 	int rc = read_spec(path, &buf, &len, err);
 	if (rc)
 		return rc;
-	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
-	json_t *o = json_object_get(root, "output"), *dj = json_object_get(root, "dicom");
+	*root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	free(buf);
+	if (json_is_object(*root))
+		return 0;
+	json_decref(*root);
+	*root = NULL;
+	return rc_fail(err, RC_EIO, "", "the job's spec %s is not a JSON object", path);
+}
+
+int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err *err)
+{
+	json_t *root;
 	memset(out, 0, sizeof *out);
 	memset(d, 0, sizeof *d);
 	out->water_mu_per_mm = SPEC_WATER_MU_DEFAULT;
-	if (!json_is_object(root))
-		rc = rc_fail(err, RC_EIO, "", "the job's spec %s is not a JSON object", path);
-	else if (!(rc = o ? spec_parse_output(o, out, err) : 0) && dj)
+	int rc = load_root(path, &root, err);
+	if (rc)
+		return rc;
+	json_t *o = json_object_get(root, "output"), *dj = json_object_get(root, "dicom");
+	if (!(rc = o ? spec_parse_output(o, out, err) : 0) && dj)
 		rc = spec_parse_dicom(dj, d, err);
 	json_decref(root);
-	free(buf);
 	return rc;
 }
 
 int job_spec_load_input(const char *path, job_input *in, rc_err *err)
 {
-	char *buf;
-	size_t len;
-	int rc = read_spec(path, &buf, &len, err);
+	json_t *root;
+	int rc = load_root(path, &root, err);
 	if (rc)
 		return rc;
-	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(root))
-		rc = rc_fail(err, RC_EIO, "", "the job's spec %s is not a JSON object", path);
-	else
-		rc = spec_parse_input(json_object_get(root, "input"), in, err);
+	rc = spec_parse_input(json_object_get(root, "input"), in, err);
 	json_decref(root);
-	free(buf);
 	return rc;
 }
 

@@ -116,20 +116,8 @@ def send(c, label, geom, vol, data, algo):
 def rtk_xml(m):
     """RTK's own writer's XML of a mapping's geometry (the detector's offsets are in the stack's
     origin, as rtk_mapping puts them)."""
-    import tempfile
-    from itk import RTK as rtk
-    with tempfile.NamedTemporaryFile(suffix=".xml", delete=False) as f:
-        path = f.name
-    try:
-        w = rtk.ThreeDCircularProjectionGeometryXMLFileWriter.New()
-        w.SetFilename(path)
-        g = pm.rtk_objects(m)  # held: the writer keeps a bare pointer to it
-        w.SetObject(g)
-        w.WriteFile()
-        with open(path) as f:
-            return f.read()
-    finally:
-        os.unlink(path)
+    g = pm.rtk_objects(m)
+    return pm.rtk_write_xml(g)
 
 
 def same_by_xml(c, label, geom, m, vol, data, x):

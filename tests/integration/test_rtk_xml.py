@@ -76,17 +76,7 @@ WRONG_FACTOR = 2.0
 
 
 def write_xml(g):
-    with tempfile.NamedTemporaryFile(suffix=".xml", delete=False) as f:
-        path = f.name
-    try:
-        w = rtk.ThreeDCircularProjectionGeometryXMLFileWriter.New()
-        w.SetFilename(path)
-        w.SetObject(g)
-        w.WriteFile()
-        with open(path) as f:
-            return f.read()
-    finally:
-        os.unlink(path)
+    return peers_map.rtk_write_xml(g)
 
 
 def read_xml(text):
