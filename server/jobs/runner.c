@@ -277,7 +277,7 @@ static void with_last_progress(runner *r, struct outcome *oc, const struct rusag
 		pthread_mutex_lock(&r->lock);
 		run_progress p = r->prog;
 		pthread_mutex_unlock(&r->lock);
-		json_object_set_new(rep, "progress", json_pack("{sisisisososs}", "iteration", p.iteration, "of", p.of,
+		json_object_set_new(rep, "progress", json_pack("{sisisisosososs}", "iteration", p.iteration, "of", p.of,
 							      "iterations", p.of,
 							      "residual", isfinite(p.residual) ? json_real(p.residual) : json_null(),
 							      "elapsed_s", isfinite(p.elapsed_s) ? json_real(p.elapsed_s) : json_null(),
