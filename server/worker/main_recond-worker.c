@@ -131,6 +131,11 @@ static void on_progress(void *ud, const rc_progress *p)
 {
 	(void)ud;
 	last = *p;
+	/* an iterative run without an FDK start (a zero start, a resume) says
+	 * nothing before its first iteration: that iteration's line is the
+	 * phase's first */
+	if (!strcmp(phase, WORKER_PHASE_PREPARING))
+		phase = RC_PHASE_ITERATING;
 	emit_progress("progress", p);
 }
 
@@ -615,7 +620,11 @@ int main(int argc, char **argv)
 	}
 	rc_algo_hooks hooks = { .progress = on_progress, .ud = NULL, .cancel = &cancel_flag, .iterate = on_iterate,
 				.phase = on_phase };
-	set_phase(spec->r.algo.name == RC_ALGO_FDK ? WORKER_PHASE_FDK : RC_PHASE_ITERATING);
+	/* an iterative run's phases come from the run itself (its FDK start,
+	 * then iterating; on_progress for one without a start): set here they
+	 * would show iterating before fdk_start */
+	if (spec->r.algo.name == RC_ALGO_FDK)
+		set_phase(WORKER_PHASE_FDK);
 	rc_algo_state resume;
 	memset(&resume, 0, sizeof resume);
 	if (checkpoint_setup(spec, dir, streaming, &resume))
