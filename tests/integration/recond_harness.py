@@ -88,6 +88,29 @@ def finish():
     sys.exit(1 if _failed else 0)
 
 
+# The peers' packages from PyPI, pinned as bench-peers' venv gets them: one rtk-venv for every
+# test that needs RTK.
+RTK_PKGS = ["numpy<2.5", "itk-rtk==2.7.0.post1"]
+RTK_PROBE = "import numpy, itk; from itk import RTK"
+ASTRA_PKGS = ["numpy<2.3", "astra-toolbox==2.5.0"]
+ASTRA_PROBE = "import numpy, astra"
+
+
+def run_in_peers_venv(test_file, venv_name, packages, probe):
+    """Runs test_file again under a python where probe succeeds: bench-peers' venv
+    ($RECOND_BUILD/peers-venv) when it has the packages, else $RECOND_BUILD/venv_name made from
+    packages (pip_venv); exits with that run's status.  In that run (RECOND_PEERS_CHILD=1) it
+    returns at once."""
+    if os.environ.get("RECOND_PEERS_CHILD") == "1":
+        return
+    peers = os.path.join(BUILD, "peers-venv", "bin", "python")
+    if os.access(peers, os.X_OK) and subprocess.run([peers, "-c", probe], capture_output=True).returncode == 0:
+        py = peers
+    else:
+        py = pip_venv(os.path.join(BUILD, venv_name), packages, probe)
+    sys.exit(subprocess.call([py, os.path.abspath(test_file)], env=dict(os.environ, RECOND_PEERS_CHILD="1")))
+
+
 def pip_venv(venv, packages, probe):
     """The python of venv, a virtual environment with packages (pip specs) from PyPI, made on first
     use under a lock (several test runs may start at once) unless python -c probe already succeeds

@@ -43,36 +43,17 @@ neither venv is there), as test_contract.py does.
 """
 
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("RECOND_BUILD") or os.path.join(ROOT, "build")
-PEERS_PY = os.path.join(BUILD_DIR, "peers-venv", "bin", "python")
-ASTRA_VENV = os.path.join(BUILD_DIR, "astra-venv")
-ASTRA_PKGS = ["numpy<2.3", "astra-toolbox==2.5.0"]
 
 
-def has_astra(py):
-    return os.access(py, os.X_OK) and subprocess.run([py, "-c", "import numpy, astra"],
-                                                     capture_output=True).returncode == 0
-
-
-def astra_python():
-    """bench-peers' venv if it is there, else this test's own (recond_harness.pip_venv)."""
-    from recond_harness import pip_venv
-    if has_astra(PEERS_PY):
-        return PEERS_PY
-    return pip_venv(ASTRA_VENV, ASTRA_PKGS, "import numpy, astra")
-
-
-if __name__ == "__main__" and os.environ.get("RECOND_PEERS_CHILD") != "1":
+if __name__ == "__main__":
     sys.path.insert(0, HERE)
-    py = astra_python()
-    env = dict(os.environ, RECOND_PEERS_CHILD="1")
-    sys.exit(subprocess.call([py, os.path.abspath(__file__)], env=env))
+    import recond_harness
+    recond_harness.run_in_peers_venv(__file__, "astra-venv", recond_harness.ASTRA_PKGS, recond_harness.ASTRA_PROBE)
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))

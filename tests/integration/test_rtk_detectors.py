@@ -37,29 +37,17 @@ RTK of the resampled data 0.1725, of exact flat data 0.1407, the data read as fl
 """
 
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("RECOND_BUILD") or os.path.join(ROOT, "build")
-PEERS_PY = os.path.join(BUILD_DIR, "peers-venv", "bin", "python")
-RTK_VENV = os.path.join(BUILD_DIR, "rtk-venv")
-RTK_PKGS = ["numpy<2.5", "itk-rtk==2.7.0.post1"]
-PROBE = "import numpy, itk; from itk import RTK"
 
 
-def has_rtk(py):
-    return os.access(py, os.X_OK) and subprocess.run([py, "-c", PROBE], capture_output=True).returncode == 0
-
-
-if __name__ == "__main__" and os.environ.get("RECOND_PEERS_CHILD") != "1":
+if __name__ == "__main__":
     sys.path.insert(0, HERE)
-    from recond_harness import pip_venv
-    py = PEERS_PY if has_rtk(PEERS_PY) else pip_venv(RTK_VENV, RTK_PKGS, PROBE)
-    env = dict(os.environ, RECOND_PEERS_CHILD="1")
-    sys.exit(subprocess.call([py, os.path.abspath(__file__)], env=env))
+    import recond_harness
+    recond_harness.run_in_peers_venv(__file__, "rtk-venv", recond_harness.RTK_PKGS, recond_harness.RTK_PROBE)
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))

@@ -29,31 +29,17 @@ Runs in build/peers-venv when `make bench-peers` has made it, else in $RECOND_BU
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("RECOND_BUILD") or os.path.join(ROOT, "build")
-PEERS_PY = os.path.join(BUILD_DIR, "peers-venv", "bin", "python")
-RTK_VENV = os.path.join(BUILD_DIR, "rtk-venv")
-RTK_PKGS = ["numpy<2.5", "itk-rtk==2.7.0.post1"]  # as test_rtk_detectors.py: one rtk-venv
-PROBE = "import numpy, itk; from itk import RTK"
 
 
-def rtk_python():
-    from recond_harness import pip_venv
-    if os.access(PEERS_PY, os.X_OK) and subprocess.run([PEERS_PY, "-c", PROBE], capture_output=True).returncode == 0:
-        return PEERS_PY
-    return pip_venv(RTK_VENV, RTK_PKGS, PROBE)
-
-
-if __name__ == "__main__" and os.environ.get("RECOND_PEERS_CHILD") != "1":
+if __name__ == "__main__":
     sys.path.insert(0, HERE)
-    py = rtk_python()
-    env = dict(os.environ, RECOND_PEERS_CHILD="1")
-    sys.exit(subprocess.call([py, os.path.abspath(__file__)], env=env))
+    import recond_harness
+    recond_harness.run_in_peers_venv(__file__, "rtk-venv", recond_harness.RTK_PKGS, recond_harness.RTK_PROBE)
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
