@@ -244,7 +244,7 @@ int main(int argc, char **argv)
 		printf("  %-22s %8.1f %10.3f %10.3f %9.4f %8.0f %9.3f %7.2f %7.2f %8.3f  %s\n", labels[row0],
 		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rel,
 		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, 1e3 * cper / nz / ncores / floor_ms, bsr_floor,
-		       rep.dev[0].name + 4);
+		       on_gpu ? rep.dev[0].name : rep.dev[0].name + 4);
 		printf("    memory floor %.3f ms (%.0f MB x 2 / %.1f GB/s), compute floor %.3f ms (%.2f GFLOP / %.1f GFLOP/s), per image "
 		       "per iteration; BSR %.0f MB, nnz %.0f\n",
 		       1e3 * fl_mem / nz, bytes / 1e6, row_gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, row == 1 ? gfl_bf : gfl,
