@@ -95,8 +95,8 @@ def main():
         if key not in figs:
             if target:
                 missing.append(key)
-            print("| %s | (not measured) | | %s | %s |" % (label, "%s %s %s" % (target[0], num(target[1]), unit)
-                                                            if target else "", "MISSING" if target else ""))
+            tg = "%s %s %s" % ("≤" if target[0] == "<=" else "≥", num(target[1]), unit) if target else ""
+            print("| %s | (not measured) | | %s | %s |" % (label, tg, "MISSING" if target else ""))
             continue
         value, u, floor, basis, bench = figs[key]
         fl = "%s %s (%s)" % (num(floor), u, basis) if floor > 0 else (basis if basis != "-" else "")

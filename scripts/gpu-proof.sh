@@ -10,6 +10,9 @@
 #     figures are no GPU results
 #   RECOND_GPU_PROOF_OUT=dir: logs, figures and the table (default
 #     build/gpu-proof-out)
+#   RECOND_GPU_PROOF_LIMIT=s: the whole run's limit (default 540): each step
+#     gets at most what is left of it, so the table is printed before an
+#     outer timeout of a little more (a step cut short shows as TIMEOUT)
 # Exit: 0 when every test passed and every bench gave its figures (figures
 # that miss their targets are reported in the table, not failed), 1
 # otherwise, 77 without a device.
@@ -25,14 +28,18 @@ figs=$out/figures.txt tests=$out/tests.txt
 : >"$figs"; : >"$tests"
 jobs=$(nproc)
 t_start=$(date +%s)
+t_end=$(( t_start + ${RECOND_GPU_PROOF_LIMIT:-540} ))
 ok=1
+
+# the step's own limit, or what is left of the run's (at least 1 s)
+cap() { local left=$(( t_end - $(date +%s) )); [ $left -lt 1 ] && left=1; [ $1 -lt $left ] && echo $1 || echo $left; }
 
 step() { printf '\n=== gpu-proof: %s (%ss)\n' "$1" $(( $(date +%s) - t_start )); }
 
 # run_test NAME LIMIT_S CMD...: its output to $out/NAME.log, one line in
 # tests.txt: NAME STATUS SECONDS
 run_test() {
-  local name=$1 limit=$2; shift 2
+  local name=$1 limit=$(cap $2); shift 2
   local t0=$(date +%s%N) rc st
   timeout "$limit" "$@" >"$out/$name.log" 2>&1 </dev/null
   rc=$?
@@ -51,7 +58,7 @@ run_test() {
 # run_bench NAME LIMIT_S CMD...: its output to $out/NAME.log, its PROOF
 # lines to figures.txt
 run_bench() {
-  local name=$1 limit=$2; shift 2
+  local name=$1 limit=$(cap $2); shift 2
   local t0=$(date +%s) rc
   timeout "$limit" "$@" >"$out/$name.log" 2>&1 </dev/null
   rc=$?
@@ -115,7 +122,9 @@ else
     echo "gpu-proof: a GPU (compute capability $cap) but no nvcc: install the CUDA toolkit"; exit 1
   fi
   sm=${cap/./}
-  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n 1)
+  IFS=, read -r gname gdrv gmem < <(nvidia-smi --query-gpu=name,driver_version,memory.total \
+                                        --format=csv,noheader | head -n 1)
+  gpu="$gname (driver${gdrv}, memory${gmem})"
   cudav=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
   device="$gpu, compute capability $cap (sm_$sm), CUDA $cudav"
   build=build/gpu-proof-sm$sm
@@ -132,12 +141,12 @@ else
   fi
   step "GPU tests"
   skip_fails=1
-  for t in "${tests_c[@]}"; do run_test "$t" 300 "$tdir/$t"; done
+  for t in "${tests_c[@]}"; do run_test "$t" 150 "$tdir/$t"; done
   step "benchmarks"
-  run_bench bench-cuda 300 "$bin/bench-cuda" --proof
+  run_bench bench-cuda 240 "$bin/bench-cuda" --proof
   RECOND_BENCH_SEED001=1 RECOND_BENCH_GPU=1 RECOND_BENCH_ITERS=8 \
     run_bench bench-tensor-cg 240 "$bin/bench-tensor-cg" --proof
-  run_bench bench-trigeneous 180 "$bin/bench-trigeneous" --proof
+  run_bench bench-trigeneous 150 "$bin/bench-trigeneous" --proof
 fi
 
 step "table"
