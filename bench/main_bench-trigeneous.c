@@ -16,6 +16,8 @@
  * (make gpu-proof): also the planner's split as lines "PROOF key value
  * unit floor basis" (its prediction error per task, and the split's time
  * against the best device alone) for scripts/gpu-proof.sh's table.
+ * RECOND_BENCH_ENGINES=cpu,cuda: only devices of those engines (gpu-proof's
+ * CPU + GPU split, without calibrating every OpenCL device as well).
  */
 #include <math.h>
 #include <stdio.h>
@@ -103,8 +105,13 @@ int main(int argc, char **argv)
 	char cache[] = "/tmp/recond-bench-ocl-cache";
 	rc_device_open_opts oo = { 0, cache };
 	printf("paper 000 case: %d^3 voxels from %d views of %dx%d%s\n\n", n, nviews, nu, nv, quick ? " (quick)" : "");
+	const char *only = getenv("RECOND_BENCH_ENGINES");
 	for (int i = 0; i < nall && nd < MAXD; i++) {
 		rc_engine *e = NULL;
+		if (only && *only && !strstr(only, all[i].engine)) {
+			printf("  %-7s %-40.40s not used: not in RECOND_BENCH_ENGINES\n", all[i].engine, all[i].name);
+			continue;
+		}
 		if (rc_device_open(&all[i], g, &oo, &e, &err)) {
 			printf("  %-7s %-40.40s not used: %s\n", all[i].engine, all[i].name, err.msg);
 			continue;

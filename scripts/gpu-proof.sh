@@ -109,7 +109,7 @@ if [ "$emu" = 1 ]; then
   # tensor backend with CPU products, fp16 non-zeros against fp32 CSR
   RECOND_BENCH_QUICK=1 RECOND_BENCH_ITERS=3 RECOND_BENCH_ROWS=nz,csr \
     run_bench bench-tensor-cg 300 "$bin/bench-tensor-cg" --proof
-  RECOND_BENCH_QUICK=1 run_bench bench-trigeneous 600 "$edir/bench-trigeneous" --proof
+  RECOND_BENCH_QUICK=1 RECOND_BENCH_ENGINES=cpu,cuda run_bench bench-trigeneous 600 "$edir/bench-trigeneous" --proof
 else
   # ---- a GPU ------------------------------------------------------------
   cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
@@ -146,7 +146,7 @@ else
   run_bench bench-cuda 240 "$bin/bench-cuda" --proof
   RECOND_BENCH_SEED001=1 RECOND_BENCH_GPU=1 RECOND_BENCH_ITERS=8 \
     run_bench bench-tensor-cg 240 "$bin/bench-tensor-cg" --proof
-  run_bench bench-trigeneous 150 "$bin/bench-trigeneous" --proof
+  RECOND_BENCH_ENGINES=cpu,cuda run_bench bench-trigeneous 150 "$bin/bench-trigeneous" --proof
 fi
 
 step "table"
