@@ -112,21 +112,21 @@ if [ "$emu" = 1 ]; then
   RECOND_BENCH_QUICK=1 RECOND_BENCH_ENGINES=cpu,cuda run_bench bench-trigeneous 600 "$edir/bench-trigeneous" --proof
 else
   # ---- a GPU ------------------------------------------------------------
-  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
-  if [ -z "$cap" ]; then
+  ccap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
+  if [ -z "$ccap" ]; then
     echo "no CUDA device"
     exit 77
   fi
   nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
   if [ -z "$nvcc" ]; then
-    echo "gpu-proof: a GPU (compute capability $cap) but no nvcc: install the CUDA toolkit"; exit 1
+    echo "gpu-proof: a GPU (compute capability $ccap) but no nvcc: install the CUDA toolkit"; exit 1
   fi
-  sm=${cap/./}
+  sm=${ccap/./}
   IFS=, read -r gname gdrv gmem < <(nvidia-smi --query-gpu=name,driver_version,memory.total \
                                         --format=csv,noheader | head -n 1)
   gpu="$gname (driver${gdrv}, memory${gmem})"
   cudav=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  device="$gpu, compute capability $cap (sm_$sm), CUDA $cudav"
+  device="$gpu, compute capability $ccap (sm_$sm), CUDA $cudav"
   build=build/gpu-proof-sm$sm
   bin=$build/bin tdir=$build/tests
   step "build for sm_$sm in $build ($jobs jobs)"
@@ -141,7 +141,7 @@ else
   fi
   step "GPU tests"
   skip_fails=1
-  for t in "${tests_c[@]}"; do run_test "$t" 150 "$tdir/$t"; done
+  for t in "${tests_c[@]}"; do run_test "$t" 120 "$tdir/$t"; done
   step "benchmarks"
   run_bench bench-cuda 240 "$bin/bench-cuda" --proof
   RECOND_BENCH_SEED001=1 RECOND_BENCH_GPU=1 RECOND_BENCH_ITERS=8 \
