@@ -27,6 +27,15 @@
  * nz1 and bf16-1 are the default and the bf16 input one row at a time, as
  * before the row groups of bsr_cpu.h;
  * blocks and csr are slow at 512^2).
+ *
+ * RECOND_BENCH_GPU=1: the GPU rows instead (RECOND_BENCH_ROWS=wmma,cusparse
+ * by default): the fp16 BSR on tensor cores (WMMA) and the project's own
+ * fp32 CSR on cuSPARSE, the baseline; the floor is the BSR's bytes twice
+ * over the device's nominal memory bandwidth (its clock and bus width, or
+ * the data sheet's H100 / H200 peak).  --proof (make gpu-proof): after the
+ * rows, the first fp16 row against the last fp32 row as lines "PROOF key
+ * value unit floor basis": ms per image per iteration, the speed-up and
+ * the ratio of the errors.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +43,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#ifdef RC_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include "geometry/metrics.h"
 #include "geometry/phantom.h"
@@ -67,13 +80,36 @@ static void on_progress(void *ud, const rc_progress *p)
 	}
 }
 
+/* The nominal memory bandwidth of CUDA device 0 in GB/s (0: none). */
+static double gpu_peak_gbs(void)
+{
+#ifdef RC_HAVE_CUDA
+	int khz = 0, bits = 0;
+	struct cudaDeviceProp pr;
+	if (cudaGetDeviceProperties(&pr, 0) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
+	    cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess && khz > 0 && bits > 0)
+		return 2.0 * khz * 1e3 * bits / 8.0 / 1e9;
+	(void)cudaGetLastError();
+	return strstr(pr.name, "H200") ? 4800 : strstr(pr.name, "H100") ? 3350 : 0;
+#else
+	return 0;
+#endif
+}
+
 static int want(const char *rows, const char *name)
 {
 	return !rows || strstr(rows, name) != NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const int proof = argc > 1 && !strcmp(argv[1], "--proof");
+	const char *gq = getenv("RECOND_BENCH_GPU");
+	const int gpu = gq && *gq && strcmp(gq, "0");
 	const char *q = getenv("RECOND_BENCH_QUICK"), *s1 = getenv("RECOND_BENCH_SEED001");
 	const char *rows = getenv("RECOND_BENCH_ROWS"), *cache = getenv("RECOND_BENCH_CACHE");
 	int quick = q && *q && strcmp(q, "0"), seed = s1 && *s1 && strcmp(s1, "0");
@@ -83,6 +119,9 @@ int main(void)
 	int n = quick ? 64 : seed ? 512 : 256, nviews = quick ? 90 : seed ? 720 : 360, nu = n, nz = 32;
 	if (!cache)
 		cache = "/tmp/recond-bench-cache";
+	if (gpu && !rows)
+		rows = "wmma,cusparse";
+	double peak = gpu ? gpu_peak_gbs() : 0;
 	mkdir(cache, 0755);
 	rc_geom *g = NULL;
 	rc_phantom *ph = NULL;
@@ -145,26 +184,29 @@ int main(void)
 	printf("  (per image per iteration: wall, and CPU time of all %d threads; floor: max(memory, compute) floor of the "
 	       "bytes this row streams, on %d cores; x floor: wall / floor; x fl.cpu: cpu / %d / floor, the ratio on idle "
 	       "cores; bsr-flr: the floor with the fp16 BSR's bytes, as issue 17 states it)\n", ncores, ncores, ncores);
-	for (int row0 = 0; row0 < 7; row0++) {
+	/* --proof: the first fp16 row and the last fp32 row */
+	double pr_ms[2] = { 0, 0 }, pr_err[2] = { 0, 0 }, pr_floor = 0;
+	for (int row0 = 0; row0 < 9; row0++) {
 		/* nz1, bf16-1: the CPU path's default and bf16 input as before
 		 * the row groups (one row at a time); nz: the default; bf16,
 		 * fp16: its other inputs (bsr_cpu.h); blocks: the former product
 		 * over the BSR blocks */
-		static const char *names[7] = { "nz1", "nz", "bf16-1", "bf16", "fp16", "blocks", "csr" };
-		static const char *labels[7] = { "fp16 nz, single rows", "fp16 non-zeros",  "  bf16, single rows",
+		static const char *names[9] = { "nz1", "nz", "bf16-1", "bf16", "fp16", "blocks", "csr", "wmma",
+						 "cusparse" };
+		static const char *labels[9] = { "fp16 nz, single rows", "fp16 non-zeros",  "  bf16, single rows",
 						 "  bf16 (vdpbf16ps)",   "  fp16 input",    "fp16 BSR blocks",
-						 "CSR fp32" };
-		static const int rowof[7] = { 0, 0, 1, 1, 2, 3, 4 };
-		int single = row0 == 0 || row0 == 2, row = rowof[row0];
-		if (!want(rows, names[row0]) || (row == 1 && !has_bf16))
+						 "CSR fp32",             "GPU fp16 BSR, WMMA", "GPU CSR fp32, cuSPARSE" };
+		static const int rowof[9] = { 0, 0, 1, 1, 2, 3, 4, 5, 6 };
+		int single = row0 == 0 || row0 == 2, row = rowof[row0], on_gpu = row >= 5;
+		if (!want(rows, names[row0]) || (row == 1 && !has_bf16) || on_gpu != gpu)
 			continue;
 		rc_tensor_opts o;
 		rc_tensor_opts_default(&o);
-		o.mixed = row < 4;
+		o.mixed = row < 4 || row == 5;
 		o.cpu_blocks = row == 3;
 		o.cpu_single_rows = single;
 		o.cpu_input = row == 1 ? RC_SPM_IN_BF16 : row == 2 ? RC_SPM_IN_FP16 : -1;
-		o.gpu = 0;
+		o.gpu = on_gpu;
 		o.cache_dir = cache;
 		rc_algo_params p;
 		rc_algo_params_plain(&p, RC_ALGO_CGLS);
@@ -180,19 +222,32 @@ int main(void)
 		 * index (+ row pointers), the BSR's blocks, or the CSR's fp32 +
 		 * int32; the floor per image per iteration = 2 products */
 		double nnz = (double)rep.matrix.nnz, bsr = (double)rep.matrix.bytes;
-		double bytes = row < 3 ? 6.0 * nnz : row == 3 ? bsr : 8.0 * nnz;
+		double bytes = row < 3 ? 6.0 * nnz : row == 3 || row == 5 ? bsr : 8.0 * nnz;
 		double flops = 2.0 * 2.0 * nnz * nz;
-		/* the bf16 row's flops run at the vdpbf16ps rate */
-		double fl_mem = 2.0 * bytes / (gbs * 1e9), fl_fma = flops / ((row == 1 ? gfl_bf : gfl) * 1e9);
+		/* the bf16 row's flops run at the vdpbf16ps rate; on the GPU the
+		 * bytes over the nominal bandwidth (the products are memory-bound:
+		 * tensor cores do the flops in a fraction of that) */
+		double row_gbs = on_gpu ? peak : gbs;
+		double fl_mem = 2.0 * bytes / (row_gbs * 1e9),
+		       fl_fma = on_gpu ? 0 : flops / ((row == 1 ? gfl_bf : gfl) * 1e9);
 		double floor_ms = 1e3 * (fl_mem > fl_fma ? fl_mem : fl_fma) / nz;
-		double bsr_floor = 1e3 * (2.0 * bsr / (gbs * 1e9) > fl_fma ? 2.0 * bsr / (gbs * 1e9) : fl_fma) / nz;
+		double bsr_floor = 1e3 * (2.0 * bsr / (row_gbs * 1e9) > fl_fma ? 2.0 * bsr / (row_gbs * 1e9) : fl_fma) / nz;
+		double rel = rc_metric_rel_error(vol, ref, NULL, nvox);
+		if (o.mixed && pr_ms[0] == 0) {
+			pr_ms[0] = 1e3 * per / nz;
+			pr_err[0] = rel;
+			pr_floor = bsr_floor;
+		} else if (!o.mixed) {
+			pr_ms[1] = 1e3 * per / nz;
+			pr_err[1] = rel;
+		}
 		printf("  %-22s %8.1f %10.3f %10.3f %9.4f %8.0f %9.3f %7.2f %7.2f %8.3f  %s\n", labels[row0],
-		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rc_metric_rel_error(vol, ref, NULL, nvox),
+		       rep.seconds - tm.t[ITERS], 1e3 * per / nz, 1e3 * cper / nz, rel,
 		       bytes / 1e6, floor_ms, 1e3 * per / nz / floor_ms, 1e3 * cper / nz / ncores / floor_ms, bsr_floor,
-		       rep.dev[0].name + 4);
+		       on_gpu ? rep.dev[0].name : rep.dev[0].name + 4);
 		printf("    memory floor %.3f ms (%.0f MB x 2 / %.1f GB/s), compute floor %.3f ms (%.2f GFLOP / %.1f GFLOP/s), per image "
 		       "per iteration; BSR %.0f MB, nnz %.0f\n",
-		       1e3 * fl_mem / nz, bytes / 1e6, gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, row == 1 ? gfl_bf : gfl,
+		       1e3 * fl_mem / nz, bytes / 1e6, row_gbs, 1e3 * fl_fma / nz, flops / nz / 1e9, row == 1 ? gfl_bf : gfl,
 		       bsr / 1e6, nnz);
 		if (getenv("RECOND_BENCH_SLICES")) {
 			size_t per_slice = nvox / (size_t)nz;
@@ -202,6 +257,11 @@ int main(void)
 			printf("\n");
 		}
 		fflush(stdout);
+	}
+	if (proof && pr_ms[0] > 0 && pr_ms[1] > 0) {
+		printf("PROOF tensor_cg_ms %.6g ms %.6g %s\n", pr_ms[0], pr_floor, gpu ? "memory(nominal)" : "cpu-floor");
+		printf("PROOF tensor_cg_speedup %.6g x 0 -\n", pr_ms[1] / pr_ms[0]);
+		printf("PROOF tensor_cg_err_ratio %.6g x 0 -\n", pr_err[0] / pr_err[1]);
 	}
 	rc = 0;
 out:

@@ -12,7 +12,12 @@
  * make if devices sharing hardware were counted as two (what that costs is
  * the reason the planner never does it).  Last, OpenCL on a CPU device
  * against the native cpu engine on the same cores (paper 002: >= 90%).
- * RECOND_BENCH_QUICK=1: 48^3 from 42 views of 64x50, seconds.
+ * RECOND_BENCH_QUICK=1: 48^3 from 42 views of 64x50, seconds.  --proof
+ * (make gpu-proof): also the planner's split as lines "PROOF key value
+ * unit floor basis" (its prediction error per task, and the split's time
+ * against the best device alone) for scripts/gpu-proof.sh's table.
+ * RECOND_BENCH_ENGINES=cpu,cuda: only devices of those engines (gpu-proof's
+ * CPU + GPU split, without calibrating every OpenCL device as well).
  */
 #include <math.h>
 #include <stdio.h>
@@ -63,8 +68,9 @@ static double run_split(rc_exec *x, rc_task t, const int *views, float *vol, flo
 	return ts[reps / 2];
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const int proof = argc > 1 && !strcmp(argv[1], "--proof");
 	const char *q = getenv("RECOND_BENCH_QUICK");
 	int quick = q && *q && strcmp(q, "0") != 0;
 	int n = quick ? 48 : 128, nviews = quick ? 42 : 210, nu = quick ? 64 : 256, nv = quick ? 50 : 200;
@@ -99,8 +105,13 @@ int main(void)
 	char cache[] = "/tmp/recond-bench-ocl-cache";
 	rc_device_open_opts oo = { 0, cache };
 	printf("paper 000 case: %d^3 voxels from %d views of %dx%d%s\n\n", n, nviews, nu, nv, quick ? " (quick)" : "");
+	const char *only = getenv("RECOND_BENCH_ENGINES");
 	for (int i = 0; i < nall && nd < MAXD; i++) {
 		rc_engine *e = NULL;
+		if (only && *only && !strstr(only, all[i].engine)) {
+			printf("  %-7s %-40.40s not used: not in RECOND_BENCH_ENGINES\n", all[i].engine, all[i].name);
+			continue;
+		}
 		if (rc_device_open(&all[i], g, &oo, &e, &err)) {
 			printf("  %-7s %-40.40s not used: %s\n", all[i].engine, all[i].name, err.msg);
 			continue;
@@ -175,6 +186,19 @@ int main(void)
 				printf("%-28s %-5s %-20s %10.1f %10.1f %+8.2f %+13.1f%%\n",
 				       pass ? "groups ignored (shared HW)" : "planner (one per HW group)", t ? "back" : "fwd",
 				       vs, 1e3 * p.makespan_s, 1e3 * meas, pct(p.makespan_s, meas), 100.0 * (best - meas) / best);
+				if (proof && !pass) {
+					/* the engines the planner gave views to, as the basis */
+					char who[64] = "";
+					int wl = 0;
+					for (int i = 0; i < nd; i++)
+						if (p.views[i] > 0)
+							wl += snprintf(who + wl, sizeof who - (size_t)wl, "%s%s", wl ? "+" : "",
+								       dev[i].engine);
+					printf("PROOF trigeneous_%s_err %.6g %% 0 split:%s\n", t ? "back" : "fwd",
+					       pct(p.makespan_s, meas), who);
+					printf("PROOF trigeneous_%s_ms %.6g ms %.6g best-alone\n", t ? "back" : "fwd",
+					       1e3 * meas, 1e3 * best);
+				}
 			}
 		rc_exec_free(x);
 	}

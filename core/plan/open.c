@@ -5,11 +5,13 @@
  *   tensor      execution.engine tensor, and an iterative fan or parallel
  *               job on auto or cpu: the tensor backend over the system
  *               matrix (tensor.h), fbp on tensor over FBP's matrix
- *   cuda        a cone or matrices job on cuda: the CUDA backend, every
- *               vector resident (resident.h); RC_ETOOBIG from the device's
- *               memory plan falls through to the host route (z-slabs)
- *   opencl      a cone or matrices job on opencl: the OpenCL backend, every
- *               vector resident; RC_ETOOBIG falls through to the host route
+ *   cuda        a job on cuda: the CUDA backend, every vector resident
+ *               (resident.h; a fan or parallel stack with plane.cu's
+ *               kernels); RC_ETOOBIG from the device's memory plan falls
+ *               through to the host route (z-slabs)
+ *   opencl      a job on opencl: the OpenCL backend, every vector resident
+ *               (a fan or parallel stack with bp_plane.cl's kernels);
+ *               RC_ETOOBIG falls through to the host route
  *   split       several devices (trigeneous, auto with models that favour
  *               a split): the split backend (split.h) over a backend per
  *               device (open_split), the planner's partition per task
@@ -428,7 +430,8 @@ static int open_split(struct job *j, rc_backend **ret, rc_err *err)
 	rc_backend *c[RC_EXEC_MAX_ENGINES] = { 0 };
 	int rc = 0;
 	for (int i = 0; i < j->n && !rc; i++) {
-		if (i > 0 && j->dev[i].kind == RC_DEVICE_OPENCL && rc_opencl_algo_supported(&j->s->algo, j->g))
+		if (i > 0 && j->dev[i].kind == RC_DEVICE_OPENCL && !rc_geom_is_2d(j->g) &&
+		    rc_opencl_algo_supported(&j->s->algo, j->g))
 			rc = rc_backend_opencl_new(j->eng[i], &c[i], err);
 		else if (!(rc = rc_exec_new(&j->eng[i], 1, &j->xs[i], err)))
 			rc = rc_backend_host_new(j->xs[i], &c[i], err);
@@ -518,7 +521,7 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 		goto done;
 	}
 	rc_shape_key(g, algo_bp(s->algo.name, g), j->shape, sizeof j->shape);
-	if (mode == RC_ENGINE_CUDA && !rc_geom_is_2d(g) && rc_cuda_algo_supported(&s->algo, g)) {
+	if (mode == RC_ENGINE_CUDA && rc_cuda_algo_supported(&s->algo, g)) {
 		int ordinal = 0, have = 0;
 		for (int i = 0; devices && i < ndevices; i++)
 			if (devices[i].kind == RC_DEVICE_CUDA) {
@@ -608,7 +611,8 @@ void rc_backend_report(rc_backend *b, int ran, rc_recon_report *report)
 	struct job *j = job_of(b);
 	if (!j || !report)
 		return;
-	const char *pair = "raycast"; /* the device backends' pair (2-D: Joseph's) */
+	/* the device backends' pair: ray casting, on a 2-D stack Joseph's */
+	const char *pair = rc_geom_is_2d(j->g) ? "joseph" : "raycast";
 	switch (j->route) {
 	case ROUTE_TENSOR:
 		*report = j->opened;

@@ -3,17 +3,13 @@
 
 int rc_opencl_algo_supported(const rc_algo_params *p, const rc_geom *g)
 {
-	return p && g && !rc_geom_is_2d(g);
+	return p && g;
 }
 
 int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err)
 {
 	if (!e || !p)
 		return rc_fail(err, RC_EINVAL, "execution.engine", "the resident OpenCL run needs an OpenCL engine");
-	if (!rc_opencl_algo_supported(p, e->geom))
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the resident OpenCL run takes cone and matrices geometries; fan and parallel stacks "
-			       "run on the OpenCL engine through the host backend");
 	int nvol, nproj;
 	rc_algo_vectors(p, e->geom, &nvol, &nproj);
 	return rc_backend_opencl_fits(e, nvol, nproj, err);
@@ -35,7 +31,7 @@ int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj,
 
 int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g)
 {
-	return p && g && !rc_geom_is_2d(g) && rc_engine_cuda_built();
+	return p && g && rc_engine_cuda_built();
 }
 
 /* The vectors' bytes of a run of p (rc_algo_vectors). */

@@ -10,8 +10,9 @@
  * cancel once per iteration and per subset, RC_ECANCELLED leaves the last
  * complete iterate); vol is written when the run ends.  RC_ETOOBIG when
  * the device cannot hold the run (nothing was run: use rc_algo_run over
- * the device's engine, which uploads per call and, for CUDA, uses slabs);
- * RC_EUNSUPPORTED for 2-D geometries.
+ * the device's engine, which uploads per call and, for CUDA, uses slabs).
+ * Fan and parallel stacks run resident too (the 2-D projectors on the
+ * device's buffers, one batch as on the host backend).
  */
 #ifndef RC_RESIDENT_H
 #define RC_RESIDENT_H
@@ -22,8 +23,8 @@
 #include "backend/cuda/engine_cuda.h"
 #include "backend/opencl/engine_opencl.h"
 
-/* 1 when the resident OpenCL run takes p on g: every algorithm on cone and
- * matrices geometries. */
+/* 1 when the resident OpenCL run takes p on g: every algorithm on every
+ * geometry. */
 int rc_opencl_algo_supported(const rc_algo_params *p, const rc_geom *g);
 /* 0 when a resident run of p fits e's device (rc_algo_vectors and the
  * engine's own buffers); RC_ETOOBIG or RC_EUNSUPPORTED otherwise. */
@@ -32,8 +33,8 @@ int rc_opencl_run_fits(rc_engine *e, const rc_algo_params *p, rc_err *err);
 int rc_opencl_run_algo(rc_engine *e, const rc_algo_params *p, const float *proj, float *vol,
 		       const rc_algo_hooks *hooks, rc_err *err);
 
-/* 1 when the resident CUDA run takes p on g: every algorithm on cone and
- * matrices geometries in a build with CUDA. */
+/* 1 when the resident CUDA run takes p on g: every algorithm on every
+ * geometry the CUDA engine takes, in a build with CUDA. */
 int rc_cuda_algo_supported(const rc_algo_params *p, const rc_geom *g);
 /* The backend of a resident CUDA run of p: AUTO interpolation resolved for
  * the algorithm (SART's forward HW; the matched pair of SIRT, CGLS and MLEM

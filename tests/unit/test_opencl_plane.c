@@ -15,8 +15,8 @@
  *    Joseph written here from A, the OpenCL engine against the C, the
  *    forward projection of a voxelised disk phantom against its analytic
  *    line integrals, and the adjoint test <A x, y> = <x, A^T y>;
- *  - SART, SIRT, CGLS and MLEM jobs on "opencl" (host backend over the
- *    OpenCL engine): error against the phantom under a bound that one
+ *  - SART, SIRT, CGLS and MLEM jobs on "opencl" (resident: the OpenCL
+ *    backend over the engine's buffers): error against the phantom under a bound that one
  *    iteration misses; the tensor backend's error ("cpu") is printed
  *    beside it.
  * Each on a flat fan, parallel and a curved (equiangular) fan; and a

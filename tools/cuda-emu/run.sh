@@ -7,37 +7,5 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/build/cuda-emu}
-mkdir -p "$out/kernels"
-cd "$root"
-inc="-I$root/tools/cuda-emu/include -Icore -Ikernels/cuda"
-# launches kernel<<<g, b, sh, s>>>(args) become emu_launch(g, b, sh, s, [&]{ kernel(args); })
-# the tensor path (tensor_*.cu: cuSPARSE, WMMA) is outside what the stand-in models
-for f in $(ls kernels/cuda/*.cu | grep -v "/tensor_"); do
-  python3 - "$f" "$out/kernels/$(basename "${f%.cu}").cpp" <<'PY'
-import re, sys
-s = open(sys.argv[1]).read()
-s = re.sub(r'([A-Za-z_]\w*(?:<[^<>;()]*>)?)<<<(.*?)>>>\((.*?)\);',
-           lambda m: 'emu_launch(%s, [&]() { %s(%s); });' % (m.group(2), m.group(1), m.group(3)),
-           s, flags=re.S)
-open(sys.argv[2], 'w').write('#include "cuda_runtime.h"\n#line 1 "%s"\n' % sys.argv[1] + s)
-PY
-done
-objs=()
-for f in "$out"/kernels/*.cpp tools/cuda-emu/emu.cpp; do
-  o="$out/$(basename "${f%.cpp}").o"
-  g++ -O2 -std=c++17 -DRC_HAVE_CUDA=1 $inc -c "$f" -o "$o"
-  objs+=("$o")
-done
-# the CUDA host files against the stand-in headers; the rest of core/ from
-# the regular build (run `make` first)
-make -s --no-print-directory build/lib/libreconcore.a
-for f in core/backend/cuda/*.c; do
-  o="$out/core_$(basename "${f%.c}").o"
-  cc -O2 -std=c11 -D_GNU_SOURCE -DRC_HAVE_CUDA=1 -pthread $inc -c "$f" -o "$o"
-  objs+=("$o")
-done
-small=; [ "${EMU_SMALL:-0}" = 1 ] && small=-DRC_TEST_SMALL
-cc -O2 -std=c11 -D_GNU_SOURCE -DRC_HAVE_CUDA=1 $small -pthread $inc tests/unit/test_engine_cuda.c \
-   "${objs[@]}" build/lib/libreconcore.a -o "$out/test_engine_cuda" \
-   $(pkg-config --libs cmocka fftw3f fftw3 OpenCL) -lstdc++ -lm -lpthread
+"$root/tools/cuda-emu/build.sh" "$out" tests/unit/test_engine_cuda.c
 "$out/test_engine_cuda"

@@ -29,6 +29,13 @@
  * transpose anyway), SIRT, CGLS and MLEM always get EXACT (the matched pair
  * must be transposes of each other).
  *
+ * Fan and parallel stacks: the CUDA engine's 2-D kernels (plane.cu:
+ * Joseph's forward projection, its exact transpose, FBP's back projection)
+ * on the vectors themselves, with the views' tables on the device; no
+ * textures, no slabs, one batch as on the host backend over the same
+ * engine.  A view range of a 2-D stack ([slice][view][u]) is one run per
+ * slice: the element-wise calls on a range run once per slice.
+ *
  * Memory: rc_backend_cuda_new plans the projector context (volume texture,
  * two batches of layered textures) after setting aside the bytes of the
  * vectors the caller will allocate, and refuses with RC_ETOOBIG, before
@@ -43,6 +50,7 @@
 
 #ifdef RC_HAVE_CUDA
 #include "backend/cuda/engine_cuda_impl.h"
+#include "projectors/proj_cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +72,12 @@ typedef struct cuda_bk {
 	int exact_bp; /* RC_BP_VOXEL and RC_FP_ROTATE likewise */
 	size_t nvox, nproj, view;
 	int nviews;
+	/* a fan or parallel stack: plane.cu's kernels, the views' matrices
+	 * and rays on the device; rows runs per view range (the slices) */
+	int plane, rows;
+	size_t rs;
+	float *ppv, *prays;
+	rc_cuda_plane pg;
 	void *scratch;  /* device: the double of a sum, then the max's bits */
 	double *dsum;
 	unsigned *dmax;
@@ -89,6 +103,27 @@ typedef struct cuda_bk {
 		if (brc_)                                        \
 			return brc_;                             \
 	} while (0)
+
+/* The elements views [first, last) of v cover, as runs of n floats from
+ * off, stride apart: one run for a volume, a cone or matrices stack or a
+ * whole 2-D stack, one per slice for a range of a 2-D stack. */
+typedef struct runs {
+	size_t off, n, stride;
+	int count;
+} runs;
+
+static runs runs_of(const cuda_bk *k, const rc_vec *v, int first, int last)
+{
+	if (v->space == RC_SPACE_VOLUME)
+		return (runs){ 0, v->n, 0, 1 };
+	rc_bk_views(&k->base, &first, &last);
+	if (!k->plane)
+		return (runs){ (size_t)first * k->view, (size_t)(last - first) * k->view, 0, 1 };
+	if (first == 0 && last == k->nviews)
+		return (runs){ 0, v->n, 0, 1 };
+	/* a view of a 2-D stack is nu floats of each slice */
+	return (runs){ (size_t)first * k->pg.nu, (size_t)(last - first) * k->pg.nu, k->rs, k->rows };
+}
 
 /* ---- vectors ---------------------------------------------------------- */
 
@@ -169,10 +204,12 @@ static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first,
 	cuda_bk *k = BK(b);
 	BIND(k);
 	int rc = 0;
-	size_t vs = rc_geom_view_stride(b->geom), off = (size_t)first * vs;
-	CU_CHECK(cudaMemcpyAsync(dst->d + off, src + off, (size_t)(last - first) * vs * sizeof(float),
-				 cudaMemcpyHostToDevice, k->c.ks),
-		 "cudaMemcpyAsync(views upload)");
+	runs r = runs_of(k, dst, first, last);
+	for (int j = 0; j < r.count; j++) {
+		size_t off = r.off + (size_t)j * r.stride;
+		CU_CHECK(cudaMemcpyAsync(dst->d + off, src + off, r.n * sizeof(float), cudaMemcpyHostToDevice, k->c.ks),
+			 "cudaMemcpyAsync(views upload)");
+	}
 	rc = sync_ks(k, "cudaStreamSynchronize(views upload)", err);
 out:
 	return rc;
@@ -191,6 +228,8 @@ out:
 }
 
 /* ---- projections -------------------------------------------------------- */
+
+#define LAUNCH_CHECK(call, what) CU_CHECK((cudaError_t)(call), what)
 
 /* A projection's time (b->stats, backend.h) without waiting for it: an
  * event before and one after it on the kernel stream, read by sync_ks. */
@@ -233,6 +272,18 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 	rc_bk_views(&k->base, &first, &last);
 	if (first == last)
 		return 0;
+	if (k->plane) {
+		if (kind != RC_FP_RAYCAST)
+			return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+				       "the CUDA engine forward-projects fan and parallel stacks by ray casting (Joseph)");
+		if ((rc = timer_start(k, err)))
+			return rc;
+		cudaError_t ce = (cudaError_t)rc_cuda_launch_fp_plane(vol->d, k->prays, proj->d, &k->pg, first, last,
+								      c->ks);
+		if (ce != cudaSuccess)
+			return cu_fail(err, ce, "launch of fp_plane");
+		return timer_stop(k, RC_TASK_FORWARD, first, last, err);
+	}
 	if (kind == RC_FP_ROTATE && !c->drot && (rc = cu_ctx_add_rot(c, err)))
 		return rc;
 	if ((rc = timer_start(k, err)) || (rc = cu_upload_slab(c, vol->d, 0, c->nz, err)))
@@ -257,7 +308,17 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	rc_bk_views(&k->base, &first, &last);
 	if ((rc = timer_start(k, err)))
 		return rc;
-	if (kind == RC_BP_VOXEL) {
+	if (k->plane) {
+		/* RC_CUDA_MAX_BATCH views per launch, as the engine */
+		if (first == last)
+			CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
+		for (int v0 = first; v0 < last; v0 += RC_CUDA_MAX_BATCH) {
+			int v1 = v0 + RC_CUDA_MAX_BATCH < last ? v0 + RC_CUDA_MAX_BATCH : last;
+			LAUNCH_CHECK(rc_cuda_launch_bp_plane(proj->d, k->ppv, k->prays, vol->d, &k->pg, v0, v1, v0 > first,
+							     kind == RC_BP_MATCHED, c->ks),
+				     kind == RC_BP_MATCHED ? "launch of bp_plane_t" : "launch of bp_plane");
+		}
+	} else if (kind == RC_BP_VOXEL) {
 		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
 	} else {
 		CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
@@ -271,20 +332,6 @@ out:
 }
 
 /* ---- element-wise ------------------------------------------------------- */
-
-/* The elements views [first, last) cover: one contiguous run of a cone or
- * matrices stack; a volume vector is whole. */
-static void span(const cuda_bk *k, const rc_vec *v, int first, int last, size_t *off, size_t *n)
-{
-	if (v->space == RC_SPACE_VOLUME) {
-		*off = 0;
-		*n = v->n;
-		return;
-	}
-	rc_bk_views(&k->base, &first, &last);
-	*off = (size_t)first * k->view;
-	*n = (size_t)(last - first) * k->view;
-}
 
 #define LAUNCHED(call, what) CU_CHECK((cudaError_t)(call), "launch of " what)
 
@@ -315,10 +362,9 @@ static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *
 	cuda_bk *k = BK(b);
 	BIND(k);
 	int rc = 0;
-	size_t o, n;
-	span(k, y, first, last, &o, &n);
-	if (n)
-		LAUNCHED(rc_cuda_fill(y->d + o, v, n, k->c.ks), "fill");
+	runs r = runs_of(k, y, first, last);
+	for (int j = 0; j < r.count && r.n; j++)
+		LAUNCHED(rc_cuda_fill(y->d + r.off + (size_t)j * r.stride, v, r.n, k->c.ks), "fill");
 out:
 	return rc;
 }
@@ -387,16 +433,19 @@ static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first
 {
 	cuda_bk *k = BK(b);
 	BIND(k);
-	size_t o, n;
-	span(k, y, first, last, &o, &n);
-	if (!n) {
+	runs r = runs_of(k, y, first, last);
+	if (!r.n) {
 		*sum2 = 0.0;
 		return 0;
 	}
+	/* the runs of a 2-D range add into one device sum */
 	int rc = zero_sum(k, err);
 	if (rc)
 		return rc;
-	LAUNCHED(rc_cuda_ratio(y->d + o, p->d + o, eps, n, NULL, k->dsum, k->c.ks), "ratio");
+	for (int j = 0; j < r.count; j++) {
+		size_t o = r.off + (size_t)j * r.stride;
+		LAUNCHED(rc_cuda_ratio(y->d + o, p->d + o, eps, r.n, NULL, k->dsum, k->c.ks), "ratio");
+	}
 	rc = read_sum(k, sum2, err);
 out:
 	return rc;
@@ -407,16 +456,19 @@ static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, 
 {
 	cuda_bk *k = BK(b);
 	BIND(k);
-	size_t o, n;
-	span(k, e, first, last, &o, &n);
-	if (!n) {
+	runs r = runs_of(k, e, first, last);
+	if (!r.n) {
 		*sum2 = 0.0;
 		return 0;
 	}
 	int rc = zero_sum(k, err);
 	if (rc)
 		return rc;
-	LAUNCHED(rc_cuda_residual(p->d + o, e->d + o, w ? w->d + o : NULL, n, NULL, k->dsum, k->c.ks), "residual");
+	for (int j = 0; j < r.count; j++) {
+		size_t o = r.off + (size_t)j * r.stride;
+		LAUNCHED(rc_cuda_residual(p->d + o, e->d + o, w ? w->d + o : NULL, r.n, NULL, k->dsum, k->c.ks),
+			 "residual");
+	}
 	rc = read_sum(k, sum2, err);
 out:
 	return rc;
@@ -461,6 +513,8 @@ static void bk_free(rc_backend *b)
 		cu_release(cudaEventDestroy(k->ev[i][1]));
 	}
 	cu_release(cudaFree(k->scratch));
+	cu_release(cudaFree(k->ppv));
+	cu_release(cudaFree(k->prays));
 	cu_ctx_release(&k->c);
 	free(k);
 }
@@ -496,6 +550,48 @@ static uint64_t ctx_bytes(const rc_geom *g)
 	       2 * (uint64_t)RC_CUDA_MAX_BATCH * rc_geom_view_count(g) * sizeof(float) + 64;
 }
 
+/* The 2-D state of k (a fan or parallel stack on ordinal): the streams of
+ * a context without textures (cu_ctx_init with nothing needed), the views'
+ * matrices and rays (rc_plane_view, rc_plane_rays) on the device.  After
+ * checking that they and the vectors (reserve) fit the free memory. */
+static int plane_init(cuda_bk *k, const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_err *err)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const int nk = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
+	const size_t nv = (size_t)nk * RC_CUDA_PLANE_FLOATS, nr = (size_t)nk * nu * RC_CUDA_PLANE_RAY_FLOATS;
+	uint64_t budget;
+	int rc = cu_budget(o->ordinal, o, &budget, err);
+	if (rc)
+		return rc;
+	if (reserve + (nv + nr) * sizeof(float) > budget)
+		return rc_fail(err, RC_ETOOBIG, "volume",
+			       "the CUDA backend needs %.1f MiB for the stack's vectors and %.1f MiB are free; run "
+			       "the job through the CUDA engine", (double)(reserve + (nv + nr) * sizeof(float)) / 1048576.0,
+			       (double)budget / 1048576.0);
+	cu_plan none;
+	memset(&none, 0, sizeof none);
+	if ((rc = cu_ctx_init(&k->c, g, o, 0, &none, err)))
+		return rc;
+	float *h = malloc((nv > nr ? nv : nr) * sizeof(float));
+	if (!h)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d views' rays", nk);
+	for (int i = 0; i < nk; i++)
+		rc_plane_view(g, i, h + (size_t)i * RC_CUDA_PLANE_FLOATS);
+	CU_CHECK(cudaMalloc((void **)&k->ppv, nv * sizeof(float)), "cudaMalloc(in-plane view matrices)");
+	CU_CHECK(cudaMemcpy(k->ppv, h, nv * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(in-plane view matrices)");
+	rc_plane_rays(g, h);
+	CU_CHECK(cudaMalloc((void **)&k->prays, nr * sizeof(float)), "cudaMalloc(rays)");
+	CU_CHECK(cudaMemcpy(k->prays, h, nr * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(rays)");
+	k->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN, 0, 0.0f, 0.0f };
+	k->pg.curved = rc_plane_arc(g, &k->pg.cu, &k->pg.sdu);
+	k->plane = 1;
+	k->rows = v->nz;
+	k->rs = rc_geom_row_stride(g);
+out:
+	free(h);
+	return rc; /* on failure the caller frees what is set (bk_free) */
+}
+
 int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t reserve, rc_backend **ret,
 			rc_err *err)
 {
@@ -506,15 +602,26 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 	}
 	if (!g || !ret)
 		return rc_fail(err, RC_EINVAL, "", "the CUDA backend needs a geometry");
-	if (!cu_geom_ok(g, err))
+	if (!rc_geom_is_2d(g) && !cu_geom_ok(g, err))
 		return err ? err->code : RC_EUNSUPPORTED;
 	if (o->ordinal < 0 || o->ordinal >= rc_engine_cuda_count())
 		return rc_fail(err, RC_ENOTFOUND, "execution.engine", "no CUDA device %d on this machine",
 			       o->ordinal);
+	cuda_bk *k = NULL;
+	int rc;
+	if (rc_geom_is_2d(g)) {
+		if (!(k = calloc(1, sizeof *k)))
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for the CUDA backend");
+		if ((rc = plane_init(k, g, o, reserve, err))) {
+			bk_free(&k->base);
+			return rc;
+		}
+		goto scalars;
+	}
 	uint64_t budget;
 	cu_plan plan;
 	const int need = CU_NEED_VOLTEX | CU_NEED_BATCH;
-	int rc = cu_budget(o->ordinal, o, &budget, err);
+	rc = cu_budget(o->ordinal, o, &budget, err);
 	if (rc)
 		return rc;
 	/* planned before anything is allocated; the vectors' bytes set aside */
@@ -527,13 +634,13 @@ int rc_backend_cuda_new(const rc_geom *g, const rc_cuda_options *o, uint64_t res
 			       "which works in slabs",
 			       (double)reserve / 1048576.0, (double)ctx_bytes(g) / 1048576.0,
 			       (double)budget / 1048576.0);
-	cuda_bk *k = calloc(1, sizeof *k);
-	if (!k)
+	if (!(k = calloc(1, sizeof *k)))
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the CUDA backend");
 	if ((rc = cu_ctx_init(&k->c, g, o, need, &plan, err))) {
 		free(k);
 		return rc;
 	}
+scalars:;
 	cudaError_t ce = cudaMalloc(&k->scratch, 16);
 	if (ce != cudaSuccess) {
 		rc = cu_fail(err, ce, "cudaMalloc(backend scalars)");

@@ -90,8 +90,7 @@ int rc_engine_cuda_info(int ordinal, rc_cuda_device_info *info, rc_err *err);
 
 /* An engine on device `ordinal` with default options.  Sets name "cuda",
  * device_id as in rc_cuda_device_info and hw_group = device_id.  Borrows g
- * (any geometry; the resident backend, rc_backend_cuda_new, takes cone and
- * matrices only). */
+ * (any geometry; so does the resident backend, rc_backend_cuda_new). */
 int rc_engine_cuda_new(const rc_geom *g, int ordinal, rc_engine **ret, rc_err *err);
 int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o,
 			    rc_engine **ret, rc_err *err);
@@ -108,8 +107,9 @@ void *rc_cuda_host_alloc(size_t bytes);
 void rc_cuda_host_free(void *p);
 
 /* The CUDA backend (backend.h; core/backend_cuda.c): vectors in the memory
- * of device o->ordinal, nbatch 1, name "cuda"; cone and matrices geometries
- * (borrowed).  Interpolation from o with the engine's meaning of AUTO:
+ * of device o->ordinal, nbatch 1, name "cuda"; every geometry (borrowed): a
+ * fan or parallel stack runs plane.cu's kernels on the vectors (no
+ * textures or plan; the interpolation options do not apply).  Interpolation from o with the engine's meaning of AUTO:
  * RC_FP_RAYCAST is HW only when o->fp_interp is HW (AUTO is EXACT: the
  * backend cannot know whether the algorithm needs the matched pair, so a
  * caller running SART passes HW for speed); RC_BP_VOXEL and RC_FP_ROTATE are

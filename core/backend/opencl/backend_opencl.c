@@ -12,9 +12,12 @@
  * every one the loop of vec_host.c with the same float operations.
  *
  * Everything goes on the engine's in-order queue: only the calls that
- * return a number wait.  The OpenCL projectors run cone and matrices
- * geometries, so there is one batch and a view range is one contiguous
- * block of the stack.
+ * return a number wait.  There is one batch, as on the host backend over
+ * the same engine (a fan or parallel stack is one problem: the 2-D
+ * projectors keep the slices apart anyway).  A view range is one
+ * contiguous block of a cone or matrices stack and one block per slice of
+ * a fan or parallel stack ([slice][view][u]): the element-wise calls on a
+ * range of a 2-D stack run once per slice.
  */
 #include "backend/opencl/engine_opencl.h"
 
@@ -38,7 +41,9 @@ typedef struct ocl_backend {
 	rc_engine *e;
 	rc_ocl_handles h;
 	rc_ocl_ew *w;
-	size_t nvox, nproj, view;
+	size_t nvox, nproj;
+	size_t vs, rs;  /* view and row strides of the stack (geometry.h) */
+	int nviews, rows; /* rows: runs a view range takes (slices of a 2-D stack, else 1) */
 	int lent[2]; /* the engine's volume / stack buffer is in use as a vector */
 } ocl_backend;
 
@@ -93,18 +98,49 @@ static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 	return rc_ocl_ew_read(OB(b)->w, src->m, dst, src->n, err);
 }
 
+/* The elements views [first, last) of v cover, as runs of n floats from
+ * off, stride apart: one run for a volume, a cone or matrices stack or a
+ * whole 2-D stack, one per slice for a range of a 2-D stack. */
+typedef struct runs {
+	size_t off, n, stride;
+	int count;
+} runs;
+
+static runs runs_of(const rc_backend *b, const rc_vec *v, int first, int last)
+{
+	const ocl_backend *o = OB(b);
+	if (v->space == RC_SPACE_VOLUME)
+		return (runs){ 0, v->n, 0, 1 };
+	rc_bk_views(b, &first, &last);
+	if (o->rows == 1)
+		return (runs){ (size_t)first * o->vs, (size_t)(last - first) * o->vs, 0, 1 };
+	if (first == 0 && last == o->nviews)
+		return (runs){ 0, v->n, 0, 1 };
+	return (runs){ (size_t)first * o->vs, (size_t)(last - first) * o->vs, o->rs, o->rows };
+}
+
 static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err)
 {
-	size_t vs = rc_geom_view_stride(b->geom), off = (size_t)first * vs;
-	return rc_ocl_ew_write_at(OB(b)->w, dst->m, off, src + off, (size_t)(last - first) * vs, err);
+	runs r = runs_of(b, dst, first, last);
+	int rc = 0;
+	for (int j = 0; j < r.count && !rc; j++) {
+		size_t off = r.off + (size_t)j * r.stride;
+		rc = rc_ocl_ew_write_at(OB(b)->w, dst->m, off, src + off, r.n, err);
+	}
+	return rc;
 }
 
 static int download_views(rc_backend *b, const rc_vec *src, float *dst, int first, int last, rc_err *err)
 {
-	size_t vs = rc_geom_view_stride(b->geom), off = (size_t)first * vs;
-	cl_int e = clEnqueueReadBuffer(OB(b)->h.q, src->m, CL_TRUE, off * sizeof(float),
-				       (size_t)(last - first) * vs * sizeof(float), dst + off, 0, NULL, NULL);
-	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "read views from the device");
+	runs r = runs_of(b, src, first, last);
+	for (int j = 0; j < r.count; j++) {
+		size_t off = r.off + (size_t)j * r.stride;
+		cl_int e = clEnqueueReadBuffer(OB(b)->h.q, src->m, CL_TRUE, off * sizeof(float), r.n * sizeof(float),
+					       dst + off, 0, NULL, NULL);
+		if (e != CL_SUCCESS)
+			return rc_cl_fail(err, e, "read views from the device");
+	}
+	return 0;
 }
 
 static int finish(rc_backend *b, rc_err *err);
@@ -114,6 +150,7 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 {
 	if (kind != RC_FP_RAYCAST)
 		return rc_fail(err, RC_EUNSUPPORTED, "", "the OpenCL backend forward-projects by ray casting only");
+	/* a 2-D stack: Joseph's ray casting; a cone: the engine's ray caster */
 	rc_bk_views(b, &first, &last);
 	if (first == last)
 		return 0;
@@ -138,23 +175,13 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	return rc;
 }
 
-/* Elements of views [first, last) of v (a volume: all of it). */
-static void span(const rc_backend *b, const rc_vec *v, int first, int last, size_t *off, size_t *n)
-{
-	if (v->space == RC_SPACE_VOLUME) {
-		*off = 0, *n = v->n;
-		return;
-	}
-	rc_bk_views(b, &first, &last);
-	*off = (size_t)first * OB(b)->view;
-	*n = (size_t)(last - first) * OB(b)->view;
-}
-
 static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
 {
-	size_t off, n;
-	span(b, y, first, last, &off, &n);
-	return rc_ocl_ew_fill(OB(b)->w, y->m, v, off, n, err);
+	runs r = runs_of(b, y, first, last);
+	int rc = 0;
+	for (int j = 0; j < r.count && !rc; j++)
+		rc = rc_ocl_ew_fill(OB(b)->w, y->m, v, r.off + (size_t)j * r.stride, r.n, err);
+	return rc;
 }
 
 static int copy(rc_backend *b, rc_vec *y, const rc_vec *x, rc_err *err)
@@ -185,17 +212,30 @@ static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
 static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
 		 rc_err *err)
 {
-	size_t off, n;
-	span(b, y, first, last, &off, &n);
-	return rc_ocl_ew_ratio(OB(b)->w, y->m, p->m, eps, off, n, sum2, err);
+	runs r = runs_of(b, y, first, last);
+	int rc = 0;
+	*sum2 = 0.0;
+	for (int j = 0; j < r.count && !rc; j++) {
+		double s = 0.0;
+		rc = rc_ocl_ew_ratio(OB(b)->w, y->m, p->m, eps, r.off + (size_t)j * r.stride, r.n, &s, err);
+		*sum2 += s;
+	}
+	return rc;
 }
 
 static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first, int last,
 		    double *sum2, rc_err *err)
 {
-	size_t off, n;
-	span(b, e, first, last, &off, &n);
-	return rc_ocl_ew_residual(OB(b)->w, e->m, p->m, w ? w->m : NULL, off, n, sum2, err);
+	runs r = runs_of(b, e, first, last);
+	int rc = 0;
+	*sum2 = 0.0;
+	for (int j = 0; j < r.count && !rc; j++) {
+		double s = 0.0;
+		rc = rc_ocl_ew_residual(OB(b)->w, e->m, p->m, w ? w->m : NULL, r.off + (size_t)j * r.stride, r.n, &s,
+					err);
+		*sum2 += s;
+	}
+	return rc;
 }
 
 static int update(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, float lambda, int nonneg,
@@ -268,7 +308,10 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	o->h = h;
 	o->nvox = rc_volume_count(rc_geom_volume(e->geom));
 	o->nproj = rc_geom_proj_count(e->geom);
-	o->view = rc_geom_view_count(e->geom);
+	o->vs = rc_geom_view_stride(e->geom);
+	o->rs = rc_geom_row_stride(e->geom);
+	o->nviews = rc_geom_nviews(e->geom);
+	o->rows = rc_geom_is_2d(e->geom) ? rc_geom_volume(e->geom)->nz : 1;
 	*ret = &o->base;
 	return 0;
 }

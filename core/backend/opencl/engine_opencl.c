@@ -492,6 +492,26 @@ static int plane_back(ocl_engine *x, rc_bp_kind kind, const float *proj, float *
 	return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "read of the volume");
 }
 
+/* Views [first, last) of every slice of the stack out = Joseph's forward
+ * projection of vol (fp_plane), both device buffers; enqueued only. */
+static int fp_plane(ocl_engine *x, cl_mem out, cl_mem vol, int first, int last, rc_err *err)
+{
+	cl_kernel kk = x->k[K_FPP];
+	cl_int e = 0;
+	SETARG(kk, 0, out);
+	SETARG(kk, 1, vol);
+	SETARG(kk, 2, x->prays);
+	SETARG(kk, 3, first);
+	SETARG(kk, 4, last);
+	SETARG(kk, 5, x->n);
+	SETARG(kk, 6, x->nu);
+	SETARG(kk, 7, x->nviews);
+	if (e != CL_SUCCESS)
+		return rc_cl_fail(err, e, "clSetKernelArg (fp_plane)");
+	size_t g[3] = { (size_t)x->nu, (size_t)(last - first), (size_t)x->nz };
+	return launch(x, K_FPP, 3, g, NULL, err);
+}
+
 /* engine.h's forward on a 2-D stack (RC_FP_RAYCAST: Joseph's, fp_plane):
  * write the volume, project, read views [first, last) of every slice */
 static int plane_forward(ocl_engine *x, rc_fp_kind kind, const float *vol, float *proj, int first, int last,
@@ -504,20 +524,7 @@ static int plane_forward(ocl_engine *x, rc_fp_kind kind, const float *vol, float
 					0, NULL, NULL);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "write of the volume");
-	cl_kernel kk = x->k[K_FPP];
-	e = 0;
-	SETARG(kk, 0, x->proj);
-	SETARG(kk, 1, x->vol);
-	SETARG(kk, 2, x->prays);
-	SETARG(kk, 3, first);
-	SETARG(kk, 4, last);
-	SETARG(kk, 5, x->n);
-	SETARG(kk, 6, x->nu);
-	SETARG(kk, 7, x->nviews);
-	if (e != CL_SUCCESS)
-		return rc_cl_fail(err, e, "clSetKernelArg (fp_plane)");
-	size_t g[3] = { (size_t)x->nu, (size_t)(last - first), (size_t)x->nz };
-	int rc = launch(x, K_FPP, 3, g, NULL, err);
+	int rc = fp_plane(x, x->proj, x->vol, first, last, err);
 	if (rc)
 		return rc;
 	size_t org[3], region[3], pitch;
@@ -689,9 +696,8 @@ int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int las
 	int rc = check_range(x, first, last, err);
 	if (rc || first == last)
 		return rc;
-	if (x->plane)
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the resident OpenCL run projects cone and matrices geometries");
+	if (x->plane) /* a fan or parallel stack: buffers only */
+		return fp_plane(x, proj, vol, first, last, err);
 	if (x->images) {
 		size_t o[3] = { 0, 0, 0 }, r[3] = { (size_t)x->nx, (size_t)x->ny, (size_t)x->nz };
 		cl_int ce = clEnqueueCopyBufferToImage(x->q, vol, x->vol_img, 0, o, r, 0, NULL, NULL);
@@ -709,9 +715,6 @@ int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int 
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
-	if (x->plane)
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
-			       "the resident OpenCL run projects cone and matrices geometries");
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	if (first == last) {
@@ -720,6 +723,8 @@ int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int 
 						(size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
 		return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "clEnqueueFillBuffer (volume)");
 	}
+	if (x->plane) /* FBP's back projection or fp_plane's transpose */
+		return bp_plane(x, kind, vol, proj, first, last, err);
 	if (kind == RC_BP_MATCHED)
 		return bp_matched(x, vol, proj, first, last, x->local[K_FP], err);
 	if (x->images) {

@@ -89,7 +89,8 @@ void rc_engine_opencl_wg(const rc_engine *e, const char *kernel, size_t local[3]
 
 /* The backend (backend.h) whose vectors are buffers on e's device, with the
  * engine's projectors and the element-wise kernels of elementwise.cl.
- * Borrows e; cone and matrices geometries. */
+ * Borrows e; every geometry the engine takes (a fan or parallel stack with
+ * bp_plane.cl's kernels on the same buffers, one batch). */
 int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err);
 
 /* 0 when nvol volume and nproj projection vectors fit e's device beside the

@@ -27,12 +27,14 @@ typedef struct rc_ocl_handles {
 int rc_ocl_engine_handles(rc_engine *e, rc_ocl_handles *h);
 
 /* RC_FP_RAYCAST from the device buffer vol into views [first, last) of the
- * device buffer proj (other views untouched).  Enqueued only; the engine's
- * images, if it uses them, are refreshed from the buffer first. */
+ * device buffer proj (other views untouched; a fan or parallel stack:
+ * those views of every slice, Joseph's fp_plane).  Enqueued only; the
+ * engine's images, if it uses them, are refreshed from the buffer first. */
 int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int last, rc_err *err);
 
-/* vol = B_kind of views [first, last) of proj, both device buffers.
- * Enqueued only. */
+/* vol = B_kind of views [first, last) of proj, both device buffers (a fan
+ * or parallel stack: bp_plane.cl's FBP back projection or fp_plane's
+ * transpose).  Enqueued only. */
 int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
 		    rc_err *err);
 
