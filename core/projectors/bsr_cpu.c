@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "projectors/proj_cpu.h"
@@ -23,6 +24,13 @@ void rc_bsr_cpu_free(rc_bsr_cpu *c)
 {
 	if (!c)
 		return;
+	if (c->map) {
+		/* a cached layout (bsr_cpu_cache.h): every array is in the mapping */
+		munmap(c->map, c->map_len);
+		free(c->xh);
+		free(c);
+		return;
+	}
 	rc_spm16 *m[2] = { &c->a, &c->at };
 	for (int i = 0; i < 2; i++) {
 		free(m[i]->ptr);
@@ -318,6 +326,26 @@ int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in)
 	return 0;
 }
 
+int rc_bsr_cpu_isa(void)
+{
+	rc_cpu_isa best = rc_cpu_isa_best();
+	return best >= RC_ISA_AVX512 ? RC_ISA_AVX512 : best >= RC_ISA_AVX2 && has_f16c() ? RC_ISA_AVX2 : RC_ISA_BASELINE;
+}
+
+int rc_bsr_cpu_group(void) { return rc_bsr_cpu_isa() >= RC_ISA_AVX512 ? RC_SPM16P_GROUP : 0; }
+
+void rc_bsr_cpu_input_init(rc_bsr_cpu *c)
+{
+	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
+	 * otherwise (comparisons; a path this CPU lacks is ignored) */
+	c->input = RC_SPM_IN_DEFAULT;
+	const char *env = getenv("RECOND_TENSOR_CPU_INPUT");
+	static const char *names[3] = { "fp32", "fp16", "bf16" };
+	for (int i = 0; env && i < 3; i++)
+		if (!strcmp(env, names[i]))
+			rc_bsr_cpu_set_input(c, (rc_spm_input)i);
+}
+
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err)
 {
 	rc_bsr_cpu *c = calloc(1, sizeof *c);
@@ -330,8 +358,7 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 		rc_bsr_cpu_free(c);
 		return rc;
 	}
-	rc_cpu_isa best = rc_cpu_isa_best();
-	c->isa = best >= RC_ISA_AVX512 ? RC_ISA_AVX512 : best >= RC_ISA_AVX2 && has_f16c() ? RC_ISA_AVX2 : RC_ISA_BASELINE;
+	c->isa = rc_bsr_cpu_isa();
 	/* the row pairs of the fp32-input AVX-512 kernel (without memory for
 	 * them the products take the single rows) */
 	if (c->isa >= RC_ISA_AVX512) {
@@ -341,14 +368,7 @@ int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err
 			rc_spm16p_free(&c->atp);
 		}
 	}
-	/* RC_SPM_IN_DEFAULT unless RECOND_TENSOR_CPU_INPUT=fp32|fp16|bf16 says
-	 * otherwise (comparisons; a path this CPU lacks is ignored) */
-	c->input = RC_SPM_IN_DEFAULT;
-	const char *env = getenv("RECOND_TENSOR_CPU_INPUT");
-	static const char *names[3] = { "fp32", "fp16", "bf16" };
-	for (int i = 0; env && i < 3; i++)
-		if (!strcmp(env, names[i]))
-			rc_bsr_cpu_set_input(c, (rc_spm_input)i);
+	rc_bsr_cpu_input_init(c);
 	*ret = c;
 	return 0;
 }

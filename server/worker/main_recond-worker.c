@@ -153,6 +153,24 @@ static void on_phase(void *ud, const char *ph)
 	set_phase(ph);
 }
 
+/* The tensor path's set-up (the system matrix loaded or built): a phase
+ * line with the fraction of it done, at most every WORKER_PREVIEW_EVERY_S
+ * but always at its start and end. */
+static void on_setup(void *ud, const char *ph, double fraction)
+{
+	static double last_s;
+	(void)ud;
+	double now = rc_now_s();
+	if (!strcmp(phase, ph) && fraction > 0.0 && fraction < 1.0 && now - last_s < WORKER_PREVIEW_EVERY_S)
+		return;
+	last_s = now;
+	phase = ph;
+	int of = last.of > 0 ? last.of : asked;
+	emit(json_pack("{sssisisisososssoso}", "type", "phase", "iteration", last.iteration, "of", of, "iterations", of,
+		       "residual", num(last.residual), "elapsed_s", num(last.elapsed_s), "phase", phase,
+		       "phase_fraction", json_real(fraction), "stopped", json_null()));
+}
+
 /* After each iteration (or streamed group): the iterate into the live
  * volume (nothing to copy where the run works in it) and a preview line,
  * at most every WORKER_PREVIEW_EVERY_S and always after the last. */
@@ -336,9 +354,11 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 	}
 	json_t *matrix = json_null();
 	if (rep->matrix.present)
-		matrix = json_pack("{sssIsfsfsI}", "fragment", rep->matrix.fragment, "nnz", (json_int_t)rep->matrix.nnz,
-				   "blocks_pct_before", rep->matrix.blocks_pct_before, "blocks_pct_after",
-				   rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes);
+		matrix = json_pack("{sssIsfsfsIsssssf}", "fragment", rep->matrix.fragment, "nnz",
+				   (json_int_t)rep->matrix.nnz, "blocks_pct_before", rep->matrix.blocks_pct_before,
+				   "blocks_pct_after", rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes,
+				   "precision", rep->matrix.precision, "cache", rep->matrix.cache, "setup_s",
+				   rep->matrix.setup_s);
 	json_t *j = json_pack("{sssssososisfs{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
 			      "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
 			      "progress", "iteration", last.iteration, "of", last.of > 0 ? last.of : asked,
@@ -554,6 +574,7 @@ int main(int argc, char **argv)
 		if ((mkdir(cache_dir, 0750) == 0 || errno == EEXIST))
 			spec->r.cache_dir = cache_dir;
 	}
+	spec->r.setup = on_setup;
 
 	/* A streaming job's views keep arriving: the mapping is shared so that
 	 * it sees the daemon's writes (a view is announced after its fsync). */

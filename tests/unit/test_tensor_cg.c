@@ -324,6 +324,132 @@ static void test_job_path(void **state)
 	free(vol);
 }
 
+/* The set-up's phases as the worker sees them (rc_recon_spec.setup). */
+struct setup_log {
+	int building, loading, last_whole;
+	double last_fraction;
+};
+
+static void on_setup(void *ud, const char *phase, double fraction)
+{
+	struct setup_log *l = ud;
+	l->building += !strcmp(phase, "building_matrix");
+	l->loading += !strcmp(phase, "loading_matrix");
+	assert_true(fraction >= 0.0 && fraction <= 1.0);
+	l->last_fraction = fraction;
+}
+
+static void run_vol(rc_recon_spec *s, const float *proj, float *vol, rc_recon_report *rep)
+{
+	rc_err err;
+	assert_int_equal(rc_recon_run(s, proj, vol, NULL, rep, &err), 0);
+	assert_int_equal(rep->iterations_done, s->algo.iterations);
+}
+
+/* The CPU layout of the mixed path cached per geometry (bsr_cpu_cache.h):
+ * the first job builds and stores it, the next maps it with the same
+ * volume to the bit; bf16 and auto use the same file; a damaged file is a
+ * miss (rebuilt), never a wrong matrix; the report says what ran. */
+static void test_layout_cache(void **state)
+{
+	(void)state;
+	double ang[64];
+	rc_recon_spec s;
+	fill_spec(&s, ang, 40, 32, 3);
+	s.algo.iterations = 4;
+	char dir[] = "/tmp/test_tensor_nz_XXXXXX", cmd[400];
+	assert_non_null(mkdtemp(dir));
+	size_t nproj = (size_t)40 * 48 * 3, nvox = (size_t)32 * 32 * 3;
+	float *proj = malloc(sizeof(float) * nproj), *v0 = malloc(sizeof(float) * nvox),
+	      *v1 = malloc(sizeof(float) * nvox);
+	for (size_t i = 0; i < nproj; i++)
+		proj[i] = (float)((i * 7919) % 101) / 100.0f;
+	rc_recon_report rep, rep0;
+	struct setup_log log = { 0 };
+	s.setup = on_setup;
+	s.setup_ud = &log;
+	/* no cache: built, "off" */
+	run_vol(&s, proj, v0, &rep0);
+	assert_string_equal(rep0.matrix.cache, "off");
+	assert_string_equal(rep0.matrix.precision, "mixed");
+	assert_true(log.building > 0 && log.loading == 0 && log.last_fraction == 1.0);
+	/* first job with the cache: a miss, stored */
+	s.cache_dir = dir;
+	memset(&log, 0, sizeof log);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_true(log.building > 0 && log.last_fraction == 1.0);
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^nz-.*\\.bin$') -eq 1", dir);
+	assert_int_equal(system(cmd), 0);
+	/* the second maps it: the same report, the same volume */
+	memset(&log, 0, sizeof log);
+	memset(v1, 0, nvox * sizeof(float));
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_true(log.loading > 0 && log.building == 0 && log.last_fraction == 1.0);
+	assert_true(rep.matrix.nnz == rep0.matrix.nnz && rep.matrix.bytes == rep0.matrix.bytes &&
+		    rep.matrix.blocks_pct_before == rep0.matrix.blocks_pct_before &&
+		    rep.matrix.blocks_pct_after == rep0.matrix.blocks_pct_after);
+	assert_string_equal(rep.matrix.fragment, rep0.matrix.fragment);
+	assert_string_equal(rep.dev[0].name, rep0.dev[0].name);
+	assert_true(rep.matrix.setup_s >= 0);
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* auto (the default) is mixed, from the same file */
+	rc_recon_spec d;
+	rc_recon_spec_default(&d);
+	assert_string_equal(d.precision, "auto");
+	snprintf(s.precision, sizeof s.precision, "auto");
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_string_equal(rep.matrix.precision, "mixed");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* bf16: the same file; what ran is bf16 only where the CPU has it */
+	snprintf(s.precision, sizeof s.precision, "bf16");
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_string_equal(rep.matrix.precision, rc_bsr_cpu_has_bf16() ? "bf16" : "mixed");
+	/* fp32: the CSR from the DD matrix's cache file */
+	snprintf(s.precision, sizeof s.precision, "fp32");
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.precision, "fp32");
+	assert_string_equal(rep.matrix.cache, "hit");
+	snprintf(s.precision, sizeof s.precision, "mixed");
+	/* damaged in its middle half (indices out of range): a miss, rebuilt
+	 * and stored again, the volume unchanged */
+	snprintf(cmd, sizeof cmd,
+		 "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && "
+		 "head -c $((n / 2)) /dev/zero | tr '\\0' '\\377' | dd of=$f bs=1 seek=$((n / 4)) conv=notrunc status=none",
+		 dir);
+	assert_int_equal(system(cmd), 0);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	/* truncated: a miss */
+	snprintf(cmd, sizeof cmd, "f=$(ls '%s'/nz-*.bin) && truncate -s $(( $(stat -c %%s $f) - 100 )) $f", dir);
+	assert_int_equal(system(cmd), 0);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* another geometry (one view more): its own file */
+	fill_spec(&s, ang, 41, 32, 3);
+	s.algo.iterations = 4;
+	s.cache_dir = dir;
+	float *p2 = calloc((size_t)41 * 48 * 3, sizeof(float));
+	run_vol(&s, p2, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^nz-.*\\.bin$') -eq 2", dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(p2);
+	free(proj);
+	free(v0);
+	free(v1);
+}
+
 /* Paper 001 §3.4 on the CPU: one image through 1/8 of the matrix and the 8
  * transforms equals the full matrix's projection, up to the fp16 rounding
  * of the sector blocks. */
@@ -397,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_vs_fp32),
 		cmocka_unit_test(test_32_slices_inputs),
 		cmocka_unit_test(test_job_path),
+		cmocka_unit_test(test_layout_cache),
 		cmocka_unit_test(test_symmetric_forward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
