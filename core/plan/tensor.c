@@ -373,10 +373,11 @@ backend:
 			snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
 		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
 	}
-	/* what ran: bf16 only where the CPU products take bf16 operands (the
-	 * GPU's WMMA and a CPU without AVX512_BF16 run it as mixed) */
+	/* what ran: bf16 only where the CPU products take bf16 operands, 32
+	 * slices on AVX512_BF16 (rc_bsr_cpu_mul); the GPU's WMMA, another
+	 * slice count or a CPU without it run it as mixed */
 	snprintf(mr->precision, sizeof mr->precision, "%s",
-		 !o->mixed ? "fp32" : ts->bc && ts->bc->input == RC_SPM_IN_BF16 ? "bf16" : "mixed");
+		 !o->mixed ? "fp32" : ts->bc && ts->bc->input == RC_SPM_IN_BF16 && tm.ncols == 32 ? "bf16" : "mixed");
 	mr->setup_s = rc_now_s() - t0;
 	*ret = bk;
 	return 0;

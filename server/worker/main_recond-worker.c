@@ -169,6 +169,10 @@ static void on_setup(void *ud, const char *ph, double fraction)
 	emit(json_pack("{sssisisisososssoso}", "type", "phase", "iteration", last.iteration, "of", of, "iterations", of,
 		       "residual", num(last.residual), "elapsed_s", num(last.elapsed_s), "phase", phase,
 		       "phase_fraction", json_real(fraction), "stopped", json_null()));
+	/* set up: the run's own phases follow (its FDK start, or its first
+	 * iteration's line, as after preparing) */
+	if (fraction >= 1.0)
+		phase = WORKER_PHASE_PREPARING;
 }
 
 /* After each iteration (or streamed group): the iterate into the live
