@@ -32,6 +32,11 @@
 #define MORTON_BX 4
 #define MORTON_BY 2
 
+/* precision auto: up to this many ordered subsets the fp16 layout's whole
+ * products per subset still beat the CSR's shares (at 32 slices the CSR
+ * product costs 5-9 of the layout's: docs/tensor.md) */
+#define AUTO_MAX_SUBSETS 4
+
 void rc_tensor_opts_default(rc_tensor_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -452,7 +457,12 @@ int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err)
 		return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", s->precision);
 	/* auto: mixed, whose error stays within 1.05x fp32's (docs/tensor.md,
 	 * "precision auto": 1.002x on paper 001's case, bf16 1.12x) at half
-	 * its time or less */
+	 * its time or less; but with more than AUTO_MAX_SUBSETS ordered
+	 * subsets fp32, whose CSR products cost a subset its share where the
+	 * fp16 layout's cost a whole product each (backend_tensor.c) */
+	if (precision == RC_PRECISION_AUTO)
+		precision = rc_algo_subsets(&s->algo, s->geom.nviews) > AUTO_MAX_SUBSETS ? RC_PRECISION_FP32
+											  : RC_PRECISION_MIXED;
 	o->mixed = precision != RC_PRECISION_FP32;
 	/* bf16: the mixed path with bf16 operands (vdpbf16ps) where the CPU
 	 * has them, else the mixed path as it is (the GPU's WMMA reads fp16) */
