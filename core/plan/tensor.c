@@ -10,6 +10,7 @@
 #include "plan/tensor.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,16 +115,34 @@ struct tstate {
 	rc_bsr *b;
 	rc_bsr_cpu *bc;
 	int32_t *rperm, *cperm;
+	/* the CPU layout written to the cache while the run reads it (the
+	 * write and its fsync cost the first job seconds it need not wait) */
+	pthread_t store;
+	int storing;
+	const rc_geom *g;
+	const char *cache_dir;
+	int frag;
+	rc_nz_meta meta;
 #ifdef RC_HAVE_CUDA
 	rc_tgpu *gt;
 #endif
 };
+
+static void *store_layout(void *ud)
+{
+	struct tstate *ts = ud;
+	rc_err err; /* best effort: a cache that cannot be written leaves the job as it is */
+	(void)rc_bsr_cpu_store(ts->g, ts->cache_dir, ts->frag, ts->bc, &ts->meta, &err);
+	return NULL;
+}
 
 static void tstate_free(void *ud)
 {
 	struct tstate *ts = ud;
 	if (!ts)
 		return;
+	if (ts->storing)
+		pthread_join(ts->store, NULL);
 #ifdef RC_HAVE_CUDA
 	rc_tgpu_free(ts->gt);
 #endif
@@ -321,13 +340,18 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 				rc_spm16p_free(&ts->bc->atp);
 			}
 			tm.cpu = ts->bc;
-			/* a later job on this geometry maps it (best effort: a
-			 * cache that cannot be written leaves the job as it is) */
+			/* a later job on this geometry maps it: written beside the
+			 * run (joined when the backend is freed; without a thread,
+			 * now) */
 			if (cpu_nz && o->cache_dir && *o->cache_dir) {
-				rc_nz_meta meta = { rows_pad, cols_pad, mr->nnz, mr->bytes, mr->blocks_pct_before,
-						    mr->blocks_pct_after };
-				rc_err serr;
-				(void)rc_bsr_cpu_store(g, o->cache_dir, (int)frag, ts->bc, &meta, &serr);
+				ts->meta = (rc_nz_meta){ rows_pad, cols_pad, mr->nnz, mr->bytes, mr->blocks_pct_before,
+							 mr->blocks_pct_after };
+				ts->g = g;
+				ts->cache_dir = o->cache_dir;
+				ts->frag = (int)frag;
+				ts->storing = pthread_create(&ts->store, NULL, store_layout, ts) == 0;
+				if (!ts->storing)
+					store_layout(ts);
 			}
 			/* the products read only bc now: give back the blocks and the
 			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */
