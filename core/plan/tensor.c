@@ -34,9 +34,10 @@
 #define MORTON_BY 2
 
 /* precision auto: up to this many ordered subsets the fp16 layout's whole
- * products per subset still beat the CSR's shares (at 32 slices the CSR
- * product costs 5-9 of the layout's: docs/tensor.md) */
-#define AUTO_MAX_SUBSETS 4
+ * products per subset still beat the CSR's shares (at 32 slices a CSR
+ * product costs 8.7 of the layout's on paper 001's case, more on a loaded
+ * machine: docs/tensor.md, "precision auto") */
+#define AUTO_MAX_SUBSETS 8
 
 void rc_tensor_opts_default(rc_tensor_opts *o)
 {

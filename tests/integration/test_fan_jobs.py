@@ -134,9 +134,9 @@ def main():
         log("%s %s (%d subsets) %d iterations: relative L2 error %.4f (bound %.2f)" %
             (gtype, algo, subsets, iterations, e, BOUND[gtype]))
         check("%s %s: error %.4f below %.2f" % (gtype, algo, e, BOUND[gtype]), e < BOUND[gtype])
-        # precision auto: fp32 (the CSR) for more than 4 ordered subsets, else mixed (fp16)
+        # precision auto: fp32 (the CSR) for more than 8 ordered subsets, else mixed (fp16)
         m = st.get("matrix") or {}
-        want = "fp32" if subsets > 4 else "mixed"
+        want = "fp32" if subsets > 8 else "mixed"
         check("%s %s: the system matrix is reported, precision auto ran %s" % (gtype, algo, want),
               m.get("precision") == want and (m.get("fragment") == "csr.fp32") == (want == "fp32"), str(m))
         _, vol1 = run_job(c, spec(gtype, du, algo, 1, subsets), raw)

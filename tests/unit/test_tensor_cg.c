@@ -404,15 +404,15 @@ static void test_layout_cache(void **state)
 	assert_string_equal(rep.matrix.cache, "hit");
 	assert_string_equal(rep.matrix.precision, "mixed");
 	assert_memory_equal(v0, v1, nvox * sizeof(float));
-	/* auto with more than 4 ordered subsets: fp32, whose CSR products
+	/* auto with more than 8 ordered subsets: fp32, whose CSR products
 	 * cost a subset its share */
 	rc_algo_params keep = s.algo;
 	rc_algo_params_plain(&s.algo, RC_ALGO_SART);
-	s.algo.subsets = 8;
+	s.algo.subsets = 10;
 	s.algo.iterations = 1;
 	run_vol(&s, proj, v1, &rep);
 	assert_string_equal(rep.matrix.precision, "fp32");
-	s.algo.subsets = 4;
+	s.algo.subsets = 8;
 	run_vol(&s, proj, v1, &rep);
 	assert_string_equal(rep.matrix.precision, "mixed");
 	s.algo = keep;
