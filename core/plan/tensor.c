@@ -371,6 +371,9 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	}
 	setup_at(o, "building_matrix", 1.0);
 backend:
+	/* an iterative job's FDK start: FBP's back projection from A^T on the
+	 * CPU path (backend_tensor.c), not the CPU engine's nor a second matrix */
+	tm.fbp_start = algo->name != RC_ALGO_FDK && !use_gpu && (tm.cpu || tm.csr_t);
 	tm.rperm = rp;
 	tm.cperm = cp;
 	tm.rows_pad = rows_pad;

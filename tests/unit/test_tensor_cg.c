@@ -21,6 +21,8 @@
 #include "projectors/bsr.h"
 #include "projectors/bsr_cpu.h"
 #include "projectors/proj_cpu.h"
+#include "algo/algo_util.h"
+#include "plan/open.h"
 #include "plan/recon.h"
 #include "plan/tensor.h"
 #include "tensor_phantom.h"
@@ -462,6 +464,69 @@ static void test_layout_cache(void **state)
 	free(v1);
 }
 
+/* An iterative job's FDK start on the tensor backend: FBP's filter, then
+ * A^T scaled per pixel (backend_tensor.c), against the CPU engine's FBP of
+ * the same projections (the voxel back projection) and against the
+ * phantom; fan and parallel, fp16 layout and fp32 CSR. */
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+	double d = 0, r = 0;
+	for (size_t i = 0; i < n; i++) {
+		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		r += (double)b[i] * b[i];
+	}
+	return sqrt(d / r);
+}
+
+static void check_fdk_start(rc_geom_type type, int mixed)
+{
+	rc_geom *g;
+	assert_int_equal(tp_geom(type, N_IMG, 1.0, N_VIEWS, N_IMG + N_IMG / 4, N_SLICES, 0, &g), 0);
+	float *proj, *ref;
+	make_data(g, &proj, &ref);
+	size_t nvox = rc_volume_count(rc_geom_volume(g));
+	float *vt = malloc(sizeof(float) * nvox), *vc = malloc(sizeof(float) * nvox);
+	rc_algo_params ap, fp;
+	rc_algo_params_plain(&ap, RC_ALGO_CGLS);
+	rc_algo_params_default(&fp, RC_ALGO_FDK);
+	rc_tensor_opts o;
+	rc_tensor_opts_default(&o);
+	o.gpu = 0;
+	o.mixed = mixed;
+	rc_err err;
+	rc_backend *b = NULL;
+	assert_int_equal(rc_tensor_open(&o, &ap, g, &b, NULL, &err), 0);
+	assert_true(b->caps & RC_BK_FDK);
+	assert_int_equal(rc_fdk_run(&fp, b, proj, vt, NULL, &err), 0);
+	rc_backend_free(b);
+	/* the CPU engine's FBP of the same stack */
+	rc_recon_spec s;
+	rc_recon_spec_default(&s);
+	rc_algo_params_default(&s.algo, RC_ALGO_FDK);
+	s.engine = RC_ENGINE_CPU;
+	assert_int_equal(rc_backend_open(RC_ENGINE_CPU, NULL, 0, &s, g, &b, &err), 0);
+	assert_int_equal(rc_fdk_run(&fp, b, proj, vc, NULL, &err), 0);
+	rc_backend_free(b);
+	double d = rel_l2(vt, vc, nvox), et = rel_l2(vt, ref, nvox), ec = rel_l2(vc, ref, nvox);
+	print_message("%s, %s: FDK start from A^T %.4f from the CPU engine's FBP; errors %.4f (A^T) %.4f (FBP)\n",
+		      type == RC_GEOM_FAN ? "fan" : "parallel", mixed ? "fp16" : "fp32", d, et, ec);
+	assert_true(d < 0.05);
+	assert_true(et < 1.1 * ec);
+	free(vt);
+	free(vc);
+	free(proj);
+	free(ref);
+	rc_geom_free(g);
+}
+
+static void test_fdk_start(void **state)
+{
+	(void)state;
+	check_fdk_start(RC_GEOM_FAN, 1);
+	check_fdk_start(RC_GEOM_FAN, 0);
+	check_fdk_start(RC_GEOM_PARALLEL, 1);
+}
+
 /* Paper 001 §3.4 on the CPU: one image through 1/8 of the matrix and the 8
  * transforms equals the full matrix's projection, up to the fp16 rounding
  * of the sector blocks. */
@@ -536,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_32_slices_inputs),
 		cmocka_unit_test(test_job_path),
 		cmocka_unit_test(test_layout_cache),
+		cmocka_unit_test(test_fdk_start),
 		cmocka_unit_test(test_symmetric_forward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
