@@ -64,7 +64,10 @@ static int path_of(const char *dir, const unsigned char *k, size_t n, char *path
  * after fn has set it, so fn checks before anything is read. */
 typedef int (*sec_fn)(void *ud, int i, void **pp, int64_t bytes);
 
-static int64_t ents(int64_t n) { return n < 0 ? -1 : n + RC_SPM16_PAD; }
+/* Entries of an index or value array of n non-zeros (with the kernels'
+ * padding); -1 for a count no file holds (a damaged one: the section
+ * check then fails, and the sizes never overflow). */
+static int64_t ents(int64_t n) { return n < 0 || n > ((int64_t)1 << 40) ? -1 : n + RC_SPM16_PAD; }
 
 static int walk_spm(rc_spm16 *m, int *i, sec_fn fn, void *ud, int from_ptr)
 {
@@ -350,7 +353,9 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	int group = rc_bsr_cpu_group();
 	if (h.group != group || h.nsec < 0 || h.nsec > NZ_MAX_SECTIONS || h.a_rows <= 0 || h.at_rows <= 0 ||
 	    h.a_rows != h.at_cols || h.a_cols != h.at_rows || h.a_nnz != h.at_nnz || h.a_rows != h.rows_pad ||
-	    h.a_cols != h.cols_pad || (group && (h.a_rows % group || h.at_rows % group)))
+	    h.a_cols != h.cols_pad || (group && (h.a_rows % group || h.at_rows % group)) ||
+	    /* counts the file could hold (no overflow in the sizes below) */
+	    h.a_rows > sb.st_size / 8 || h.at_rows > sb.st_size / 8 || h.a_nnz < 0 || h.a_nnz > sb.st_size)
 		goto out;
 	if (!(c = calloc(1, sizeof *c)))
 		goto out;
