@@ -68,6 +68,10 @@ void rctl_job_progress_text(const rctl_job_view *v, char *buf, size_t n)
 		ADD(", streaming: view %ld/%ld back-projected", v->views_done, v->views_expected);
 	else if (v->phase && !strcmp(v->phase, "fdk_start"))
 		ADD(", computing the FDK start");
+	else if (v->phase && !strcmp(v->phase, "building_matrix"))
+		ADD(", building the system matrix");
+	else if (v->phase && !strcmp(v->phase, "loading_matrix"))
+		ADD(", loading the system matrix");
 	else if (v->iteration >= 0 && v->of > 0)
 		ADD(", iteration %ld of %ld", v->iteration, v->of);
 	if (v->stopped) {

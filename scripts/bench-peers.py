@@ -136,11 +136,42 @@ def peak_mib(job):
 
 
 def recond_spec(geom, vol, algo, label):
-    """A job on engine cpu; algo's "_precision" (not sent as such) picks execution.precision."""
+    """A job on engine cpu; algo's "_precision" (not sent as such) picks execution.precision (none:
+    the default, auto)."""
     algo = dict(algo)
-    precision = algo.pop("_precision", "fp32")
-    return {"label": label, "geometry": geom, "volume": vol, "algorithm": algo,
-            "execution": {"engine": "cpu", "precision": precision}, "priority": 5}
+    precision = algo.pop("_precision", None)
+    ex = {"engine": "cpu"}
+    if precision:
+        ex["precision"] = precision
+    return {"label": label, "geometry": geom, "volume": vol, "algorithm": algo, "execution": ex, "priority": 5}
+
+
+def tensor_info(job, nz):
+    """What a 2-D job on the tensor backend says about itself: the precision that ran, the matrix
+    cache (hit: mapped from an earlier job's, miss: built), its set-up s, and the ms per image and
+    iteration inside its iterations (progress.elapsed_s over the iterations run: the figure
+    bench-tensor-cg gives)."""
+    m = job.get("matrix") or {}
+    p = job.get("progress") or {}
+    its, el = p.get("iteration") or 0, p.get("elapsed_s")
+    per = 1000.0 * el / (its * nz) if its and nz and isinstance(el, (int, float)) else float("nan")
+    return m.get("precision", "—"), m.get("cache", "—"), m.get("setup_s", float("nan")), per
+
+
+def bench_tensor_cg(build):
+    """bench-tensor-cg's fp16 non-zeros row at its default size (256^2 from 360 x 256 fan views, 32
+    slices, 10 iterations): wall and CPU ms per image per iteration, or None."""
+    exe = os.path.join(build, "bin", "bench-tensor-cg")
+    env = dict(os.environ, RECOND_BENCH_ROWS="nz", RECOND_BENCH_ITERS="10")
+    try:
+        out = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=1800).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for ln in out.splitlines():
+        if ln.strip().startswith("fp16 non-zeros"):
+            f = ln.split()
+            return float(f[3]), float(f[4])
+    return None
 
 
 # --- RTK -----------------------------------------------------------------------------------------
@@ -337,28 +368,37 @@ def detector_case(pm, rc, title, n, vx, nviews, D, S, du, offset_nu, offset_mm, 
     table(title, "RTK", rows)
 
 
-def table2d(title, rows, slices):
+def table2d(title, rows, slices, bench=None):
     """The 2-D table: recond runs every slice in one job, ASTRA one slice after another, so the
     times are also given per image (slice) and iteration, in ms.  A row without an ASTRA run
-    (fan FBP: ASTRA's CPU FBP is parallel-only) shows "—" in ASTRA's columns."""
+    (fan FBP: ASTRA's CPU FBP is parallel-only) shows "—" in ASTRA's columns.  "ASTRA / recond" is
+    the speed-up of the whole job (start to succeeded) over ASTRA's run; the tensor columns say
+    what the job ran (precision, matrix cache, set-up s) and its ms per image per iteration inside
+    the iterations, next to bench-tensor-cg's (bench, when given)."""
     print()
     print("### " + title)
     print()
-    print("| algorithm | iterations | recond s | (recon s) | ASTRA s | recond / ASTRA | recond ms / image / it "
-          "| ASTRA ms / image / it | recond error | ASTRA error | ‖recond − ASTRA‖ / ‖ASTRA‖ | recond peak MiB |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    if bench:
+        print("bench-tensor-cg in the same run (fp16 non-zeros, 256^2 from 360 x 256, 32 slices, 10 iterations): "
+              "%.2f ms wall, %.2f CPU ms per image per iteration (CPU of all threads)" % bench)
+        print()
+    print("| algorithm | iterations | recond s | (recon s) | ASTRA s | ASTRA / recond | recond ms / image / it "
+          "| ASTRA ms / image / it | recond error | ASTRA error | ‖recond − ASTRA‖ / ‖ASTRA‖ | recond peak MiB "
+          "| precision ran | matrix | set-up s | ms / image / it in iterations |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |")
     dash = "—"
-    for label, its, rt, rs, at, er, ea, ed, mib in rows:
+    for label, its, rt, rs, at, er, ea, ed, mib, (prec, cache, setup, per_it) in rows:
         per = 1000.0 / (slices * its)
         peer = at is not None
-        print("| %s | %d | %.2f | %.2f | %s | %s | %.2f | %s | %.4f | %s | %s | %.0f |" % (
-            label, its, rt, rs, "%.2f" % at if peer else dash, "%.2f" % (rt / at) if peer else dash, rt * per,
+        print("| %s | %d | %.2f | %.2f | %s | %s | %.2f | %s | %.4f | %s | %s | %.0f | %s | %s | %s | %s |" % (
+            label, its, rt, rs, "%.2f" % at if peer else dash, "%.1f" % (at / rt) if peer else dash, rt * per,
             "%.2f" % (at * per) if peer else dash, er, "%.4f" % ea if peer else dash,
-            "%.4f" % ed if peer else dash, mib))
+            "%.4f" % ed if peer else dash, mib, prec, cache, "%.2f" % setup if setup == setup else dash,
+            "%.2f" % per_it if per_it == per_it else dash))
     sys.stdout.flush()
 
 
-def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs):
+def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs, bench=None):
     """A 2-D case: kind "fan" (full circle, D and S) or "parallel" (180 degrees); runs are
     (label, recond algorithm, ASTRA algorithm or None, iterations)."""
     import numpy as np
@@ -385,12 +425,12 @@ def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs
                 peer[(alg, its)] = astra_run(pm, m, sinos, vol, alg, its)
             av, at = peer[(alg, its)]
             rows.append((label, its, rt, recon_s(job), at, er, pm.rel_error(av, ref, mask), pm.rel_error(rv, av, mask),
-                         peak_mib(job)))
+                         peak_mib(job), tensor_info(job, slices)))
             print("  %-40s %3d  recond %.2f s  ASTRA %.2f s" % (label, its, rt, at), flush=True)
         else:
-            rows.append((label, its, rt, recon_s(job), None, er, None, None, peak_mib(job)))
+            rows.append((label, its, rt, recon_s(job), None, er, None, None, peak_mib(job), tensor_info(job, slices)))
             print("  %-40s %3d  recond %.2f s  (no ASTRA CPU run)" % (label, its, rt), flush=True)
-    table2d(title, rows, slices)
+    table2d(title, rows, slices, bench)
     return np
 
 
@@ -475,8 +515,12 @@ def main():
                               "(cylinder D=150 S=300)", 128, 0.5, 240, 500.0, 750.0, 0.75, 128, 28.0,
                               (150.0, 300.0, 280))
         if want("fan"):
-            runs = [("cgls, plain", dict(plain, name="cgls"), "CGLS", 10),
-                    ("cgls, plain, precision mixed (fp16 matrix)", dict(plain, name="cgls", _precision="mixed"), "CGLS", 10),
+            # the first two jobs on the geometry: the matrix built (and stored), then mapped
+            runs = [("cgls, recond's defaults (from FDK, TV, stagnation stop), 1st job on the geometry",
+                     {"name": "cgls"}, "CGLS", 10),
+                    ("cgls, recond's defaults, 2nd job on the geometry", {"name": "cgls"}, "CGLS", 10),
+                    ("cgls, plain (precision auto)", dict(plain, name="cgls"), "CGLS", 10),
+                    ("cgls, plain, precision fp32 (CSR)", dict(plain, name="cgls", _precision="fp32"), "CGLS", 10),
                     ("cgls, plain, precision bf16", dict(plain, name="cgls", _precision="bf16"), "CGLS", 10),
                     ("sirt, plain", dict(plain, name="sirt"), "SIRT", 10),
                     ("fdk (FBP, ram-lak; ASTRA's CPU FBP is parallel-only)", {"name": "fdk"}, None, 1)]
@@ -485,7 +529,7 @@ def main():
                           "fan", 64, 2.0, 4, 8.0, 90, 64, 4.0, 1000.0, 1500.0, runs)
             else:
                 flat_case(pm, rc, "2-D fan: 32 slices of 256^2 (0.5 mm) from 360 views of 256 bins (1 mm)",
-                          "fan", 256, 0.5, 32, 2.0, 360, 256, 1.0, 1000.0, 1500.0, runs)
+                          "fan", 256, 0.5, 32, 2.0, 360, 256, 1.0, 1000.0, 1500.0, runs, bench_tensor_cg(build))
             runs = [("fdk (FBP, ram-lak) vs ASTRA FBP (FBP_CPU)", {"name": "fdk"}, "FBP", 1),
                     ("cgls, plain", dict(plain, name="cgls"), "CGLS", 10)]
             if quick:

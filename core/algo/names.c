@@ -49,6 +49,7 @@ static const struct word shapes[] = {
 	{ "curved", RC_DETECTOR_CURVED, 0 },
 };
 static const struct word precisions[] = {
+	{ "auto", RC_PRECISION_AUTO, 0 },
 	{ "fp32", RC_PRECISION_FP32, 0 },
 	{ "mixed", RC_PRECISION_MIXED, 0 },
 	{ "bf16", RC_PRECISION_BF16, 0 },

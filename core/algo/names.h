@@ -37,6 +37,7 @@ typedef enum rc_precision {
 	RC_PRECISION_FP32 = 0,
 	RC_PRECISION_MIXED,
 	RC_PRECISION_BF16, /* mixed, with bf16 operands in the CPU products */
+	RC_PRECISION_AUTO, /* the default: mixed (docs/tensor.md, "precision auto") */
 } rc_precision;
 
 /* GET /v1/jobs/{id}/volume?format= */

@@ -28,7 +28,7 @@ void rc_recon_spec_default(rc_recon_spec *s)
 	memset(s, 0, sizeof *s);
 	rc_algo_params_default(&s->algo, RC_ALGO_SART);
 	s->engine = RC_ENGINE_AUTO;
-	snprintf(s->precision, sizeof s->precision, "fp32");
+	snprintf(s->precision, sizeof s->precision, "auto");
 }
 
 /* Whether engine e runs algorithm a on a geometry of type g, from the spec

@@ -18,13 +18,19 @@ typedef struct rc_recon_spec {
 	rc_volume_desc vol;
 	rc_algo_params algo;
 	rc_engine_choice engine; /* execution.engine, parsed once by the spec (names.h) */
-	char precision[8];   /* fp32 (tensor: mixed = fp16 matrix, fp32 vectors) */
+	char precision[8];   /* auto (tensor: mixed; fp32 = CSR fp32, mixed = fp16 matrix, fp32
+			      * vectors, bf16 = mixed with bf16 operands) */
 	int threads;         /* CPU threads, 0 = all cores */
 	rc_limits limits;
 	const char *model_dir; /* where fitted performance models are kept; NULL = none */
 	const char *cache_dir; /* tensor: system matrices cached per geometry; NULL = none */
 	int residual;          /* after the run, one forward projection of the result:
 				* report->relative_residual (plan/residual.c) */
+	/* the tensor path's set-up before the run (may be NULL): its phase
+	 * ("loading_matrix" from the cache, "building_matrix") and the
+	 * fraction of it done, 0 to 1 */
+	void (*setup)(void *ud, const char *phase, double fraction);
+	void *setup_ud;
 } rc_recon_spec;
 
 /* What ran, for the job's status: per device, the views of each task, the
@@ -43,6 +49,10 @@ typedef struct rc_recon_matrix_report { /* tensor jobs */
 	long long nnz;
 	double blocks_pct_before, blocks_pct_after;
 	long long bytes;
+	char precision[8];                  /* what ran: fp32, mixed, bf16 */
+	char cache[8];                      /* hit (the matrix in the form the products read came
+					       from the cache), miss (built, then stored), off */
+	double setup_s;                     /* rc_tensor_open: matrix, ordering, layout */
 } rc_recon_matrix_report;
 
 typedef struct rc_recon_report {

@@ -10,6 +10,7 @@
 #include "plan/tensor.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "algo/names.h"
 #include "projectors/bsr.h"
 #include "projectors/bsr_cpu.h"
+#include "projectors/bsr_cpu_cache.h"
 #include "projectors/dd_matrix.h"
 #include "projectors/fbp_matrix.h"
 #include "backend/cpu/engine_cpu.h"
@@ -30,6 +32,12 @@
  * to give good sparsity patterns". */
 #define MORTON_BX 4
 #define MORTON_BY 2
+
+/* precision auto: up to this many ordered subsets the fp16 layout's whole
+ * products per subset still beat the CSR's shares (at 32 slices a CSR
+ * product costs 8.7 of the layout's on paper 001's case, more on a loaded
+ * machine: docs/tensor.md, "precision auto") */
+#define AUTO_MAX_SUBSETS 8
 
 void rc_tensor_opts_default(rc_tensor_opts *o)
 {
@@ -108,16 +116,34 @@ struct tstate {
 	rc_bsr *b;
 	rc_bsr_cpu *bc;
 	int32_t *rperm, *cperm;
+	/* the CPU layout written to the cache while the run reads it (the
+	 * write and its fsync cost the first job seconds it need not wait) */
+	pthread_t store;
+	int storing;
+	const rc_geom *g;
+	const char *cache_dir;
+	int frag;
+	rc_nz_meta meta;
 #ifdef RC_HAVE_CUDA
 	rc_tgpu *gt;
 #endif
 };
+
+static void *store_layout(void *ud)
+{
+	struct tstate *ts = ud;
+	rc_err err; /* best effort: a cache that cannot be written leaves the job as it is */
+	(void)rc_bsr_cpu_store(ts->g, ts->cache_dir, ts->frag, ts->bc, &ts->meta, &err);
+	return NULL;
+}
 
 static void tstate_free(void *ud)
 {
 	struct tstate *ts = ud;
 	if (!ts)
 		return;
+	if (ts->storing)
+		pthread_join(ts->store, NULL);
 #ifdef RC_HAVE_CUDA
 	rc_tgpu_free(ts->gt);
 #endif
@@ -130,6 +156,23 @@ static void tstate_free(void *ud)
 	free(ts);
 }
 
+static void setup_at(const rc_tensor_opts *o, const char *phase, double fraction)
+{
+	if (o->setup)
+		o->setup(o->setup_ud, phase, fraction);
+}
+
+/* The CPU layout's 16-bit input (bf16 where asked); RC_EUNSUPPORTED where
+ * this CPU has no path for it. */
+static int cpu_input(const rc_tensor_opts *o, rc_bsr_cpu *bc, rc_err *err)
+{
+	if (o->cpu_input >= 0 && rc_bsr_cpu_set_input(bc, (rc_spm_input)o->cpu_input))
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.precision",
+			       "this CPU has no path for the tensor engine's %s products",
+			       o->cpu_input == RC_SPM_IN_BF16 ? "bf16" : "requested");
+	return 0;
+}
+
 int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc_geom *g, rc_backend **ret,
 		   rc_recon_report *report, rc_err *err)
 {
@@ -138,6 +181,7 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		report = &local;
 	rc_backend *bk = NULL;
 	int rc = 0, hit = 0;
+	double t0 = rc_now_s();
 	snprintf(report->engine, sizeof report->engine, "tensor");
 	if (!rc_geom_is_2d(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
@@ -150,33 +194,9 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	int64_t rows = (int64_t)nviews * nu, cols = (int64_t)v->nx * v->ny;
 	rc_frag frag = o->fragment >= 0 && o->fragment < RC_FRAG_COUNT ? (rc_frag)o->fragment : pick_fragment(nz);
 	double proj_div = 1.0;
-
-	/* FDK is one product with FBP's back-projection matrix (fbp_matrix.h)
-	 * in place of the system matrix: the backend's back product is M^T.
-	 * A fan's matrix is scaled by D^2 (fp16 holds its weights then) and
-	 * the backend divides the projections by D^2 as they are uploaded:
-	 * FDK's filter is linear. */
-	if (algo->name == RC_ALGO_FDK) {
-		proj_div = rc_geom_type_of(g) == RC_GEOM_FAN ? rc_geom_sid(g) * rc_geom_sid(g) : 1.0;
-		rc = rc_fbp_matrix_build(g, proj_div, o->threads, &ts->m, err);
-	} else
-		rc = rc_dd_cached(g, o->cache_dir, o->threads, &ts->m, &hit, err);
-	if (rc)
-		goto out;
-	rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &ts->rperm, err);
-	if (rc)
-		goto out;
-	rc = rc_morton_perm(v->nx, v->ny, MORTON_BX, MORTON_BY, &ts->cperm, err);
-	if (rc)
-		goto out;
 	rc_recon_matrix_report *mr = &report->matrix;
 	mr->present = 1;
-	mr->nnz = ts->m->nnz;
-	int64_t neb0, tot0;
-	rc = rc_bsr_count(ts->m, NULL, NULL, frag, o->threads, &neb0, &tot0, err);
-	if (rc)
-		goto out;
-	mr->blocks_pct_before = tot0 ? 100.0 * (double)neb0 / (double)tot0 : 0;
+	snprintf(mr->cache, sizeof mr->cache, "%s", o->cache_dir && *o->cache_dir ? "miss" : "off");
 
 	int use_gpu = 0;
 #ifdef RC_HAVE_CUDA
@@ -186,8 +206,71 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		rc = rc_fail(err, RC_EUNSUPPORTED, "execution.engine", "no CUDA device: the tensor engine's GPU path is not available here");
 		goto out;
 	}
+	/* The CPU's mixed path reads only its non-zero layout (bsr_cpu.h): a
+	 * cached one is mapped, and nothing else is built. */
+	int cpu_nz = !use_gpu && o->mixed && !o->cpu_blocks && !o->cpu_single_rows && algo->name != RC_ALGO_FDK;
+	rc_tensor_mat tm = { .g = g, .threads = o->threads, .proj_div = proj_div };
 	int64_t rows_pad = rows, cols_pad = cols;
 	const int32_t *rp = NULL, *cp = NULL;
+	if (cpu_nz && o->cache_dir && *o->cache_dir) {
+		rc_nz_meta meta;
+		setup_at(o, "loading_matrix", 0.0);
+		if (rc_bsr_cpu_load(g, o->cache_dir, (int)frag, o->threads, &ts->bc, &meta) == 0) {
+			snprintf(mr->cache, sizeof mr->cache, "hit");
+			mr->nnz = meta.nnz;
+			mr->blocks_pct_before = meta.pct_before;
+			mr->blocks_pct_after = meta.pct_after;
+			mr->bytes = meta.bsr_bytes;
+			snprintf(mr->fragment, sizeof mr->fragment, "%s", rc_frag_get(frag)->name);
+			if ((rc = cpu_input(o, ts->bc, err)) ||
+			    (rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &ts->rperm, err)) ||
+			    (rc = rc_morton_perm(v->nx, v->ny, MORTON_BX, MORTON_BY, &ts->cperm, err)))
+				goto out;
+			tm.cpu = ts->bc;
+			tm.ncols = nz;
+			rows_pad = meta.rows_pad;
+			cols_pad = meta.cols_pad;
+			rp = ts->rperm;
+			cp = ts->cperm;
+			setup_at(o, "loading_matrix", 1.0);
+			goto backend;
+		}
+	}
+	/* the fractions of a build, from the shares of its steps at 512^2 */
+	setup_at(o, "building_matrix", 0.0);
+
+	/* FDK is one product with FBP's back-projection matrix (fbp_matrix.h)
+	 * in place of the system matrix: the backend's back product is M^T.
+	 * A fan's matrix is scaled by D^2 (fp16 holds its weights then) and
+	 * the backend divides the projections by D^2 as they are uploaded:
+	 * FDK's filter is linear. */
+	if (algo->name == RC_ALGO_FDK) {
+		proj_div = rc_geom_type_of(g) == RC_GEOM_FAN ? rc_geom_sid(g) * rc_geom_sid(g) : 1.0;
+		tm.proj_div = proj_div;
+		rc = rc_fbp_matrix_build(g, proj_div, o->threads, &ts->m, err);
+	} else {
+		rc = rc_dd_cached(g, o->cache_dir, o->threads, &ts->m, &hit, err);
+		/* the DD matrix from the cache: a hit where the products read it */
+		if (!rc && hit && !cpu_nz)
+			snprintf(mr->cache, sizeof mr->cache, "hit");
+	}
+	if (rc)
+		goto out;
+	setup_at(o, "building_matrix", 0.35);
+	rc = rc_morton_perm(nu, nviews, MORTON_BX, MORTON_BY, &ts->rperm, err);
+	if (rc)
+		goto out;
+	rc = rc_morton_perm(v->nx, v->ny, MORTON_BX, MORTON_BY, &ts->cperm, err);
+	if (rc)
+		goto out;
+	mr->nnz = ts->m->nnz;
+	int64_t neb0, tot0;
+	rc = rc_bsr_count(ts->m, NULL, NULL, frag, o->threads, &neb0, &tot0, err);
+	if (rc)
+		goto out;
+	mr->blocks_pct_before = tot0 ? 100.0 * (double)neb0 / (double)tot0 : 0;
+	setup_at(o, "building_matrix", 0.45);
+
 	if (o->mixed || use_gpu) {
 		rc = rc_bsr_build(ts->m, ts->rperm, ts->cperm, frag, o->threads, &ts->b, err);
 		if (rc)
@@ -204,6 +287,7 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 			goto out;
 		mr->blocks_pct_after = tot1 ? 100.0 * (double)neb1 / (double)tot1 : 0;
 	}
+	setup_at(o, "building_matrix", 0.65);
 	if (o->mixed) {
 		snprintf(mr->fragment, sizeof mr->fragment, "%s", rc_frag_get(frag)->name);
 		mr->bytes = rc_bsr_bytes(ts->b);
@@ -211,7 +295,6 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		snprintf(mr->fragment, sizeof mr->fragment, "csr.fp32");
 		mr->bytes = ts->m->nnz * 8 + (int64_t)(ts->m->rows + 1) * 8;
 	}
-	rc_tensor_mat tm = { .g = g, .threads = o->threads, .proj_div = proj_div };
 #ifdef RC_HAVE_CUDA
 	char msg[256] = "";
 	if (use_gpu) {
@@ -250,17 +333,27 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 			rc = rc_bsr_cpu_build(ts->b, o->threads, &ts->bc, err);
 			if (rc)
 				goto out;
-			if (o->cpu_input >= 0 && rc_bsr_cpu_set_input(ts->bc, (rc_spm_input)o->cpu_input)) {
-				rc = rc_fail(err, RC_EUNSUPPORTED, "execution.precision",
-					     "this CPU has no path for the tensor engine's %s products",
-					     o->cpu_input == RC_SPM_IN_BF16 ? "bf16" : "requested");
+			setup_at(o, "building_matrix", 0.9);
+			if ((rc = cpu_input(o, ts->bc, err)))
 				goto out;
-			}
 			if (o->cpu_single_rows) {
 				rc_spm16p_free(&ts->bc->ap);
 				rc_spm16p_free(&ts->bc->atp);
 			}
 			tm.cpu = ts->bc;
+			/* a later job on this geometry maps it: written beside the
+			 * run (joined when the backend is freed; without a thread,
+			 * now) */
+			if (cpu_nz && o->cache_dir && *o->cache_dir) {
+				ts->meta = (rc_nz_meta){ rows_pad, cols_pad, mr->nnz, mr->bytes, mr->blocks_pct_before,
+							 mr->blocks_pct_after };
+				ts->g = g;
+				ts->cache_dir = o->cache_dir;
+				ts->frag = (int)frag;
+				ts->storing = pthread_create(&ts->store, NULL, store_layout, ts) == 0;
+				if (!ts->storing)
+					store_layout(ts);
+			}
 			/* the products read only bc now: give back the blocks and the
 			 * fp32 CSR (5.5 GB at 512^2) before the vectors are made */
 			rc_bsr_free(ts->b);
@@ -276,6 +369,11 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		}
 		tm.ncols = nz;
 	}
+	setup_at(o, "building_matrix", 1.0);
+backend:
+	/* an iterative job's FDK start: FBP's back projection from A^T on the
+	 * CPU path (backend_tensor.c), not the CPU engine's nor a second matrix */
+	tm.fbp_start = algo->name != RC_ALGO_FDK && !use_gpu && (tm.cpu || tm.csr_t);
 	tm.rperm = rp;
 	tm.cperm = cp;
 	tm.rows_pad = rows_pad;
@@ -308,11 +406,16 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 			snprintf(d->name, sizeof d->name, "cpu-%s", o->mixed ? "bsr-fp16" : "csr-fp32");
 		rc_cpu_identity(d->device_id, sizeof d->device_id, NULL, 0);
 	}
+	/* what ran: bf16 only where the CPU products take bf16 operands, 32
+	 * slices on AVX512_BF16 (rc_bsr_cpu_mul); the GPU's WMMA, another
+	 * slice count or a CPU without it run it as mixed */
+	snprintf(mr->precision, sizeof mr->precision, "%s",
+		 !o->mixed ? "fp32" : ts->bc && ts->bc->input == RC_SPM_IN_BF16 && tm.ncols == 32 ? "bf16" : "mixed");
+	mr->setup_s = rc_now_s() - t0;
 	*ret = bk;
 	return 0;
 out:
 	tstate_free(ts);
-	(void)hit;
 	return rc;
 }
 
@@ -375,10 +478,20 @@ int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err)
 	rc_tensor_opts_default(o);
 	o->cache_dir = s->cache_dir;
 	o->threads = s->threads;
+	o->setup = s->setup;
+	o->setup_ud = s->setup_ud;
 	int precision;
 	if (rc_name_parse(RC_NAMES_PRECISION, s->precision, &precision))
 		return rc_name_fail(err, RC_NAMES_PRECISION, "execution.precision", s->precision);
-	o->mixed = precision == RC_PRECISION_MIXED || precision == RC_PRECISION_BF16;
+	/* auto: mixed, whose error stays within 1.05x fp32's (docs/tensor.md,
+	 * "precision auto": 1.002x on paper 001's case, bf16 1.12x) at half
+	 * its time or less; but with more than AUTO_MAX_SUBSETS ordered
+	 * subsets fp32, whose CSR products cost a subset its share where the
+	 * fp16 layout's cost a whole product each (backend_tensor.c) */
+	if (precision == RC_PRECISION_AUTO)
+		precision = rc_algo_subsets(&s->algo, s->geom.nviews) > AUTO_MAX_SUBSETS ? RC_PRECISION_FP32
+											  : RC_PRECISION_MIXED;
+	o->mixed = precision != RC_PRECISION_FP32;
 	/* bf16: the mixed path with bf16 operands (vdpbf16ps) where the CPU
 	 * has them, else the mixed path as it is (the GPU's WMMA reads fp16) */
 	if (precision == RC_PRECISION_BF16 && rc_bsr_cpu_has_bf16())

@@ -10,7 +10,12 @@
  *
  * Precision: "mixed" (or "fp16") = fp16 matrix, fp32 vectors (the tensor
  * path); "fp32" = the same matrix in CSR fp32 (the reference the mixed path
- * is compared with; CPU, or cuSPARSE on a GPU).
+ * is compared with; CPU, or cuSPARSE on a GPU); "bf16" = mixed with bf16
+ * operands in the CPU products where the CPU has AVX512_BF16; "auto" (the
+ * default) = mixed (docs/tensor.md, "precision auto").  The report says
+ * which ran (report->matrix.precision).
+ * On the CPU the mixed path's layout (bsr_cpu.h) is cached per geometry
+ * beside the matrix (bsr_cpu_cache.h): a job on a cached geometry maps it.
  * Fragment: 8.32.16 (smallest matrix, paper Table 3) when there are 32 or
  * more slices, 16.16.16 from 16, else 32.8.16; slices are padded to whole
  * fragments on the GPU.
@@ -45,6 +50,9 @@ typedef struct rc_tensor_opts {
 	 * may be NULL */
 	void (*iter)(void *ud, int iteration, double residual, double rel_change, double error);
 	void *iter_ud;
+	/* the set-up's phase and fraction done (rc_recon_spec.setup); may be NULL */
+	void (*setup)(void *ud, const char *phase, double fraction);
+	void *setup_ud;
 } rc_tensor_opts;
 
 void rc_tensor_opts_default(rc_tensor_opts *o);

@@ -75,10 +75,18 @@ typedef struct rc_bsr_cpu {
 	int isa;        /* rc_cpu_isa of the products */
 	int input;      /* rc_spm_input of 32-slice AVX-512 products */
 	uint16_t *xh;   /* the input's 16-bit copy, max(rows, cols) x 32, made on first use */
+	void *map;      /* a layout from the cache (bsr_cpu_cache.h): the mapped file all */
+	size_t map_len; /* the arrays above (but xh) point into; NULL = built here */
 } rc_bsr_cpu;
 
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err);
 void rc_bsr_cpu_free(rc_bsr_cpu *c);
+/* The rc_cpu_isa the products of a layout built here take, and the row
+ * group its rc_spm16p have (0: none, off the AVX-512 path). */
+int rc_bsr_cpu_isa(void);
+int rc_bsr_cpu_group(void);
+/* c->input from RECOND_TENSOR_CPU_INPUT (default RC_SPM_IN_DEFAULT). */
+void rc_bsr_cpu_input_init(rc_bsr_cpu *c);
 /* RC_EUNSUPPORTED: a 16-bit input off the AVX-512 path, or bf16 on a CPU
  * without AVX512_BF16; the input stays as it was. */
 int rc_bsr_cpu_set_input(rc_bsr_cpu *c, rc_spm_input in);

@@ -78,6 +78,20 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
 	return h;
 }
 
+int rc_dd_key(const rc_geom *g, unsigned char **ret, size_t *len)
+{
+	struct key k = { 0 };
+	if (make_key(g, &k)) {
+		free(k.b);
+		return RC_ENOMEM;
+	}
+	*ret = k.b;
+	*len = k.n;
+	return 0;
+}
+
+uint64_t rc_dd_fnv1a(const void *p, size_t n) { return fnv1a(p, n); }
+
 uint64_t rc_dd_geom_hash(const rc_geom *g)
 {
 	struct key k = { 0 };

@@ -59,6 +59,11 @@ int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 
 /* The 64-bit FNV-1a hash of the geometry key: the file name of the cache. */
 uint64_t rc_dd_geom_hash(const rc_geom *g);
+/* The geometry key itself (malloc'd, *len bytes): everything the matrix
+ * depends on, for caches of its converted forms (bsr_cpu_cache.h); and the
+ * hash over any bytes. */
+int rc_dd_key(const rc_geom *g, unsigned char **ret, size_t *len);
+uint64_t rc_dd_fnv1a(const void *p, size_t n);
 
 void rc_csr_free(rc_csr *m);
 

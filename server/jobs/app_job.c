@@ -92,6 +92,8 @@ static json_t *progress_json(app *a, const job_row *r, json_t *summary, json_t *
 		json_object_set_new(prog, "elapsed_s", num_or_null(live.elapsed_s));
 		json_object_set_new(prog, "stopped", live.stopped[0] ? json_string(live.stopped) : json_null());
 		json_object_set_new(prog, "phase", json_string(live.phase[0] ? live.phase : "preparing"));
+		if (isfinite(live.phase_fraction))
+			json_object_set_new(prog, "phase_fraction", json_real(live.phase_fraction));
 		if (live.views_expected) {
 			json_object_set_new(prog, "views_done", json_integer(live.views_done));
 			json_object_set_new(prog, "views_expected", json_integer(live.views_expected));

@@ -138,6 +138,8 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 			p.of = (int)json_integer_value(json_object_get(j, "of"));
 		const char *phase = json_string_value(json_object_get(j, "phase"));
 		snprintf(p.phase, sizeof p.phase, "%s", phase ? phase : "");
+		json_t *pf = json_object_get(j, "phase_fraction");
+		p.phase_fraction = json_is_number(pf) ? json_number_value(pf) : NAN;
 		json_t *res = json_object_get(j, "residual");
 		p.residual = json_is_number(res) ? json_number_value(res) : NAN;
 		p.elapsed_s = json_number_value(json_object_get(j, "elapsed_s"));
@@ -167,6 +169,8 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		json_object_set_new(ev, "iterations", json_integer(p.of));
 		json_object_set_new(ev, "phase", json_string(p.phase[0] ? p.phase : "preparing"));
 		json_object_set_new(ev, "stopped", p.stopped[0] ? json_string(p.stopped) : json_null());
+		if (isfinite(p.phase_fraction))
+			json_object_set_new(ev, "phase_fraction", json_real(p.phase_fraction));
 		if (p.views_expected) {
 			json_object_set_new(ev, "views_done", json_integer(p.views_done));
 			json_object_set_new(ev, "views_expected", json_integer(p.views_expected));
@@ -385,6 +389,7 @@ static void run_job(runner *r, const char *id)
 	pthread_mutex_lock(&r->lock);
 	snprintf(r->current, sizeof r->current, "%s", id);
 	memset(&r->prog, 0, sizeof r->prog);
+	r->prog.phase_fraction = NAN;
 	r->prog.residual = r->prog.eta_s = NAN;
 	pthread_mutex_unlock(&r->lock);
 	r->job_changed(a, id);

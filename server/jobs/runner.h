@@ -29,6 +29,7 @@ typedef struct run_progress {
 	double eta_s;       /* NAN when unknown */
 	char stopped[16];   /* the stop rule that ended the run here, or "" */
 	char phase[16];     /* the worker's phase (worker_proto.h); "" before its first line */
+	double phase_fraction; /* of a phase that says how far it is (building_matrix), else NAN */
 	int views_done;     /* streaming FDK: views back-projected so far, */
 	int views_expected; /* of this many (0 when not streaming) */
 } run_progress;

@@ -68,6 +68,7 @@ static int asked; /* algorithm.iterations: the iterations the job asked for */
 static struct {
 	float *vol;
 	double last_emit;
+	double copy_s; /* the last preview's copy of the iterate (a backend's download) */
 } live;
 
 /* A streaming FDK's view source: the daemon's stamps (worker_proto.h). */
@@ -153,20 +154,48 @@ static void on_phase(void *ud, const char *ph)
 	set_phase(ph);
 }
 
+/* The tensor path's set-up (the system matrix loaded or built): a phase
+ * line with the fraction of it done, at most every WORKER_PREVIEW_EVERY_S
+ * but always at its start and end. */
+static void on_setup(void *ud, const char *ph, double fraction)
+{
+	static double last_s;
+	(void)ud;
+	double now = rc_now_s();
+	if (!strcmp(phase, ph) && fraction > 0.0 && fraction < 1.0 && now - last_s < WORKER_PREVIEW_EVERY_S)
+		return;
+	last_s = now;
+	phase = ph;
+	int of = last.of > 0 ? last.of : asked;
+	emit(json_pack("{sssisisisososssoso}", "type", "phase", "iteration", last.iteration, "of", of, "iterations", of,
+		       "residual", num(last.residual), "elapsed_s", num(last.elapsed_s), "phase", phase,
+		       "phase_fraction", json_real(fraction), "stopped", json_null()));
+	/* set up: the run's own phases follow (its FDK start, or its first
+	 * iteration's line, as after preparing) */
+	if (fraction >= 1.0)
+		phase = WORKER_PHASE_PREPARING;
+}
+
 /* After each iteration (or streamed group): the iterate into the live
  * volume (nothing to copy where the run works in it) and a preview line,
- * at most every WORKER_PREVIEW_EVERY_S and always after the last. */
+ * at most every WORKER_PREVIEW_EVERY_S and always after the last.  The
+ * copy is not free (the tensor backend's is a gather out of its ordered
+ * layout: tens of ms at 512^2 x 32 slices, against iterations of a few
+ * hundred): previews come at most every 20 copies' time, so they take at
+ * most 5 % of the run. */
 static int on_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
 {
 	(void)ud;
 	double now = rc_now_s();
 	int final = iteration >= last.of && last.of > 0 && (!last.views_of || last.views_done == last.views_of);
-	if (!final && now - live.last_emit < WORKER_PREVIEW_EVERY_S)
+	double every = 20.0 * live.copy_s > WORKER_PREVIEW_EVERY_S ? 20.0 * live.copy_s : WORKER_PREVIEW_EVERY_S;
+	if (!final && now - live.last_emit < every)
 		return 0;
 	rc_err e;
 	if (rc_bk_download(b, x, live.vol, &e))
 		return 0; /* a preview is not worth failing the job */
-	live.last_emit = now;
+	live.last_emit = rc_now_s();
+	live.copy_s = live.last_emit - now;
 	emit(json_pack("{sssisisisi}", "type", "preview", "iteration", last.iteration, "of", last.of, "views_done",
 		       last.views_done, "views_expected", last.views_of));
 	return 0;
@@ -336,9 +365,11 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 	}
 	json_t *matrix = json_null();
 	if (rep->matrix.present)
-		matrix = json_pack("{sssIsfsfsI}", "fragment", rep->matrix.fragment, "nnz", (json_int_t)rep->matrix.nnz,
-				   "blocks_pct_before", rep->matrix.blocks_pct_before, "blocks_pct_after",
-				   rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes);
+		matrix = json_pack("{sssIsfsfsIsssssf}", "fragment", rep->matrix.fragment, "nnz",
+				   (json_int_t)rep->matrix.nnz, "blocks_pct_before", rep->matrix.blocks_pct_before,
+				   "blocks_pct_after", rep->matrix.blocks_pct_after, "bytes", (json_int_t)rep->matrix.bytes,
+				   "precision", rep->matrix.precision, "cache", rep->matrix.cache, "setup_s",
+				   rep->matrix.setup_s);
 	json_t *j = json_pack("{sssssososisfs{sisisoso}}", "type", "report", "engine", rep->engine, "plan", plan,
 			      "matrix", matrix, "iterations_done", rep->iterations_done, "seconds", rep->seconds,
 			      "progress", "iteration", last.iteration, "of", last.of > 0 ? last.of : asked,
@@ -554,6 +585,7 @@ int main(int argc, char **argv)
 		if ((mkdir(cache_dir, 0750) == 0 || errno == EEXIST))
 			spec->r.cache_dir = cache_dir;
 	}
+	spec->r.setup = on_setup;
 
 	/* A streaming job's views keep arriving: the mapping is shared so that
 	 * it sees the daemon's writes (a view is announced after its fsync). */

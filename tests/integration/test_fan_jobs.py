@@ -134,8 +134,11 @@ def main():
         log("%s %s (%d subsets) %d iterations: relative L2 error %.4f (bound %.2f)" %
             (gtype, algo, subsets, iterations, e, BOUND[gtype]))
         check("%s %s: error %.4f below %.2f" % (gtype, algo, e, BOUND[gtype]), e < BOUND[gtype])
-        check("%s %s: the system matrix is reported" % (gtype, algo),
-              (st.get("matrix") or {}).get("fragment") == "csr.fp32", str(st.get("matrix")))
+        # precision auto: fp32 (the CSR) for more than 8 ordered subsets, else mixed (fp16)
+        m = st.get("matrix") or {}
+        want = "fp32" if subsets > 8 else "mixed"
+        check("%s %s: the system matrix is reported, precision auto ran %s" % (gtype, algo, want),
+              m.get("precision") == want and (m.get("fragment") == "csr.fp32") == (want == "fp32"), str(m))
         _, vol1 = run_job(c, spec(gtype, du, algo, 1, subsets), raw)
         if vol1 is not None:
             e1 = rel_error(vol1, ref)

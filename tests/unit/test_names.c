@@ -43,6 +43,7 @@ static const struct {
 	{ RC_NAMES_SCAN, "short", RC_SCAN_SHORT },
 	{ RC_NAMES_GEOMETRY, "parallel", RC_GEOM_PARALLEL },
 	{ RC_NAMES_PRECISION, "mixed", RC_PRECISION_MIXED },
+	{ RC_NAMES_PRECISION, "auto", RC_PRECISION_AUTO },
 	{ RC_NAMES_FORMAT, "nifti", RC_FORMAT_NIFTI },
 };
 
@@ -81,7 +82,7 @@ static void test_refusals(void **state)
 	assert_string_equal(err.msg, "execution.engine must be one of auto, cpu, opencl, cuda, tensor or trigeneous "
 				     "(got \"gpu\")");
 	char buf[64];
-	assert_string_equal(rc_names_join(RC_NAMES_PRECISION, 0, buf, sizeof buf), "fp32, mixed or bf16");
+	assert_string_equal(rc_names_join(RC_NAMES_PRECISION, 0, buf, sizeof buf), "auto, fp32, mixed or bf16");
 	assert_string_equal(rc_names_join(RC_NAMES_ENGINE, RC_NAME_DEVICE, buf, sizeof buf), "cpu, opencl or cuda");
 	assert_string_equal(rc_names_join(RC_NAMES_FORMAT, 0, buf, 6), "raw, "); /* truncated, terminated */
 }

@@ -21,6 +21,8 @@
 #include "projectors/bsr.h"
 #include "projectors/bsr_cpu.h"
 #include "projectors/proj_cpu.h"
+#include "algo/algo_util.h"
+#include "plan/open.h"
 #include "plan/recon.h"
 #include "plan/tensor.h"
 #include "tensor_phantom.h"
@@ -324,6 +326,207 @@ static void test_job_path(void **state)
 	free(vol);
 }
 
+/* The set-up's phases as the worker sees them (rc_recon_spec.setup). */
+struct setup_log {
+	int building, loading, last_whole;
+	double last_fraction;
+};
+
+static void on_setup(void *ud, const char *phase, double fraction)
+{
+	struct setup_log *l = ud;
+	l->building += !strcmp(phase, "building_matrix");
+	l->loading += !strcmp(phase, "loading_matrix");
+	assert_true(fraction >= 0.0 && fraction <= 1.0);
+	l->last_fraction = fraction;
+}
+
+static void run_vol(rc_recon_spec *s, const float *proj, float *vol, rc_recon_report *rep)
+{
+	rc_err err;
+	assert_int_equal(rc_recon_run(s, proj, vol, NULL, rep, &err), 0);
+	assert_int_equal(rep->iterations_done, s->algo.iterations);
+}
+
+/* The CPU layout of the mixed path cached per geometry (bsr_cpu_cache.h):
+ * the first job builds and stores it, the next maps it with the same
+ * volume to the bit; bf16 and auto use the same file; a damaged file is a
+ * miss (rebuilt), never a wrong matrix; the report says what ran. */
+static void test_layout_cache(void **state)
+{
+	(void)state;
+	double ang[64];
+	rc_recon_spec s;
+	fill_spec(&s, ang, 40, 32, 3);
+	s.algo.iterations = 4;
+	char dir[] = "/tmp/test_tensor_nz_XXXXXX", cmd[400];
+	assert_non_null(mkdtemp(dir));
+	size_t nproj = (size_t)40 * 48 * 3, nvox = (size_t)32 * 32 * 3;
+	float *proj = malloc(sizeof(float) * nproj), *v0 = malloc(sizeof(float) * nvox),
+	      *v1 = malloc(sizeof(float) * nvox);
+	for (size_t i = 0; i < nproj; i++)
+		proj[i] = (float)((i * 7919) % 101) / 100.0f;
+	rc_recon_report rep, rep0;
+	struct setup_log log = { 0 };
+	s.setup = on_setup;
+	s.setup_ud = &log;
+	/* no cache: built, "off" */
+	run_vol(&s, proj, v0, &rep0);
+	assert_string_equal(rep0.matrix.cache, "off");
+	assert_string_equal(rep0.matrix.precision, "mixed");
+	assert_true(log.building > 0 && log.loading == 0 && log.last_fraction == 1.0);
+	/* first job with the cache: a miss, stored */
+	s.cache_dir = dir;
+	memset(&log, 0, sizeof log);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_true(log.building > 0 && log.last_fraction == 1.0);
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^nz-.*\\.bin$') -eq 1", dir);
+	assert_int_equal(system(cmd), 0);
+	/* the second maps it: the same report, the same volume */
+	memset(&log, 0, sizeof log);
+	memset(v1, 0, nvox * sizeof(float));
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_true(log.loading > 0 && log.building == 0 && log.last_fraction == 1.0);
+	assert_true(rep.matrix.nnz == rep0.matrix.nnz && rep.matrix.bytes == rep0.matrix.bytes &&
+		    rep.matrix.blocks_pct_before == rep0.matrix.blocks_pct_before &&
+		    rep.matrix.blocks_pct_after == rep0.matrix.blocks_pct_after);
+	assert_string_equal(rep.matrix.fragment, rep0.matrix.fragment);
+	assert_string_equal(rep.dev[0].name, rep0.dev[0].name);
+	assert_true(rep.matrix.setup_s >= 0);
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* auto (the default) is mixed, from the same file */
+	rc_recon_spec d;
+	rc_recon_spec_default(&d);
+	assert_string_equal(d.precision, "auto");
+	snprintf(s.precision, sizeof s.precision, "auto");
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_string_equal(rep.matrix.precision, "mixed");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* auto with more than 8 ordered subsets: fp32, whose CSR products
+	 * cost a subset its share */
+	rc_algo_params keep = s.algo;
+	rc_algo_params_plain(&s.algo, RC_ALGO_SART);
+	s.algo.subsets = 10;
+	s.algo.iterations = 1;
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.precision, "fp32");
+	s.algo.subsets = 8;
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.precision, "mixed");
+	s.algo = keep;
+	/* bf16: the same file; what ran is bf16 only where the CPU has it */
+	snprintf(s.precision, sizeof s.precision, "bf16");
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_string_equal(rep.matrix.precision, "mixed"); /* 3 slices: bf16 operands need 32 */
+	/* fp32: the CSR from the DD matrix's cache file */
+	snprintf(s.precision, sizeof s.precision, "fp32");
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.precision, "fp32");
+	assert_string_equal(rep.matrix.cache, "hit");
+	snprintf(s.precision, sizeof s.precision, "mixed");
+	/* damaged in its middle half (indices out of range): a miss, rebuilt
+	 * and stored again, the volume unchanged */
+	snprintf(cmd, sizeof cmd,
+		 "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && "
+		 "head -c $((n / 2)) /dev/zero | tr '\\0' '\\377' | dd of=$f bs=1 seek=$((n / 4)) conv=notrunc status=none",
+		 dir);
+	assert_int_equal(system(cmd), 0);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	/* truncated: a miss */
+	snprintf(cmd, sizeof cmd, "f=$(ls '%s'/nz-*.bin) && truncate -s $(( $(stat -c %%s $f) - 100 )) $f", dir);
+	assert_int_equal(system(cmd), 0);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* another geometry (one view more): its own file */
+	fill_spec(&s, ang, 41, 32, 3);
+	s.algo.iterations = 4;
+	s.cache_dir = dir;
+	float *p2 = calloc((size_t)41 * 48 * 3, sizeof(float));
+	run_vol(&s, p2, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^nz-.*\\.bin$') -eq 2", dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(p2);
+	free(proj);
+	free(v0);
+	free(v1);
+}
+
+/* An iterative job's FDK start on the tensor backend: FBP's filter, then
+ * A^T scaled per pixel (backend_tensor.c), against the CPU engine's FBP of
+ * the same projections (the voxel back projection) and against the
+ * phantom; fan and parallel, fp16 layout and fp32 CSR. */
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+	double d = 0, r = 0;
+	for (size_t i = 0; i < n; i++) {
+		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		r += (double)b[i] * b[i];
+	}
+	return sqrt(d / r);
+}
+
+static void check_fdk_start(rc_geom_type type, int mixed)
+{
+	rc_geom *g;
+	assert_int_equal(tp_geom(type, N_IMG, 1.0, N_VIEWS, N_IMG + N_IMG / 4, N_SLICES, 0, &g), 0);
+	float *proj, *ref;
+	make_data(g, &proj, &ref);
+	size_t nvox = rc_volume_count(rc_geom_volume(g));
+	float *vt = malloc(sizeof(float) * nvox), *vc = malloc(sizeof(float) * nvox);
+	rc_algo_params ap, fp;
+	rc_algo_params_plain(&ap, RC_ALGO_CGLS);
+	rc_algo_params_default(&fp, RC_ALGO_FDK);
+	rc_tensor_opts o;
+	rc_tensor_opts_default(&o);
+	o.gpu = 0;
+	o.mixed = mixed;
+	rc_err err;
+	rc_backend *b = NULL;
+	assert_int_equal(rc_tensor_open(&o, &ap, g, &b, NULL, &err), 0);
+	assert_true(b->caps & RC_BK_FDK);
+	assert_int_equal(rc_fdk_run(&fp, b, proj, vt, NULL, &err), 0);
+	rc_backend_free(b);
+	/* the CPU engine's FBP of the same stack */
+	rc_recon_spec s;
+	rc_recon_spec_default(&s);
+	rc_algo_params_default(&s.algo, RC_ALGO_FDK);
+	s.engine = RC_ENGINE_CPU;
+	assert_int_equal(rc_backend_open(RC_ENGINE_CPU, NULL, 0, &s, g, &b, &err), 0);
+	assert_int_equal(rc_fdk_run(&fp, b, proj, vc, NULL, &err), 0);
+	rc_backend_free(b);
+	double d = rel_l2(vt, vc, nvox), et = rel_l2(vt, ref, nvox), ec = rel_l2(vc, ref, nvox);
+	print_message("%s, %s: FDK start from A^T %.4f from the CPU engine's FBP; errors %.4f (A^T) %.4f (FBP)\n",
+		      type == RC_GEOM_FAN ? "fan" : "parallel", mixed ? "fp16" : "fp32", d, et, ec);
+	assert_true(d < 0.05);
+	assert_true(et < 1.1 * ec);
+	free(vt);
+	free(vc);
+	free(proj);
+	free(ref);
+	rc_geom_free(g);
+}
+
+static void test_fdk_start(void **state)
+{
+	(void)state;
+	check_fdk_start(RC_GEOM_FAN, 1);
+	check_fdk_start(RC_GEOM_FAN, 0);
+	check_fdk_start(RC_GEOM_PARALLEL, 1);
+}
+
 /* Paper 001 §3.4 on the CPU: one image through 1/8 of the matrix and the 8
  * transforms equals the full matrix's projection, up to the fp16 rounding
  * of the sector blocks. */
@@ -397,6 +600,8 @@ int main(void)
 		cmocka_unit_test(test_mixed_vs_fp32),
 		cmocka_unit_test(test_32_slices_inputs),
 		cmocka_unit_test(test_job_path),
+		cmocka_unit_test(test_layout_cache),
+		cmocka_unit_test(test_fdk_start),
 		cmocka_unit_test(test_symmetric_forward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

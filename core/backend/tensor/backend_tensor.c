@@ -48,6 +48,9 @@
 #include "backend/elementwise_ops.h"
 #include "projectors/bsr.h"
 #include "projectors/bsr_cpu.h"
+#include "projectors/dd_matrix.h"
+#include "projectors/proj_cpu.h"
+#include "util/tensor_par.h"
 #include "util/rc_clock.h"
 #include "backend/tensor/backend_tensor.h"
 #include "backend/tensor/tensor_gpu.h"
@@ -66,6 +69,7 @@ typedef struct tbk {
 	int64_t rows, cols; /* natural rows (views * bins) and pixels */
 	int32_t *row_view;  /* rows_pad */
 	rc_vec *scratch;    /* projection-sized, for view subsets; on first use */
+	float *vscale;      /* fbp_start: per ordered pixel, FBP's view weights over A^T's; on first use */
 	float *stage;       /* GPU: host staging for upload / download */
 	char msg[256];
 } tbk;
@@ -364,11 +368,90 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 	return 0;
 }
 
+/* FBP's back projection from A^T (an iterative job's FDK start without a
+ * second matrix).  Per pixel and view, FBP weighs the filtered value at
+ * the pixel's u by 1/w^2 (a flat fan; proj_plane.c, rc_plane_fbp_weight),
+ * A^T by the DD row weights' sum, about pixel area / (bin width at depth
+ * w), so the two differ by a factor linear in the depth, which opposite
+ * views of a circular scan cancel to first order.  The scale per pixel is
+ * the ratio of the two sums over the views (FBP's over the views whose
+ * detector the pixel's centre falls on, A^T's its row sum of A^T): exact
+ * for a constant filtered stack, within (r / D)^2 otherwise. */
+struct vscale_ud {
+	tbk *t;
+	const double *rowsum; /* per natural pixel */
+};
+
+static int vscale_row(int64_t iy, int worker, void *ud)
+{
+	(void)worker;
+	struct vscale_ud *u = ud;
+	tbk *t = u->t;
+	const rc_volume_desc *v = rc_geom_volume(t->m.g);
+	for (int ix = 0; ix < v->nx; ix++) {
+		int64_t p = iy * v->nx + ix;
+		double X[3], sw = 0, uu;
+		rc_volume_voxel_pos(v, ix, (int)iy, 0, X);
+		for (int k = 0; k < t->nv; k++) {
+			double w = rc_plane_fbp_weight(t->m.g, k, X[0], X[1], &uu);
+			if (uu >= -0.5 && uu <= t->nu - 0.5)
+				sw += w;
+		}
+		int64_t r = t->m.cperm ? (int64_t)t->m.cperm[p] : p;
+		t->vscale[r] = u->rowsum[p] > 0 ? (float)(sw / u->rowsum[p]) : 0.0f;
+	}
+	return 0;
+}
+
+static int vscale_make(tbk *t, rc_err *err)
+{
+	int64_t n = t->m.cols_pad;
+	double *rowsum = calloc((size_t)t->cols, sizeof *rowsum);
+	t->vscale = calloc((size_t)n, sizeof *t->vscale);
+	if (!rowsum || !t->vscale) {
+		free(rowsum);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the FDK start's weights");
+	}
+	/* A^T's row sums, per natural pixel */
+	for (int64_t p = 0; p < t->cols; p++) {
+		int64_t r = t->m.cperm ? (int64_t)t->m.cperm[p] : p;
+		double sum = 0;
+		if (t->m.cpu) {
+			const rc_spm16 *a = &t->m.cpu->at;
+			for (int64_t i = a->ptr[r]; i < a->ptr[r + 1]; i++)
+				sum += rc_f16_to_f32(a->val[i]);
+		} else {
+			const rc_csr *a = t->m.csr_t;
+			for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
+				sum += a->val[i];
+		}
+		rowsum[p] = sum;
+	}
+	struct vscale_ud u = { t, rowsum };
+	int rc = rc_par_for(rc_geom_volume(t->m.g)->ny, 1, t->m.threads, vscale_row, &u);
+	free(rowsum);
+	if (rc)
+		return rc_fail(err, RC_EINTERNAL, "", "the FDK start's weights failed");
+	return 0;
+}
+
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
 		rc_err *err)
 {
 	tbk *t = (tbk *)b;
-	(void)kind; /* the DD pair is matched: voxel and matched are both A^T */
+	if (kind == RC_BP_VOXEL && t->m.fbp_start && !on_gpu(t)) {
+		/* FBP's back projection (the FDK start): A^T, scaled per pixel */
+		int rc = back(b, RC_BP_MATCHED, proj, vol, first, last, err);
+		if (!rc && !t->vscale)
+			rc = vscale_make(t, err);
+		if (rc)
+			return rc;
+		for (int64_t r = 0; r < t->m.cols_pad; r++)
+			for (int s = 0; s < t->nz; s++)
+				vol->p[r * t->nc + s] *= t->vscale[r];
+		return 0;
+	}
+	/* the DD pair is matched: otherwise voxel and matched are both A^T */
 	if (!views_of(t, &first, &last)) {
 		/* no view: the empty sum */
 #ifdef RC_HAVE_CUDA
@@ -654,6 +737,7 @@ static void tensor_free(rc_backend *b)
 		vec_free(b, t->scratch);
 	free(t->row_view);
 	free(t->stage);
+	free(t->vscale);
 	free(t);
 }
 
@@ -717,7 +801,8 @@ int rc_backend_tensor_new(const rc_tensor_mat *m, rc_backend **ret, rc_err *err)
 	t->base.geom = m->g;
 	t->base.nbatch = v->nz;
 	snprintf(t->base.name, sizeof t->base.name, "tensor");
-	t->base.caps = RC_BK_MATRIX | (gpu ? RC_BK_RESIDENT : 0u);
+	t->base.caps = RC_BK_MATRIX | (gpu ? RC_BK_RESIDENT : 0u) |
+		       (m->fbp_start && !gpu && (m->cpu || m->csr_t) ? RC_BK_FDK : 0u);
 	if (m->rows_pad < t->rows || m->cols_pad < t->cols) {
 		free(t);
 		return rc_fail(err, RC_EINVAL, "", "the tensor backend's padded sizes are smaller than the matrix");

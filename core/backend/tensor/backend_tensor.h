@@ -34,6 +34,9 @@ typedef struct rc_tensor_mat {
 	int threads;                      /* CPU products, 0 = all cores */
 	struct rc_tgpu *gpu;              /* non-NULL: device vectors and products */
 	int gpu_kind;                     /* rc_tgpu_kind of the products */
+	int fbp_start;                    /* CPU, the system matrix: RC_BP_VOXEL is FBP's back projection
+					   * (RC_BK_FDK: an iterative job's FDK start), A^T scaled per pixel
+					   * so that its sum over the views weighs as FBP's (backend_tensor.c) */
 	double proj_div;                  /* 0 or 1: none; else projections are divided by it at upload
 					   * and multiplied at download (FBP's matrix is scaled by D^2
 					   * on a fan so that fp16 holds its weights: tensor.c) */

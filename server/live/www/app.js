@@ -178,6 +178,9 @@
     const done = p.iteration || 0;
     let text;
     if (p.phase === "fdk_start") text = "computing the FDK start";
+    else if (p.phase === "building_matrix")
+      text = "building the system matrix" + (typeof p.phase_fraction === "number" ? " (" + Math.round(100 * p.phase_fraction) + "%)" : "");
+    else if (p.phase === "loading_matrix") text = "loading the system matrix";
     else if (p.phase === "fdk") text = "computing FDK";
     else if (p.phase === "preparing") text = "reading the projections";
     else if (asked > 0) text = "iteration " + done + " of " + asked;

@@ -1,0 +1,390 @@
+/*
+ * bsr_cpu_cache: the CPU layout on disk (bsr_cpu_cache.h).
+ *
+ * File: "RCNZCPU1", u64 key length, key bytes, then struct hdr (counts,
+ * the report's numbers, the offset and length of every section), then the
+ * sections, each at a 64-byte aligned offset, in the order walk() visits
+ * them: A (ptr, idx, val), A^T, then for a layout with row groups A's and
+ * A^T's groups (pair pointers, indices, weights; with groups of four the
+ * quads' too; the rest as an rc_spm16).  Host byte order.
+ */
+#include "projectors/bsr_cpu_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "projectors/dd_matrix.h"
+#include "util/tensor_par.h"
+
+#define NZ_MAGIC "RCNZCPU1"
+#define NZ_VERSION 1
+#define NZ_ALIGN 64
+#define NZ_MAX_SECTIONS 32
+
+struct hdr {
+	int64_t rows_pad, cols_pad, nnz, bsr_bytes;
+	double pct_before, pct_after;
+	int64_t a_rows, a_cols, a_nnz, at_rows, at_cols, at_nnz;
+	int64_t group, nsec;
+	int64_t off[NZ_MAX_SECTIONS], len[NZ_MAX_SECTIONS];
+};
+
+/* The key: the DD matrix's (rc_dd_key) and what this layout adds. */
+static int make_key(const rc_geom *g, int frag, unsigned char **ret, size_t *len)
+{
+	unsigned char *k = NULL;
+	size_t n = 0;
+	if (rc_dd_key(g, &k, &n))
+		return -1;
+	int32_t tail[3] = { NZ_VERSION, frag, rc_bsr_cpu_group() };
+	unsigned char *b = realloc(k, n + sizeof tail);
+	if (!b) {
+		free(k);
+		return -1;
+	}
+	memcpy(b + n, tail, sizeof tail);
+	*ret = b;
+	*len = n + sizeof tail;
+	return 0;
+}
+
+static int path_of(const char *dir, const unsigned char *k, size_t n, char *path, size_t cap)
+{
+	return snprintf(path, cap, "%s/nz-%016llx.bin", dir, (unsigned long long)rc_dd_fnv1a(k, n)) >= (int)cap;
+}
+
+/* The sections in file order: fn(ud, i, &array, bytes) for each; a count
+ * that comes from an earlier section (a group's entries) is read from it
+ * after fn has set it, so fn checks before anything is read. */
+typedef int (*sec_fn)(void *ud, int i, void **pp, int64_t bytes);
+
+/* Entries of an index or value array of n non-zeros (with the kernels'
+ * padding); -1 for a count no file holds (a damaged one: the section
+ * check then fails, and the sizes never overflow). */
+static int64_t ents(int64_t n) { return n < 0 || n > ((int64_t)1 << 40) ? -1 : n + RC_SPM16_PAD; }
+
+static int walk_spm(rc_spm16 *m, int *i, sec_fn fn, void *ud, int from_ptr)
+{
+	if (fn(ud, (*i)++, (void **)&m->ptr, (m->rows + 1) * (int64_t)sizeof *m->ptr))
+		return -1;
+	if (from_ptr)
+		m->nnz = m->ptr[m->rows];
+	if (m->nnz < 0 || fn(ud, (*i)++, (void **)&m->idx, ents(m->nnz) * (int64_t)sizeof *m->idx) ||
+	    fn(ud, (*i)++, (void **)&m->val, ents(m->nnz) * (int64_t)sizeof *m->val))
+		return -1;
+	return 0;
+}
+
+static int walk_groups(rc_spm16p *p, int64_t rows, int64_t cols, int *i, sec_fn fn, void *ud)
+{
+	p->pairs = rows / 2;
+	p->rest.rows = rows;
+	p->rest.cols = cols;
+	if (fn(ud, (*i)++, (void **)&p->sptr, (p->pairs + 1) * (int64_t)sizeof *p->sptr))
+		return -1;
+	int64_t ns = p->sptr[p->pairs];
+	if (ns < 0 || fn(ud, (*i)++, (void **)&p->sidx, ents(ns) * (int64_t)sizeof *p->sidx) ||
+	    fn(ud, (*i)++, (void **)&p->sval, ents(ns) * (int64_t)sizeof *p->sval))
+		return -1;
+	if (p->group == 4) {
+		if (fn(ud, (*i)++, (void **)&p->qptr, (rows / 4 + 1) * (int64_t)sizeof *p->qptr))
+			return -1;
+		int64_t nq = p->qptr[rows / 4];
+		if (nq < 0 || fn(ud, (*i)++, (void **)&p->qidx, ents(nq) * (int64_t)sizeof *p->qidx) ||
+		    fn(ud, (*i)++, (void **)&p->qval, ents(nq) * (int64_t)sizeof *p->qval))
+			return -1;
+	}
+	return walk_spm(&p->rest, i, fn, ud, 1);
+}
+
+static int walk(rc_bsr_cpu *c, int group, int from_ptr, sec_fn fn, void *ud)
+{
+	int i = 0;
+	if (walk_spm(&c->a, &i, fn, ud, from_ptr) || walk_spm(&c->at, &i, fn, ud, from_ptr))
+		return -1;
+	if (group) {
+		c->ap.group = c->atp.group = group;
+		if (walk_groups(&c->ap, c->a.rows, c->a.cols, &i, fn, ud) ||
+		    walk_groups(&c->atp, c->at.rows, c->at.cols, &i, fn, ud))
+			return -1;
+	}
+	return i;
+}
+
+/* --- store ---------------------------------------------------------------- */
+
+struct wr {
+	struct hdr *h;
+	const void *p[NZ_MAX_SECTIONS];
+	int64_t at; /* the next free offset */
+};
+
+static int wr_sec(void *ud, int i, void **pp, int64_t bytes)
+{
+	struct wr *w = ud;
+	if (i >= NZ_MAX_SECTIONS || bytes < 0)
+		return -1;
+	w->at = (w->at + NZ_ALIGN - 1) / NZ_ALIGN * NZ_ALIGN;
+	w->h->off[i] = w->at;
+	w->h->len[i] = bytes;
+	w->p[i] = *pp;
+	w->at += bytes;
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	while (n) {
+		ssize_t r = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
+{
+	static const unsigned char zeros[NZ_ALIGN];
+	uint64_t klen = kn;
+	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *w->h;
+	if (write_all(fd, NZ_MAGIC, 8) || write_all(fd, &klen, sizeof klen) || write_all(fd, k, kn) ||
+	    write_all(fd, w->h, sizeof *w->h))
+		return -1;
+	for (int i = 0; i < w->h->nsec; i++) {
+		if (write_all(fd, zeros, (size_t)(w->h->off[i] - at)) || write_all(fd, w->p[i], (size_t)w->h->len[i]))
+			return -1;
+		at = w->h->off[i] + w->h->len[i];
+	}
+	return fsync(fd);
+}
+
+int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int frag, const rc_bsr_cpu *c, const rc_nz_meta *meta,
+		     rc_err *err)
+{
+	unsigned char *k = NULL;
+	size_t kn = 0;
+	char path[4096], tmp[4200];
+	struct hdr h;
+	int rc = 0, fd = -1;
+	memset(&h, 0, sizeof h);
+	if (make_key(g, frag, &k, &kn))
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry key");
+	if (path_of(dir, k, kn, path, sizeof path)) {
+		rc = rc_fail(err, RC_EINVAL, "cache_dir", "the matrix cache directory name is too long");
+		goto out;
+	}
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	int group = c->ap.group && c->atp.group ? c->ap.group : 0;
+	if (group != rc_bsr_cpu_group()) {
+		rc = rc_fail(err, RC_EINVAL, "", "the layout's row groups are not this CPU's: not cached");
+		goto out;
+	}
+	h.rows_pad = meta->rows_pad;
+	h.cols_pad = meta->cols_pad;
+	h.nnz = meta->nnz;
+	h.bsr_bytes = meta->bsr_bytes;
+	h.pct_before = meta->pct_before;
+	h.pct_after = meta->pct_after;
+	h.a_rows = c->a.rows;
+	h.a_cols = c->a.cols;
+	h.a_nnz = c->a.nnz;
+	h.at_rows = c->at.rows;
+	h.at_cols = c->at.cols;
+	h.at_nnz = c->at.nnz;
+	h.group = group;
+	struct wr w = { .h = &h, .at = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof h };
+	rc_bsr_cpu view = *c; /* walk writes the counts it derives; c stays const */
+	int n = walk(&view, group, 0, wr_sec, &w);
+	if (n < 0) {
+		rc = rc_fail(err, RC_EINTERNAL, "", "the CPU layout has more sections than its file holds");
+		goto out;
+	}
+	h.nsec = n;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (write_file(fd, k, kn, &w)) {
+		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	if (rename(tmp, path)) {
+		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto out;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	free(k);
+	return rc;
+}
+
+/* --- load ----------------------------------------------------------------- */
+
+struct rd {
+	const struct hdr *h;
+	unsigned char *base;
+	int64_t size;
+};
+
+/* A section where the header says, of the length the counts give, inside
+ * the file: its array points into the mapping. */
+static int rd_sec(void *ud, int i, void **pp, int64_t bytes)
+{
+	struct rd *r = ud;
+	const struct hdr *h = r->h;
+	if (i >= h->nsec || bytes < 0 || h->len[i] != bytes || h->off[i] < 0 || h->off[i] % NZ_ALIGN ||
+	    h->off[i] > r->size - bytes)
+		return -1;
+	*pp = r->base + h->off[i];
+	return 0;
+}
+
+/* Row pointers from 0, in order, ending at nnz; indices below cols (the
+ * padding too): checked in chunks over the threads. */
+struct chk {
+	const int64_t *ptr;
+	int64_t nptr, end;
+	const uint32_t *idx;
+	int64_t nidx, cols;
+};
+
+#define CHK_CHUNK (1 << 20)
+
+static int chk_ptr(int64_t item, int worker, void *ud)
+{
+	(void)worker;
+	const struct chk *c = ud;
+	int64_t a = item * CHK_CHUNK, b = a + CHK_CHUNK < c->nptr - 1 ? a + CHK_CHUNK : c->nptr - 1;
+	for (int64_t r = a; r < b; r++)
+		if (c->ptr[r + 1] < c->ptr[r])
+			return -1;
+	return 0;
+}
+
+static int chk_idx(int64_t item, int worker, void *ud)
+{
+	(void)worker;
+	const struct chk *c = ud;
+	int64_t a = item * CHK_CHUNK, b = a + CHK_CHUNK < c->nidx ? a + CHK_CHUNK : c->nidx;
+	uint32_t bad = 0, cols = (uint32_t)c->cols;
+	for (int64_t i = a; i < b; i++)
+		bad |= c->idx[i] >= cols;
+	return bad ? -1 : 0;
+}
+
+static int check_run(const int64_t *ptr, int64_t nptr, int64_t end, const uint32_t *idx, int64_t cols, int threads)
+{
+	if (nptr < 1 || ptr[0] != 0 || ptr[nptr - 1] != end || cols <= 0 || cols > UINT32_MAX)
+		return -1;
+	struct chk c = { ptr, nptr, end, idx, ents(end), cols };
+	return rc_par_for((nptr - 1 + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_ptr, &c) ||
+	       rc_par_for((c.nidx + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_idx, &c);
+}
+
+static int check_groups(const rc_spm16p *p, int64_t rows, int64_t cols, int threads)
+{
+	if (check_run(p->sptr, p->pairs + 1, p->sptr[p->pairs], p->sidx, cols, threads))
+		return -1;
+	if (p->group == 4 && check_run(p->qptr, rows / 4 + 1, p->qptr[rows / 4], p->qidx, cols, threads))
+		return -1;
+	return check_run(p->rest.ptr, rows + 1, p->rest.nnz, p->rest.idx, cols, threads);
+}
+
+static int check_layout(const rc_bsr_cpu *c, int group, int threads)
+{
+	if (check_run(c->a.ptr, c->a.rows + 1, c->a.nnz, c->a.idx, c->a.cols, threads) ||
+	    check_run(c->at.ptr, c->at.rows + 1, c->at.nnz, c->at.idx, c->at.cols, threads))
+		return -1;
+	return group && (check_groups(&c->ap, c->a.rows, c->a.cols, threads) ||
+			 check_groups(&c->atp, c->at.rows, c->at.cols, threads));
+}
+
+int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc_bsr_cpu **ret, rc_nz_meta *meta)
+{
+	unsigned char *k = NULL;
+	size_t kn = 0;
+	char path[4096];
+	int fd = -1, ok = 0;
+	void *map = MAP_FAILED;
+	size_t len = 0;
+	rc_bsr_cpu *c = NULL;
+	if (!dir || !*dir || make_key(g, frag, &k, &kn) || path_of(dir, k, kn, path, sizeof path))
+		goto out;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb))
+		goto out;
+	len = (size_t)sb.st_size;
+	int64_t head = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof(struct hdr);
+	if (sb.st_size < head)
+		goto out;
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		goto out;
+	unsigned char *b = map;
+	uint64_t klen;
+	memcpy(&klen, b + 8, sizeof klen);
+	if (memcmp(b, NZ_MAGIC, 8) || klen != kn || memcmp(b + 16, k, kn))
+		goto out;
+	struct hdr h;
+	memcpy(&h, b + 16 + kn, sizeof h);
+	int group = rc_bsr_cpu_group();
+	if (h.group != group || h.nsec < 0 || h.nsec > NZ_MAX_SECTIONS || h.a_rows <= 0 || h.at_rows <= 0 ||
+	    h.a_rows != h.at_cols || h.a_cols != h.at_rows || h.a_nnz != h.at_nnz || h.a_rows != h.rows_pad ||
+	    h.a_cols != h.cols_pad || (group && (h.a_rows % group || h.at_rows % group)) ||
+	    /* counts the file could hold (no overflow in the sizes below) */
+	    h.a_rows > sb.st_size / 8 || h.at_rows > sb.st_size / 8 || h.a_nnz < 0 || h.a_nnz > sb.st_size)
+		goto out;
+	if (!(c = calloc(1, sizeof *c)))
+		goto out;
+	c->a = (rc_spm16){ .rows = h.a_rows, .cols = h.a_cols, .nnz = h.a_nnz };
+	c->at = (rc_spm16){ .rows = h.at_rows, .cols = h.at_cols, .nnz = h.at_nnz };
+	struct rd r = { &h, b, sb.st_size };
+	if (walk(c, group, 0, rd_sec, &r) != h.nsec || check_layout(c, group, threads))
+		goto out;
+	c->isa = rc_bsr_cpu_isa();
+	rc_bsr_cpu_input_init(c);
+	c->map = map;
+	c->map_len = len;
+	meta->rows_pad = h.rows_pad;
+	meta->cols_pad = h.cols_pad;
+	meta->nnz = h.nnz;
+	meta->bsr_bytes = h.bsr_bytes;
+	meta->pct_before = h.pct_before;
+	meta->pct_after = h.pct_after;
+	*ret = c;
+	ok = 1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(k);
+	if (!ok) {
+		free(c);
+		if (map != MAP_FAILED)
+			munmap(map, len);
+		return -1;
+	}
+	return 0;
+}

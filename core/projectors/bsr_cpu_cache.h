@@ -1,0 +1,44 @@
+/*
+ * bsr_cpu_cache: the tensor path's CPU layout (bsr_cpu.h) kept on disk per
+ * geometry, beside the distance-driven matrix it comes from (dd_matrix.h),
+ * so that a later job on the same geometry maps it instead of building the
+ * matrix, its blocks and the layout again.
+ *
+ * File nz-<16 hex of the key hash>.bin in the cache directory, keyed by the
+ * geometry key of the DD matrix (rc_dd_key) plus the format version, the
+ * fragment (it sets the padded index space) and the row group of this
+ * CPU's layout (rc_bsr_cpu_group).  The file holds the whole key (a hash
+ * collision is a miss), what the job reports about the matrix (rc_nz_meta)
+ * and every array of the rc_bsr_cpu (A, A^T, their row groups), each at a
+ * 64-byte aligned offset, so the loaded layout points into the mapping.  A
+ * file that does not validate (short, another key, sections that do not
+ * add up, row pointers out of order, columns out of range) is a miss.
+ * Written as temp file, fsync, rename, fsync of the directory.
+ * The fp16 weights serve every input the products take (fp32, fp16, bf16:
+ * precision mixed and bf16), so one file serves both precisions.
+ */
+#ifndef RC_BSR_CPU_CACHE_H
+#define RC_BSR_CPU_CACHE_H
+
+#include "geometry/geometry.h"
+#include "projectors/bsr_cpu.h"
+
+/* What a job reports about its matrix and the backend needs besides the
+ * layout: the padded extents and the numbers of the report. */
+typedef struct rc_nz_meta {
+	int64_t rows_pad, cols_pad;
+	int64_t nnz;       /* of the DD matrix */
+	int64_t bsr_bytes; /* the fp16 BSR's bytes (the report's matrix.bytes) */
+	double pct_before, pct_after;
+} rc_nz_meta;
+
+/* 0 and *ret (its arrays in the mapped file) and *meta when dir holds a
+ * valid file for (g, frag); -1 otherwise (a miss is not an error).  The
+ * checks use `threads` threads. */
+int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc_bsr_cpu **ret, rc_nz_meta *meta);
+
+/* Stores c (built for g, frag) and meta in dir. */
+int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int frag, const rc_bsr_cpu *c, const rc_nz_meta *meta,
+		     rc_err *err);
+
+#endif
