@@ -85,7 +85,16 @@ struct job {
 static int job_splat(const struct job *j)
 {
 	return j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK &&
-	       j->s->algo.projector != RC_PROJECTOR_RAYCAST;
+	       j->s->algo.projector != RC_PROJECTOR_RAYCAST && j->s->algo.projector != RC_PROJECTOR_FOOTPRINT;
+}
+
+/* Likewise the footprint pair: asked for, or auto where the splat pair is
+ * not offered (rc_bk_fp's order). */
+static int job_footprint(const struct job *j)
+{
+	return j->n == 1 && j->eng[0]->footprint && j->s->algo.name != RC_ALGO_FDK &&
+	       (j->s->algo.projector == RC_PROJECTOR_FOOTPRINT ||
+		(j->s->algo.projector == RC_PROJECTOR_AUTO && !j->eng[0]->splat));
 }
 
 static void job_free(struct job *j)
@@ -309,6 +318,9 @@ static int load_models(struct job *j, int calibrate, rc_err *err)
 	if (job_splat(j)) { /* the pair rc_algo_fp picks */
 		fp = RC_FP_SPLAT;
 		bp = bp == RC_BP_MATCHED ? RC_BP_SPLAT : bp;
+	} else if (job_footprint(j)) {
+		fp = RC_FP_FOOTPRINT;
+		bp = bp == RC_BP_MATCHED ? RC_BP_FOOTPRINT : bp;
 	}
 	float *vol = NULL, *proj = NULL;
 	int rc = 0;
@@ -504,6 +516,9 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	rc_engine_choice mode = engine;
 	/* the splat pair is the CPU engine's: auto must not pick another */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
+		mode = RC_ENGINE_CPU;
+	/* and the footprint pair */
+	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_FOOTPRINT)
 		mode = RC_ENGINE_CPU;
 	/* so are the curved cone's projectors (rc_recon_check) */
 	if (mode == RC_ENGINE_AUTO && rc_geom_type_of(g) == RC_GEOM_CONE &&
