@@ -570,6 +570,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	 * splatting (backend.h rc_bk_fp): its timings are another shape's */
 	if (job_splat(j))
 		snprintf(j->shape + strlen(j->shape), sizeof j->shape - strlen(j->shape), "-splat");
+	else if (job_footprint(j)) /* likewise the footprint pair */
+		snprintf(j->shape + strlen(j->shape), sizeof j->shape - strlen(j->shape), "-footprint");
 	if (mode == RC_ENGINE_OPENCL && j->n == 1 && j->dev[0].kind == RC_DEVICE_OPENCL &&
 	    rc_opencl_algo_supported(&s->algo, g)) {
 		rc_err e1;
@@ -639,7 +641,10 @@ void rc_backend_report(rc_backend *b, int ran, rc_recon_report *report)
 		fill_report(j, report);
 		if (ran)
 			refit(j);
-		pair = job_splat(j) ? "splat" : rc_geom_is_2d(j->g) ? "joseph" : "raycast";
+		pair = job_splat(j)	 ? "splat"
+		       : job_footprint(j) ? "footprint"
+		       : rc_geom_is_2d(j->g) ? "joseph"
+					     : "raycast";
 		break;
 	}
 	snprintf(report->projector, sizeof report->projector, "%s", j->s->algo.name == RC_ALGO_FDK ? "" : pair);

@@ -50,7 +50,7 @@ struct rc_fpf {
 	int threads, nu, nv, nz;
 	size_t view_floats; /* nu * nv */
 	float *img;         /* forward: one transposed view per worker */
-	float *scratch;     /* per worker: wu (nu), wv / t (nv), column (nz) */
+	float *scratch;     /* per worker: wu (nu), wv / t (nv + nz: the column loops'), column (nz) */
 	size_t scratch_floats;
 	float *blk;         /* back: blk_views gained transposed views */
 	int blk_views;
@@ -84,7 +84,7 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->nv = d->nv;
 	f->nz = v->nz;
 	f->view_floats = (size_t)d->nu * (size_t)d->nv;
-	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + (size_t)v->nz + 16;
+	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
 	f->zw = malloc((size_t)v->nz * sizeof(float));
 	if (!f->scratch || !f->zw) {
@@ -265,7 +265,7 @@ static void fwd_task(void *arg, long t, int worker)
 	const int k = c->first + (int)t, nv = f->nv;
 	const double *P = rc_geom_view(f->g, k)->P;
 	float *img = f->img + (size_t)worker * f->view_floats;
-	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *col = wv + f->nv;
+	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *col = wv + f->nv + f->nz;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
 	memset(img, 0, f->view_floats * sizeof(float));
 	for (int iy = 0; iy < v->ny; iy++)
@@ -396,7 +396,7 @@ static void bwd_task(void *arg, long iy, int worker)
 	const rc_fpf *f = c->f;
 	const rc_volume_desc *v = rc_geom_volume(f->g);
 	const int nv = f->nv;
-	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *acc = wv + f->nv;
+	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *acc = wv + f->nv + f->nz;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
 	for (int ix = 0; ix < v->nx; ix++) {
 		const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
