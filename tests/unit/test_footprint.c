@@ -12,7 +12,9 @@
  *    ray casting's error (the bound test_splat uses: 1.05x);
  *  - the engine offers the pair on flat cone and matrices geometries,
  *    rc_bk_fp picks it where the splat pair is not offered, and
- *    algorithm.projector "footprint" without it is refused.
+ *    algorithm.projector "footprint" without it is refused; rc_recon_check
+ *    refuses "footprint" on the OpenCL and CUDA engines and on a
+ *    curved detector, whose engine does not offer the pair.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -30,6 +32,7 @@
 #include "backend/cpu/engine_cpu.h"
 #include "backend/exec.h"
 #include "geometry/phantom.h"
+#include "plan/recon.h"
 #include "projectors/proj_cpu.h"
 #include "tilt_case.h"
 #include "util/threadpool.h"
@@ -333,12 +336,62 @@ static void test_projector_param(void **s)
 	rc_geom_free(g);
 }
 
+/* algorithm.projector "footprint" is the CPU engine's on a flat detector:
+ * rc_recon_check refuses it (422, naming algorithm.projector) with another
+ * engine and on a curved detector; a curved cone's engine does not offer it. */
+static void test_refusals(void **s)
+{
+	(void)s;
+	rc_err err;
+	rc_recon_spec r;
+	rc_recon_spec_default(&r);
+	r.geom.type = RC_GEOM_CONE;
+	r.vol = (rc_volume_desc){ 16, 16, 16, 1, 1, 1, 0, 0, 0 };
+	r.algo.name = RC_ALGO_CGLS;
+	r.algo.projector = RC_PROJECTOR_FOOTPRINT;
+	r.engine = RC_ENGINE_CPU;
+	assert_int_equal(rc_recon_check(&r, &err), 0);
+	r.engine = RC_ENGINE_AUTO;
+	assert_int_equal(rc_recon_check(&r, &err), 0);
+	static const rc_engine_choice others[] = { RC_ENGINE_OPENCL, RC_ENGINE_CUDA };
+	for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+		r.engine = others[i];
+		assert_int_equal(rc_recon_check(&r, &err), RC_EUNSUPPORTED);
+		assert_string_equal(err.field, "algorithm.projector");
+		assert_non_null(strstr(err.msg, "footprint"));
+	}
+	/* (the tensor engine runs no cone at all: refused on execution.engine) */
+	r.engine = RC_ENGINE_TENSOR;
+	assert_int_equal(rc_recon_check(&r, &err), RC_EUNSUPPORTED);
+	r.engine = RC_ENGINE_AUTO;
+	r.geom.det.shape = RC_DETECTOR_CURVED;
+	assert_int_equal(rc_recon_check(&r, &err), RC_EUNSUPPORTED);
+	assert_string_equal(err.field, "algorithm.projector");
+	/* the curved cone's engine: no footprint pair, RC_FP_FOOTPRINT refused */
+	double ang[4] = { 0, 90, 180, 270 };
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = 4, .angles_deg = ang, .source_isocenter_mm = 150,
+			    .source_detector_mm = 300 };
+	sp.det = (rc_detector_desc){ .nu = 48, .nv = 40, .du = 1.5, .dv = 1.5, .shape = RC_DETECTOR_CURVED };
+	rc_geom *g = NULL;
+	assert_int_equal(rc_geom_new(&sp, &VOL, NULL, &g, &err), 0);
+	rc_engine *e = make_engine(g, 0);
+	assert_false(e->footprint);
+	assert_false(rc_footprint_suits(g));
+	float *x = falloc(rc_volume_count(&VOL)), *p = falloc(rc_geom_proj_count(g));
+	assert_int_equal(rc_engine_forward(e, RC_FP_FOOTPRINT, x, p, 0, 4, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_engine_back(e, RC_BP_FOOTPRINT, p, x, 0, 4, &err), RC_EUNSUPPORTED);
+	free(x);
+	free(p);
+	rc_engine_free(e);
+	rc_geom_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_adjoint_cone), cmocka_unit_test(test_adjoint_matrices),
 		cmocka_unit_test(test_paths),        cmocka_unit_test(test_shepp_logan),
-		cmocka_unit_test(test_projector_param),
+		cmocka_unit_test(test_projector_param), cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
