@@ -150,9 +150,12 @@ $(addprefix $(BUILD)/rel/,$(NO_ERRNO_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_ERRN
 # assumed about floating-point exception flags, which nothing reads.  The
 # counts conversion (core/util/counts.c) clamps with float compares, which
 # GCC if-converts only under the same flag, as the cylinder's column set-up
-# (core/projectors/proj_cyl.c) its selects and float-to-int conversions.
+# (core/projectors/proj_cyl.c) its selects and float-to-int conversions,
+# as the footprint pair's column loops (proj_footprint_col.h) their overlaps.
 NO_TRAP_OBJS := core/backend/vec_host.o core/util/counts.o core/util/counts_avx2.o core/util/counts_avx512.o \
 	core/projectors/proj_cyl.o
+NO_TRAP_OBJS += core/projectors/proj_footprint.o core/projectors/proj_footprint_avx2.o \
+	core/projectors/proj_footprint_avx512.o
 $(addprefix $(BUILD)/rel/,$(NO_TRAP_OBJS)) $(addprefix $(BUILD)/asan/,$(NO_TRAP_OBJS)): CFLAGS += -fno-trapping-math
 $(BUILD)/rel/%_avx2.o: %_avx2.c $(GEN_HEADERS)
 	@mkdir -p $(@D)

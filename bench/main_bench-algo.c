@@ -12,6 +12,11 @@
  * RECOND_BENCH_QUICK=1: the same field of view at 32^3 from 30 views of
  * 64x50, a second or two.
  * RECOND_BENCH_THREADS=n sets the CPU engine's threads (default: all).
+ * RECOND_BENCH_VOXEL_MM and RECOND_BENCH_PIXEL_MM replace the voxel and
+ * pixel sizes (the ratio of projected voxel to pixel is 1.5 vx / du at the
+ * isocentre: 2.0 and 2.4 are issue 34's case, 1.25), and
+ * RECOND_BENCH_PROJECTOR=auto|splat|raycast|footprint sets
+ * algorithm.projector (default auto).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +24,7 @@
 #include <sys/resource.h>
 
 #include "algo/algo.h"
+#include "algo/names.h"
 #include "backend/cpu/engine_cpu.h"
 #include "backend/exec.h"
 #include "geometry/geometry.h"
@@ -50,6 +56,15 @@ int main(void)
 	int nu = quick ? 64 : 256, nv = quick ? 50 : 200;
 	int iters = 3;
 	double vx = quick ? 2.0 : 0.5, du = quick ? 4.0 : 1.0;
+	const char *vxs = getenv("RECOND_BENCH_VOXEL_MM"), *dus = getenv("RECOND_BENCH_PIXEL_MM");
+	const char *pjs = getenv("RECOND_BENCH_PROJECTOR");
+	vx = vxs && atof(vxs) > 0 ? atof(vxs) : vx;
+	du = dus && atof(dus) > 0 ? atof(dus) : du;
+	int pj = RC_PROJECTOR_AUTO;
+	if (pjs && *pjs && rc_name_parse(RC_NAMES_PROJECTOR, pjs, &pj)) {
+		fprintf(stderr, "bench-algo: RECOND_BENCH_PROJECTOR=%s is not a projector\n", pjs);
+		return 1;
+	}
 
 	double *angles = malloc((size_t)nviews * sizeof(double));
 	if (!angles)
@@ -90,6 +105,8 @@ int main(void)
 
 	printf("algorithms, CPU engine (%s, %s threads): %d^3 voxels of %.2g mm from %d views of %dx%d (%.2g mm), D=1000 S=1500 mm\n",
 	       rc_engine_cpu_isa(), threads ? th : "all", n, vx, nviews, nu, nv, du);
+	printf("projector %s (the engine offers splat %d, footprint %d)\n", rc_name_str(RC_NAMES_PROJECTOR, pj),
+	       e->splat, e->footprint);
 	printf("%-18s %6s %12s %10s %10s\n", "algorithm", "iters", "ms/iter", "setup ms", "rel.error");
 	static const struct {
 		rc_algo_name name;
@@ -108,6 +125,8 @@ int main(void)
 		rc_algo_params_plain(&p, runs[i].name);
 		p.iterations = iters;
 		p.subsets = runs[i].subsets;
+		if (runs[i].name != RC_ALGO_FDK)
+			p.projector = (rc_projector)pj;
 		timing tm = { .n = 0 };
 		rc_algo_hooks h = { .progress = on_progress, .ud = &tm };
 		if (rc_algo_run(&p, x, proj, out, &h, &err))

@@ -9,6 +9,9 @@ tests/integration/test_peers_mapping.py), then the cases, one markdown table eac
   S = 1500 mm, full circle (bench/main_bench-algo.c): FDK, SART, SIRT, CGLS, MLEM at 5 and 20
   iterations (CGLS and MLEM also with the ray-casting pair; rows that share an RTK configuration
   share its run);
+- issue 34's coarse case: 128^3 voxels of 2 mm from 210 views of 256x200 pixels of 2.4 mm (voxels
+  project 1.25 pixels apart, so the CPU engine runs the footprint pair), D = 1000, S = 1500 mm, 5
+  iterations: FDK, recond's defaults and the plain methods against RTK;
 - offset and cylindrical detectors (RTK): 128^3 (0.5 mm) from 240 views; the projections made by
   RTK's own analytic projector (the phantom's tilted ellipsoids set straight); FDK on a flat
   detector of 128 pixels of 0.75 mm shifted by 28 mm (D = 500, S = 750 mm) against RTK's FDK after
@@ -437,7 +440,7 @@ def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,detectors,fan,rabbitct")
+    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,coarse,detectors,fan,rabbitct")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     ensure_venv(build)
@@ -506,6 +509,30 @@ def main():
             else:
                 cone_case(pm, rc, "paper 000's case: 128^3 (0.5 mm) from 210 views of 256x200 (1 mm), D=1000 S=1500 mm",
                           128, 0.5, 210, 256, 200, 1.0, 1000.0, 1500.0, algos, [5, 20])
+        if want("coarse"):
+            # voxels 1.25 pixels apart: the footprint pair (docs/cpu-engine.md)
+            nv_ = 30 if quick else 210
+            dsub = max(1, nv_ // 10)
+            algos = [
+                ("fdk", {"name": "fdk"}, "fdk", {}),
+                ("sart, recond's defaults (%d subsets, TV, from FDK, stagnation stop) (RTK %d proj./subset)"
+                 % (dsub, nv_ // dsub), {"name": "sart"}, "sart", {"per_subset": nv_ // dsub, "lam": lam}),
+                ("sirt, plain (RTK: SART, all proj./subset)", dict(plain, name="sirt", relaxation=lam), "sart",
+                 {"per_subset": nv_, "lam": lam}),
+                ("sirt, recond's defaults (TV) (RTK: SART, all proj./subset)", {"name": "sirt"}, "sart",
+                 {"per_subset": nv_, "lam": lam}),
+                ("cgls, plain", dict(plain, name="cgls"), "cgls", {}),
+                ("cgls, recond's defaults (from FDK, TV, stagnation stop)", {"name": "cgls"}, "cgls", {}),
+                ("mlem, plain (RTK: OSEM, 1 subset)", dict(plain, name="mlem"), "mlem", {}),
+                ("mlem, recond's defaults (from FDK, TV, stagnation stop) (RTK: OSEM, 1 subset)", {"name": "mlem"},
+                 "mlem", {}),
+            ]
+            if quick:
+                cone_case(pm, rc, "issue 34's coarse case, quick: 32^3 (8 mm) from 30 views of 64x50 (9.6 mm)",
+                          32, 8.0, 30, 64, 50, 9.6, 1000.0, 1500.0, algos, [5])
+            else:
+                cone_case(pm, rc, "issue 34's coarse case: 128^3 (2 mm) from 210 views of 256x200 (2.4 mm), D=1000 "
+                          "S=1500 mm", 128, 2.0, 210, 256, 200, 2.4, 1000.0, 1500.0, algos, [5])
         if want("detectors"):
             if quick:
                 detector_case(pm, rc, "offset and cylindrical detectors, quick: 32^3 (2 mm) from 60 views, D=500 S=750 "

@@ -65,9 +65,11 @@ typedef enum rc_initial {
 
 /* algorithm.projector: the iterative algorithms' matched pair */
 typedef enum rc_projector {
-	RC_PROJECTOR_AUTO = 0, /* the backend's fastest (rc_bk_fp: the splat pair where offered) */
+	RC_PROJECTOR_AUTO = 0, /* the backend's fastest (rc_bk_fp: the splat pair where offered,
+	                          else the footprint pair where offered) */
 	RC_PROJECTOR_SPLAT,    /* RC_FP_SPLAT / RC_BP_SPLAT; refused where not offered */
 	RC_PROJECTOR_RAYCAST,  /* RC_FP_RAYCAST / RC_BP_MATCHED, on every backend */
+	RC_PROJECTOR_FOOTPRINT, /* RC_FP_FOOTPRINT / RC_BP_FOOTPRINT; refused where not offered */
 } rc_projector;
 
 typedef struct rc_algo_params {

@@ -60,10 +60,16 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       "geometry whose voxels project at most a pixel apart (this run: the %s backend); use "
 			       "\"raycast\" or \"auto\"",
 			       b->name);
+	if (p->projector == RC_PROJECTOR_FOOTPRINT && !(b->caps & RC_BK_FOOTPRINT))
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "algorithm.projector \"footprint\" needs the CPU engine on a cone geometry with a flat "
+			       "detector or a matrices geometry, the volume in front of every source (this run: the %s "
+			       "backend); use \"raycast\" or \"auto\"",
+			       b->name);
 	if ((int)p->initial < RC_INITIAL_ZERO || (int)p->initial > RC_INITIAL_AUTO)
 		return rc_fail(err, RC_EINVAL, "algorithm.initial", "algorithm.initial %d is not a start",
 			       (int)p->initial);
-	if ((int)p->projector < RC_PROJECTOR_AUTO || (int)p->projector > RC_PROJECTOR_RAYCAST)
+	if ((int)p->projector < RC_PROJECTOR_AUTO || (int)p->projector > RC_PROJECTOR_FOOTPRINT)
 		return rc_fail(err, RC_EINVAL, "algorithm.projector", "algorithm.projector %d is not a projector",
 			       (int)p->projector);
 	return 0;

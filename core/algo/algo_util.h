@@ -104,15 +104,20 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 
 /* The matched pair the iterative algorithms run (algorithm.projector):
  * raycast: ray casting and its transpose; auto: the backend's (rc_bk_fp,
- * the splat pair where offered); splat: the splat pair, which rc_algo_check
- * refuses on a backend that does not offer it. */
+ * the splat pair where offered, else the footprint pair where offered);
+ * splat, footprint: that pair, which rc_algo_check refuses on a backend
+ * that does not offer it. */
 static inline rc_fp_kind rc_algo_fp(const rc_algo_params *p, const rc_backend *b)
 {
-	return p->projector == RC_PROJECTOR_RAYCAST ? RC_FP_RAYCAST : rc_bk_fp(b);
+	return p->projector == RC_PROJECTOR_RAYCAST	? RC_FP_RAYCAST
+	       : p->projector == RC_PROJECTOR_FOOTPRINT ? RC_FP_FOOTPRINT
+							: rc_bk_fp(b);
 }
 static inline rc_bp_kind rc_algo_bp_matched(const rc_algo_params *p, const rc_backend *b)
 {
-	return p->projector == RC_PROJECTOR_RAYCAST ? RC_BP_MATCHED : rc_bk_bp_matched(b);
+	return p->projector == RC_PROJECTOR_RAYCAST	? RC_BP_MATCHED
+	       : p->projector == RC_PROJECTOR_FOOTPRINT ? RC_BP_FOOTPRINT
+							: rc_bk_bp_matched(b);
 }
 
 /* ---- ordered subsets ----------------------------------------------------- */

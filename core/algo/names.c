@@ -58,6 +58,7 @@ static const struct word projectors[] = {
 	{ "auto", RC_PROJECTOR_AUTO, 0 },
 	{ "splat", RC_PROJECTOR_SPLAT, 0 },
 	{ "raycast", RC_PROJECTOR_RAYCAST, 0 },
+	{ "footprint", RC_PROJECTOR_FOOTPRINT, 0 },
 };
 static const struct word initials[] = {
 	{ "auto", RC_INITIAL_AUTO, 0 },

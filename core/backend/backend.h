@@ -157,6 +157,8 @@ enum rc_backend_caps {
 	/* Fans each projection out over several devices (the trigeneous
 	 * split: split.h, or an executor of several engines). */
 	RC_BK_SPLIT = 1u << 5,
+	/* Projects RC_FP_FOOTPRINT / RC_BP_FOOTPRINT (rc_bk_fp). */
+	RC_BK_FOOTPRINT = 1u << 6,
 };
 
 /* Fields every backend fills; implementations embed this struct first. */
@@ -177,11 +179,16 @@ struct rc_backend {
 /* The forward projector of every iterative algorithm and its exact adjoint
  * on b: the splat pair where b offers it (the CPU engine on a geometry whose
  * voxels project at most a pixel apart: proj_splat.c), else ray casting and
- * its transpose.  SART back-projects with RC_BP_VOXEL either way. */
-static inline rc_fp_kind rc_bk_fp(const rc_backend *b) { return b->caps & RC_BK_SPLAT ? RC_FP_SPLAT : RC_FP_RAYCAST; }
+ * its transpose; between them the footprint pair where b offers it (the
+ * CPU engine on a flat cone or matrices geometry: proj_footprint.c).  SART
+ * back-projects with RC_BP_VOXEL either way. */
+static inline rc_fp_kind rc_bk_fp(const rc_backend *b)
+{
+	return b->caps & RC_BK_SPLAT ? RC_FP_SPLAT : b->caps & RC_BK_FOOTPRINT ? RC_FP_FOOTPRINT : RC_FP_RAYCAST;
+}
 static inline rc_bp_kind rc_bk_bp_matched(const rc_backend *b)
 {
-	return b->caps & RC_BK_SPLAT ? RC_BP_SPLAT : RC_BP_MATCHED;
+	return b->caps & RC_BK_SPLAT ? RC_BP_SPLAT : b->caps & RC_BK_FOOTPRINT ? RC_BP_FOOTPRINT : RC_BP_MATCHED;
 }
 
 /* Normalises a view range as backend.h reads it: last < 0 or past the end

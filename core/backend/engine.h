@@ -28,6 +28,9 @@ typedef enum rc_fp_kind {
 	RC_FP_SPLAT,       /* voxel-driven splatting, the transpose of RC_BP_VOXEL
 	                      times a per-pixel gain; its exact adjoint is
 	                      RC_BP_SPLAT (engines with `splat` set only) */
+	RC_FP_FOOTPRINT,   /* separable footprints (SF-TR); its exact adjoint
+	                      is RC_BP_FOOTPRINT (engines with `footprint`
+	                      set only) */
 } rc_fp_kind;
 
 typedef enum rc_bp_kind {
@@ -36,6 +39,7 @@ typedef enum rc_bp_kind {
 	RC_BP_MATCHED,     /* exact adjoint (transpose) of RC_FP_RAYCAST, for CGLS */
 	RC_BP_SPLAT,       /* exact adjoint of RC_FP_SPLAT: RC_BP_VOXEL of the
 	                      projections times the gain (proj_splat.c) */
+	RC_BP_FOOTPRINT,   /* exact adjoint of RC_FP_FOOTPRINT (proj_footprint.c) */
 } rc_bp_kind;
 
 typedef struct rc_engine rc_engine;
@@ -65,6 +69,10 @@ struct rc_engine {
 	                            geometry (the CPU engine, where
 	                            rc_splat_suits holds): the algorithms' matched
 	                            pair is then the splat pair (backend.h) */
+	int footprint;           /* runs RC_FP_FOOTPRINT and RC_BP_FOOTPRINT
+	                            (the CPU engine, where rc_footprint_suits
+	                            holds): the algorithms' matched pair where
+	                            the splat pair is not offered (backend.h) */
 };
 
 static inline int rc_engine_forward(rc_engine *e, rc_fp_kind kind, const float *vol,

@@ -54,6 +54,8 @@ const char *rc_exec_name(const rc_exec *x);
 int rc_exec_engines(const rc_exec *x);
 /* Every engine runs RC_FP_SPLAT and RC_BP_SPLAT (engine.h's `splat`). */
 int rc_exec_splat(const rc_exec *x);
+/* Every engine runs RC_FP_FOOTPRINT and RC_BP_FOOTPRINT (`footprint`). */
+int rc_exec_footprint(const rc_exec *x);
 
 /* views[i] views of each task go to engine i, in engine order; the counts
  * must add up to the number of views, and dropped engines get none. */

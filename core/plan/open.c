@@ -87,7 +87,16 @@ struct job {
 static int job_splat(const struct job *j)
 {
 	return j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK &&
-	       j->s->algo.projector != RC_PROJECTOR_RAYCAST;
+	       j->s->algo.projector != RC_PROJECTOR_RAYCAST && j->s->algo.projector != RC_PROJECTOR_FOOTPRINT;
+}
+
+/* Likewise the footprint pair: asked for, or auto where the splat pair is
+ * not offered (rc_bk_fp's order). */
+static int job_footprint(const struct job *j)
+{
+	return j->n == 1 && j->eng[0]->footprint && j->s->algo.name != RC_ALGO_FDK &&
+	       (j->s->algo.projector == RC_PROJECTOR_FOOTPRINT ||
+		(j->s->algo.projector == RC_PROJECTOR_AUTO && !j->eng[0]->splat));
 }
 
 static void job_free(struct job *j)
@@ -311,6 +320,9 @@ static int load_models(struct job *j, int calibrate, rc_err *err)
 	if (job_splat(j)) { /* the pair rc_algo_fp picks */
 		fp = RC_FP_SPLAT;
 		bp = bp == RC_BP_MATCHED ? RC_BP_SPLAT : bp;
+	} else if (job_footprint(j)) {
+		fp = RC_FP_FOOTPRINT;
+		bp = bp == RC_BP_MATCHED ? RC_BP_FOOTPRINT : bp;
 	}
 	float *vol = NULL, *proj = NULL;
 	int rc = 0;
@@ -508,6 +520,9 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	/* the splat pair is the CPU engine's: auto must not pick another */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
 		mode = RC_ENGINE_CPU;
+	/* and the footprint pair */
+	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_FOOTPRINT)
+		mode = RC_ENGINE_CPU;
 	/* so are the curved cone's projectors (rc_recon_check) */
 	if (mode == RC_ENGINE_AUTO && rc_geom_type_of(g) == RC_GEOM_CONE &&
 	    rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
@@ -558,6 +573,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	 * splatting (backend.h rc_bk_fp): its timings are another shape's */
 	if (job_splat(j))
 		snprintf(j->shape + strlen(j->shape), sizeof j->shape - strlen(j->shape), "-splat");
+	else if (job_footprint(j)) /* likewise the footprint pair */
+		snprintf(j->shape + strlen(j->shape), sizeof j->shape - strlen(j->shape), "-footprint");
 	if (mode == RC_ENGINE_OPENCL && j->n == 1 && j->dev[0].kind == RC_DEVICE_OPENCL &&
 	    rc_opencl_algo_supported(&s->algo, g)) {
 		rc_err e1;
@@ -628,7 +645,10 @@ void rc_backend_report(rc_backend *b, int ran, rc_recon_report *report)
 		fill_report(j, report);
 		if (ran)
 			refit(j);
-		pair = job_splat(j) ? "splat" : rc_geom_is_2d(j->g) ? "joseph" : "raycast";
+		pair = job_splat(j)	 ? "splat"
+		       : job_footprint(j) ? "footprint"
+		       : rc_geom_is_2d(j->g) ? "joseph"
+					     : "raycast";
 		break;
 	}
 	snprintf(report->projector, sizeof report->projector, "%s", j->s->algo.name == RC_ALGO_FDK ? "" : pair);

@@ -162,6 +162,10 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 				       "algorithm.projector \"splat\" needs a flat detector; a cone with a curved "
 				       "detector projects by ray casting: use \"raycast\" or \"auto\"");
+		if (s->algo.projector == RC_PROJECTOR_FOOTPRINT)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "algorithm.projector \"footprint\" needs a flat detector; a cone with a curved "
+				       "detector projects by ray casting: use \"raycast\" or \"auto\"");
 	}
 	/* the projector pair: fan/parallel have their own (distance-driven on
 	 * the tensor backend, Joseph's on the OpenCL and CUDA engines);
@@ -178,6 +182,12 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 			       "algorithm.projector \"splat\" runs on the CPU engine only: use execution.engine auto "
 			       "or cpu, or algorithm.projector \"raycast\" or \"auto\" on %s",
+			       engine);
+	/* the footprint pair is the CPU engine's alone too (proj_footprint.c) */
+	if (s->algo.projector == RC_PROJECTOR_FOOTPRINT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "algorithm.projector \"footprint\" runs on the CPU engine only: use execution.engine "
+			       "auto or cpu, or algorithm.projector \"raycast\" or \"auto\" on %s",
 			       engine);
 	return 0;
 }

@@ -24,6 +24,11 @@
  *                   exact transpose is RC_BP_SPLAT (the matched pair of the
  *                   iterative algorithms where voxels project at most a
  *                   pixel apart)
+ *   proj_footprint.c RC_FP_FOOTPRINT and its exact transpose
+ *                   RC_BP_FOOTPRINT: the separable-footprint pair (SF-TR)
+ *                   of the iterative algorithms where voxels project more
+ *                   than a pixel apart; column loops in
+ *                   proj_footprint_col.h, compiled per ISA
  *
  * Every projector runs views [first, last) of a cone or matrices geometry
  * (proj_plane.c and proj_joseph.c: of a fan or parallel stack; the caller
@@ -210,5 +215,24 @@ int rc_fps_new(const rc_geom *g, int threads, rc_fps **ret, rc_err *err);
 void rc_fps_free(rc_fps *f);
 void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first,
 		 int last);
+
+/* The separable-footprint pair (proj_footprint.c): a trapezoid along u, a
+ * rectangle along v, each integrated over the pixels, times the splat
+ * pair's gain; offered where rc_footprint_suits (a flat cone or matrices
+ * geometry with the volume in front of every source).  The forward keeps
+ * one transposed view per worker (threads: the pool's) and a z-fastest
+ * copy of the volume; the back a block of gained transposed views.  vol
+ * is overwritten by the back projection. */
+typedef struct rc_fpf rc_fpf;
+int rc_footprint_suits(const rc_geom *g);
+int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err);
+void rc_fpf_free(rc_fpf *f);
+int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last,
+		    rc_err *err);
+int rc_bp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol, int first, int last,
+		    rc_err *err);
+/* Every view by the per-voxel path, cone views too (a test compares the
+ * two paths). */
+void rc_fpf_force_general(rc_fpf *f, int on);
 
 #endif

@@ -129,9 +129,9 @@ def main():
     check("sart stop: with noise_sigma 1000 the default TV weight is 0.02 (the noisy data's)",
           isinstance(final4.get("tv_weight"), (int, float)) and abs(final4["tv_weight"] - 0.02) < 1e-12,
           str(final4.get("tv_weight")))
-    # The matched pair: this geometry's voxels project up to 1.5 pixels apart, so auto runs ray
-    # casting's; on pixels of 2.5 mm (under 0.9 pixel apart) "splat" is taken and named.
-    check("sart: the job names the pair that ran (raycast here)", final2.get("projector") == "raycast",
+    # The matched pair: this geometry's voxels project up to 1.5 pixels apart, so auto runs the
+    # footprint pair; on pixels of 2.5 mm (under 0.9 pixel apart) "splat" is taken and named.
+    check("sart: the job names the pair that ran (footprint here)", final2.get("projector") == "footprint",
           str(final2.get("projector")))
     pspec = phantom.cone_spec(n=32, views=90, nu=48, nv=48, du=2.5, dv=2.5, label="flow-splat",
                               algorithm={"name": "sart", "iterations": 10, "relaxation": 0.5, "subsets": 15,

@@ -7,7 +7,8 @@
  * the truth, and a central cylinder as the mask the error is taken over.
  * A file that defines SHEPP_CASE_PIXEL_VOXELS first gets pixels of that many
  * voxels (1.5: voxels project up to ~1.05 pixel apart, so the CPU engine
- * keeps ray casting; 1.75: at most ~0.9, the splat pair).
+ * runs the footprint pair; 1.75: at most ~0.9, the splat pair), and one
+ * that defines SHEPP_CASE_DETECTOR_PIXELS(n) that many pixels per side.
  */
 #ifndef RC_TEST_SHEPP_CASE_H
 #define RC_TEST_SHEPP_CASE_H
@@ -21,6 +22,9 @@
 
 #ifndef SHEPP_CASE_PIXEL_VOXELS
 #define SHEPP_CASE_PIXEL_VOXELS 1.5
+#endif
+#ifndef SHEPP_CASE_DETECTOR_PIXELS
+#define SHEPP_CASE_DETECTOR_PIXELS(n) ((n) * 5 / 4)
 #endif
 
 typedef struct shepp_case {
@@ -45,7 +49,7 @@ static int shepp_case_new(int n, int nviews, double fov, shepp_case *c)
 		angles[k] = 360.0 * k / nviews;
 	double vx = fov / n;
 	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
-	c->nd = n * 5 / 4;
+	c->nd = SHEPP_CASE_DETECTOR_PIXELS(n);
 	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
 			    .det = { .nu = c->nd, .nv = c->nd, .du = SHEPP_CASE_PIXEL_VOXELS * vx,
 				     .dv = SHEPP_CASE_PIXEL_VOXELS * vx },

@@ -20,8 +20,8 @@
  *  - where voxels project more than a pixel apart the engine does not offer
  *    the pair (splat = 0) and refuses RC_FP_SPLAT with RC_EUNSUPPORTED;
  *  - algorithm.projector: raycast on an engine with the pair runs what auto
- *    runs without it (bit for bit), auto runs the splat pair, splat without
- *    the pair is refused.
+ *    runs without it and without the footprint pair (bit for bit), auto
+ *    runs the splat pair, splat without the pair is refused.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -401,9 +401,12 @@ static void test_projector_param(void **s)
 	(void)s;
 	rc_geom *g = make_geom(RC_GEOM_CONE, &VOL, &DET);
 	rc_engine *with = make_engine(g, 0);
+	/* without either voxel-driven pair: auto is ray casting there */
 	setenv("RECOND_NO_SPLAT", "1", 1);
+	setenv("RECOND_NO_FOOTPRINT", "1", 1);
 	rc_engine *without = make_engine(g, 0);
 	unsetenv("RECOND_NO_SPLAT");
+	unsetenv("RECOND_NO_FOOTPRINT");
 	assert_true(with->splat);
 	assert_false(without->splat);
 	size_t nvox = rc_volume_count(&VOL), np = rc_geom_proj_count(g);

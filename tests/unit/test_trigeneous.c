@@ -318,6 +318,10 @@ static void recon_trigeneous(void **state)
 				 .source_detector_mm = 500, .angles_deg = ang };
 	s.vol = *v;
 	s.algo.iterations = 2;
+	/* the pair every engine runs: alone, the CPU engine would run its
+	 * footprint pair on this geometry, the plan over two engines ray
+	 * casting's */
+	s.algo.projector = RC_PROJECTOR_RAYCAST;
 	s.model_dir = dir;
 	float *proj = ball_projections();
 	size_t nvox = rc_volume_count(v);

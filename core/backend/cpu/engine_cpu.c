@@ -3,7 +3,8 @@
  * of proj_cpu.h and one thread pool created with the engine.  Buffers that
  * the projectors keep (padded view blocks and per-thread rows for RC_BP_VOXEL,
  * the rotated volume for RC_FP_ROTATE, the zero-bordered volume for
- * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT) are allocated at the
+ * RC_FP_RAYCAST, the per-thread images of RC_FP_SPLAT, the views of the
+ * footprint pair) are allocated at the
  * first call that needs them and reused, so iterative algorithms allocate nothing per call.
  * Cone and matrices geometries (a cone with a curved detector: the
  * ray-casting pair and the voxel back projection, its columns set up by
@@ -32,6 +33,7 @@ struct cpu_engine {
 	rc_rotate *rot;
 	rc_fpr *fpr;
 	rc_fps *fps;
+	rc_fpf *fpf;
 };
 
 /* plane: the call is one the CPU engine runs on a fan or parallel stack
@@ -43,11 +45,11 @@ static int check_call(struct cpu_engine *c, int first, int last, const void *in,
 	if (rc_geom_is_2d(g) && !plane)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the CPU engine projects fan and parallel geometries by ray casting (Joseph) and "
-			       "back-projects them voxel-driven or matched; not by rotation or splatting");
+			       "back-projects them voxel-driven or matched; not by rotation, splatting or footprints");
 	if (!rc_geom_is_2d(g) && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED && !plane)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.shape",
 			       "the CPU engine projects a cone with a curved detector by ray casting and "
-			       "back-projects it voxel-driven or matched; not by rotation or splatting");
+			       "back-projects it voxel-driven or matched; not by rotation, splatting or footprints");
 	if (first < 0 || last > rc_geom_nviews(g) || first > last)
 		return rc_fail(err, RC_EINVAL, "", "view range [%d, %d) is outside 0..%d", first, last,
 			       rc_geom_nviews(g));
@@ -80,6 +82,14 @@ static int cpu_forward_run(rc_engine *e, rc_fp_kind kind, const float *vol, floa
 			return rc;
 		rc_fp_rotate(c->rot, c->pool, vol, proj, first, last);
 		return 0;
+	case RC_FP_FOOTPRINT:
+		if (!e->footprint)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "the footprint pair needs a flat detector and a volume in front of every "
+				       "source; use ray casting");
+		if (!c->fpf && (rc = rc_fpf_new(e->geom, rc_pool_threads(c->pool), &c->fpf, err)))
+			return rc;
+		return rc_fp_footprint(c->fpf, c->pool, c->isa, vol, proj, first, last, err);
 	case RC_FP_SPLAT:
 		if (!e->splat)
 			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
@@ -121,6 +131,14 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 	case RC_BP_MATCHED:
 		rc_bp_matched(e->geom, c->pool, c->isa, proj, vol, first, last);
 		return 0;
+	case RC_BP_FOOTPRINT:
+		if (!e->footprint)
+			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+				       "the footprint pair needs a flat detector and a volume in front of every "
+				       "source; use the matched ray-casting pair");
+		if (!c->fpf && (rc = rc_fpf_new(e->geom, rc_pool_threads(c->pool), &c->fpf, err)))
+			return rc;
+		return rc_bp_footprint(c->fpf, c->pool, c->isa, proj, vol, first, last, err);
 	}
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown back projector %d", (int)kind);
 }
@@ -159,6 +177,7 @@ static void cpu_free(rc_engine *e)
 	rc_bpv_free(c->bpv);
 	rc_fpr_free(c->fpr);
 	rc_fps_free(c->fps);
+	rc_fpf_free(c->fpf);
 	rc_pool_free(c->pool);
 	free(c);
 }
@@ -214,6 +233,7 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	/* a 2-D stack has the Joseph pair alone */
 	c->base.splat = !rc_geom_is_2d(g) && rc_geom_detector(g)->shape != RC_DETECTOR_CURVED && rc_splat_suits(g) &&
 			!getenv("RECOND_NO_SPLAT");
+	c->base.footprint = !rc_geom_is_2d(g) && rc_footprint_suits(g) && !getenv("RECOND_NO_FOOTPRINT");
 	*ret = &c->base;
 	return 0;
 out_free:

@@ -1,0 +1,466 @@
+/*
+ * proj_footprint: RC_FP_FOOTPRINT and its exact transpose RC_BP_FOOTPRINT,
+ * the separable-footprint pair (SF-TR: Long, Fessler and Balter 2010) that
+ * the iterative algorithms run where voxels project more than a pixel
+ * apart (the splat pair's hats stop overlapping there: proj_splat.c).
+ *
+ * The model.  A voxel of density x adds to the detector, in sum over its
+ * pixels, x V |c(u, v)| / w^2 (proj_splat.c derives it: the voxel's volume
+ * times the Jacobian of its projection, in pixel units; g = V |c| is
+ * evaluated at the pixel, a diagonal gain G as in the splat pair).  That
+ * mass is spread over the pixels by a separable footprint:
+ *   - along u a trapezoid: the four corners of the voxel's (x, y) square
+ *     projected to u, sorted t0 <= t1 <= t2 <= t3, rising on [t0, t1],
+ *     flat on [t1, t2], falling on [t2, t3] (exact for a parallel ray
+ *     set, the SF-TR approximation of a cone), integrated over each
+ *     pixel [j - 1/2, j + 1/2] and divided by its area;
+ *   - along v a rectangle: the voxel's two z faces projected at the
+ *     voxel's centre, integrated over each row and divided by its width.
+ * Integrating the footprint over the pixel (rather than sampling it) keeps
+ * the model right at every ratio of projected voxel size to pixel size:
+ * below a pixel a voxel lands on one or two pixels with the overlap's
+ * share, above it spreads over the pixels its shadow covers.
+ *
+ * Work.  On a cone view (P[2] = P[10] = 0) u and w are constant along a
+ * voxel column and the axial rectangles of its voxels tile the detector
+ * column, so each column is one trapezoid set-up (four divisions) and the
+ * column loops of proj_footprint_col.h: a 1-D distance-driven pass along v
+ * and an outer product with the u weights.  Any other view (matrices,
+ * helix) takes the per-voxel path: the trapezoid and the rectangle of each
+ * voxel from its own corners, the outer product of the two.
+ * The forward runs a view per task into a transposed image of the
+ * worker's (v fastest), then scales by g into the view; the back builds
+ * gained transposed copies of a block of views, then runs a row of voxel
+ * columns per task over the block's views in order.  Both sides compute
+ * the weights with the same functions, so A^T is the transpose of A up to
+ * the order of float sums, and neither depends on the thread count.
+ */
+#include "projectors/proj_cpu.h"
+#include "projectors/proj_footprint_col.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The back projection's block of gained, transposed views (bytes at most;
+ * at least one view). */
+#define RC_FPF_BLOCK_BYTES ((size_t)64 << 20)
+
+struct rc_fpf {
+	const rc_geom *g;
+	int threads, nu, nv, nz;
+	size_t view_floats; /* nu * nv */
+	float *img;         /* forward: one transposed view per worker */
+	float *scratch;     /* per worker: wu (nu), wv / t (nv + nz: the column loops'), column (nz) */
+	size_t scratch_floats;
+	float *blk;         /* back: blk_views gained transposed views */
+	int blk_views;
+	float *xt;          /* forward: the volume z-fastest ([y][x][z]) */
+	size_t xt_bytes;    /* reserved for xt (rc_proj_keep_reserve) */
+	int xt_failed;
+	float *zw;          /* world z of every slice */
+	int general;        /* every view by the per-voxel path (tests) */
+};
+
+int rc_footprint_suits(const rc_geom *g)
+{
+	/* rc_splat_max_step: infinite off flat cone / matrices geometries and
+	 * where a voxel lies behind a source */
+	return isfinite(rc_splat_max_step(g));
+}
+
+int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	if (!rc_footprint_suits(g))
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "the footprint pair needs a flat detector and a volume in front of every source");
+	rc_fpf *f = calloc(1, sizeof *f);
+	if (!f)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
+	f->g = g;
+	f->threads = threads;
+	f->nu = d->nu;
+	f->nv = d->nv;
+	f->nz = v->nz;
+	f->view_floats = (size_t)d->nu * (size_t)d->nv;
+	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
+	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
+	f->zw = malloc((size_t)v->nz * sizeof(float));
+	if (!f->scratch || !f->zw) {
+		rc_fpf_free(f);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
+	}
+	for (int z = 0; z < v->nz; z++) {
+		double X[3];
+		rc_volume_voxel_pos(v, 0, 0, z, X);
+		f->zw[z] = (float)X[2];
+	}
+	*ret = f;
+	return 0;
+}
+
+void rc_fpf_free(rc_fpf *f)
+{
+	if (!f)
+		return;
+	free(f->img);
+	free(f->scratch);
+	free(f->blk);
+	if (f->xt)
+		rc_proj_keep_release(f->xt_bytes);
+	free(f->xt);
+	free(f->zw);
+	free(f);
+}
+
+void rc_fpf_force_general(rc_fpf *f, int on) { f->general = on; }
+
+/* ---- the footprints ------------------------------------------------------ */
+
+static inline void sort4(double *t)
+{
+#define RC_FPF_SWAP(a, b)                                                                                     \
+	if (t[a] > t[b]) {                                                                                    \
+		double s_ = t[a];                                                                             \
+		t[a] = t[b];                                                                                  \
+		t[b] = s_;                                                                                    \
+	}
+	RC_FPF_SWAP(0, 1) RC_FPF_SWAP(2, 3) RC_FPF_SWAP(0, 2) RC_FPF_SWAP(1, 3) RC_FPF_SWAP(1, 2)
+#undef RC_FPF_SWAP
+}
+
+/* The trapezoid's integral from -infinity to s (height 1, area total). */
+static inline double trap_cum(const double *t, double s, double total)
+{
+	if (s <= t[0])
+		return 0.0;
+	if (s < t[1])
+		return (s - t[0]) * (s - t[0]) / (2.0 * (t[1] - t[0]));
+	if (s <= t[2])
+		return 0.5 * (t[1] - t[0]) + (s - t[1]);
+	if (s < t[3])
+		return total - (t[3] - s) * (t[3] - s) / (2.0 * (t[3] - t[2]));
+	return total;
+}
+
+/* The u weights of a trapezoid with corners t (sorted), each pixel's
+ * integral over the area times scale: wu[0..n-1] on pixels *ja..; n = 0
+ * when it misses the detector. */
+static int trap_weights(const double *t, int nu, double scale, float *wu, int *ja)
+{
+	const double total = 0.5 * (t[3] + t[2] - t[1] - t[0]);
+	if (!(total > 0) || t[3] <= -0.5 || t[0] >= nu - 0.5)
+		return 0;
+	const int a = t[0] <= -0.5 ? 0 : (int)floor(t[0] + 0.5);
+	const int b = t[3] >= nu - 0.5 ? nu - 1 : (int)floor(t[3] + 0.5);
+	const double s = scale / total;
+	double prev = trap_cum(t, a - 0.5, total);
+	for (int j = a; j <= b; j++) {
+		double cur = trap_cum(t, j + 0.5, total);
+		wu[j - a] = (float)((cur - prev) * s);
+		prev = cur;
+	}
+	*ja = a;
+	return b - a + 1;
+}
+
+/* The v weights of a rectangle [lo, hi] (lo < hi): each row's overlap over
+ * the width, on rows *ka..; 0 when it misses the detector. */
+static int rect_weights(double lo, double hi, int nv, float *wv, int *ka)
+{
+	if (!(hi > lo) || hi <= -0.5 || lo >= nv - 0.5)
+		return 0;
+	const int a = lo <= -0.5 ? 0 : (int)floor(lo + 0.5);
+	const int b = hi >= nv - 0.5 ? nv - 1 : (int)floor(hi + 0.5);
+	const double is = 1.0 / (hi - lo);
+	for (int k = a; k <= b; k++) {
+		double x0 = lo > k - 0.5 ? lo : k - 0.5, x1 = hi < k + 0.5 ? hi : k + 0.5;
+		wv[k - a] = x1 > x0 ? (float)((x1 - x0) * is) : 0.0f;
+	}
+	*ka = a;
+	return b - a + 1;
+}
+
+/* A voxel column's footprint on a cone view: the u weights (1/w^2 folded
+ * in) and the axial set-up; 0 when it misses the detector.  X: the
+ * column's centre (x, y) in mm. */
+static int cone_column(const rc_fpf *f, const double *P, double x, double y, float *wu, int *ja, int *nwu,
+		       rc_fpf_col *c)
+{
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const double hx = 0.5 * v->vx, hy = 0.5 * v->vy;
+	const double nu_ = P[0] * x + P[1] * y + P[3], w = P[8] * x + P[9] * y + P[11];
+	double t[4];
+	for (int q = 0; q < 4; q++) {
+		double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
+		double wq = w + P[8] * sx + P[9] * sy;
+		if (!(wq > 0))
+			return 0;
+		t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq;
+	}
+	sort4(t);
+	if (!(*nwu = trap_weights(t, f->nu, 1.0 / (w * w), wu, ja)))
+		return 0;
+	const double V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) / w;
+	return rc_fpf_col_init(c, V0, P[6] * v->vz / w, f->nz, f->nv);
+}
+
+/* A voxel's footprint on any view: u weights (1/w^2 folded in) and v
+ * weights; 0 when it misses the detector or lies behind the source. */
+static int voxel_footprint(const rc_fpf *f, const double *P, const double *X, float *wu, int *ja, int *nwu,
+			   float *wv, int *ka, int *nwv)
+{
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const double hx = 0.5 * v->vx, hy = 0.5 * v->vy, hz = 0.5 * v->vz;
+	const double nu_ = P[0] * X[0] + P[1] * X[1] + P[2] * X[2] + P[3];
+	const double nv_ = P[4] * X[0] + P[5] * X[1] + P[6] * X[2] + P[7];
+	const double w = P[8] * X[0] + P[9] * X[1] + P[10] * X[2] + P[11];
+	double t[4];
+	for (int q = 0; q < 4; q++) {
+		double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
+		double wq = w + P[8] * sx + P[9] * sy;
+		if (!(wq > 0))
+			return 0;
+		t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq;
+	}
+	const double wa = w - P[10] * hz, wb = w + P[10] * hz;
+	if (!(wa > 0) || !(wb > 0))
+		return 0;
+	double va = (nv_ - P[6] * hz) / wa, vb = (nv_ + P[6] * hz) / wb;
+	sort4(t);
+	if (!(*nwu = trap_weights(t, f->nu, 1.0 / (w * w), wu, ja)))
+		return 0;
+	*nwv = rect_weights(va < vb ? va : vb, va < vb ? vb : va, f->nv, wv, ka);
+	return *nwv > 0;
+}
+
+/* ---- forward -------------------------------------------------------------- */
+
+typedef void (*fwd_col_fn)(const float *restrict, const rc_fpf_col *, const float *restrict, int, float *restrict,
+			   int, float *restrict);
+typedef void (*bwd_col_fn)(float *restrict, const rc_fpf_col *, const float *restrict, int, const float *restrict,
+			   int, float *restrict);
+
+struct fpf_ctx {
+	rc_fpf *f;
+	fwd_col_fn fwd;
+	bwd_col_fn bwd;
+	const float *vol;
+	float *volw;
+	const float *proj;
+	float *projw;
+	int first, nblk;
+};
+
+static float *worker_scratch(const rc_fpf *f, int worker) { return f->scratch + (size_t)worker * f->scratch_floats; }
+
+static int view_is_cone(const rc_fpf *f, const double *P) { return !f->general && P[2] == 0 && P[10] == 0; }
+
+static void fwd_task(void *arg, long t, int worker)
+{
+	const struct fpf_ctx *c = arg;
+	const rc_fpf *f = c->f;
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const int k = c->first + (int)t, nv = f->nv;
+	const double *P = rc_geom_view(f->g, k)->P;
+	float *img = f->img + (size_t)worker * f->view_floats;
+	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *col = wv + f->nv + f->nz;
+	const size_t plane = (size_t)v->nx * (size_t)v->ny;
+	memset(img, 0, f->view_floats * sizeof(float));
+	for (int iy = 0; iy < v->ny; iy++)
+		for (int ix = 0; ix < v->nx; ix++) {
+			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
+			double X[3];
+			rc_volume_voxel_pos(v, ix, iy, 0, X);
+			if (view_is_cone(f, P)) {
+				rc_fpf_col cc;
+				int ja, nwu;
+				if (!cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
+					continue;
+				const float *a = f->xt ? f->xt + at * (size_t)v->nz : col;
+				for (int z = 0; !f->xt && z < v->nz; z++)
+					col[z] = c->vol[at + (size_t)z * plane];
+				c->fwd(a, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
+				continue;
+			}
+			for (int z = 0; z < v->nz; z++) {
+				const float x = c->vol[at + (size_t)z * plane];
+				int ja, nwu, ka, nwv;
+				X[2] = f->zw[z];
+				if (x == 0.0f || !voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv))
+					continue;
+				for (int j = 0; j < nwu; j++) {
+					float *o = img + (size_t)(ja + j) * (size_t)nv + ka;
+					const float s = x * wu[j];
+					for (int q = 0; q < nwv; q++)
+						o[q] += s * wv[q];
+				}
+			}
+		}
+	rc_splat_gain gn;
+	float gain[RC_SPLAT_GAIN_CHUNK];
+	rc_splat_gain_init(f->g, k, &gn);
+	for (int j = 0; j < nv; j++) {
+		float *out = c->projw + rc_geom_row_offset(f->g, k, j);
+		const float *in = img + j;
+		for (int i0 = 0; i0 < f->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
+			int m = f->nu - i0 < RC_SPLAT_GAIN_CHUNK ? f->nu - i0 : RC_SPLAT_GAIN_CHUNK;
+			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			for (int i = 0; i < m; i++)
+				out[i0 + i] = in[(size_t)(i0 + i) * (size_t)nv] * gain[i];
+		}
+	}
+}
+
+/* Rows of the volume into xt, z fastest (proj_splat.c's transpose: a
+ * column read with the volume's stride misses at every voxel). */
+static void transpose_task(void *arg, long iy, int worker)
+{
+	const struct fpf_ctx *c = arg;
+	const rc_volume_desc *v = rc_geom_volume(c->f->g);
+	(void)worker;
+	const size_t nx = (size_t)v->nx, nz = (size_t)v->nz, plane = nx * (size_t)v->ny;
+	float *out = c->f->xt + (size_t)iy * nx * nz;
+	const float *in = c->vol + (size_t)iy * nx;
+	for (size_t z0 = 0; z0 < nz; z0 += 16)
+		for (size_t ix = 0; ix < nx; ix++)
+			for (size_t z = z0; z < nz && z < z0 + 16; z++)
+				out[ix * nz + z] = in[z * plane + ix];
+}
+
+static const fwd_col_fn fwd_fns[RC_ISA_COUNT] = { rc_fpf_fwd_col_baseline, rc_fpf_fwd_col_avx2,
+						  rc_fpf_fwd_col_avx512 };
+static const bwd_col_fn bwd_fns[RC_ISA_COUNT] = { rc_fpf_bwd_col_baseline, rc_fpf_bwd_col_avx2,
+						  rc_fpf_bwd_col_avx512 };
+
+int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last,
+		    rc_err *err)
+{
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	if (last <= first)
+		return 0;
+	if (!f->img) {
+		f->img = malloc((size_t)f->threads * f->view_floats * sizeof(float));
+		if (!f->img)
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector's images (%zu MiB)",
+				       ((size_t)f->threads * f->view_floats * sizeof(float)) >> 20);
+	}
+	struct fpf_ctx c = { .f = f, .vol = vol, .projw = proj, .first = first,
+			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+	if (!f->xt && !f->xt_failed) {
+		size_t bytes = rc_volume_count(v) * sizeof(float);
+		if (rc_proj_keep_reserve(bytes, "RECOND_SPLAT_COPY_MAX_MB")) {
+			f->xt = malloc(bytes);
+			if (f->xt)
+				f->xt_bytes = bytes;
+			else
+				rc_proj_keep_release(bytes);
+		}
+		f->xt_failed = !f->xt;
+	}
+	if (f->xt)
+		rc_pool_run(pool, v->ny, transpose_task, &c);
+	rc_pool_run(pool, last - first, fwd_task, &c);
+	return 0;
+}
+
+/* ---- back ----------------------------------------------------------------- */
+
+/* View first + t of the block into blk, transposed and times the gain. */
+static void gain_task(void *arg, long t, int worker)
+{
+	const struct fpf_ctx *c = arg;
+	const rc_fpf *f = c->f;
+	const int k = c->first + (int)t, nv = f->nv;
+	float *dst = f->blk + (size_t)t * f->view_floats;
+	float gain[RC_SPLAT_GAIN_CHUNK];
+	rc_splat_gain gn;
+	(void)worker;
+	rc_splat_gain_init(f->g, k, &gn);
+	for (int j = 0; j < nv; j++) {
+		const float *in = c->proj + rc_geom_row_offset(f->g, k, j);
+		for (int i0 = 0; i0 < f->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
+			int m = f->nu - i0 < RC_SPLAT_GAIN_CHUNK ? f->nu - i0 : RC_SPLAT_GAIN_CHUNK;
+			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			for (int i = 0; i < m; i++)
+				dst[(size_t)(i0 + i) * (size_t)nv + (size_t)j] = in[i0 + i] * gain[i];
+		}
+	}
+}
+
+/* Row iy of voxel columns over the block's views, in view order. */
+static void bwd_task(void *arg, long iy, int worker)
+{
+	const struct fpf_ctx *c = arg;
+	const rc_fpf *f = c->f;
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	const int nv = f->nv;
+	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *acc = wv + f->nv + f->nz;
+	const size_t plane = (size_t)v->nx * (size_t)v->ny;
+	for (int ix = 0; ix < v->nx; ix++) {
+		const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
+		double X[3];
+		rc_volume_voxel_pos(v, ix, (int)iy, 0, X);
+		memset(acc, 0, (size_t)v->nz * sizeof(float));
+		for (int t = 0; t < c->nblk; t++) {
+			const double *P = rc_geom_view(f->g, c->first + t)->P;
+			const float *img = f->blk + (size_t)t * f->view_floats;
+			if (view_is_cone(f, P)) {
+				rc_fpf_col cc;
+				int ja, nwu;
+				if (cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
+					c->bwd(acc, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
+				continue;
+			}
+			for (int z = 0; z < v->nz; z++) {
+				int ja, nwu, ka, nwv;
+				X[2] = f->zw[z];
+				if (!voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv))
+					continue;
+				float s = 0.0f;
+				for (int j = 0; j < nwu; j++) {
+					const float *o = img + (size_t)(ja + j) * (size_t)nv + ka;
+					float r = 0.0f;
+					for (int q = 0; q < nwv; q++)
+						r += o[q] * wv[q];
+					s += wu[j] * r;
+				}
+				acc[z] += s;
+			}
+		}
+		for (int z = 0; z < v->nz; z++)
+			c->volw[at + (size_t)z * plane] += acc[z];
+	}
+}
+
+int rc_bp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol, int first, int last,
+		    rc_err *err)
+{
+	const rc_volume_desc *v = rc_geom_volume(f->g);
+	memset(vol, 0, rc_volume_count(v) * sizeof(float));
+	if (last <= first)
+		return 0;
+	if (!f->blk) {
+		size_t per = f->view_floats * sizeof(float);
+		int n = (int)(RC_FPF_BLOCK_BYTES / per);
+		n = n < 1 ? 1 : n > rc_geom_nviews(f->g) ? rc_geom_nviews(f->g) : n;
+		f->blk = malloc((size_t)n * per);
+		if (!f->blk)
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint back projector's views (%zu MiB)",
+				       ((size_t)n * per) >> 20);
+		f->blk_views = n;
+	}
+	struct fpf_ctx c = { .f = f, .proj = proj, .volw = vol,
+			     .bwd = bwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+	for (int b0 = first; b0 < last; b0 += f->blk_views) {
+		c.first = b0;
+		c.nblk = last - b0 < f->blk_views ? last - b0 : f->blk_views;
+		rc_pool_run(pool, c.nblk, gain_task, &c);
+		rc_pool_run(pool, v->ny, bwd_task, &c);
+	}
+	return 0;
+}
+
+#define RC_FPF_SUFFIX baseline
+#include "projectors/proj_footprint_col.h"

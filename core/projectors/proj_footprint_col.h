@@ -1,0 +1,304 @@
+/*
+ * proj_footprint_col: the column loops of the separable-footprint pair
+ * (proj_footprint.c), included once per ISA file with RC_FPF_SUFFIX naming
+ * them, so the same C is compiled for baseline x86-64, AVX2 and AVX-512
+ * (the row loops below vectorise; the rest is the same code on each path).
+ *
+ * On a cone view (P[2] = P[10] = 0) a voxel column has one depth w and one
+ * u footprint (the trapezoid of proj_footprint.c, weights wu on detector
+ * columns ja .. ja + nwu - 1, 1/w^2 folded in), and its voxels' axial
+ * rectangles tile the detector column: voxel m (in increasing v) covers
+ * [B + m S, B + (m + 1) S] in pixel units (S = |dv/dz| vz > 0), row k
+ * covers [k - 1/2, k + 1/2], and the weight of the pair (m, k) is their
+ * overlap over S.  So the column's contribution is one 1-D
+ * distance-driven pass along v (about nz + rows steps) and one outer
+ * product with wu, and its transpose the same steps in reverse order:
+ *     forward  t_k = sum_m a_m ov(m, k) / S,  img[j][k] += wu_j t_k
+ *     back     t_k = sum_j wu_j img[j][k],    a_m += sum_k ov(m, k) / S t_k
+ * Both sides take the overlaps from rc_fpf_ov below, so the weights are
+ * the same floats: the pair is the exact transpose up to the order of the
+ * float sums.  The forward gathers per row (the at most floor(1/S) + 2
+ * voxels a row meets), the back per voxel (the at most floor(S) + 2 rows
+ * it meets), branch-free, so that both loops vectorise (a voxel-by-voxel
+ * walk that advanced the row on a branch ran at about 20 ns a voxel-view,
+ * its branches mispredicted).
+ */
+#ifndef RC_PROJ_FOOTPRINT_COL_H
+#define RC_PROJ_FOOTPRINT_COL_H
+
+#include <math.h>
+#include <stddef.h>
+
+/* A column's axial set-up: rectangles from B, S each (pixel units); rev:
+ * the volume's z runs against v (voxel m is z = nz - 1 - m); rows k0..k1
+ * (clipped to the detector) are the ones it touches. */
+typedef struct rc_fpf_col {
+	double B, S;
+	int nz, rev, k0, k1;
+} rc_fpf_col;
+
+/* Returns 0 when the column misses the detector's rows 0..nv-1. */
+static inline int rc_fpf_col_init(rc_fpf_col *c, double V0, double dv, int nz, int nv)
+{
+	c->nz = nz;
+	c->rev = dv < 0;
+	c->S = fabs(dv);
+	/* lower edge of the lowest voxel (v_z = V0 + z dv at the centres) */
+	c->B = V0 + (c->rev ? (nz - 1) * dv : 0.0) - 0.5 * c->S;
+	double top = c->B + nz * c->S;
+	if (!(c->S > 0) || top <= -0.5 || c->B >= nv - 0.5)
+		return 0;
+	c->k0 = c->B <= -0.5 ? 0 : (int)floor(c->B + 0.5);
+	c->k1 = top >= nv - 0.5 ? nv - 1 : (int)floor(top + 0.5);
+	return c->k0 <= c->k1;
+}
+
+void rc_fpf_fwd_col_baseline(const float *restrict a, const rc_fpf_col *c, const float *restrict wu, int nwu,
+			     float *restrict img, int nv, float *restrict t);
+void rc_fpf_fwd_col_avx2(const float *restrict a, const rc_fpf_col *c, const float *restrict wu, int nwu,
+			 float *restrict img, int nv, float *restrict t);
+void rc_fpf_fwd_col_avx512(const float *restrict a, const rc_fpf_col *c, const float *restrict wu, int nwu,
+			   float *restrict img, int nv, float *restrict t);
+void rc_fpf_bwd_col_baseline(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
+			     const float *restrict img, int nv, float *restrict t);
+void rc_fpf_bwd_col_avx2(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
+			 const float *restrict img, int nv, float *restrict t);
+void rc_fpf_bwd_col_avx512(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
+			   const float *restrict img, int nv, float *restrict t);
+
+#endif
+
+#ifdef RC_FPF_SUFFIX
+#define RC_FPF_CAT2(a, b) a##_##b
+#define RC_FPF_CAT(a, b) RC_FPF_CAT2(a, b)
+
+/* The overlap of voxel m's rectangle [B + m S, B + (m + 1) S] with row
+ * k's pixel [k - 1/2, k + 1/2], over S: one expression in float that the
+ * forward (over rows) and the back (over voxels) both evaluate, so that
+ * their weights are the same floats.  Branch-free (selects, which GCC
+ * if-converts), for vectorising. */
+static inline __attribute__((always_inline)) float rc_fpf_ov(float Bf, float Sf, float iSf, int m, int k)
+{
+	const float lo = Bf + (float)m * Sf, hi = Bf + (float)(m + 1) * Sf;
+	const float kl = (float)k - 0.5f, kh = (float)k + 0.5f;
+	const float a = lo > kl ? lo : kl, b = hi < kh ? hi : kh;
+	const float d = b - a;
+	return (d > 0.0f ? d : 0.0f) * iSf;
+}
+
+/* floor(x) without a library call (baseline x86-64 has no round
+ * instruction): truncate, then step down where that rounded up. */
+static inline __attribute__((always_inline)) int rc_fpf_floor(float x)
+{
+	const int i = (int)x;
+	return (float)i > x ? i - 1 : i;
+}
+
+/* Rows k0..k0+n-1 of the forward's 1-D pass, T taps a row (a constant
+ * after inlining, so that the row loop vectorises). */
+static inline __attribute__((always_inline)) void RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(
+	const float *restrict x, int nz, float Bf, float Sf, float iSf, int k0, int n, float *restrict tt, const int T)
+{
+	for (int i = 0; i < n; i++) {
+		const int k = k0 + i;
+		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf) - 1;
+		float acc = 0.0f;
+#pragma GCC unroll 8
+		for (int q = 0; q < T; q++) {
+			const int m = m0 + q;
+			int mc = m < 0 ? 0 : m;
+			mc = mc < nz - 1 ? mc : nz - 1;
+			float w = rc_fpf_ov(Bf, Sf, iSf, m, k);
+			w = m == mc ? w : 0.0f;
+			acc += w * x[mc];
+		}
+		tt[i] = acc;
+	}
+}
+
+/* Voxels 0..nz-1 of the back's 1-D pass, R taps a voxel. */
+static inline __attribute__((always_inline)) void RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(
+	const float *restrict t, int nz, float Bf, float Sf, float iSf, int k0, int k1, float *restrict cm, const int R)
+{
+	for (int m = 0; m < nz; m++) {
+		const int kb = rc_fpf_floor(Bf + (float)m * Sf + 0.5f) - 1;
+		float s = 0.0f;
+#pragma GCC unroll 8
+		for (int q = 0; q < R; q++) {
+			const int k = kb + q;
+			int kc = k < k0 ? k0 : k;
+			kc = kc < k1 ? kc : k1;
+			float w = rc_fpf_ov(Bf, Sf, iSf, m, k);
+			w = k == kc ? w : 0.0f;
+			s += w * t[kc];
+		}
+		cm[m] = s;
+	}
+}
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* The two passes above on 16 lanes with the hardware gather (GCC builds
+ * a gather of 16 floats from 16 scalar loads and inserts, which took most
+ * of the pair's time); the same float operations in the same order, so
+ * the sums are the scalar loop's. */
+static inline __attribute__((always_inline)) __m512 ov16(__m512 Bf, __m512 Sf, __m512 iSf, __m512i m, __m512 kf)
+{
+	const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
+	const __m512 lo = _mm512_add_ps(Bf, _mm512_mul_ps(_mm512_cvtepi32_ps(m), Sf));
+	const __m512 hi = _mm512_add_ps(Bf, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(m, _mm512_set1_epi32(1))), Sf));
+	const __m512 a = _mm512_max_ps(lo, _mm512_sub_ps(kf, half)), b = _mm512_min_ps(hi, _mm512_add_ps(kf, half));
+	return _mm512_mul_ps(_mm512_max_ps(_mm512_sub_ps(b, a), zero), iSf);
+}
+
+static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
+{
+	__m512i i = _mm512_cvttps_epi32(x);
+	__mmask16 up = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(i), x, _CMP_GT_OQ);
+	return _mm512_mask_sub_epi32(i, up, i, _mm512_set1_epi32(1));
+}
+
+static inline __attribute__((always_inline)) void fwd_rows16(const float *restrict x, int nz, float B, float S,
+							     float iS, int k0, int n, float *restrict tt, const int T)
+{
+	const __m512 Bf = _mm512_set1_ps(B), Sf = _mm512_set1_ps(S), iSf = _mm512_set1_ps(iS);
+	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(nz - 1), one = _mm512_set1_epi32(1);
+	for (int i = 0; i < n; i += 16) {
+		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
+		const __m512i k = _mm512_add_epi32(_mm512_set1_epi32(k0 + i), lane);
+		const __m512 kf = _mm512_cvtepi32_ps(k);
+		__m512i m = _mm512_sub_epi32(
+			floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf)), one);
+		__m512 acc = _mm512_setzero_ps();
+		for (int q = 0; q < T; q++) {
+			const __mmask16 in = _mm512_mask_cmpge_epi32_mask(rows, m, zero) & _mm512_cmple_epi32_mask(m, top);
+			const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, m, x, 4);
+			const __m512 w = _mm512_maskz_mov_ps(in, ov16(Bf, Sf, iSf, m, kf));
+			acc = _mm512_add_ps(acc, _mm512_mul_ps(w, v));
+			m = _mm512_add_epi32(m, one);
+		}
+		_mm512_mask_storeu_ps(tt + i, rows, acc);
+	}
+}
+
+static inline __attribute__((always_inline)) void bwd_vox16(const float *restrict t, int nz, float B, float S,
+							    float iS, int k0, int k1, float *restrict cm, const int R)
+{
+	const __m512 Bf = _mm512_set1_ps(B), Sf = _mm512_set1_ps(S), iSf = _mm512_set1_ps(iS);
+	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	const __m512i lo = _mm512_set1_epi32(k0), hi = _mm512_set1_epi32(k1), one = _mm512_set1_epi32(1);
+	for (int m0 = 0; m0 < nz; m0 += 16) {
+		const __mmask16 vox = (__mmask16)(nz - m0 >= 16 ? 0xffffu : (1u << (nz - m0)) - 1u);
+		const __m512i m = _mm512_add_epi32(_mm512_set1_epi32(m0), lane);
+		const __m512 edge = _mm512_add_ps(_mm512_add_ps(Bf, _mm512_mul_ps(_mm512_cvtepi32_ps(m), Sf)),
+						  _mm512_set1_ps(0.5f));
+		__m512i k = _mm512_sub_epi32(floor16(edge), one);
+		__m512 s = _mm512_setzero_ps();
+		for (int q = 0; q < R; q++) {
+			const __mmask16 in = _mm512_mask_cmpge_epi32_mask(vox, k, lo) & _mm512_cmple_epi32_mask(k, hi);
+			const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, k, t, 4);
+			const __m512 w = _mm512_maskz_mov_ps(in, ov16(Bf, Sf, iSf, m, _mm512_cvtepi32_ps(k)));
+			s = _mm512_add_ps(s, _mm512_mul_ps(w, v));
+			k = _mm512_add_epi32(k, one);
+		}
+		_mm512_mask_storeu_ps(cm + m0, vox, s);
+	}
+}
+#define fwd_rows_vec fwd_rows16
+#define bwd_vox_vec bwd_vox16
+#endif
+
+void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc_fpf_col *c,
+						const float *restrict wu, int nwu, float *restrict img, int nv,
+						float *restrict t)
+{
+	const int k0 = c->k0, n = c->k1 - c->k0 + 1, nz = c->nz;
+	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
+	/* voxels a row meets: from the one holding its lower edge (one
+	 * earlier, for the rounding of that index) over floor(1/S) + 2 more */
+	const int T = (int)(1.0 / c->S) + 3;
+	const float *restrict x = a;
+	float *restrict xr = t + nv; /* the column in increasing v */
+	if (c->rev) {
+		for (int m = 0; m < nz; m++)
+			xr[m] = a[nz - 1 - m];
+		x = xr;
+	}
+	float *restrict tt = t + k0;
+#ifdef fwd_rows_vec
+	if (T <= 3)
+		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 3);
+	else if (T <= 4)
+		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 4);
+	else
+		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, T);
+	if (1)
+		;
+	else
+#endif
+	if (T <= 3)
+		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 3);
+	else if (T <= 4)
+		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 4);
+	else if (T <= 5)
+		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 5);
+	else
+		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, T);
+	for (int j = 0; j < nwu; j++) {
+		float *restrict col = img + (size_t)j * (size_t)nv + k0;
+		const float wj = wu[j];
+		for (int i = 0; i < n; i++)
+			col[i] += wj * tt[i];
+	}
+}
+
+void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf_col *c, const float *restrict wu,
+						int nwu, const float *restrict img, int nv, float *restrict t)
+{
+	const int k0 = c->k0, k1 = c->k1, n = k1 - k0 + 1, nz = c->nz;
+	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
+	/* rows a voxel meets: from the one holding its lower edge (one
+	 * earlier, for rounding) over floor(S) + 2 more */
+	const int R = (int)c->S + 3;
+	float *restrict tt = t + k0;
+	for (int i = 0; i < n; i++)
+		tt[i] = 0.0f;
+	for (int j = 0; j < nwu; j++) {
+		const float *restrict col = img + (size_t)j * (size_t)nv + k0;
+		const float wj = wu[j];
+		for (int i = 0; i < n; i++)
+			tt[i] += wj * col[i];
+	}
+	float *restrict cm = t + nv; /* the column's sums in increasing v */
+#ifdef bwd_vox_vec
+	if (R <= 3)
+		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 3);
+	else if (R <= 4)
+		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 4);
+	else
+		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, R);
+	if (1)
+		;
+	else
+#endif
+	if (R <= 3)
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 3);
+	else if (R <= 4)
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 4);
+	else if (R <= 5)
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 5);
+	else if (R <= 6)
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 6);
+	else
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, R);
+	if (c->rev)
+		for (int m = 0; m < nz; m++)
+			acc[nz - 1 - m] += cm[m];
+	else
+		for (int m = 0; m < nz; m++)
+			acc[m] += cm[m];
+}
+
+#endif
