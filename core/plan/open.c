@@ -502,7 +502,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	j->s = s;
 	j->g = g;
 	rc_engine_choice mode = engine;
-	/* the splat pair is the CPU engine's: auto must not pick another */
+	/* an explicit splat pair needs one engine that has it: auto, which may
+	 * split over several devices, takes the CPU engine's */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
 		mode = RC_ENGINE_CPU;
 	/* so are the curved cone's projectors (rc_recon_check) */
