@@ -88,6 +88,14 @@ static int job_splat(const struct job *j)
 	       j->s->algo.projector != RC_PROJECTOR_RAYCAST;
 }
 
+/* The same for a resident device backend (RC_BK_SPLAT: its engine has
+ * the pair, rc_bk_fp). */
+static int backend_splat(const struct job *j, const rc_backend *b)
+{
+	return (b->caps & RC_BK_SPLAT) && j->s->algo.name != RC_ALGO_FDK &&
+	       j->s->algo.projector != RC_PROJECTOR_RAYCAST;
+}
+
 static void job_free(struct job *j)
 {
 	rc_exec_free(j->x);
@@ -535,6 +543,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 			rc = rc_cuda_resident_open(&s->algo, g, NULL, &b, &e1);
 			if (!rc) {
 				j->route = ROUTE_CUDA;
+				if (backend_splat(j, b)) /* the resident pair's timings are another shape's */
+					snprintf(j->shape + strlen(j->shape), sizeof j->shape - strlen(j->shape), "-splat");
 				if (rc_engine_cuda_info(ordinal, &ci, NULL))
 					ci.device_id[0] = 0;
 				snprintf(j->single_id, sizeof j->single_id, "%s", ci.device_id);
@@ -619,6 +629,8 @@ void rc_backend_report(rc_backend *b, int ran, rc_recon_report *report)
 	case ROUTE_CUDA:
 	case ROUTE_OPENCL:
 		report_single(j->s, b, j->single_id, j->shape, report);
+		if (backend_splat(j, b))
+			pair = "splat";
 		break;
 	case ROUTE_HOST:
 	case ROUTE_SPLIT:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the CUDA engine (host code and kernels) against cuda-emu, a CPU
-# stand-in for the CUDA runtime, and runs tests/unit/test_engine_cuda.c on
+# stand-in for the CUDA runtime, and runs tests/unit/test_engine_cuda.c (or
+# the tests EMU_TESTS names, e.g. "test_engine_cuda test_splat_device") on
 # it (EMU_SMALL=1: the ASan sizes, minutes faster).  A check of the engine's logic (indexing, slabs, the CUDA
 # backend under the shared algorithms, the memory plan) on machines without a GPU; it says nothing
 # about real CUDA behaviour or speed.  Usage: tools/cuda-emu/run.sh [outdir]
@@ -37,7 +38,10 @@ for f in core/backend/cuda/*.c; do
   objs+=("$o")
 done
 small=; [ "${EMU_SMALL:-0}" = 1 ] && small=-DRC_TEST_SMALL
-cc -O2 -std=c11 -D_GNU_SOURCE -DRC_HAVE_CUDA=1 $small -pthread $inc tests/unit/test_engine_cuda.c \
-   "${objs[@]}" build/lib/libreconcore.a -o "$out/test_engine_cuda" \
-   $(pkg-config --libs cmocka fftw3f fftw3 OpenCL) -lstdc++ -lm -lpthread
-"$out/test_engine_cuda"
+# EMU_TESTS: the unit tests to build and run on the stand-in (names of tests/unit/*.c)
+for t in ${EMU_TESTS:-test_engine_cuda}; do
+  cc -O2 -std=c11 -D_GNU_SOURCE -DRC_HAVE_CUDA=1 $small -pthread $inc -Itests/unit "tests/unit/$t.c" \
+     "${objs[@]}" build/lib/libreconcore.a -o "$out/$t" \
+     $(pkg-config --libs cmocka fftw3f fftw3 OpenCL) -lstdc++ -lm -lpthread
+  "$out/$t"
+done

@@ -70,6 +70,11 @@ out:
  * reads only those. */
 static int splat_call(cu_engine *e, int forward, const float *in, float *out, int first, int last, rc_err *err)
 {
+	if (!e->base.splat)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "voxels project more than %.1f pixel apart on this geometry (or a volume and a stack do "
+			       "not fit the device): the CUDA engine does not splat it",
+			       RC_SPLAT_MAX_STEP);
 	int rc = splat_ready(e, err);
 	if (rc)
 		return rc;
