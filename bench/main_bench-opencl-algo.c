@@ -19,7 +19,8 @@
  * auto runs the splat pair on every engine, the resident run with the
  * splat pair against the same run with ray casting's (projector
  * "raycast") on the same device, and the CPU engine's splat run.
- * RECOND_BENCH_QUICK=1: only 32^3 from 30 views (seconds).
+ * RECOND_BENCH_QUICK=1: only 32^3 from 30 views (seconds); RECOND_BENCH_SPLAT=1:
+ * only the splat table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,10 +262,12 @@ int main(void)
 	       d[0].platform_name, ITERS, quick ? " (RECOND_BENCH_QUICK)" : "");
 	printf("| case | algorithm | OpenCL resident | OpenCL, host element-wise | cpu engine |\n");
 	printf("| --- | --- | --- | --- | --- |\n");
-	int rc = one_case(32, 30, 40);
-	if (!quick && !rc)
+	const char *so = getenv("RECOND_BENCH_SPLAT");
+	int splat_only = so && *so && strcmp(so, "0") != 0;
+	int rc = splat_only ? 0 : one_case(32, 30, 40);
+	if (!quick && !splat_only && !rc)
 		rc = one_case(32, 60, 40);
-	if (!quick && !rc)
+	if (!quick && !splat_only && !rc)
 		rc = one_case(64, 120, 80);
 	if (rc)
 		return rc;
