@@ -15,7 +15,8 @@
  *   view  [0..11] P, [12..14] c0, [15..17] cu, [18..20] cv (times V),
  *         [21] 1 on a cone view (P[2] = P[10] = 0), [22] 1 / (|P[6]| vz)
  *
- * fp_splat scatters with atomic adds into the zeroed views (a voxel column
+ * fp_splat scatters into the zeroed views (atomic adds on the GPU variant;
+ * the CPU variant's work-item owns a view) (a voxel column
  * of a cone view gathers each detector row from the at most T voxels
  * within a pixel of it, as proj_splat_col.h does, and adds the row's sum to
  * its two detector columns); splat_gain then multiplies by g.  bp_splat
@@ -37,6 +38,19 @@ typedef float real;
 #define RC_SPLAT_VIEW_REALS 24
 #define RC_SPLAT_T 8  /* rows gather from at most this many voxels (proj_splat_col.h) */
 #define RC_SPLAT_ZC 8 /* voxels of a column per bp_splat work-item */
+
+#ifndef RC_GPU
+#define RC_GPU 0
+#endif
+
+/* A GPU variant's work-items share the views: a compare-and-swap float add
+ * (OpenCL 1.2 has no float atomics).  The CPU variant's work-item owns its
+ * view: a plain add. */
+#if RC_GPU
+#define SPLAT_ADD(p, v) splat_add((p), (v))
+#else
+#define SPLAT_ADD(p, v) (*(p) += (v))
+#endif
 
 static void splat_add(volatile __global float *p, float v)
 {
@@ -73,18 +87,16 @@ static void splat_deposit(__global float *view, int fl, float w0, float w1, floa
 		if (j < 0 || j >= nv || h == 0.0f)
 			continue;
 		if (fl >= 0)
-			splat_add(view + (size_t)j * nu + fl, w0 * h);
+			SPLAT_ADD(view + (size_t)j * nu + fl, w0 * h);
 		if (fl + 1 < nu)
-			splat_add(view + (size_t)j * nu + fl + 1, w1 * h);
+			SPLAT_ADD(view + (size_t)j * nu + fl + 1, w1 * h);
 	}
 }
 
-__kernel void fp_splat(__global float *proj, __global const float *restrict vol, __global const real *restrict tab,
-		       int first, int4 n, int nu, int nv)
+/* Voxel column (ix, iy) into view k. */
+static void splat_column(__global float *proj, __global const float *restrict vol, __global const real *restrict tab,
+			 int ix, int iy, int k, int4 n, int nu, int nv)
 {
-	int ix = get_global_id(0), iy = get_global_id(1), k = first + (int)get_global_id(2);
-	if (ix >= n.x || iy >= n.y)
-		return;
 	__global const real *P = tab + RC_SPLAT_TAB_HEAD + (size_t)k * RC_SPLAT_VIEW_REALS;
 	const real ox = tab[0], oy = tab[1], oz = tab[2], vx = tab[3], vy = tab[4], vz = tab[5];
 	const real X = ox + ix * vx, Y = oy + iy * vy;
@@ -156,10 +168,28 @@ __kernel void fp_splat(__global float *proj, __global const float *restrict vol,
 			continue;
 		__global float *row = view + (size_t)(j - 1) * nu;
 		if (c >= 0)
-			splat_add(row + c, w0 * acc);
+			SPLAT_ADD(row + c, w0 * acc);
 		if (c + 1 < nu)
-			splat_add(row + c + 1, w1 * acc);
+			SPLAT_ADD(row + c + 1, w1 * acc);
 	}
+}
+
+/* GPU variant: a work-item per voxel column and view (global nx, ny,
+ * views); CPU variant: a work-item per view (global 1, 1, views), its
+ * columns in the volume's order, as the CPU engine's task. */
+__kernel void fp_splat(__global float *proj, __global const float *restrict vol, __global const real *restrict tab,
+		       int first, int4 n, int nu, int nv)
+{
+	int k = first + (int)get_global_id(2);
+#if RC_GPU
+	int ix = get_global_id(0), iy = get_global_id(1);
+	if (ix < n.x && iy < n.y)
+		splat_column(proj, vol, tab, ix, iy, k, n, nu, nv);
+#else
+	for (int iy = 0; iy < n.y; iy++)
+		for (int ix = 0; ix < n.x; ix++)
+			splat_column(proj, vol, tab, ix, iy, k, n, nu, nv);
+#endif
 }
 
 /* g at pixel (i, j) of view P: x0 = c0 - j cv along the row, then - i cu

@@ -7,7 +7,8 @@
  *  - RC_FP_SPLAT and RC_BP_SPLAT of random data agree with the CPU
  *    engine's to 1e-5 (relative L2) on a cone geometry (the column path)
  *    and on tilted matrices (the general path), over view sub-ranges
- *    (other views untouched);
+ *    (other views untouched); on OpenCL both kernel variants (a work-item
+ *    per view; per voxel column with atomic adds);
  *  - each device pair is matched: <A x, y> = <x, A^T y> to 1e-5 with
  *    random x, y, through the engine and through the resident backend;
  *  - every iterative algorithm with its defaults (SART, SIRT, CGLS, MLEM:
@@ -92,10 +93,18 @@ static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *v, const rc_d
 	return g;
 }
 
+/* the OpenCL engine's GPU variant (atomic adds) rather than the device's own */
+static int ocl_gpu_variant;
+
 static int open_dev(int dev, const rc_geom *g, rc_engine **e, rc_err *err)
 {
-	if (dev == DEV_OPENCL)
-		return rc_engine_opencl_new(g, NULL, e, err);
+	if (dev == DEV_OPENCL) {
+		rc_opencl_options o;
+		rc_opencl_options_default(&o);
+		if (ocl_gpu_variant)
+			o.variant = RC_OPENCL_VARIANT_GPU, o.images = 0;
+		return rc_engine_opencl_new(g, &o, e, err);
+	}
 	return rc_engine_cuda_new(g, 0, e, err);
 }
 
@@ -157,8 +166,8 @@ static void check_pair(int dev, const rc_geom *g, int first, int last, const cha
 	assert_int_equal(rc_engine_back(e, RC_BP_SPLAT, y, vd, 0, rc_geom_nviews(g), &err), 0);
 	double ax_y = dotf(pd, y, np), x_aty = dotf(x, vd, nvox);
 	double gap = fabs(ax_y - x_aty) / fmax(fabs(ax_y), fabs(x_aty));
-	print_message("%s %s views [%d, %d): forward vs cpu %.2e, back vs cpu %.2e; adjoint gap %.2e\n",
-		      dev_name[dev], what, first, last, dfp, dbp, gap);
+	print_message("%s (%s) %s views [%d, %d): forward vs cpu %.2e, back vs cpu %.2e; adjoint gap %.2e\n",
+		      dev_name[dev], dev == DEV_OPENCL ? rc_engine_opencl_variant(e) : "engine", what, first, last, dfp, dbp, gap);
 	assert_true(dfp <= 1e-5);
 	assert_true(dbp <= 1e-5);
 	assert_true(gap <= 1e-5);
@@ -191,7 +200,16 @@ static void pairs(int dev)
 	rc_geom_free(g);
 }
 
-static void test_pairs_opencl(void **s) { (void)s; pairs(DEV_OPENCL); }
+/* both variants of the OpenCL kernels: a work-item per view (CPU) and per
+ * voxel column with atomic adds (GPU) */
+static void test_pairs_opencl(void **s)
+{
+	(void)s;
+	pairs(DEV_OPENCL);
+	ocl_gpu_variant = 1;
+	pairs(DEV_OPENCL);
+	ocl_gpu_variant = 0;
+}
 static void test_pairs_cuda(void **s) { (void)s; pairs(DEV_CUDA); }
 
 /* The resident backends' pair (device vectors): the adjoint gap. */

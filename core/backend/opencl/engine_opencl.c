@@ -953,7 +953,7 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc = upload_plane_views(x, g, err);
 	/* the matched pair of the iterative algorithms where voxels project at
 	 * most a pixel apart, as on the CPU engine (engine.h's splat) */
-	if (!rc && rc_dev_splat_suits(g) && !(rc = rc_ocl_splat_new(x->ctx, x->q, x->prog, x->fp64, g, &x->splat, err)))
+	if (!rc && rc_dev_splat_suits(g) && !(rc = rc_ocl_splat_new(x->ctx, x->q, x->prog, x->fp64, x->gpu, g, &x->splat, err)))
 		x->base.splat = 1;
 	if (rc)
 		goto fail;

@@ -27,6 +27,7 @@ struct rc_ocl_splat {
 	cl_mem tab;
 	cl_int4 n;
 	int nu, nv, nviews;
+	int gpu; /* the program's variant (RC_GPU) */
 };
 
 static int upload_table(rc_ocl_splat *s, const rc_geom *g, int fp64, rc_err *err)
@@ -47,7 +48,7 @@ static int upload_table(rc_ocl_splat *s, const rc_geom *g, int fp64, rc_err *err
 	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clCreateBuffer (splat view table)");
 }
 
-int rc_ocl_splat_new(cl_context ctx, cl_command_queue q, cl_program prog, int fp64, const rc_geom *g,
+int rc_ocl_splat_new(cl_context ctx, cl_command_queue q, cl_program prog, int fp64, int gpu, const rc_geom *g,
 		     rc_ocl_splat **ret, rc_err *err)
 {
 	rc_ocl_splat *s = calloc(1, sizeof *s);
@@ -56,6 +57,7 @@ int rc_ocl_splat_new(cl_context ctx, cl_command_queue q, cl_program prog, int fp
 	const rc_volume_desc *v = rc_geom_volume(g);
 	s->ctx = ctx;
 	s->q = q;
+	s->gpu = gpu;
 	s->n = (cl_int4){ { v->nx, v->ny, v->nz, 0 } };
 	s->nu = rc_geom_detector(g)->nu;
 	s->nv = rc_geom_detector(g)->nv;
@@ -141,7 +143,8 @@ int rc_ocl_splat_fp(rc_ocl_splat *s, cl_mem vol, cl_mem proj, int first, int las
 		SETARG(s->gain, 4, s->nv);
 		if (e != CL_SUCCESS)
 			return rc_cl_fail(err, e, "clSetKernelArg (fp_splat)");
-		size_t gf[3] = { (size_t)s->n.s[0], (size_t)s->n.s[1], (size_t)(cl - c) };
+		/* the CPU variant's work-item runs a whole view (splat.cl) */
+		size_t gf[3] = { s->gpu ? (size_t)s->n.s[0] : 1, s->gpu ? (size_t)s->n.s[1] : 1, (size_t)(cl - c) };
 		size_t gg[3] = { (size_t)s->nu, (size_t)s->nv, (size_t)(cl - c) };
 		rc = run(s, s->fp, gf, "fp_splat", err);
 		if (!rc)

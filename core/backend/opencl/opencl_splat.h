@@ -13,8 +13,9 @@
 
 typedef struct rc_ocl_splat rc_ocl_splat;
 
-/* The kernels of prog and the per-view table on ctx (double where fp64). */
-int rc_ocl_splat_new(cl_context ctx, cl_command_queue q, cl_program prog, int fp64, const rc_geom *g,
+/* The kernels of prog (built with RC_GPU = gpu) and the per-view table on
+ * ctx (double where fp64). */
+int rc_ocl_splat_new(cl_context ctx, cl_command_queue q, cl_program prog, int fp64, int gpu, const rc_geom *g,
 		     rc_ocl_splat **ret, rc_err *err);
 void rc_ocl_splat_free(rc_ocl_splat *s);
 
