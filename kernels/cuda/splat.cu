@@ -9,8 +9,8 @@
  * into the zeroed views (a cone view's column gathers each detector row
  * from the at most T voxels within a pixel of it, proj_splat_col.h's loop);
  * splat_gain then multiplies the views by g.  bp_splat gathers, 32 x 8
- * columns a block, RC_CUDA_BP_ZPT voxels along z per thread, the pixels read
- * times g.  Atomic additions come in any order: sums agree with the CPU
+ * columns a block, RC_CUDA_BP_ZPT voxels along z per thread, from the views
+ * times g (splat_gained, one batch of views at a time).  Atomic additions come in any order: sums agree with the CPU
  * engine's to float rounding.
  */
 #include "backend/cuda/cuda_kernels.h"
@@ -144,16 +144,28 @@ __global__ void rc_k_splat_gain(float *proj, const double *__restrict__ tab, rc_
 	proj[((size_t)k * g.nv + j) * g.nu + i] *= splat_gain_at(P, i, j);
 }
 
-__device__ __forceinline__ float splat_px(const float *__restrict__ proj, const double *P, int k, int i, int j, int nu,
-					  int nv)
+/* gp views 0, 1, .. = proj views first, first + 1, .. times g: the back
+ * projection's input, each pixel's gain taken once */
+__global__ void rc_k_splat_gained(float *gp, const float *__restrict__ proj, const double *__restrict__ tab,
+				  rc_cuda_splat g, int first)
+{
+	const int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y * blockDim.y + threadIdx.y;
+	const int q = (int)blockIdx.z, k = first + q;
+	if (i >= g.nu || j >= g.nv)
+		return;
+	const double *P = tab + RC_CUDA_SPLAT_HEAD + (size_t)k * RC_CUDA_SPLAT_VIEW;
+	gp[((size_t)q * g.nv + j) * g.nu + i] = proj[((size_t)k * g.nv + j) * g.nu + i] * splat_gain_at(P, i, j);
+}
+
+__device__ __forceinline__ float splat_px(const float *__restrict__ gp, int first, int k, int i, int j, int nu, int nv)
 {
 	if (i < 0 || j < 0 || i >= nu || j >= nv)
 		return 0.0f;
-	return proj[((size_t)k * nv + j) * nu + i] * splat_gain_at(P, i, j);
+	return gp[((size_t)(k - first) * nv + j) * nu + i];
 }
 
 __global__ void __launch_bounds__(256)
-rc_k_bp_splat(float *vol, const float *__restrict__ proj, const double *__restrict__ tab, rc_cuda_splat g, int first,
+rc_k_bp_splat(float *vol, const float *__restrict__ gp, const double *__restrict__ tab, rc_cuda_splat g, int first,
 	      int last, int accumulate)
 {
 	const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
@@ -188,10 +200,10 @@ rc_k_bp_splat(float *vol, const float *__restrict__ proj, const double *__restri
 				int iv = (int)fv32;
 				float fv = fv32 - (float)iv;
 				float lo = splat_hat(fv, 1.0f), hi = splat_hat(1.0f - fv, 1.0f);
-				float s = lo * ((1.0f - fu) * splat_px(proj, P, k, c, iv - 1, nu, nv) +
-						fu * splat_px(proj, P, k, c + 1, iv - 1, nu, nv)) +
-					  hi * ((1.0f - fu) * splat_px(proj, P, k, c, iv, nu, nv) +
-						fu * splat_px(proj, P, k, c + 1, iv, nu, nv));
+				float s = lo * ((1.0f - fu) * splat_px(gp, first, k, c, iv - 1, nu, nv) +
+						fu * splat_px(gp, first, k, c + 1, iv - 1, nu, nv)) +
+					  hi * ((1.0f - fu) * splat_px(gp, first, k, c, iv, nu, nv) +
+						fu * splat_px(gp, first, k, c + 1, iv, nu, nv));
 				acc[q] += (float)(iw * iw) * s;
 			}
 			continue;
@@ -219,11 +231,11 @@ rc_k_bp_splat(float *vol, const float *__restrict__ proj, const double *__restri
 			float lo = splat_hat(fv, sv), hi = splat_hat(1.0f - fv, sv);
 			float s = 0.0f;
 			if (lo != 0.0f)
-				s += lo * (w0 * splat_px(proj, P, k, c, iv - 1, nu, nv) +
-					   w1 * splat_px(proj, P, k, c + 1, iv - 1, nu, nv));
+				s += lo * (w0 * splat_px(gp, first, k, c, iv - 1, nu, nv) +
+					   w1 * splat_px(gp, first, k, c + 1, iv - 1, nu, nv));
 			if (hi != 0.0f)
-				s += hi * (w0 * splat_px(proj, P, k, c, iv, nu, nv) +
-					   w1 * splat_px(proj, P, k, c + 1, iv, nu, nv));
+				s += hi * (w0 * splat_px(gp, first, k, c, iv, nu, nv) +
+					   w1 * splat_px(gp, first, k, c + 1, iv, nu, nv));
 			acc[q] += s;
 		}
 	}
@@ -248,11 +260,16 @@ extern "C" int rc_cuda_launch_fp_splat(const float *vol, const double *tab, floa
 	return (int)cudaGetLastError();
 }
 
-extern "C" int rc_cuda_launch_bp_splat(const float *proj, const double *tab, float *vol, const rc_cuda_splat *g,
-				       int first, int last, int accumulate, cudaStream_t s)
+extern "C" int rc_cuda_launch_bp_splat(const float *proj, const double *tab, float *gp, float *vol,
+				       const rc_cuda_splat *g, int first, int last, int accumulate, cudaStream_t s)
 {
 	dim3 block(32, 8, 1);
+	dim3 ggrid((g->nu + 31) / 32, (g->nv + 7) / 8, last - first);
+	rc_k_splat_gained<<<ggrid, block, 0, s>>>(gp, proj, tab, *g, first);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return (int)e;
 	dim3 grid((g->nx + 31) / 32, (g->ny + 7) / 8, (g->nz + RC_CUDA_BP_ZPT - 1) / RC_CUDA_BP_ZPT);
-	rc_k_bp_splat<<<grid, block, 0, s>>>(vol, proj, tab, *g, first, last, accumulate);
+	rc_k_bp_splat<<<grid, block, 0, s>>>(vol, gp, tab, *g, first, last, accumulate);
 	return (int)cudaGetLastError();
 }

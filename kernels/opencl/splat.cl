@@ -21,7 +21,7 @@
  * within a pixel of it, as proj_splat_col.h does, and adds the row's sum to
  * its two detector columns); splat_gain then multiplies by g.  bp_splat
  * gathers: each work-item sums RC_SPLAT_ZC voxels of one column over the
- * views, reading the pixels times g.  The order of the atomic additions is
+ * views, reading the views times g (splat_gained, a chunk of views).  The order of the atomic additions is
  * free, so sums agree with the CPU engine's to float rounding.
  */
 #ifndef RC_FP64
@@ -212,17 +212,30 @@ __kernel void splat_gain(__global float *proj, __global const real *restrict tab
 	proj[((size_t)k * nv + j) * nu + i] *= splat_gain_at(P, i, j);
 }
 
-/* The gained pixel (i, j) of view k, 0 outside the detector. */
-static float splat_px(__global const float *restrict proj, __global const real *P, int k, int i, int j, int nu, int nv)
+/* out views 0, 1, .. = proj views first, first + 1, .. times g (global nu,
+ * nv, views): bp_splat's input, so that it reads each pixel's gain once */
+__kernel void splat_gained(__global float *out, __global const float *restrict proj, __global const real *restrict tab,
+			   int first, int nu, int nv)
+{
+	int i = get_global_id(0), j = get_global_id(1), q = get_global_id(2), k = first + q;
+	if (i >= nu || j >= nv)
+		return;
+	__global const real *P = tab + RC_SPLAT_TAB_HEAD + (size_t)k * RC_SPLAT_VIEW_REALS;
+	out[((size_t)q * nv + j) * nu + i] = proj[((size_t)k * nv + j) * nu + i] * splat_gain_at(P, i, j);
+}
+
+/* Pixel (i, j) of view k of the gained views (view first at 0), 0 outside
+ * the detector. */
+static float splat_px(__global const float *restrict gp, int first, int k, int i, int j, int nu, int nv)
 {
 	if (i < 0 || j < 0 || i >= nu || j >= nv)
 		return 0.0f;
-	return proj[((size_t)k * nv + j) * nu + i] * splat_gain_at(P, i, j);
+	return gp[((size_t)(k - first) * nv + j) * nu + i];
 }
 
-/* vol (+)= B G proj over views [first, last): work-item (x, y, chunk of
- * RC_SPLAT_ZC voxels along z). */
-__kernel void bp_splat(__global float *vol, __global const float *restrict proj, __global const real *restrict tab,
+/* vol (+)= B G proj over views [first, last), gp = G proj of those views
+ * (splat_gained): work-item (x, y, chunk of RC_SPLAT_ZC voxels along z). */
+__kernel void bp_splat(__global float *vol, __global const float *restrict gp, __global const real *restrict tab,
 		       int first, int last, int accumulate, int4 n, int nu, int nv)
 {
 	int ix = get_global_id(0), iy = get_global_id(1), zc = get_global_id(2) * RC_SPLAT_ZC;
@@ -255,10 +268,10 @@ __kernel void bp_splat(__global float *vol, __global const float *restrict proj,
 				int iv = (int)fv32;
 				float fv = fv32 - (float)iv;
 				float lo = splat_hat(fv, 1.0f), hi = splat_hat(1.0f - fv, 1.0f);
-				float s = lo * ((1.0f - fu) * splat_px(proj, P, k, c, iv - 1, nu, nv) +
-						fu * splat_px(proj, P, k, c + 1, iv - 1, nu, nv)) +
-					  hi * ((1.0f - fu) * splat_px(proj, P, k, c, iv, nu, nv) +
-						fu * splat_px(proj, P, k, c + 1, iv, nu, nv));
+				float s = lo * ((1.0f - fu) * splat_px(gp, first, k, c, iv - 1, nu, nv) +
+						fu * splat_px(gp, first, k, c + 1, iv - 1, nu, nv)) +
+					  hi * ((1.0f - fu) * splat_px(gp, first, k, c, iv, nu, nv) +
+						fu * splat_px(gp, first, k, c + 1, iv, nu, nv));
 				acc[q] += (float)(iw * iw) * s;
 			}
 			continue;
@@ -286,11 +299,11 @@ __kernel void bp_splat(__global float *vol, __global const float *restrict proj,
 			float lo = splat_hat(fv, sv), hi = splat_hat(1.0f - fv, sv);
 			float s = 0.0f;
 			if (lo != 0.0f)
-				s += lo * (w0 * splat_px(proj, P, k, c, iv - 1, nu, nv) +
-					   w1 * splat_px(proj, P, k, c + 1, iv - 1, nu, nv));
+				s += lo * (w0 * splat_px(gp, first, k, c, iv - 1, nu, nv) +
+					   w1 * splat_px(gp, first, k, c + 1, iv - 1, nu, nv));
 			if (hi != 0.0f)
-				s += hi * (w0 * splat_px(proj, P, k, c, iv, nu, nv) +
-					   w1 * splat_px(proj, P, k, c + 1, iv, nu, nv));
+				s += hi * (w0 * splat_px(gp, first, k, c, iv, nu, nv) +
+					   w1 * splat_px(gp, first, k, c + 1, iv, nu, nv));
 			acc[q] += s;
 		}
 	}

@@ -44,6 +44,7 @@
 #include "geometry/metrics.h"
 #include "plan/resident.h"
 #include "projectors/proj_cpu.h"
+#include "ocl_testutil.h" /* PoCL's own leaks left out of LeakSanitizer's report */
 #include "tilt_case.h"
 #define SHEPP_CASE_PIXEL_VOXELS 1.75
 #include "shepp_case.h"

@@ -149,9 +149,11 @@ typedef struct rc_cuda_splat {
  * then times the gain: RC_FP_SPLAT.  Two launches. */
 int rc_cuda_launch_fp_splat(const float *vol, const double *tab, float *proj, const rc_cuda_splat *g, int first,
 			    int last, cudaStream_t s);
-/* vol = (accumulate ? vol : 0) + RC_BP_SPLAT of views [first, last). */
-int rc_cuda_launch_bp_splat(const float *proj, const double *tab, float *vol, const rc_cuda_splat *g, int first,
-			    int last, int accumulate, cudaStream_t s);
+/* vol = (accumulate ? vol : 0) + RC_BP_SPLAT of views [first, last) (at
+ * most RC_CUDA_MAX_BATCH): the views times the gain into gp (that many
+ * views), then the gather.  Two launches. */
+int rc_cuda_launch_bp_splat(const float *proj, const double *tab, float *gp, float *vol, const rc_cuda_splat *g,
+			    int first, int last, int accumulate, cudaStream_t s);
 
 /* Element-wise steps of the CUDA backend (backend_cuda.c) and of the tensor
  * backend's device vectors (core/backend/tensor/tensor_gpu.cu), n elements

@@ -1,7 +1,8 @@
 /*
  * cuda_splat: host side of kernels/cuda/splat.cu (cuda_splat.h): the
  * table of splat_dev.h on the device, zeroing of the views a forward
- * projection writes, RC_CUDA_MAX_BATCH views per launch.
+ * projection writes, RC_CUDA_MAX_BATCH views per launch (the back
+ * projection's views times the gain in a buffer of that many views).
  */
 #ifdef RC_HAVE_CUDA
 #include "backend/cuda/cuda_splat.h"
@@ -13,6 +14,7 @@
 
 struct cu_splat {
 	double *dtab;
+	float *dgp; /* RC_CUDA_MAX_BATCH views times the gain (the back projection's input) */
 	rc_cuda_splat g;
 	int nviews;
 };
@@ -35,6 +37,8 @@ int cu_splat_new(const rc_geom *g, cu_splat **ret, rc_err *err)
 	s->nviews = rc_geom_nviews(g);
 	CU_CHECK(cudaMalloc((void **)&s->dtab, n * sizeof(double)), "cudaMalloc(splat view table)");
 	CU_CHECK(cudaMemcpy(s->dtab, t, n * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy(splat view table)");
+	CU_CHECK(cudaMalloc((void **)&s->dgp, (size_t)RC_CUDA_MAX_BATCH * s->g.nu * s->g.nv * sizeof(float)),
+		 "cudaMalloc(splat gained views)");
 out:
 	free(t);
 	if (rc) {
@@ -51,6 +55,8 @@ void cu_splat_free(cu_splat *s)
 		return;
 	if (s->dtab)
 		cu_release(cudaFree(s->dtab));
+	if (s->dgp)
+		cu_release(cudaFree(s->dgp));
 	free(s);
 }
 
@@ -94,7 +100,7 @@ int cu_splat_bp(cu_splat *s, const float *dproj, float *dvol, int first, int las
 	}
 	for (int c = first; c < last; c += RC_CUDA_MAX_BATCH) {
 		int cl = c + RC_CUDA_MAX_BATCH < last ? c + RC_CUDA_MAX_BATCH : last;
-		CU_CHECK((cudaError_t)rc_cuda_launch_bp_splat(dproj, s->dtab, dvol, &s->g, c, cl, c > first, st),
+		CU_CHECK((cudaError_t)rc_cuda_launch_bp_splat(dproj, s->dtab, s->dgp, dvol, &s->g, c, cl, c > first, st),
 			 "launch of the splat back projector");
 	}
 out:

@@ -5,9 +5,10 @@
  * view (P, the gain's c0, cu, cv, whether the view is a cone view); where
  * the device has no fp64 it goes as float and the column set-up is float
  * (sums then agree with the CPU's to about 1e-4, not 1e-5).  Forward: fill
- * the views with 0, scatter (one work-item per voxel column and view,
- * RC_OCL_SPLAT_CHUNK views per launch), multiply by the gain.  Back: one
- * launch per RC_OCL_SPLAT_CHUNK views, accumulating.
+ * the views with 0, scatter (RC_OCL_SPLAT_CHUNK views per launch), multiply
+ * by the gain.  Back: per RC_OCL_SPLAT_CHUNK views, the views times the
+ * gain into a buffer of that many views, then one gathering launch,
+ * accumulating.
  */
 #include "backend/opencl/opencl_splat.h"
 
@@ -23,8 +24,9 @@
 struct rc_ocl_splat {
 	cl_context ctx;
 	cl_command_queue q;
-	cl_kernel fp, gain, bp;
+	cl_kernel fp, gain, gained, bp;
 	cl_mem tab;
+	cl_mem gp; /* RC_OCL_SPLAT_CHUNK views times the gain: the back projection's input */
 	cl_int4 n;
 	int nu, nv, nviews;
 	int gpu; /* the program's variant (RC_GPU) */
@@ -68,7 +70,12 @@ int rc_ocl_splat_new(cl_context ctx, cl_command_queue q, cl_program prog, int fp
 	if (e == CL_SUCCESS)
 		s->gain = clCreateKernel(prog, "splat_gain", &e);
 	if (e == CL_SUCCESS)
+		s->gained = clCreateKernel(prog, "splat_gained", &e);
+	if (e == CL_SUCCESS)
 		s->bp = clCreateKernel(prog, "bp_splat", &e);
+	if (e == CL_SUCCESS)
+		s->gp = clCreateBuffer(ctx, CL_MEM_READ_WRITE,
+				       (size_t)RC_OCL_SPLAT_CHUNK * (size_t)s->nu * (size_t)s->nv * sizeof(float), NULL, &e);
 	if (e != CL_SUCCESS)
 		rc = rc_cl_fail(err, e, "clCreateKernel (splat pair)");
 	if (!rc)
@@ -85,12 +92,14 @@ void rc_ocl_splat_free(rc_ocl_splat *s)
 {
 	if (!s)
 		return;
-	cl_kernel ks[3] = { s->fp, s->gain, s->bp };
-	for (int i = 0; i < 3; i++)
+	cl_kernel ks[4] = { s->fp, s->gain, s->gained, s->bp };
+	for (int i = 0; i < 4; i++)
 		if (ks[i])
 			clReleaseKernel(ks[i]);
 	if (s->tab)
 		clReleaseMemObject(s->tab);
+	if (s->gp)
+		clReleaseMemObject(s->gp);
 	free(s);
 }
 
@@ -168,8 +177,14 @@ int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int las
 		int cl = c + RC_OCL_SPLAT_CHUNK < last ? c + RC_OCL_SPLAT_CHUNK : last;
 		int acc = c > first;
 		cl_int e = 0;
+		SETARG(s->gained, 0, s->gp);
+		SETARG(s->gained, 1, proj);
+		SETARG(s->gained, 2, s->tab);
+		SETARG(s->gained, 3, c);
+		SETARG(s->gained, 4, s->nu);
+		SETARG(s->gained, 5, s->nv);
 		SETARG(s->bp, 0, vol);
-		SETARG(s->bp, 1, proj);
+		SETARG(s->bp, 1, s->gp);
 		SETARG(s->bp, 2, s->tab);
 		SETARG(s->bp, 3, c);
 		SETARG(s->bp, 4, cl);
@@ -179,8 +194,11 @@ int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int las
 		SETARG(s->bp, 8, s->nv);
 		if (e != CL_SUCCESS)
 			return rc_cl_fail(err, e, "clSetKernelArg (bp_splat)");
+		size_t gg[3] = { (size_t)s->nu, (size_t)s->nv, (size_t)(cl - c) };
 		size_t g[3] = { (size_t)s->n.s[0], (size_t)s->n.s[1], (size_t)((s->n.s[2] + RC_SPLAT_ZC - 1) / RC_SPLAT_ZC) };
-		rc = run(s, s->bp, g, "bp_splat", err);
+		rc = run(s, s->gained, gg, "splat_gained", err);
+		if (!rc)
+			rc = run(s, s->bp, g, "bp_splat", err);
 	}
 	return rc;
 }
