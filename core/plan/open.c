@@ -79,13 +79,16 @@ struct job {
 	char single_id[128];              /* a resident run's device identity */
 };
 
-/* Whether the job's iterative algorithm projects with the splat pair: one
- * engine that offers it (rc_bk_fp) and a projector that does not rule it
- * out (rc_algo_fp). */
+/* Whether the job's iterative algorithm projects with the splat pair:
+ * engines that all offer it (rc_bk_fp: the host backend's and the split's
+ * RC_BK_SPLAT; the CPU, OpenCL and CUDA engines offer it on the same
+ * geometries) and a projector that does not rule it out (rc_algo_fp). */
 static int job_splat(const struct job *j)
 {
-	return j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK &&
-	       j->s->algo.projector != RC_PROJECTOR_RAYCAST;
+	int all = j->n > 0;
+	for (int i = 0; i < j->n; i++)
+		all = all && j->eng[i]->splat;
+	return all && j->s->algo.name != RC_ALGO_FDK && j->s->algo.projector != RC_PROJECTOR_RAYCAST;
 }
 
 /* The same for a resident device backend (RC_BK_SPLAT: its engine has
