@@ -7,7 +7,7 @@
  * the voxel's projected step along u and v on a cone view, bilinear on
  * other views) and 1/w^2, G the per-pixel gain g(u, v) = V |c0 - u cu - v cv|.
  *
- * The per-view table (opencl_splat.c), RC_SPLAT_TAB_HEAD reals of volume
+ * The per-view table (core/backend/splat_dev.c), RC_SPLAT_TAB_HEAD reals of volume
  * then RC_SPLAT_VIEW_REALS per view, in double where the device has fp64
  * (the column set-up is the CPU engine's, in double; the per-voxel steps
  * are float, as there):
@@ -15,14 +15,15 @@
  *   view  [0..11] P, [12..14] c0, [15..17] cu, [18..20] cv (times V),
  *         [21] 1 on a cone view (P[2] = P[10] = 0), [22] 1 / (|P[6]| vz)
  *
- * fp_splat scatters into the zeroed views (atomic adds on the GPU variant;
- * the CPU variant's work-item owns a view) (a voxel column
- * of a cone view gathers each detector row from the at most T voxels
- * within a pixel of it, as proj_splat_col.h does, and adds the row's sum to
- * its two detector columns); splat_gain then multiplies by g.  bp_splat
- * gathers: each work-item sums RC_SPLAT_ZC voxels of one column over the
- * views, reading the views times g (splat_gained, a chunk of views).  The order of the atomic additions is
- * free, so sums agree with the CPU engine's to float rounding.
+ * fp_splat scatters into the zeroed views: a voxel column of a cone view
+ * gathers each detector row from the at most T voxels within a pixel of it,
+ * as proj_splat_col.h does, and adds the row's sum to its two detector
+ * columns (atomic adds on the GPU variant; the CPU variant's work-item owns
+ * a view); splat_gain then multiplies by g.  bp_splat gathers: each
+ * work-item sums RC_SPLAT_ZC voxels of one column over the views, reading
+ * the views times g (splat_gained, a chunk of views).  The order of the
+ * atomic additions is free, so sums agree with the CPU engine's to float
+ * rounding.
  */
 #ifndef RC_FP64
 #define RC_FP64 0

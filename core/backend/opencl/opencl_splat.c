@@ -3,8 +3,8 @@
  *
  * The per-view table carries what the CPU engine computes in double per
  * view (P, the gain's c0, cu, cv, whether the view is a cone view); where
- * the device has no fp64 it goes as float and the column set-up is float
- * (sums then agree with the CPU's to about 1e-4, not 1e-5).  Forward: fill
+ * the device has no fp64 it goes as float and the column set-up rounds as
+ * float (no such device has been tested: PoCL has fp64).  Forward: fill
  * the views with 0, scatter (RC_OCL_SPLAT_CHUNK views per launch), multiply
  * by the gain.  Back: per RC_OCL_SPLAT_CHUNK views, the views times the
  * gain into a buffer of that many views, then one gathering launch,
