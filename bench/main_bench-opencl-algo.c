@@ -14,7 +14,13 @@
  * differences), so the row and column sums, PoCL's first-launch compiles
  * and some of the shared machine's noise are left out.
  * Data: analytic Shepp-Logan projections (phantom.h).
- * RECOND_BENCH_QUICK=1: only 32^3 from 30 views (seconds).
+ * A second table: on cases whose voxels project under a pixel apart
+ * (pixels of 1.75 voxels, magnification 1.5), where algorithm.projector
+ * auto runs the splat pair on every engine, the resident run with the
+ * splat pair against the same run with ray casting's (projector
+ * "raycast") on the same device, and the CPU engine's splat run.
+ * RECOND_BENCH_QUICK=1: only 32^3 from 30 views (seconds); RECOND_BENCH_SPLAT=1:
+ * only the splat table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +184,69 @@ out:
 	return rc;
 }
 
+/* The splat table's rows for n^3 from nviews views, pixels of 1.75 voxels. */
+static int splat_case(int n, int nviews)
+{
+	double *angles = malloc((size_t)nviews * sizeof(double));
+	if (!angles)
+		return 1;
+	for (int k = 0; k < nviews; k++)
+		angles[k] = 360.0 * k / nviews;
+	double vx = 64.0 / n;
+	int nd = n * 5 / 4;
+	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
+			    .det = { .nu = nd, .nv = nd, .du = 1.75 * vx, .dv = 1.75 * vx },
+			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = angles };
+	rc_geom *g = NULL;
+	rc_engine *ocl = NULL, *cpu = NULL;
+	rc_exec *xc = NULL;
+	rc_phantom *ph = NULL;
+	float *proj = NULL, *v = NULL;
+	rc_err err;
+	int rc = 1;
+	if (rc_geom_new(&sp, &vol, NULL, &g, &err) || rc_phantom_shepp_logan(0.94 * 64.0, &ph, &err))
+		goto out;
+	proj = malloc(rc_geom_proj_count(g) * sizeof *proj);
+	v = malloc(rc_volume_count(&vol) * sizeof *v);
+	if (!proj || !v || rc_phantom_project(ph, g, 0, proj, &err))
+		goto out;
+	if (rc_engine_opencl_new(g, NULL, &ocl, &err) || rc_engine_cpu_new(g, 0, &cpu, &err) ||
+	    rc_exec_new(&cpu, 1, &xc, &err))
+		goto out;
+	if (!ocl->splat || !cpu->splat) {
+		rc_fail(&err, RC_EUNSUPPORTED, "", "no splat pair on %d^3 from %d views", n, nviews);
+		goto out;
+	}
+	static const struct { rc_algo_name a; int subsets; const char *label; } algs[] = {
+		{ RC_ALGO_SART, 1, "SART" }, { RC_ALGO_SART, 0, "SART, subsets of 6 views" },
+		{ RC_ALGO_SIRT, 1, "SIRT" }, { RC_ALGO_CGLS, 1, "CGLS" } };
+	for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
+		rc_algo_params p;
+		rc_algo_params_plain(&p, algs[i].a);
+		p.iterations = ITERS;
+		p.subsets = algs[i].subsets ? algs[i].subsets : nviews / 6;
+		double ts = per_iter(0, ocl, NULL, xc, &p, proj, v), tc = per_iter(2, ocl, NULL, xc, &p, proj, v);
+		p.projector = RC_PROJECTOR_RAYCAST;
+		double tr = per_iter(0, ocl, NULL, xc, &p, proj, v);
+		printf("| %d^3, %d views of %dx%d | %s | %.1f | %.1f | %.2f | %.1f | %.2f |\n", n, nviews, nd, nd,
+		       algs[i].label, ts, tr, tr / ts, tc, ts / tc);
+	}
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "bench-opencl-algo: %s\n", err.msg);
+	rc_exec_free(xc);
+	rc_engine_free(ocl);
+	rc_engine_free(cpu);
+	rc_phantom_free(ph);
+	rc_geom_free(g);
+	free(proj);
+	free(v);
+	free(angles);
+	return rc;
+}
+
 int main(void)
 {
 	const char *q = getenv("RECOND_BENCH_QUICK");
@@ -193,10 +262,21 @@ int main(void)
 	       d[0].platform_name, ITERS, quick ? " (RECOND_BENCH_QUICK)" : "");
 	printf("| case | algorithm | OpenCL resident | OpenCL, host element-wise | cpu engine |\n");
 	printf("| --- | --- | --- | --- | --- |\n");
-	int rc = one_case(32, 30, 40);
-	if (!quick && !rc)
+	const char *so = getenv("RECOND_BENCH_SPLAT");
+	int splat_only = so && *so && strcmp(so, "0") != 0;
+	int rc = splat_only ? 0 : one_case(32, 30, 40);
+	if (!quick && !splat_only && !rc)
 		rc = one_case(32, 60, 40);
-	if (!quick && !rc)
+	if (!quick && !splat_only && !rc)
 		rc = one_case(64, 120, 80);
+	if (rc)
+		return rc;
+	printf("\nThe splat pair (pixels of 1.75 voxels: voxels project under a pixel apart), ms per iteration\n\n");
+	printf("| case | algorithm | OpenCL resident, splat | same, raycast | raycast / splat | cpu engine, splat "
+	       "| OpenCL splat / cpu |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+	rc = splat_case(32, 30);
+	if (!quick && !rc)
+		rc = splat_case(64, 120);
 	return rc;
 }

@@ -56,9 +56,9 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       p->stop_discrepancy, p->stop_stagnation, p->noise_sigma);
 	if (p->projector == RC_PROJECTOR_SPLAT && !(b->caps & RC_BK_SPLAT))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-			       "algorithm.projector \"splat\" needs the CPU engine alone on a cone or matrices "
-			       "geometry whose voxels project at most a pixel apart (this run: the %s backend); use "
-			       "\"raycast\" or \"auto\"",
+			       "algorithm.projector \"splat\" needs one engine (cpu, opencl or cuda) on a cone or "
+			       "matrices geometry with a flat detector whose voxels project at most a pixel apart "
+			       "(this run: the %s backend); use \"raycast\" or \"auto\"",
 			       b->name);
 	if (p->projector == RC_PROJECTOR_FOOTPRINT && !(b->caps & RC_BK_FOOTPRINT))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",

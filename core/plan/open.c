@@ -81,13 +81,17 @@ struct job {
 	char single_id[128];              /* a resident run's device identity */
 };
 
-/* Whether the job's iterative algorithm projects with the splat pair: one
- * engine that offers it (rc_bk_fp) and a projector that does not rule it
- * out (rc_algo_fp). */
+/* Whether the job's iterative algorithm projects with the splat pair:
+ * engines that all offer it (rc_bk_fp: the host backend's and the split's
+ * RC_BK_SPLAT; the CPU, OpenCL and CUDA engines offer it on the same
+ * geometries) and a projector that does not rule it out (rc_algo_fp). */
 static int job_splat(const struct job *j)
 {
-	return j->n == 1 && j->eng[0]->splat && j->s->algo.name != RC_ALGO_FDK &&
-	       j->s->algo.projector != RC_PROJECTOR_RAYCAST && j->s->algo.projector != RC_PROJECTOR_FOOTPRINT;
+	int all = j->n > 0;
+	for (int i = 0; i < j->n; i++)
+		all = all && j->eng[i]->splat;
+	return all && j->s->algo.name != RC_ALGO_FDK && j->s->algo.projector != RC_PROJECTOR_RAYCAST &&
+	       j->s->algo.projector != RC_PROJECTOR_FOOTPRINT;
 }
 
 /* Likewise the footprint pair: asked for, or auto where the splat pair is
@@ -97,6 +101,14 @@ static int job_footprint(const struct job *j)
 	return j->n == 1 && j->eng[0]->footprint && j->s->algo.name != RC_ALGO_FDK &&
 	       (j->s->algo.projector == RC_PROJECTOR_FOOTPRINT ||
 		(j->s->algo.projector == RC_PROJECTOR_AUTO && !j->eng[0]->splat));
+}
+
+/* The same for a resident device backend (RC_BK_SPLAT: its engine has
+ * the pair, rc_bk_fp). */
+static int backend_splat(const struct job *j, const rc_backend *b)
+{
+	return (b->caps & RC_BK_SPLAT) && j->s->algo.name != RC_ALGO_FDK &&
+	       j->s->algo.projector != RC_PROJECTOR_RAYCAST && j->s->algo.projector != RC_PROJECTOR_FOOTPRINT;
 }
 
 static void job_free(struct job *j)
@@ -517,7 +529,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	j->s = s;
 	j->g = g;
 	rc_engine_choice mode = engine;
-	/* the splat pair is the CPU engine's: auto must not pick another */
+	/* an explicit splat pair needs one engine that has it: auto, which may
+	 * split over several devices, takes the CPU engine's */
 	if (mode == RC_ENGINE_AUTO && s->algo.projector == RC_PROJECTOR_SPLAT)
 		mode = RC_ENGINE_CPU;
 	/* and the footprint pair */
@@ -552,6 +565,8 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 			rc = rc_cuda_resident_open(&s->algo, g, NULL, &b, &e1);
 			if (!rc) {
 				j->route = ROUTE_CUDA;
+				if (backend_splat(j, b)) /* the resident pair's timings are another shape's */
+					snprintf(j->shape + strlen(j->shape), sizeof j->shape - strlen(j->shape), "-splat");
 				if (rc_engine_cuda_info(ordinal, &ci, NULL))
 					ci.device_id[0] = 0;
 				snprintf(j->single_id, sizeof j->single_id, "%s", ci.device_id);
@@ -639,6 +654,8 @@ void rc_backend_report(rc_backend *b, int ran, rc_recon_report *report)
 	case ROUTE_CUDA:
 	case ROUTE_OPENCL:
 		report_single(j->s, b, j->single_id, j->shape, report);
+		if (backend_splat(j, b))
+			pair = "splat";
 		break;
 	case ROUTE_HOST:
 	case ROUTE_SPLIT:

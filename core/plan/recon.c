@@ -168,9 +168,10 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 				       "detector projects by ray casting: use \"raycast\" or \"auto\"");
 	}
 	/* the projector pair: fan/parallel have their own (distance-driven on
-	 * the tensor backend, Joseph's on the OpenCL and CUDA engines);
-	 * the splat pair is the CPU engine's alone (its geometry condition is
-	 * checked where the geometry is built: the spec parser, rc_geom) */
+	 * the tensor backend, Joseph's on the OpenCL and CUDA engines); the
+	 * splat pair runs on the CPU, OpenCL and CUDA engines (its geometry
+	 * condition is checked where the geometry is built: the spec parser,
+	 * rc_geom) */
 	const char *proj = rc_name_str(RC_NAMES_PROJECTOR, (int)s->algo.projector);
 	if (s->algo.projector != RC_PROJECTOR_AUTO && (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
@@ -178,10 +179,13 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       "with its own pair (the tensor engine's distance-driven one, the OpenCL and CUDA "
 			       "engines' Joseph one): use \"auto\"",
 			       proj ? proj : "?", geom);
-	if (s->algo.projector == RC_PROJECTOR_SPLAT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
+	/* splat runs on one engine: the tensor engine and a trigeneous split
+	 * have no splat pair */
+	if (s->algo.projector == RC_PROJECTOR_SPLAT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU &&
+	    eng != RC_ENGINE_OPENCL && eng != RC_ENGINE_CUDA)
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-			       "algorithm.projector \"splat\" runs on the CPU engine only: use execution.engine auto "
-			       "or cpu, or algorithm.projector \"raycast\" or \"auto\" on %s",
+			       "algorithm.projector \"splat\" runs on one engine, cpu, opencl or cuda: use one of "
+			       "those or auto, or algorithm.projector \"raycast\" or \"auto\" on %s",
 			       engine);
 	/* the footprint pair is the CPU engine's alone too (proj_footprint.c) */
 	if (s->algo.projector == RC_PROJECTOR_FOOTPRINT && eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)

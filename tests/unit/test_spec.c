@@ -121,13 +121,18 @@ static void test_projector_choice(void **state)
 		assert_int_equal(parse(buf, 0, &s, &err), 0);
 		assert_int_equal(s->r.algo.projector, values[i]);
 		assert_int_equal(rc_recon_check(&s->r, &err), 0);
-		/* the splat pair is the CPU engine's */
+		/* the splat pair runs on one engine: cpu, opencl or cuda, not a
+		 * trigeneous split */
 		s->r.engine = RC_ENGINE_OPENCL;
+		assert_int_equal(rc_recon_check(&s->r, &err), 0);
+		s->r.engine = RC_ENGINE_CUDA;
+		assert_int_equal(rc_recon_check(&s->r, &err), 0);
+		s->r.engine = RC_ENGINE_TRIGENEOUS;
 		int rc = rc_recon_check(&s->r, &err);
 		if (values[i] == RC_PROJECTOR_SPLAT) {
 			assert_int_equal(rc, RC_EUNSUPPORTED);
 			assert_string_equal(err.field, "algorithm.projector");
-			assert_non_null(strstr(err.msg, "CPU engine"));
+			assert_non_null(strstr(err.msg, "one engine"));
 		} else {
 			assert_int_equal(rc, 0);
 		}

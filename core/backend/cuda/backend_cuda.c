@@ -49,8 +49,10 @@
 #include <stdint.h>
 
 #ifdef RC_HAVE_CUDA
+#include "backend/cuda/cuda_splat.h"
 #include "backend/cuda/engine_cuda_impl.h"
 #include "projectors/proj_cpu.h"
+#include "backend/splat_dev.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,7 @@ typedef struct cuda_bk {
 	cu_ctx c;
 	int exact_fp; /* RC_FP_RAYCAST with point fetches and fp32 weights */
 	int exact_bp; /* RC_BP_VOXEL and RC_FP_ROTATE likewise */
+	cu_splat *sp; /* the splat pair where the geometry suits it (RC_BK_SPLAT) */
 	size_t nvox, nproj, view;
 	int nviews;
 	/* a fan or parallel stack: plane.cu's kernels, the views' matrices
@@ -267,7 +270,7 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 	BIND(k);
 	cu_ctx *c = &k->c;
 	int rc;
-	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE)
+	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE && kind != RC_FP_SPLAT)
 		return rc_fail(err, RC_EINVAL, "", "unknown forward projector %d", (int)kind);
 	rc_bk_views(&k->base, &first, &last);
 	if (first == last)
@@ -282,6 +285,11 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
 								      c->ks);
 		if (ce != cudaSuccess)
 			return cu_fail(err, ce, "launch of fp_plane");
+		return timer_stop(k, RC_TASK_FORWARD, first, last, err);
+	}
+	if (kind == RC_FP_SPLAT) {
+		if ((rc = timer_start(k, err)) || (rc = cu_splat_fp(k->sp, vol->d, proj->d, first, last, c->ks, err)))
+			return rc;
 		return timer_stop(k, RC_TASK_FORWARD, first, last, err);
 	}
 	if (kind == RC_FP_ROTATE && !c->drot && (rc = cu_ctx_add_rot(c, err)))
@@ -303,7 +311,7 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	BIND(k);
 	cu_ctx *c = &k->c;
 	int rc = 0;
-	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED && kind != RC_BP_SPLAT)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	rc_bk_views(&k->base, &first, &last);
 	if ((rc = timer_start(k, err)))
@@ -318,6 +326,8 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 							     kind == RC_BP_MATCHED, c->ks),
 				     kind == RC_BP_MATCHED ? "launch of bp_plane_t" : "launch of bp_plane");
 		}
+	} else if (kind == RC_BP_SPLAT) {
+		rc = cu_splat_bp(k->sp, proj->d, vol->d, first, last, c->ks, err);
 	} else if (kind == RC_BP_VOXEL) {
 		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
 	} else {
@@ -515,6 +525,7 @@ static void bk_free(rc_backend *b)
 	cu_release(cudaFree(k->scratch));
 	cu_release(cudaFree(k->ppv));
 	cu_release(cudaFree(k->prays));
+	cu_splat_free(k->sp);
 	cu_ctx_release(&k->c);
 	free(k);
 }
@@ -647,13 +658,19 @@ scalars:;
 		bk_free(&k->base);
 		return rc;
 	}
+	/* the matched pair of the iterative algorithms where voxels project at
+	 * most a pixel apart, as on the CPU engine */
+	if (rc_dev_splat_suits(g) && (rc = cu_splat_new(g, &k->sp, err))) {
+		bk_free(&k->base);
+		return rc;
+	}
 	k->dsum = (double *)k->scratch;
 	k->dmax = (unsigned *)((char *)k->scratch + sizeof(double));
 	k->base.ops = &cuda_ops;
 	k->base.geom = g;
 	k->base.nbatch = 1;
 	snprintf(k->base.name, sizeof k->base.name, "cuda");
-	k->base.caps = RC_BK_RESIDENT | RC_BK_FDK;
+	k->base.caps = RC_BK_RESIDENT | RC_BK_FDK | (k->sp ? RC_BK_SPLAT : 0u);
 	k->exact_fp = o->fp_interp != RC_CUDA_INTERP_HW;
 	k->exact_bp = o->bp_interp == RC_CUDA_INTERP_EXACT;
 	k->nvox = rc_volume_count(rc_geom_volume(g));

@@ -136,6 +136,25 @@ int rc_cuda_launch_bp_plane(const float *proj, const float *pv, const float *ray
 int rc_cuda_launch_fp_plane(const float *vol, const float *rays, float *proj, const rc_cuda_plane *g,
 			    int first, int last, cudaStream_t s);
 
+/* The splat pair (splat.cu; the OpenCL engine's kernels/opencl/splat.cl has
+ * the model): tab holds RC_CUDA_SPLAT_HEAD doubles (voxel (0, 0, 0) in mm,
+ * the voxel size) then RC_CUDA_SPLAT_VIEW per view (P, the gain's c0, cu,
+ * cv, 1 on a cone view, 1 / (|P[6]| vz)), built by cuda_splat.c. */
+#define RC_CUDA_SPLAT_HEAD 8
+#define RC_CUDA_SPLAT_VIEW 24
+typedef struct rc_cuda_splat {
+	int nx, ny, nz, nu, nv;
+} rc_cuda_splat;
+/* proj views [first, last) (zeroed by the caller) += the splat of vol,
+ * then times the gain: RC_FP_SPLAT.  Two launches. */
+int rc_cuda_launch_fp_splat(const float *vol, const double *tab, float *proj, const rc_cuda_splat *g, int first,
+			    int last, cudaStream_t s);
+/* vol = (accumulate ? vol : 0) + RC_BP_SPLAT of views [first, last) (at
+ * most RC_CUDA_MAX_BATCH): the views times the gain into gp (that many
+ * views), then the gather.  Two launches. */
+int rc_cuda_launch_bp_splat(const float *proj, const double *tab, float *gp, float *vol, const rc_cuda_splat *g,
+			    int first, int last, int accumulate, cudaStream_t s);
+
 /* Element-wise steps of the CUDA backend (backend_cuda.c) and of the tensor
  * backend's device vectors (core/backend/tensor/tensor_gpu.cu), n elements
  * each, every one the loop of core/vec_host.c it names with the formula of

@@ -11,6 +11,8 @@
 #ifdef RC_HAVE_CUDA
 #include "backend/cuda/engine_cuda_impl.h"
 
+#include "backend/cuda/cuda_splat.h"
+#include "backend/splat_dev.h"
 #include "projectors/proj_cpu.h"
 
 #include <stdio.h>
@@ -28,7 +30,71 @@ typedef struct cu_engine {
 	int plane;
 	float *pvol, *pproj, *ppv, *prays;
 	rc_cuda_plane pg;
+	/* the splat pair (cuda_splat.h) on a whole volume and stack of its own,
+	 * allocated at the first splat call */
+	cu_splat *sp;
+	float *svol, *sproj;
 } cu_engine;
+
+/* --- the splat pair ---------------------------------------------------------- */
+
+static void splat_release(cu_engine *e)
+{
+	cu_splat_free(e->sp);
+	if (e->svol)
+		cu_release(cudaFree(e->svol));
+	if (e->sproj)
+		cu_release(cudaFree(e->sproj));
+	e->sp = NULL;
+	e->svol = e->sproj = NULL;
+}
+
+static int splat_ready(cu_engine *e, rc_err *err)
+{
+	int rc = 0;
+	CU_CHECK(cudaSetDevice(e->opt.ordinal), "cudaSetDevice");
+	if (e->sp)
+		return 0;
+	const rc_geom *g = e->base.geom;
+	CU_CHECK(cudaMalloc((void **)&e->svol, rc_volume_count(rc_geom_volume(g)) * sizeof(float)),
+		 "cudaMalloc(splat volume)");
+	CU_CHECK(cudaMalloc((void **)&e->sproj, rc_geom_proj_count(g) * sizeof(float)), "cudaMalloc(splat projections)");
+	rc = cu_splat_new(g, &e->sp, err);
+out:
+	if (rc) /* all or nothing: the next call starts again */
+		splat_release(e);
+	return rc;
+}
+
+/* The views [first, last) go through the engine's own stack; RC_BP_SPLAT
+ * reads only those. */
+static int splat_call(cu_engine *e, int forward, const float *in, float *out, int first, int last, rc_err *err)
+{
+	if (!e->base.splat)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "voxels project more than %.1f pixel apart on this geometry (or a volume and a stack do "
+			       "not fit the device): the CUDA engine does not splat it",
+			       RC_SPLAT_MAX_STEP);
+	int rc = splat_ready(e, err);
+	if (rc)
+		return rc;
+	const rc_geom *g = e->base.geom;
+	const size_t nvox = rc_volume_count(rc_geom_volume(g)), view = rc_geom_view_count(g);
+	const size_t off = (size_t)first * view, n = (size_t)(last - first) * view * sizeof(float);
+	if (forward) {
+		CU_CHECK(cudaMemcpy(e->svol, in, nvox * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(volume -> device)");
+		if ((rc = cu_splat_fp(e->sp, e->svol, e->sproj, first, last, 0, err)))
+			goto out;
+		CU_CHECK(cudaMemcpy(out + off, e->sproj + off, n, cudaMemcpyDeviceToHost), "cudaMemcpy(views -> host)");
+	} else {
+		CU_CHECK(cudaMemcpy(e->sproj + off, in + off, n, cudaMemcpyHostToDevice), "cudaMemcpy(views -> device)");
+		if ((rc = cu_splat_bp(e->sp, e->sproj, e->svol, first, last, 0, err)))
+			goto out;
+		CU_CHECK(cudaMemcpy(out, e->svol, nvox * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy(volume -> host)");
+	}
+out:
+	return rc;
+}
 
 /* --- fan and parallel stacks (plane.cu) ----------------------------------- */
 
@@ -182,6 +248,8 @@ static int cu_forward(rc_engine *base, rc_fp_kind kind, const float *vol, float 
 		return rc;
 	if (e->plane)
 		return plane_forward(e, kind, vol, proj, first, last, err);
+	if (kind == RC_FP_SPLAT)
+		return splat_call(e, 1, vol, proj, first, last, err);
 	rc = ensure_ctx(e, err);
 	if (rc)
 		return rc;
@@ -245,6 +313,8 @@ static int cu_back(rc_engine *base, rc_bp_kind kind, const float *proj, float *v
 		return rc;
 	if (e->plane)
 		return plane_back(e, kind, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT)
+		return splat_call(e, 0, proj, vol, first, last, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	rc = ensure_ctx(e, err);
@@ -293,6 +363,10 @@ static void cu_free(rc_engine *base)
 	if (!e)
 		return;
 	cu_ctx_release(&e->c);
+	if (e->sp || e->svol || e->sproj) {
+		cu_release(cudaSetDevice(e->opt.ordinal));
+		splat_release(e);
+	}
 	if (e->plane) {
 		cu_release(cudaSetDevice(e->opt.ordinal));
 		float *bufs[4] = { e->pvol, e->pproj, e->ppv, e->prays };
@@ -331,6 +405,11 @@ int rc_engine_cuda_new_opts(const rc_geom *g, const rc_cuda_options *o, rc_engin
 	e->base.geom = g;
 	e->opt = *o;
 	e->plane = rc_geom_is_2d(g);
+	/* the splat pair where the geometry suits it and a volume and a stack
+	 * fit in the device's memory free now (splat_ready allocates them) */
+	uint64_t budget = 0;
+	e->base.splat = rc_dev_splat_suits(g) && cu_budget(o->ordinal, o, &budget, NULL) == 0 &&
+			(rc_volume_count(rc_geom_volume(g)) + rc_geom_proj_count(g)) * sizeof(float) < budget;
 	snprintf(e->base.name, sizeof e->base.name, "cuda");
 	snprintf(e->base.device_id, sizeof e->base.device_id, "%s", info.device_id);
 	snprintf(e->base.hw_group, sizeof e->base.hw_group, "%.*s", (int)sizeof e->base.hw_group - 1,

@@ -148,14 +148,16 @@ static int finish(rc_backend *b, rc_err *err);
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
 		   rc_err *err)
 {
-	if (kind != RC_FP_RAYCAST)
-		return rc_fail(err, RC_EUNSUPPORTED, "", "the OpenCL backend forward-projects by ray casting only");
-	/* a 2-D stack: Joseph's ray casting; a cone: the engine's ray caster */
+	if (kind != RC_FP_RAYCAST && kind != RC_FP_SPLAT)
+		return rc_fail(err, RC_EUNSUPPORTED, "",
+			       "the OpenCL backend forward-projects by ray casting or splatting only");
+	/* a 2-D stack: Joseph's ray casting; a cone: the engine's ray caster or splat pair */
 	rc_bk_views(b, &first, &last);
 	if (first == last)
 		return 0;
 	double t0 = rc_now_s();
-	int rc = rc_ocl_forward_dev(OB(b)->e, vol->m, proj->m, first, last, err);
+	int rc = kind == RC_FP_SPLAT ? rc_ocl_splat_fp(rc_ocl_engine_splat(OB(b)->e), vol->m, proj->m, first, last, err)
+				     : rc_ocl_forward_dev(OB(b)->e, vol->m, proj->m, first, last, err);
 	/* the wait makes the time the projection's (the queue is in order:
 	 * on a CPU device it costs nothing; on a GPU one launch latency per
 	 * projection, which events would save) */
@@ -303,7 +305,7 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	o->base.geom = e->geom;
 	o->base.nbatch = 1;
 	snprintf(o->base.name, sizeof o->base.name, "%s", e->name);
-	o->base.caps = RC_BK_RESIDENT | RC_BK_FDK;
+	o->base.caps = RC_BK_RESIDENT | RC_BK_FDK | (e->splat ? RC_BK_SPLAT : 0u);
 	o->e = e;
 	o->h = h;
 	o->nvox = rc_volume_count(rc_geom_volume(e->geom));

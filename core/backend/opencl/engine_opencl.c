@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "backend/opencl/engine_opencl_impl.h"
+#include "backend/opencl/opencl_splat.h"
+#include "backend/splat_dev.h"
 #include "backend/opencl/opencl_util.h"
 #include "projectors/proj_cpu.h"
 #include "rc_opencl_kernels.h"
@@ -53,6 +55,7 @@ typedef struct ocl_engine {
 	int fan;           /* fan: FBP's back projection weighs by 1/w^2 */
 	int curved;        /* a curved fan: bp_plane.cl maps to the arc with */
 	float cu, sdu;     /* these (proj_cpu.h's rc_plane_arc) */
+	rc_ocl_splat *splat; /* the splat pair where the geometry suits it (opencl_splat.h) */
 	int rot_nmax;      /* grid points per in-plane axis of rot */
 	float rot_h;
 	cl_float4 ctr;     /* volume centre (mm) */
@@ -554,6 +557,39 @@ static int upload_plane_views(ocl_engine *x, const rc_geom *g, rc_err *err)
 	return e == CL_SUCCESS ? 0 : rc_cl_fail(err, e, "clCreateBuffer (in-plane views and rays)");
 }
 
+/* --- the splat pair (opencl_splat.c) on the engine's buffers ------------------ */
+
+static int splat_forward(ocl_engine *x, const float *vol, float *proj, int first, int last, rc_err *err)
+{
+	size_t vsz = (size_t)x->nu * x->nv;
+	cl_int ce = clEnqueueWriteBuffer(x->q, x->vol, CL_FALSE, 0, (size_t)x->nx * x->ny * x->nz * sizeof(float), vol,
+					 0, NULL, NULL);
+	if (ce != CL_SUCCESS)
+		return rc_cl_fail(err, ce, "write of the volume");
+	int rc = rc_ocl_splat_fp(x->splat, x->vol, x->proj, first, last, err);
+	if (rc)
+		return rc;
+	ce = clEnqueueReadBuffer(x->q, x->proj, CL_TRUE, (size_t)first * vsz * sizeof(float),
+				 (size_t)(last - first) * vsz * sizeof(float), proj + (size_t)first * vsz, 0, NULL, NULL);
+	return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "read of the projections");
+}
+
+static int splat_back(ocl_engine *x, const float *proj, float *vol, int first, int last, rc_err *err)
+{
+	size_t vsz = (size_t)x->nu * x->nv;
+	cl_int ce = clEnqueueWriteBuffer(x->q, x->proj, CL_FALSE, (size_t)first * vsz * sizeof(float),
+					 (size_t)(last - first) * vsz * sizeof(float), proj + (size_t)first * vsz, 0,
+					 NULL, NULL);
+	if (ce != CL_SUCCESS)
+		return rc_cl_fail(err, ce, "write of the projections");
+	int rc = rc_ocl_splat_bp(x->splat, x->proj, x->vol, first, last, err);
+	if (rc)
+		return rc;
+	ce = clEnqueueReadBuffer(x->q, x->vol, CL_TRUE, 0, (size_t)x->nx * x->ny * x->nz * sizeof(float), vol, 0, NULL,
+				 NULL);
+	return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "read of the volume");
+}
+
 /* --- engine ops ---------------------------------------------------------------- */
 
 static int check_range(ocl_engine *x, int first, int last, rc_err *err)
@@ -575,11 +611,13 @@ static int ocl_forward(rc_engine *e, rc_fp_kind kind, const float *vol, float *p
 	if (kind == RC_FP_ROTATE && rc_geom_type_of(e->geom) != RC_GEOM_CONE)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 			       "the rotation forward projector (RC_FP_ROTATE) needs a cone geometry");
-	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE)
+	if (kind != RC_FP_RAYCAST && kind != RC_FP_ROTATE && kind != RC_FP_SPLAT)
 		return rc_fail(err, RC_EINVAL, "", "unknown forward projector %d", (int)kind);
 	if (first == last)
 		return 0;
 	cl_int ce;
+	if (kind == RC_FP_SPLAT)
+		return splat_forward(x, vol, proj, first, last, err);
 	if (kind == RC_FP_ROTATE)
 		return fp_rotate(x, vol, proj, first, last, err);
 	if (x->images) {
@@ -610,7 +648,7 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
-	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
+	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED && kind != RC_BP_SPLAT)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	size_t nvox = (size_t)x->nx * x->ny * x->nz;
 	if (first == last) {
@@ -619,6 +657,8 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	}
 	if (x->plane)
 		return plane_back(x, kind, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT)
+		return splat_back(x, proj, vol, first, last, err);
 	size_t vsz = (size_t)x->nu * x->nv;
 	cl_int ce;
 	if (kind == RC_BP_MATCHED) {
@@ -654,6 +694,7 @@ static void ocl_free(rc_engine *e)
 	ocl_engine *x = (ocl_engine *)e;
 	if (!x)
 		return;
+	rc_ocl_splat_free(x->splat);
 	cl_mem mems[] = { x->views, x->vol, x->proj, x->vol_img, x->proj_img, x->rot, x->pviews, x->prays };
 	for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
 		if (mems[i])
@@ -690,6 +731,11 @@ int rc_ocl_engine_handles(rc_engine *e, rc_ocl_handles *h)
 	return 0;
 }
 
+rc_ocl_splat *rc_ocl_engine_splat(rc_engine *e)
+{
+	return e && e->ops == &ocl_ops ? ((ocl_engine *)e)->splat : NULL;
+}
+
 int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int last, rc_err *err)
 {
 	ocl_engine *x = (ocl_engine *)e;
@@ -715,6 +761,8 @@ int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int 
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
+	if (kind == RC_BP_SPLAT)
+		return rc_ocl_splat_bp(x->splat, proj, vol, first, last, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	if (first == last) {
@@ -908,6 +956,10 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 	rc = upload_views(x, g, err);
 	if (!rc && x->plane)
 		rc = upload_plane_views(x, g, err);
+	/* the matched pair of the iterative algorithms where voxels project at
+	 * most a pixel apart, as on the CPU engine (engine.h's splat) */
+	if (!rc && rc_dev_splat_suits(g) && !(rc = rc_ocl_splat_new(x->ctx, x->q, x->prog, x->fp64, x->gpu, g, &x->splat, err)))
+		x->base.splat = 1;
 	if (rc)
 		goto fail;
 	wg_load(x);

@@ -10,6 +10,7 @@
 #define RC_ENGINE_OPENCL_IMPL_H
 
 #include "backend/engine.h"
+#include "backend/opencl/opencl_splat.h"
 #include "backend/opencl/opencl_util.h"
 
 typedef struct rc_ocl_handles {
@@ -26,6 +27,10 @@ typedef struct rc_ocl_handles {
 /* Fills h for an OpenCL engine; RC_EINVAL (nothing filled) for any other. */
 int rc_ocl_engine_handles(rc_engine *e, rc_ocl_handles *h);
 
+/* The engine's splat pair (opencl_splat.h), NULL where the geometry does
+ * not suit it (engine.h's splat is then 0). */
+rc_ocl_splat *rc_ocl_engine_splat(rc_engine *e);
+
 /* RC_FP_RAYCAST from the device buffer vol into views [first, last) of the
  * device buffer proj (other views untouched; a fan or parallel stack:
  * those views of every slice, Joseph's fp_plane).  Enqueued only; the
@@ -34,7 +39,8 @@ int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int las
 
 /* vol = B_kind of views [first, last) of proj, both device buffers (a fan
  * or parallel stack: bp_plane.cl's FBP back projection or fp_plane's
- * transpose).  Enqueued only. */
+ * transpose; RC_BP_SPLAT: the splat pair's, where the engine has it).
+ * Enqueued only. */
 int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
 		    rc_err *err);
 
