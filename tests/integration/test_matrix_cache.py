@@ -14,11 +14,16 @@ takes a second:
   directory stays under the bound, and the other geometry's files make
   room, so a job on it misses too rather than failing;
 - with a bound smaller than any file, the start empties the directory and
-  a job succeeds with nothing written; with 0 the cache is off.
+  a job succeeds with nothing written; with 0 the cache is off (these two
+  through the config file: a string with a suffix, a number);
+- a bad value of the flag or the key stops the daemon naming it.
 """
 
+import json
 import os
+import subprocess
 
+import recond_harness
 from recond_harness import Daemon, check, log, require_binaries, run_main, tempdir
 from recond_client import Client
 
@@ -98,17 +103,33 @@ def main():
     check("under the bound after G2", sum(f.values()) <= bound, str(f))
     d.stop()
 
-    d = Daemon(store=store, extra=["--matrix-cache-bytes", "1K"]).start()
+    d = Daemon(store=store, config=config({"matrix_cache_bytes": "1K"})).start()
     c = Client(d.url, timeout=60)
     check("a bound below any file: the start empties the cache", sum(files(store).values()) == 0, str(files(store)))
     check("a job larger than the bound runs uncached", job(c, G1, "G1 1K") == "miss")
     check("and writes nothing", sum(files(store).values()) == 0, str(files(store)))
     d.stop()
 
-    d = Daemon(store=store, extra=["--matrix-cache-bytes", "0"]).start()
+    d = Daemon(store=store, config=config({"matrix_cache_bytes": 0})).start()
     c = Client(d.url, timeout=60)
     check("0: no matrix cache", job(c, G1, "G1 off") == "off")
     d.stop()
+
+    for what, args in (("the flag", ["--matrix-cache-bytes", "5X"]),
+                       ("the key", ["--config", config({"matrix_cache_bytes": "lots"})]),
+                       ("a negative key", ["--config", config({"matrix_cache_bytes": -1})])):
+        p = subprocess.run([recond_harness.RECOND, "--listen", "127.0.0.1:0", "--store", tempdir()] + args,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        err = p.stderr.decode("utf-8", "replace")
+        check("a bad value of %s stops the daemon, naming it" % what,
+              p.returncode != 0 and "matrix" in err and "cache" in err, "%s %s" % (p.returncode, err))
+
+
+def config(obj):
+    path = os.path.join(tempdir(), "recond.json")
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    return path
 
 
 if __name__ == "__main__":
