@@ -6,7 +6,8 @@
  * temporary files removed and fresh ones and other names left, a file
  * larger than the bound refused; and the DD cache (dd_matrix.h) under a
  * bound: a matrix larger than it returned but not written, one that fits
- * written with an older one deleted.
+ * written with an older one deleted; a job that maps a cached CPU layout
+ * (bsr_cpu_cache.h) keeps its file through a prune to 0 while it runs.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,11 +20,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "projectors/dd_matrix.h"
 #include "projectors/matrix_cache.h"
+#include "plan/recon.h"
 #include "tensor_phantom.h"
 
 struct tmp {
@@ -247,6 +250,78 @@ static void test_dd_bounded(void **state)
 	rc_geom_free(g2);
 }
 
+/* Counts dir's files whose names start with prefix. */
+static int count(const char *dir, const char *prefix)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "exit $(ls '%s' | grep -c '^%s.*\\.bin$')", dir, prefix);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct during {
+	const char *dir;
+	int pruned, nz_left, dd_left;
+};
+
+/* At the run's first iteration the layout is mapped: a prune to 0 then. */
+static void prune_during(void *ud, const rc_progress *p)
+{
+	struct during *d = ud;
+	if (p->iteration != 1 || d->pruned)
+		return;
+	d->pruned = 1;
+	(void)rc_mcache_prune(d->dir, 0, 0, NULL);
+	d->nz_left = count(d->dir, "nz-");
+	d->dd_left = count(d->dir, "dd-");
+}
+
+static void test_mapped_layout_kept(void **state)
+{
+	struct tmp *t = *state;
+	double ang[40];
+	rc_recon_spec s;
+	rc_recon_spec_default(&s);
+	for (int k = 0; k < 40; k++)
+		ang[k] = 9.0 * k + 0.3;
+	s.geom.type = RC_GEOM_PARALLEL;
+	s.geom.nviews = 40;
+	s.geom.angles_deg = ang;
+	s.geom.det.nu = 48;
+	s.geom.det.nv = 1;
+	s.geom.det.du = 1.0;
+	s.vol = (rc_volume_desc){ 32, 32, 3, 1, 1, 1, 0, 0, 0 };
+	rc_algo_params_plain(&s.algo, RC_ALGO_CGLS);
+	s.algo.iterations = 3;
+	s.engine = RC_ENGINE_TENSOR;
+	snprintf(s.precision, sizeof s.precision, "mixed");
+	s.cache_dir = t->dir;
+	size_t nproj = (size_t)40 * 48 * 3, nvox = (size_t)32 * 32 * 3;
+	float *proj = calloc(nproj, sizeof *proj), *vol = calloc(nvox, sizeof *vol);
+	assert_non_null(proj);
+	assert_non_null(vol);
+	for (size_t i = 0; i < nproj; i++)
+		proj[i] = (float)((i * 7919) % 101) / 100.0f;
+	rc_recon_report rep;
+	rc_err err;
+	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), 0);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_int_equal(count(t->dir, "nz-"), 1);
+	assert_int_equal(count(t->dir, "dd-"), 1);
+	struct during d = { .dir = t->dir };
+	rc_algo_hooks hooks = { .progress = prune_during, .ud = &d };
+	assert_int_equal(rc_recon_run(&s, proj, vol, &hooks, &rep, &err), 0);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_int_equal(d.pruned, 1);
+	assert_int_equal(d.nz_left, 1); /* mapped: locked, kept */
+	assert_int_equal(d.dd_left, 0); /* not read on a hit: deleted */
+	/* the job is over: nothing holds it now */
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, NULL), 0);
+	assert_int_equal(count(t->dir, "nz-"), 0);
+	free(proj);
+	free(vol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +331,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tmp_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dd_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mapped_layout_kept, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
