@@ -39,9 +39,6 @@ static void close_parts(app *a)
 	a->st = NULL;
 }
 
-/* The node's own files: beside the jobs with SQLite (one daemon, as before
- * clusters), SPOOL/nodes/NAME with PostgreSQL, so that nodes with other
- * devices keep their models and caches apart on the shared spool. */
 /* The cached system matrices under matrix_cache_bytes from the start (a
  * lowered bound, crashed writers' temporary files): jobs keep it after
  * each write (projectors/matrix_cache.h). */
@@ -57,6 +54,9 @@ static void prune_matrices(const char *state, uint64_t bound)
 		     (unsigned long long)bound);
 }
 
+/* The node's own files: beside the jobs with SQLite (one daemon, as before
+ * clusters), SPOOL/nodes/NAME with PostgreSQL, so that nodes with other
+ * devices keep their models and caches apart on the shared spool. */
 static int state_dir(app *a, rc_err *err)
 {
 	const char *spool = store_dir(a->st);
