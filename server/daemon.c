@@ -6,6 +6,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include "jobs/node.h"
 #include "pacs/pusher.h"
 #include "jobs/runner.h"
+#include "projectors/matrix_cache.h"
 
 static void close_parts(app *a)
 {
@@ -35,6 +37,21 @@ static void close_parts(app *a)
 	a->met = NULL;
 	a->hub = NULL;
 	a->st = NULL;
+}
+
+/* The cached system matrices under matrix_cache_bytes from the start (a
+ * lowered bound, crashed writers' temporary files): jobs keep it after
+ * each write (projectors/matrix_cache.h). */
+static void prune_matrices(const char *state, uint64_t bound)
+{
+	char dir[4200];
+	int64_t left = 0;
+	snprintf(dir, sizeof dir, "%.4000s/matrices", state);
+	if (rc_mcache_prune(dir, bound > INT64_MAX ? INT64_MAX : (int64_t)bound, 0, &left))
+		rlog(LOG_P_WARNING, "matrix_cache_unreadable", "dir=%s error=\"%s\"", dir, strerror(errno));
+	else
+		rlog(LOG_P_INFO, "matrix_cache", "dir=%s bytes=%lld bound=%llu", dir, (long long)left,
+		     (unsigned long long)bound);
 }
 
 /* The node's own files: beside the jobs with SQLite (one daemon, as before
@@ -84,6 +101,7 @@ int daemon_start(app *a, config *cfg, int *ret_port, rc_err *err)
 		goto fail;
 	if (!cfg->audit_log[0])
 		snprintf(cfg->audit_log, sizeof cfg->audit_log, "%.1000s/audit.log", a->state_dir);
+	prune_matrices(a->state_dir, cfg->matrix_cache_bytes);
 	rlog(LOG_P_INFO, "store_open", "store=%s backend=%s spool=%s node=%s state_dir=%s requeued=%d orphans_removed=%d",
 	     masked, store_backend_name(a->st), store_dir(a->st), store_node(a->st), a->state_dir, requeued, orphans);
 	if (hub_new(&a->hub) || metrics_new(&a->met) || auth_new(&a->auth)) {

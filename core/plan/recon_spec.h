@@ -24,6 +24,7 @@ typedef struct rc_recon_spec {
 	rc_limits limits;
 	const char *model_dir; /* where fitted performance models are kept; NULL = none */
 	const char *cache_dir; /* tensor: system matrices cached per geometry; NULL = none */
+	int64_t cache_bytes;   /* the bound on cache_dir (matrix_cache.h); 0 = none */
 	int residual;          /* after the run, one forward projection of the result:
 				* report->relative_residual (plan/residual.c) */
 	/* the tensor path's set-up before the run (may be NULL): its phase

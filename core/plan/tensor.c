@@ -122,6 +122,7 @@ struct tstate {
 	int storing;
 	const rc_geom *g;
 	const char *cache_dir;
+	int64_t cache_bound;
 	int frag;
 	rc_nz_meta meta;
 #ifdef RC_HAVE_CUDA
@@ -133,7 +134,7 @@ static void *store_layout(void *ud)
 {
 	struct tstate *ts = ud;
 	rc_err err; /* best effort: a cache that cannot be written leaves the job as it is */
-	(void)rc_bsr_cpu_store(ts->g, ts->cache_dir, ts->frag, ts->bc, &ts->meta, &err);
+	(void)rc_bsr_cpu_store(ts->g, ts->cache_dir, ts->cache_bound, ts->frag, ts->bc, &ts->meta, &err);
 	return NULL;
 }
 
@@ -155,6 +156,9 @@ static void tstate_free(void *ud)
 	rc_csr_free(ts->m);
 	free(ts);
 }
+
+/* The cache directory's bound for matrix_cache.h (< 0: none). */
+static int64_t cache_bound(const rc_tensor_opts *o) { return o->cache_bytes > 0 ? o->cache_bytes : -1; }
 
 static void setup_at(const rc_tensor_opts *o, const char *phase, double fraction)
 {
@@ -249,7 +253,7 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		tm.proj_div = proj_div;
 		rc = rc_fbp_matrix_build(g, proj_div, o->threads, &ts->m, err);
 	} else {
-		rc = rc_dd_cached(g, o->cache_dir, o->threads, &ts->m, &hit, err);
+		rc = rc_dd_cached_bounded(g, o->cache_dir, cache_bound(o), o->threads, &ts->m, &hit, err);
 		/* the DD matrix from the cache: a hit where the products read it */
 		if (!rc && hit && !cpu_nz)
 			snprintf(mr->cache, sizeof mr->cache, "hit");
@@ -349,6 +353,7 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 							 mr->blocks_pct_after };
 				ts->g = g;
 				ts->cache_dir = o->cache_dir;
+				ts->cache_bound = cache_bound(o);
 				ts->frag = (int)frag;
 				ts->storing = pthread_create(&ts->store, NULL, store_layout, ts) == 0;
 				if (!ts->storing)
@@ -477,6 +482,7 @@ int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err)
 {
 	rc_tensor_opts_default(o);
 	o->cache_dir = s->cache_dir;
+	o->cache_bytes = s->cache_bytes;
 	o->threads = s->threads;
 	o->setup = s->setup;
 	o->setup_ud = s->setup_ud;

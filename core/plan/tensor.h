@@ -32,6 +32,7 @@
 
 typedef struct rc_tensor_opts {
 	const char *cache_dir; /* NULL = build the matrix every time */
+	int64_t cache_bytes;   /* cache_dir kept under this (matrix_cache.h); 0 = no bound */
 	int fragment;          /* rc_frag, or -1 = by slice count */
 	int mixed;             /* 1 = fp16 BSR, 0 = fp32 CSR */
 	int gpu;               /* -1 = when present, 0 = never, 1 = required */

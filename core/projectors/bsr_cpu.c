@@ -17,6 +17,7 @@
 #include <emmintrin.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "projectors/proj_cpu.h"
 #include "util/tensor_par.h"
@@ -28,6 +29,7 @@ void rc_bsr_cpu_free(rc_bsr_cpu *c)
 	if (c->map) {
 		/* a cached layout (bsr_cpu_cache.h): every array is in the mapping */
 		munmap(c->map, c->map_len);
+		close(c->map_fd); /* drops the lock */
 		free(c->xh);
 		free(c);
 		return;

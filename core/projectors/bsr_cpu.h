@@ -77,6 +77,8 @@ typedef struct rc_bsr_cpu {
 	uint16_t *xh;   /* the input's 16-bit copy, max(rows, cols) x 32, made on first use */
 	void *map;      /* a layout from the cache (bsr_cpu_cache.h): the mapped file all */
 	size_t map_len; /* the arrays above (but xh) point into; NULL = built here */
+	int map_fd;     /* with map: the file, open under a shared lock while it is mapped
+			 * (matrix_cache.h: pruning skips it) */
 } rc_bsr_cpu;
 
 int rc_bsr_cpu_build(const rc_bsr *b, int threads, rc_bsr_cpu **ret, rc_err *err);

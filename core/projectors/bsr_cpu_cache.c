@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "projectors/dd_matrix.h"
+#include "projectors/matrix_cache.h"
 #include "util/tensor_par.h"
 
 #define NZ_MAGIC "RCNZCPU1"
@@ -169,8 +170,8 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	return fsync(fd);
 }
 
-int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int frag, const rc_bsr_cpu *c, const rc_nz_meta *meta,
-		     rc_err *err)
+int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag, const rc_bsr_cpu *c,
+		     const rc_nz_meta *meta, rc_err *err)
 {
 	unsigned char *k = NULL;
 	size_t kn = 0;
@@ -211,6 +212,8 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int frag, const rc_bsr_c
 		goto out;
 	}
 	h.nsec = n;
+	if (rc_mcache_admit(dir, bound, w.at, path))
+		goto out; /* larger than the whole cache: not written */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot create %s: %s", tmp, strerror(errno));
@@ -231,6 +234,8 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int frag, const rc_bsr_c
 		fsync(dfd);
 		close(dfd);
 	}
+	/* another job's file written meanwhile: the bound holds after both */
+	(void)rc_mcache_prune(dir, bound, 0, NULL);
 out:
 	if (fd >= 0) {
 		close(fd);
@@ -332,7 +337,7 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	rc_bsr_cpu *c = NULL;
 	if (!dir || !*dir || make_key(g, frag, &k, &kn) || path_of(dir, k, kn, path, sizeof path))
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = rc_mcache_open(path); /* locked until the layout is freed */
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb))
 		goto out;
@@ -368,6 +373,8 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	rc_bsr_cpu_input_init(c);
 	c->map = map;
 	c->map_len = len;
+	c->map_fd = fd;
+	fd = -1;
 	meta->rows_pad = h.rows_pad;
 	meta->cols_pad = h.cols_pad;
 	meta->nnz = h.nnz;

@@ -13,7 +13,9 @@
  * 64-byte aligned offset, so the loaded layout points into the mapping.  A
  * file that does not validate (short, another key, sections that do not
  * add up, row pointers out of order, columns out of range) is a miss.
- * Written as temp file, fsync, rename, fsync of the directory.
+ * Written as temp file, fsync, rename, fsync of the directory.  A loaded
+ * layout keeps the file open under a shared lock until it is freed, so the
+ * cache's pruning (matrix_cache.h) never deletes a file a job maps.
  * The fp16 weights serve every input the products take (fp32, fp16, bf16:
  * precision mixed and bf16), so one file serves both precisions.
  */
@@ -37,8 +39,10 @@ typedef struct rc_nz_meta {
  * checks use `threads` threads. */
 int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc_bsr_cpu **ret, rc_nz_meta *meta);
 
-/* Stores c (built for g, frag) and meta in dir. */
-int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int frag, const rc_bsr_cpu *c, const rc_nz_meta *meta,
-		     rc_err *err);
+/* Stores c (built for g, frag) and meta in dir, kept under `bound` bytes
+ * (matrix_cache.h; < 0 = no bound): a file larger than the bound is not
+ * written (0 all the same: the job runs uncached). */
+int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag, const rc_bsr_cpu *c,
+		     const rc_nz_meta *meta, rc_err *err);
 
 #endif

@@ -11,8 +11,11 @@
  * validate (short, other key, columns out of range) is rebuilt and replaced.
  * Written as temp file, fsync, rename, fsync of the directory: a crash leaves
  * the old file or none, never half a matrix under the final name.
+ * The directory is kept under its bound (matrix_cache.h): a reader holds a
+ * shared lock while it reads, a writer makes room first and prunes after.
  */
 #include "projectors/dd_matrix.h"
+#include "projectors/matrix_cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,7 +139,7 @@ static int write_all(int fd, const void *p, size_t n)
  * miss is not a failure). */
 static int load(const char *path, const struct key *k, const rc_geom *g, rc_csr **ret)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = rc_mcache_open(path);
 	if (fd < 0)
 		return -1;
 	int ok = 0;
@@ -183,10 +186,18 @@ out:
 	return 0;
 }
 
-static int store(const char *dir, const char *path, const struct key *k, const rc_csr *m, rc_err *err)
+/* The bytes store() writes. */
+static int64_t file_bytes(const struct key *k, const rc_csr *m)
+{
+	return 8 + 8 + (int64_t)k->n + 8 + 8 + ((int64_t)m->rows + 1) * 8 + m->nnz * 8;
+}
+
+static int store(const char *dir, const char *path, int64_t bound, const struct key *k, const rc_csr *m, rc_err *err)
 {
 	char tmp[4096];
 	int rc = 0;
+	if (rc_mcache_admit(dir, bound, file_bytes(k, m), path))
+		return 0; /* larger than the whole cache: the job runs uncached */
 	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
 		return rc_fail(err, RC_EIO, "cache_dir", "the matrix cache path is too long");
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -215,11 +226,19 @@ static int store(const char *dir, const char *path, const struct key *k, const r
 		fsync(dfd);
 		close(dfd);
 	}
+	/* another job's file written meanwhile: the bound holds after both */
+	(void)rc_mcache_prune(dir, bound, 0, NULL);
 	return 0;
 }
 
 int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 		 int *ret_hit, rc_err *err)
+{
+	return rc_dd_cached_bounded(g, dir, -1, threads, ret, ret_hit, err);
+}
+
+int rc_dd_cached_bounded(const rc_geom *g, const char *dir, int64_t bound, int threads, rc_csr **ret,
+			 int *ret_hit, rc_err *err)
 {
 	if (!dir || !*dir) {
 		if (ret_hit)
@@ -253,7 +272,7 @@ int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 	rc = rc_dd_build(g, threads, &m, err);
 	if (rc)
 		goto out;
-	rc = store(dir, path, &k, m, err);
+	rc = store(dir, path, bound, &k, m, err);
 	if (rc) {
 		rc_csr_free(m);
 		goto out;

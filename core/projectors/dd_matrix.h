@@ -56,6 +56,11 @@ int rc_dd_build(const rc_geom *g, int threads, rc_csr **ret, rc_err *err);
  * it came from disk (may be NULL). */
 int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 		 int *ret_hit, rc_err *err);
+/* The same with dir kept under `bound` bytes (matrix_cache.h; < 0 = no
+ * bound): a file larger than the bound is not written (the matrix is
+ * still returned), a hit holds a shared lock while it reads. */
+int rc_dd_cached_bounded(const rc_geom *g, const char *dir, int64_t bound, int threads, rc_csr **ret,
+			 int *ret_hit, rc_err *err);
 
 /* The 64-bit FNV-1a hash of the geometry key: the file name of the cache. */
 uint64_t rc_dd_geom_hash(const rc_geom *g);

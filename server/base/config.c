@@ -23,6 +23,7 @@ void config_default(config *c)
 	c->worker_threads = 0;
 	c->max_body = 16u << 20;           /* a spec with 100k matrices is ~20 MB of JSON at most */
 	c->max_job_bytes = 64ull << 30;
+	c->matrix_cache_bytes = 20ull << 30; /* a 512^2 geometry's matrices are 6-7 GB */
 	c->retention_s = 7 * 86400.0;
 	c->stream_idle_s = 300;
 	c->max_per_ip = 64;
@@ -110,7 +111,8 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 					    "max_job_bytes", "retention_s", "stream_idle_s", "max_connections_per_ip", "connection_timeout_s",
 					    "header_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations",
-					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", "memory_limit", NULL };
+					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", "memory_limit",
+					    "matrix_cache_bytes", NULL };
 	int rc;
 	long long v;
 	double d;
@@ -156,6 +158,19 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 			goto out;
 		}
 		c->memory_limit = b;
+	}
+	json_t *mc = json_object_get(o, "matrix_cache_bytes");
+	if (mc) {
+		/* bytes, or the flag's string form ("20G") */
+		uint64_t b = 0;
+		if ((json_is_integer(mc) && json_integer_value(mc) >= 0))
+			b = (uint64_t)json_integer_value(mc);
+		else if (!json_is_string(mc) || config_parse_bytes(json_string_value(mc), &b)) {
+			rc = rc_fail(err, RC_EINVAL, "matrix_cache_bytes", "matrix_cache_bytes must be a number of bytes "
+				     "(0 = no matrix cache) or a string such as \"20G\" (K, M, G, T: powers of 1024)");
+			goto out;
+		}
+		c->matrix_cache_bytes = b;
 	}
 	INT_OPT("max_connections_per_ip", 1, 100000, c->max_per_ip);
 	INT_OPT("connection_timeout_s", 1, 86400, c->conn_timeout_s);
@@ -295,6 +310,8 @@ static void usage(void)
 	       "  --memory-limit BYTES   memory one job may take, K/M/G/T suffixes (e.g. 8G); a job predicted to\n"
 	       "                         need more is refused (422) (default: the machine's or its cgroup's\n"
 	       "                         memory less the larger of 10 %% and 1 GiB)\n"
+	       "  --matrix-cache-bytes BYTES  bound on the cached system matrices (STATE/matrices), K/M/G/T\n"
+	       "                         suffixes; least recently used deleted first (default 20G; 0 = no cache)\n"
 	       "  --retention SECONDS    finished jobs are deleted after this (default 7 days)\n"
 	       "  --max-per-ip N         connections per client address (default 64, at most threads/4)\n"
 	       "  --timeout SECONDS      idle time before a connection is closed (default 600)\n"
@@ -383,7 +400,7 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 {
 	enum { O_CONFIG = 256, O_LISTEN, O_STORE, O_WORKER, O_THREADS, O_WTHREADS, O_MAXBODY, O_MAXJOB, O_RET,
 	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP,
-	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT, O_MEMLIMIT };
+	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT, O_MEMLIMIT, O_MCACHE };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, O_CONFIG }, { "listen", required_argument, NULL, O_LISTEN },
 		{ "store", required_argument, NULL, O_STORE }, { "worker", required_argument, NULL, O_WORKER },
@@ -391,6 +408,7 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		{ "threads", required_argument, NULL, O_THREADS }, { "worker-threads", required_argument, NULL, O_WTHREADS },
 		{ "max-body", required_argument, NULL, O_MAXBODY }, { "max-job-bytes", required_argument, NULL, O_MAXJOB },
 		{ "memory-limit", required_argument, NULL, O_MEMLIMIT },
+		{ "matrix-cache-bytes", required_argument, NULL, O_MCACHE },
 		{ "retention", required_argument, NULL, O_RET }, { "max-per-ip", required_argument, NULL, O_PERIP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT }, { "token-file", required_argument, NULL, O_TOKENS },
 		{ "header-timeout", required_argument, NULL, O_HDRTIMEOUT },
@@ -437,6 +455,13 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 					     "optional K, M, G or T suffix, e.g. 8G (got \"%s\")", optarg);
 			else
 				c->memory_limit = v;
+			break;
+		case O_MCACHE:
+			if (config_parse_bytes(optarg, &v))
+				rc = rc_fail(err, RC_EINVAL, "matrix-cache-bytes", "--matrix-cache-bytes needs bytes with an "
+					     "optional K, M, G or T suffix, e.g. 20G, or 0 for no cache (got \"%s\")", optarg);
+			else
+				c->matrix_cache_bytes = v;
 			break;
 		case O_RET: if (!(rc = parse_u64(optarg, "retention", 0, &v, err))) c->retention_s = (double)v; break;
 		case O_PERIP:

@@ -28,6 +28,8 @@ typedef struct config {
 	int worker_threads;        /* CPU threads per job (0 = all cores) */
 	uint64_t max_body;         /* JSON request body cap */
 	uint64_t max_job_bytes;    /* projections + volume cap of one job */
+	uint64_t matrix_cache_bytes; /* bound on STATE/matrices, the cached system matrices
+				      * (projectors/matrix_cache.h); 0 = no matrix cache */
 	uint64_t memory_limit;     /* memory one job's worker may take (bytes); 0 = what the machine or its
 				    * cgroup gives less a reserve (config_memory_budget) */
 	double retention_s;        /* finished jobs expire after this */

@@ -241,14 +241,17 @@ static void busy_by_plan(app *a, const char *report, double secs)
 static int spawn(runner *r, const char *dir, int live_fd, int stamp_fd, supervised *w, rc_err *err)
 {
 	const config *c = r->a->cfg;
-	char threads[16], idle[32];
+	char threads[16], idle[32], mcache[32];
 	snprintf(threads, sizeof threads, "%d", c->worker_threads);
+	snprintf(mcache, sizeof mcache, "%llu",
+		 (unsigned long long)(c->matrix_cache_bytes > INT64_MAX ? INT64_MAX : c->matrix_cache_bytes));
 	snprintf(idle, sizeof idle, "%.3f", c->stream_idle_s);
 	/* --state-dir: fitted device models and cached system matrices live
-	 * in the node's state directory, shared by its jobs */
-	char *argv[16] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
-			   "--state-dir", r->a->state_dir };
-	int n = 7;
+	 * in the node's state directory, shared by its jobs; the matrices
+	 * under matrix_cache_bytes */
+	char *argv[20] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
+			   "--state-dir", r->a->state_dir, "--matrix-cache-bytes", mcache };
+	int n = 9;
 	if (live_fd >= 0) {
 		argv[n++] = "--live-fd";
 		argv[n++] = "4";

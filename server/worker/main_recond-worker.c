@@ -10,6 +10,8 @@
  *     worker_proto.h: the live volume and the streamed views' stamps)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
+ *     (--matrix-cache-bytes N keeps that directory under N bytes, least
+ *     recently used first, projectors/matrix_cache.h; 0 = no matrix cache)
  *   recond-worker --devices [--state-dir STORE]   the devices of this build,
  *     as JSON (ids as core's registry gives them; with STORE, their models)
  *   recond-worker --names    core's table of choice words (names.h) as JSON,
@@ -508,11 +510,13 @@ int main(int argc, char **argv)
 		{ "live-fd", required_argument, NULL, 'l' },
 		{ "stream-fd", required_argument, NULL, 'S' },
 		{ "stream-idle", required_argument, NULL, 'i' },
+		{ "matrix-cache-bytes", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0, names = 0, live_fd = -1, stream_fd = -1;
 	double stream_idle = 300;
+	long long cache_bytes = -1; /* the daemon's matrix_cache_bytes; -1 = no bound */
 	const char *state_dir = NULL;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'p')
@@ -531,6 +535,8 @@ int main(int argc, char **argv)
 			stream_fd = atoi(optarg);
 		else if (o == 'i')
 			stream_idle = atof(optarg);
+		else if (o == 'm')
+			cache_bytes = atoll(optarg);
 		else {
 			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
@@ -582,8 +588,11 @@ int main(int argc, char **argv)
 		snprintf(cache_dir, sizeof cache_dir, "%s/matrices", state_dir);
 		if ((mkdir(model_dir, 0750) == 0 || errno == EEXIST))
 			spec->r.model_dir = model_dir;
-		if ((mkdir(cache_dir, 0750) == 0 || errno == EEXIST))
+		/* matrix_cache_bytes 0: no matrix cache at all */
+		if (cache_bytes != 0 && (mkdir(cache_dir, 0750) == 0 || errno == EEXIST)) {
 			spec->r.cache_dir = cache_dir;
+			spec->r.cache_bytes = cache_bytes > 0 ? cache_bytes : 0;
+		}
 	}
 	spec->r.setup = on_setup;
 

@@ -1,0 +1,337 @@
+/*
+ * test_matrix_cache: the bound on the matrix cache directory
+ * (projectors/matrix_cache.h) over a temp directory of files with given
+ * sizes and times: least recently used deleted first, the bound kept, a
+ * hit moving a file to the back, a file under a reader's lock kept, old
+ * temporary files removed and fresh ones and other names left, a file
+ * larger than the bound refused; and the DD cache (dd_matrix.h) under a
+ * bound: a matrix larger than it returned but not written, one that fits
+ * written with an older one deleted; a job that maps a cached CPU layout
+ * (bsr_cpu_cache.h) keeps its file through a prune to 0 while it runs.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "projectors/dd_matrix.h"
+#include "projectors/matrix_cache.h"
+#include "plan/recon.h"
+#include "tensor_phantom.h"
+
+struct tmp {
+	char dir[64];
+};
+
+static int setup(void **state)
+{
+	struct tmp *t = calloc(1, sizeof *t);
+	snprintf(t->dir, sizeof t->dir, "/tmp/test_mcache_XXXXXX");
+	if (!t || !mkdtemp(t->dir))
+		return -1;
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tmp *t = *state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+	int rc = system(cmd);
+	free(t);
+	return rc ? -1 : 0;
+}
+
+/* dir/name of `bytes` bytes, last used (atime) and written (mtime) `age`
+ * seconds ago. */
+static void put(const struct tmp *t, const char *name, long bytes, long age)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s", t->dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, bytes), 0);
+	struct timespec ts[2];
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= age;
+	ts[1] = ts[0];
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+}
+
+static int exists(const struct tmp *t, const char *name)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s", t->dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void four(const struct tmp *t)
+{
+	put(t, "dd-a.bin", 1000, 400);
+	put(t, "nz-b.bin", 2000, 300);
+	put(t, "dd-c.bin", 1000, 200);
+	put(t, "nz-d.bin", 3000, 100);
+}
+
+static void test_lru_order(void **state)
+{
+	struct tmp *t = *state;
+	four(t);
+	int64_t left = -1;
+	/* no bound: all stay, the total counted */
+	assert_int_equal(rc_mcache_prune(t->dir, -1, 0, &left), 0);
+	assert_int_equal(left, 7000);
+	assert_int_equal(rc_mcache_prune(t->dir, 7000, 0, &left), 0);
+	assert_int_equal(left, 7000);
+	/* 4500: a (oldest) then b go, c and d (4000) stay */
+	assert_int_equal(rc_mcache_prune(t->dir, 4500, 0, &left), 0);
+	assert_int_equal(left, 4000);
+	assert_false(exists(t, "dd-a.bin"));
+	assert_false(exists(t, "nz-b.bin"));
+	assert_true(exists(t, "dd-c.bin"));
+	assert_true(exists(t, "nz-d.bin"));
+	/* a reserve makes room for a file to come: c goes */
+	assert_int_equal(rc_mcache_prune(t->dir, 4500, 1000, &left), 0);
+	assert_int_equal(left, 3000);
+	assert_false(exists(t, "dd-c.bin"));
+	/* 0 keeps nothing */
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, &left), 0);
+	assert_int_equal(left, 0);
+	assert_false(exists(t, "nz-d.bin"));
+	/* a directory not made yet is an empty cache */
+	char none[128];
+	snprintf(none, sizeof none, "%s/none", t->dir);
+	assert_int_equal(rc_mcache_prune(none, 0, 0, &left), 0);
+	assert_int_equal(left, 0);
+}
+
+static void test_hit_moves_back(void **state)
+{
+	struct tmp *t = *state;
+	four(t);
+	char p[256];
+	snprintf(p, sizeof p, "%s/dd-a.bin", t->dir);
+	int fd = rc_mcache_open(p);
+	assert_true(fd >= 0);
+	close(fd);
+	/* a was used last now: b and c go first (6000 - 2000 - 1000 = 4000) */
+	int64_t left;
+	assert_int_equal(rc_mcache_prune(t->dir, 4000, 0, &left), 0);
+	assert_int_equal(left, 4000);
+	assert_true(exists(t, "dd-a.bin"));
+	assert_false(exists(t, "nz-b.bin"));
+	assert_false(exists(t, "dd-c.bin"));
+	assert_true(exists(t, "nz-d.bin"));
+	char none[256];
+	snprintf(none, sizeof none, "%s/dd-none.bin", t->dir);
+	assert_int_equal(rc_mcache_open(none), -1);
+}
+
+static void test_locked_kept(void **state)
+{
+	struct tmp *t = *state;
+	four(t);
+	char p[256];
+	snprintf(p, sizeof p, "%s/dd-a.bin", t->dir);
+	/* a reader holds the oldest file (it keeps its old atime, so it would
+	 * go first: a reader's touch is tested above) */
+	int fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_SH), 0);
+	int64_t left;
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, &left), 0);
+	assert_int_equal(left, 1000);
+	assert_true(exists(t, "dd-a.bin"));
+	assert_false(exists(t, "nz-b.bin"));
+	assert_false(exists(t, "nz-d.bin"));
+	close(fd);
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, &left), 0);
+	assert_int_equal(left, 0);
+	assert_false(exists(t, "dd-a.bin"));
+}
+
+static void test_tmp_files(void **state)
+{
+	struct tmp *t = *state;
+	put(t, "dd-a.bin.tmp.123", 5000, RC_MCACHE_TMP_AGE_S + 60); /* a crashed writer's */
+	put(t, "nz-b.bin.tmp.456", 5000, 10);                        /* a live writer's */
+	put(t, "notes.txt", 5000, 10 * RC_MCACHE_TMP_AGE_S);          /* not the cache's */
+	put(t, "nz-c.bin", 1000, 10);
+	int64_t left;
+	assert_int_equal(rc_mcache_prune(t->dir, 1000, 0, &left), 0);
+	assert_int_equal(left, 1000); /* temporary files are not counted as cache files */
+	assert_false(exists(t, "dd-a.bin.tmp.123"));
+	assert_true(exists(t, "nz-b.bin.tmp.456"));
+	assert_true(exists(t, "notes.txt"));
+	assert_true(exists(t, "nz-c.bin"));
+	/* and at bound 0 the other names still stay */
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, &left), 0);
+	assert_true(exists(t, "nz-b.bin.tmp.456"));
+	assert_true(exists(t, "notes.txt"));
+	assert_false(exists(t, "nz-c.bin"));
+}
+
+static void test_admit(void **state)
+{
+	struct tmp *t = *state;
+	four(t);
+	/* larger than the bound: refused, nothing deleted */
+	assert_int_equal(rc_mcache_admit(t->dir, 2500, 3000, "dd-big.bin"), RC_ETOOBIG);
+	int64_t left;
+	assert_int_equal(rc_mcache_prune(t->dir, -1, 0, &left), 0);
+	assert_int_equal(left, 7000);
+	/* fits: room made for it (7000 + 2500 -> others at most 2500: d goes too) */
+	assert_int_equal(rc_mcache_admit(t->dir, 5000, 2500, "dd-new.bin"), 0);
+	assert_int_equal(rc_mcache_prune(t->dir, -1, 0, &left), 0);
+	assert_true(left <= 2500);
+	assert_int_equal(left, 0);
+	/* no bound: anything fits */
+	assert_int_equal(rc_mcache_admit(t->dir, -1, 1ll << 50, "dd-huge.bin"), 0);
+}
+
+/* The DD cache under a bound: a matrix larger than it is returned, not
+ * written; one that fits is written, an older file making room. */
+static void test_dd_bounded(void **state)
+{
+	struct tmp *t = *state;
+	rc_geom *g, *g2;
+	assert_int_equal(tp_geom(RC_GEOM_FAN, 32, 1.0, 20, 48, 1, 0, &g), 0);
+	assert_int_equal(tp_geom(RC_GEOM_FAN, 32, 1.0, 20, 48, 1, 0.5, &g2), 0);
+	rc_csr *a = NULL, *b = NULL;
+	rc_err err;
+	int hit = -1;
+	int64_t one, left;
+	/* one file's size, written without a bound */
+	assert_int_equal(rc_dd_cached_bounded(g, t->dir, -1, 0, &a, &hit, &err), 0);
+	assert_int_equal(rc_mcache_prune(t->dir, -1, 0, &one), 0);
+	assert_true(one > ((int64_t)a->rows + 1) * 8 + a->nnz * 8);
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, &left), 0);
+	assert_int_equal(left, 0);
+	rc_csr_free(a);
+	/* larger than the bound: returned, not written */
+	assert_int_equal(rc_dd_cached_bounded(g, t->dir, one - 1, 0, &a, &hit, &err), 0);
+	assert_int_equal(hit, 0);
+	assert_true(a->nnz > 0);
+	assert_int_equal(rc_mcache_prune(t->dir, -1, 0, &left), 0);
+	assert_int_equal(left, 0);
+	rc_csr_free(a);
+	/* room for one file: the second geometry's replaces the first's */
+	int64_t bound = one * 3 / 2;
+	assert_int_equal(rc_dd_cached_bounded(g, t->dir, bound, 0, &a, &hit, &err), 0);
+	assert_int_equal(hit, 0);
+	assert_int_equal(rc_dd_cached_bounded(g, t->dir, bound, 0, &b, &hit, &err), 0);
+	assert_int_equal(hit, 1);
+	rc_csr_free(b);
+	assert_int_equal(rc_dd_cached_bounded(g2, t->dir, bound, 0, &b, &hit, &err), 0);
+	assert_int_equal(hit, 0);
+	rc_csr_free(b);
+	assert_int_equal(rc_mcache_prune(t->dir, -1, 0, &left), 0);
+	assert_true(left > 0 && left <= bound);
+	/* the first geometry's file went: a miss, rebuilt the same */
+	assert_int_equal(rc_dd_cached_bounded(g, t->dir, bound, 0, &b, &hit, &err), 0);
+	assert_int_equal(hit, 0);
+	assert_int_equal(b->nnz, a->nnz);
+	assert_memory_equal(b->val, a->val, sizeof *a->val * (size_t)a->nnz);
+	rc_csr_free(b);
+	rc_csr_free(a);
+	rc_geom_free(g);
+	rc_geom_free(g2);
+}
+
+/* Counts dir's files whose names start with prefix. */
+static int count(const char *dir, const char *prefix)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "exit $(ls '%s' | grep -c '^%s.*\\.bin$')", dir, prefix);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct during {
+	const char *dir;
+	int pruned, nz_left, dd_left;
+};
+
+/* At the run's first iteration the layout is mapped: a prune to 0 then. */
+static void prune_during(void *ud, const rc_progress *p)
+{
+	struct during *d = ud;
+	if (p->iteration != 1 || d->pruned)
+		return;
+	d->pruned = 1;
+	(void)rc_mcache_prune(d->dir, 0, 0, NULL);
+	d->nz_left = count(d->dir, "nz-");
+	d->dd_left = count(d->dir, "dd-");
+}
+
+static void test_mapped_layout_kept(void **state)
+{
+	struct tmp *t = *state;
+	double ang[40];
+	rc_recon_spec s;
+	rc_recon_spec_default(&s);
+	for (int k = 0; k < 40; k++)
+		ang[k] = 9.0 * k + 0.3;
+	s.geom.type = RC_GEOM_PARALLEL;
+	s.geom.nviews = 40;
+	s.geom.angles_deg = ang;
+	s.geom.det.nu = 48;
+	s.geom.det.nv = 1;
+	s.geom.det.du = 1.0;
+	s.vol = (rc_volume_desc){ 32, 32, 3, 1, 1, 1, 0, 0, 0 };
+	rc_algo_params_plain(&s.algo, RC_ALGO_CGLS);
+	s.algo.iterations = 3;
+	s.engine = RC_ENGINE_TENSOR;
+	snprintf(s.precision, sizeof s.precision, "mixed");
+	s.cache_dir = t->dir;
+	size_t nproj = (size_t)40 * 48 * 3, nvox = (size_t)32 * 32 * 3;
+	float *proj = calloc(nproj, sizeof *proj), *vol = calloc(nvox, sizeof *vol);
+	assert_non_null(proj);
+	assert_non_null(vol);
+	for (size_t i = 0; i < nproj; i++)
+		proj[i] = (float)((i * 7919) % 101) / 100.0f;
+	rc_recon_report rep;
+	rc_err err;
+	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), 0);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_int_equal(count(t->dir, "nz-"), 1);
+	assert_int_equal(count(t->dir, "dd-"), 1);
+	struct during d = { .dir = t->dir };
+	rc_algo_hooks hooks = { .progress = prune_during, .ud = &d };
+	assert_int_equal(rc_recon_run(&s, proj, vol, &hooks, &rep, &err), 0);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_int_equal(d.pruned, 1);
+	assert_int_equal(d.nz_left, 1); /* mapped: locked, kept */
+	assert_int_equal(d.dd_left, 0); /* not read on a hit: deleted */
+	/* the job is over: nothing holds it now */
+	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, NULL), 0);
+	assert_int_equal(count(t->dir, "nz-"), 0);
+	free(proj);
+	free(vol);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lru_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hit_moves_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_locked_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tmp_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dd_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mapped_layout_kept, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
