@@ -260,13 +260,25 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	if (kind == RC_BP_VOXEL) {
 		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
 	} else {
-		CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
+		if (!c->bp_add)
+			CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
 		if (first < last)
 			rc = cu_bp_matched(c, proj->d + (size_t)first * k->view, vol->d, 0, c->nz, first, last, err);
 	}
 	if (!rc)
 		rc = timer_stop(k, RC_TASK_BACK, first, last, err);
 out:
+	return rc;
+}
+
+/* vol += the back projection: both projectors add to what dvol holds */
+static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		    rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	k->c.bp_add = 1;
+	int rc = back(b, kind, proj, vol, first, last, err);
+	k->c.bp_add = 0;
 	return rc;
 }
 
@@ -474,6 +486,7 @@ static const rc_backend_ops cuda_ops = {
 	.download = download,
 	.forward = forward,
 	.back = back,
+	.back_add = back_add,
 	.fill = fill,
 	.copy = copy,
 	.axpy = axpy,

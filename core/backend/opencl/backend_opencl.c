@@ -138,6 +138,17 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	return rc;
 }
 
+static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		    rc_err *err)
+{
+	rc_bk_views(b, &first, &last);
+	double t0 = rc_now_s();
+	int rc = rc_ocl_back_dev_add(OB(b)->e, kind, proj->m, vol->m, first, last, err);
+	if (!rc && first < last && (rc = finish(b, err)) == 0)
+		rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
+	return rc;
+}
+
 /* Elements of views [first, last) of v (a volume: all of it). */
 static void span(const rc_backend *b, const rc_vec *v, int first, int last, size_t *off, size_t *n)
 {
@@ -232,6 +243,7 @@ static const rc_backend_ops ocl_ops = {
 	.download = download,
 	.forward = forward,
 	.back = back,
+	.back_add = back_add,
 	.fill = fill,
 	.copy = copy,
 	.axpy = axpy,
