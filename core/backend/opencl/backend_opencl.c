@@ -24,6 +24,7 @@
 #include "backend/backend.h"
 #include "backend/opencl/engine_opencl_impl.h"
 #include "backend/opencl/opencl_ew.h"
+#include "backend/opencl/opencl_tv.h"
 #include "util/rc_clock.h"
 
 struct rc_vec {
@@ -38,6 +39,7 @@ typedef struct ocl_backend {
 	rc_engine *e;
 	rc_ocl_handles h;
 	rc_ocl_ew *w;
+	rc_ocl_tv *tv;
 	size_t nvox, nproj, view;
 	int lent[2]; /* the engine's volume / stack buffer is in use as a vector */
 } ocl_backend;
@@ -220,6 +222,13 @@ static int mul(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, rc_er
 	return rc_ocl_ew_mul2(OB(b)->w, v->m, u->m, c->m, v->n, err);
 }
 
+/* tv_host.h's operator on the device (kernels/opencl/tv.cl) */
+static int tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+{
+	rc_tv_shape s = rc_bk_tv_shape(b);
+	return rc_ocl_tv_apply(OB(b)->tv, &s, w->m, d->m, out->m, eps, err);
+}
+
 static int finish(rc_backend *b, rc_err *err)
 {
 	cl_int e = clFinish(OB(b)->h.q);
@@ -231,6 +240,7 @@ static void ocl_free(rc_backend *b)
 	/* nothing may still be queued on buffers the caller frees next */
 	clFinish(OB(b)->h.q);
 	rc_ocl_ew_free(OB(b)->w);
+	rc_ocl_tv_free(OB(b)->tv);
 	free(b);
 }
 
@@ -254,6 +264,7 @@ static const rc_backend_ops ocl_ops = {
 	.residual = residual,
 	.update = update,
 	.mul = mul,
+	.tv_apply = tv_apply,
 	.finish = finish,
 	.free = ocl_free,
 };
@@ -267,6 +278,8 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	if (!o)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the OpenCL backend");
 	int rc = rc_ocl_ew_new(e, &o->w, err);
+	if (!rc && (rc = rc_ocl_tv_new(e, &o->tv, err)))
+		rc_ocl_ew_free(o->w);
 	if (rc) {
 		free(o);
 		return rc;
