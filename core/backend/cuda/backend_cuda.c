@@ -455,6 +455,18 @@ out:
 	return rc;
 }
 
+/* tv_host.h's operator on the device (kernels/cuda/tv.cu) */
+static int tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	rc_tv_shape s = rc_bk_tv_shape(b);
+	LAUNCHED(rc_cuda_tv_apply(w->d, d->d, out->d, s.nx, s.ny, s.nz, s.planar, eps, k->c.ks), "tv_apply");
+out:
+	return rc;
+}
+
 static int finish(rc_backend *b, rc_err *err)
 {
 	cuda_bk *k = BK(b);
@@ -497,6 +509,7 @@ static const rc_backend_ops cuda_ops = {
 	.residual = residual,
 	.update = update,
 	.mul = mul,
+	.tv_apply = tv_apply,
 	.finish = finish,
 	.free = bk_free,
 };
