@@ -286,7 +286,9 @@ static void memory_against_measurements(void **state)
 		{ "fan fdk tensor", mem_fan(256, 32, 360, 256, 1000, 1500, RC_ALGO_FDK, "fp32", RC_ENGINE_TENSOR), 0, 130 },
 		/* here */
 		{ "small sirt", mem_cone(16, 2.0, 24, 24, 24, 3.0, 1000, 1500, RC_ALGO_SIRT, 0), 0, 45.3 },
-		{ "256^3 fdk streaming", mem_cone(256, 0.5, 300, 512, 400, 0.8, 1000, 1500, RC_ALGO_FDK, 0), 1, 669 },
+		/* streaming adds its groups onto the volume: 597 MiB (669 with a
+		 * scratch volume per group; the batch run of the same job 670) */
+		{ "256^3 fdk streaming", mem_cone(256, 0.5, 300, 512, 400, 0.8, 1000, 1500, RC_ALGO_FDK, 0), 1, 597 },
 		{ "fan D 500 cgls fp32", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_CGLS, "fp32", RC_ENGINE_AUTO), 0, 784 },
 		{ "fan D 500 cgls mixed", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_CGLS, "mixed", RC_ENGINE_AUTO), 0, 1657 },
 		{ "fan D 500 fdk auto", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_FDK, "fp32", RC_ENGINE_AUTO), 0, 69.8 },
