@@ -16,7 +16,8 @@ projections (synthetic: the run time does not depend on the values):
 
 Cases: paper 000's shape (128^3 <- 210 views of 256x200) and RabbitCT's
 (512^3 <- 496 views of 1248x960); RECOND_BENCH_QUICK=1 runs a 64^3 case only.
-RECOND_BENCH_ENGINE picks execution.engine (default cpu; opencl: PoCL here).
+RECOND_BENCH_ENGINE picks execution.engine (default cpu; opencl: PoCL here);
+RECOND_BENCH_ONLY=text runs the cases whose name contains it.
 Usage: stream_bench.py BUILD_DIR
 """
 import os
@@ -102,6 +103,9 @@ def main():
         ("paper 000: 128^3 <- 210 x 256x200", (128, 0.5, 210, 256, 200, 1.0, 1000.0, 1500.0)),
         ("RabbitCT: 512^3 <- 496 x 1248x960", (512, 0.5, 496, 1248, 960, 0.308, 750.0, 1200.0)),
     ]
+    only = os.environ.get("RECOND_BENCH_ONLY")
+    if only:
+        cases = [c for c in cases if only in c[0]]
     store = tempdir("recond-bench-stream-")
     d = Daemon(store=store).start()
     api = d.api()

@@ -8,7 +8,9 @@
  * Each adds views [0, a) then [a, n) onto a random volume s; that must
  * equal s + back(0..n) of the same backend, and s + the double-precision
  * reference (ocl_testutil.h) for the cone's voxel back projection.  An
- * empty range adds nothing.  Then streaming FDK on the resident OpenCL
+ * empty range adds nothing.  An executor whose second (or first) engine
+ * fails during back_add drops it and reruns the call without adding any
+ * share twice.  Then streaming FDK on the resident OpenCL
  * backend (its groups added on the device, no scratch volume) equals the
  * batch FDK of the same backend.  The CUDA backend has the same check in
  * test_engine_cuda.c (stand-in).
@@ -193,6 +195,80 @@ static void test_fan(void **state)
 	rc_geom_free(g);
 }
 
+/* --- a device lost during back_add: the rerun adds nothing twice ------------- */
+
+/* An engine over another that fails with RC_EDEVICE from its first call. */
+typedef struct dead_engine {
+	rc_engine base;
+	rc_engine *inner;
+	int calls;
+} dead_engine;
+
+static int dead_fwd(rc_engine *e, rc_fp_kind k, const float *vol, float *proj, int a, int b, rc_err *err)
+{
+	(void)k, (void)vol, (void)proj, (void)a, (void)b;
+	((dead_engine *)e)->calls++;
+	return rc_fail(err, RC_EDEVICE, "", "simulated device loss");
+}
+
+static int dead_back(rc_engine *e, rc_bp_kind k, const float *proj, float *vol, int a, int b, rc_err *err)
+{
+	(void)k, (void)proj, (void)vol, (void)a, (void)b;
+	((dead_engine *)e)->calls++;
+	return rc_fail(err, RC_EDEVICE, "", "simulated device loss");
+}
+
+static void dead_free(rc_engine *e) { free(e); }
+
+static const rc_engine_ops dead_ops = { .forward = dead_fwd, .back = dead_back, .free = dead_free,
+					.back_add = dead_back };
+
+static void test_rerun(void **state)
+{
+	(void)state;
+	rc_geom *g = tu_cone(14, 24, 20, NVIEWS);
+	assert_non_null(g);
+	size_t nvox = rc_volume_count(rc_geom_volume(g)), np = rc_geom_proj_count(g);
+	float *p = malloc(np * sizeof *p), *s = malloc(nvox * sizeof *s), *got = malloc(nvox * sizeof *got),
+	      *want = malloc(nvox * sizeof *want);
+	assert_true(p && s && got && want);
+	uint64_t seed = 11;
+	for (size_t i = 0; i < np; i++)
+		p[i] = rnd(&seed);
+	for (size_t i = 0; i < nvox; i++)
+		s[i] = rnd(&seed) - 0.5f;
+	rc_err err;
+	rc_engine *cpu = NULL;
+	assert_int_equal(rc_engine_cpu_new(g, 2, &cpu, &err), 0);
+	assert_int_equal(rc_engine_back(cpu, RC_BP_VOXEL, p, want, 0, NVIEWS, &err), 0);
+	for (size_t i = 0; i < nvox; i++)
+		want[i] += s[i];
+	for (int first_dead = 0; first_dead < 2; first_dead++) {
+		dead_engine *d = calloc(1, sizeof *d);
+		assert_non_null(d);
+		d->base = *cpu;
+		d->base.ops = &dead_ops;
+		rc_engine *e[2] = { first_dead ? &d->base : cpu, first_dead ? cpu : &d->base };
+		int views[2] = { NVIEWS / 2, NVIEWS - NVIEWS / 2 };
+		rc_exec *x = NULL;
+		assert_int_equal(rc_exec_new(e, 2, &x, &err), 0);
+		assert_int_equal(rc_exec_set_split(x, RC_TASK_BACK, views, &err), 0);
+		memcpy(got, s, nvox * sizeof *got);
+		assert_int_equal(rc_exec_back_add(x, RC_BP_VOXEL, p, got, 0, NVIEWS, &err), 0);
+		double gap = rc_metric_rel_error(got, want, NULL, nvox);
+		print_message("exec back_add with the %s engine lost mid-call: %d failed call(s), alive %d/%d, "
+			      "vs s + back(all) %.2g\n", first_dead ? "first" : "second", d->calls,
+			      rc_exec_alive(x, 0), rc_exec_alive(x, 1), gap);
+		assert_true(d->calls >= 1 && !rc_exec_alive(x, first_dead ? 0 : 1));
+		assert_true(gap < 1e-6);
+		rc_exec_free(x);
+		free(d);
+	}
+	rc_engine_free(cpu);
+	free(p), free(s), free(got), free(want);
+	rc_geom_free(g);
+}
+
 /* --- streaming FDK on the resident OpenCL backend ---------------------------- */
 
 struct feed {
@@ -261,6 +337,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cone),
 		cmocka_unit_test(test_fan),
+		cmocka_unit_test(test_rerun),
 		cmocka_unit_test(test_stream_fdk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
