@@ -10,6 +10,8 @@
  * a device error drops its engine (exec.h), re-plans and reruns the call:
  * forward shares write disjoint views and back projection rebuilds every
  * partial volume, so a rerun leaves no trace of the failed attempt.
+ * rc_exec_back_add keeps that promise by adding into vol only after every
+ * share succeeded, except on a lone living engine, which adds in place.
  */
 #include "backend/exec.h"
 #include "util/rc_clock.h"
