@@ -443,7 +443,7 @@ static int stream_group(const rc_volume_desc *v)
  * pass over 512^3 each, and the stream fell behind). */
 #define STREAM_LATENCY_S 0.25
 #define STREAM_LATENCY_DEVICE_S 1.0
-#define STREAM_LATENCY_GROW 16.0
+#define STREAM_LATENCY_GROW 4.0
 
 /* Back-projects the pending views (sorted into runs of consecutive views)
  * onto vv. */
