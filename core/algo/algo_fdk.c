@@ -435,15 +435,9 @@ static int stream_group(const rc_volume_desc *v)
 }
 
 /* a view waits at most this long for its group: longer where a group costs
- * a device round trip.  A group's back projection passes over the whole
- * volume once whatever its size, so where a flush takes long (a large
- * volume) a view waits up to three flushes' time, at most
- * STREAM_LATENCY_GROW times this: the groups grow and the passes stay few
- * (RabbitCT's views at 1.2x the batch's pace came in groups of about 5, a
- * pass over 512^3 each, and the stream fell behind). */
+ * a device round trip */
 #define STREAM_LATENCY_S 0.25
 #define STREAM_LATENCY_DEVICE_S 1.0
-#define STREAM_LATENCY_GROW 4.0
 
 /* Back-projects the pending views (sorted into runs of consecutive views)
  * onto vv. */
@@ -474,8 +468,7 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 	/* A device backend uploads each group's views and launches a back
 	 * projection over the whole volume per run of views: groups of at
 	 * least 1/32 of the views keep those launches few. */
-	const double base = b->ops->vec_borrow ? STREAM_LATENCY_S : STREAM_LATENCY_DEVICE_S;
-	double latency = base;
+	double latency = b->ops->vec_borrow ? STREAM_LATENCY_S : STREAM_LATENCY_DEVICE_S;
 	if (!b->ops->vec_borrow && group < (n + 31) / 32)
 		group = (n + 31) / 32;
 	int *list = malloc(sizeof(int) * (size_t)n), *pend = malloc(sizeof(int) * (size_t)n);
@@ -515,10 +508,8 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 		}
 		if (!npend || (npend < group && given < n && rc_now_s() - oldest < latency))
 			continue;
-		double t_flush = rc_now_s();
 		if ((rc = stream_flush(b, vf, vv, f->filt, pend, npend, err)))
 			goto out;
-		latency = fmin(STREAM_LATENCY_GROW * base, fmax(base, 3.0 * (rc_now_s() - t_flush)));
 		int done = given;
 		npend = 0;
 		if (given == n)
