@@ -16,6 +16,8 @@ projections (synthetic: the run time does not depend on the values):
 
 Cases: paper 000's shape (128^3 <- 210 views of 256x200) and RabbitCT's
 (512^3 <- 496 views of 1248x960); RECOND_BENCH_QUICK=1 runs a 64^3 case only.
+RECOND_BENCH_ENGINE picks execution.engine (default cpu; opencl: PoCL here);
+RECOND_BENCH_ONLY=text runs the cases whose name contains it.
 Usage: stream_bench.py BUILD_DIR
 """
 import os
@@ -29,6 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from recond_harness import Daemon, tempdir  # noqa: E402
 
 ACQ_FACTOR = 1.2
+ENGINE = os.environ.get("RECOND_BENCH_ENGINE", "cpu")
 
 
 def spec(n, voxel, views, nu, nv, pix, D, S, stream, label):
@@ -37,7 +40,7 @@ def spec(n, voxel, views, nu, nv, pix, D, S, stream, label):
                          "angles": {"start_deg": 0.0, "step_deg": 360.0 / views, "count": views},
                          "detector": {"nu": nu, "nv": nv, "du_mm": pix, "dv_mm": pix}},
             "volume": {"nx": n, "ny": n, "nz": n, "voxel_mm": [voxel] * 3},
-            "algorithm": {"name": "fdk"}, "execution": {"stream": stream}}
+            "algorithm": {"name": "fdk"}, "execution": {"stream": stream, "engine": ENGINE}}
 
 
 def data_for(views, nu, nv):
@@ -100,6 +103,9 @@ def main():
         ("paper 000: 128^3 <- 210 x 256x200", (128, 0.5, 210, 256, 200, 1.0, 1000.0, 1500.0)),
         ("RabbitCT: 512^3 <- 496 x 1248x960", (512, 0.5, 496, 1248, 960, 0.308, 750.0, 1200.0)),
     ]
+    only = os.environ.get("RECOND_BENCH_ONLY")
+    if only:
+        cases = [c for c in cases if only in c[0]]
     store = tempdir("recond-bench-stream-")
     d = Daemon(store=store).start()
     api = d.api()
@@ -110,7 +116,8 @@ def main():
         rows += run_case(api, name, geo, data)
         del data
     d.stop()
-    print("Streaming FDK vs batch FDK, through the HTTP API (one daemon, CPU engine, %d cores)" % os.cpu_count())
+    print("Streaming FDK vs batch FDK, through the HTTP API (one daemon, %s engine, %d cores)"
+          % (ENGINE, os.cpu_count()))
     print("| case | run | job run_s | last view 200 -> succeeded s | client start -> succeeded s | tail / batch run (target <= 0.10) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for r in rows:

@@ -98,8 +98,9 @@ typedef struct rc_algo_params {
 	rc_filter_window window; /* FDK */
 	double cutoff;           /* FDK, fraction of Nyquist in (0, 1]; 1 = none */
 	rc_scan_mode scan;       /* FDK */
-	int streaming;           /* FDK run with hooks->views: one more volume
-	                            (rc_algo_vectors; the caller sets both) */
+	int streaming;           /* FDK run with hooks->views (the caller sets
+	                            both); no more memory: its groups are added
+	                            onto the volume in place */
 	rc_projector projector;  /* iterative cone/matrices jobs on a host backend */
 	rc_initial initial;      /* iterative: the start; with FDK or GIVEN, vol is
 	                            written before the iterations (also when they

@@ -29,8 +29,8 @@
  * rotation (proj_cyl.c's column set-up of the voxel tiles).
  *
  * Streaming (hooks->views): each view is filtered as it arrives, exactly as
- * above, and the filtered views are back-projected in groups into a
- * scratch volume that is added to the sum; the angles, dbeta and Parker's
+ * above, and the filtered views are back-projected in groups straight onto
+ * the sum (rc_bk_back_add: no scratch volume, no pass to add one); the angles, dbeta and Parker's
  * weights come from the geometry, which holds every view's angle from the
  * start, so a short scan streams too.  Only the order of the float sums
  * differs from the batch run.
@@ -425,7 +425,8 @@ static int cmp_int(const void *a, const void *b)
 
 /* Views back-projected per group: about 16 MB of volume per view, so that a
  * small volume shows each view at once and a large one is not re-read per
- * view (a group costs a back projection plus three volume passes). */
+ * view (a group costs a back projection that reads and writes the volume
+ * once). */
 static int stream_group(const rc_volume_desc *v)
 {
 	double mb = 4.0 * (double)rc_volume_count(v) / (1 << 20);
@@ -439,9 +440,8 @@ static int stream_group(const rc_volume_desc *v)
 #define STREAM_LATENCY_DEVICE_S 1.0
 
 /* Back-projects the pending views (sorted into runs of consecutive views)
- * and adds them to vv. */
-static int stream_flush(rc_backend *b, rc_vec *vf, rc_vec *vv, rc_vec *tmp, const float *filt, int *pend, int npend,
-			const float *ones, rc_err *err)
+ * onto vv. */
+static int stream_flush(rc_backend *b, rc_vec *vf, rc_vec *vv, const float *filt, int *pend, int npend, rc_err *err)
 {
 	int rc = 0;
 	qsort(pend, (size_t)npend, sizeof *pend, cmp_int);
@@ -453,8 +453,8 @@ static int stream_flush(rc_backend *b, rc_vec *vf, rc_vec *vv, rc_vec *tmp, cons
 		 * reads them where they were filtered) */
 		if (!b->ops->vec_borrow)
 			rc = rc_bk_upload_views(b, vf, filt, pend[i], pend[j - 1] + 1, err);
-		if (!rc && !(rc = rc_bk_back(b, RC_BP_VOXEL, vf, tmp, pend[i], pend[j - 1] + 1, err)))
-			rc = rc_bk_axpy(b, vv, ones, tmp, err);
+		if (!rc)
+			rc = rc_bk_back_add(b, RC_BP_VOXEL, vf, vv, pend[i], pend[j - 1] + 1, err);
 		i = j;
 	}
 	return rc;
@@ -472,18 +472,14 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 	if (!b->ops->vec_borrow && group < (n + 31) / 32)
 		group = (n + 31) / 32;
 	int *list = malloc(sizeof(int) * (size_t)n), *pend = malloc(sizeof(int) * (size_t)n);
-	float *ones = malloc(sizeof(float) * (size_t)b->nbatch);
-	rc_vec *vf = NULL, *vv = NULL, *tmp = NULL;
+	rc_vec *vf = NULL, *vv = NULL;
 	double oldest = 0;
-	if (!list || !pend || !ones) {
+	if (!list || !pend) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the streaming FDK's view lists");
 		goto out;
 	}
-	for (int i = 0; i < b->nbatch; i++)
-		ones[i] = 1.0f;
 	if ((rc = rc_bk_vec_from(b, RC_SPACE_PROJ, f->filt, &vf, err)) ||
-	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) || (rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &tmp, err)) ||
-	    (rc = rc_bk_fill(b, vv, 0.0f, RC_VIEWS_ALL, err)))
+	    (rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) || (rc = rc_bk_fill(b, vv, 0.0f, RC_VIEWS_ALL, err)))
 		goto out;
 	while (given < n || npend > 0) {
 		if (f->cancel && atomic_load(f->cancel)) {
@@ -512,7 +508,7 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 		}
 		if (!npend || (npend < group && given < n && rc_now_s() - oldest < latency))
 			continue;
-		if ((rc = stream_flush(b, vf, vv, tmp, f->filt, pend, npend, ones, err)))
+		if ((rc = stream_flush(b, vf, vv, f->filt, pend, npend, err)))
 			goto out;
 		int done = given;
 		npend = 0;
@@ -537,10 +533,8 @@ static int fdk_stream(struct fdk *f, rc_backend *b, float *vol, const rc_algo_ho
 	}
 	rc = h->iterate ? h->iterate(h->ud, b, vv, 1) : 0;
 out:
-	rc_bk_vec_free(b, tmp);
 	rc_bk_vec_free(b, vv);
 	rc_bk_vec_free(b, vf);
-	free(ones);
 	free(pend);
 	free(list);
 	return rc;

@@ -51,9 +51,9 @@ void rc_algo_vectors_n(const rc_algo_params *p, int nviews, size_t nvox, int *nv
 	int S = rc_algo_subsets(p, nviews);
 	int tv = p->tv_weight > 0.0;
 	switch (p->name) {
-	/* FDK: a streaming run back-projects its groups into a scratch volume
-	 * and adds them (algo_fdk.c) */
-	case RC_ALGO_FDK: *nvol = 1 + !!p->streaming, *nproj = 1; break;
+	/* FDK: a streaming run adds its groups onto the volume (rc_bk_back_add,
+	 * algo_fdk.c): no scratch volume either way */
+	case RC_ALGO_FDK: *nvol = 1, *nproj = 1; break;
 	case RC_ALGO_CGLS: *nvol = 3 + tv, *nproj = 2; break;
 	default: /* SART, SIRT, MLEM (the same loop) */
 		*nvol = 2 + (S > 1) + (rc_sart_cache_all(p, S, nvox) ? S : 1);

@@ -69,6 +69,24 @@ void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double second
 	b->stats.views[task] += last > first ? last - first : 0;
 }
 
+int rc_bk_back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		   rc_err *err)
+{
+	if (b->ops->back_add)
+		return b->ops->back_add(b, kind, proj, vol, first, last, err);
+	rc_vec *tmp = NULL;
+	float *ones = malloc(sizeof *ones * (size_t)b->nbatch);
+	int rc = ones ? rc_bk_vec_new(b, RC_SPACE_VOLUME, &tmp, err)
+		      : rc_fail(err, RC_ENOMEM, "", "out of memory for a back projection to add");
+	for (int i = 0; !rc && i < b->nbatch; i++)
+		ones[i] = 1.0f;
+	if (!rc && !(rc = rc_bk_back(b, kind, proj, tmp, first, last, err)))
+		rc = rc_bk_axpy(b, vol, ones, tmp, err);
+	rc_bk_vec_free(b, tmp);
+	free(ones);
+	return rc;
+}
+
 rc_tv_shape rc_bk_tv_shape(const rc_backend *b)
 {
 	const rc_volume_desc *v = rc_geom_volume(b->geom);

@@ -82,6 +82,11 @@ typedef struct rc_backend_ops {
 	/* vol = sum over views first..last of B_kind proj (overwritten). */
 	int (*back)(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first,
 		    int last, rc_err *err);
+	/* Optional (NULL: rc_bk_back_add goes through a vector of its own):
+	 * vol += sum over views first..last of B_kind proj, in place: a
+	 * streaming FDK adds each group of views so, without a scratch volume. */
+	int (*back_add)(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first,
+			int last, rc_err *err);
 
 	/* y = v (views first..last of a projection vector) */
 	int (*fill)(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err);
@@ -248,6 +253,11 @@ static inline int rc_bk_back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj,
 {
 	return b->ops->back(b, kind, proj, vol, first, last, err);
 }
+
+/* vol += B_kind proj over views first..last: the backend's back_add, or
+ * back into a vector of this call added with axpy where it has none. */
+int rc_bk_back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		   rc_err *err);
 
 static inline int rc_bk_fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
 {

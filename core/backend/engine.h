@@ -54,6 +54,15 @@ typedef struct rc_engine_ops {
 	int (*back)(rc_engine *e, rc_bp_kind kind, const float *proj,
 		    float *vol, int first, int last, rc_err *err);
 	void (*free)(rc_engine *e);
+	/* Optional (NULL: the engine only overwrites): vol += the back
+	 * projection of views first..last-1 of proj, for every kind `back`
+	 * takes, without a volume of scratch where the projector can add in
+	 * place (RC_BP_VOXEL on every engine, RC_BP_SPLAT on the CPU engine;
+	 * the OpenCL and CUDA splat gathers store, so they refuse to add with
+	 * RC_EUNSUPPORTED rather than lose the volume): a streaming FDK
+	 * adds each group of views so (algo_fdk.c). */
+	int (*back_add)(rc_engine *e, rc_bp_kind kind, const float *proj,
+			float *vol, int first, int last, rc_err *err);
 } rc_engine_ops;
 
 /* Fields every engine fills; engines embed this struct first. */
@@ -85,6 +94,15 @@ static inline int rc_engine_back(rc_engine *e, rc_bp_kind kind, const float *pro
 				 float *vol, int first, int last, rc_err *err)
 {
 	return e->ops->back(e, kind, proj, vol, first, last, err);
+}
+
+/* engine.h's back_add; RC_EUNSUPPORTED where the engine has none. */
+static inline int rc_engine_back_add(rc_engine *e, rc_bp_kind kind, const float *proj,
+				     float *vol, int first, int last, rc_err *err)
+{
+	if (!e->ops->back_add)
+		return rc_fail(err, RC_EUNSUPPORTED, "", "the %s engine has no accumulating back projection", e->name);
+	return e->ops->back_add(e, kind, proj, vol, first, last, err);
 }
 
 static inline void rc_engine_free(rc_engine *e)

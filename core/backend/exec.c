@@ -10,6 +10,8 @@
  * a device error drops its engine (exec.h), re-plans and reruns the call:
  * forward shares write disjoint views and back projection rebuilds every
  * partial volume, so a rerun leaves no trace of the failed attempt.
+ * rc_exec_back_add keeps that promise by adding into vol only after every
+ * share succeeded, except on a lone living engine, which adds in place.
  */
 #include "backend/exec.h"
 #include "util/rc_clock.h"
@@ -22,7 +24,7 @@ struct rc_exec {
 	int n;
 	rc_engine *eng[RC_EXEC_MAX_ENGINES];
 	int split[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
-	float *partial[RC_EXEC_MAX_ENGINES]; /* [0] unused: engine 0 writes vol */
+	float *partial[RC_EXEC_MAX_ENGINES]; /* [0] only for rc_exec_back_add: engine 0 writes vol */
 	int last_views[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	double total_s[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
 	long total_views[RC_TASK_COUNT][RC_EXEC_MAX_ENGINES];
@@ -40,6 +42,7 @@ struct share {
 	const float *in;
 	float *out;
 	int first, last;
+	int add; /* back_add into out */
 	int rc;
 	rc_err err;
 	double seconds;
@@ -152,6 +155,8 @@ static void *run_share(void *arg)
 	rc_err_clear(&s->err);
 	if (s->task == RC_TASK_FORWARD)
 		s->rc = rc_engine_forward(e, (rc_fp_kind)s->kind, s->in, s->out, s->first, s->last, &s->err);
+	else if (s->add)
+		s->rc = rc_engine_back_add(e, (rc_bp_kind)s->kind, s->in, s->out, s->first, s->last, &s->err);
 	else
 		s->rc = rc_engine_back(e, (rc_bp_kind)s->kind, s->in, s->out, s->first, s->last, &s->err);
 	s->seconds = rc_now_s() - t0;
@@ -211,14 +216,14 @@ int rc_is_device_failure(int rc)
 }
 
 static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
-		    float *out, int first, int last, int *failed, rc_err *err);
+		    float *out, int first, int last, int add, int *failed, rc_err *err);
 
 static int run_task(rc_exec *x, rc_task task, int kind, const float *in,
-		    float *out, int first, int last, rc_err *err)
+		    float *out, int first, int last, int add, rc_err *err)
 {
 	for (;;) {
 		int failed[RC_EXEC_MAX_ENGINES] = {0};
-		int rc = run_once(x, task, kind, in, out, first, last, failed, err);
+		int rc = run_once(x, task, kind, in, out, first, last, add, failed, err);
 		if (!rc)
 			return 0;
 		int nfailed = 0, alive_after = 0;
@@ -245,8 +250,13 @@ static int run_task(rc_exec *x, rc_task task, int kind, const float *in,
 	}
 }
 
+/* add: out += the back projection.  An engine adds into out itself only
+ * when it is the one living engine and has back_add (nothing to rerun the
+ * call on, and no partial volume); otherwise every share goes to a partial
+ * volume and out only takes their sum once all succeeded, so a rerun after
+ * a dropped engine adds nothing twice. */
 static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
-		    float *out, int first, int last, int *failed, rc_err *err)
+		    float *out, int first, int last, int add, int *failed, rc_err *err)
 {
 	int nviews = rc_geom_nviews(rc_exec_geom(x));
 	if (first < 0 || last > nviews || first > last)
@@ -258,13 +268,16 @@ static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
 	struct share sh[RC_EXEC_MAX_ENGINES];
 	pthread_t th[RC_EXEC_MAX_ENGINES];
 	int started[RC_EXEC_MAX_ENGINES] = {0};
-	int used = 0;
+	int used = 0, alive = 0;
+	for (int i = 0; i < x->n; i++)
+		alive += !x->dead[i];
 	for (int i = 0; i < x->n; i++) {
+		int direct = alive == 1 && x->eng[i]->ops->back_add;
 		sh[i] = (struct share){ .x = x, .i = i, .task = task, .kind = kind, .in = in,
-					.first = bounds[i], .last = bounds[i + 1] };
+					.first = bounds[i], .last = bounds[i + 1], .add = add && direct };
 		if (task == RC_TASK_FORWARD) {
 			sh[i].out = out;
-		} else if (used == 0) {
+		} else if (used == 0 && (!add || direct)) {
 			sh[i].out = out; /* the first engine with work writes vol itself */
 		} else {
 			if (!x->partial[i] && !(x->partial[i] = malloc(nvox * sizeof(float))))
@@ -275,7 +288,8 @@ static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
 			used++;
 	}
 	if (task == RC_TASK_BACK && used == 0) {
-		memset(out, 0, nvox * sizeof(float));
+		if (!add)
+			memset(out, 0, nvox * sizeof(float));
 		return 0;
 	}
 	/* Engines other than the first with work run on their own threads. */
@@ -320,9 +334,10 @@ static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
 	}
 	if (rc || task == RC_TASK_FORWARD)
 		return rc;
-	/* Fixed order: partial volumes of later engines into vol. */
-	for (int i = first_used + 1; i < x->n; i++) {
-		if (bounds[i + 1] <= bounds[i])
+	/* Fixed order: partial volumes of later engines into vol (of every
+	 * engine with work when adding through them) */
+	for (int i = first_used; i < x->n; i++) {
+		if (bounds[i + 1] <= bounds[i] || sh[i].out == out)
 			continue;
 		const float *p = x->partial[i];
 		for (size_t j = 0; j < nvox; j++)
@@ -334,13 +349,19 @@ static int run_once(rc_exec *x, rc_task task, int kind, const float *in,
 int rc_exec_forward(rc_exec *x, rc_fp_kind kind, const float *vol, float *proj,
 		    int first, int last, rc_err *err)
 {
-	return run_task(x, RC_TASK_FORWARD, (int)kind, vol, proj, first, last, err);
+	return run_task(x, RC_TASK_FORWARD, (int)kind, vol, proj, first, last, 0, err);
 }
 
 int rc_exec_back(rc_exec *x, rc_bp_kind kind, const float *proj, float *vol,
 		 int first, int last, rc_err *err)
 {
-	return run_task(x, RC_TASK_BACK, (int)kind, proj, vol, first, last, err);
+	return run_task(x, RC_TASK_BACK, (int)kind, proj, vol, first, last, 0, err);
+}
+
+int rc_exec_back_add(rc_exec *x, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+		     rc_err *err)
+{
+	return run_task(x, RC_TASK_BACK, (int)kind, proj, vol, first, last, 1, err);
 }
 
 int rc_exec_last_views(const rc_exec *x, rc_task task, int i) { return x->last_views[task][i]; }

@@ -69,6 +69,11 @@ int rc_exec_forward(rc_exec *x, rc_fp_kind kind, const float *vol, float *proj,
 /* vol = sum of the back projections of views [first, last). */
 int rc_exec_back(rc_exec *x, rc_bp_kind kind, const float *proj, float *vol,
 		 int first, int last, rc_err *err);
+/* vol += the sum of the back projections of views [first, last): in place
+ * on the one living engine where it has back_add (engine.h), else through
+ * partial volumes added in engine order once every share succeeded. */
+int rc_exec_back_add(rc_exec *x, rc_bp_kind kind, const float *proj, float *vol,
+		     int first, int last, rc_err *err);
 
 /* Called after engine `failed` was dropped: set new splits (every task) over
  * the living engines with rc_exec_set_split; non-zero ends the job. */

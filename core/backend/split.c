@@ -119,6 +119,7 @@ struct share {
 	const rc_vec *in; /* the split's volume (forward) or projections (back) */
 	rc_vec *out;      /* the split's projections (forward) or volume (back) */
 	float *dst;       /* back: where child i's partial volume goes */
+	int add;          /* back: child i adds into the result itself */
 	int first, last;
 	int rc;
 	rc_err err;
@@ -181,8 +182,9 @@ static int share_back(struct share *s)
 	rc_bp_kind kind = (rc_bp_kind)s->kind;
 	rc_vec *v = NULL, *p = NULL;
 	int rc;
-	if (s->i == 0) /* the home has work: it is the first, and writes the result */
-		return rc_bk_back(c, kind, s->in->h, s->out->h, s->first, s->last, &s->err);
+	if (s->i == 0 && s->dst == s->out->mem) /* the home has work: it is the first, and writes the result */
+		return s->add ? rc_bk_back_add(c, kind, s->in->h, s->out->h, s->first, s->last, &s->err)
+			      : rc_bk_back(c, kind, s->in->h, s->out->h, s->first, s->last, &s->err);
 	if (c->caps & RC_BK_HOST) {
 		if (!(rc = c->ops->vec_borrow(c, RC_SPACE_PROJ, s->in->mem, &p, &s->err)) &&
 		    !(rc = c->ops->vec_borrow(c, RC_SPACE_VOLUME, s->dst, &v, &s->err)))
@@ -209,17 +211,23 @@ static void *run_share(void *arg)
 
 /* One attempt of a projection; failed[i] set for a child whose share
  * failed with a device error. */
+/* add (back only): the result += the sum.  The home adds in place when it
+ * is the one living child; otherwise every share goes to a partial volume
+ * and the result takes their sum once all succeeded, so that a rerun after
+ * a dropped child adds nothing twice. */
 static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *out, int first, int last,
-		    int *failed, rc_err *err)
+		    int add, int *failed, rc_err *err)
 {
-	int bounds[RC_SPLIT_MAX + 1], used = -1, rc;
+	int bounds[RC_SPLIT_MAX + 1], used = -1, rc, alive = 0;
+	for (int i = 0; i < x->n; i++)
+		alive += !x->dead[i];
 	rc_partition_bounds(x->views[task], x->n, rc_geom_nviews(x->base.geom), first, last, bounds);
 	struct share sh[RC_SPLIT_MAX];
 	pthread_t th[RC_SPLIT_MAX];
 	int started[RC_SPLIT_MAX] = { 0 };
 	for (int i = 0; i < x->n; i++) {
 		sh[i] = (struct share){ .x = x, .i = i, .task = task, .kind = kind, .in = in, .out = out,
-					.first = bounds[i], .last = bounds[i + 1] };
+					.first = bounds[i], .last = bounds[i + 1], .add = add && alive == 1 && i == 0 };
 		if (bounds[i + 1] <= bounds[i])
 			continue;
 		if (i > 0 && !(x->c[i]->caps & RC_BK_HOST)) {
@@ -235,7 +243,7 @@ static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *
 			}
 		}
 		if (task == RC_TASK_BACK) {
-			if (used < 0) {
+			if (used < 0 && (!add || sh[i].add)) {
 				sh[i].dst = out->mem; /* the first child with work writes the result */
 			} else {
 				size_t bytes = x->nvox * sizeof(float);
@@ -249,7 +257,7 @@ static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *
 			used = i;
 	}
 	if (used < 0) { /* no view: forward writes nothing, back an empty sum */
-		if (task == RC_TASK_BACK)
+		if (task == RC_TASK_BACK && !add)
 			memset(out->mem, 0, x->nvox * sizeof(float));
 		return 0;
 	}
@@ -285,8 +293,8 @@ static int run_once(split *x, rc_task task, int kind, const rc_vec *in, rc_vec *
 		x->nviews[task][i] += nv;
 	}
 	if (!rc && task == RC_TASK_BACK) /* fixed order: later children's partial volumes into the result */
-		for (int i = used + 1; i < x->n; i++) {
-			if (bounds[i + 1] <= bounds[i])
+		for (int i = used; i < x->n; i++) {
+			if (bounds[i + 1] <= bounds[i] || sh[i].dst == out->mem)
 				continue;
 			const float *p = x->partial[i];
 			for (size_t j = 0; j < x->nvox; j++)
@@ -318,14 +326,14 @@ static int redistribute(void *ud, rc_backend *b, int failed, rc_err *err)
  * shares are disjoint and back rebuilds every partial volume, so nothing
  * of the failed attempt remains.  The home keeps the vectors either way. */
 static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_vec *out, int first, int last,
-		    rc_err *err)
+		    int add, rc_err *err)
 {
 	split *x = (split *)b;
 	rc_bk_views(b, &first, &last);
 	double t0 = rc_now_s();
 	for (;;) {
 		int failed[RC_SPLIT_MAX] = { 0 };
-		int rc = run_once(x, task, kind, in, out, first, last, failed, err);
+		int rc = run_once(x, task, kind, in, out, first, last, add, failed, err);
 		int nfailed = 0, alive_after = 0;
 		for (int i = 0; i < x->n; i++) {
 			nfailed += failed[i];
@@ -351,12 +359,18 @@ static int run_task(rc_backend *b, rc_task task, int kind, const rc_vec *in, rc_
 static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *proj, int first, int last,
 		   rc_err *err)
 {
-	return run_task(b, RC_TASK_FORWARD, (int)kind, vol, proj, first, last, err);
+	return run_task(b, RC_TASK_FORWARD, (int)kind, vol, proj, first, last, 0, err);
 }
 
 static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last, rc_err *err)
 {
-	return run_task(b, RC_TASK_BACK, (int)kind, proj, vol, first, last, err);
+	return run_task(b, RC_TASK_BACK, (int)kind, proj, vol, first, last, 0, err);
+}
+
+static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		    rc_err *err)
+{
+	return run_task(b, RC_TASK_BACK, (int)kind, proj, vol, first, last, 1, err);
 }
 
 /* ---- element-wise: the home's ------------------------------------------- */
@@ -438,6 +452,7 @@ static const rc_backend_ops split_ops = {
 	.download = download,
 	.forward = forward,
 	.back = back,
+	.back_add = back_add,
 	.fill = fill,
 	.copy = copy,
 	.axpy = axpy,

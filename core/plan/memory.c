@@ -59,8 +59,10 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	/* FDK, alone or as an iterative method's start: the stack, its
 	 * filtered copy, the volume and, on cone and matrices, 1.5 volumes more
 	 * (measured: 81 MiB over 2 P + V at 256^3, 685 MiB at RabbitCT's
-	 * 512^3), and a streaming run's scratch volume */
-	uint64_t fdk = add_sat(mul_sat(P, 2.0), mul_sat(V, (two_d ? 1.0 : 2.5) + !!streaming));
+	 * 512^3); a streaming run adds its groups onto the volume
+	 * (rc_bk_back_add): no more */
+	(void)streaming;
+	uint64_t fdk = add_sat(mul_sat(P, 2.0), mul_sat(V, two_d ? 1.0 : 2.5));
 	/* a displaced detector (algo_fdk.c): the stack widened by 2 |offset_u|
 	 * / du pixels and its filtered copy on top (a curved cone's back
 	 * projection is the flat one's tiles: nothing more) */

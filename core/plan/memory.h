@@ -11,8 +11,9 @@
  *             (opencl, cuda, trigeneous) adds RC_MEM_DEVICE_LIBS.
  *   fdk       the stack (mapped) + its filtered copy (algo_fdk.c) + the
  *             result volume + on cone and matrices 1.5 volumes measured
- *             beyond them (256^3 and RabbitCT's 512^3) + a streaming run's
- *             scratch volume: 2 P + (2.5 + s) V (2-D: 2 P + (1 + s) V); on
+ *             beyond them (256^3 and RabbitCT's 512^3): 2 P + 2.5 V (2-D:
+ *             2 P + V), streaming or not (a streaming run adds each group
+ *             onto the volume, rc_bk_back_add); on
  *             the tensor engine (2-D) FBP's matrix, ~2.2 bytes per view and
  *             pixel.
  *   iterative the vectors rc_algo_vectors counts (result and stack
@@ -52,7 +53,8 @@
 #define RC_MEM_DEVICE_LIBS ((uint64_t)128 << 20)
 
 /* Predicted peak resident bytes of the worker running s; streaming: an FDK
- * job that back-projects views as they arrive (its scratch volume).
+ * job that back-projects views as they arrive (the same figure since its
+ * groups are added onto the volume in place: kept for the callers).
  * Saturates at UINT64_MAX instead of overflowing. */
 uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming);
 

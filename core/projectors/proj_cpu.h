@@ -98,6 +98,10 @@ int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err);
 void rc_bpv_free(rc_bpv *b);
 void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 		 float *vol, int first, int last, int splat_gain);
+/* rc_bp_voxel that adds the sum to vol (vol += ...) when accumulate: the
+ * tiles' sums are added where they would be stored, so it costs no more. */
+void rc_bp_voxel_acc(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol, int first,
+		     int last, int splat_gain, int accumulate);
 
 /* Voxel-driven back projection of a cone geometry with a curved
  * (cylindrical) detector (proj_cyl.c): vol = sum over views first..last of
@@ -112,6 +116,9 @@ int rc_bp_cyl(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, in
  * vol = sum over views first..last of p_k,z(u) / w^2 (w = 1 for parallel),
  * linear in u with zero outside; the FBP back projection of algo_fdk.c. */
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err);
+/* rc_bp_plane adding to vol when accumulate (vol += ...). */
+int rc_bp_plane_acc(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last,
+		    int accumulate, rc_err *err);
 /* What rc_bp_plane applies at in-plane point (x, y) in view k, in double:
  * the continuous pixel index *u and the returned distance weight (1/w^2,
  * 1/L^2 for a curved fan, 1 for parallel).  The FBP matrix (fbp_matrix.h) is built from it. */

@@ -42,6 +42,7 @@ struct plane_job {
 	int first, last;
 	int yblocks, zblocks;
 	float **scratch; /* per worker: pad, taps and sums (plane_scratch) */
+	int accumulate;  /* vol += sums */
 };
 
 /* Floats of a worker's scratch: the padded row (nu + 3), the taps' fraction,
@@ -140,17 +141,30 @@ static void plane_task(void *ud, long task, int worker)
 		}
 	}
 	for (int iz = z0; iz < z1; iz++)
-		for (int iy = y0; iy < y1; iy++)
-			memcpy(J->vol + ((size_t)iz * v->ny + iy) * nx, acc + (size_t)(iz - z0) * npix + (size_t)(iy - y0) * nx,
-			       sizeof(float) * (size_t)nx);
+		for (int iy = y0; iy < y1; iy++) {
+			float *out = J->vol + ((size_t)iz * v->ny + iy) * nx;
+			const float *a = acc + (size_t)(iz - z0) * npix + (size_t)(iy - y0) * nx;
+			if (!J->accumulate) {
+				memcpy(out, a, sizeof(float) * (size_t)nx);
+				continue;
+			}
+			for (int ix = 0; ix < nx; ix++)
+				out[ix] += a[ix];
+		}
 }
 
 int rc_bp_plane(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last, rc_err *err)
 {
+	return rc_bp_plane_acc(g, pool, proj, vol, first, last, 0, err);
+}
+
+int rc_bp_plane_acc(const rc_geom *g, rc_pool *pool, const float *proj, float *vol, int first, int last,
+		    int accumulate, rc_err *err)
+{
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const int threads = rc_pool_threads(pool), nu = rc_geom_detector(g)->nu;
 	struct plane_job J = { g, proj, vol, first, last, (v->ny + PLANE_ROWS - 1) / PLANE_ROWS,
-			       (v->nz + PLANE_SLICES - 1) / PLANE_SLICES, NULL };
+			       (v->nz + PLANE_SLICES - 1) / PLANE_SLICES, NULL, accumulate };
 	const size_t floats = plane_scratch(nu, v->nx);
 	int rc = 0;
 	J.scratch = calloc((size_t)threads, sizeof *J.scratch);

@@ -333,12 +333,19 @@ static void tile_task(void *arg, long task, int worker)
 void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol,
 		 int first, int last, int splat_gain)
 {
+	rc_bp_voxel_acc(b, pool, isa, proj, vol, first, last, splat_gain, 0);
+}
+
+void rc_bp_voxel_acc(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, float *vol, int first,
+		     int last, int splat_gain, int accumulate)
+{
 	const rc_volume_desc *v = rc_geom_volume(b->g);
 	static void (*const fns[RC_ISA_COUNT])(const struct rc_bpv_job *, long, int) = {
 		rc_bpv_tile_baseline, rc_bpv_tile_avx2, rc_bpv_tile_avx512
 	};
 	if (last <= first) {
-		memset(vol, 0, rc_volume_count(v) * sizeof(float));
+		if (!accumulate)
+			memset(vol, 0, rc_volume_count(v) * sizeof(float));
 		return;
 	}
 	if (!rc_cpu_isa_supported(isa))
@@ -404,7 +411,7 @@ void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj, fl
 			rc_bpv_cyl_setup(b->g, k0, K, J);
 		J->first_block = k0 == first;
 		J->last_block = k0 + K >= last;
-		J->overwrite = J->tiles || k0 == first;
+		J->overwrite = !accumulate && (J->tiles || k0 == first);
 		rc_pool_run(pool, ntiles, tile_task, &tc);
 	}
 }

@@ -675,7 +675,7 @@ int main(int argc, char **argv)
 	if (streaming) {
 		hooks.views = stream_views;
 		hooks.ud = &sv;
-		spec->r.algo.streaming = 1; /* its scratch volume counts where memory is planned */
+		spec->r.algo.streaming = 1; /* its groups are added onto the volume: no scratch */
 	}
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);

@@ -103,7 +103,7 @@ static int mock_back(rc_engine *e, rc_bp_kind kind, const float *proj,
 
 static void mock_free(rc_engine *e) { free(e); }
 
-static const rc_engine_ops mock_ops = { mock_forward, mock_back, mock_free };
+static const rc_engine_ops mock_ops = { .forward = mock_forward, .back = mock_back, .free = mock_free };
 
 /* ---- a problem: geometry, A, x_true, b ------------------------------------ */
 

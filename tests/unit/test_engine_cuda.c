@@ -1193,6 +1193,196 @@ static void test_plane(void **state)
 	}
 }
 
+/* ---- TV on the device, accumulating back projection ----------------------- */
+#ifdef RC_HAVE_CUDA /* the launcher and the device buffers of test_tv */
+
+/* tv_host.h's operator on the CUDA backend (kernels/cuda/tv.cu) against the
+ * host backend's (tv_host.c) on the same random volumes, eps from 1e-6 to
+ * 10, w != d and w == d; then the launcher alone on planar and
+ * single-voxel-sided shapes.  Max |cuda - host| / max |host| <= 1e-5. */
+static double max_rel(const float *a, const float *b, size_t n)
+{
+	double peak = 0, diff = 0;
+	for (size_t i = 0; i < n; i++) {
+		peak = fmax(peak, fabs(b[i]));
+		diff = fmax(diff, fabs((double)a[i] - b[i]));
+	}
+	return peak > 0 ? diff / peak : diff;
+}
+
+static void test_tv(void **state)
+{
+	(void)state;
+	rc_err err;
+	bpair bp;
+	bpair_open(&bp);
+	static const float epss[] = { 1e-6f, 0.2f, 10.0f };
+	double worst = 0;
+	for (size_t e = 0; e < sizeof epss / sizeof epss[0]; e++)
+		for (int same = 0; same < 2; same++) {
+			for (int k = 0; k < 2; k++) {
+				rc_vec *const *v = bp.v[k];
+				assert_int_equal(bp.b[k]->ops->tv_apply(bp.b[k], v[0], same ? v[0] : v[1], v[2], epss[e],
+									&err),
+						 0);
+				assert_int_equal(rc_bk_download(bp.b[k], v[2], bp.h[k], &err), 0);
+			}
+			worst = fmax(worst, max_rel(bp.h[0], bp.h[1], NV));
+		}
+	printf("tv_apply: cuda backend vs host, worst max |cuda - host| / max |host| %.3g\n", worst);
+	assert_true(worst <= 1e-5);
+	bpair_close(&bp);
+
+	static const rc_tv_shape shapes[] = { { 13, 11, 5, 1 }, { 1, 9, 4, 0 }, { 9, 1, 4, 0 }, { 7, 6, 1, 0 } };
+	uint32_t seed = 7;
+	worst = 0;
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		const rc_tv_shape *sh = &shapes[i];
+		size_t n = (size_t)sh->nx * sh->ny * sh->nz, bytes = n * sizeof(float);
+		float *w = malloc(bytes), *d = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+		float *dw = NULL, *dd = NULL, *dout = NULL;
+		assert_true(w && d && want && got);
+		test_data(w, n, seed++);
+		test_data(d, n, seed++);
+		assert_int_equal(cudaMalloc((void **)&dw, bytes), cudaSuccess);
+		assert_int_equal(cudaMalloc((void **)&dd, bytes), cudaSuccess);
+		assert_int_equal(cudaMalloc((void **)&dout, bytes), cudaSuccess);
+		assert_int_equal(cudaMemcpy(dw, w, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+		assert_int_equal(cudaMemcpy(dd, d, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+		assert_int_equal(rc_tv_apply(sh, w, d, want, 0.05f, 0, &err), 0);
+		assert_int_equal(rc_cuda_tv_apply(dw, dd, dout, sh->nx, sh->ny, sh->nz, sh->planar, 0.05f, 0), 0);
+		assert_int_equal(cudaMemcpy(got, dout, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+		worst = fmax(worst, max_rel(got, want, n));
+		cudaFree(dw), cudaFree(dd), cudaFree(dout);
+		free(w), free(d), free(want), free(got);
+	}
+	printf("tv launcher on planar and single-voxel-sided shapes: worst %.3g\n", worst);
+	assert_true(worst <= 1e-5);
+}
+
+/* s + back(a) + back(b) = s + back(a u b): the CUDA backend (voxel and
+ * matched) and the CUDA engine's host path (in slabs and whole). */
+static void test_back_add(void **state)
+{
+	(void)state;
+	rc_err err;
+	rc_cuda_options o = exact_opts();
+	rc_backend *b = NULL;
+	assert_int_equal(rc_backend_cuda_new(G, &o, 0, &b, &err), 0);
+	float *s = malloc(NV * sizeof(float)), *got = malloc(NV * sizeof(float)), *want = malloc(NV * sizeof(float));
+	assert_true(s && got && want);
+	test_data(s, NV, 77u);
+	rc_vec *p = NULL, *v = NULL;
+	assert_int_equal(rc_bk_vec_new(b, RC_SPACE_PROJ, &p, &err), 0);
+	assert_int_equal(rc_bk_vec_new(b, RC_SPACE_VOLUME, &v, &err), 0);
+	assert_int_equal(rc_bk_upload(b, p, BALL_PROJ, &err), 0);
+	const int a = NVIEWS / 2 + 1;
+	for (int kind = RC_BP_VOXEL; kind <= RC_BP_MATCHED; kind++) {
+		assert_int_equal(rc_bk_back(b, (rc_bp_kind)kind, p, v, RC_VIEWS_ALL, &err), 0);
+		assert_int_equal(rc_bk_download(b, v, want, &err), 0);
+		for (size_t i = 0; i < NV; i++)
+			want[i] += s[i];
+		assert_int_equal(rc_bk_upload(b, v, s, &err), 0);
+		assert_int_equal(rc_bk_back_add(b, (rc_bp_kind)kind, p, v, 0, a, &err), 0);
+		assert_int_equal(rc_bk_back_add(b, (rc_bp_kind)kind, p, v, a, a, &err), 0);
+		assert_int_equal(rc_bk_back_add(b, (rc_bp_kind)kind, p, v, a, NVIEWS, &err), 0);
+		assert_int_equal(rc_bk_download(b, v, got, &err), 0);
+		double d = rel_diff_f(got, want, NV);
+		printf("back_add (%s): cuda backend s + back(a) + back(b) vs s + back(a u b) %.3g\n",
+		       kind == RC_BP_VOXEL ? "voxel" : "matched", d);
+		assert_true(d < 1e-6);
+	}
+	rc_bk_vec_free(b, v);
+	rc_bk_vec_free(b, p);
+	rc_backend_free(b);
+	for (int slabs = 0; slabs < 2; slabs++) {
+		rc_engine *e = gpu(RC_CUDA_INTERP_EXACT, RC_CUDA_INTERP_EXACT, slabs ? slab_budget() : 0, slabs);
+		for (int kind = RC_BP_VOXEL; kind <= RC_BP_MATCHED; kind++) {
+			assert_int_equal(rc_engine_back(e, (rc_bp_kind)kind, BALL_PROJ, want, 0, NVIEWS, &err), 0);
+			for (size_t i = 0; i < NV; i++)
+				want[i] += s[i];
+			memcpy(got, s, NV * sizeof(float));
+			assert_int_equal(rc_engine_back_add(e, (rc_bp_kind)kind, BALL_PROJ, got, 0, a, &err), 0);
+			assert_int_equal(rc_engine_back_add(e, (rc_bp_kind)kind, BALL_PROJ, got, a, NVIEWS, &err), 0);
+			double d = rel_diff_f(got, want, NV);
+			printf("back_add (%s): cuda engine%s %.3g\n", kind == RC_BP_VOXEL ? "voxel" : "matched",
+			       slabs ? " in slabs" : "", d);
+			assert_true(d < 1e-6);
+		}
+		rc_engine_free(e);
+	}
+	free(s), free(got), free(want);
+}
+
+/* Streaming FDK on the CUDA backend (its groups added on the device)
+ * equals the batch FDK on it. */
+struct feed {
+	int next, n;
+};
+
+static int feed_views(void *ud, double wait_s, int *list, int max, rc_err *err)
+{
+	struct feed *f = ud;
+	(void)wait_s;
+	(void)err;
+	int c = 0;
+	while (c < 4 && c < max && f->next < f->n) {
+		list[c++] = f->n - 1 - f->next; /* last view first */
+		f->next++;
+	}
+	return c;
+}
+
+static void test_stream_fdk(void **state)
+{
+	(void)state;
+	rc_err err;
+	rc_cuda_options o = exact_opts();
+	rc_backend *b = NULL;
+	assert_int_equal(rc_backend_cuda_new(G, &o, 0, &b, &err), 0);
+	float *batch = malloc(NV * sizeof(float)), *streamed = malloc(NV * sizeof(float));
+	assert_true(batch && streamed);
+	rc_algo_params p;
+	rc_algo_params_default(&p, RC_ALGO_FDK);
+	assert_int_equal(rc_algo_run_on(&p, b, PROJ, batch, NULL, &err), 0);
+	struct feed f = { .n = NVIEWS };
+	rc_algo_hooks h = { .views = feed_views, .ud = &f };
+	assert_int_equal(rc_algo_run_on(&p, b, PROJ, streamed, &h, &err), 0);
+	double d = rel_diff_f(streamed, batch, NV);
+	printf("streaming FDK on the cuda backend vs its batch run %.3g\n", d);
+	assert_true(d < 1e-5);
+	free(batch), free(streamed);
+	rc_backend_free(b);
+}
+
+/* The algorithms' defaults (TV on) on the CUDA backend and on the host
+ * backend over the CPU engine agree to <= 1e-5 where the projectors are
+ * the same definitions in fp32 (EXACT interpolation). */
+static void test_defaults_tv(void **state)
+{
+	(void)state;
+	static const rc_algo_name algos[] = { RC_ALGO_SART, RC_ALGO_SIRT, RC_ALGO_CGLS, RC_ALGO_MLEM };
+	float *vc = malloc(NV * sizeof(float)), *vh = malloc(NV * sizeof(float));
+	assert_true(vc && vh);
+	for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+		rc_algo_params p;
+		rc_algo_params_default(&p, algos[a]);
+		assert_true(p.tv_weight > 0);
+		p.iterations = 2;
+		bpair bp;
+		bpair_open(&bp);
+		rc_err err;
+		assert_int_equal(rc_algo_run_on(&p, bp.b[0], PROJ, vc, NULL, &err), 0);
+		assert_int_equal(rc_algo_run_on(&p, bp.b[1], PROJ, vh, NULL, &err), 0);
+		bpair_close(&bp);
+		double d = rel_diff_f(vc, vh, NV);
+		printf("%s defaults (TV on): cuda backend vs host backend %.3g\n", rc_algo_name_str(algos[a]), d);
+		assert_true(d <= 1e-5);
+	}
+	free(vc), free(vh);
+}
+#endif
+
 int main(void)
 {
 #ifdef RC_HAVE_CUDA
@@ -1225,6 +1415,12 @@ int main(void)
 		cmocka_unit_test(test_auto_interp),
 		cmocka_unit_test(test_cancel_and_too_big),
 		cmocka_unit_test(test_plane),
+#ifdef RC_HAVE_CUDA
+		cmocka_unit_test(test_tv),
+		cmocka_unit_test(test_back_add),
+		cmocka_unit_test(test_stream_fdk),
+		cmocka_unit_test(test_defaults_tv),
+#endif
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -161,7 +161,7 @@ static int ref_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 
 static void ref_free(rc_engine *e) { free(e); }
 
-static const rc_engine_ops ref_ops = { ref_forward, ref_back, ref_free };
+static const rc_engine_ops ref_ops = { .forward = ref_forward, .back = ref_back, .free = ref_free };
 
 static rc_engine *ref_new(const rc_geom *g)
 {

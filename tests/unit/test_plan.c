@@ -286,7 +286,9 @@ static void memory_against_measurements(void **state)
 		{ "fan fdk tensor", mem_fan(256, 32, 360, 256, 1000, 1500, RC_ALGO_FDK, "fp32", RC_ENGINE_TENSOR), 0, 130 },
 		/* here */
 		{ "small sirt", mem_cone(16, 2.0, 24, 24, 24, 3.0, 1000, 1500, RC_ALGO_SIRT, 0), 0, 45.3 },
-		{ "256^3 fdk streaming", mem_cone(256, 0.5, 300, 512, 400, 0.8, 1000, 1500, RC_ALGO_FDK, 0), 1, 669 },
+		/* streaming adds its groups onto the volume: 597 MiB (669 with a
+		 * scratch volume per group; the batch run of the same job 670) */
+		{ "256^3 fdk streaming", mem_cone(256, 0.5, 300, 512, 400, 0.8, 1000, 1500, RC_ALGO_FDK, 0), 1, 597 },
 		{ "fan D 500 cgls fp32", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_CGLS, "fp32", RC_ENGINE_AUTO), 0, 784 },
 		{ "fan D 500 cgls mixed", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_CGLS, "mixed", RC_ENGINE_AUTO), 0, 1657 },
 		{ "fan D 500 fdk auto", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_FDK, "fp32", RC_ENGINE_AUTO), 0, 69.8 },
@@ -309,7 +311,8 @@ static void memory_scales_and_saturates(void **state)
 	rc_recon_spec b = a;
 	b.geom.nviews *= 2;
 	assert_true(rc_plan_memory(&b, 0) > rc_plan_memory(&a, 0));
-	assert_true(rc_plan_memory(&a, 1) > rc_plan_memory(&a, 0)); /* the scratch volume */
+	/* a streaming run adds its groups onto the volume: no scratch volume */
+	assert_true(rc_plan_memory(&a, 1) == rc_plan_memory(&a, 0));
 	rc_recon_spec o = a;
 	o.engine = RC_ENGINE_OPENCL;
 	assert_true(rc_plan_memory(&o, 0) == rc_plan_memory(&a, 0) + RC_MEM_DEVICE_LIBS);

@@ -91,7 +91,7 @@ static void flaky_free(rc_engine *e)
 	free(f);
 }
 
-static const rc_engine_ops flaky_ops = { flaky_fwd, flaky_back, flaky_free };
+static const rc_engine_ops flaky_ops = { .forward = flaky_fwd, .back = flaky_back, .free = flaky_free };
 
 static rc_engine *flaky_new(rc_engine *inner, int fail_at)
 {

@@ -113,6 +113,17 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	return rc;
 }
 
+static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		    rc_err *err)
+{
+	host *h = (host *)b;
+	rc_bk_views(b, &first, &last);
+	double t0 = rc_now_s();
+	int rc = rc_exec_back_add(h->x, kind, proj->p, vol->p, first, last, err);
+	rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
+	return rc;
+}
+
 /* The blocks of v that views [first, last) cover (a volume: the whole). */
 static rc_seg span(const rc_backend *b, const rc_vec *v, int first, int last)
 {
@@ -230,6 +241,7 @@ static const rc_backend_ops host_ops = {
 	.download = download,
 	.forward = forward,
 	.back = back,
+	.back_add = back_add,
 	.fill = fill,
 	.copy = copy,
 	.axpy = axpy,

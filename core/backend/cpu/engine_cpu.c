@@ -104,15 +104,23 @@ static int cpu_forward_run(rc_engine *e, rc_fp_kind kind, const float *vol, floa
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown forward projector %d", (int)kind);
 }
 
+static int matched_add(struct cpu_engine *c, const float *proj, float *vol, int first, int last, rc_err *err);
+
+/* accumulate: vol += the sum (engine.h's back_add).  The voxel-driven
+ * projectors add in place; the matched ones scatter into a zeroed volume,
+ * so they add through a volume of this call (no algorithm accumulates
+ * them). */
 static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first,
-		    int last, rc_err *err)
+			int last, int accumulate, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
 	int rc = check_call(c, first, last, proj, vol, kind == RC_BP_VOXEL || kind == RC_BP_MATCHED, err);
 	if (rc)
 		return rc;
+	if (accumulate && kind == RC_BP_MATCHED)
+		return matched_add(c, proj, vol, first, last, err);
 	if (rc_geom_is_2d(e->geom))
-		return kind == RC_BP_VOXEL ? rc_bp_plane(e->geom, c->pool, proj, vol, first, last, err)
+		return kind == RC_BP_VOXEL ? rc_bp_plane_acc(e->geom, c->pool, proj, vol, first, last, accumulate, err)
 					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
 	/* a curved cone's RC_BP_VOXEL is rc_bp_voxel's too: its tiles take the
 	 * cylinder's column set-up (proj_cyl.c) */
@@ -126,7 +134,7 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 				       RC_SPLAT_MAX_STEP);
 		if (!c->bpv && (rc = rc_bpv_new(e->geom, rc_pool_threads(c->pool), &c->bpv, err)))
 			return rc;
-		rc_bp_voxel(c->bpv, c->pool, c->isa, proj, vol, first, last, kind == RC_BP_SPLAT);
+		rc_bp_voxel_acc(c->bpv, c->pool, c->isa, proj, vol, first, last, kind == RC_BP_SPLAT, accumulate);
 		return 0;
 	case RC_BP_MATCHED:
 		rc_bp_matched(e->geom, c->pool, c->isa, proj, vol, first, last);
@@ -141,6 +149,19 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 		return rc_bp_footprint(c->fpf, c->pool, c->isa, proj, vol, first, last, err);
 	}
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown back projector %d", (int)kind);
+}
+
+static int matched_add(struct cpu_engine *c, const float *proj, float *vol, int first, int last, rc_err *err)
+{
+	size_t n = rc_volume_count(rc_geom_volume(c->base.geom));
+	float *tmp = malloc(n * sizeof *tmp);
+	if (!tmp)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for a matched back projection to add (%zu voxels)", n);
+	int rc = cpu_back_run(&c->base, RC_BP_MATCHED, proj, tmp, first, last, 0, err);
+	for (size_t i = 0; !rc && i < n; i++)
+		vol[i] += tmp[i];
+	free(tmp);
+	return rc;
 }
 
 /* A projection stops between its pool's tasks once the process's cancel
@@ -167,7 +188,15 @@ static int cpu_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
 	rc_pool_interruptible(c->pool, 1);
-	return cpu_interruptible(c, cpu_back_run(e, kind, proj, vol, first, last, err), err);
+	return cpu_interruptible(c, cpu_back_run(e, kind, proj, vol, first, last, 0, err), err);
+}
+
+static int cpu_back_add(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+			rc_err *err)
+{
+	struct cpu_engine *c = (struct cpu_engine *)e;
+	rc_pool_interruptible(c->pool, 1);
+	return cpu_interruptible(c, cpu_back_run(e, kind, proj, vol, first, last, 1, err), err);
 }
 
 static void cpu_free(rc_engine *e)
@@ -182,7 +211,9 @@ static void cpu_free(rc_engine *e)
 	free(c);
 }
 
-static const rc_engine_ops cpu_ops = { .forward = cpu_forward, .back = cpu_back, .free = cpu_free };
+static const rc_engine_ops cpu_ops = {
+	.forward = cpu_forward, .back = cpu_back, .free = cpu_free, .back_add = cpu_back_add
+};
 
 void rc_cpu_identity(char *id, size_t idlen, char *name, size_t namelen)
 {

@@ -318,26 +318,42 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 		return rc;
 	if (k->plane) {
 		/* RC_CUDA_MAX_BATCH views per launch, as the engine */
-		if (first == last)
+		if (first == last && !c->bp_add)
 			CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
 		for (int v0 = first; v0 < last; v0 += RC_CUDA_MAX_BATCH) {
 			int v1 = v0 + RC_CUDA_MAX_BATCH < last ? v0 + RC_CUDA_MAX_BATCH : last;
-			LAUNCH_CHECK(rc_cuda_launch_bp_plane(proj->d, k->ppv, k->prays, vol->d, &k->pg, v0, v1, v0 > first,
+			LAUNCH_CHECK(rc_cuda_launch_bp_plane(proj->d, k->ppv, k->prays, vol->d, &k->pg, v0, v1,
+							     c->bp_add || v0 > first,
 							     kind == RC_BP_MATCHED, c->ks),
 				     kind == RC_BP_MATCHED ? "launch of bp_plane_t" : "launch of bp_plane");
 		}
 	} else if (kind == RC_BP_SPLAT) {
-		rc = cu_splat_bp(k->sp, proj->d, vol->d, first, last, c->ks, err);
+		/* the splat gather stores: it does not add */
+		rc = c->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+					 "the CUDA splat back projection does not add into a volume")
+			       : cu_splat_bp(k->sp, proj->d, vol->d, first, last, c->ks, err);
 	} else if (kind == RC_BP_VOXEL) {
 		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
 	} else {
-		CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
+		if (!c->bp_add)
+			CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
 		if (first < last)
 			rc = cu_bp_matched(c, proj->d + (size_t)first * k->view, vol->d, 0, c->nz, first, last, err);
 	}
 	if (!rc)
 		rc = timer_stop(k, RC_TASK_BACK, first, last, err);
 out:
+	return rc;
+}
+
+/* vol += the back projection: both projectors add to what dvol holds */
+static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		    rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	k->c.bp_add = 1;
+	int rc = back(b, kind, proj, vol, first, last, err);
+	k->c.bp_add = 0;
 	return rc;
 }
 
@@ -505,6 +521,18 @@ out:
 	return rc;
 }
 
+/* tv_host.h's operator on the device (kernels/cuda/tv.cu) */
+static int tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+{
+	cuda_bk *k = BK(b);
+	BIND(k);
+	int rc = 0;
+	rc_tv_shape s = rc_bk_tv_shape(b);
+	LAUNCHED(rc_cuda_tv_apply(w->d, d->d, out->d, s.nx, s.ny, s.nz, s.planar, eps, k->c.ks), "tv_apply");
+out:
+	return rc;
+}
+
 static int finish(rc_backend *b, rc_err *err)
 {
 	cuda_bk *k = BK(b);
@@ -539,6 +567,7 @@ static const rc_backend_ops cuda_ops = {
 	.download = download,
 	.forward = forward,
 	.back = back,
+	.back_add = back_add,
 	.fill = fill,
 	.copy = copy,
 	.axpy = axpy,
@@ -549,6 +578,7 @@ static const rc_backend_ops cuda_ops = {
 	.residual = residual,
 	.update = update,
 	.mul = mul,
+	.tv_apply = tv_apply,
 	.finish = finish,
 	.free = bk_free,
 };

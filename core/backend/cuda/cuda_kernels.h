@@ -193,6 +193,12 @@ int rc_cuda_inv_guarded(float *x, size_t n, double rel, const unsigned *mx, cuda
 int rc_cuda_ratio(float *e, const float *p, float eps, size_t n, const rc_cuda_views *views, double *sum2,
 		  cudaStream_t s);
 
+/* tv_host.h's operator (kernels/cuda/tv.cu): out = D^T W(w) D d over
+ * [z][y][x] volumes of nx x ny x nz (out distinct from w and d), 2-D per
+ * slice when planar. */
+int rc_cuda_tv_apply(const float *w, const float *d, float *out, int nx, int ny, int nz, int planar, float eps,
+		     cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

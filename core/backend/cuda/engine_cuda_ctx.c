@@ -474,8 +474,9 @@ int cu_bp_voxel(cu_ctx *c, const float *proj, float *dvol, int z0, int z1, int f
 	const size_t plane = (size_t)c->nx * (size_t)c->ny;
 	const size_t view_b = c->view_elems * sizeof(float);
 	if (first >= last) {
-		CU_CHECK(cudaMemsetAsync(dvol, 0, plane * (size_t)(z1 - z0) * sizeof(float), c->ks),
-			 "cudaMemsetAsync(volume slab)");
+		if (!c->bp_add)
+			CU_CHECK(cudaMemsetAsync(dvol, 0, plane * (size_t)(z1 - z0) * sizeof(float), c->ks),
+				 "cudaMemsetAsync(volume slab)");
 		goto out;
 	}
 	struct cudaPointerAttributes attr;
@@ -510,7 +511,7 @@ int cu_bp_voxel(cu_ctx *c, const float *proj, float *dvol, int z0, int z1, int f
 		CU_CHECK(cudaEventRecord(c->copied[b], c->cs), "cudaEventRecord(copied)");
 		CU_CHECK(cudaStreamWaitEvent(c->ks, c->copied[b], 0), "cudaStreamWaitEvent(kernels)");
 		CU_CHECK((cudaError_t)rc_cuda_launch_bp_voxel(c->btex[b][exact ? 1 : 0], &bb, dvol, c->nx,
-							      c->ny, z1 - z0, i > 0, exact, c->ks),
+							      c->ny, z1 - z0, c->bp_add || i > 0, exact, c->ks),
 			 "launch of the voxel back projector");
 		CU_CHECK(cudaEventRecord(c->consumed[b], c->ks), "cudaEventRecord(consumed)");
 	}

@@ -78,6 +78,9 @@ typedef struct cu_ctx {
 	float *dvol;
 	float *dproj;
 	float *drot;
+	int bp_add;                          /* the back projection being queued
+	                                        adds to its output (engine.h's
+	                                        back_add): set around it only */
 	int rot_nr;
 	float rot_vr;
 } cu_ctx;
@@ -119,7 +122,8 @@ int cu_fp_ray(cu_ctx *c, int z0, int z1, float *out, int first, int last, int ac
 int cu_fp_rotate(cu_ctx *c, float *out, int first, int last, int exact, rc_err *err);
 
 /* dvol (device, slab [z0, z1)) = sum over views [first, last) of the voxel
- * back projection of proj (host or device, the whole stack). */
+ * back projection of proj (host or device, the whole stack); dvol += that
+ * sum while c->bp_add is set. */
 int cu_bp_voxel(cu_ctx *c, const float *proj, float *dvol, int z0, int z1, int first, int last,
 		int exact, rc_err *err);
 

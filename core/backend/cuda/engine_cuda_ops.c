@@ -187,12 +187,14 @@ static int plane_back(cu_engine *e, rc_bp_kind kind, const float *proj, float *v
 	if (rc)
 		return rc;
 	const size_t nvox = rc_volume_count(rc_geom_volume(e->base.geom));
-	cudaError_t ce = cudaSuccess;
-	if (first == last)
+	const int add = e->c.bp_add;
+	/* adding: the device's volume starts as the caller's */
+	cudaError_t ce = add ? cudaMemcpy(e->pvol, vol, nvox * sizeof(float), cudaMemcpyHostToDevice) : cudaSuccess;
+	if (first == last && !add)
 		ce = cudaMemset(e->pvol, 0, nvox * sizeof(float));
 	for (int c = first; c < last && ce == cudaSuccess; c += RC_CUDA_MAX_BATCH) {
 		int cl = c + RC_CUDA_MAX_BATCH < last ? c + RC_CUDA_MAX_BATCH : last;
-		ce = (cudaError_t)rc_cuda_launch_bp_plane(e->pproj, e->ppv, e->prays, e->pvol, &e->pg, c, cl, c > first,
+		ce = (cudaError_t)rc_cuda_launch_bp_plane(e->pproj, e->ppv, e->prays, e->pvol, &e->pg, c, cl, add || c > first,
 							  kind == RC_BP_MATCHED, 0);
 	}
 	if (ce == cudaSuccess)
@@ -313,8 +315,10 @@ static int cu_back(rc_engine *base, rc_bp_kind kind, const float *proj, float *v
 		return rc;
 	if (e->plane)
 		return plane_back(e, kind, proj, vol, first, last, err);
-	if (kind == RC_BP_SPLAT)
-		return splat_call(e, 0, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT) /* the splat gather stores: it does not add */
+		return c->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+					   "the CUDA splat back projection does not add into a volume")
+				 : splat_call(e, 0, proj, vol, first, last, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	rc = ensure_ctx(e, err);
@@ -327,12 +331,19 @@ static int cu_back(rc_engine *base, rc_bp_kind kind, const float *proj, float *v
 		int z0, z1;
 		slab(c, s, &z0, &z1);
 		const size_t slab_b = plane * (size_t)(z1 - z0) * sizeof(float);
+		/* adding: the slab starts as the caller's */
+		if (c->bp_add) {
+			cudaError_t ce = cudaMemcpyAsync(c->dvol, vol + (size_t)z0 * plane, slab_b, cudaMemcpyDefault,
+							 c->ks);
+			if (ce != cudaSuccess)
+				return cu_fail(err, ce, "back projection (upload of the volume slab)");
+		}
 		if (kind == RC_BP_VOXEL) {
 			rc = cu_bp_voxel(c, proj, c->dvol, z0, z1, first, last, exact, err);
 			if (rc)
 				return rc;
 		} else {
-			cudaError_t ce = cudaMemsetAsync(c->dvol, 0, slab_b, c->ks);
+			cudaError_t ce = c->bp_add ? cudaSuccess : cudaMemsetAsync(c->dvol, 0, slab_b, c->ks);
 			if (ce != cudaSuccess)
 				return cu_fail(err, ce, "cudaMemsetAsync(volume slab)");
 			for (int c0 = first; c0 < last; c0 += c->plan.chunk) {
@@ -377,9 +388,22 @@ static void cu_free(rc_engine *base)
 	free(e);
 }
 
+/* engine.h's back_add: each slab of the volume goes to the device, takes
+ * the views' sum and comes back */
+static int cu_back_add(rc_engine *base, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+		       rc_err *err)
+{
+	cu_engine *e = (cu_engine *)base;
+	e->c.bp_add = 1;
+	int rc = cu_back(base, kind, proj, vol, first, last, err);
+	e->c.bp_add = 0;
+	return rc;
+}
+
 static const rc_engine_ops cu_ops = {
 	.forward = cu_forward,
 	.back = cu_back,
+	.back_add = cu_back_add,
 	.free = cu_free,
 };
 

@@ -27,6 +27,7 @@
 #include "backend/backend.h"
 #include "backend/opencl/engine_opencl_impl.h"
 #include "backend/opencl/opencl_ew.h"
+#include "backend/opencl/opencl_tv.h"
 #include "util/rc_clock.h"
 
 struct rc_vec {
@@ -41,6 +42,7 @@ typedef struct ocl_backend {
 	rc_engine *e;
 	rc_ocl_handles h;
 	rc_ocl_ew *w;
+	rc_ocl_tv *tv;
 	size_t nvox, nproj;
 	size_t vs, rs;  /* view and row strides of the stack (geometry.h) */
 	int nviews, rows; /* rows: runs a view range takes (slices of a 2-D stack, else 1) */
@@ -177,6 +179,17 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	return rc;
 }
 
+static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol, int first, int last,
+		    rc_err *err)
+{
+	rc_bk_views(b, &first, &last);
+	double t0 = rc_now_s();
+	int rc = rc_ocl_back_dev_add(OB(b)->e, kind, proj->m, vol->m, first, last, err);
+	if (!rc && first < last && (rc = finish(b, err)) == 0)
+		rc_bk_count(b, RC_TASK_BACK, first, last, rc_now_s() - t0);
+	return rc;
+}
+
 static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
 {
 	runs r = runs_of(b, y, first, last);
@@ -251,6 +264,13 @@ static int mul(rc_backend *b, rc_vec *v, const rc_vec *u, const rc_vec *c, rc_er
 	return rc_ocl_ew_mul2(OB(b)->w, v->m, u->m, c->m, v->n, err);
 }
 
+/* tv_host.h's operator on the device (kernels/opencl/tv.cl) */
+static int tv_apply(rc_backend *b, const rc_vec *w, const rc_vec *d, rc_vec *out, float eps, rc_err *err)
+{
+	rc_tv_shape s = rc_bk_tv_shape(b);
+	return rc_ocl_tv_apply(OB(b)->tv, &s, w->m, d->m, out->m, eps, err);
+}
+
 static int finish(rc_backend *b, rc_err *err)
 {
 	cl_int e = clFinish(OB(b)->h.q);
@@ -262,6 +282,7 @@ static void ocl_free(rc_backend *b)
 	/* nothing may still be queued on buffers the caller frees next */
 	clFinish(OB(b)->h.q);
 	rc_ocl_ew_free(OB(b)->w);
+	rc_ocl_tv_free(OB(b)->tv);
 	free(b);
 }
 
@@ -274,6 +295,7 @@ static const rc_backend_ops ocl_ops = {
 	.download = download,
 	.forward = forward,
 	.back = back,
+	.back_add = back_add,
 	.fill = fill,
 	.copy = copy,
 	.axpy = axpy,
@@ -284,6 +306,7 @@ static const rc_backend_ops ocl_ops = {
 	.residual = residual,
 	.update = update,
 	.mul = mul,
+	.tv_apply = tv_apply,
 	.finish = finish,
 	.free = ocl_free,
 };
@@ -297,6 +320,8 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	if (!o)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the OpenCL backend");
 	int rc = rc_ocl_ew_new(e, &o->w, err);
+	if (!rc && (rc = rc_ocl_tv_new(e, &o->tv, err)))
+		rc_ocl_ew_free(o->w);
 	if (rc) {
 		free(o);
 		return rc;

@@ -61,6 +61,8 @@ typedef struct ocl_engine {
 	cl_float4 ctr;     /* volume centre (mm) */
 	int gpu, images, from_cache;
 	int fp64;          /* cl_khr_fp64: reductions of elementwise.cl sum in double */
+	int bp_add;        /* the back projection being enqueued adds to its
+	                      output (engine.h's back_add): set around it only */
 	size_t local[K_COUNT][3]; /* 0s: runtime's choice */
 	int nx, ny, nz, nu, nv, nviews;
 	cl_int4 n;
@@ -279,7 +281,7 @@ static int bp_voxel(ocl_engine *x, cl_mem out, cl_mem in, int first, int last, c
 	cl_kernel kk = x->k[K_BP];
 	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
 		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
-		int acc = c > first;
+		int acc = x->bp_add || c > first;
 		cl_int e = 0;
 		SETARG(kk, 0, out);
 		SETARG(kk, 1, in);
@@ -313,8 +315,9 @@ static int bp_matched(ocl_engine *x, cl_mem out, cl_mem in, int first, int last,
 		      rc_err *err)
 {
 	float zero = 0.0f;
-	cl_int e = clEnqueueFillBuffer(x->q, out, &zero, sizeof zero, 0,
-				       (size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
+	cl_int e = x->bp_add ? CL_SUCCESS
+			     : clEnqueueFillBuffer(x->q, out, &zero, sizeof zero, 0,
+						   (size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
 	if (e != CL_SUCCESS)
 		return rc_cl_fail(err, e, "clEnqueueFillBuffer (volume)");
 	cl_kernel kk = x->k[K_BPM];
@@ -449,7 +452,7 @@ static int bp_plane(ocl_engine *x, rc_bp_kind kind, cl_mem out, cl_mem in, int f
 	cl_kernel kk = x->k[K];
 	for (int c = first; c < last; c += RC_OCL_BP_CHUNK) {
 		int cl = c + RC_OCL_BP_CHUNK < last ? c + RC_OCL_BP_CHUNK : last;
-		int acc = c > first;
+		int acc = x->bp_add || c > first;
 		cl_int e = 0;
 		int a = 0; /* bp_plane_t reads the rays after the views */
 		SETARG(kk, a++, out);
@@ -652,13 +655,22 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	size_t nvox = (size_t)x->nx * x->ny * x->nz;
 	if (first == last) {
-		memset(vol, 0, nvox * sizeof(float));
+		if (!x->bp_add)
+			memset(vol, 0, nvox * sizeof(float));
 		return 0;
+	}
+	/* adding: the device's volume starts as the caller's */
+	if (x->bp_add) {
+		cl_int ce = clEnqueueWriteBuffer(x->q, x->vol, CL_FALSE, 0, nvox * sizeof(float), vol, 0, NULL, NULL);
+		if (ce != CL_SUCCESS)
+			return rc_cl_fail(err, ce, "write of the volume");
 	}
 	if (x->plane)
 		return plane_back(x, kind, proj, vol, first, last, err);
-	if (kind == RC_BP_SPLAT)
-		return splat_back(x, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT) /* the splat gather stores: it does not add */
+		return x->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+					   "the OpenCL splat back projection does not add into a volume")
+				 : splat_back(x, proj, vol, first, last, err);
 	size_t vsz = (size_t)x->nu * x->nv;
 	cl_int ce;
 	if (kind == RC_BP_MATCHED) {
@@ -711,7 +723,19 @@ static void ocl_free(rc_engine *e)
 	free(x);
 }
 
-static const rc_engine_ops ocl_ops = { ocl_forward, ocl_back, ocl_free };
+/* engine.h's back_add: the volume goes to the device and comes back (the
+ * resident backend adds on the device without either: rc_ocl_back_dev_add) */
+static int ocl_back_add(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+			rc_err *err)
+{
+	ocl_engine *x = (ocl_engine *)e;
+	x->bp_add = 1;
+	int rc = ocl_back(e, kind, proj, vol, first, last, err);
+	x->bp_add = 0;
+	return rc;
+}
+
+static const rc_engine_ops ocl_ops = { ocl_forward, ocl_back, ocl_free, ocl_back_add };
 
 /* --- device-buffer access for the resident runs (engine_opencl_impl.h) ---- */
 
@@ -761,11 +785,15 @@ int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int 
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
-	if (kind == RC_BP_SPLAT)
-		return rc_ocl_splat_bp(x->splat, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT) /* the splat gather stores: it does not add */
+		return x->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+					   "the OpenCL splat back projection does not add into a volume")
+				 : rc_ocl_splat_bp(x->splat, proj, vol, first, last, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	if (first == last) {
+		if (x->bp_add)
+			return 0;
 		float zero = 0.0f;
 		cl_int ce = clEnqueueFillBuffer(x->q, vol, &zero, sizeof zero, 0,
 						(size_t)x->nx * x->ny * x->nz * sizeof(float), 0, NULL, NULL);
@@ -1044,4 +1072,14 @@ void rc_engine_opencl_wg(const rc_engine *e, const char *kernel, size_t local[3]
 	for (int k = 0; k < K_COUNT; k++)
 		if (!strcmp(kernel, kernel_short[k]))
 			memcpy(local, x->local[k], sizeof x->local[k]);
+}
+
+int rc_ocl_back_dev_add(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
+			rc_err *err)
+{
+	ocl_engine *x = (ocl_engine *)e;
+	x->bp_add = 1;
+	int rc = rc_ocl_back_dev(e, kind, proj, vol, first, last, err);
+	x->bp_add = 0;
+	return rc;
 }

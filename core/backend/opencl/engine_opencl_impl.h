@@ -43,5 +43,9 @@ int rc_ocl_forward_dev(rc_engine *e, cl_mem vol, cl_mem proj, int first, int las
  * Enqueued only. */
 int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
 		    rc_err *err);
+/* vol += B_kind of views [first, last) of proj (engine.h's back_add on
+ * device buffers).  Enqueued only. */
+int rc_ocl_back_dev_add(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int first, int last,
+			rc_err *err);
 
 #endif
