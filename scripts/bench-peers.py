@@ -24,9 +24,16 @@ tests/integration/test_peers_mapping.py), then the cases, one markdown table eac
   tables also give ms per image (slice) and iteration, since recond runs every slice in one job
   and ASTRA one slice after another;
 - RabbitCT-shaped FDK: 512^3 (0.5 mm) from 496 views of 1248x960 (0.308 mm), D = 750, S = 1200 mm
-  (bench/main_bench-cpu.c's shape); skipped with BENCH_PEERS_QUICK=1.
+  (bench/main_bench-cpu.c's shape); skipped with BENCH_PEERS_QUICK=1;
+- RabbitCT-shaped iterative (`--only rabbitct-iter`, issue 34): 256^3 voxels of 1 mm from the same
+  496 views of 1248x960 (0.308 mm), D = 750, S = 1200 mm (voxels project 5.2 pixels apart at the
+  isocentre: the footprint pair), 5 iterations of plain SIRT, CGLS and MLEM against RTK, with a
+  second table of seconds per iteration next to the footprint pair's floor (docs/cpu-engine.md's
+  estimate at the case's ratio, `fpf_floor_s`); BENCH_PEERS_QUICK=1 runs it at 1/8 of the size in
+  every dimension (32^3 of 8 mm from 62 views of 156x120 of 2.464 mm: the same field of view and
+  ratio), RTK takes hours at the full size on two cores.
 
-BENCH_PEERS_QUICK=1 shrinks the cases (bench-algo's quick sizes) and skips RabbitCT.
+BENCH_PEERS_QUICK=1 shrinks the cases (bench-algo's quick sizes) and skips RabbitCT's FDK.
 
 Data: recond's modified Shepp-Logan (core/geometry/phantom.c's table, 0.94 of the field of view)
 with exact line integrals from docs/api.md's formulas (peers_map.project_cone/_fan/_parallel); the
@@ -333,7 +340,34 @@ def cone_case(pm, rc, title, n, vx, nviews, nu, nv, du, D, S, algos, iters_list)
     rtk_done.clear()
     table(title, "RTK", rows)
     del proj
-    return np
+    return rows
+
+
+def fpf_floor_s(n, nviews, r, cores=None, ghz=2.5):
+    """The footprint pair's floor for one forward and one back projection of n^3 voxels over nviews
+    views at ratio r (projected voxel over pixel): docs/cpu-engine.md's estimate per voxel-view, the
+    1-D passes' taps at 0.45 cycle (forward r (floor(1/r) + 3) row-taps, back floor(r) + 3
+    voxel-taps), the outer product's (r + 1.5) r multiply-adds at 0.087 cycle each (16 lanes) on
+    each side, the column set-up's ~150 cycles over n voxels on each side, at ghz on every core."""
+    import math
+    cores = cores or os.cpu_count()
+    fwd = 0.45 * r * (math.floor(1.0 / r) + 3) + 0.087 * (r + 1.5) * r + 150.0 / n
+    bwd = 0.45 * (math.floor(r) + 3) + 0.087 * (r + 1.5) * r + 150.0 / n
+    return float(n) ** 3 * nviews * (fwd + bwd) / (ghz * 1e9 * cores)
+
+
+def per_iteration_table(title, rows, floor_s):
+    """Seconds per iteration of the plain methods (from 0: the job's recon_s over its iterations;
+    RTK: Update() over them) next to the footprint pair's floor for one forward and one back."""
+    print()
+    print("### " + title + ": seconds per iteration")
+    print()
+    print("| algorithm | iterations | recond s/it | RTK s/it | pair's floor s/it | recond / floor |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        it = r[3] / r[1]
+        print("| %s | %d | %.3f | %.3f | %.3f | %.1f |" % (r[0], r[1], it, r[4] / r[1], floor_s, it / floor_s))
+    sys.stdout.flush()
 
 
 def detector_case(pm, rc, title, n, vx, nviews, D, S, du, offset_nu, offset_mm, cyl):
@@ -440,7 +474,8 @@ def flat_case(pm, rc, title, kind, n, vx, slices, vz, nviews, nu, du, D, S, runs
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,coarse,detectors,fan,rabbitct")
+    ap.add_argument("--only", default="", help="comma list of cases: mapping,paper000,coarse,detectors,fan,rabbitct,"
+                    "rabbitct-iter")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     ensure_venv(build)
@@ -570,6 +605,21 @@ def main():
                       512, 0.5, 496, 1248, 960, 0.308, 750.0, 1200.0, [("fdk", {"name": "fdk"}, "fdk", {})], [1])
         elif want("rabbitct"):
             print("\n(RabbitCT-shaped FDK skipped: BENCH_PEERS_QUICK)")
+        if want("rabbitct-iter"):
+            # issue 34: 256^3 of 1 mm from RabbitCT's views, voxels 5.2 pixels apart (the footprint
+            # pair); quick: 1/8 in every dimension, the same field of view and ratio
+            n, vx, nv_, nu, nvv, du = (32, 8.0, 62, 156, 120, 2.464) if quick else (256, 1.0, 496, 1248, 960, 0.308)
+            D, S = 750.0, 1200.0
+            algos = [
+                ("sirt, plain (RTK: SART, all proj./subset)", dict(plain, name="sirt", relaxation=lam), "sart",
+                 {"per_subset": nv_, "lam": lam}),
+                ("cgls, plain", dict(plain, name="cgls"), "cgls", {}),
+                ("mlem, plain (RTK: OSEM, 1 subset)", dict(plain, name="mlem"), "mlem", {}),
+            ]
+            title = ("RabbitCT-shaped iterative%s: %d^3 (%g mm) from %d views of %dx%d (%g mm), D=750 S=1200 mm"
+                     % (", quick (1/8 size)" if quick else "", n, vx, nv_, nu, nvv, du))
+            rows = cone_case(pm, rc, title, n, vx, nv_, nu, nvv, du, D, S, algos, [5])
+            per_iteration_table(title, rows, fpf_floor_s(n, nv_, vx * S / D / du))
     finally:
         rc.stop()
     print("\nerror: relative L2 against the voxelised phantom inside the central cylinder "

@@ -1,9 +1,11 @@
 /* memory: the worker's peak resident memory predicted from a spec (memory.h). */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algo/algo_util.h"
 #include "plan/memory.h"
+#include "projectors/proj_cpu.h"
 
 /* a + b, a * k without wrapping: a figure that saturates still refuses */
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -36,6 +38,57 @@ static double dd_nnz(const rc_recon_spec *s)
 	if (g->det.nu > 0 && bins > g->det.nu)
 		bins = g->det.nu;
 	return (double)g->nviews * s->vol.nx * s->vol.ny * bins;
+}
+
+/* Whether the job's iterations may run the footprint pair (plan/open.c's
+ * job_footprint): asked for, or auto on a flat cone whose voxels may
+ * project more than a pixel apart (rc_splat_suits false), or auto on
+ * matrices (their step is not known without the geometry).  The step is
+ * bounded from above, as the figure errs high: the largest voxel side
+ * times the magnification at the volume's nearest corner to a source,
+ * times the obliquity 1 + R / (D - R) there, over the smaller pixel side. */
+static int footprint_runs(const rc_recon_spec *s)
+{
+	const rc_geom_spec *g = &s->geom;
+	if (s->algo.name == RC_ALGO_FDK || (s->engine != RC_ENGINE_AUTO && s->engine != RC_ENGINE_CPU))
+		return 0;
+	if (g->type != RC_GEOM_MATRICES && (g->type != RC_GEOM_CONE || g->det.shape == RC_DETECTOR_CURVED))
+		return 0;
+	if (s->algo.projector == RC_PROJECTOR_FOOTPRINT)
+		return 1;
+	if (s->algo.projector != RC_PROJECTOR_AUTO)
+		return 0;
+	if (g->type == RC_GEOM_MATRICES)
+		return 1;
+	const rc_volume_desc *v = &s->vol;
+	double ex = fabs(v->cx) + 0.5 * v->nx * v->vx, ey = fabs(v->cy) + 0.5 * v->ny * v->vy;
+	double ez = fabs(v->cz) + 0.5 * v->nz * v->vz;
+	double R = sqrt(ex * ex + ey * ey), D = g->source_isocenter_mm, S = g->source_detector_mm;
+	double pix = fmin(g->det.du, g->det.dv);
+	if (!(D > R) || !(pix > 0))
+		return 0; /* a voxel behind a source: neither pair (rc_footprint_suits) */
+	double side = fmax(v->vx, fmax(v->vy, v->vz));
+	double step = side * S / (D - R) * (1.0 + fmax(R, ez) / (D - R)) / pix;
+	return step > RC_SPLAT_MAX_STEP;
+}
+
+/* The footprint pair's buffers (proj_footprint.c): the back projection's
+ * block of transposed views (64 MiB at most, one view at least, the stack
+ * at most), one transposed view per thread for the forward, and the
+ * z-fastest volume copy (a kept buffer: counted whole). */
+static uint64_t footprint_bytes(const rc_recon_spec *s, uint64_t V)
+{
+	const rc_geom_spec *g = &s->geom;
+	uint64_t view = (uint64_t)(g->det.nu > 0 ? g->det.nu : 0) * (uint64_t)(g->det.nv > 0 ? g->det.nv : 0) *
+			sizeof(float);
+	if (!view)
+		return V;
+	uint64_t n = RC_MEM_FPF_BLOCK / view;
+	n = n < 1 ? 1 : n;
+	n = n > (uint64_t)(g->nviews > 0 ? g->nviews : 1) ? (uint64_t)(g->nviews > 0 ? g->nviews : 1) : n;
+	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	threads = threads < 1 ? 1 : threads;
+	return add_sat(add_sat(mul_sat(view, (double)n), mul_sat(view, (double)threads)), V);
 }
 
 uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
@@ -92,6 +145,8 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 		double m = dd_nnz(s) * per_nnz;
 		iter = add_sat(mul_sat(iter, 2.0), m >= 1.8e19 ? UINT64_MAX : (uint64_t)m);
 	}
+	if (footprint_runs(s))
+		iter = add_sat(iter, footprint_bytes(s, V));
 	int from_fdk = p->initial == RC_INITIAL_FDK || p->initial == RC_INITIAL_AUTO;
 	return add_sat(base, from_fdk && fdk > iter ? fdk : iter);
 }

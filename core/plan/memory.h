@@ -22,6 +22,13 @@
  *             volumes of TV's host buffers (algo_util.c) when tv_weight > 0;
  *             the FDK start (initial fdk/auto) peaks before the iterations
  *             with fdk's figure: the larger of the two counts.
+ *   footprint (cone flat, matrices iterative on the CPU engine, where the
+ *             footprint pair runs: asked for, or auto where voxels may
+ *             project more than a pixel apart, bounded from above from
+ *             the spec) the pair's buffers on top of the iterations'
+ *             (proj_footprint.c): its back projection's block of views
+ *             (min(64 MiB, P), a view at least), one view per thread and
+ *             the volume's z-fastest copy: min(64 MiB, P) + T view + V.
  *   tensor    (fan, parallel iterative) the system matrix, one 2-D matrix
  *             shared by every slice: nnz ~ views x nx x ny x min(nu, 1 + w / du')
  *             (a pixel's distance-driven footprint w = 1.27 vx over the bin
@@ -51,6 +58,9 @@
 
 #define RC_MEM_BASE ((uint64_t)56 << 20)
 #define RC_MEM_DEVICE_LIBS ((uint64_t)128 << 20)
+/* the footprint pair's block of back-projected views (proj_footprint.c's
+ * RC_FPF_BLOCK_BYTES) */
+#define RC_MEM_FPF_BLOCK ((uint64_t)64 << 20)
 
 /* Predicted peak resident bytes of the worker running s; streaming: an FDK
  * job that back-projects views as they arrive (the same figure since its

@@ -59,6 +59,7 @@ struct rc_fpf {
 	int xt_failed;
 	float *zw;          /* world z of every slice */
 	int general;        /* every view by the per-voxel path (tests) */
+	double hx, hy, vz;  /* half a voxel in x and y; its height */
 };
 
 int rc_footprint_suits(const rc_geom *g)
@@ -83,6 +84,9 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->nu = d->nu;
 	f->nv = d->nv;
 	f->nz = v->nz;
+	f->hx = 0.5 * v->vx;
+	f->hy = 0.5 * v->vy;
+	f->vz = v->vz;
 	f->view_floats = (size_t)d->nu * (size_t)d->nv;
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
@@ -118,47 +122,49 @@ void rc_fpf_force_general(rc_fpf *f, int on) { f->general = on; }
 
 /* ---- the footprints ------------------------------------------------------ */
 
+/* Sorted by min / max (minsd / maxsd: no branches to mispredict, the
+ * corners' order changes from column to column). */
 static inline void sort4(double *t)
 {
-#define RC_FPF_SWAP(a, b)                                                                                     \
-	if (t[a] > t[b]) {                                                                                    \
-		double s_ = t[a];                                                                             \
-		t[a] = t[b];                                                                                  \
-		t[b] = s_;                                                                                    \
+#define RC_FPF_MM(a, b)                                                                                       \
+	{                                                                                                     \
+		const double lo_ = t[a] < t[b] ? t[a] : t[b], hi_ = t[a] < t[b] ? t[b] : t[a];                \
+		t[a] = lo_;                                                                                   \
+		t[b] = hi_;                                                                                   \
 	}
-	RC_FPF_SWAP(0, 1) RC_FPF_SWAP(2, 3) RC_FPF_SWAP(0, 2) RC_FPF_SWAP(1, 3) RC_FPF_SWAP(1, 2)
-#undef RC_FPF_SWAP
+	RC_FPF_MM(0, 1) RC_FPF_MM(2, 3) RC_FPF_MM(0, 2) RC_FPF_MM(1, 3) RC_FPF_MM(1, 2)
+#undef RC_FPF_MM
 }
 
-/* The trapezoid's integral from -infinity to s (height 1, area total). */
-static inline double trap_cum(const double *t, double s, double total)
+static inline double clampd(double x, double lo, double hi)
 {
-	if (s <= t[0])
-		return 0.0;
-	if (s < t[1])
-		return (s - t[0]) * (s - t[0]) / (2.0 * (t[1] - t[0]));
-	if (s <= t[2])
-		return 0.5 * (t[1] - t[0]) + (s - t[1]);
-	if (s < t[3])
-		return total - (t[3] - s) * (t[3] - s) / (2.0 * (t[3] - t[2]));
-	return total;
+	x = x < lo ? lo : x;
+	return x > hi ? hi : x;
 }
 
 /* The u weights of a trapezoid with corners t (sorted), each pixel's
  * integral over the area times scale: wu[0..n-1] on pixels *ja..; n = 0
- * when it misses the detector. */
+ * when it misses the detector.  The integral from t0 to s is the three
+ * pieces' at s clamped into each, branch-free (rise (r - t0)^2 / (2 (t1 -
+ * t0)), flat, fall d - d^2 / (2 (t3 - t2)) with d = s - t2: each exactly 0
+ * below its piece, a degenerate piece's 0 by its zero width). */
 static int trap_weights(const double *t, int nu, double scale, float *wu, int *ja)
 {
 	const double total = 0.5 * (t[3] + t[2] - t[1] - t[0]);
 	if (!(total > 0) || t[3] <= -0.5 || t[0] >= nu - 0.5)
 		return 0;
-	const int a = t[0] <= -0.5 ? 0 : (int)floor(t[0] + 0.5);
-	const int b = t[3] >= nu - 0.5 ? nu - 1 : (int)floor(t[3] + 0.5);
+	/* floor by truncation: both arguments are positive here */
+	const int a = t[0] <= -0.5 ? 0 : (int)(t[0] + 0.5);
+	const int b = t[3] >= nu - 0.5 ? nu - 1 : (int)(t[3] + 0.5);
 	const double s = scale / total;
-	double prev = trap_cum(t, a - 0.5, total);
-	for (int j = a; j <= b; j++) {
-		double cur = trap_cum(t, j + 0.5, total);
-		wu[j - a] = (float)((cur - prev) * s);
+	const double i1 = t[1] > t[0] ? 0.5 / (t[1] - t[0]) : 0.0, i3 = t[3] > t[2] ? 0.5 / (t[3] - t[2]) : 0.0;
+	double prev = 0.0;
+	for (int j = a - 1; j <= b; j++) {
+		const double e = j + 0.5;
+		const double r = clampd(e, t[0], t[1]) - t[0], d = clampd(e, t[2], t[3]) - t[2];
+		const double cur = r * r * i1 + (clampd(e, t[1], t[2]) - t[1]) + d * (1.0 - d * i3);
+		if (j >= a)
+			wu[j - a] = (float)((cur - prev) * s);
 		prev = cur;
 	}
 	*ja = a;
@@ -188,22 +194,26 @@ static int rect_weights(double lo, double hi, int nv, float *wv, int *ka)
 static int cone_column(const rc_fpf *f, const double *P, double x, double y, float *wu, int *ja, int *nwu,
 		       rc_fpf_col *c)
 {
-	const rc_volume_desc *v = rc_geom_volume(f->g);
-	const double hx = 0.5 * v->vx, hy = 0.5 * v->vy;
+	const double hx = f->hx, hy = f->hy;
 	const double nu_ = P[0] * x + P[1] * y + P[3], w = P[8] * x + P[9] * y + P[11];
-	double t[4];
+	/* the four corners, then one test of their depths (the loop without
+	 * an exit is two 2-lane divisions) */
+	double t[4], wq[4];
 	for (int q = 0; q < 4; q++) {
-		double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
-		double wq = w + P[8] * sx + P[9] * sy;
-		if (!(wq > 0))
-			return 0;
-		t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq;
+		const double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
+		wq[q] = w + P[8] * sx + P[9] * sy;
+		t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq[q];
 	}
-	sort4(t);
-	if (!(*nwu = trap_weights(t, f->nu, 1.0 / (w * w), wu, ja)))
+	const double w01 = wq[0] < wq[1] ? wq[0] : wq[1], w23 = wq[2] < wq[3] ? wq[2] : wq[3];
+	const double wmin = w01 < w23 ? w01 : w23;
+	if (!(wmin > 0))
 		return 0;
-	const double V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) / w;
-	return rc_fpf_col_init(c, V0, P[6] * v->vz / w, f->nz, f->nv);
+	sort4(t);
+	const double iw = 1.0 / w;
+	if (!(*nwu = trap_weights(t, f->nu, iw * iw, wu, ja)))
+		return 0;
+	const double V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) * iw;
+	return rc_fpf_col_init(c, V0, P[6] * f->vz * iw, f->nz, f->nv);
 }
 
 /* A voxel's footprint on any view: u weights (1/w^2 folded in) and v

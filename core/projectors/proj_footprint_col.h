@@ -48,8 +48,9 @@ static inline int rc_fpf_col_init(rc_fpf_col *c, double V0, double dv, int nz, i
 	double top = c->B + nz * c->S;
 	if (!(c->S > 0) || top <= -0.5 || c->B >= nv - 0.5)
 		return 0;
-	c->k0 = c->B <= -0.5 ? 0 : (int)floor(c->B + 0.5);
-	c->k1 = top >= nv - 0.5 ? nv - 1 : (int)floor(top + 0.5);
+	/* floor by truncation: both arguments are positive here */
+	c->k0 = c->B <= -0.5 ? 0 : (int)(c->B + 0.5);
+	c->k1 = top >= nv - 0.5 ? nv - 1 : (int)(top + 0.5);
 	return c->k0 <= c->k1;
 }
 

@@ -328,6 +328,42 @@ static void memory_scales_and_saturates(void **state)
 	assert_true(rc_plan_memory(&f, 0) < (2ull << 30));
 }
 
+/* The footprint pair's buffers are in the figure where the pair runs:
+ * asked for, or auto where voxels project more than a pixel apart (the
+ * issue's 1.25 ratio: 2 mm voxels, 2.4 mm pixels, magnification 1.5);
+ * not with ray casting, nor auto where the splat pair runs. */
+static void memory_counts_footprint(void **state)
+{
+	(void)state;
+	rc_recon_spec r = mem_cone(128, 2.0, 210, 256, 200, 2.4, 1000, 1500, RC_ALGO_SIRT, PLAIN);
+	r.threads = 4;
+	r.algo.projector = RC_PROJECTOR_RAYCAST;
+	rc_recon_spec f = r, a = r;
+	f.algo.projector = RC_PROJECTOR_FOOTPRINT;
+	a.algo.projector = RC_PROJECTOR_AUTO;
+	uint64_t view = 256 * 200 * 4, V = 128ull * 128 * 128 * 4;
+	/* the whole stack (42 MiB) is under the block's 64 MiB */
+	uint64_t extra = 210 * view + 4 * view + V;
+	assert_true(rc_plan_memory(&f, 0) == rc_plan_memory(&r, 0) + extra);
+	assert_true(rc_plan_memory(&a, 0) == rc_plan_memory(&f, 0));
+	/* the paper's 0.5 mm voxels on 1 mm pixels: the splat pair, nothing more */
+	rc_recon_spec sp = mem_cone(128, 0.5, 210, 256, 200, 1.0, 1000, 1500, RC_ALGO_SIRT, PLAIN), sr = sp;
+	sr.algo.projector = RC_PROJECTOR_RAYCAST;
+	assert_true(rc_plan_memory(&sp, 0) == rc_plan_memory(&sr, 0));
+	/* a longer stack: the block is 64 MiB of whole views */
+	rc_recon_spec s = f;
+	s.geom.nviews = 1000;
+	rc_recon_spec sr2 = s;
+	sr2.algo.projector = RC_PROJECTOR_RAYCAST;
+	assert_true(rc_plan_memory(&s, 0) == rc_plan_memory(&sr2, 0) + (RC_MEM_FPF_BLOCK / view) * view + 4 * view + V);
+	/* FDK and the GPU engines: no footprint pair */
+	rc_recon_spec d = f;
+	d.engine = RC_ENGINE_OPENCL;
+	rc_recon_spec dr = r;
+	dr.engine = RC_ENGINE_OPENCL;
+	assert_true(rc_plan_memory(&d, 0) == rc_plan_memory(&dr, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +380,7 @@ int main(void)
 		cmocka_unit_test(fit_needs_five_workloads),
 		cmocka_unit_test(memory_against_measurements),
 		cmocka_unit_test(memory_scales_and_saturates),
+		cmocka_unit_test(memory_counts_footprint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
