@@ -18,7 +18,7 @@ typedef struct rctl_job_view {
 	double fraction;      /* < 0: unknown */
 	long iteration, of;   /* done, asked ("iterations"); < 0: unknown */
 	const char *stopped;  /* why it ended before them ("stagnation", "cancelled", ...); NULL: it did not */
-	const char *phase;    /* "pending", "preparing", "fdk_start", "iterating", "fdk", "writing", "done"; NULL */
+	const char *phase;    /* "pending", "preparing", "loading_matrix", "building_matrix", "fdk_start", "iterating", "fdk", "writing", "done"; NULL */
 	double eta_s;         /* < 0: unknown */
 	long views_done, views_expected; /* a streaming FDK's views; views_expected 0: not streaming */
 } rctl_job_view;

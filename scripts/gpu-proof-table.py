@@ -72,7 +72,11 @@ def main():
         f = line.split()
         if len(f) < 6:
             continue
-        bench, key, value, unit, floor, basis = f[0], f[1], float(f[2]), f[3], float(f[4]), " ".join(f[5:])
+        try:
+            bench, key, value, unit, floor, basis = f[0], f[1], float(f[2]), f[3], float(f[4]), " ".join(f[5:])
+        except ValueError:  # a malformed line: the figure stays missing (and fails the run)
+            print("gpu-proof: an unreadable figure line: %s" % line.strip(), file=sys.stderr)
+            continue
         figs[key] = (value, unit, floor, basis, bench)
     tests = []
     for line in open(a.tests):

@@ -41,12 +41,12 @@ step() { printf '\n=== gpu-proof: %s (%ss)\n' "$1" $(( $(date +%s) - t_start ));
 run_test() {
   local name=$1 limit=$(cap $2); shift 2
   local t0=$(date +%s%N) rc st
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1 </dev/null
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1 </dev/null
   rc=$?
   case $rc in
     0) st=PASS;;
     77) if [ $skip_fails = 1 ]; then st=FAIL; ok=0; else st=SKIP; fi;;
-    124) st=TIMEOUT; ok=0;;
+    124|137) st=TIMEOUT; ok=0;;
     *) st=FAIL; ok=0;;
   esac
   local s=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -60,13 +60,13 @@ run_test() {
 run_bench() {
   local name=$1 limit=$(cap $2); shift 2
   local t0=$(date +%s) rc
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1 </dev/null
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1 </dev/null
   rc=$?
   grep '^PROOF ' "$out/$name.log" | sed "s/^PROOF /$name /" >>"$figs"
   grep -v '^PROOF ' "$out/$name.log" | sed 's/^/  /'
   if [ $rc -ne 0 ]; then
     ok=0
-    echo "  $name: exit $rc$( [ $rc = 124 ] && echo " (over its ${limit} s)")"
+    echo "  $name: exit $rc$( { [ $rc = 124 ] || [ $rc = 137 ]; } && echo " (over its ${limit} s)")"
     echo "$name FAIL $(( $(date +%s) - t0 ))" >>"$tests"
   fi
 }
@@ -112,8 +112,11 @@ if [ "$emu" = 1 ]; then
   RECOND_BENCH_QUICK=1 RECOND_BENCH_ENGINES=cpu,cuda run_bench bench-trigeneous 600 "$edir/bench-trigeneous" --proof
 else
   # ---- a GPU ------------------------------------------------------------
-  ccap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
-  if [ -z "$ccap" ]; then
+  # a driver without a working GPU prints "No devices were found" (or an
+  # NVML error) and exits non-zero; an old driver has no compute_cap field
+  ccap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null) || ccap=
+  ccap=$(printf '%s\n' "$ccap" | head -n 1 | tr -d ' ')
+  if ! [[ $ccap =~ ^[0-9]+\.[0-9]+$ ]]; then
     echo "no CUDA device"
     exit 77
   fi

@@ -5,6 +5,7 @@
 
 #include "algo/algo_util.h"
 #include "plan/memory.h"
+#include "plan/tensor.h"
 #include "projectors/proj_cpu.h"
 
 /* a + b, a * k without wrapping: a figure that saturates still refuses */
@@ -141,7 +142,7 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	uint64_t iter = add_sat(mul_sat(V, nv), mul_sat(P, np));
 	if (two_d && !device) {
 		/* the tensor backend: its matrix, and the vectors in its order too */
-		double per_nnz = strcmp(s->precision, "fp32") && s->precision[0] ? 31.0 : 12.0;
+		double per_nnz = rc_tensor_runs_fp32(s) ? 12.0 : 31.0;
 		double m = dd_nnz(s) * per_nnz;
 		iter = add_sat(mul_sat(iter, 2.0), m >= 1.8e19 ? UINT64_MAX : (uint64_t)m);
 	}

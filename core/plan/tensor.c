@@ -125,6 +125,9 @@ struct tstate {
 	int64_t cache_bound;
 	int frag;
 	rc_nz_meta meta;
+	/* the layout as the writer reads it, copied before the thread starts:
+	 * the run then writes its own scratch fields (xh, input) freely */
+	rc_bsr_cpu snap;
 #ifdef RC_HAVE_CUDA
 	rc_tgpu *gt;
 #endif
@@ -134,7 +137,8 @@ static void *store_layout(void *ud)
 {
 	struct tstate *ts = ud;
 	rc_err err; /* best effort: a cache that cannot be written leaves the job as it is */
-	(void)rc_bsr_cpu_store(ts->g, ts->cache_dir, ts->cache_bound, ts->frag, ts->bc, &ts->meta, &err);
+	if (rc_bsr_cpu_store(ts->g, ts->cache_dir, ts->cache_bound, ts->frag, &ts->snap, &ts->meta, &err))
+		fprintf(stderr, "matrix cache: the CPU layout not stored: %s\n", err.msg);
 	return NULL;
 }
 
@@ -200,7 +204,9 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	double proj_div = 1.0;
 	rc_recon_matrix_report *mr = &report->matrix;
 	mr->present = 1;
-	snprintf(mr->cache, sizeof mr->cache, "%s", o->cache_dir && *o->cache_dir ? "miss" : "off");
+	/* FBP's matrix (an FDK job) is never cached */
+	snprintf(mr->cache, sizeof mr->cache, "%s",
+		 o->cache_dir && *o->cache_dir && algo->name != RC_ALGO_FDK ? "miss" : "off");
 
 	int use_gpu = 0;
 #ifdef RC_HAVE_CUDA
@@ -355,6 +361,7 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 				ts->cache_dir = o->cache_dir;
 				ts->cache_bound = cache_bound(o);
 				ts->frag = (int)frag;
+				ts->snap = *ts->bc;
 				ts->storing = pthread_create(&ts->store, NULL, store_layout, ts) == 0;
 				if (!ts->storing)
 					store_layout(ts);
@@ -478,6 +485,16 @@ out:
 	return rc;
 }
 
+int rc_tensor_runs_fp32(const rc_recon_spec *s)
+{
+	int precision;
+	if (rc_name_parse(RC_NAMES_PRECISION, s->precision, &precision))
+		return 0;
+	if (precision == RC_PRECISION_AUTO)
+		return rc_algo_subsets(&s->algo, s->geom.nviews) > AUTO_MAX_SUBSETS;
+	return precision == RC_PRECISION_FP32;
+}
+
 int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err)
 {
 	rc_tensor_opts_default(o);
@@ -495,8 +512,7 @@ int rc_tensor_opts_of(const rc_recon_spec *s, rc_tensor_opts *o, rc_err *err)
 	 * subsets fp32, whose CSR products cost a subset its share where the
 	 * fp16 layout's cost a whole product each (backend_tensor.c) */
 	if (precision == RC_PRECISION_AUTO)
-		precision = rc_algo_subsets(&s->algo, s->geom.nviews) > AUTO_MAX_SUBSETS ? RC_PRECISION_FP32
-											  : RC_PRECISION_MIXED;
+		precision = rc_tensor_runs_fp32(s) ? RC_PRECISION_FP32 : RC_PRECISION_MIXED;
 	o->mixed = precision != RC_PRECISION_FP32;
 	/* bf16: the mixed path with bf16 operands (vdpbf16ps) where the CPU
 	 * has them, else the mixed path as it is (the GPU's WMMA reads fp16) */

@@ -58,6 +58,11 @@ typedef struct rc_tensor_opts {
 
 void rc_tensor_opts_default(rc_tensor_opts *o);
 
+/* Whether s's tensor job runs the fp32 CSR path: precision fp32, or auto
+ * with more than AUTO_MAX_SUBSETS ordered subsets (the rest run the fp16
+ * layout).  The memory plan counts the matrix by it. */
+int rc_tensor_runs_fp32(const rc_recon_spec *s);
+
 /* The options of a job's spec: its precision (mixed and bf16: the fp16
  * blocks), threads, matrix cache; engine "cpu" runs the CPU path only.
  * RC_EINVAL for a precision that is no word of names.h. */

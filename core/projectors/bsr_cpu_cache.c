@@ -227,6 +227,7 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	fd = -1;
 	if (rename(tmp, path)) {
 		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp); /* a multi-GB file the bound does not count */
 		goto out;
 	}
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

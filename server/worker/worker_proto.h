@@ -10,7 +10,9 @@
  *     the iterations asked (1 for FDK); stopped: the stop rule that ended
  *     the run before them ("stagnation", "tolerance", "discrepancy"), null
  *     otherwise; phase: "preparing" (reading and checking the input),
- *     "fdk_start" (an iterative job's FDK start), "iterating", "fdk" (an
+ *     "loading_matrix" / "building_matrix" (a tensor job's system matrix,
+ *     with "phase_fraction" 0..1), "fdk_start" (an iterative job's FDK
+ *     start), "iterating", "fdk" (an
  *     FDK job's run), "writing" (the volume); a streaming FDK adds
  *     "views_done" and "views_expected"
  *   {"type":"phase", ...the fields of "progress"...}

@@ -52,6 +52,15 @@ def no_gpu():
     check("without a GPU gpu-proof exits 77", r.returncode == 77, "exit %d: %s%s" % (r.returncode, r.stdout,
                                                                                        r.stderr))
     check("without a GPU gpu-proof says \"no CUDA device\"", "no CUDA device" in r.stdout, r.stdout)
+    # a driver but no working GPU: nvidia-smi answers on stdout and fails
+    fake = os.path.join(bindir, "nvidia-smi")
+    with open(fake, "w") as f:
+        f.write("#!/bin/bash\necho 'No devices were found'\nexit 6\n")
+    os.chmod(fake, 0o755)
+    r = subprocess.run(["bash", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    check("a driver without a GPU: gpu-proof exits 77 with \"no CUDA device\"",
+          r.returncode == 77 and "no CUDA device" in r.stdout,
+          "exit %d: %s%s" % (r.returncode, r.stdout, r.stderr))
 
 
 def rehearsal():

@@ -316,7 +316,10 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 	rc_bk_views(&k->base, &first, &last);
 	if ((rc = timer_start(k, err)))
 		return rc;
-	if (k->plane) {
+	if (k->plane && kind == RC_BP_SPLAT) {
+		rc = rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			     "the CUDA engine back-projects fan and parallel stacks by FBP's or Joseph's transpose");
+	} else if (k->plane) {
 		/* RC_CUDA_MAX_BATCH views per launch, as the engine */
 		if (first == last && !c->bp_add)
 			CU_CHECK(cudaMemsetAsync(vol->d, 0, vol->n * sizeof(float), c->ks), "cudaMemsetAsync(volume)");
