@@ -693,9 +693,14 @@ scalars:;
 	}
 	/* the matched pair of the iterative algorithms where voxels project at
 	 * most a pixel apart, as on the CPU engine */
-	if (rc_dev_splat_suits(g) && (rc = cu_splat_new(g, &k->sp, err))) {
-		bk_free(&k->base);
-		return rc;
+	if (rc_dev_splat_suits(g)) {
+		/* its table and gain buffer are not in the memory plan: where they
+		 * do not fit, the backend runs ray casting's pair instead */
+		rc_err e1;
+		if (cu_splat_new(g, &k->sp, &e1)) {
+			k->sp = NULL;
+			fprintf(stderr, "cuda: the splat pair is off (ray casting's pair runs): %s\n", e1.msg);
+		}
 	}
 	k->dsum = (double *)k->scratch;
 	k->dmax = (unsigned *)((char *)k->scratch + sizeof(double));

@@ -986,8 +986,15 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 		rc = upload_plane_views(x, g, err);
 	/* the matched pair of the iterative algorithms where voxels project at
 	 * most a pixel apart, as on the CPU engine (engine.h's splat) */
-	if (!rc && rc_dev_splat_suits(g) && !(rc = rc_ocl_splat_new(x->ctx, x->q, x->prog, x->fp64, x->gpu, g, &x->splat, err)))
-		x->base.splat = 1;
+	if (!rc && rc_dev_splat_suits(g)) {
+		/* its gain buffer (32 views) is not in the run's memory plan: where
+		 * it does not fit, the engine runs ray casting's pair instead */
+		rc_err e1;
+		if (rc_ocl_splat_new(x->ctx, x->q, x->prog, x->fp64, x->gpu, g, &x->splat, &e1) == 0)
+			x->base.splat = 1;
+		else
+			fprintf(stderr, "opencl: the splat pair is off (ray casting's pair runs): %s\n", e1.msg);
+	}
 	if (rc)
 		goto fail;
 	wg_load(x);
