@@ -77,7 +77,8 @@ def main(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--progress-fd", "--threads", "--state-dir", "--live-fd", "--stream-fd", "--stream-idle"):
+        if a in ("--progress-fd", "--threads", "--state-dir", "--live-fd", "--stream-fd", "--stream-idle",
+                 "--matrix-cache-bytes"):
             if a == "--progress-fd":
                 fd = int(argv[i + 1])
             i += 2

@@ -74,11 +74,17 @@ typedef struct tbk {
 	char msg[256];
 } tbk;
 
-#ifdef RC_HAVE_CUDA
 static int on_gpu(const tbk *t)
 {
+#ifdef RC_HAVE_CUDA
 	return t->m.gpu != NULL;
+#else
+	(void)t;
+	return 0;
+#endif
 }
+
+#ifdef RC_HAVE_CUDA
 
 /* A tensor_gpu.h return code as an rc_err. */
 static int gpu_rc(tbk *t, int rc, rc_err *err)
