@@ -570,8 +570,10 @@ static int splat_forward(ocl_engine *x, const float *vol, float *proj, int first
 	if (ce != CL_SUCCESS)
 		return rc_cl_fail(err, ce, "write of the volume");
 	int rc = rc_ocl_splat_fp(x->splat, x->vol, x->proj, first, last, err);
-	if (rc)
+	if (rc) {
+		clFinish(x->q); /* the write still reads the caller's volume */
 		return rc;
+	}
 	ce = clEnqueueReadBuffer(x->q, x->proj, CL_TRUE, (size_t)first * vsz * sizeof(float),
 				 (size_t)(last - first) * vsz * sizeof(float), proj + (size_t)first * vsz, 0, NULL, NULL);
 	return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "read of the projections");
@@ -586,8 +588,10 @@ static int splat_back(ocl_engine *x, const float *proj, float *vol, int first, i
 	if (ce != CL_SUCCESS)
 		return rc_cl_fail(err, ce, "write of the projections");
 	int rc = rc_ocl_splat_bp(x->splat, x->proj, x->vol, first, last, err);
-	if (rc)
+	if (rc) {
+		clFinish(x->q); /* the write still reads the caller's views */
 		return rc;
+	}
 	ce = clEnqueueReadBuffer(x->q, x->vol, CL_TRUE, 0, (size_t)x->nx * x->ny * x->nz * sizeof(float), vol, 0, NULL,
 				 NULL);
 	return ce == CL_SUCCESS ? 0 : rc_cl_fail(err, ce, "read of the volume");
@@ -659,6 +663,9 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 			memset(vol, 0, nvox * sizeof(float));
 		return 0;
 	}
+	if (kind == RC_BP_SPLAT && x->bp_add) /* the splat gather stores: it does not add */
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			       "the OpenCL splat back projection does not add into a volume");
 	/* adding: the device's volume starts as the caller's */
 	if (x->bp_add) {
 		cl_int ce = clEnqueueWriteBuffer(x->q, x->vol, CL_FALSE, 0, nvox * sizeof(float), vol, 0, NULL, NULL);
@@ -667,10 +674,8 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 	}
 	if (x->plane)
 		return plane_back(x, kind, proj, vol, first, last, err);
-	if (kind == RC_BP_SPLAT) /* the splat gather stores: it does not add */
-		return x->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-					   "the OpenCL splat back projection does not add into a volume")
-				 : splat_back(x, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT)
+		return splat_back(x, proj, vol, first, last, err);
 	size_t vsz = (size_t)x->nu * x->nv;
 	cl_int ce;
 	if (kind == RC_BP_MATCHED) {
