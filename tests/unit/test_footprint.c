@@ -34,6 +34,7 @@
 #include "geometry/phantom.h"
 #include "plan/recon.h"
 #include "projectors/proj_cpu.h"
+#include "proj_testutil.h"
 #include "tilt_case.h"
 #include "util/threadpool.h"
 
@@ -46,52 +47,14 @@ static const double D = 150, S = 300; /* magnification 2 at the isocentre */
  * smaller than the volume's shadow so that footprints are clipped. */
 static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *v, double ratio)
 {
-	double ang[NV], mats[NV * 12];
-	for (int k = 0; k < NV; k++)
-		ang[k] = 11 + 360.0 * k / NV;
 	const double px = v->vx * (S / D) / ratio;
 	rc_detector_desc det = { (int)(v->nx * v->vx * 2.4 / px) + 3, (int)(v->nz * v->vz * 2.2 / px) + 1, px, px,
 				 0.7 * px, -0.4 * px, RC_DETECTOR_FLAT };
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = NV, .det = det, .source_isocenter_mm = D,
-			    .source_detector_mm = S, .angles_deg = ang };
-	rc_geom *g = NULL;
 	rc_err err;
-	if (rc_geom_new(&sp, v, NULL, &g, &err))
-		fail_msg("geometry: %s", err.msg);
-	if (type == RC_GEOM_CONE)
-		return g;
-	tilt_case_matrices(g, 12, mats);
-	rc_geom_free(g);
-	sp.type = RC_GEOM_MATRICES;
-	sp.matrices = mats;
-	if (rc_geom_new(&sp, v, NULL, &g, &err))
+	rc_geom *g = tilt_case_geom(type, v, &det, NV, 11, D, S, &err);
+	if (!g)
 		fail_msg("geometry: %s", err.msg);
 	return g;
-}
-
-static rc_engine *make_engine(const rc_geom *g, int threads)
-{
-	rc_engine *e = NULL;
-	rc_err err;
-	if (rc_engine_cpu_new(g, threads, &e, &err))
-		fail_msg("engine: %s", err.msg);
-	return e;
-}
-
-static float *falloc(size_t n)
-{
-	float *p = calloc(n, sizeof(float));
-	assert_non_null(p);
-	return p;
-}
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
 }
 
 static const double RATIOS[] = { 0.5, 1, 1.25, 2, 2.6, 4 };

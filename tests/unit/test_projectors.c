@@ -27,6 +27,9 @@
 #include "projectors/proj_cpu.h"
 #include "geometry/phantom.h"
 
+#define PROJ_TESTUTIL_SEED 88172645463325252ull
+#include "proj_testutil.h"
+
 #define NV 12 /* views */
 
 /* the CPU engine's paths, rc_engine_cpu_set_isa names */
@@ -126,30 +129,6 @@ static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *vol, int nvie
 	return make_geom_full(type, vol, nviews, &DET, TILT_DEG);
 }
 
-static rc_engine *make_engine(const rc_geom *g, int threads)
-{
-	rc_engine *e = NULL;
-	rc_err err;
-	if (rc_engine_cpu_new(g, threads, &e, &err))
-		fail_msg("engine: %s", err.msg);
-	return e;
-}
-
-static float *falloc(size_t n)
-{
-	float *p = calloc(n, sizeof(float));
-	assert_non_null(p);
-	return p;
-}
-
-static uint64_t rng = 88172645463325252ull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
 
 /* --- ball: closed-form chords ---------------------------------------------- */
 

@@ -39,6 +39,7 @@
 #include "backend/exec.h"
 #include "geometry/phantom.h"
 #include "projectors/proj_cpu.h"
+#include "proj_testutil.h"
 #include "tilt_case.h"
 
 #define NV 10
@@ -58,52 +59,14 @@ static const rc_volume_desc TALL[NTALL] = { { 33, 30, 40, 0.55, 0.5, 0.6, 0.7, -
 static const rc_detector_desc DET = { 50, 42, 1.5, 1.5, 1.2, -0.9, RC_DETECTOR_FLAT };
 static const double D = 150, S = 300;
 
+/* the cone, or its matrices with the object turned 12 degrees about x */
 static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *v, const rc_detector_desc *det)
 {
-	double ang[NV], mats[NV * 12];
-	for (int k = 0; k < NV; k++)
-		ang[k] = 7 + 360.0 * k / NV;
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = NV, .det = *det, .source_isocenter_mm = D,
-			    .source_detector_mm = S, .angles_deg = ang };
-	rc_geom *g = NULL;
 	rc_err err;
-	if (rc_geom_new(&sp, v, NULL, &g, &err))
-		fail_msg("geometry: %s", err.msg);
-	if (type == RC_GEOM_CONE)
-		return g;
-	/* matrices: the cone's, with the object turned 12 degrees about x */
-	tilt_case_matrices(g, 12, mats);
-	rc_geom_free(g);
-	sp.type = RC_GEOM_MATRICES;
-	sp.matrices = mats;
-	if (rc_geom_new(&sp, v, NULL, &g, &err))
+	rc_geom *g = tilt_case_geom(type, v, det, NV, 7, D, S, &err);
+	if (!g)
 		fail_msg("geometry: %s", err.msg);
 	return g;
-}
-
-static rc_engine *make_engine(const rc_geom *g, int threads)
-{
-	rc_engine *e = NULL;
-	rc_err err;
-	if (rc_engine_cpu_new(g, threads, &e, &err))
-		fail_msg("engine: %s", err.msg);
-	return e;
-}
-
-static float *falloc(size_t n)
-{
-	float *p = calloc(n, sizeof(float));
-	assert_non_null(p);
-	return p;
-}
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
 }
 
 /* The model in double, views [first, last) of out (the rest untouched). */

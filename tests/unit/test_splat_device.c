@@ -71,25 +71,13 @@ enum { DEV_OPENCL, DEV_CUDA, DEV_COUNT };
 static const char *const dev_name[DEV_COUNT] = { "opencl", "cuda" };
 static int have[DEV_COUNT];
 
+/* the cone, or its matrices with the object turned 12 degrees about x */
 static rc_geom *make_geom(rc_geom_type type, const rc_volume_desc *v, const rc_detector_desc *det, double D,
 			  double S)
 {
-	double ang[NV], mats[NV * 12];
-	for (int k = 0; k < NV; k++)
-		ang[k] = 7 + 360.0 * k / NV;
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = NV, .det = *det, .source_isocenter_mm = D,
-			    .source_detector_mm = S, .angles_deg = ang };
-	rc_geom *g = NULL;
 	rc_err err;
-	if (rc_geom_new(&sp, v, NULL, &g, &err))
-		fail_msg("geometry: %s", err.msg);
-	if (type == RC_GEOM_CONE)
-		return g;
-	tilt_case_matrices(g, 12, mats);
-	rc_geom_free(g);
-	sp.type = RC_GEOM_MATRICES;
-	sp.matrices = mats;
-	if (rc_geom_new(&sp, v, NULL, &g, &err))
+	rc_geom *g = tilt_case_geom(type, v, det, NV, 7, D, S, &err);
+	if (!g)
 		fail_msg("geometry: %s", err.msg);
 	return g;
 }
