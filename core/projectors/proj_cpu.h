@@ -89,6 +89,22 @@ void rc_fp_rotate(rc_rotate *r, rc_pool *pool, const float *vol, float *proj,
 int rc_proj_keep_reserve(size_t bytes, const char *env);
 void rc_proj_keep_release(size_t bytes);
 
+/* The volume z-fastest ([y][x][z]) for a voxel-driven forward projection
+ * (proj_zfast.c): rc_zfast_fill copies vol into it over the pool and
+ * returns it, or NULL where rc_proj_keep_reserve refused it (once: the
+ * caller then reads columns with the volume's stride). */
+typedef struct rc_zfast {
+	float *xt;
+	size_t bytes; /* reserved for xt */
+	int failed;
+} rc_zfast;
+const float *rc_zfast_fill(rc_zfast *z, const rc_volume_desc *v, const float *vol, rc_pool *pool);
+void rc_zfast_release(rc_zfast *z);
+
+/* The z coordinate of each voxel plane (nz floats, malloc'd; NULL: out of
+ * memory). */
+float *rc_volume_z_table(const rc_volume_desc *v);
+
 /* Voxel-driven back projection; owns padded view blocks and per-thread rows.
  * splat_gain != 0 multiplies every pixel by the splat gain (below) as the
  * views are padded and weighs cone views with the splat's footprint

@@ -54,9 +54,7 @@ struct rc_fpf {
 	size_t scratch_floats;
 	float *blk;         /* back: blk_views gained transposed views */
 	int blk_views;
-	float *xt;          /* forward: the volume z-fastest ([y][x][z]) */
-	size_t xt_bytes;    /* reserved for xt (rc_proj_keep_reserve) */
-	int xt_failed;
+	rc_zfast zf;        /* forward: the volume z-fastest (none: columns read strided) */
 	float *zw;          /* world z of every slice */
 	int general;        /* every view by the per-voxel path (tests) */
 	double hx, hy, vz;  /* half a voxel in x and y; its height */
@@ -90,15 +88,10 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->view_floats = (size_t)d->nu * (size_t)d->nv;
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
-	f->zw = malloc((size_t)v->nz * sizeof(float));
+	f->zw = rc_volume_z_table(v);
 	if (!f->scratch || !f->zw) {
 		rc_fpf_free(f);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
-	}
-	for (int z = 0; z < v->nz; z++) {
-		double X[3];
-		rc_volume_voxel_pos(v, 0, 0, z, X);
-		f->zw[z] = (float)X[2];
 	}
 	*ret = f;
 	return 0;
@@ -111,9 +104,7 @@ void rc_fpf_free(rc_fpf *f)
 	free(f->img);
 	free(f->scratch);
 	free(f->blk);
-	if (f->xt)
-		rc_proj_keep_release(f->xt_bytes);
-	free(f->xt);
+	rc_zfast_release(&f->zf);
 	free(f->zw);
 	free(f);
 }
@@ -257,6 +248,7 @@ struct fpf_ctx {
 	fwd_col_fn fwd;
 	bwd_col_fn bwd;
 	const float *vol;
+	const float *xt; /* vol z-fastest, or NULL */
 	float *volw;
 	const float *proj;
 	float *projw;
@@ -277,19 +269,20 @@ static void fwd_task(void *arg, long t, int worker)
 	float *img = f->img + (size_t)worker * f->view_floats;
 	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *col = wv + f->nv + f->nz;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
+	const int cone = view_is_cone(f, P);
 	memset(img, 0, f->view_floats * sizeof(float));
 	for (int iy = 0; iy < v->ny; iy++)
 		for (int ix = 0; ix < v->nx; ix++) {
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 			double X[3];
 			rc_volume_voxel_pos(v, ix, iy, 0, X);
-			if (view_is_cone(f, P)) {
+			if (cone) {
 				rc_fpf_col cc;
 				int ja, nwu;
 				if (!cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
 					continue;
-				const float *a = f->xt ? f->xt + at * (size_t)v->nz : col;
-				for (int z = 0; !f->xt && z < v->nz; z++)
+				const float *a = c->xt ? c->xt + at * (size_t)v->nz : col;
+				for (int z = 0; !c->xt && z < v->nz; z++)
 					col[z] = c->vol[at + (size_t)z * plane];
 				c->fwd(a, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 				continue;
@@ -323,22 +316,6 @@ static void fwd_task(void *arg, long t, int worker)
 	}
 }
 
-/* Rows of the volume into xt, z fastest (proj_splat.c's transpose: a
- * column read with the volume's stride misses at every voxel). */
-static void transpose_task(void *arg, long iy, int worker)
-{
-	const struct fpf_ctx *c = arg;
-	const rc_volume_desc *v = rc_geom_volume(c->f->g);
-	(void)worker;
-	const size_t nx = (size_t)v->nx, nz = (size_t)v->nz, plane = nx * (size_t)v->ny;
-	float *out = c->f->xt + (size_t)iy * nx * nz;
-	const float *in = c->vol + (size_t)iy * nx;
-	for (size_t z0 = 0; z0 < nz; z0 += 16)
-		for (size_t ix = 0; ix < nx; ix++)
-			for (size_t z = z0; z < nz && z < z0 + 16; z++)
-				out[ix * nz + z] = in[z * plane + ix];
-}
-
 static const fwd_col_fn fwd_fns[RC_ISA_COUNT] = { rc_fpf_fwd_col_baseline, rc_fpf_fwd_col_avx2,
 						  rc_fpf_fwd_col_avx512 };
 static const bwd_col_fn bwd_fns[RC_ISA_COUNT] = { rc_fpf_bwd_col_baseline, rc_fpf_bwd_col_avx2,
@@ -358,19 +335,11 @@ int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, 
 	}
 	struct fpf_ctx c = { .f = f, .vol = vol, .projw = proj, .first = first,
 			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
-	if (!f->xt && !f->xt_failed) {
-		size_t bytes = rc_volume_count(v) * sizeof(float);
-		if (rc_proj_keep_reserve(bytes, "RECOND_SPLAT_COPY_MAX_MB")) {
-			f->xt = malloc(bytes);
-			if (f->xt)
-				f->xt_bytes = bytes;
-			else
-				rc_proj_keep_release(bytes);
-		}
-		f->xt_failed = !f->xt;
-	}
-	if (f->xt)
-		rc_pool_run(pool, v->ny, transpose_task, &c);
+	/* only the cone views' column path reads the z-fastest copy */
+	int any_cone = 0;
+	for (int k = first; k < last && !any_cone; k++)
+		any_cone = view_is_cone(f, rc_geom_view(f->g, k)->P);
+	c.xt = any_cone ? rc_zfast_fill(&f->zf, v, vol, pool) : NULL;
 	rc_pool_run(pool, last - first, fwd_task, &c);
 	return 0;
 }

@@ -54,9 +54,7 @@ struct rc_fps {
 	float *img;        /* one image per worker */
 	float *zw;         /* world z of every slice */
 	float *colbuf;     /* nz floats per worker: a column copied z-contiguous */
-	float *xt;         /* the volume z-fastest ([y][x][z]), for the cone path */
-	size_t xt_bytes;   /* reserved for xt (rc_proj_keep_reserve) */
-	int xt_failed;     /* over the limit: the cone path reads the volume strided */
+	rc_zfast zf;       /* the volume z-fastest, for the cone path (none: it reads the volume strided) */
 };
 
 void rc_splat_gain_init(const rc_geom *g, int k, rc_splat_gain *gn)
@@ -135,18 +133,13 @@ int rc_fps_new(const rc_geom *g, int threads, rc_fps **ret, rc_err *err)
 	f->Hs = d->nv + 3;
 	f->img_floats = (size_t)f->Hs * (size_t)(d->nu + 3);
 	f->img = malloc((size_t)threads * f->img_floats * sizeof(float));
-	f->zw = malloc((size_t)v->nz * sizeof(float));
+	f->zw = rc_volume_z_table(v);
 	f->colbuf = malloc((size_t)threads * (size_t)v->nz * sizeof(float));
 	if (!f->img || !f->zw || !f->colbuf) {
 		int rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the splatting projector's images (%zu MiB)",
 				 ((size_t)threads * f->img_floats * sizeof(float)) >> 20);
 		rc_fps_free(f);
 		return rc;
-	}
-	for (int z = 0; z < v->nz; z++) {
-		double X[3];
-		rc_volume_voxel_pos(v, 0, 0, z, X);
-		f->zw[z] = (float)X[2];
 	}
 	*ret = f;
 	return 0;
@@ -159,9 +152,7 @@ void rc_fps_free(rc_fps *f)
 	free(f->img);
 	free(f->zw);
 	free(f->colbuf);
-	if (f->xt)
-		rc_proj_keep_release(f->xt_bytes);
-	free(f->xt);
+	rc_zfast_release(&f->zf);
 	free(f);
 }
 
@@ -352,23 +343,6 @@ static void splat_task(void *arg, long t, int worker)
 	}
 }
 
-/* Rows of the volume into xt, z fastest: a voxel column read along z with
- * the volume's stride (a power of two, often) maps every voxel to one L1 set
- * and missed at every voxel (the strided read was 2x slower). */
-static void transpose_task(void *arg, long iy, int worker)
-{
-	const struct splat_ctx *c = arg;
-	const rc_volume_desc *v = rc_geom_volume(c->f->g);
-	(void)worker;
-	const size_t nx = (size_t)v->nx, nz = (size_t)v->nz, plane = nx * (size_t)v->ny;
-	float *out = c->f->xt + (size_t)iy * nx * nz;
-	const float *in = c->vol + (size_t)iy * nx;
-	for (size_t z0 = 0; z0 < nz; z0 += 16)
-		for (size_t ix = 0; ix < nx; ix++)
-			for (size_t z = z0; z < nz && z < z0 + 16; z++)
-				out[ix * nz + z] = in[z * plane + ix];
-}
-
 void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last)
 {
 	static const rc_splat_col_fn fns[RC_ISA_COUNT] = { rc_splat_col_baseline, rc_splat_col_avx2,
@@ -384,21 +358,7 @@ void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, flo
 	c.constant = i == n;
 	if (c.constant)
 		goto project; /* no column is read */
-	if (!f->xt && !f->xt_failed) {
-		size_t bytes = rc_volume_count(v) * sizeof(float);
-		if (rc_proj_keep_reserve(bytes, "RECOND_SPLAT_COPY_MAX_MB")) {
-			f->xt = malloc(bytes);
-			if (f->xt)
-				f->xt_bytes = bytes;
-			else
-				rc_proj_keep_release(bytes);
-		}
-		f->xt_failed = !f->xt;
-	}
-	if (f->xt) {
-		rc_pool_run(pool, v->ny, transpose_task, &c);
-		c.xt = f->xt;
-	}
+	c.xt = rc_zfast_fill(&f->zf, v, vol, pool);
 project:
 	rc_pool_run(pool, last - first, splat_task, &c);
 }
