@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 					/* the engines the planner gave views to, as the basis */
 					char who[64] = "";
 					int wl = 0;
-					for (int i = 0; i < nd; i++)
+					for (int i = 0; i < nd && wl < (int)sizeof who; i++)
 						if (p.views[i] > 0)
 							wl += snprintf(who + wl, sizeof who - (size_t)wl, "%s%s", wl ? "+" : "",
 								       dev[i].engine);

@@ -2,7 +2,7 @@
 # make gpu-proof: on a machine with an NVIDIA GPU, builds for its
 # architecture, runs the GPU tests, then the benchmarks, and prints one
 # table of every figure beside its floor and its target (docs/cuda.md,
-# "make gpu-proof").  Sized for at most 8 minutes on an H100 / H200.
+# "make gpu-proof").  Capped at RECOND_GPU_PROOF_LIMIT (540 s) to fit 8 minutes on an H100 / H200; not yet run on a GPU.
 #
 #   no GPU (nvidia-smi finds none): prints "no CUDA device", exits 77
 #   RECOND_GPU_PROOF_EMU=1: rehearses every step on tools/cuda-emu (the CUDA

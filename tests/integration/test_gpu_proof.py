@@ -30,10 +30,9 @@ OTHER_KEYS = ["cgls_exact_ms", "trigeneous_fwd_err", "trigeneous_back_err", "dev
 def main():
     if os.path.realpath(BUILD) != os.path.realpath(os.path.join(ROOT, "build")):
         skip("gpu-proof's rehearsal uses the tree's build/ (RECOND_BUILD is %s)" % BUILD)
+    no_gpu()  # needs no nvcc: a PATH without nvidia-smi, or a fake one
     if not shutil.which("nvcc") and not os.access("/usr/local/cuda/bin/nvcc", os.X_OK):
         skip("no nvcc: the CUDA stand-in cannot be built")
-
-    no_gpu()
     rehearsal()
 
 

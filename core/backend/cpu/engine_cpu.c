@@ -15,6 +15,7 @@
  * (plan/recon.c), so the pair here serves tests and direct callers.
  */
 #include "backend/cpu/engine_cpu.h"
+#include "backend/splat_dev.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -261,9 +262,9 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	rc_cpu_identity(c->base.device_id, sizeof c->base.device_id, NULL, 0);
 	snprintf(c->base.hw_group, sizeof c->base.hw_group, "host-cpu");
 	c->isa = rc_cpu_isa_best();
-	/* a 2-D stack has the Joseph pair alone */
-	c->base.splat = !rc_geom_is_2d(g) && rc_geom_detector(g)->shape != RC_DETECTOR_CURVED && rc_splat_suits(g) &&
-			!getenv("RECOND_NO_SPLAT");
+	/* the same rule as the device engines' (a 2-D stack has the Joseph
+	 * pair alone) */
+	c->base.splat = rc_dev_splat_suits(g);
 	c->base.footprint = !rc_geom_is_2d(g) && rc_footprint_suits(g) && !getenv("RECOND_NO_FOOTPRINT");
 	*ret = &c->base;
 	return 0;
