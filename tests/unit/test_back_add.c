@@ -168,6 +168,12 @@ static void test_cone(void **state)
 				      bp == RC_BP_VOXEL ? "voxel" : "matched", kind_names[kind], gap);
 			assert_true(gap < 1e-6);
 		}
+	/* the CPU engine's footprint back projection, which starts from a
+	 * zeroed volume: it adds through a volume of the call */
+	double gap = add_case(g, HOST_CPU, RC_BP_FOOTPRINT, NULL);
+	print_message("cone footprint %-26s s + back(a) + back(b) vs s + back(a u b): %.2g\n", kind_names[HOST_CPU],
+		      gap);
+	assert_true(gap < 1e-6);
 	free(p), free(ref);
 	rc_geom_free(g);
 }

@@ -105,12 +105,13 @@ static int cpu_forward_run(rc_engine *e, rc_fp_kind kind, const float *vol, floa
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown forward projector %d", (int)kind);
 }
 
-static int matched_add(struct cpu_engine *c, const float *proj, float *vol, int first, int last, rc_err *err);
+static int scratch_add(struct cpu_engine *c, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+		       rc_err *err);
 
 /* accumulate: vol += the sum (engine.h's back_add).  The voxel-driven
- * projectors add in place; the matched ones scatter into a zeroed volume,
- * so they add through a volume of this call (no algorithm accumulates
- * them). */
+ * projectors add in place; the matched and footprint ones start from a
+ * zeroed volume, so they add through a volume of this call (no algorithm
+ * accumulates them). */
 static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol, int first,
 			int last, int accumulate, rc_err *err)
 {
@@ -118,8 +119,8 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 	int rc = check_call(c, first, last, proj, vol, kind == RC_BP_VOXEL || kind == RC_BP_MATCHED, err);
 	if (rc)
 		return rc;
-	if (accumulate && kind == RC_BP_MATCHED)
-		return matched_add(c, proj, vol, first, last, err);
+	if (accumulate && (kind == RC_BP_MATCHED || kind == RC_BP_FOOTPRINT))
+		return scratch_add(c, kind, proj, vol, first, last, err);
 	if (rc_geom_is_2d(e->geom))
 		return kind == RC_BP_VOXEL ? rc_bp_plane_acc(e->geom, c->pool, proj, vol, first, last, accumulate, err)
 					   : rc_bp_plane_matched(e->geom, c->pool, proj, vol, first, last, err);
@@ -152,13 +153,14 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 	return rc_fail(err, RC_EINVAL, "algorithm.projector", "unknown back projector %d", (int)kind);
 }
 
-static int matched_add(struct cpu_engine *c, const float *proj, float *vol, int first, int last, rc_err *err)
+static int scratch_add(struct cpu_engine *c, rc_bp_kind kind, const float *proj, float *vol, int first, int last,
+		       rc_err *err)
 {
 	size_t n = rc_volume_count(rc_geom_volume(c->base.geom));
 	float *tmp = malloc(n * sizeof *tmp);
 	if (!tmp)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for a matched back projection to add (%zu voxels)", n);
-	int rc = cpu_back_run(&c->base, RC_BP_MATCHED, proj, tmp, first, last, 0, err);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for a back projection to add (%zu voxels)", n);
+	int rc = cpu_back_run(&c->base, kind, proj, tmp, first, last, 0, err);
 	for (size_t i = 0; !rc && i < n; i++)
 		vol[i] += tmp[i];
 	free(tmp);
