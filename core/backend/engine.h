@@ -57,10 +57,9 @@ typedef struct rc_engine_ops {
 	/* Optional (NULL: the engine only overwrites): vol += the back
 	 * projection of views first..last-1 of proj, for every kind `back`
 	 * takes, without a volume of scratch where the projector can add in
-	 * place (RC_BP_VOXEL on every engine, RC_BP_SPLAT on the CPU engine;
-	 * the OpenCL and CUDA splat gathers store, so they refuse to add with
-	 * RC_EUNSUPPORTED rather than lose the volume): a streaming FDK
-	 * adds each group of views so (algo_fdk.c). */
+	 * place (RC_BP_VOXEL and RC_BP_SPLAT on every engine: the OpenCL and
+	 * CUDA splat gathers add from their first chunk when asked): a
+	 * streaming FDK adds each group of views so (algo_fdk.c). */
 	int (*back_add)(rc_engine *e, rc_bp_kind kind, const float *proj,
 			float *vol, int first, int last, rc_err *err);
 } rc_engine_ops;

@@ -4,7 +4,7 @@
  * backend over the CPU engine, over the OpenCL engine (PoCL) and over an
  * executor of both (partial volumes), the resident OpenCL backend, and the
  * split backend over a host home and a resident OpenCL child; cone
- * (RC_BP_VOXEL and RC_BP_MATCHED) and fan (RC_BP_VOXEL, FBP's) geometries.
+ * (RC_BP_VOXEL, RC_BP_MATCHED and RC_BP_SPLAT) and fan (RC_BP_VOXEL, FBP's) geometries.
  * Each adds views [0, a) then [a, n) onto a random volume s; that must
  * equal s + back(0..n) of the same backend, and s + the double-precision
  * reference (ocl_testutil.h) for the cone's voxel back projection.  An
@@ -168,6 +168,18 @@ static void test_cone(void **state)
 				      bp == RC_BP_VOXEL ? "voxel" : "matched", kind_names[kind], gap);
 			assert_true(gap < 1e-6);
 		}
+	/* the splat pair's gather, which on the devices adds from its first
+	 * chunk when asked to (kernels' accumulate flag); on finer voxels,
+	 * which project less than a pixel apart */
+	rc_geom *fine = tu_cone(24, 24, 20, NVIEWS);
+	assert_non_null(fine);
+	for (int kind = 0; kind < NKINDS; kind++) {
+		double gap = add_case(fine, kind, RC_BP_SPLAT, NULL);
+		print_message("cone splat   %-26s s + back(a) + back(b) vs s + back(a u b): %.2g\n", kind_names[kind],
+			      gap);
+		assert_true(gap < 1e-6);
+	}
+	rc_geom_free(fine);
 	/* the CPU engine's footprint back projection, which starts from a
 	 * zeroed volume: it adds through a volume of the call */
 	double gap = add_case(g, HOST_CPU, RC_BP_FOOTPRINT, NULL);

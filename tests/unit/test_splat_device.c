@@ -9,6 +9,7 @@
  *    and on tilted matrices (the general path), over view sub-ranges
  *    (other views untouched); on OpenCL both kernel variants (a work-item
  *    per view; per voxel column with atomic adds);
+ *  - back_add (engine and resident backend) in parts equals s + back;
  *  - each device pair is matched: <A x, y> = <x, A^T y> to 1e-5 with
  *    random x, y, through the engine and through the resident backend;
  *  - every iterative algorithm with its defaults (SART, SIRT, CGLS, MLEM:
@@ -150,14 +151,28 @@ static void check_pair(int dev, const rc_geom *g, int first, int last, const cha
 	assert_int_equal(rc_engine_back(cpu, RC_BP_SPLAT, y, vc, first, last, &err), 0);
 	assert_int_equal(rc_engine_back(e, RC_BP_SPLAT, y, vd, first, last, &err), 0);
 	double dbp = rc_metric_rel_error(vd, vc, NULL, nvox);
+	/* adding: s + back(first..mid) + back(mid..last) against s + back(first..last) */
+	float *va = rand_vec(nvox), *want = malloc(nvox * sizeof *want);
+	assert_non_null(want);
+	for (size_t i = 0; i < nvox; i++)
+		want[i] = va[i] + vd[i];
+	int mid = (first + last) / 2;
+	assert_int_equal(rc_engine_back_add(e, RC_BP_SPLAT, y, va, first, mid, &err), 0);
+	assert_int_equal(rc_engine_back_add(e, RC_BP_SPLAT, y, va, mid, mid, &err), 0);
+	assert_int_equal(rc_engine_back_add(e, RC_BP_SPLAT, y, va, mid, last, &err), 0);
+	double dadd = rc_metric_rel_error(va, want, NULL, nvox);
+	free(va), free(want);
 	/* the adjoint gap over every view */
 	assert_int_equal(rc_engine_forward(e, RC_FP_SPLAT, x, pd, 0, rc_geom_nviews(g), &err), 0);
 	assert_int_equal(rc_engine_back(e, RC_BP_SPLAT, y, vd, 0, rc_geom_nviews(g), &err), 0);
 	double ax_y = dotf(pd, y, np), x_aty = dotf(x, vd, nvox);
 	double gap = fabs(ax_y - x_aty) / fmax(fabs(ax_y), fabs(x_aty));
-	print_message("%s (%s) %s views [%d, %d): forward vs cpu %.2e, back vs cpu %.2e; adjoint gap %.2e\n",
-		      dev_name[dev], dev == DEV_OPENCL ? rc_engine_opencl_variant(e) : "engine", what, first, last, dfp, dbp, gap);
+	print_message("%s (%s) %s views [%d, %d): forward vs cpu %.2e, back vs cpu %.2e; adjoint gap %.2e; "
+		      "back_add in two halves vs back %.2e\n",
+		      dev_name[dev], dev == DEV_OPENCL ? rc_engine_opencl_variant(e) : "engine", what, first, last, dfp, dbp, gap,
+		      dadd);
 	assert_true(dfp <= 1e-5);
+	assert_true(dadd <= 1e-6);
 	assert_true(dbp <= 1e-5);
 	assert_true(gap <= 1e-5);
 	free(x), free(y), free(pc), free(pd), free(vc), free(vd);
@@ -233,8 +248,19 @@ static void resident_adjoint(int dev)
 	assert_int_equal(rc_bk_download(b, vv, aty, &err), 0);
 	double ax_y = dotf(ax, y, np), x_aty = dotf(x, aty, nvox);
 	double gap = fabs(ax_y - x_aty) / fmax(fabs(ax_y), fabs(x_aty));
-	print_message("%s resident: adjoint gap %.2e\n", dev_name[dev], gap);
+	/* adding on the device: x + back(0..4) + back(4..NV) against x + back(all) */
+	assert_int_equal(rc_bk_back_add(b, RC_BP_SPLAT, vy, vx, 0, 4, &err), 0);
+	assert_int_equal(rc_bk_back_add(b, RC_BP_SPLAT, vy, vx, 4, NV, &err), 0);
+	float *sum = malloc(nvox * sizeof *sum);
+	assert_non_null(sum);
+	assert_int_equal(rc_bk_download(b, vx, sum, &err), 0);
+	for (size_t i = 0; i < nvox; i++)
+		aty[i] += x[i];
+	double dadd = rc_metric_rel_error(sum, aty, NULL, nvox);
+	free(sum);
+	print_message("%s resident: adjoint gap %.2e, back_add in two parts vs back %.2e\n", dev_name[dev], gap, dadd);
 	assert_true(gap <= 1e-5);
+	assert_true(dadd <= 1e-6);
 	rc_bk_vec_free(b, vx), rc_bk_vec_free(b, vv), rc_bk_vec_free(b, vp), rc_bk_vec_free(b, vy);
 	rc_backend_free(b);
 	rc_engine_free(e);

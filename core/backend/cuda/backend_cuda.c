@@ -331,10 +331,7 @@ static int back(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *vol,
 				     kind == RC_BP_MATCHED ? "launch of bp_plane_t" : "launch of bp_plane");
 		}
 	} else if (kind == RC_BP_SPLAT) {
-		/* the splat gather stores: it does not add */
-		rc = c->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-					 "the CUDA splat back projection does not add into a volume")
-			       : cu_splat_bp(k->sp, proj->d, vol->d, first, last, c->ks, err);
+		rc = cu_splat_bp(k->sp, proj->d, vol->d, first, last, c->bp_add, c->ks, err);
 	} else if (kind == RC_BP_VOXEL) {
 		rc = cu_bp_voxel(c, proj->d, vol->d, 0, c->nz, first, last, k->exact_bp, err);
 	} else {

@@ -89,10 +89,11 @@ out:
 	return rc;
 }
 
-int cu_splat_bp(cu_splat *s, const float *dproj, float *dvol, int first, int last, cudaStream_t st, rc_err *err)
+int cu_splat_bp(cu_splat *s, const float *dproj, float *dvol, int first, int last, int add, cudaStream_t st,
+		rc_err *err)
 {
 	int rc = check(s, first, last, err);
-	if (rc)
+	if (rc || (first == last && add))
 		return rc;
 	if (first == last) {
 		size_t nvox = (size_t)s->g.nx * (size_t)s->g.ny * (size_t)s->g.nz;
@@ -100,7 +101,7 @@ int cu_splat_bp(cu_splat *s, const float *dproj, float *dvol, int first, int las
 	}
 	for (int c = first; c < last; c += RC_CUDA_MAX_BATCH) {
 		int cl = c + RC_CUDA_MAX_BATCH < last ? c + RC_CUDA_MAX_BATCH : last;
-		CU_CHECK((cudaError_t)rc_cuda_launch_bp_splat(dproj, s->dtab, s->dgp, dvol, &s->g, c, cl, c > first, st),
+		CU_CHECK((cudaError_t)rc_cuda_launch_bp_splat(dproj, s->dtab, s->dgp, dvol, &s->g, c, cl, add || c > first, st),
 			 "launch of the splat back projector");
 	}
 out:

@@ -21,9 +21,10 @@ void cu_splat_free(cu_splat *s);
 /* Views [first, last) of dproj (the whole stack, device) = A dvol; the
  * other views untouched.  Queued on st only. */
 int cu_splat_fp(cu_splat *s, const float *dvol, float *dproj, int first, int last, cudaStream_t st, rc_err *err);
-/* dvol = A^T of views [first, last) of dproj (0 when first == last).
- * Queued on st only. */
-int cu_splat_bp(cu_splat *s, const float *dproj, float *dvol, int first, int last, cudaStream_t st, rc_err *err);
+/* dvol = A^T of views [first, last) of dproj (0 when first == last), or
+ * dvol += it when add.  Queued on st only. */
+int cu_splat_bp(cu_splat *s, const float *dproj, float *dvol, int first, int last, int add, cudaStream_t st,
+		rc_err *err);
 
 #endif
 #endif

@@ -67,7 +67,7 @@ out:
 }
 
 /* The views [first, last) go through the engine's own stack; RC_BP_SPLAT
- * reads only those. */
+ * reads only those, and adds to out when the engine's bp_add is set. */
 static int splat_call(cu_engine *e, int forward, const float *in, float *out, int first, int last, rc_err *err)
 {
 	if (!e->base.splat)
@@ -88,7 +88,11 @@ static int splat_call(cu_engine *e, int forward, const float *in, float *out, in
 		CU_CHECK(cudaMemcpy(out + off, e->sproj + off, n, cudaMemcpyDeviceToHost), "cudaMemcpy(views -> host)");
 	} else {
 		CU_CHECK(cudaMemcpy(e->sproj + off, in + off, n, cudaMemcpyHostToDevice), "cudaMemcpy(views -> device)");
-		if ((rc = cu_splat_bp(e->sp, e->sproj, e->svol, first, last, 0, err)))
+		/* adding: the device's volume starts as the caller's */
+		if (e->c.bp_add)
+			CU_CHECK(cudaMemcpy(e->svol, out, nvox * sizeof(float), cudaMemcpyHostToDevice),
+				 "cudaMemcpy(volume -> device)");
+		if ((rc = cu_splat_bp(e->sp, e->sproj, e->svol, first, last, e->c.bp_add, 0, err)))
 			goto out;
 		CU_CHECK(cudaMemcpy(out, e->svol, nvox * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy(volume -> host)");
 	}
@@ -315,10 +319,8 @@ static int cu_back(rc_engine *base, rc_bp_kind kind, const float *proj, float *v
 		return rc;
 	if (e->plane)
 		return plane_back(e, kind, proj, vol, first, last, err);
-	if (kind == RC_BP_SPLAT) /* the splat gather stores: it does not add */
-		return c->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-					   "the CUDA splat back projection does not add into a volume")
-				 : splat_call(e, 0, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT)
+		return splat_call(e, 0, proj, vol, first, last, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	rc = ensure_ctx(e, err);

@@ -587,7 +587,7 @@ static int splat_back(ocl_engine *x, const float *proj, float *vol, int first, i
 					 NULL, NULL);
 	if (ce != CL_SUCCESS)
 		return rc_cl_fail(err, ce, "write of the projections");
-	int rc = rc_ocl_splat_bp(x->splat, x->proj, x->vol, first, last, err);
+	int rc = rc_ocl_splat_bp(x->splat, x->proj, x->vol, first, last, x->bp_add, err);
 	if (rc) {
 		clFinish(x->q); /* the write still reads the caller's views */
 		return rc;
@@ -663,9 +663,6 @@ static int ocl_back(rc_engine *e, rc_bp_kind kind, const float *proj, float *vol
 			memset(vol, 0, nvox * sizeof(float));
 		return 0;
 	}
-	if (kind == RC_BP_SPLAT && x->bp_add) /* the splat gather stores: it does not add */
-		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-			       "the OpenCL splat back projection does not add into a volume");
 	/* adding: the device's volume starts as the caller's */
 	if (x->bp_add) {
 		cl_int ce = clEnqueueWriteBuffer(x->q, x->vol, CL_FALSE, 0, nvox * sizeof(float), vol, 0, NULL, NULL);
@@ -790,10 +787,8 @@ int rc_ocl_back_dev(rc_engine *e, rc_bp_kind kind, cl_mem proj, cl_mem vol, int 
 	int rc = check_range(x, first, last, err);
 	if (rc)
 		return rc;
-	if (kind == RC_BP_SPLAT) /* the splat gather stores: it does not add */
-		return x->bp_add ? rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-					   "the OpenCL splat back projection does not add into a volume")
-				 : rc_ocl_splat_bp(x->splat, proj, vol, first, last, err);
+	if (kind == RC_BP_SPLAT)
+		return rc_ocl_splat_bp(x->splat, proj, vol, first, last, x->bp_add, err);
 	if (kind != RC_BP_VOXEL && kind != RC_BP_MATCHED)
 		return rc_fail(err, RC_EINVAL, "", "unknown back projector %d", (int)kind);
 	if (first == last) {

@@ -162,10 +162,10 @@ int rc_ocl_splat_fp(rc_ocl_splat *s, cl_mem vol, cl_mem proj, int first, int las
 	return rc;
 }
 
-int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int last, rc_err *err)
+int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int last, int add, rc_err *err)
 {
 	int rc = check(s, first, last, err);
-	if (rc)
+	if (rc || (first == last && add))
 		return rc;
 	if (first == last) {
 		float zero = 0.0f;
@@ -175,7 +175,7 @@ int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int las
 	}
 	for (int c = first; c < last && !rc; c += RC_OCL_SPLAT_CHUNK) {
 		int cl = c + RC_OCL_SPLAT_CHUNK < last ? c + RC_OCL_SPLAT_CHUNK : last;
-		int acc = c > first;
+		int acc = add || c > first;
 		cl_int e = 0;
 		SETARG(s->gained, 0, s->gp);
 		SETARG(s->gained, 1, proj);

@@ -21,7 +21,8 @@ void rc_ocl_splat_free(rc_ocl_splat *s);
 
 /* Views [first, last) of proj = A vol (the other views untouched).  Enqueued only. */
 int rc_ocl_splat_fp(rc_ocl_splat *s, cl_mem vol, cl_mem proj, int first, int last, rc_err *err);
-/* vol = A^T of views [first, last) of proj (vol zeroed when first == last).  Enqueued only. */
-int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int last, rc_err *err);
+/* vol = A^T of views [first, last) of proj (vol zeroed when first == last),
+ * or vol += it when add (the first chunk's gather adds too).  Enqueued only. */
+int rc_ocl_splat_bp(rc_ocl_splat *s, cl_mem proj, cl_mem vol, int first, int last, int add, rc_err *err);
 
 #endif
