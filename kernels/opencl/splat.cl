@@ -35,8 +35,11 @@ typedef double real;
 typedef float real;
 #endif
 
-#define RC_SPLAT_TAB_HEAD 8
-#define RC_SPLAT_VIEW_REALS 24
+/* the table's layout comes from core/backend/splat_dev.h through the build
+ * options (engine_opencl.c) */
+#if !defined(RC_SPLAT_TAB_HEAD) || !defined(RC_SPLAT_VIEW_REALS)
+#error "build with -DRC_SPLAT_TAB_HEAD and -DRC_SPLAT_VIEW_REALS (splat_dev.h)"
+#endif
 #define RC_SPLAT_T 8  /* rows gather from at most this many voxels (proj_splat_col.h) */
 #define RC_SPLAT_ZC 8 /* voxels of a column per bp_splat work-item */
 

@@ -955,8 +955,9 @@ int rc_engine_opencl_new(const rc_geom *g, const rc_opencl_options *o, rc_engine
 	if (clGetDeviceInfo(dev, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dfp, &dfp, NULL) != CL_SUCCESS)
 		dfp = 0;
 	x->fp64 = dfp != 0;
-	char opts[128];
-	snprintf(opts, sizeof opts, "-DRC_GPU=%d -DRC_IMAGES=%d -DRC_FP64=%d", x->gpu, x->images, x->fp64);
+	char opts[192];
+	snprintf(opts, sizeof opts, "-DRC_GPU=%d -DRC_IMAGES=%d -DRC_FP64=%d -DRC_SPLAT_TAB_HEAD=%d -DRC_SPLAT_VIEW_REALS=%d",
+		 x->gpu, x->images, x->fp64, RC_SPLAT_DEV_HEAD, RC_SPLAT_DEV_VIEW);
 	rc = rc_cl_program(x->ctx, dev, rc_opencl_sources,
 			   (int)(sizeof rc_opencl_sources / sizeof rc_opencl_sources[0]), opts,
 			   x->cache_dir[0] ? x->cache_dir : NULL, &x->prog, &x->from_cache, err);
