@@ -61,6 +61,22 @@ void rc_bk_views(const rc_backend *b, int *first, int *last)
 		*first = *last;
 }
 
+rc_bk_runs rc_bk_view_runs(const rc_backend *b, rc_space space, size_t n, int first, int last)
+{
+	if (space == RC_SPACE_VOLUME)
+		return (rc_bk_runs){ 0, n, 0, 1 };
+	rc_bk_views(b, &first, &last);
+	const rc_geom *g = b->geom;
+	const size_t vs = rc_geom_view_stride(g);
+	if (!rc_geom_is_2d(g))
+		return (rc_bk_runs){ (size_t)first * vs, (size_t)(last - first) * vs, 0, 1 };
+	if (first == 0 && last == rc_geom_nviews(g))
+		return (rc_bk_runs){ 0, n, 0, 1 };
+	/* a view of a 2-D stack is nu floats of each slice */
+	return (rc_bk_runs){ (size_t)first * vs, (size_t)(last - first) * vs, rc_geom_row_stride(g),
+			     rc_geom_volume(g)->nz };
+}
+
 void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds)
 {
 	rc_bk_views(b, &first, &last);

@@ -201,6 +201,17 @@ static inline rc_bp_kind rc_bk_bp_matched(const rc_backend *b)
  * (first == last).  Backends call it before they project or restrict. */
 void rc_bk_views(const rc_backend *b, int *first, int *last);
 
+/* The elements views [first, last) of a vector of space and n elements
+ * cover in the host layout (geometry.h), as count runs of n floats from
+ * off, stride apart: one run for a volume, a cone or matrices stack or a
+ * whole 2-D stack, one per slice for a range of a 2-D stack.  For backends
+ * that copy or fill view ranges run by run. */
+typedef struct rc_bk_runs {
+	size_t off, n, stride;
+	int count;
+} rc_bk_runs;
+rc_bk_runs rc_bk_view_runs(const rc_backend *b, rc_space space, size_t n, int first, int last);
+
 /* Adds one projection of views [first, last) that took seconds to b->stats. */
 void rc_bk_count(rc_backend *b, rc_task task, int first, int last, double seconds);
 

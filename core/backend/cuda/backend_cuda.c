@@ -76,9 +76,8 @@ typedef struct cuda_bk {
 	size_t nvox, nproj, view;
 	int nviews;
 	/* a fan or parallel stack: plane.cu's kernels, the views' matrices
-	 * and rays on the device; rows runs per view range (the slices) */
-	int plane, rows;
-	size_t rs;
+	 * and rays on the device */
+	int plane;
 	float *ppv, *prays;
 	rc_cuda_plane pg;
 	void *scratch;  /* device: the double of a sum, then the max's bits */
@@ -106,27 +105,6 @@ typedef struct cuda_bk {
 		if (brc_)                                        \
 			return brc_;                             \
 	} while (0)
-
-/* The elements views [first, last) of v cover, as runs of n floats from
- * off, stride apart: one run for a volume, a cone or matrices stack or a
- * whole 2-D stack, one per slice for a range of a 2-D stack. */
-typedef struct runs {
-	size_t off, n, stride;
-	int count;
-} runs;
-
-static runs runs_of(const cuda_bk *k, const rc_vec *v, int first, int last)
-{
-	if (v->space == RC_SPACE_VOLUME)
-		return (runs){ 0, v->n, 0, 1 };
-	rc_bk_views(&k->base, &first, &last);
-	if (!k->plane)
-		return (runs){ (size_t)first * k->view, (size_t)(last - first) * k->view, 0, 1 };
-	if (first == 0 && last == k->nviews)
-		return (runs){ 0, v->n, 0, 1 };
-	/* a view of a 2-D stack is nu floats of each slice */
-	return (runs){ (size_t)first * k->pg.nu, (size_t)(last - first) * k->pg.nu, k->rs, k->rows };
-}
 
 /* ---- vectors ---------------------------------------------------------- */
 
@@ -207,7 +185,7 @@ static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first,
 	cuda_bk *k = BK(b);
 	BIND(k);
 	int rc = 0;
-	runs r = runs_of(k, dst, first, last);
+	rc_bk_runs r = rc_bk_view_runs(&k->base, dst->space, dst->n, first, last);
 	for (int j = 0; j < r.count; j++) {
 		size_t off = r.off + (size_t)j * r.stride;
 		CU_CHECK(cudaMemcpyAsync(dst->d + off, src + off, r.n * sizeof(float), cudaMemcpyHostToDevice, k->c.ks),
@@ -388,7 +366,7 @@ static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *
 	cuda_bk *k = BK(b);
 	BIND(k);
 	int rc = 0;
-	runs r = runs_of(k, y, first, last);
+	rc_bk_runs r = rc_bk_view_runs(&k->base, y->space, y->n, first, last);
 	for (int j = 0; j < r.count && r.n; j++)
 		LAUNCHED(rc_cuda_fill(y->d + r.off + (size_t)j * r.stride, v, r.n, k->c.ks), "fill");
 out:
@@ -459,7 +437,7 @@ static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first
 {
 	cuda_bk *k = BK(b);
 	BIND(k);
-	runs r = runs_of(k, y, first, last);
+	rc_bk_runs r = rc_bk_view_runs(&k->base, y->space, y->n, first, last);
 	if (!r.n) {
 		*sum2 = 0.0;
 		return 0;
@@ -482,7 +460,7 @@ static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, 
 {
 	cuda_bk *k = BK(b);
 	BIND(k);
-	runs r = runs_of(k, e, first, last);
+	rc_bk_runs r = rc_bk_view_runs(&k->base, e->space, e->n, first, last);
 	if (!r.n) {
 		*sum2 = 0.0;
 		return 0;
@@ -626,8 +604,6 @@ static int plane_init(cuda_bk *k, const rc_geom *g, const rc_cuda_options *o, ui
 	k->pg = (rc_cuda_plane){ v->nx, v->ny, v->nz, nu, nk, rc_geom_type_of(g) == RC_GEOM_FAN, 0, 0.0f, 0.0f };
 	k->pg.curved = rc_plane_arc(g, &k->pg.cu, &k->pg.sdu);
 	k->plane = 1;
-	k->rows = v->nz;
-	k->rs = rc_geom_row_stride(g);
 out:
 	free(h);
 	return rc; /* on failure the caller frees what is set (bk_free) */

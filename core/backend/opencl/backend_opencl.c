@@ -44,8 +44,6 @@ typedef struct ocl_backend {
 	rc_ocl_ew *w;
 	rc_ocl_tv *tv;
 	size_t nvox, nproj;
-	size_t vs, rs;  /* view and row strides of the stack (geometry.h) */
-	int nviews, rows; /* rows: runs a view range takes (slices of a 2-D stack, else 1) */
 	int lent[2]; /* the engine's volume / stack buffer is in use as a vector */
 } ocl_backend;
 
@@ -100,30 +98,9 @@ static int download(rc_backend *b, const rc_vec *src, float *dst, rc_err *err)
 	return rc_ocl_ew_read(OB(b)->w, src->m, dst, src->n, err);
 }
 
-/* The elements views [first, last) of v cover, as runs of n floats from
- * off, stride apart: one run for a volume, a cone or matrices stack or a
- * whole 2-D stack, one per slice for a range of a 2-D stack. */
-typedef struct runs {
-	size_t off, n, stride;
-	int count;
-} runs;
-
-static runs runs_of(const rc_backend *b, const rc_vec *v, int first, int last)
-{
-	const ocl_backend *o = OB(b);
-	if (v->space == RC_SPACE_VOLUME)
-		return (runs){ 0, v->n, 0, 1 };
-	rc_bk_views(b, &first, &last);
-	if (o->rows == 1)
-		return (runs){ (size_t)first * o->vs, (size_t)(last - first) * o->vs, 0, 1 };
-	if (first == 0 && last == o->nviews)
-		return (runs){ 0, v->n, 0, 1 };
-	return (runs){ (size_t)first * o->vs, (size_t)(last - first) * o->vs, o->rs, o->rows };
-}
-
 static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first, int last, rc_err *err)
 {
-	runs r = runs_of(b, dst, first, last);
+	rc_bk_runs r = rc_bk_view_runs(b, dst->space, dst->n, first, last);
 	int rc = 0;
 	for (int j = 0; j < r.count && !rc; j++) {
 		size_t off = r.off + (size_t)j * r.stride;
@@ -134,7 +111,7 @@ static int upload_views(rc_backend *b, rc_vec *dst, const float *src, int first,
 
 static int download_views(rc_backend *b, const rc_vec *src, float *dst, int first, int last, rc_err *err)
 {
-	runs r = runs_of(b, src, first, last);
+	rc_bk_runs r = rc_bk_view_runs(b, src->space, src->n, first, last);
 	for (int j = 0; j < r.count; j++) {
 		size_t off = r.off + (size_t)j * r.stride;
 		cl_int e = clEnqueueReadBuffer(OB(b)->h.q, src->m, CL_TRUE, off * sizeof(float), r.n * sizeof(float),
@@ -192,7 +169,7 @@ static int back_add(rc_backend *b, rc_bp_kind kind, const rc_vec *proj, rc_vec *
 
 static int fill(rc_backend *b, rc_vec *y, float v, int first, int last, rc_err *err)
 {
-	runs r = runs_of(b, y, first, last);
+	rc_bk_runs r = rc_bk_view_runs(b, y->space, y->n, first, last);
 	int rc = 0;
 	for (int j = 0; j < r.count && !rc; j++)
 		rc = rc_ocl_ew_fill(OB(b)->w, y->m, v, r.off + (size_t)j * r.stride, r.n, err);
@@ -227,7 +204,7 @@ static int inv_guarded(rc_backend *b, rc_vec *y, double rel, rc_err *err)
 static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first, int last, double *sum2,
 		 rc_err *err)
 {
-	runs r = runs_of(b, y, first, last);
+	rc_bk_runs r = rc_bk_view_runs(b, y->space, y->n, first, last);
 	int rc = 0;
 	*sum2 = 0.0;
 	for (int j = 0; j < r.count && !rc; j++) {
@@ -241,7 +218,7 @@ static int ratio(rc_backend *b, rc_vec *y, const rc_vec *p, float eps, int first
 static int residual(rc_backend *b, rc_vec *e, const rc_vec *p, const rc_vec *w, int first, int last,
 		    double *sum2, rc_err *err)
 {
-	runs r = runs_of(b, e, first, last);
+	rc_bk_runs r = rc_bk_view_runs(b, e->space, e->n, first, last);
 	int rc = 0;
 	*sum2 = 0.0;
 	for (int j = 0; j < r.count && !rc; j++) {
@@ -335,10 +312,6 @@ int rc_backend_opencl_new(rc_engine *e, rc_backend **ret, rc_err *err)
 	o->h = h;
 	o->nvox = rc_volume_count(rc_geom_volume(e->geom));
 	o->nproj = rc_geom_proj_count(e->geom);
-	o->vs = rc_geom_view_stride(e->geom);
-	o->rs = rc_geom_row_stride(e->geom);
-	o->nviews = rc_geom_nviews(e->geom);
-	o->rows = rc_geom_is_2d(e->geom) ? rc_geom_volume(e->geom)->nz : 1;
 	*ret = &o->base;
 	return 0;
 }
