@@ -85,16 +85,6 @@ static void make_data(const rc_geom *g, float *proj, float *truth)
 	}
 }
 
-static double rel_l2(const float *a, const float *b, size_t n)
-{
-	double num = 0, den = 0;
-	for (size_t i = 0; i < n; i++) {
-		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-		den += (double)b[i] * b[i];
-	}
-	return den > 0 ? sqrt(num / den) : INFINITY;
-}
-
 struct algo_case {
 	const char *name;
 	rc_algo_name a;
@@ -163,7 +153,7 @@ static void check_device(enum dev d)
 				fail_msg("%s %s resident: %s", type_name[c], algos[i].name, err.msg);
 			if (rc_algo_run_on(&p, hb, proj, vh, NULL, &err))
 				fail_msg("%s %s host: %s", type_name[c], algos[i].name, err.msg);
-			double diff = rel_l2(vr, vh, nv);
+			double diff = rc_metric_rel_error(vr, vh, NULL, nv);
 			double eh = rc_metric_rel_error(vh, truth, NULL, nv);
 			print_message("%-6s %-8s %-5s resident vs host %.2e, error vs phantom %.4f\n", dn, type_name[c],
 				      algos[i].name, diff, eh);

@@ -22,6 +22,7 @@
 #include "projectors/bsr_cpu.h"
 #include "projectors/proj_cpu.h"
 #include "algo/algo_util.h"
+#include "geometry/metrics.h"
 #include "plan/open.h"
 #include "plan/recon.h"
 #include "plan/tensor.h"
@@ -468,16 +469,6 @@ static void test_layout_cache(void **state)
  * A^T scaled per pixel (backend_tensor.c), against the CPU engine's FBP of
  * the same projections (the voxel back projection) and against the
  * phantom; fan and parallel, fp16 layout and fp32 CSR. */
-static double rel_l2(const float *a, const float *b, size_t n)
-{
-	double d = 0, r = 0;
-	for (size_t i = 0; i < n; i++) {
-		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-		r += (double)b[i] * b[i];
-	}
-	return sqrt(d / r);
-}
-
 static void check_fdk_start(rc_geom_type type, int mixed)
 {
 	rc_geom *g;
@@ -507,7 +498,8 @@ static void check_fdk_start(rc_geom_type type, int mixed)
 	assert_int_equal(rc_backend_open(RC_ENGINE_CPU, NULL, 0, &s, g, &b, &err), 0);
 	assert_int_equal(rc_fdk_run(&fp, b, proj, vc, NULL, &err), 0);
 	rc_backend_free(b);
-	double d = rel_l2(vt, vc, nvox), et = rel_l2(vt, ref, nvox), ec = rel_l2(vc, ref, nvox);
+	double d = rc_metric_rel_error(vt, vc, NULL, nvox), et = rc_metric_rel_error(vt, ref, NULL, nvox),
+	       ec = rc_metric_rel_error(vc, ref, NULL, nvox);
 	print_message("%s, %s: FDK start from A^T %.4f from the CPU engine's FBP; errors %.4f (A^T) %.4f (FBP)\n",
 		      type == RC_GEOM_FAN ? "fan" : "parallel", mixed ? "fp16" : "fp32", d, et, ec);
 	assert_true(d < 0.05);
