@@ -385,8 +385,24 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
  * for a constant filtered stack, within (r / D)^2 otherwise. */
 struct vscale_ud {
 	tbk *t;
-	const double *rowsum; /* per natural pixel */
+	float *vscale; /* cols_pad, by matrix row */
 };
+
+/* Row r's sum of A^T (a pixel's weights over every ray). */
+static double at_row_sum(const tbk *t, int64_t r)
+{
+	double sum = 0;
+	if (t->m.cpu) {
+		const rc_spm16 *a = &t->m.cpu->at;
+		for (int64_t i = a->ptr[r]; i < a->ptr[r + 1]; i++)
+			sum += rc_f16_to_f32(a->val[i]);
+	} else {
+		const rc_csr *a = t->m.csr_t;
+		for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
+			sum += a->val[i];
+	}
+	return sum;
+}
 
 static int vscale_row(int64_t iy, int worker, void *ud)
 {
@@ -404,40 +420,23 @@ static int vscale_row(int64_t iy, int worker, void *ud)
 				sw += w;
 		}
 		int64_t r = t->m.cperm ? (int64_t)t->m.cperm[p] : p;
-		t->vscale[r] = u->rowsum[p] > 0 ? (float)(sw / u->rowsum[p]) : 0.0f;
+		double rowsum = at_row_sum(t, r);
+		u->vscale[r] = rowsum > 0 ? (float)(sw / rowsum) : 0.0f;
 	}
 	return 0;
 }
 
+/* t->vscale, set only when every row succeeded; rows in parallel. */
 static int vscale_make(tbk *t, rc_err *err)
 {
-	int64_t n = t->m.cols_pad;
-	double *rowsum = calloc((size_t)t->cols, sizeof *rowsum);
-	t->vscale = calloc((size_t)n, sizeof *t->vscale);
-	if (!rowsum || !t->vscale) {
-		free(rowsum);
+	struct vscale_ud u = { t, calloc((size_t)t->m.cols_pad, sizeof(float)) };
+	if (!u.vscale)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the FDK start's weights");
-	}
-	/* A^T's row sums, per natural pixel */
-	for (int64_t p = 0; p < t->cols; p++) {
-		int64_t r = t->m.cperm ? (int64_t)t->m.cperm[p] : p;
-		double sum = 0;
-		if (t->m.cpu) {
-			const rc_spm16 *a = &t->m.cpu->at;
-			for (int64_t i = a->ptr[r]; i < a->ptr[r + 1]; i++)
-				sum += rc_f16_to_f32(a->val[i]);
-		} else {
-			const rc_csr *a = t->m.csr_t;
-			for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
-				sum += a->val[i];
-		}
-		rowsum[p] = sum;
-	}
-	struct vscale_ud u = { t, rowsum };
-	int rc = rc_par_for(rc_geom_volume(t->m.g)->ny, 1, t->m.threads, vscale_row, &u);
-	free(rowsum);
-	if (rc)
+	if (rc_par_for(rc_geom_volume(t->m.g)->ny, 1, t->m.threads, vscale_row, &u)) {
+		free(u.vscale);
 		return rc_fail(err, RC_EINTERNAL, "", "the FDK start's weights failed");
+	}
+	t->vscale = u.vscale;
 	return 0;
 }
 
