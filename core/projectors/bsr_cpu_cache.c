@@ -104,10 +104,10 @@ static int walk_groups(rc_spm16p *p, int64_t rows, int64_t cols, int *i, sec_fn 
 	return walk_spm(&p->rest, i, fn, ud, 1);
 }
 
-static int walk(rc_bsr_cpu *c, int group, int from_ptr, sec_fn fn, void *ud)
+static int walk(rc_bsr_cpu *c, int group, sec_fn fn, void *ud)
 {
 	int i = 0;
-	if (walk_spm(&c->a, &i, fn, ud, from_ptr) || walk_spm(&c->at, &i, fn, ud, from_ptr))
+	if (walk_spm(&c->a, &i, fn, ud, 0) || walk_spm(&c->at, &i, fn, ud, 0))
 		return -1;
 	if (group) {
 		c->ap.group = c->atp.group = group;
@@ -139,31 +139,16 @@ static int wr_sec(void *ud, int i, void **pp, int64_t bytes)
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	while (n) {
-		ssize_t r = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 {
 	static const unsigned char zeros[NZ_ALIGN];
 	uint64_t klen = kn;
 	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *w->h;
-	if (write_all(fd, NZ_MAGIC, 8) || write_all(fd, &klen, sizeof klen) || write_all(fd, k, kn) ||
-	    write_all(fd, w->h, sizeof *w->h))
+	if (rc_mcache_write_all(fd, NZ_MAGIC, 8) || rc_mcache_write_all(fd, &klen, sizeof klen) || rc_mcache_write_all(fd, k, kn) ||
+	    rc_mcache_write_all(fd, w->h, sizeof *w->h))
 		return -1;
 	for (int i = 0; i < w->h->nsec; i++) {
-		if (write_all(fd, zeros, (size_t)(w->h->off[i] - at)) || write_all(fd, w->p[i], (size_t)w->h->len[i]))
+		if (rc_mcache_write_all(fd, zeros, (size_t)(w->h->off[i] - at)) || rc_mcache_write_all(fd, w->p[i], (size_t)w->h->len[i]))
 			return -1;
 		at = w->h->off[i] + w->h->len[i];
 	}
@@ -185,7 +170,10 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 		rc = rc_fail(err, RC_EINVAL, "cache_dir", "the matrix cache directory name is too long");
 		goto out;
 	}
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	if (rc_mcache_tmp(path, tmp, sizeof tmp)) {
+		rc = rc_fail(err, RC_EINVAL, "cache_dir", "the matrix cache directory name is too long");
+		goto out;
+	}
 	int group = c->ap.group && c->atp.group ? c->ap.group : 0;
 	if (group != rc_bsr_cpu_group()) {
 		rc = rc_fail(err, RC_EINVAL, "", "the layout's row groups are not this CPU's: not cached");
@@ -206,7 +194,7 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	h.group = group;
 	struct wr w = { .h = &h, .at = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof h };
 	rc_bsr_cpu view = *c; /* walk writes the counts it derives; c stays const */
-	int n = walk(&view, group, 0, wr_sec, &w);
+	int n = walk(&view, group, wr_sec, &w);
 	if (n < 0) {
 		rc = rc_fail(err, RC_EINTERNAL, "", "the CPU layout has more sections than its file holds");
 		goto out;
@@ -225,18 +213,7 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	}
 	close(fd);
 	fd = -1;
-	if (rename(tmp, path)) {
-		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp); /* a multi-GB file the bound does not count */
-		goto out;
-	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	/* another job's file written meanwhile: the bound holds after both */
-	(void)rc_mcache_prune(dir, bound, 0, NULL);
+	rc = rc_mcache_publish(dir, bound, tmp, path, err);
 out:
 	if (fd >= 0) {
 		close(fd);
@@ -271,7 +248,7 @@ static int rd_sec(void *ud, int i, void **pp, int64_t bytes)
  * padding too): checked in chunks over the threads. */
 struct chk {
 	const int64_t *ptr;
-	int64_t nptr, end;
+	int64_t nptr;
 	const uint32_t *idx;
 	int64_t nidx, cols;
 };
@@ -304,7 +281,7 @@ static int check_run(const int64_t *ptr, int64_t nptr, int64_t end, const uint32
 {
 	if (nptr < 1 || ptr[0] != 0 || ptr[nptr - 1] != end || cols <= 0 || cols > UINT32_MAX)
 		return -1;
-	struct chk c = { ptr, nptr, end, idx, ents(end), cols };
+	struct chk c = { ptr, nptr, idx, ents(end), cols };
 	return rc_par_for((nptr - 1 + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_ptr, &c) ||
 	       rc_par_for((c.nidx + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_idx, &c);
 }
@@ -368,7 +345,7 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	c->a = (rc_spm16){ .rows = h.a_rows, .cols = h.a_cols, .nnz = h.a_nnz };
 	c->at = (rc_spm16){ .rows = h.at_rows, .cols = h.at_cols, .nnz = h.at_nnz };
 	struct rd r = { &h, b, sb.st_size };
-	if (walk(c, group, 0, rd_sec, &r) != h.nsec || check_layout(c, group, threads))
+	if (walk(c, group, rd_sec, &r) != h.nsec || check_layout(c, group, threads))
 		goto out;
 	c->isa = rc_bsr_cpu_isa();
 	rc_bsr_cpu_input_init(c);

@@ -120,21 +120,6 @@ static int read_all(int fd, void *p, size_t n)
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	while (n) {
-		ssize_t r = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 /* 0 and *ret on a valid file for this key; -1 otherwise (no error set: a
  * miss is not a failure). */
 static int load(const char *path, const struct key *k, const rc_geom *g, rc_csr **ret)
@@ -198,37 +183,26 @@ static int store(const char *dir, const char *path, int64_t bound, const struct 
 	int rc = 0;
 	if (rc_mcache_admit(dir, bound, file_bytes(k, m), path))
 		return 0; /* larger than the whole cache: the job runs uncached */
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+	if (rc_mcache_tmp(path, tmp, sizeof tmp))
 		return rc_fail(err, RC_EIO, "cache_dir", "the matrix cache path is too long");
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return rc_fail(err, RC_EIO, "cache_dir", "cannot create %s: %s", tmp, strerror(errno));
 	uint64_t klen = k->n;
 	int32_t rc2[2] = { m->rows, m->cols };
-	if (write_all(fd, DD_MAGIC, 8) || write_all(fd, &klen, sizeof klen) || write_all(fd, k->b, k->n) ||
-	    write_all(fd, rc2, sizeof rc2) || write_all(fd, &m->nnz, sizeof m->nnz) ||
-	    write_all(fd, m->row_ptr, ((size_t)m->rows + 1) * sizeof *m->row_ptr) ||
-	    write_all(fd, m->col, (size_t)m->nnz * sizeof *m->col) ||
-	    write_all(fd, m->val, (size_t)m->nnz * sizeof *m->val) || fsync(fd)) {
+	if (rc_mcache_write_all(fd, DD_MAGIC, 8) || rc_mcache_write_all(fd, &klen, sizeof klen) ||
+	    rc_mcache_write_all(fd, k->b, k->n) || rc_mcache_write_all(fd, rc2, sizeof rc2) ||
+	    rc_mcache_write_all(fd, &m->nnz, sizeof m->nnz) ||
+	    rc_mcache_write_all(fd, m->row_ptr, ((size_t)m->rows + 1) * sizeof *m->row_ptr) ||
+	    rc_mcache_write_all(fd, m->col, (size_t)m->nnz * sizeof *m->col) ||
+	    rc_mcache_write_all(fd, m->val, (size_t)m->nnz * sizeof *m->val) || fsync(fd)) {
 		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot write %s: %s", tmp, strerror(errno));
 		close(fd);
 		unlink(tmp);
 		return rc;
 	}
 	close(fd);
-	if (rename(tmp, path)) {
-		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
-		return rc;
-	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	/* another job's file written meanwhile: the bound holds after both */
-	(void)rc_mcache_prune(dir, bound, 0, NULL);
-	return 0;
+	return rc_mcache_publish(dir, bound, tmp, path, err);
 }
 
 int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,

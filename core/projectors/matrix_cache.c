@@ -143,3 +143,40 @@ int rc_mcache_admit(const char *dir, int64_t bound, int64_t bytes, const char *n
 	(void)rc_mcache_prune(dir, bound, bytes, NULL);
 	return 0;
 }
+
+int rc_mcache_tmp(const char *path, char *tmp, size_t cap)
+{
+	int n = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int rc_mcache_write_all(int fd, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	while (n) {
+		ssize_t r = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int rc_mcache_publish(const char *dir, int64_t bound, const char *tmp, const char *path, rc_err *err)
+{
+	if (rename(tmp, path)) {
+		int rc = rc_fail(err, RC_EIO, "cache_dir", "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp);
+		return rc;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	(void)rc_mcache_prune(dir, bound, 0, NULL);
+	return 0;
+}

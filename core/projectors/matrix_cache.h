@@ -15,7 +15,10 @@
 #ifndef RC_MATRIX_CACHE_H
 #define RC_MATRIX_CACHE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "util/rc_error.h"
 
 /* Temporary files older than this are a crashed writer's. */
 #define RC_MCACHE_TMP_AGE_S 3600
@@ -34,5 +37,17 @@ int rc_mcache_prune(const char *dir, int64_t bound, int64_t reserve, int64_t *re
  * rc_mcache_prune); RC_ETOOBIG = it is larger than the bound, not to be
  * written (a line on stderr says so). */
 int rc_mcache_admit(const char *dir, int64_t bound, int64_t bytes, const char *name);
+
+/* The writers' protocol: write NAME.tmp.PID (rc_mcache_tmp), fill it with
+ * rc_mcache_write_all and fsync it, then rc_mcache_publish, so a reader
+ * sees a whole file or none. */
+/* path.tmp.PID into tmp of cap bytes: 0, or -1 when it does not fit. */
+int rc_mcache_tmp(const char *path, char *tmp, size_t cap);
+/* All n bytes of p to fd (EINTR retried): 0, or -1 with errno set. */
+int rc_mcache_write_all(int fd, const void *p, size_t n);
+/* Renames the written tmp to path (tmp deleted when that fails: a file the
+ * bound does not count), syncs dir and prunes it to the bound (another
+ * writer's file may have landed meanwhile).  0 or RC_EIO. */
+int rc_mcache_publish(const char *dir, int64_t bound, const char *tmp, const char *path, rc_err *err);
 
 #endif
