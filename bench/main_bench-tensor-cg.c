@@ -44,10 +44,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#ifdef RC_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
+#include "backend/cuda/engine_cuda.h"
 #include "geometry/metrics.h"
 #include "geometry/phantom.h"
 #include "plan/tensor.h"
@@ -83,21 +80,9 @@ static void on_progress(void *ud, const rc_progress *p)
 /* The nominal memory bandwidth of CUDA device 0 in GB/s (0: none). */
 static double gpu_peak_gbs(void)
 {
-#ifdef RC_HAVE_CUDA
-	int khz = 0, bits = 0;
-	struct cudaDeviceProp pr;
-	if (cudaGetDeviceProperties(&pr, 0) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return 0;
-	}
-	if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
-	    cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess && khz > 0 && bits > 0)
-		return 2.0 * khz * 1e3 * bits / 8.0 / 1e9;
-	(void)cudaGetLastError();
-	return strstr(pr.name, "H200") ? 4800 : strstr(pr.name, "H100") ? 3350 : 0;
-#else
-	return 0;
-#endif
+	rc_cuda_device_info info;
+	rc_err err;
+	return rc_engine_cuda_info(0, &info, &err) ? 0 : info.mem_bandwidth_gbs;
 }
 
 static int want(const char *rows, const char *name)

@@ -133,6 +133,8 @@ int rc_engine_cuda_info(int ordinal, rc_cuda_device_info *info, rc_err *err)
 	if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, ordinal) == cudaSuccess &&
 	    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal) == cudaSuccess)
 		info->mem_bandwidth_gbs = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+	if (info->mem_bandwidth_gbs <= 0) /* attributes some drivers leave 0: the data sheets' figures */
+		info->mem_bandwidth_gbs = strstr(prop.name, "H200") ? 4800 : strstr(prop.name, "H100") ? 3350 : 0;
 	(void)cudaGetLastError();
 	size_t fr = 0, tot = 0;
 	int prev = -1;
