@@ -116,8 +116,9 @@ static void emit(json_t *j)
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* One progress line (worker_proto.h): iteration done, iterations asked,
- * why the run stopped before them (null: it did not), its phase. */
-static void emit_progress(const char *type, const rc_progress *p)
+ * why the run stopped before them (null: it did not), its phase, and the
+ * fraction of a set-up phase done (fraction < 0: none). */
+static void emit_progress(const char *type, const rc_progress *p, double fraction)
 {
 	int of = p->of > 0 ? p->of : asked;
 	json_t *j = json_pack("{sssisisisosossso}", "type", type, "iteration", p->iteration, "of", of,
@@ -127,6 +128,8 @@ static void emit_progress(const char *type, const rc_progress *p)
 		json_object_set_new(j, "views_done", json_integer(p->views_done));
 		json_object_set_new(j, "views_expected", json_integer(p->views_of));
 	}
+	if (j && fraction >= 0)
+		json_object_set_new(j, "phase_fraction", json_real(fraction));
 	emit(j);
 }
 
@@ -139,7 +142,7 @@ static void on_progress(void *ud, const rc_progress *p)
 	 * phase's first */
 	if (!strcmp(phase, WORKER_PHASE_PREPARING))
 		phase = RC_PHASE_ITERATING;
-	emit_progress("progress", p);
+	emit_progress("progress", p, -1);
 }
 
 /* A new phase: a phase line (the progress line's fields, the counts
@@ -147,7 +150,7 @@ static void on_progress(void *ud, const rc_progress *p)
 static void set_phase(const char *ph)
 {
 	phase = ph;
-	emit_progress("phase", &last);
+	emit_progress("phase", &last, -1);
 }
 
 static void on_phase(void *ud, const char *ph)
@@ -168,10 +171,7 @@ static void on_setup(void *ud, const char *ph, double fraction)
 		return;
 	last_s = now;
 	phase = ph;
-	int of = last.of > 0 ? last.of : asked;
-	emit(json_pack("{sssisisisososssoso}", "type", "phase", "iteration", last.iteration, "of", of, "iterations", of,
-		       "residual", num(last.residual), "elapsed_s", num(last.elapsed_s), "phase", phase,
-		       "phase_fraction", json_real(fraction), "stopped", json_null()));
+	emit_progress("phase", &last, fraction);
 	/* set up: the run's own phases follow (its FDK start, or its first
 	 * iteration's line, as after preparing) */
 	if (fraction >= 1.0)
