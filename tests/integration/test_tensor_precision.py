@@ -4,7 +4,7 @@ that ran, and they differ as bench-tensor-cg says; a second job on a
 geometry maps its cached matrix instead of building it.
 
 Data: 32 fan slices of 48^2 (1 mm) from 96 views of 64 bins, two disks whose
-densities change with the slice, projected here with exact chords
+densities change with the slice, projected with exact chords by phantom.py
 (API.md's fan formulas, independent of the C code).  Plain CGLS, 20
 iterations (past its best iteration, where the precisions part).
 
@@ -21,74 +21,27 @@ Checks (the bench's figures: docs/tensor.md, "precision auto"):
   "hit", and its set-up takes under half the first's.
 """
 
-import math
+import array
 import threading
 import time
 
 from recond_harness import Daemon, check, log, read_f32, require_binaries, run_main
 from recond_client import Client
+import phantom
 
 N, VIEWS, NU, SLICES, ITER = 48, 96, 64, 32, 20
 D, S, DU = 100.0, 200.0, 1.5
-DISKS = [(0.0, 0.0, 18.0, 0.02), (6.0, -4.0, 5.0, 0.01)]  # x, y, r, density (slice 0)
+# x, y, r, density per slice (5 % more per slice)
+DISKS = [(x, y, r, [rho * (1.0 + 0.05 * z) for z in range(SLICES)])
+         for x, y, r, rho in [(0.0, 0.0, 18.0, 0.02), (6.0, -4.0, 5.0, 0.01)]]
 
 
-def density(z, k):
-    return DISKS[k][3] * (1.0 + 0.05 * z)
-
-
-def chord(src, dst, cx, cy, r):
-    dx, dy = dst[0] - src[0], dst[1] - src[1]
-    L = math.hypot(dx, dy)
-    ux, uy = dx / L, dy / L
-    d = abs((src[0] - cx) * uy - (src[1] - cy) * ux)
-    return 2 * math.sqrt(r * r - d * d) if d < r else 0.0
-
-
-def projections():
-    import array
-    base = []
-    for k in range(VIEWS):
-        t = math.radians(360.0 * k / VIEWS)
-        c, s = math.cos(t), math.sin(t)
-        src = (D * c, D * s)
-        det = (-(S - D) * c, -(S - D) * s)
-        row = []
-        for i in range(NU):
-            off = (i - (NU - 1) / 2.0) * DU
-            pix = (det[0] - off * s, det[1] + off * c)
-            row.append([chord(src, pix, x, y, r) for x, y, r, _ in DISKS])
-        base.append(row)
-    out = array.array("f")
-    for z in range(SLICES):
-        for k in range(VIEWS):
-            for i in range(NU):
-                out.append(sum(base[k][i][j] * density(z, j) for j in range(len(DISKS))))
-    return out.tobytes()
-
-
-def phantom():
-    """The disks pixelised with 4x4 samples per pixel, [z][y][x]."""
-    img = []
-    for z in range(SLICES):
-        for iy in range(N):
-            for ix in range(N):
-                v = 0.0
-                for sy in range(4):
-                    for sx in range(4):
-                        x = ix - (N - 1) / 2.0 + (sx + 0.5) / 4 - 0.5
-                        y = iy - (N - 1) / 2.0 + (sy + 0.5) / 4 - 0.5
-                        for j, (cx, cy, r, _) in enumerate(DISKS):
-                            if (x - cx) ** 2 + (y - cy) ** 2 < r * r:
-                                v += density(z, j)
-                img.append(v / 16.0)
-    return img
+def projections(geom):
+    return array.array("f", phantom.project_fan_disks(geom, DISKS, SLICES)).tobytes()
 
 
 def rel(a, b):
-    num = sum((x - y) ** 2 for x, y in zip(a, b))
-    den = sum(y * y for y in b)
-    return math.sqrt(num / den)
+    return phantom.rel_error(a, b)
 
 
 def spec(precision):
@@ -137,8 +90,8 @@ def run(c, precision, proj):
 
 def main():
     require_binaries()
-    proj = projections()
-    ref = phantom()
+    proj = projections(spec(None)["geometry"])
+    ref = phantom.pixelize_disks(N, DISKS, SLICES)
     d = Daemon().start()
     c = Client(d.url, timeout=60)
     res = {}
