@@ -122,129 +122,128 @@ static int ew_times(rc_engine *ocl, const rc_geom *g, double *dev_ms, double *ho
 	return rc ? -1 : 0;
 }
 
-static int one_case(int n, int nviews, int nd)
+/* One cone case: n^3 voxels over 64 mm from nviews views of nd x nd pixels
+ * of du mm (SID 1000, SDD 1500), its Shepp-Logan projections, the OpenCL
+ * and CPU engines and an executor of each. */
+typedef struct bench_case {
+	double *angles;
+	rc_geom *g;
+	rc_engine *ocl, *cpu;
+	rc_exec *xo, *xc;
+	rc_phantom *ph;
+	float *proj, *v;
+} bench_case;
+
+static void case_close(bench_case *c)
 {
-	double *angles = malloc((size_t)nviews * sizeof(double));
-	if (!angles)
-		return 1;
+	rc_exec_free(c->xo);
+	rc_exec_free(c->xc);
+	rc_engine_free(c->ocl);
+	rc_engine_free(c->cpu);
+	rc_phantom_free(c->ph);
+	rc_geom_free(c->g);
+	free(c->proj);
+	free(c->v);
+	free(c->angles);
+	memset(c, 0, sizeof *c);
+}
+
+static int case_open(int n, int nviews, int nd, double du, bench_case *c, rc_err *err)
+{
+	memset(c, 0, sizeof *c);
+	c->angles = malloc((size_t)nviews * sizeof(double));
+	if (!c->angles)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory");
 	for (int k = 0; k < nviews; k++)
-		angles[k] = 360.0 * k / nviews;
+		c->angles[k] = 360.0 * k / nviews;
 	double vx = 64.0 / n;
 	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
-			    .det = { .nu = nd, .nv = nd, .du = 1.5 * vx * n * 5 / 4 / nd, .dv = 1.5 * vx * n * 5 / 4 / nd },
-			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = angles };
-	rc_geom *g = NULL;
-	rc_engine *ocl = NULL, *cpu = NULL;
-	rc_exec *xo = NULL, *xc = NULL;
-	rc_phantom *ph = NULL;
-	float *proj = NULL, *v = NULL;
+	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews, .det = { .nu = nd, .nv = nd, .du = du, .dv = du },
+			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = c->angles };
+	int rc = rc_geom_new(&sp, &vol, NULL, &c->g, err);
+	if (!rc)
+		rc = rc_phantom_shepp_logan(0.94 * 64.0, &c->ph, err);
+	if (!rc) {
+		c->proj = malloc(rc_geom_proj_count(c->g) * sizeof *c->proj);
+		c->v = malloc(rc_volume_count(&vol) * sizeof *c->v);
+		rc = !c->proj || !c->v ? rc_fail(err, RC_ENOMEM, "", "out of memory")
+				       : rc_phantom_project(c->ph, c->g, 0, c->proj, err);
+	}
+	if (!rc)
+		rc = rc_engine_opencl_new(c->g, NULL, &c->ocl, err) || rc_engine_cpu_new(c->g, 0, &c->cpu, err) ||
+		     rc_exec_new(&c->ocl, 1, &c->xo, err) || rc_exec_new(&c->cpu, 1, &c->xc, err);
+	if (rc)
+		case_close(c);
+	return rc;
+}
+
+static const struct {
+	rc_algo_name a;
+	int subsets; /* 0: subsets of 6 views */
+	const char *label;
+} algs[] = { { RC_ALGO_SART, 1, "SART" }, { RC_ALGO_SART, 0, "SART, subsets of 6 views" },
+	     { RC_ALGO_SIRT, 1, "SIRT" }, { RC_ALGO_CGLS, 1, "CGLS" } };
+#define NALGS (int)(sizeof algs / sizeof algs[0])
+
+static void algo_params(int i, int nviews, rc_algo_params *p)
+{
+	rc_algo_params_plain(p, algs[i].a);
+	p->iterations = ITERS;
+	p->subsets = algs[i].subsets ? algs[i].subsets : nviews / 6;
+}
+
+static int one_case(int n, int nviews, int nd)
+{
+	bench_case c;
 	rc_err err;
-	int rc = 1;
-	if (rc_geom_new(&sp, &vol, NULL, &g, &err) || rc_phantom_shepp_logan(0.94 * 64.0, &ph, &err))
-		goto out;
-	proj = malloc(rc_geom_proj_count(g) * sizeof *proj);
-	v = malloc(rc_volume_count(&vol) * sizeof *v);
-	if (!proj || !v || rc_phantom_project(ph, g, 0, proj, &err))
-		goto out;
-	if (rc_engine_opencl_new(g, NULL, &ocl, &err) || rc_engine_cpu_new(g, 0, &cpu, &err) ||
-	    rc_exec_new(&ocl, 1, &xo, &err) || rc_exec_new(&cpu, 1, &xc, &err))
-		goto out;
-	static const struct { rc_algo_name a; int subsets; const char *label; } algs[] = {
-		{ RC_ALGO_SART, 1, "SART" }, { RC_ALGO_SART, 0, "SART, subsets of 6 views" },
-		{ RC_ALGO_SIRT, 1, "SIRT" }, { RC_ALGO_CGLS, 1, "CGLS" } };
-	for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
+	if (case_open(n, nviews, nd, 1.5 * 64.0 * 5 / 4 / nd, &c, &err)) {
+		fprintf(stderr, "bench-opencl-algo: %s\n", err.msg);
+		return 1;
+	}
+	for (int i = 0; i < NALGS; i++) {
 		rc_algo_params p;
-		rc_algo_params_plain(&p, algs[i].a);
-		p.iterations = ITERS;
-		p.subsets = algs[i].subsets ? algs[i].subsets : nviews / 6;
+		algo_params(i, nviews, &p);
 		double t[3];
 		for (int w = 0; w < 3; w++)
-			t[w] = per_iter(w, ocl, xo, xc, &p, proj, v);
+			t[w] = per_iter(w, c.ocl, c.xo, c.xc, &p, c.proj, c.v);
 		printf("| %d^3, %d views of %dx%d | %s | %.1f | %.1f | %.1f |\n", n, nviews, nd, nd, algs[i].label, t[0],
 		       t[1], t[2]);
 	}
 	double dm, hm;
-	if (ew_times(ocl, g, &dm, &hm) == 0)
+	if (ew_times(c.ocl, c.g, &dm, &hm) == 0)
 		printf("| %d^3, %d views of %dx%d | element-wise steps of one SART iteration | %.2f | %.2f (host loops) | |\n",
 		       n, nviews, nd, nd, dm, hm);
-	rc = 0;
-out:
-	if (rc)
-		fprintf(stderr, "bench-opencl-algo: %s\n", err.msg);
-	rc_exec_free(xo);
-	rc_exec_free(xc);
-	rc_engine_free(ocl);
-	rc_engine_free(cpu);
-	rc_phantom_free(ph);
-	rc_geom_free(g);
-	free(proj);
-	free(v);
-	free(angles);
-	return rc;
+	case_close(&c);
+	return 0;
 }
 
 /* The splat table's rows for n^3 from nviews views, pixels of 1.75 voxels. */
 static int splat_case(int n, int nviews)
 {
-	double *angles = malloc((size_t)nviews * sizeof(double));
-	if (!angles)
-		return 1;
-	for (int k = 0; k < nviews; k++)
-		angles[k] = 360.0 * k / nviews;
-	double vx = 64.0 / n;
-	int nd = n * 5 / 4;
-	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
-	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
-			    .det = { .nu = nd, .nv = nd, .du = 1.75 * vx, .dv = 1.75 * vx },
-			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = angles };
-	rc_geom *g = NULL;
-	rc_engine *ocl = NULL, *cpu = NULL;
-	rc_exec *xc = NULL;
-	rc_phantom *ph = NULL;
-	float *proj = NULL, *v = NULL;
+	bench_case c;
 	rc_err err;
-	int rc = 1;
-	if (rc_geom_new(&sp, &vol, NULL, &g, &err) || rc_phantom_shepp_logan(0.94 * 64.0, &ph, &err))
-		goto out;
-	proj = malloc(rc_geom_proj_count(g) * sizeof *proj);
-	v = malloc(rc_volume_count(&vol) * sizeof *v);
-	if (!proj || !v || rc_phantom_project(ph, g, 0, proj, &err))
-		goto out;
-	if (rc_engine_opencl_new(g, NULL, &ocl, &err) || rc_engine_cpu_new(g, 0, &cpu, &err) ||
-	    rc_exec_new(&cpu, 1, &xc, &err))
-		goto out;
-	if (!ocl->splat || !cpu->splat) {
-		rc_fail(&err, RC_EUNSUPPORTED, "", "no splat pair on %d^3 from %d views", n, nviews);
-		goto out;
+	int nd = n * 5 / 4;
+	if (case_open(n, nviews, nd, 1.75 * 64.0 / n, &c, &err)) {
+		fprintf(stderr, "bench-opencl-algo: %s\n", err.msg);
+		return 1;
 	}
-	static const struct { rc_algo_name a; int subsets; const char *label; } algs[] = {
-		{ RC_ALGO_SART, 1, "SART" }, { RC_ALGO_SART, 0, "SART, subsets of 6 views" },
-		{ RC_ALGO_SIRT, 1, "SIRT" }, { RC_ALGO_CGLS, 1, "CGLS" } };
-	for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
+	if (!c.ocl->splat || !c.cpu->splat) {
+		fprintf(stderr, "bench-opencl-algo: no splat pair on %d^3 from %d views\n", n, nviews);
+		case_close(&c);
+		return 1;
+	}
+	for (int i = 0; i < NALGS; i++) {
 		rc_algo_params p;
-		rc_algo_params_plain(&p, algs[i].a);
-		p.iterations = ITERS;
-		p.subsets = algs[i].subsets ? algs[i].subsets : nviews / 6;
-		double ts = per_iter(0, ocl, NULL, xc, &p, proj, v), tc = per_iter(2, ocl, NULL, xc, &p, proj, v);
+		algo_params(i, nviews, &p);
+		double ts = per_iter(0, c.ocl, NULL, c.xc, &p, c.proj, c.v);
+		double tc = per_iter(2, c.ocl, NULL, c.xc, &p, c.proj, c.v);
 		p.projector = RC_PROJECTOR_RAYCAST;
-		double tr = per_iter(0, ocl, NULL, xc, &p, proj, v);
+		double tr = per_iter(0, c.ocl, NULL, c.xc, &p, c.proj, c.v);
 		printf("| %d^3, %d views of %dx%d | %s | %.1f | %.1f | %.2f | %.1f | %.2f |\n", n, nviews, nd, nd,
 		       algs[i].label, ts, tr, tr / ts, tc, ts / tc);
 	}
-	rc = 0;
-out:
-	if (rc)
-		fprintf(stderr, "bench-opencl-algo: %s\n", err.msg);
-	rc_exec_free(xc);
-	rc_engine_free(ocl);
-	rc_engine_free(cpu);
-	rc_phantom_free(ph);
-	rc_geom_free(g);
-	free(proj);
-	free(v);
-	free(angles);
-	return rc;
+	case_close(&c);
+	return 0;
 }
 
 int main(void)
