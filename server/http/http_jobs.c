@@ -27,7 +27,6 @@
 #include "jobs/node.h"
 #include "plan/recon.h"
 #include "spec.h"
-#include "spec_plan.h"
 
 /* A PATCH body is {"priority": N}: a few bytes, whatever max_body says. */
 #define PATCH_MAX_BODY 4096
@@ -205,7 +204,7 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 		}
 	/* The worker's predicted peak memory against the budget (--memory-limit,
 	 * else the machine's less a reserve): a job over it runs FDK in z-slabs
-	 * out of core where those fit (spec_plan.h); one that cannot fit at all
+	 * out of core where those fit (spec.h, job_spec_plan); one that cannot fit at all
 	 * is refused now, naming the memory it needs, not run into the OOM
 	 * killer. */
 	uint64_t machine = 0, budget = config_memory_budget(a->cfg, &machine);

@@ -55,7 +55,6 @@
 #include "plan/recon.h"
 #include "ooc_run.h"
 #include "spec.h"
-#include "spec_plan.h"
 #include "util/rc_clock.h"
 #include "util/threadpool.h"
 #include "worker_proto.h"
@@ -97,7 +96,7 @@ static struct {
 } ck;
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
-static json_t *memory_plan; /* the plan that ran (spec_plan.h), for the report */
+static json_t *memory_plan; /* the plan that ran (spec.h job_spec_plan), for the report */
 
 static void on_signal(int sig)
 {

@@ -1,6 +1,6 @@
 /*
  * ooc_run: the worker's out-of-core FDK (core/plan/ooc.h, plan from
- * spec_plan.h): slab after slab, rows read with pread from the job's
+ * spec.h job_spec_plan): slab after slab, rows read with pread from the job's
  * projections.f32, the slab reconstructed on the job's engine and written
  * with pwrite into the volume's temporary, which is fsynced and renamed to
  * volume.f32 (durable.h) once every slab is in it.  The worker's resident

@@ -1,7 +1,8 @@
-/* spec_plan: a job's memory plan (spec_plan.h). */
+/* spec_plan: a job's memory plan (spec.h, job_spec_plan). */
 #include <string.h>
 
-#include "spec_plan.h"
+#include "spec.h"
+
 
 /* Why the job cannot run out of core, or NULL when it can (FDK of line
  * integrals; a streaming one waits for its whole stack, then runs from it). */
