@@ -5,9 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/algo_util.h"
 #include "plan/memory.h"
 #include "plan/ooc.h"
+#include "plan/open.h"
 #include "plan/recon.h"
+#include "util/rc_clock.h"
 
 /* rows read beside the projected extent: bilinear reads floor(v) and
  * floor(v) + 1, and one more against rounding in the corners' projection */
@@ -109,9 +112,18 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 	return 0;
 }
 
+int rc_ooc_filters_once(const rc_geom *g)
+{
+	int dir = 0;
+	if (rc_geom_is_2d(g) || rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, NULL))
+		return 0;
+	return dir == 0;
+}
+
 /* The peak of the slabs of nz slices each: the narrowed job's prediction
- * for the most rows any of them reads. */
-static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int *rows)
+ * for the most rows any of them reads (once: less the filtered copy, the
+ * rows read being filtered already). */
+static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int once, int *rows)
 {
 	int most = 0, n = s->vol.nz;
 	for (int z0 = 0; z0 < n; z0 += nz) {
@@ -124,7 +136,23 @@ static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int
 	if (s->geom.type != RC_GEOM_FAN && s->geom.type != RC_GEOM_PARALLEL)
 		sub.geom.det.nv = most > 0 ? most : 1;
 	*rows = most;
-	return rc_plan_memory(&sub, 0);
+	uint64_t need = rc_plan_memory(&sub, 0);
+	uint64_t rows_b = (uint64_t)(most > 0 ? most : 1) * (uint64_t)s->geom.det.nu * (uint64_t)s->geom.nviews * 4;
+	return once && need > rows_b ? need - rows_b : need;
+}
+
+/* The filtering pass's chunk of views (rc_ooc_filter): as many whole views
+ * as fit, raw and filtered, beside the process, at most 64; its peak. */
+static int filter_chunk(const rc_recon_spec *s, uint64_t budget, uint64_t *need)
+{
+	uint64_t view = (uint64_t)s->geom.det.nu * (uint64_t)s->geom.det.nv * 4;
+	/* the process, and the ramp's per-thread work and weights: a view each */
+	uint64_t base = RC_MEM_BASE + view * 2;
+	uint64_t n = budget > base ? (budget - base) / (2 * view) : 0;
+	n = n > 64 ? 64 : n;
+	n = n > (uint64_t)s->geom.nviews ? (uint64_t)s->geom.nviews : n;
+	*need = base + 2 * view * (n ? n : 1);
+	return (int)n;
 }
 
 int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err)
@@ -139,24 +167,29 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 	p->predicted_bytes = rc_plan_memory(s, 0);
 	if (!budget || p->predicted_bytes <= budget)
 		return 0;
+	/* cone and matrices filter every view once into a scratch file first,
+	 * in chunks of views, where the budget holds a view raw and filtered */
+	uint64_t fneed = 0;
+	int once = rc_ooc_filters_once(g), chunk = once ? filter_chunk(s, budget, &fneed) : 0;
+	once = once && chunk > 0;
 	/* the thickest slab that fits: the need grows with the slab */
 	int rows = 0;
-	uint64_t need1 = slabs_need(s, g, 1, &rows);
-	if (need1 > budget) {
+	uint64_t need1 = slabs_need(s, g, 1, once, &rows);
+	if (need1 > budget || (once && fneed > budget)) {
 		p->slabs = nz;
 		p->slab_nz = 1;
 		p->rows = rows;
-		p->predicted_bytes = need1;
+		p->predicted_bytes = need1 > fneed ? need1 : fneed;
 		return rc_fail(err, RC_EUNSUPPORTED, "volume",
 			       "not even one slice of the volume fits: out of core, FDK one slice at a time needs about "
 			       "%llu bytes (the process, the %d detector rows it reads and their filtered copy), over the "
 			       "budget of %llu bytes",
-			       (unsigned long long)need1, rows, (unsigned long long)budget);
+			       (unsigned long long)p->predicted_bytes, rows, (unsigned long long)budget);
 	}
 	int good = 1, bad = nz; /* need(good) fits, need(bad) does not */
 	while (bad - good > 1) {
 		int mid = good + (bad - good) / 2;
-		if (slabs_need(s, g, mid, &rows) <= budget)
+		if (slabs_need(s, g, mid, once, &rows) <= budget)
 			good = mid;
 		else
 			bad = mid;
@@ -165,7 +198,12 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 	int slabs = (nz + good - 1) / good;
 	p->slab_nz = (nz + slabs - 1) / slabs;
 	p->slabs = (nz + p->slab_nz - 1) / p->slab_nz;
-	p->predicted_bytes = slabs_need(s, g, p->slab_nz, &p->rows);
+	p->predicted_bytes = slabs_need(s, g, p->slab_nz, once, &p->rows);
+	if (once) {
+		p->filter_chunk = chunk;
+		p->chunks = (s->geom.nviews + chunk - 1) / chunk;
+		p->predicted_bytes = p->predicted_bytes > fneed ? p->predicted_bytes : fneed;
+	}
 	return 0;
 }
 
@@ -201,13 +239,99 @@ static int read_rows(const rc_recon_spec *s, int fd, int r0, int r1, float *buf,
 	return 0;
 }
 
-int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int z0, int z1, float *slab,
+static int read_at(int fd, void *dst, size_t want, off_t off, rc_err *err)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t r = pread(fd, (char *)dst + got, want - got, off + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return rc_fail(err, RC_EIO, "projections", "cannot read the stack: %s",
+				       r < 0 ? strerror(errno) : "the file is shorter than the stack");
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int chunk, const atomic_int *cancel,
+		  rc_err *err)
+{
+	size_t view = rc_geom_view_count(g);
+	int n = rc_geom_nviews(g), rc = 0;
+	chunk = chunk < 1 ? 1 : chunk > n ? n : chunk;
+	float *raw = malloc(sizeof(float) * view * (size_t)chunk), *filt = malloc(sizeof(float) * view * (size_t)chunk);
+	if (!raw || !filt) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d views to filter", chunk);
+		goto out;
+	}
+	for (int k0 = 0; k0 < n && !rc; k0 += chunk) {
+		int k1 = k0 + chunk < n ? k0 + chunk : n;
+		size_t len = sizeof(float) * view * (size_t)(k1 - k0);
+		off_t off = (off_t)(sizeof(float) * view * (size_t)k0);
+		if ((rc = read_at(in, raw, len, off, err)))
+			break;
+		for (size_t i = 0; i < view * (size_t)(k1 - k0); i++)
+			if (!isfinite(raw[i]))
+				raw[i] = 0.0f;
+		if ((rc = rc_fdk_filter_views(&s->algo, g, raw, filt, k0, k1, cancel, err)))
+			break;
+		for (size_t done = 0; done < len;) {
+			ssize_t w = pwrite(out, (const char *)filt + done, len - done, off + (off_t)done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = rc_fail(err, RC_EIO, "", "cannot write the filtered views: %s",
+					     w < 0 ? strerror(errno) : "no space");
+				break;
+			}
+			done += (size_t)w;
+		}
+	}
+out:
+	free(raw);
+	free(filt);
+	return rc;
+}
+
+/* The back projection of filtered rows (sub's detector) into slab: what
+ * rc_fdk_run does after its filtering, on the job's engine. */
+static int back_filtered(const rc_recon_spec *sub, const float *rows, float *slab, rc_recon_report *rep, rc_err *err)
+{
+	double t0 = rc_now_s();
+	rc_geom *g = NULL;
+	rc_backend *b = NULL;
+	rc_vec *vf = NULL, *vv = NULL;
+	memset(rep, 0, sizeof *rep);
+	rep->relative_residual = NAN;
+	int rc = rc_recon_check(sub, err);
+	if (!rc && !(rc = rc_geom_new(&sub->geom, &sub->vol, &sub->limits, &g, err)) &&
+	    !(rc = rc_backend_open(sub->engine, NULL, 0, sub, g, &b, err)) &&
+	    !(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vf, err)) &&
+	    !(rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, slab, &vv, err)) &&
+	    !(rc = rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, rc_geom_nviews(g), err)))
+		rc = rc_bk_download(b, vv, slab, err);
+	if (b) {
+		rc_bk_vec_free(b, vv);
+		rc_bk_vec_free(b, vf);
+		rc_backend_report(b, rc == 0, rep);
+	}
+	rep->iterations_done = rc == 0;
+	rep->seconds = rc_now_s() - t0;
+	rc_backend_free(b);
+	rc_geom_free(g);
+	return rc;
+}
+
+int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	size_t nslab = (size_t)v->nx * (size_t)v->ny * (size_t)(z1 - z0);
 	if (z0 < 0 || z1 > v->nz || z1 <= z0)
 		return rc_fail(err, RC_EINVAL, "volume", "slab %d..%d is not within the volume's %d slices", z0, z1, v->nz);
+	if (filtered && !rc_ooc_filters_once(g))
+		return rc_fail(err, RC_EINVAL, "", "this geometry's views are not filtered once (rc_ooc_filters_once)");
 	int r0, r1;
 	rc_ooc_slab_rows(g, z0, z1, &r0, &r1);
 	if (r1 <= r0) { /* no view sees the slab */
@@ -228,6 +352,10 @@ int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int z0, in
 	if ((rc = read_rows(s, fd, r0, r1, buf, err)))
 		goto out;
 	sub.residual = 0; /* a forward projection of the whole volume: not out of core */
+	if (filtered) {
+		rc = back_filtered(&sub, buf, slab, rep, err);
+		goto out;
+	}
 	rc_algo_hooks h = { .cancel = hooks ? hooks->cancel : NULL };
 	rc = rc_recon_run(&sub, buf, slab, &h, rep, err);
 out:

@@ -16,6 +16,16 @@
  * peak fits the budget.  The result equals the in-memory FDK up to the
  * order of float sums.
  *
+ * Where FDK filters view by view on the job's own detector (cone and
+ * matrices without a displaced detector: rc_ooc_filters_once), the rows
+ * slabs share (the cone's spread) are not filtered again per slab: a first
+ * pass filters the stack once, in chunks of whole views, into a scratch
+ * file (rc_ooc_filter, rc_fdk_filter_views), and each slab reads its rows
+ * of that file and only back-projects them (RC_BP_VOXEL on the narrowed
+ * geometry's backend, as rc_fdk_run does after filtering); a slab then
+ * holds its rows once, not twice.  Fan, parallel and displaced detectors
+ * run each slab as a whole FDK job (2-D slabs share no rows).
+ *
  * Streaming jobs and counts (input.kind "counts") are not run out of core;
  * neither are iterative methods (the caller refuses them with the memory
  * they need).
@@ -32,7 +42,8 @@ typedef struct rc_ooc_plan {
 	int slabs;                /* 1: in core; > 1 z-slabs, out of core */
 	int slab_nz;              /* voxels along z per slab (the last may be thinner) */
 	int rows;                 /* the most detector rows (slices for fan, parallel) a slab reads */
-	int chunks;               /* chunks of views per slab: 1 (each view's rows are read once) */
+	int chunks;               /* chunks of views of the filtering pass (1: none, each slab filters its rows) */
+	int filter_chunk;         /* views per chunk of that pass; 0: no pass */
 	uint64_t predicted_bytes; /* the worker's predicted peak under this plan */
 	uint64_t budget_bytes;    /* what it was planned against; 0 = no budget */
 } rc_ooc_plan;
@@ -55,13 +66,24 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
  * holds the one-slice plan, whose predicted_bytes is the least it needs. */
 int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);
 
+/* Whether g's FDK filters each view once into a file the slabs read
+ * (cone, matrices, no displaced detector). */
+int rc_ooc_filters_once(const rc_geom *g);
+
+/* FDK's filtering of every view of g (s->algo's window), chunk views at a
+ * time, from the stack file in (line integrals, fp32, non-finite values
+ * read as 0) into out at the same offsets; cancel may be NULL. */
+int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int chunk, const atomic_int *cancel,
+		  rc_err *err);
+
 /* The FDK of volume slices [z0, z1) of s (geometry g) from the stack file
- * fd (the spec's layout, line integrals, fp32, starting at offset 0),
- * reading only the rows the slab needs (non-finite values read as 0, as
- * the in-memory run's checks zero them): slab gets nx * ny * (z1 - z0)
- * floats.  hooks may carry cancel only.  The core of the out-of-core run
- * and of a rank's share of an FDK split by z. */
-int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int z0, int z1, float *slab,
+ * fd (the spec's layout, fp32, starting at offset 0): line integrals
+ * (filtered 0: non-finite values read as 0, as the in-memory run's checks
+ * zero them), or rc_ooc_filter's output (filtered 1, where
+ * rc_ooc_filters_once).  It reads only the rows the slab needs; slab gets
+ * nx * ny * (z1 - z0) floats.  hooks may carry cancel only.  The core of
+ * the out-of-core run and of a rank's share of an FDK split by z. */
+int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
 
 #endif

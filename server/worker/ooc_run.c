@@ -32,13 +32,14 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 {
 	double t0 = rc_now_s();
 	const rc_recon_spec *s = &spec->r;
-	char src[4200], tmp[4300], dst[4300];
+	char src[4200], tmp[4300], dst[4300], scr[4300];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
 	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
 	snprintf(dst, sizeof dst, "%s/volume.f32", dir);
+	snprintf(scr, sizeof scr, "%s/.filtered.f32.%ld.tmp", dir, (long)getpid());
 	rc_geom *g = NULL;
 	float *slab = NULL;
-	int in = -1, out = -1, rc;
+	int in = -1, out = -1, filt = -1, rc;
 	if ((rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err)))
 		return rc;
 	size_t plane = (size_t)s->vol.nx * (size_t)s->vol.ny;
@@ -51,6 +52,17 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 	if (out < 0) {
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
+	}
+	/* the stack filtered once into the scratch file, then the slabs read it */
+	if (p->filter_chunk > 0) {
+		filt = open(scr, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+		if (filt < 0) {
+			rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", scr, strerror(errno));
+			goto out;
+		}
+		unlink(scr); /* gone with the process, whatever ends it */
+		if ((rc = rc_ooc_filter(s, g, in, filt, p->filter_chunk, cancel, err)))
+			goto out;
 	}
 	if (!(slab = malloc(sizeof(float) * plane * (size_t)p->slab_nz))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices", p->slab_nz);
@@ -65,7 +77,7 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 			goto out;
 		}
 		memset(rep, 0, sizeof *rep);
-		if ((rc = rc_ooc_fdk_slab(s, g, in, z0, z1, slab, &h, rep, err)) ||
+		if ((rc = rc_ooc_fdk_slab(s, g, filt >= 0 ? filt : in, filt >= 0, z0, z1, slab, &h, rep, err)) ||
 		    (rc = write_all(out, slab, sizeof(float) * plane * (size_t)(z1 - z0),
 				    (off_t)(sizeof(float) * plane * (size_t)z0), tmp, err)))
 			goto out;
@@ -92,6 +104,8 @@ out:
 	}
 	if (in >= 0)
 		close(in);
+	if (filt >= 0)
+		close(filt);
 	free(slab);
 	rc_geom_free(g);
 	return rc;

@@ -1,7 +1,10 @@
 /*
  * ooc_run: the worker's out-of-core FDK (core/plan/ooc.h, plan from
- * spec.h job_spec_plan): slab after slab, rows read with pread from the job's
- * projections.f32, the slab reconstructed on the job's engine and written
+ * spec.h job_spec_plan): on cone and matrices the stack filtered once,
+ * chunk by chunk of views, into a scratch file in the job directory
+ * (unlinked as soon as it is open: the process's end removes it), then
+ * slab after slab, rows read with pread from that file (else from the
+ * job's projections.f32), the slab reconstructed on the job's engine and written
  * with pwrite into the volume's temporary, which is fsynced and renamed to
  * volume.f32 (durable.h) once every slab is in it.  The worker's resident
  * memory holds one slab, its rows and their filtered copy: neither the
