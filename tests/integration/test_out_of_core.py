@@ -8,7 +8,9 @@ fewer detector rows than the detector has, and a predicted peak under the
 budget.  It runs and succeeds; its volume equals the one a daemon without the
 limit reconstructs in memory from the same stack to 1e-5 (max abs difference
 over max abs), and its measured peak_rss_mb is under the budget and under
-the plan's prediction (while the in-memory run's is over the budget).  The
+the plan's prediction (while the in-memory run's is over the budget).  A second such job
+cancelled a second into its run ends cancelled with no volume and no
+scratch file left in the store.  The
 data is noise, so a detector row a slab failed to read shows.  Under the
 same budget a CGLS job of that size is refused at creation (422, field
 volume) with the memory it needs and why it cannot run out of core, and
@@ -17,6 +19,8 @@ the FDK job is refused too, naming the least it needs.
 """
 
 import json
+import os
+import time
 
 import numpy as np
 
@@ -88,6 +92,20 @@ def main():
     check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= LIMIT, str(rss))
     check("its peak_rss_mb is not above the prediction", rss is not None and rss * 1048576 <= plan["predicted_bytes"],
           str(rss))
+    # a cancel stops it between (or within) slabs: no volume, no scratch file left
+    job = api.create(s)
+    api.put("/v1/jobs/%s/projections" % job["id"], data)
+    api.post_json("/v1/jobs/%s/start" % job["id"], {})
+    api.wait_state(job["id"], ("running", "succeeded", "failed"), timeout=60)
+    time.sleep(1.0)
+    st, _, _, _ = api.post_json("/v1/jobs/%s/cancel" % job["id"], b"")
+    j = api.wait_state(job["id"], ("succeeded", "failed", "cancelled"), timeout=60)
+    check("a cancelled out-of-core job ends cancelled", j["state"] == "cancelled", "%d %s" % (st, j["state"]))
+    left = [os.path.join(dp, f) for dp, _, fs in os.walk(d.store) for f in fs
+            if job["id"] in dp and (f.endswith(".tmp") or f == "volume.f32")]
+    jdir = os.path.join(d.store, "jobs", job["id"])
+    check("it leaves no volume and no scratch file", os.path.exists(os.path.join(jdir, "projections.f32")) and not left,
+          "%s %s" % (os.listdir(jdir) if os.path.isdir(jdir) else "no " + jdir, left))
     refused(api, d.store, spec({"name": "cgls", "iterations": 3}), "cgls under 64M",
             ["needs about", "out of core, only fdk runs", str(LIMIT), "smaller volume", "--memory-limit"])
     d.stop()
