@@ -140,6 +140,8 @@ def main():
                 dmax = max(dmax, float(np.max(np.abs(xs.astype(np.float64) - ys))))
                 vmax = max(vmax, float(np.max(np.abs(ys))))
             print("max |out of core - in core| / max |in core| = %.3g" % (dmax / vmax if vmax else float("nan")))
+        elif a.in_core == "no":
+            print("in core: not run (--in-core no)")
         else:
             print("in core: not run (the volume and the stack do not fit this machine's memory)")
     finally:

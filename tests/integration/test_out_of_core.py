@@ -10,7 +10,9 @@ limit reconstructs in memory from the same stack to 1e-5 (max abs difference
 over max abs), and its measured peak_rss_mb is under the budget and under
 the plan's prediction (while the in-memory run's is over the budget).  A second such job
 cancelled a second into its run ends cancelled with no volume and no
-scratch file left in the store.  The
+scratch file left in the store; a streaming one (views sent one by
+one, a pause halfway) waits for its whole stack, says so in
+stream.fallback, and gives the same volume.  The
 data is noise, so a detector row a slab failed to read shows.  Under the
 same budget a CGLS job of that size is refused at creation (422, field
 volume) with the memory it needs and why it cannot run out of core, and
@@ -106,6 +108,22 @@ def main():
     jdir = os.path.join(d.store, "jobs", job["id"])
     check("it leaves no volume and no scratch file", os.path.exists(os.path.join(jdir, "projections.f32")) and not left,
           "%s %s" % (os.listdir(jdir) if os.path.isdir(jdir) else "no " + jdir, left))
+    # a streaming job planned out of core waits for its whole stack, then runs from it
+    ss = spec()
+    ss["autostart"] = True
+    job = api.create(ss)
+    vb = 160 * 160 * 4
+    for k in range(60):
+        api.put("/v1/jobs/%s/projections/%d" % (job["id"], k), data[k * vb:(k + 1) * vb])
+        if k == 29:
+            time.sleep(1.5)
+    j = api.wait_state(job["id"], ("succeeded", "failed", "cancelled"), timeout=240)
+    fb = (j.get("stream") or {}).get("fallback") or ""
+    check("a streaming job runs out of core once its views are in", j["state"] == "succeeded"
+          and (j.get("memory_plan") or {}).get("mode") == "out_of_core" and "out of core" in fb,
+          "%s %s %s" % (j["state"], json.dumps(j.get("error")), json.dumps(j.get("stream"))))
+    st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
+    check("its volume is the batch one", st == 200 and vol == ooc.tobytes(), "%d %d" % (st, len(vol)))
     refused(api, d.store, spec({"name": "cgls", "iterations": 3}), "cgls under 64M",
             ["needs about", "out of core, only fdk runs", str(LIMIT), "smaller volume", "--memory-limit"])
     d.stop()
