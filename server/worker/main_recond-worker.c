@@ -8,6 +8,8 @@
  *   recond-worker --progress-fd 3 [--state-dir STORE] [--live-fd 4]
  *                 [--stream-fd 5 --stream-idle S] DIR   (as the daemon runs it;
  *     worker_proto.h: the live volume and the streamed views' stamps)
+ *     --memory-limit BYTES plans the job within that budget (spec.h
+ *     job_spec_plan): in core, or FDK in z-slabs out of core (ooc_run.h)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *     (--matrix-cache-bytes N keeps that directory under N bytes, least
@@ -599,7 +601,7 @@ int main(int argc, char **argv)
 		else if (o == 'M')
 			memory_limit = strtoull(optarg, NULL, 10);
 		else {
-			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
+			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] [--memory-limit BYTES] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
 		}
 	}
