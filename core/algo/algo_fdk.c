@@ -82,6 +82,7 @@ struct fdk {
 	int nviews, nrows, nu;
 	const float *proj;
 	float *filt;
+	size_t base;    /* proj and filt start at this offset of the stack (rc_fdk_filter_views) */
 	rc_ramp *ramp;
 	int nwork;
 	rc_ramp_work **work;
@@ -380,7 +381,7 @@ static void filter_view(void *ud, int worker, int k)
 			memcpy(f->padded + rc_geom_row_offset(f->g, k, j) + f->shift, f->src + rc_geom_row_offset(f->g0, k, j),
 			       sizeof(float) * (size_t)nu0);
 	}
-	size_t off = rc_geom_row_offset(f->g, k, 0), stride = rc_geom_row_stride(f->g);
+	size_t off = rc_geom_row_offset(f->g, k, 0) - f->base, stride = rc_geom_row_stride(f->g);
 	rc_ramp_apply(f->ramp, f->work[worker], f->proj + off, stride, f->filt + off, stride, f->nrows, pre,
 		      (float)(f->dbeta[k] * view_scale(f, k)));
 }
@@ -558,6 +559,97 @@ static void fdk_free(struct fdk *f)
 	free(f->theta);
 }
 
+/* What filtering needs, on f's geometry (f->g, g0 set): angles, weights,
+ * the ramp and its per-thread work, and the filtered stack of nfilt floats
+ * (zeroed where a stream fills it view by view; 0: the caller's).  The
+ * caller frees with fdk_free whatever it got. */
+static int fdk_prepare(struct fdk *f, const rc_algo_params *p, size_t nfilt, int zeroed, rc_err *err)
+{
+	const rc_geom *g = f->g;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	int rc;
+	f->nu = f->det->nu;
+	f->nrows = rc_geom_is_2d(g) ? v->nz : f->det->nv;
+	if (f->type == RC_GEOM_MATRICES) {
+		f->ax = v->cx;
+		f->ay = v->cy;
+		if ((rc = check_matrices(f, err)))
+			return rc;
+	}
+	f->beta = malloc(sizeof(double) * (size_t)f->nviews);
+	f->dbeta = malloc(sizeof(double) * (size_t)f->nviews);
+	f->theta = malloc(sizeof(double) * (size_t)f->nviews);
+	/* streaming back-projects only views it filtered; calloc keeps the
+	 * others (and a device's upload of them) defined */
+	if (nfilt)
+		f->filt = zeroed ? calloc(nfilt, sizeof(float)) : malloc(sizeof(float) * nfilt);
+	f->nwork = rc_parallel_threads(0);
+	f->work = calloc((size_t)f->nwork, sizeof *f->work);
+	f->pre = calloc((size_t)f->nwork, sizeof *f->pre);
+	if (!f->beta || !f->dbeta || !f->theta || (nfilt && !f->filt) || !f->work || !f->pre)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the filtered projections (%zu floats)", nfilt);
+	/* a curved fan's kernel is the equiangular one (filter.h) */
+	double arc = f->det->shape == RC_DETECTOR_CURVED ? f->det->du / rc_geom_sdd(g) : 0.0;
+	if ((rc = rc_ramp_new_arc(f->nu, f->nrows, p->window, p->cutoff, arc, &f->ramp, err)))
+		return rc;
+	if ((rc = fdk_angles(f, p, err)) ||
+	    (rc = rc_fdk_displaced(f->g0 ? f->g0 : g, f->short_scan ? RC_SCAN_SHORT : RC_SCAN_FULL, &f->displaced,
+				   &f->gamma_o, err)))
+		return rc;
+	/* a full circular scan weighs every view alike: one table for all */
+	int shared = !f->short_scan && f->type != RC_GEOM_MATRICES;
+	if (shared && !(f->pre_all = malloc(sizeof(float) * (size_t)f->nu * (size_t)f->nrows)))
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
+	if (shared)
+		view_weights(f, 0, f->pre_all);
+	for (int t = 0; t < f->nwork; t++) {
+		if ((rc = rc_ramp_work_new(f->ramp, &f->work[t], err)))
+			return rc;
+		if (!shared && !(f->pre[t] = malloc(sizeof(float) * (size_t)f->nu * (size_t)f->nrows)))
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
+	}
+	return 0;
+}
+
+struct fdk_range {
+	struct fdk *f;
+	int k0;
+};
+
+static void filter_ranged(void *ud, int worker, int i)
+{
+	struct fdk_range *r = ud;
+	filter_view(r->f, worker, r->k0 + i);
+}
+
+int rc_fdk_filter_views(const rc_algo_params *p, const rc_geom *g, const float *proj, float *filt, int k0, int k1,
+			const atomic_int *cancel, rc_err *err)
+{
+	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),
+			 .proj = proj, .filt = NULL, .cancel = cancel };
+	atomic_init(&f.stopped, 0);
+	int rc = 0, dir = 0;
+	if (rc_geom_is_2d(g) || k0 < 0 || k1 > f.nviews || k1 <= k0)
+		return rc_fail(err, RC_EINVAL, "", "rc_fdk_filter_views filters views of a cone or matrices geometry "
+			       "(views %d..%d of %d)", k0, k1, f.nviews);
+	if ((rc = rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, err)))
+		return rc;
+	if (dir)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.offset_u_mm",
+			       "a displaced detector's views are filtered on the widened detector: not view by view");
+	if (!(rc = fdk_prepare(&f, p, 0, 0, err))) {
+		f.filt = filt;
+		f.base = rc_geom_row_offset(g, k0, 0);
+		struct fdk_range r = { &f, k0 };
+		rc_parallel_for(k1 - k0, f.nwork, filter_ranged, &r);
+		if (atomic_load(&f.stopped) || (cancel && atomic_load(cancel)))
+			rc = rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
+	}
+	f.filt = NULL; /* the caller's */
+	fdk_free(&f);
+	return rc;
+}
+
 int rc_fdk_suits(const rc_geom *g, rc_scan_mode scan, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
@@ -619,52 +711,8 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 		}
 		b = bw;
 	}
-	f.nu = f.det->nu;
-	f.nrows = rc_geom_is_2d(g) ? v->nz : f.det->nv;
-	if (f.type == RC_GEOM_MATRICES) {
-		f.ax = v->cx;
-		f.ay = v->cy;
-		if ((rc = check_matrices(&f, err)))
-			return rc;
-	}
-	size_t nproj = rc_geom_proj_count(g);
-	f.beta = malloc(sizeof(double) * (size_t)f.nviews);
-	f.dbeta = malloc(sizeof(double) * (size_t)f.nviews);
-	f.theta = malloc(sizeof(double) * (size_t)f.nviews);
-	/* streaming back-projects only views it filtered; calloc keeps the
-	 * others (and a device's upload of them) defined */
-	f.filt = hooks && hooks->views ? calloc(nproj, sizeof(float)) : malloc(sizeof(float) * nproj);
-	f.nwork = rc_parallel_threads(0);
-	f.work = calloc((size_t)f.nwork, sizeof *f.work);
-	f.pre = calloc((size_t)f.nwork, sizeof *f.pre);
-	if (!f.beta || !f.dbeta || !f.theta || !f.filt || !f.work || !f.pre) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the filtered projections (%zu floats)", nproj);
+	if ((rc = fdk_prepare(&f, p, rc_geom_proj_count(g), hooks && hooks->views, err)))
 		goto out;
-	}
-	/* a curved fan's kernel is the equiangular one (filter.h) */
-	double arc = f.det->shape == RC_DETECTOR_CURVED ? f.det->du / rc_geom_sdd(g) : 0.0;
-	if ((rc = rc_ramp_new_arc(f.nu, f.nrows, p->window, p->cutoff, arc, &f.ramp, err)))
-		goto out;
-	if ((rc = fdk_angles(&f, p, err)) ||
-	    (rc = rc_fdk_displaced(f.g0 ? f.g0 : g, f.short_scan ? RC_SCAN_SHORT : RC_SCAN_FULL, &f.displaced,
-				   &f.gamma_o, err)))
-		goto out;
-	/* a full circular scan weighs every view alike: one table for all */
-	int shared = !f.short_scan && f.type != RC_GEOM_MATRICES;
-	if (shared && !(f.pre_all = malloc(sizeof(float) * (size_t)f.nu * (size_t)f.nrows))) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
-		goto out;
-	}
-	if (shared)
-		view_weights(&f, 0, f.pre_all);
-	for (int t = 0; t < f.nwork; t++) {
-		if ((rc = rc_ramp_work_new(f.ramp, &f.work[t], err)))
-			goto out;
-		if (!shared && !(f.pre[t] = malloc(sizeof(float) * (size_t)f.nu * (size_t)f.nrows))) {
-			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for FDK weights");
-			goto out;
-		}
-	}
 	if (hooks && hooks->views) {
 		rc = fdk_stream(&f, b, vol, hooks, t0, err);
 		goto out;

@@ -142,6 +142,16 @@ int rc_sart_cache_all(const rc_algo_params *p, int S, size_t nvox);
 
 int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 	       const rc_algo_hooks *hooks, rc_err *err);
+
+/* FDK's filtering alone (weights, ramp, dbeta and K_k, as rc_fdk_run
+ * filters) of views [k0, k1) of g, a cone or matrices geometry without a
+ * displaced detector (RC_EUNSUPPORTED: those views are filtered on a
+ * widened detector): proj and filt hold those views only, in the stack's
+ * layout, view k0 first.  Back-projecting the whole filtered stack with
+ * RC_BP_VOXEL is rc_fdk_run's result (core/plan/ooc.c filters once into a
+ * scratch file, then back-projects slabs from it). */
+int rc_fdk_filter_views(const rc_algo_params *p, const rc_geom *g, const float *proj, float *filt, int k0, int k1,
+			const atomic_int *cancel, rc_err *err);
 int rc_sart_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		const rc_algo_hooks *hooks, rc_err *err);
 int rc_sirt_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,

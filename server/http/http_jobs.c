@@ -145,6 +145,22 @@ static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
 		       rc_names_join_if(RC_NAMES_ENGINE, engine_would_run, &o, l, sizeof l));
 }
 
+/* The summary (job_spec_summary's JSON, taken) with the job's memory plan
+ * as memory_plan; NULL stays NULL. */
+static char *with_memory_plan(char *summary, const rc_ooc_plan *p)
+{
+	json_t *j = summary ? json_loads(summary, 0, NULL) : NULL;
+	if (!j)
+		return summary;
+	json_object_set_new(j, "memory_plan", job_plan_json(p));
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		return summary;
+	free(summary);
+	return s;
+}
+
 enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 {
 	app *a = r->a;
@@ -187,21 +203,14 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 			return http_error_rc(c, r, &err);
 		}
 	/* The worker's predicted peak memory against the budget (--memory-limit,
-	 * else the machine's less a reserve): a job that cannot fit is refused
-	 * now, not run into the OOM killer.  Out-of-core execution does not
-	 * exist yet; when it does, such a job gets an out-of-core plan here
-	 * (core/plan/memory.h) and is accepted instead. */
-	uint64_t machine = 0, budget = config_memory_budget(a->cfg, &machine), need = job_spec_memory(spec);
-	if (budget && need > budget) {
-		int gib = budget >= (1ull << 30);
-		double unit = gib ? 1073741824.0 : 1048576.0;
-		rc_fail(&err, RC_EUNSUPPORTED, "volume",
-			"the job needs about %llu bytes (%.1f %s) of memory to run (the projection stack of %llu "
-			"bytes, the volume of %llu bytes and the algorithm's vectors; core/plan/memory.h) and a job may "
-			"take %llu bytes (%.1f %s: %s): ask for a smaller volume or fewer views, or raise --memory-limit",
-			(unsigned long long)need, need / unit, gib ? "GiB" : "MiB", (unsigned long long)spec->proj_bytes,
-			(unsigned long long)spec->vol_bytes, (unsigned long long)budget, budget / unit, gib ? "GiB" : "MiB",
-			a->cfg->memory_limit ? "the operator's --memory-limit" : "the machine's memory less its reserve");
+	 * else the machine's less a reserve): a job over it runs FDK in z-slabs
+	 * out of core where those fit (spec.h, job_spec_plan); one that cannot fit at all
+	 * is refused now, naming the memory it needs, not run into the OOM
+	 * killer. */
+	uint64_t machine = 0, budget = config_memory_budget(a->cfg, &machine);
+	rc_ooc_plan mplan;
+	if (job_spec_plan(spec, budget, a->cfg->memory_limit ? "the operator's --memory-limit"
+							      : "the machine's memory less its reserve", &mplan, &err)) {
 		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}
@@ -209,7 +218,7 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 	char id[37];
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
-	char *summary = job_spec_summary(spec);
+	char *summary = with_memory_plan(job_spec_summary(spec), &mplan);
 	int rc = store_create_owned(a->st, id, spec, r->body, r->body_len, summary ? summary : "{}", r->who, &err);
 	free(summary);
 	if (rc) {

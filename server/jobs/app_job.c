@@ -199,6 +199,11 @@ json_t *app_job_json(app *a, const job_row *r)
 	/* what the projections were: a job of counts reports its clamped pixels */
 	json_object_set_new(j, "input", report && json_is_object(json_object_get(report, "input"))
 			    ? json_incref(json_object_get(report, "input")) : json_null());
+	/* the memory plan that ran (the worker's), else the one made at creation */
+	json_t *mp = report ? json_object_get(report, "memory_plan") : NULL;
+	if (!json_is_object(mp))
+		mp = json_object_get(json_object_get(j, "summary"), "memory_plan");
+	json_object_set_new(j, "memory_plan", json_is_object(mp) ? json_incref(mp) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

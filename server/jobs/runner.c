@@ -249,9 +249,18 @@ static int spawn(runner *r, const char *dir, int live_fd, int stamp_fd, supervis
 	/* --state-dir: fitted device models and cached system matrices live
 	 * in the node's state directory, shared by its jobs; the matrices
 	 * under matrix_cache_bytes */
-	char *argv[20] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
+	char *argv[22] = { (char *)c->worker, "--progress-fd", "3", "--threads", threads,
 			   "--state-dir", r->a->state_dir, "--matrix-cache-bytes", mcache };
 	int n = 9;
+	/* the worker plans within the budget the job was accepted under
+	 * (spec.h job_spec_plan: in core, or FDK in z-slabs) */
+	char budget[32];
+	uint64_t mb = config_memory_budget(c, NULL);
+	if (mb) {
+		snprintf(budget, sizeof budget, "%llu", (unsigned long long)mb);
+		argv[n++] = "--memory-limit";
+		argv[n++] = budget;
+	}
 	if (live_fd >= 0) {
 		argv[n++] = "--live-fd";
 		argv[n++] = "4";

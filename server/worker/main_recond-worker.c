@@ -8,6 +8,8 @@
  *   recond-worker --progress-fd 3 [--state-dir STORE] [--live-fd 4]
  *                 [--stream-fd 5 --stream-idle S] DIR   (as the daemon runs it;
  *     worker_proto.h: the live volume and the streamed views' stamps)
+ *     --memory-limit BYTES plans the job within that budget (spec.h
+ *     job_spec_plan): in core, or FDK in z-slabs out of core (ooc_run.h)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *     (--matrix-cache-bytes N keeps that directory under N bytes, least
@@ -53,6 +55,7 @@
 #include "algo/names.h"
 #include "plan/checks.h"
 #include "plan/recon.h"
+#include "ooc_run.h"
 #include "spec.h"
 #include "util/rc_clock.h"
 #include "util/threadpool.h"
@@ -95,6 +98,7 @@ static struct {
 } ck;
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
+static json_t *memory_plan; /* the plan that ran (spec.h job_spec_plan), for the report */
 
 static void on_signal(int sig)
 {
@@ -392,6 +396,8 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 		json_object_set(j, "warnings", warnings);
 	if (j && result)
 		json_object_set(j, "result", result);
+	if (j && memory_plan)
+		json_object_set(j, "memory_plan", memory_plan);
 	json_object_set_new(j, "input", input ? input : json_pack("{ss}", "kind", "line_integrals"));
 	json_object_set_new(j, "resumed_from_iteration", ck.resumed_from ? json_integer(ck.resumed_from) : json_null());
 	emit(j);
@@ -499,6 +505,59 @@ static int write_volume(const char *dir, const float *vol, size_t bytes, rc_err 
 	return durable_write_file(dir, "volume.f32", vol, bytes, err);
 }
 
+static void on_slab(void *ud, int done, int of)
+{
+	(void)ud;
+	double f = (double)done / of;
+	int n = last.of > 0 ? last.of : asked;
+	emit(json_pack("{sssisisisososssosisiso}", "type", "phase", "iteration", 0, "of", n, "iterations", n, "residual",
+		       json_null(), "elapsed_s", num(last.elapsed_s), "phase", phase, "phase_fraction", json_real(f),
+		       "slabs_done", done, "slabs", of, "stopped", json_null()));
+}
+
+/* The out-of-core run of plan p (ooc_run.h) and its report: a streaming
+ * job waits for its whole stack first (sv non-NULL); the geometry's
+ * warnings only (the data is never in memory whole to be checked, nor the
+ * volume to be projected for a residual). */
+static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p, struct stream *sv, rc_err *err)
+{
+	int rc = 0;
+	json_t *stream = NULL, *warn = NULL, *result = NULL;
+	if (sv) {
+		sv->last_new = rc_now_s();
+		if ((rc = stream_wait_complete(sv, err)))
+			return rc;
+		stream = json_pack("{siss}", "views_streamed", 0, "fallback",
+				   "out of core: reconstructed from the whole stack once every view was stored");
+	}
+	rc_geom *g = NULL;
+	rc_warnings ws = { 0 };
+	rc_data_stats ds;
+	memset(&ds, 0, sizeof ds);
+	if (rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &g, NULL) == 0)
+		rc_check_geometry(g, &ws);
+	rc_geom_free(g);
+	set_phase(WORKER_PHASE_FDK);
+	rc_recon_report rep;
+	memset(&rep, 0, sizeof rep);
+	rep.relative_residual = NAN;
+	rc = ooc_run(spec, dir, p, &cancel_flag, on_slab, NULL, &rep, err);
+	if (!rc) {
+		last.iteration = 1;
+		last.of = 1;
+		last.elapsed_s = rep.seconds;
+		emit_progress("progress", &last);
+		set_phase(WORKER_PHASE_WRITING);
+	}
+	warn = warnings_json(&ws);
+	result = result_json(&rep, &ds, 0);
+	emit_report(&rep, stream, warn, result, NULL);
+	json_decref(stream);
+	json_decref(warn);
+	json_decref(result);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -511,12 +570,14 @@ int main(int argc, char **argv)
 		{ "stream-fd", required_argument, NULL, 'S' },
 		{ "stream-idle", required_argument, NULL, 'i' },
 		{ "matrix-cache-bytes", required_argument, NULL, 'm' },
+		{ "memory-limit", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int progress_fd = STDOUT_FILENO, threads = -1, o, devices = 0, names = 0, live_fd = -1, stream_fd = -1;
 	double stream_idle = 300;
 	long long cache_bytes = -1; /* the daemon's matrix_cache_bytes; -1 = no bound */
+	unsigned long long memory_limit = 0; /* the job's memory budget, bytes; 0 = none */
 	const char *state_dir = NULL;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'p')
@@ -537,8 +598,10 @@ int main(int argc, char **argv)
 			stream_idle = atof(optarg);
 		else if (o == 'm')
 			cache_bytes = atoll(optarg);
+		else if (o == 'M')
+			memory_limit = strtoull(optarg, NULL, 10);
 		else {
-			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
+			fprintf(stderr, "usage: recond-worker [--progress-fd N] [--threads N] [--state-dir DIR] [--memory-limit BYTES] JOBDIR\n       recond-worker --devices [--state-dir DIR]\n       recond-worker --names\n");
 			return o == 'h' ? 0 : WORKER_EXIT_FAILED;
 		}
 	}
@@ -638,6 +701,16 @@ int main(int argc, char **argv)
 			     (unsigned long long)spec->vol_bytes);
 		goto out;
 	}
+	/* over the budget: FDK in z-slabs from the file (ooc_run.h); neither
+	 * mapping above is touched, so neither costs resident memory */
+	rc_ooc_plan mplan;
+	if ((rc = job_spec_plan(spec, memory_limit, "the worker's --memory-limit", &mplan, &err)))
+		goto out;
+	memory_plan = job_plan_json(&mplan);
+	if (mplan.slabs > 1) {
+		rc = run_out_of_core(spec, dir, &mplan, streaming ? &sv : NULL, &err);
+		goto out;
+	}
 	/* counts: line integrals, in one pass now or view by view as they stream */
 	const float *lines = proj;
 	if (spec->in.intensity) {
@@ -727,6 +800,7 @@ int main(int argc, char **argv)
 	ckpt_state_free(&resume);
 	free(ck.scratch);
 out:
+	json_decref(memory_plan);
 	json_decref(stream_info);
 	json_decref(warn_json);
 	json_decref(result);

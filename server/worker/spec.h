@@ -20,7 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "plan/memory.h"
+#include "plan/ooc.h"
 #include "plan/recon.h"
 #include "spec_dicom.h"
 #include "spec_input.h"
@@ -94,6 +97,24 @@ int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err);
  * (core/plan/memory.h rc_plan_memory; a job that may stream counts its
  * scratch volume). */
 uint64_t job_spec_memory(const job_spec *s);
+
+/* spec_plan.c: a job's memory plan under the worker's budget (docs/server.md,
+ * "Memory"): in core where its predicted peak (job_spec_memory) fits, else
+ * FDK in z-slabs out of core (core/plan/ooc.h), else a refusal naming the
+ * memory it needs.  The daemon plans at POST /v1/jobs (422 when nothing
+ * fits, summary.memory_plan otherwise), the worker again when it runs, with
+ * the budget it is given (--memory-limit), and runs the plan. */
+/* The plan of s under budget bytes (0: no budget, in core).  RC_EUNSUPPORTED
+ * (field "volume") when neither the job nor its slabs fit, or it cannot run
+ * out of core (an iterative method, counts): the message names the
+ * bytes the job needs, the budget (whose is why_budget: "the operator's
+ * --memory-limit", ...) and what to change; p then holds the least the job
+ * needs in predicted_bytes. */
+int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc_ooc_plan *p, rc_err *err);
+
+/* {"mode": "in_core" | "out_of_core", "slabs", "slab_nz", "rows",
+ * "chunks", "predicted_bytes", "budget_bytes"} (budget null when none). */
+json_t *job_plan_json(const rc_ooc_plan *p);
 
 /* Only the stored spec's input object, by spec_parse_input: what the daemon
  * checks before a job of counts starts (its flat and dark are there). */

@@ -1,0 +1,370 @@
+/* ooc: out-of-core FDK in z-slabs (ooc.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo_util.h"
+#include "plan/memory.h"
+#include "plan/ooc.h"
+#include "plan/open.h"
+#include "plan/recon.h"
+#include "util/rc_clock.h"
+
+/* rows read beside the projected extent: bilinear reads floor(v) and
+ * floor(v) + 1, and one more against rounding in the corners' projection */
+#define ROW_MARGIN 2
+
+void rc_ooc_slab_rows(const rc_geom *g, int z0, int z1, int *r0, int *r1)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const rc_detector_desc *d = rc_geom_detector(g);
+	*r0 = *r1 = 0;
+	if (z1 <= z0)
+		return;
+	if (rc_geom_is_2d(g)) {
+		*r0 = z0;
+		*r1 = z1;
+		return;
+	}
+	/* the slab's box, voxel edges included */
+	double lo[3], hi[3];
+	rc_volume_voxel_pos(v, -0.5, -0.5, z0 - 0.5, lo);
+	rc_volume_voxel_pos(v, v->nx - 0.5, v->ny - 0.5, z1 - 0.5, hi);
+	int curved = rc_geom_type_of(g) == RC_GEOM_CONE && d->shape == RC_DETECTOR_CURVED;
+	double vmin = INFINITY, vmax = -INFINITY;
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		if (curved) {
+			/* v = (S (z - zs) / L - offset_v) / dv + c is not projective:
+			 * bound it with the in-plane distance L from the source over
+			 * the box, between its nearest and farthest corner distances
+			 * to the source less / plus nothing (L >= D - R, L <= D + R,
+			 * R the box's reach from the axis) */
+			double R = 0;
+			for (int c = 0; c < 4; c++) {
+				double x = c & 1 ? hi[0] : lo[0], y = c & 2 ? hi[1] : lo[1];
+				R = fmax(R, hypot(x, y));
+			}
+			double D = hypot(vw->src[0], vw->src[1]), S = rc_geom_sdd(g);
+			double Lmin = fmax(D - R, 1e-9), Lmax = D + R;
+			double zs[2] = { lo[2] - vw->src[2], hi[2] - vw->src[2] }, Ls[2] = { Lmin, Lmax };
+			for (int a = 0; a < 2; a++)
+				for (int b = 0; b < 2; b++) {
+					double vv = (S * zs[a] / Ls[b] - d->offset_v) / d->dv + (d->nv - 1) / 2.0;
+					vmin = fmin(vmin, vv);
+					vmax = fmax(vmax, vv);
+				}
+			continue;
+		}
+		/* a projective map of a box (no corner behind the source: the
+		 * geometry's checks) has its extremes at the corners */
+		for (int c = 0; c < 8; c++) {
+			double X[3] = { c & 1 ? hi[0] : lo[0], c & 2 ? hi[1] : lo[1], c & 4 ? hi[2] : lo[2] };
+			double u, vv, w;
+			rc_view_project(vw, X, &u, &vv, &w);
+			if (!(w > 0)) { /* behind the source: every row */
+				vmin = -INFINITY;
+				vmax = INFINITY;
+				break;
+			}
+			vmin = fmin(vmin, vv);
+			vmax = fmax(vmax, vv);
+		}
+	}
+	double a = floor(vmin) - ROW_MARGIN, b = floor(vmax) + 1 + ROW_MARGIN;
+	a = a < 0 ? 0 : a > d->nv ? d->nv : a;
+	b = b < 0 ? 0 : b > d->nv ? d->nv : b;
+	*r0 = (int)a;
+	*r1 = b > a ? (int)b : (int)a;
+}
+
+int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_recon_spec *sub, double **owned,
+		    rc_err *err)
+{
+	*sub = *s;
+	*owned = NULL;
+	/* the slab's centre moves by its offset from the volume's middle */
+	sub->vol.nz = z1 - z0;
+	sub->vol.cz = s->vol.cz + ((z0 + z1 - 1) / 2.0 - (s->vol.nz - 1) / 2.0) * s->vol.vz;
+	int two_d = s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL;
+	if (two_d)
+		return 0;
+	int nv = s->geom.det.nv, n = r1 - r0;
+	sub->geom.det.nv = n;
+	if (s->geom.type == RC_GEOM_MATRICES) {
+		/* v' = v - r0: the v row of each matrix less r0 times its w row */
+		double *m = malloc(sizeof(double) * 12 * (size_t)s->geom.nviews);
+		if (!m)
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for a slab's %d matrices", s->geom.nviews);
+		memcpy(m, s->geom.matrices, sizeof(double) * 12 * (size_t)s->geom.nviews);
+		for (int k = 0; k < s->geom.nviews; k++)
+			for (int c = 0; c < 4; c++)
+				m[12 * k + 4 + c] -= r0 * m[12 * k + 8 + c];
+		sub->geom.matrices = m;
+		*owned = m;
+		return 0;
+	}
+	/* row j of the whole detector at (j - (nv-1)/2) dv + offset_v: the
+	 * same height for row j - r0 of the narrowed one */
+	sub->geom.det.offset_v = s->geom.det.offset_v + (r0 - (nv - 1) / 2.0 + (n - 1) / 2.0) * s->geom.det.dv;
+	return 0;
+}
+
+int rc_ooc_filters_once(const rc_geom *g)
+{
+	int dir = 0;
+	if (rc_geom_is_2d(g) || rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, NULL))
+		return 0;
+	return dir == 0;
+}
+
+/* The peak of the slabs of nz slices each: the narrowed job's prediction
+ * for the most rows any of them reads (once: less the filtered copy, the
+ * rows read being filtered already). */
+static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int once, int *rows)
+{
+	int most = 0, n = s->vol.nz;
+	for (int z0 = 0; z0 < n; z0 += nz) {
+		int r0, r1;
+		rc_ooc_slab_rows(g, z0, z0 + nz < n ? z0 + nz : n, &r0, &r1);
+		most = r1 - r0 > most ? r1 - r0 : most;
+	}
+	rc_recon_spec sub = *s;
+	sub.vol.nz = nz;
+	if (s->geom.type != RC_GEOM_FAN && s->geom.type != RC_GEOM_PARALLEL)
+		sub.geom.det.nv = most > 0 ? most : 1;
+	*rows = most;
+	uint64_t need = rc_plan_memory(&sub, 0);
+	uint64_t r = (uint64_t)(most > 0 ? most : 1), nu = (uint64_t)s->geom.det.nu;
+	uint64_t rows_b = r * nu * (uint64_t)s->geom.nviews * 4;
+	/* the voxel back projection's block of 32 transposed, padded views
+	 * (proj_voxel.c): nothing beside a whole detector, but measured 4 % of a
+	 * 32-slice slab's 132 MiB at 512 x 512 (bench-large --scale 4) */
+	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+	return once && need > rows_b ? need - rows_b : need;
+}
+
+/* The filtering pass's chunk of views (rc_ooc_filter): as many whole views
+ * as fit, raw and filtered, beside the process, at most 64; its peak. */
+static int filter_chunk(const rc_recon_spec *s, uint64_t budget, uint64_t *need)
+{
+	uint64_t view = (uint64_t)s->geom.det.nu * (uint64_t)s->geom.det.nv * 4;
+	/* the process, and the ramp's per-thread work and weights: a view each */
+	uint64_t base = RC_MEM_BASE + view * 2;
+	uint64_t n = budget > base ? (budget - base) / (2 * view) : 0;
+	n = n > 64 ? 64 : n;
+	n = n > (uint64_t)s->geom.nviews ? (uint64_t)s->geom.nviews : n;
+	*need = base + 2 * view * (n ? n : 1);
+	return (int)n;
+}
+
+int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err)
+{
+	memset(p, 0, sizeof *p);
+	p->chunks = 1;
+	p->budget_bytes = budget;
+	int nz = s->vol.nz, two_d = s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL;
+	p->slabs = 1;
+	p->slab_nz = nz;
+	p->rows = two_d ? nz : s->geom.det.nv;
+	p->predicted_bytes = rc_plan_memory(s, 0);
+	if (!budget || p->predicted_bytes <= budget)
+		return 0;
+	/* cone and matrices filter every view once into a scratch file first,
+	 * in chunks of views, where the budget holds a view raw and filtered */
+	uint64_t fneed = 0;
+	int once = rc_ooc_filters_once(g), chunk = once ? filter_chunk(s, budget, &fneed) : 0;
+	once = once && chunk > 0;
+	/* the thickest slab that fits: the need grows with the slab */
+	int rows = 0;
+	uint64_t need1 = slabs_need(s, g, 1, once, &rows);
+	if (need1 > budget || (once && fneed > budget)) {
+		p->slabs = nz;
+		p->slab_nz = 1;
+		p->rows = rows;
+		p->predicted_bytes = need1 > fneed ? need1 : fneed;
+		return rc_fail(err, RC_EUNSUPPORTED, "volume",
+			       "not even one slice of the volume fits: out of core, FDK one slice at a time needs about "
+			       "%llu bytes (the process, the %d detector rows it reads and their filtered copy), over the "
+			       "budget of %llu bytes",
+			       (unsigned long long)p->predicted_bytes, rows, (unsigned long long)budget);
+	}
+	int good = 1, bad = nz; /* need(good) fits, need(bad) does not */
+	while (bad - good > 1) {
+		int mid = good + (bad - good) / 2;
+		if (slabs_need(s, g, mid, once, &rows) <= budget)
+			good = mid;
+		else
+			bad = mid;
+	}
+	/* as many slabs as that thickness asks, evened out */
+	int slabs = (nz + good - 1) / good;
+	p->slab_nz = (nz + slabs - 1) / slabs;
+	p->slabs = (nz + p->slab_nz - 1) / p->slab_nz;
+	p->predicted_bytes = slabs_need(s, g, p->slab_nz, once, &p->rows);
+	if (once) {
+		p->filter_chunk = chunk;
+		p->chunks = (s->geom.nviews + chunk - 1) / chunk;
+		p->predicted_bytes = p->predicted_bytes > fneed ? p->predicted_bytes : fneed;
+	}
+	return 0;
+}
+
+/* Rows [r0, r1) of every view (cone, matrices: [k][j][u], a view's rows
+ * contiguous) or slices [r0, r1) (fan, parallel: [j][k][u], contiguous)
+ * into buf, non-finite values zeroed. */
+static int read_rows(const rc_recon_spec *s, int fd, int r0, int r1, float *buf, rc_err *err)
+{
+	const rc_geom_spec *gs = &s->geom;
+	size_t nu = (size_t)gs->det.nu, n = (size_t)(r1 - r0);
+	int two_d = gs->type == RC_GEOM_FAN || gs->type == RC_GEOM_PARALLEL;
+	int parts = two_d ? 1 : gs->nviews;
+	size_t len = two_d ? n * (size_t)gs->nviews * nu : n * nu; /* floats per part */
+	for (int k = 0; k < parts; k++) {
+		off_t off = two_d ? (off_t)((size_t)r0 * (size_t)gs->nviews * nu * sizeof(float))
+				  : (off_t)(((size_t)k * (size_t)gs->det.nv + (size_t)r0) * nu * sizeof(float));
+		char *dst = (char *)(buf + (size_t)k * len);
+		size_t want = len * sizeof(float), got = 0;
+		while (got < want) {
+			ssize_t r = pread(fd, dst + got, want - got, off + (off_t)got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return rc_fail(err, RC_EIO, "projections", "cannot read rows %d..%d of view %d: %s", r0, r1 - 1,
+					       k, r < 0 ? strerror(errno) : "the file is shorter than the stack");
+			got += (size_t)r;
+		}
+	}
+	size_t total = (size_t)parts * len;
+	for (size_t i = 0; i < total; i++)
+		if (!isfinite(buf[i]))
+			buf[i] = 0.0f;
+	return 0;
+}
+
+static int read_at(int fd, void *dst, size_t want, off_t off, rc_err *err)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t r = pread(fd, (char *)dst + got, want - got, off + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return rc_fail(err, RC_EIO, "projections", "cannot read the stack: %s",
+				       r < 0 ? strerror(errno) : "the file is shorter than the stack");
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int chunk, const atomic_int *cancel,
+		  rc_err *err)
+{
+	size_t view = rc_geom_view_count(g);
+	int n = rc_geom_nviews(g), rc = 0;
+	chunk = chunk < 1 ? 1 : chunk > n ? n : chunk;
+	float *raw = malloc(sizeof(float) * view * (size_t)chunk), *filt = malloc(sizeof(float) * view * (size_t)chunk);
+	if (!raw || !filt) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d views to filter", chunk);
+		goto out;
+	}
+	for (int k0 = 0; k0 < n && !rc; k0 += chunk) {
+		int k1 = k0 + chunk < n ? k0 + chunk : n;
+		size_t len = sizeof(float) * view * (size_t)(k1 - k0);
+		off_t off = (off_t)(sizeof(float) * view * (size_t)k0);
+		if ((rc = read_at(in, raw, len, off, err)))
+			break;
+		for (size_t i = 0; i < view * (size_t)(k1 - k0); i++)
+			if (!isfinite(raw[i]))
+				raw[i] = 0.0f;
+		if ((rc = rc_fdk_filter_views(&s->algo, g, raw, filt, k0, k1, cancel, err)))
+			break;
+		for (size_t done = 0; done < len;) {
+			ssize_t w = pwrite(out, (const char *)filt + done, len - done, off + (off_t)done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = rc_fail(err, RC_EIO, "", "cannot write the filtered views: %s",
+					     w < 0 ? strerror(errno) : "no space");
+				break;
+			}
+			done += (size_t)w;
+		}
+	}
+out:
+	free(raw);
+	free(filt);
+	return rc;
+}
+
+/* The back projection of filtered rows (sub's detector) into slab: what
+ * rc_fdk_run does after its filtering, on the job's engine. */
+static int back_filtered(const rc_recon_spec *sub, const float *rows, float *slab, rc_recon_report *rep, rc_err *err)
+{
+	double t0 = rc_now_s();
+	rc_geom *g = NULL;
+	rc_backend *b = NULL;
+	rc_vec *vf = NULL, *vv = NULL;
+	memset(rep, 0, sizeof *rep);
+	rep->relative_residual = NAN;
+	int rc = rc_recon_check(sub, err);
+	if (!rc && !(rc = rc_geom_new(&sub->geom, &sub->vol, &sub->limits, &g, err)) &&
+	    !(rc = rc_backend_open(sub->engine, NULL, 0, sub, g, &b, err)) &&
+	    !(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vf, err)) &&
+	    !(rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, slab, &vv, err)) &&
+	    !(rc = rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, rc_geom_nviews(g), err)))
+		rc = rc_bk_download(b, vv, slab, err);
+	if (b) {
+		rc_bk_vec_free(b, vv);
+		rc_bk_vec_free(b, vf);
+		rc_backend_report(b, rc == 0, rep);
+	}
+	rep->iterations_done = rc == 0;
+	rep->seconds = rc_now_s() - t0;
+	rc_backend_free(b);
+	rc_geom_free(g);
+	return rc;
+}
+
+int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
+		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	size_t nslab = (size_t)v->nx * (size_t)v->ny * (size_t)(z1 - z0);
+	if (z0 < 0 || z1 > v->nz || z1 <= z0)
+		return rc_fail(err, RC_EINVAL, "volume", "slab %d..%d is not within the volume's %d slices", z0, z1, v->nz);
+	if (filtered && !rc_ooc_filters_once(g))
+		return rc_fail(err, RC_EINVAL, "", "this geometry's views are not filtered once (rc_ooc_filters_once)");
+	int r0, r1;
+	rc_ooc_slab_rows(g, z0, z1, &r0, &r1);
+	if (r1 <= r0) { /* no view sees the slab */
+		memset(slab, 0, sizeof(float) * nslab);
+		return 0;
+	}
+	rc_recon_spec sub;
+	double *owned = NULL;
+	float *buf = NULL;
+	int rc = rc_ooc_sub_spec(s, z0, z1, r0, r1, &sub, &owned, err);
+	if (rc)
+		return rc;
+	size_t nbuf = (size_t)(r1 - r0) * (size_t)s->geom.det.nu * (size_t)s->geom.nviews;
+	if (!(buf = malloc(sizeof(float) * nbuf))) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab's %zu projection values", nbuf);
+		goto out;
+	}
+	if ((rc = read_rows(s, fd, r0, r1, buf, err)))
+		goto out;
+	sub.residual = 0; /* a forward projection of the whole volume: not out of core */
+	if (filtered) {
+		rc = back_filtered(&sub, buf, slab, rep, err);
+		goto out;
+	}
+	rc_algo_hooks h = { .cancel = hooks ? hooks->cancel : NULL };
+	rc = rc_recon_run(&sub, buf, slab, &h, rep, err);
+out:
+	free(buf);
+	free(owned);
+	return rc;
+}

@@ -1,0 +1,112 @@
+/* ooc_run: the worker's out-of-core FDK (ooc_run.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "durable.h"
+#include "ooc_run.h"
+#include "util/rc_clock.h"
+
+static int write_all(int fd, const void *buf, size_t len, off_t off, const char *path, rc_err *err)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t w = pwrite(fd, p, len, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return rc_fail(err, durable_errno_code(w < 0 ? errno : ENOSPC), "", "cannot write %s: %s", path,
+				       strerror(w < 0 ? errno : ENOSPC));
+		p += w;
+		len -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,
+	    void (*slab_done)(void *ud, int done, int of), void *ud, rc_recon_report *rep, rc_err *err)
+{
+	double t0 = rc_now_s();
+	const rc_recon_spec *s = &spec->r;
+	char src[4200], tmp[4300], dst[4300], scr[4300];
+	snprintf(src, sizeof src, "%s/projections.f32", dir);
+	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
+	snprintf(dst, sizeof dst, "%s/volume.f32", dir);
+	snprintf(scr, sizeof scr, "%s/.filtered.f32.%ld.tmp", dir, (long)getpid());
+	rc_geom *g = NULL;
+	float *slab = NULL;
+	int in = -1, out = -1, filt = -1, rc;
+	if ((rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err)))
+		return rc;
+	size_t plane = (size_t)s->vol.nx * (size_t)s->vol.ny;
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		rc = rc_fail(err, RC_EIO, "projections", "cannot open %s: %s", src, strerror(errno));
+		goto out;
+	}
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (out < 0) {
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	/* the stack filtered once into the scratch file, then the slabs read it */
+	if (p->filter_chunk > 0) {
+		filt = open(scr, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+		if (filt < 0) {
+			rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", scr, strerror(errno));
+			goto out;
+		}
+		unlink(scr); /* gone with the process, whatever ends it */
+		if ((rc = rc_ooc_filter(s, g, in, filt, p->filter_chunk, cancel, err)))
+			goto out;
+	}
+	if (!(slab = malloc(sizeof(float) * plane * (size_t)p->slab_nz))) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices", p->slab_nz);
+		goto out;
+	}
+	rc_algo_hooks h = { .cancel = cancel };
+	int nz = s->vol.nz, done = 0;
+	for (int z0 = 0; z0 < nz; z0 += p->slab_nz) {
+		int z1 = z0 + p->slab_nz < nz ? z0 + p->slab_nz : nz;
+		if (cancel && atomic_load(cancel)) {
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled");
+			goto out;
+		}
+		memset(rep, 0, sizeof *rep);
+		if ((rc = rc_ooc_fdk_slab(s, g, filt >= 0 ? filt : in, filt >= 0, z0, z1, slab, &h, rep, err)) ||
+		    (rc = write_all(out, slab, sizeof(float) * plane * (size_t)(z1 - z0),
+				    (off_t)(sizeof(float) * plane * (size_t)z0), tmp, err)))
+			goto out;
+		if (slab_done)
+			slab_done(ud, ++done, p->slabs);
+	}
+	if (fsync(out)) {
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot fsync %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	close(out);
+	out = -1;
+	if (rename(tmp, dst) || durable_fsync_dir(dir)) {
+		unlink(tmp);
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+		goto out;
+	}
+	rep->iterations_done = 1;
+	rep->seconds = rc_now_s() - t0;
+out:
+	if (out >= 0) {
+		close(out);
+		unlink(tmp);
+	}
+	if (in >= 0)
+		close(in);
+	if (filt >= 0)
+		close(filt);
+	free(slab);
+	rc_geom_free(g);
+	return rc;
+}

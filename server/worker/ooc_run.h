@@ -1,0 +1,29 @@
+/*
+ * ooc_run: the worker's out-of-core FDK (core/plan/ooc.h, plan from
+ * spec.h job_spec_plan): on cone and matrices the stack filtered once,
+ * chunk by chunk of views, into a scratch file in the job directory
+ * (unlinked as soon as it is open: the process's end removes it), then
+ * slab after slab, rows read with pread from that file (else from the
+ * job's projections.f32), the slab reconstructed on the job's engine and written
+ * with pwrite into the volume's temporary, which is fsynced and renamed to
+ * volume.f32 (durable.h) once every slab is in it.  The worker's resident
+ * memory holds one slab, its rows and their filtered copy: neither the
+ * volume nor the stack is ever mapped or read whole (page cache is not the
+ * process's).
+ */
+#ifndef RC_OOC_RUN_H
+#define RC_OOC_RUN_H
+
+#include <stdatomic.h>
+
+#include "plan/ooc.h"
+#include "spec.h"
+
+/* Runs plan p (p->slabs > 1) of spec in job directory dir; slab_done(ud,
+ * done, of) after each slab (may be NULL); cancel stops it between slabs
+ * and within one (RC_ECANCELLED, no volume written).  rep: the last slab's
+ * run, its seconds the whole run's. */
+int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,
+	    void (*slab_done)(void *ud, int done, int of), void *ud, rc_recon_report *rep, rc_err *err);
+
+#endif

@@ -1,0 +1,61 @@
+/* spec_plan: a job's memory plan (spec.h, job_spec_plan). */
+#include <string.h>
+
+#include "spec.h"
+
+
+/* Why the job cannot run out of core, or NULL when it can (FDK of line
+ * integrals; a streaming one waits for its whole stack, then runs from it). */
+static const char *not_out_of_core(const job_spec *s)
+{
+	if (s->r.algo.name != RC_ALGO_FDK)
+		return "out of core, only fdk runs";
+	if (s->in.intensity)
+		return "out of core, fdk runs from line integrals only";
+	return NULL;
+}
+
+int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc_ooc_plan *p, rc_err *err)
+{
+	uint64_t need = job_spec_memory(s);
+	memset(p, 0, sizeof *p);
+	p->slabs = 1;
+	p->slab_nz = s->r.vol.nz;
+	p->rows = s->rows;
+	p->chunks = 1;
+	p->predicted_bytes = need;
+	p->budget_bytes = budget;
+	if (!budget || need <= budget)
+		return 0;
+	const char *why = not_out_of_core(s);
+	rc_geom *g = NULL;
+	rc_err e;
+	rc_err_clear(&e);
+	int rc = RC_EUNSUPPORTED;
+	char least[200] = "";
+	if (!why && rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, &e) == 0) {
+		rc = rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
+		rc_geom_free(g);
+		if (!rc)
+			return 0;
+		snprintf(least, sizeof least, "; one slice at a time out of core needs about %llu bytes",
+			 (unsigned long long)p->predicted_bytes);
+		p->predicted_bytes = need < p->predicted_bytes ? need : p->predicted_bytes;
+	} else if (!why) {
+		why = e.msg;
+	}
+	return rc_fail(err, RC_EUNSUPPORTED, "volume",
+		       "the job needs about %llu bytes in core (stack %llu, volume %llu bytes and the algorithm's "
+		       "vectors)%s%s%s; a job may take %llu bytes (%s): ask for a smaller volume or fewer views, or raise "
+		       "--memory-limit",
+		       (unsigned long long)need, (unsigned long long)s->proj_bytes, (unsigned long long)s->vol_bytes, least,
+		       why ? "; " : "", why ? why : "", (unsigned long long)budget, why_budget ? why_budget : "the budget");
+}
+
+json_t *job_plan_json(const rc_ooc_plan *p)
+{
+	return json_pack("{sssisisisisIso}", "mode", p->slabs > 1 ? "out_of_core" : "in_core", "slabs", p->slabs,
+			 "slab_nz", p->slab_nz, "rows", p->rows, "chunks", p->chunks, "predicted_bytes",
+			 (json_int_t)p->predicted_bytes, "budget_bytes",
+			 p->budget_bytes ? json_integer((json_int_t)p->budget_bytes) : json_null());
+}
