@@ -546,7 +546,7 @@ static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p
 		last.iteration = 1;
 		last.of = 1;
 		last.elapsed_s = rep.seconds;
-		emit_progress("progress", &last);
+		emit_progress("progress", &last, -1);
 		set_phase(WORKER_PHASE_WRITING);
 	}
 	warn = warnings_json(&ws);
