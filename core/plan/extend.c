@@ -1,0 +1,179 @@
+/* extend: the z reach of the rays through the asked volume, and whether the
+ * data show mass there (extend.h). */
+#include "plan/extend.h"
+
+#include <math.h>
+#include <string.h>
+
+/* columns sampled per detector row, and rows per view at most: the
+ * reach's extremes come from the rows at the edges of the volume's shadow
+ * (all rows up to this many) and vary slowly along a row */
+#define EXT_COLUMNS 33
+#define EXT_ROWS 512
+
+/* The segment of ray o + t d (t >= 0) inside the column [x0, x1] x [y0,
+ * y1]: 0 where it misses, else 1 and its z at both ends. */
+static int column_segment(const double o[3], const double d[3], const double lo[2], const double hi[2],
+			  double *za, double *zb)
+{
+	double t0 = 0.0, t1 = INFINITY;
+	for (int a = 0; a < 2; a++) {
+		if (fabs(d[a]) < 1e-300) {
+			if (o[a] < lo[a] || o[a] > hi[a])
+				return 0;
+			continue;
+		}
+		double ta = (lo[a] - o[a]) / d[a], tb = (hi[a] - o[a]) / d[a];
+		if (ta > tb) {
+			double t = ta;
+			ta = tb;
+			tb = t;
+		}
+		t0 = fmax(t0, ta);
+		t1 = fmin(t1, tb);
+	}
+	if (!(t1 > t0) || !isfinite(t1))
+		return 0;
+	*za = o[2] + t0 * d[2];
+	*zb = o[2] + t1 * d[2];
+	return 1;
+}
+
+/* Slices of vz beyond an edge by dz (>= 0) mm, the last one partly. */
+static int slices_beyond(double dz, double vz)
+{
+	if (!(dz > 1e-6 * vz))
+		return 0;
+	double n = ceil(dz / vz - 1e-9);
+	return n > 65536 ? 65536 : (int)n;
+}
+
+/* What the sampled rays found: the reach of those through the asked
+ * volume, the data each kind carries. */
+struct reach {
+	const rc_geom *g;
+	const float *proj;
+	double lo[2], hi[2], Z0, Z1;
+	double zmin, zmax, sum_in, sum_out;
+	long long n_in, n_out;
+};
+
+static void sample_row(struct reach *r, int k, int j, int cols)
+{
+	int nu = rc_geom_detector(r->g)->nu;
+	for (int c = 0; c < cols; c++) {
+		int i = cols > 1 ? (int)lround((double)c * (nu - 1) / (cols - 1)) : 0;
+		double o[3], d[3], za, zb;
+		rc_geom_ray(r->g, k, i, j, 0, o, d);
+		if (!column_segment(o, d, r->lo, r->hi, &za, &zb))
+			continue;
+		double a = fmin(za, zb), b = fmax(za, zb);
+		float p = r->proj ? r->proj[rc_geom_row_offset(r->g, k, j) + (size_t)i] : 0.0f;
+		if (b > r->Z0 && a < r->Z1) { /* through the asked volume */
+			r->zmin = fmin(r->zmin, a);
+			r->zmax = fmax(r->zmax, b);
+			if (isfinite(p))
+				r->sum_in += p, r->n_in++;
+		} else if (isfinite(p)) {
+			r->sum_out += p, r->n_out++;
+		}
+	}
+}
+
+void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_extent *e)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	memset(e, 0, sizeof *e);
+	e->run = *v;
+	e->mass_beyond = -1;
+	if (rc_geom_is_2d(g) || mode == RC_EXTEND_OFF)
+		return;
+	const rc_detector_desc *det = rc_geom_detector(g);
+	struct reach r = { .g = g, .proj = proj };
+	r.lo[0] = v->cx - 0.5 * v->nx * v->vx, r.hi[0] = v->cx + 0.5 * v->nx * v->vx;
+	r.lo[1] = v->cy - 0.5 * v->ny * v->vy, r.hi[1] = v->cy + 0.5 * v->ny * v->vy;
+	r.Z0 = r.zmin = v->cz - 0.5 * v->nz * v->vz;
+	r.Z1 = r.zmax = v->cz + 0.5 * v->nz * v->vz;
+	int cols = det->nu < EXT_COLUMNS ? det->nu : EXT_COLUMNS;
+	int rstep = (det->nv + EXT_ROWS - 1) / EXT_ROWS;
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		for (int j = 0; j < det->nv; j += rstep)
+			sample_row(&r, k, j, cols);
+		if ((det->nv - 1) % rstep) /* the last row, whatever the step */
+			sample_row(&r, k, det->nv - 1, cols);
+	}
+	double Z0 = r.Z0, Z1 = r.Z1, zmin = r.zmin, zmax = r.zmax;
+	if (proj && r.n_out > 0)
+		e->mass_beyond = r.sum_out / (double)r.n_out >
+				 RC_EXTEND_MASS_FRACTION * fmax(r.sum_in / (double)(r.n_in ? r.n_in : 1), 0.0);
+	e->below = slices_beyond(Z0 - zmin, v->vz);
+	e->above = slices_beyond(zmax - Z1, v->vz);
+	if ((!e->below && !e->above) || (mode == RC_EXTEND_AUTO && e->mass_beyond == 0))
+		return;
+	/* the geometry's limit on nz (rc_geom_new): the slabs beyond cut evenly */
+	int below = e->below, above = e->above;
+	while ((long long)v->nz + below + above > 65536) {
+		if (below >= above)
+			below--;
+		else
+			above--;
+	}
+	e->run.nz = v->nz + below + above;
+	e->run.cz = v->cz + 0.5 * (above - below) * v->vz;
+	e->z0 = below;
+}
+
+int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err *err)
+{
+	memset(e, 0, sizeof *e);
+	e->run = s->vol;
+	e->mass_beyond = -1;
+	if (s->algo.name == RC_ALGO_FDK || s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL ||
+	    s->algo.extend == RC_EXTEND_OFF)
+		return 0;
+	rc_geom *g = NULL;
+	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
+	if (!rc)
+		rc_extent_plan(g, proj, s->algo.extend, e);
+	rc_geom_free(g);
+	return rc;
+}
+
+/* The cone's bound (extend.h): the rays from a source at distance D, z 0,
+ * through the column of x-y radius R reach (D + R) / (D - R) of a z edge
+ * beyond the source's plane, and no higher than the detector's top row
+ * seen from the column's far side. */
+static int cone_bound(const rc_recon_spec *s)
+{
+	const rc_volume_desc *v = &s->vol;
+	const rc_geom_spec *g = &s->geom;
+	double ex = fabs(v->cx) + 0.5 * v->nx * v->vx, ey = fabs(v->cy) + 0.5 * v->ny * v->vy;
+	double R = sqrt(ex * ex + ey * ey), D = g->source_isocenter_mm, S = g->source_detector_mm;
+	if (!(D > R) || !(S > 0) || !(v->vz > 0))
+		return v->nz;
+	double f = (D + R) / (D - R);
+	double top = (0.5 * g->det.nv * g->det.dv + fabs(g->det.offset_v)) * (D + R) / S;
+	double Z0 = v->cz - 0.5 * v->nz * v->vz, Z1 = v->cz + 0.5 * v->nz * v->vz;
+	double zmax = fmax(Z1, fmin(fmax(Z1 * f, Z1 / f), top));
+	double zmin = fmin(Z0, fmax(fmin(Z0 * f, Z0 / f), -top));
+	long long n = (long long)v->nz + slices_beyond(Z0 - zmin, v->vz) + slices_beyond(zmax - Z1, v->vz);
+	return n > 65536 ? 65536 : (int)n;
+}
+
+int rc_extent_bound_nz(const rc_recon_spec *s)
+{
+	if (s->algo.name == RC_ALGO_FDK || s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL ||
+	    s->algo.extend == RC_EXTEND_OFF || s->vol.nz < 1)
+		return s->vol.nz;
+	if (s->geom.type == RC_GEOM_CONE)
+		return cone_bound(s);
+	if (!s->geom.matrices && !s->geom.angles_deg)
+		return s->vol.nz;
+	rc_geom *g = NULL;
+	rc_extent e;
+	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, NULL))
+		return s->vol.nz;
+	rc_extent_plan(g, NULL, RC_EXTEND_ON, &e);
+	rc_geom_free(g);
+	return e.run.nz;
+}
