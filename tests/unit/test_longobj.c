@@ -278,6 +278,16 @@ static void matrices_reach_the_same(void **state)
 	print_message("cone %d/%d, matrices %d/%d slices below/above\n", a.below, a.above, b.below, b.above);
 	assert_int_equal(a.below, b.below);
 	assert_int_equal(a.above, b.above);
+	/* a curved (cylindrical) detector of the same rows: its rays reach
+	 * as far within a slice (the rows run along z as on the flat one) */
+	rc_geom *gc = NULL;
+	rc_geom_spec cs = s.geom;
+	cs.det.shape = RC_DETECTOR_CURVED;
+	assert_int_equal(rc_geom_new(&cs, &s.vol, NULL, &gc, &err), 0);
+	rc_extent_plan(gc, NULL, RC_EXTEND_ON, &b);
+	print_message("curved cone %d/%d slices below/above\n", b.below, b.above);
+	assert_true(abs(b.below - a.below) <= 1 && abs(b.above - a.above) <= 1);
+	rc_geom_free(gc);
 	/* a volume off the source's plane reaches further on its far side */
 	s.vol.cz = 20.0;
 	rc_geom_free(g);
