@@ -10,6 +10,10 @@
  * (all rows up to this many) and vary slowly along a row */
 #define EXT_COLUMNS 33
 #define EXT_ROWS 512
+/* the memory prediction's coarser scan of a non-cone geometry */
+#define BOUND_VIEWS 720
+#define BOUND_ROWS 48
+#define BOUND_PAD 2
 
 /* The segment of ray o + t d (t >= 0) inside the column [x0, x1] x [y0,
  * y1]: 0 where it misses, else 1 and its z at both ends. */
@@ -58,26 +62,82 @@ struct reach {
 	long long n_in, n_out;
 };
 
-static void sample_row(struct reach *r, int k, int j, int cols)
+/* The rays of row j of view k at cols columns: their reach where they
+ * cross the asked volume, their data; 1 when one crossed.  *a, *b: the z
+ * range of every ray of the row inside the column (*hit 0: none there). */
+static int sample_row(struct reach *r, int k, int j, int cols, double *a, double *b, int *hit)
 {
-	int nu = rc_geom_detector(r->g)->nu;
+	int nu = rc_geom_detector(r->g)->nu, crossed = 0;
+	*hit = 0;
+	*a = INFINITY;
+	*b = -INFINITY;
 	for (int c = 0; c < cols; c++) {
 		int i = cols > 1 ? (int)lround((double)c * (nu - 1) / (cols - 1)) : 0;
 		double o[3], d[3], za, zb;
 		rc_geom_ray(r->g, k, i, j, 0, o, d);
 		if (!column_segment(o, d, r->lo, r->hi, &za, &zb))
 			continue;
-		double a = fmin(za, zb), b = fmax(za, zb);
+		double lo = fmin(za, zb), hi = fmax(za, zb);
+		*hit = 1;
+		*a = fmin(*a, lo);
+		*b = fmax(*b, hi);
 		float p = r->proj ? r->proj[rc_geom_row_offset(r->g, k, j) + (size_t)i] : 0.0f;
-		if (b > r->Z0 && a < r->Z1) { /* through the asked volume */
-			r->zmin = fmin(r->zmin, a);
-			r->zmax = fmax(r->zmax, b);
+		if (hi > r->Z0 && lo < r->Z1) { /* through the asked volume */
+			crossed = 1;
+			r->zmin = fmin(r->zmin, lo);
+			r->zmax = fmax(r->zmax, hi);
 			if (isfinite(p))
 				r->sum_in += p, r->n_in++;
 		} else if (isfinite(p)) {
 			r->sum_out += p, r->n_out++;
 		}
 	}
+	return crossed;
+}
+
+/* Which rays a scan samples: every vstep-th view (the last always), rows
+ * at most, cols per row; pad: where a sampled row crosses the asked
+ * volume and its sampled neighbour does not, the neighbour's range counts
+ * too (the rows between them, not sampled, lie within the two). */
+struct sampling {
+	int vstep, rows, cols, pad;
+};
+
+static void scan(struct reach *r, const struct sampling *sp)
+{
+	const rc_detector_desc *det = rc_geom_detector(r->g);
+	int nviews = rc_geom_nviews(r->g);
+	int cols = det->nu < sp->cols ? det->nu : sp->cols;
+	int rstep = (det->nv + sp->rows - 1) / sp->rows;
+	for (int k = 0; k < nviews; k = k + sp->vstep < nviews || k == nviews - 1 ? k + sp->vstep : nviews - 1) {
+		double pa = 0, pb = 0;
+		int pcross = -1, phit = 0;
+		for (int j = 0;; j = j + rstep < det->nv ? j + rstep : det->nv - 1) {
+			double a, b;
+			int hit, cross = sample_row(r, k, j, cols, &a, &b, &hit);
+			if (sp->pad && hit && phit && pcross >= 0 && cross != pcross) {
+				r->zmin = fmin(r->zmin, fmin(a, pa));
+				r->zmax = fmax(r->zmax, fmax(b, pb));
+			}
+			pa = a, pb = b, pcross = cross, phit = hit;
+			if (j == det->nv - 1)
+				break;
+		}
+		if (k == nviews - 1)
+			break;
+	}
+}
+
+static void reach_init(struct reach *r, const rc_geom *g, const float *proj)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	memset(r, 0, sizeof *r);
+	r->g = g;
+	r->proj = proj;
+	r->lo[0] = v->cx - 0.5 * v->nx * v->vx, r->hi[0] = v->cx + 0.5 * v->nx * v->vx;
+	r->lo[1] = v->cy - 0.5 * v->ny * v->vy, r->hi[1] = v->cy + 0.5 * v->ny * v->vy;
+	r->Z0 = r->zmin = v->cz - 0.5 * v->nz * v->vz;
+	r->Z1 = r->zmax = v->cz + 0.5 * v->nz * v->vz;
 }
 
 void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_extent *e)
@@ -88,20 +148,10 @@ void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_exte
 	e->mass_beyond = -1;
 	if (rc_geom_is_2d(g) || mode == RC_EXTEND_OFF)
 		return;
-	const rc_detector_desc *det = rc_geom_detector(g);
-	struct reach r = { .g = g, .proj = proj };
-	r.lo[0] = v->cx - 0.5 * v->nx * v->vx, r.hi[0] = v->cx + 0.5 * v->nx * v->vx;
-	r.lo[1] = v->cy - 0.5 * v->ny * v->vy, r.hi[1] = v->cy + 0.5 * v->ny * v->vy;
-	r.Z0 = r.zmin = v->cz - 0.5 * v->nz * v->vz;
-	r.Z1 = r.zmax = v->cz + 0.5 * v->nz * v->vz;
-	int cols = det->nu < EXT_COLUMNS ? det->nu : EXT_COLUMNS;
-	int rstep = (det->nv + EXT_ROWS - 1) / EXT_ROWS;
-	for (int k = 0; k < rc_geom_nviews(g); k++) {
-		for (int j = 0; j < det->nv; j += rstep)
-			sample_row(&r, k, j, cols);
-		if ((det->nv - 1) % rstep) /* the last row, whatever the step */
-			sample_row(&r, k, det->nv - 1, cols);
-	}
+	struct reach r;
+	reach_init(&r, g, proj);
+	const struct sampling every = { 1, EXT_ROWS, EXT_COLUMNS, 0 };
+	scan(&r, &every);
 	double Z0 = r.Z0, Z1 = r.Z1, zmin = r.zmin, zmax = r.zmax;
 	if (proj && r.n_out > 0)
 		e->mass_beyond = r.sum_out / (double)r.n_out >
@@ -170,10 +220,19 @@ int rc_extent_bound_nz(const rc_recon_spec *s)
 	if (!s->geom.matrices && !s->geom.angles_deg)
 		return s->vol.nz;
 	rc_geom *g = NULL;
-	rc_extent e;
 	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, NULL))
 		return s->vol.nz;
-	rc_extent_plan(g, NULL, RC_EXTEND_ON, &e);
+	/* at job creation: a coarser scan than the run's (at most
+	 * BOUND_VIEWS views, BOUND_ROWS rows, 9 columns: tens of ms), padded
+	 * by the rows beside the last crossing ones and BOUND_PAD slices */
+	struct reach r;
+	reach_init(&r, g, NULL);
+	int nviews = rc_geom_nviews(g);
+	const struct sampling coarse = { (nviews + BOUND_VIEWS - 1) / BOUND_VIEWS, BOUND_ROWS, 9, 1 };
+	scan(&r, &coarse);
 	rc_geom_free(g);
-	return e.run.nz;
+	long long n = (long long)s->vol.nz + slices_beyond(r.Z0 - r.zmin, s->vol.vz) +
+		      slices_beyond(r.zmax - r.Z1, s->vol.vz);
+	n = n > s->vol.nz ? n + 2 * BOUND_PAD : n;
+	return n > 65536 ? 65536 : (int)n;
 }

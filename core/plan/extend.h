@@ -66,8 +66,10 @@ int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err
  * extend off; for a cone the reach of rays from a source at distance D
  * through the volume's x-y radius R, (D + R) / (D - R) of its z edges,
  * within the detector's rows; for other geometries their rays' reach
- * (rc_extent_plan, the geometry built without limits) where the spec
- * holds its arrays, else the asked nz. */
+ * where the spec holds its arrays (the geometry built without limits), from
+ * a coarser scan than the run's so that job creation stays quick (at most
+ * 720 views and 48 rows, the rows beside the last crossing ones counted,
+ * 2 slices more each side), else the asked nz. */
 int rc_extent_bound_nz(const rc_recon_spec *s);
 
 #endif

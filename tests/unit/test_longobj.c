@@ -278,6 +278,12 @@ static void matrices_reach_the_same(void **state)
 	print_message("cone %d/%d, matrices %d/%d slices below/above\n", a.below, a.above, b.below, b.above);
 	assert_int_equal(a.below, b.below);
 	assert_int_equal(a.above, b.above);
+	/* the memory prediction's coarser scan of the matrices bounds the run */
+	rc_recon_spec ms = s;
+	ms.geom = gs;
+	ms.algo.extend = RC_EXTEND_AUTO;
+	print_message("matrices bound %d, run %d\n", rc_extent_bound_nz(&ms), s.vol.nz + b.below + b.above);
+	assert_true(rc_extent_bound_nz(&ms) >= s.vol.nz + b.below + b.above);
 	/* a curved (cylindrical) detector of the same rows: its rays reach
 	 * as far within a slice (the rows run along z as on the flat one) */
 	rc_geom *gc = NULL;
