@@ -52,6 +52,13 @@ static int slices_beyond(double dz, double vz)
 	return n > 65536 ? 65536 : (int)n;
 }
 
+/* A side's slices within RC_EXTEND_MAX_SIDE times the asked nz. */
+static int cap_side(int n, int nz)
+{
+	double most = RC_EXTEND_MAX_SIDE * nz;
+	return n > most ? (int)most : n;
+}
+
 /* What the sampled rays found: the reach of those through the asked
  * volume, the data each kind carries. */
 struct reach {
@@ -160,8 +167,9 @@ void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_exte
 	e->above = slices_beyond(zmax - Z1, v->vz);
 	if ((!e->below && !e->above) || (mode == RC_EXTEND_AUTO && e->mass_beyond == 0))
 		return;
-	/* the geometry's limit on nz (rc_geom_new): the slabs beyond cut evenly */
-	int below = e->below, above = e->above;
+	/* at most the asked nz each side (RC_EXTEND_MAX_SIDE), and the
+	 * geometry's limit on nz (rc_geom_new): the slabs beyond cut evenly */
+	int below = cap_side(e->below, v->nz), above = cap_side(e->above, v->nz);
 	while ((long long)v->nz + below + above > 65536) {
 		if (below >= above)
 			below--;
@@ -181,10 +189,16 @@ int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err
 	if (s->algo.name == RC_ALGO_FDK || s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL ||
 	    s->algo.extend == RC_EXTEND_OFF)
 		return 0;
-	rc_geom *g = NULL;
+	rc_geom *g = NULL, *gx = NULL;
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (!rc)
 		rc_extent_plan(g, proj, s->algo.extend, e);
+	/* as rc_recon_run: an extended volume its geometry refuses is not run */
+	if (!rc && e->run.nz != s->vol.nz && rc_geom_new(&s->geom, &e->run, NULL, &gx, NULL)) {
+		e->run = s->vol;
+		e->z0 = 0;
+	}
+	rc_geom_free(gx);
 	rc_geom_free(g);
 	return rc;
 }
@@ -206,7 +220,8 @@ static int cone_bound(const rc_recon_spec *s)
 	double Z0 = v->cz - 0.5 * v->nz * v->vz, Z1 = v->cz + 0.5 * v->nz * v->vz;
 	double zmax = fmax(Z1, fmin(fmax(Z1 * f, Z1 / f), top));
 	double zmin = fmin(Z0, fmax(fmin(Z0 * f, Z0 / f), -top));
-	long long n = (long long)v->nz + slices_beyond(Z0 - zmin, v->vz) + slices_beyond(zmax - Z1, v->vz);
+	long long n = (long long)v->nz + cap_side(slices_beyond(Z0 - zmin, v->vz), v->nz) +
+		      cap_side(slices_beyond(zmax - Z1, v->vz), v->nz);
 	return n > 65536 ? 65536 : (int)n;
 }
 
@@ -231,8 +246,9 @@ int rc_extent_bound_nz(const rc_recon_spec *s)
 	const struct sampling coarse = { (nviews + BOUND_VIEWS - 1) / BOUND_VIEWS, BOUND_ROWS, 9, 1 };
 	scan(&r, &coarse);
 	rc_geom_free(g);
-	long long n = (long long)s->vol.nz + slices_beyond(r.Z0 - r.zmin, s->vol.vz) +
-		      slices_beyond(r.zmax - r.Z1, s->vol.vz);
-	n = n > s->vol.nz ? n + 2 * BOUND_PAD : n;
+	int below = slices_beyond(r.Z0 - r.zmin, s->vol.vz), above = slices_beyond(r.zmax - r.Z1, s->vol.vz);
+	below = below ? cap_side(below + BOUND_PAD, s->vol.nz) : 0;
+	above = above ? cap_side(above + BOUND_PAD, s->vol.nz) : 0;
+	long long n = (long long)s->vol.nz + below + above;
 	return n > 65536 ? 65536 : (int)n;
 }

@@ -29,6 +29,10 @@
  * source's distance): an object that ends there is not extended for;
  * "on" extends whatever the data show, "off" never.
  *
+ * The slabs added are at most RC_EXTEND_MAX_SIDE times the asked nz each
+ * side; where the extended geometry cannot be built (a source inside it),
+ * rc_recon_run runs the asked volume (report->run_nz says which ran).
+ *
  * The volume's x-y extent is not extended: an object wider than the asked
  * column (lateral truncation) stays the iterative methods' limit there.
  */
@@ -40,6 +44,13 @@
 /* The mean line integral of the rays that miss the asked volume in its
  * column, over that of the rays through it, above which "auto" extends. */
 #define RC_EXTEND_MASS_FRACTION 0.01
+
+/* The most slices a run adds on each side, times the asked nz.  A circular
+ * or helical orbit's rays reach (D + R)/(D - R) - 1 of the half height
+ * beyond each face, or a column's width times the cone's slope: well
+ * within it; rays that run along the column (sources above the volume, as
+ * in tomosynthesis) would reach to their sources. */
+#define RC_EXTEND_MAX_SIDE 1.0
 
 typedef struct rc_extent {
 	rc_volume_desc run; /* the volume the iterations run on (the asked one, or it extended in z) */

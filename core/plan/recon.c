@@ -305,15 +305,19 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	report->run_nz = ext.run.nz;
 	report->run_z0 = ext.z0;
 	report->mass_beyond = ext.mass_beyond;
-	if (ext.run.nz != s->vol.nz) {
+	/* a geometry whose extended volume cannot be built (a source inside
+	 * it) runs the asked one */
+	if (ext.run.nz != s->vol.nz && rc_geom_new(&s->geom, &ext.run, NULL, &g, NULL) == 0) {
 		sr.vol = ext.run;
-		if ((rc = rc_geom_new(&s->geom, &ext.run, NULL, &g, err)))
-			goto out;
 		if (!(run_vol = malloc(rc_volume_count(&ext.run) * sizeof(float)))) {
 			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the extended volume (%d slices)", ext.run.nz);
 			goto out;
 		}
 	} else {
+		ext.run = s->vol;
+		ext.z0 = 0;
+		report->run_nz = s->vol.nz;
+		report->run_z0 = 0;
 		g = ga;
 		ga = NULL;
 	}

@@ -306,6 +306,62 @@ static void matrices_reach_the_same(void **state)
 	rc_geom_free(g);
 }
 
+/* Sources above the volume inside its column (a tomosynthesis-like
+ * matrices geometry): the rays run along the column and would reach their
+ * sources.  At most the asked nz is added each side; where even that
+ * holds a source, the run is of the asked volume; either way it runs. */
+static void sources_above(void **state)
+{
+	(void)state;
+	enum { NV_T = 24 };
+	const double heights[] = { 300.0, 30.0 };
+	const int want[] = { 3 * 12, 12 };
+	for (int h = 0; h < 2; h++) {
+		double ang[NVIEWS];
+		rc_recon_spec s = spec_of(RC_ALGO_CGLS, ang);
+		double *m = malloc(NV_T * 12 * sizeof *m);
+		const double S = heights[h] * 1.5, du = 3.0, cu = (s.geom.det.nu - 1) / 2.0, cv = (s.geom.det.nv - 1) / 2.0;
+		for (int k = 0; k < NV_T; k++) {
+			/* looking down -z from (x_k, 0, height): u along x, v along y */
+			double C[3] = { -60.0 + 120.0 * k / (NV_T - 1), 0.0, heights[h] };
+			double a0[3] = { S / du, 0, -cu }, a1[3] = { 0, S / du, -cv }, n[3] = { 0, 0, -1 };
+			double *P = m + 12 * k;
+			for (int c = 0; c < 3; c++)
+				P[c] = a0[c], P[4 + c] = a1[c], P[8 + c] = n[c];
+			P[3] = -(a0[0] * C[0] + a0[1] * C[1] + a0[2] * C[2]);
+			P[7] = -(a1[0] * C[0] + a1[1] * C[1] + a1[2] * C[2]);
+			P[11] = -(n[0] * C[0] + n[1] * C[1] + n[2] * C[2]);
+		}
+		s.geom = (rc_geom_spec){ .type = RC_GEOM_MATRICES, .nviews = NV_T, .det = s.geom.det, .matrices = m };
+		s.algo.extend = RC_EXTEND_ON;
+		s.algo.iterations = 2;
+		s.algo.initial = RC_INITIAL_ZERO;
+		rc_geom *g = NULL;
+		rc_err err;
+		if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+			fail_msg("%s: %s", err.field, err.msg);
+		rc_phantom *ph = short_body();
+		size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&s.vol);
+		float *proj = malloc(np * sizeof *proj), *vol = malloc(nvox * sizeof *vol);
+		assert_int_equal(rc_phantom_project(ph, g, 2, proj, &err), 0);
+		rc_recon_report rep;
+		if (rc_recon_run(&s, proj, vol, NULL, &rep, &err))
+			fail_msg("%s: %s", err.field, err.msg);
+		rc_extent e;
+		assert_int_equal(rc_extent_of(&s, proj, &e, &err), 0);
+		print_message("sources at z %.0f mm: run nz %d (extent %d, bound %d)\n", heights[h], rep.run_nz, e.run.nz,
+			      rc_extent_bound_nz(&s));
+		assert_int_equal(rep.run_nz, want[h]);
+		assert_int_equal(e.run.nz, want[h]);
+		assert_true(rc_extent_bound_nz(&s) <= 3 * s.vol.nz);
+		free(proj);
+		free(vol);
+		free(m);
+		rc_phantom_free(ph);
+		rc_geom_free(g);
+	}
+}
+
 /* An extended run's state (checkpoint.h keeps it) is of the extended
  * volume, and a run resumed from it ends at the volume of the run that went
  * on; its iterate hook gets x NULL with the asked slices in vol. */
@@ -403,6 +459,7 @@ int main(void)
 		cmocka_unit_test(reach_against_formula),
 		cmocka_unit_test(matrices_reach_the_same),
 		cmocka_unit_test(inside_not_extended),
+		cmocka_unit_test(sources_above),
 		cmocka_unit_test(resume_extended),
 		cmocka_unit_test(long_body_against_fdk),
 	};
