@@ -5,7 +5,9 @@
  * the asked slices, exact and noisy; the same with algorithm.extend "off"
  * shows what the extension is for; an object inside the volume is not
  * extended for and gives the run of "off" bit for bit; the reach of the
- * extension against the cone's formula. */
+ * extension against the cone's formula, the same from matrices and a
+ * curved detector; a helical scan as per-view matrices; sources above the
+ * volume (capped, or not extended); a resumed extended run. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,15 @@
 #include "plan/recon.h"
 
 #define NVIEWS 120
+/* ASan+UBSan builds run the same cases, fewer of them: the exact data
+ * only, the helix with CGLS only (the paths are the same) */
+#if defined(__SANITIZE_ADDRESS__)
+#define PASSES 1
+#define HELIX_FIRST 1
+#else
+#define PASSES 2
+#define HELIX_FIRST 0
+#endif
 #define NXY 40
 #define NZ 12
 #define VOX 2.5
@@ -171,7 +182,7 @@ static void long_body_against_fdk(void **state)
 	(void)state;
 	rc_phantom *ph = long_body();
 	struct fixture *f = make(ph);
-	for (int noisy = 0; noisy < 2; noisy++) {
+	for (int noisy = 0; noisy < PASSES; noisy++) {
 		const float *p = noisy ? f->noisy : f->proj;
 		double fc, fa = run(f, RC_ALGO_FDK, RC_EXTEND_AUTO, p, &fc, NULL);
 		print_message("%s data: fdk all %.4f central %.4f\n", noisy ? "noisy" : "exact", fa, fc);
@@ -198,6 +209,11 @@ static void long_body_against_fdk(void **state)
 	drop(f);
 	rc_phantom_free(ph);
 }
+
+/* The helix's bound over all asked slices: the circular scan's FDK error
+ * on the same body (0.062); measured after 20 iterations SART 0.034 and
+ * CGLS 0.028, against 0.52 and 0.26 without the extension */
+#define HELIX_BOUND 0.062
 
 /* An object inside the asked volume: the rays that miss it carry nothing,
  * auto does not extend, and the run is "off"'s bit for bit. */
@@ -303,6 +319,75 @@ static void matrices_reach_the_same(void **state)
 	assert_true(a.above > a.below);
 	free(m);
 	rc_geom_free(gm);
+	rc_geom_free(g);
+}
+
+/* A helical scan, as per-view matrices (the source at z_k = pitch k / 60
+ * over two turns, the detector the cone's shifted with it): the same
+ * mechanism from the same rays.  No FDK runs on it here (the start is
+ * zero); the bound held is against the run without the extension and
+ * against the circular scan's own extended error. */
+static void helix_matrices(void **state)
+{
+	(void)state;
+	enum { PER_TURN = 60 };
+	const double pitch = 40.0; /* mm per turn: 0.42 of the rows' 96 mm at the isocentre */
+	double ang[NVIEWS];
+	rc_recon_spec s = spec_of(RC_ALGO_CGLS, ang);
+	double *m = malloc(NVIEWS * 12 * sizeof *m);
+	const double du = s.geom.det.du, cu = (s.geom.det.nu - 1) / 2.0, cv = (s.geom.det.nv - 1) / 2.0;
+	for (int k = 0; k < NVIEWS; k++) {
+		double t = 2.0 * M_PI * k / PER_TURN, c = cos(t), sn = sin(t);
+		double C[3] = { D_MM * c, D_MM * sn, pitch * ((double)k / PER_TURN - 1.0) };
+		double eu[3] = { -sn, c, 0 }, ev[3] = { 0, 0, 1 }, n[3] = { -c, -sn, 0 };
+		double *P = m + 12 * k;
+		for (int r = 0; r < 3; r++) {
+			P[r] = S_MM / du * eu[r] + cu * n[r];
+			P[4 + r] = S_MM / du * ev[r] + cv * n[r];
+			P[8 + r] = n[r];
+		}
+		for (int r = 0; r < 3; r++)
+			P[4 * r + 3] = -(P[4 * r] * C[0] + P[4 * r + 1] * C[1] + P[4 * r + 2] * C[2]);
+	}
+	s.geom = (rc_geom_spec){ .type = RC_GEOM_MATRICES, .nviews = NVIEWS, .det = s.geom.det, .matrices = m };
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("%s: %s", err.field, err.msg);
+	rc_phantom *ph = long_body();
+	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&s.vol);
+	float *proj = malloc(np * sizeof *proj), *vol = malloc(nvox * sizeof *vol), *truth = malloc(nvox * sizeof *truth);
+	assert_int_equal(rc_phantom_project(ph, g, 2, proj, &err), 0);
+	assert_int_equal(rc_phantom_voxelize(ph, &s.vol, 4, 2, truth, &err), 0);
+	/* SART and CGLS (SIRT and MLEM, slower from 0, end 20 iterations at
+	 * 0.074 and 0.067 against 1.31 and 1.13 without the extension) */
+	static const rc_algo_name helix_algos[] = { RC_ALGO_SART, RC_ALGO_CGLS };
+	for (size_t i = HELIX_FIRST; i < sizeof helix_algos / sizeof helix_algos[0]; i++) {
+		double e[2];
+		rc_recon_report rep;
+		for (int mode = 0; mode < 2; mode++) {
+			/* from 0 (no FDK on these matrices), stop rules off: 20
+			 * iterations, so that the methods converge rather than stop */
+			rc_algo_params_default(&s.algo, helix_algos[i]);
+			s.algo.extend = mode ? RC_EXTEND_AUTO : RC_EXTEND_OFF;
+			s.algo.iterations = 20;
+			s.algo.stop_discrepancy = s.algo.stop_stagnation = 0.0;
+			if (rc_recon_run(&s, proj, vol, NULL, &rep, &err))
+				fail_msg("%s: %s", err.field, err.msg);
+			e[mode] = rc_metric_rel_error(vol, truth, NULL, nvox);
+		}
+		print_message("helix %-4s off %.4f auto %.4f (nz %d, mass beyond %d)\n", rc_algo_name_str(helix_algos[i]), e[0],
+			      e[1], rep.run_nz, rep.mass_beyond);
+		assert_int_equal(rep.mass_beyond, 1);
+		assert_true(rep.run_nz > s.vol.nz);
+		assert_true(e[1] < 0.5 * e[0]);
+		assert_true(e[1] <= HELIX_BOUND);
+	}
+	free(proj);
+	free(vol);
+	free(truth);
+	free(m);
+	rc_phantom_free(ph);
 	rc_geom_free(g);
 }
 
@@ -460,6 +545,7 @@ int main(void)
 		cmocka_unit_test(matrices_reach_the_same),
 		cmocka_unit_test(inside_not_extended),
 		cmocka_unit_test(sources_above),
+		cmocka_unit_test(helix_matrices),
 		cmocka_unit_test(resume_extended),
 		cmocka_unit_test(long_body_against_fdk),
 	};
