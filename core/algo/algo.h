@@ -63,6 +63,15 @@ typedef enum rc_initial {
 	                        tilted matrices; the tensor backend) */
 } rc_initial;
 
+/* algorithm.extend: the long object (core/plan/extend.h).  An iterative
+ * run reconstructs the slabs beyond the asked volume that the rays through
+ * it cross, then keeps the asked slices; FDK never needs it. */
+typedef enum rc_extend {
+	RC_EXTEND_AUTO = 0, /* the default: extended where the data show mass beyond the asked z range */
+	RC_EXTEND_OFF,      /* the asked volume only (the projections' mass beyond it lands in it) */
+	RC_EXTEND_ON,       /* extended whatever the data show */
+} rc_extend;
+
 /* algorithm.projector: the iterative algorithms' matched pair */
 typedef enum rc_projector {
 	RC_PROJECTOR_AUTO = 0, /* the backend's fastest (rc_bk_fp: the splat pair where offered,
@@ -105,6 +114,7 @@ typedef struct rc_algo_params {
 	rc_initial initial;      /* iterative: the start; with FDK or GIVEN, vol is
 	                            written before the iterations (also when they
 	                            fail) */
+	rc_extend extend;        /* iterative 3-D jobs: rc_recon_run's extension (extend.h) */
 	size_t subset_cache_bytes; /* SART / OS-EM: per-subset column sums kept
 	                              up to this many bytes, beyond it recomputed
 	                              per subset; 0 = the default (SART: none,
@@ -215,7 +225,9 @@ typedef struct rc_algo_hooks {
 	const atomic_int *cancel;
 	/* Called after every iteration with the current iterate (may be NULL):
 	 * for tests and benchmarks that follow the error per iteration
-	 * (rc_bk_download it).  A non-zero return stops the run with it. */
+	 * (rc_bk_download it).  A non-zero return stops the run with it.
+	 * rc_recon_run of an extended run (core/plan/extend.h) passes x NULL:
+	 * the iterate's asked slices are then already in its vol. */
 	int (*iterate)(void *ud, rc_backend *b, const rc_vec *x, int iteration);
 	/* Streaming FDK (NULL: proj holds the whole stack; rc_recon_streams
 	 * says which runs honour it).  Puts up to max views that are now in

@@ -65,6 +65,11 @@ static const struct word initials[] = {
 	{ "zero", RC_INITIAL_ZERO, 0 },
 	{ "fdk", RC_INITIAL_FDK, 0 },
 };
+static const struct word extends[] = {
+	{ "auto", RC_EXTEND_AUTO, 0 },
+	{ "off", RC_EXTEND_OFF, 0 },
+	{ "on", RC_EXTEND_ON, 0 },
+};
 static const struct word formats[] = {
 	{ "raw", RC_FORMAT_RAW, 0 },
 	{ "nifti", RC_FORMAT_NIFTI, 0 },
@@ -88,6 +93,7 @@ static const struct set {
 	[RC_NAMES_PROJECTOR] = SET("projector", projectors),
 	[RC_NAMES_SHAPE] = SET("detector_shape", shapes),
 	[RC_NAMES_INITIAL] = SET("initial", initials),
+	[RC_NAMES_EXTEND] = SET("extend", extends),
 };
 
 static const struct set *set_of(rc_name_set s)

@@ -59,6 +59,7 @@ typedef enum rc_name_set {
 	RC_NAMES_PROJECTOR,  /* rc_projector (algo.h) */
 	RC_NAMES_SHAPE,      /* rc_detector_shape (geometry.h) */
 	RC_NAMES_INITIAL,    /* rc_initial (algo.h; RC_INITIAL_GIVEN is internal) */
+	RC_NAMES_EXTEND,     /* rc_extend (algo.h) */
 	RC_NAMES_COUNT
 } rc_name_set;
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "algo/algo_util.h"
+#include "plan/extend.h"
 #include "plan/memory.h"
 #include "plan/tensor.h"
 #include "projectors/proj_cpu.h"
@@ -92,6 +93,20 @@ static uint64_t footprint_bytes(const rc_recon_spec *s, uint64_t V)
 	return add_sat(add_sat(mul_sat(view, (double)n), mul_sat(view, (double)threads)), V);
 }
 
+/* The long object (extend.h): an iterative run's volumes are of the
+ * extended volume (the bound of its slices from the spec), and an extended
+ * run keeps the asked one apart: *V becomes the extended volume's bytes,
+ * *kept the asked one's (0 when not extended). */
+static void extended_volume(const rc_recon_spec *s, uint64_t *V, uint64_t *kept)
+{
+	int nz = rc_extent_bound_nz(s);
+	*kept = 0;
+	if (s->vol.nz > 0 && nz > s->vol.nz) {
+		*kept = *V;
+		*V = mul_sat(*V, (double)nz / s->vol.nz);
+	}
+}
+
 uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 {
 	if (!s)
@@ -103,7 +118,8 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	uint64_t rows = (uint64_t)(two_d ? s->vol.nz : g->det.nv);
 	uint64_t nproj = mul_sat((uint64_t)(g->nviews > 0 ? g->nviews : 0) * (uint64_t)(g->det.nu > 0 ? g->det.nu : 0),
 				 (double)rows);
-	uint64_t V = mul_sat(nvox, sizeof(float)), P = mul_sat(nproj, sizeof(float));
+	uint64_t V = mul_sat(nvox, sizeof(float)), P = mul_sat(nproj, sizeof(float)), kept = 0;
+	extended_volume(s, &V, &kept);
 	uint64_t base = RC_MEM_BASE;
 	rc_engine_choice e = s->engine;
 	int device = e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA || e == RC_ENGINE_TRIGENEOUS;
@@ -149,5 +165,5 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	if (footprint_runs(s))
 		iter = add_sat(iter, footprint_bytes(s, V));
 	int from_fdk = p->initial == RC_INITIAL_FDK || p->initial == RC_INITIAL_AUTO;
-	return add_sat(base, from_fdk && fdk > iter ? fdk : iter);
+	return add_sat(add_sat(base, kept), from_fdk && fdk > iter ? fdk : iter);
 }

@@ -22,6 +22,10 @@
  *             volumes of TV's host buffers (algo_util.c) when tv_weight > 0;
  *             the FDK start (initial fdk/auto) peaks before the iterations
  *             with fdk's figure: the larger of the two counts.
+ *   extended  an iterative run on a 3-D geometry may reconstruct the
+ *             volume extended in z (extend.h): V above is then the extended
+ *             volume's (rc_extent_bound_nz's slices), and the asked volume
+ *             is kept apart on top (+ V asked).
  *   footprint (cone flat, matrices iterative on the CPU engine, where the
  *             footprint pair runs: asked for, or auto where voxels may
  *             project more than a pixel apart, bounded from above from

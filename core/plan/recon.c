@@ -19,6 +19,7 @@
 
 #include "algo/names.h"
 #include "backend/cuda/engine_cuda.h"
+#include "plan/extend.h"
 #include "plan/open.h"
 #include "plan/residual.h"
 #include "util/rc_clock.h"
@@ -201,7 +202,20 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 struct counted {
 	const rc_algo_hooks *user;
 	int done;
+	/* an extended run (extend.h): its volume, the asked one, where the
+	 * asked slices start in it; iterate hands the asked slices over in
+	 * vol (x NULL) */
+	float *run_vol, *vol;
+	size_t slice, asked;
+	int z0;
 };
+
+/* The asked slices of an extended run's volume into the caller's. */
+static void crop(const struct counted *c)
+{
+	if (c->run_vol != c->vol)
+		memcpy(c->vol, c->run_vol + (size_t)c->z0 * c->slice, c->asked * sizeof(float));
+}
 
 static void c_progress(void *ud, const rc_progress *p)
 {
@@ -214,7 +228,13 @@ static void c_progress(void *ud, const rc_progress *p)
 static int c_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
 {
 	struct counted *c = ud;
-	return c->user->iterate(c->user->ud, b, x, iteration);
+	if (c->run_vol == c->vol)
+		return c->user->iterate(c->user->ud, b, x, iteration);
+	rc_err e;
+	if (rc_bk_download(b, x, c->run_vol, &e))
+		return 0; /* a preview missed is not the run failed */
+	crop(c);
+	return c->user->iterate(c->user->ud, b, NULL, iteration);
 }
 
 static void c_phase(void *ud, const char *phase)
@@ -255,30 +275,62 @@ static int cpu_fdk_start(const rc_recon_spec *s, const rc_algo_params *given, co
 int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 		 const rc_algo_hooks *hooks, rc_recon_report *report, rc_err *err)
 {
-	rc_geom *g = NULL;
+	rc_geom *g = NULL, *ga = NULL;
 	rc_backend *b = NULL;
+	float *run_vol = vol;
 	rc_recon_report local;
 	if (!report)
 		report = &local;
 	memset(report, 0, sizeof *report);
 	report->relative_residual = NAN;
+	report->mass_beyond = -1;
 	double t0 = rc_now_s();
 
 	int rc = rc_recon_check(s, err);
 	if (rc)
 		return rc;
-	if ((rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err)))
+	if ((rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &ga, err)))
 		goto out;
-	if ((rc = rc_backend_open(s->engine, NULL, 0, s, g, &b, err)))
+	/* the long object (extend.h): an iterative run on the asked volume
+	 * extended by the slabs its rays cross, the asked slices kept; the
+	 * extended geometry is built without the job's byte limit, which the
+	 * asked one passed (the memory prediction counts the extension) */
+	rc_recon_spec sr = *s;
+	rc_extent ext;
+	memset(&ext, 0, sizeof ext);
+	ext.run = s->vol;
+	ext.mass_beyond = -1;
+	if (s->algo.name != RC_ALGO_FDK)
+		rc_extent_plan(ga, proj, s->algo.extend, &ext);
+	report->run_nz = ext.run.nz;
+	report->run_z0 = ext.z0;
+	report->mass_beyond = ext.mass_beyond;
+	/* a geometry whose extended volume cannot be built (a source inside
+	 * it) runs the asked one */
+	if (ext.run.nz != s->vol.nz && rc_geom_new(&s->geom, &ext.run, NULL, &g, NULL) == 0) {
+		sr.vol = ext.run;
+		if (!(run_vol = malloc(rc_volume_count(&ext.run) * sizeof(float)))) {
+			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the extended volume (%d slices)", ext.run.nz);
+			goto out;
+		}
+	} else {
+		ext.run = s->vol;
+		ext.z0 = 0;
+		report->run_nz = s->vol.nz;
+		report->run_z0 = 0;
+		g = ga;
+		ga = NULL;
+	}
+	if ((rc = rc_backend_open(sr.engine, NULL, 0, &sr, g, &b, err)))
 		goto out;
-	rc_algo_params given = s->algo;
+	rc_algo_params given = sr.algo;
 	if (given.name != RC_ALGO_FDK && !(b->caps & RC_BK_FDK)) {
 		/* the start is the CPU engine's, then given; auto where FDK suits g */
 		if (given.initial == RC_INITIAL_AUTO)
 			given.initial = rc_fdk_suits(g, given.scan, NULL) ? RC_INITIAL_ZERO : RC_INITIAL_FDK;
 		/* a resumed run starts from its checkpoint instead */
 		if (given.initial == RC_INITIAL_FDK && !(hooks && hooks->resume)) {
-			if ((rc = cpu_fdk_start(s, &given, g, proj, vol, hooks, err)))
+			if ((rc = cpu_fdk_start(&sr, &given, g, proj, run_vol, hooks, err)))
 				goto out;
 			given.initial = RC_INITIAL_GIVEN;
 		}
@@ -288,26 +340,35 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	given.tv_weight = rc_tv_weight(&given, proj, rc_geom_proj_count(g), rc_geom_detector(g)->nu);
 	given.tv_auto = 0;
 	report->tv_weight = given.tv_weight;
-	struct counted cnt = { .user = hooks };
+	size_t slice = (size_t)s->vol.nx * (size_t)s->vol.ny;
+	struct counted cnt = { .user = hooks, .run_vol = run_vol, .vol = vol, .slice = slice,
+			       .asked = rc_volume_count(&s->vol), .z0 = ext.z0 };
 	rc_algo_hooks wrapped = { .progress = c_progress, .ud = &cnt, .cancel = hooks ? hooks->cancel : NULL,
 				  .iterate = hooks && hooks->iterate ? c_iterate : NULL,
 				  .views = hooks && hooks->views ? c_views : NULL,
 				  .phase = hooks && hooks->phase ? c_phase : NULL,
 				  .checkpoint = hooks && hooks->checkpoint ? c_checkpoint : NULL,
 				  .resume = hooks ? hooks->resume : NULL };
-	rc = rc_algo_run_on(&given, b, proj, vol, &wrapped, err);
+	rc = rc_algo_run_on(&given, b, proj, run_vol, &wrapped, err);
+	/* vol holds the last iterate also after a cancel (algo.h) */
+	if (!rc || rc == RC_ECANCELLED)
+		crop(&cnt);
 	rc_backend_report(b, rc == 0, report);
 	report->iterations_done = cnt.done;
 	/* the result against its data, one forward projection (a failure
-	 * here leaves it unknown, not the job failed) */
+	 * here leaves it unknown, not the job failed); an extended run's
+	 * whole volume, the one that explains the data */
 	if (!rc && s->residual && !(hooks && hooks->cancel && atomic_load(hooks->cancel))) {
 		rc_err rerr;
-		if (rc_recon_residual(s, b, g, proj, vol, &report->relative_residual, &rerr))
+		if (rc_recon_residual(&sr, b, g, proj, run_vol, &report->relative_residual, &rerr))
 			report->relative_residual = NAN;
 	}
 out:
 	report->seconds = rc_now_s() - t0;
 	rc_backend_free(b);
+	if (run_vol != vol)
+		free(run_vol);
 	rc_geom_free(g);
+	rc_geom_free(ga);
 	return rc;
 }

@@ -30,7 +30,10 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err);
 int rc_recon_streams(const rc_recon_spec *s, rc_err *err);
 
 /* Validates the spec (messages name the field), builds the geometry, opens
- * the engines, runs the algorithm.  proj holds the whole stack
+ * the engines, runs the algorithm.  An iterative run on a 3-D geometry
+ * runs on the volume extended in z where extend.h says (rc_extent_of: its
+ * checkpoints' volume vectors are of that volume; its iterate hook gets
+ * x NULL with the asked slices in vol) and keeps the asked slices.  proj holds the whole stack
  * (rc_geom_proj_count floats); vol receives rc_volume_count floats.
  * report (may be NULL) is filled also on failure, as far as the run got. */
 int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,

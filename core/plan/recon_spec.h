@@ -66,6 +66,11 @@ typedef struct rc_recon_report {
 	int iterations_done;
 	double seconds;
 	double relative_residual;           /* ||p - Ax|| / ||p|| of the result; NaN = not computed */
+	/* the long object (extend.h): the slices the iterations ran on (the
+	 * asked nz where not extended; 0 before the run got there), the asked
+	 * volume's first among them, the data's verdict (rc_extent's
+	 * mass_beyond) */
+	int run_nz, run_z0, mass_beyond;
 	double tv_weight;                   /* the TV weight that ran (algo.h's rc_tv_weight: the
 					       default follows the data's noise); 0 for fdk or off */
 } rc_recon_report;

@@ -170,6 +170,9 @@ json_t *app_job_json(app *a, const job_row *r)
 	/* the TV weight that ran (the default follows the data's noise) */
 	json_object_set_new(j, "tv_weight", report && json_is_number(json_object_get(report, "tv_weight"))
 			    ? json_incref(json_object_get(report, "tv_weight")) : json_null());
+	/* the long object: the extended volume an iterative run reconstructed */
+	json_object_set_new(j, "extend", report && json_is_object(json_object_get(report, "extend"))
+			    ? json_incref(json_object_get(report, "extend")) : json_null());
 	/* the iteration a checkpoint let the last run continue from */
 	json_t *rfi = report ? json_object_get(report, "resumed_from_iteration") : NULL;
 	json_object_set_new(j, "resumed_from_iteration", json_is_integer(rfi) ? json_incref(rfi) : json_null());

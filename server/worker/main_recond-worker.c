@@ -54,6 +54,7 @@
 #include "backend/opencl/engine_opencl.h"
 #include "algo/names.h"
 #include "plan/checks.h"
+#include "plan/extend.h"
 #include "plan/recon.h"
 #include "ooc_run.h"
 #include "spec.h"
@@ -68,6 +69,7 @@ static rc_progress last;
  * then the algorithm's phases, "writing" after it. */
 static const char *phase = WORKER_PHASE_PREPARING;
 static int asked; /* algorithm.iterations: the iterations the job asked for */
+static int asked_nz, spec_iterative; /* volume.nz, and whether the job is iterative on a 3-D geometry */
 
 /* The live volume the daemon previews (or the worker's own buffer). */
 static struct {
@@ -198,7 +200,8 @@ static int on_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
 	if (!final && now - live.last_emit < every)
 		return 0;
 	rc_err e;
-	if (rc_bk_download(b, x, live.vol, &e))
+	/* x NULL: an extended run put the asked slices in live.vol (recon.h) */
+	if (x && rc_bk_download(b, x, live.vol, &e))
 		return 0; /* a preview is not worth failing the job */
 	live.last_emit = rc_now_s();
 	live.copy_s = live.last_emit - now;
@@ -232,7 +235,8 @@ static int on_checkpoint(void *ud, rc_backend *b, const rc_algo_state *s, rc_err
 /* The run's checkpoint: an iterative batch job with checkpoint_s > 0 keeps
  * them, and continues from one of this spec and these inputs (st filled,
  * 1) where it exists. */
-static int checkpoint_setup(const job_spec *spec, const char *dir, int streaming, rc_algo_state *st)
+static int checkpoint_setup(const job_spec *spec, const char *dir, int streaming, const float *lines,
+			    rc_algo_state *st)
 {
 	if (spec->r.algo.name == RC_ALGO_FDK || streaming || !(spec->checkpoint_s > 0.0))
 		return 0;
@@ -245,7 +249,15 @@ static int checkpoint_setup(const job_spec *spec, const char *dir, int streaming
 	ck.dir = dir;
 	ck.every = spec->checkpoint_s;
 	ck.last = rc_now_s();
-	ck.nvol = spec->vol_bytes / sizeof(float);
+	/* the volume the run iterates on: the asked one, or it extended in z
+	 * (core/plan/extend.h; the same spec and data decide the same) */
+	rc_extent ext;
+	if (rc_extent_of(&spec->r, lines, &ext, &e)) {
+		fprintf(stderr, "recond-worker: no checkpoints: %s\n", e.msg);
+		ck.dir = NULL;
+		return 0;
+	}
+	ck.nvol = rc_volume_count(&ext.run);
 	ck.nproj = spec->proj_bytes / spec->sample_bytes;
 	int got = ckpt_read(dir, ck.id, ck.nvol, ck.nproj, st, &e);
 	if (got > 0 && st->iteration < spec->r.algo.iterations) {
@@ -390,6 +402,13 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 		json_object_set_new(j, "projector", rep->projector[0] ? json_string(rep->projector) : json_null());
 	if (j)
 		json_object_set_new(j, "tv_weight", num(rep->tv_weight));
+	/* the long object (core/plan/extend.h): what an iterative 3-D run
+	 * reconstructed to keep the asked slices */
+	if (j && rep->run_nz > 0 && asked_nz > 0 && spec_iterative)
+		json_object_set_new(j, "extend", json_pack("{sisisisosf}", "asked_nz", asked_nz, "run_nz", rep->run_nz,
+							   "first_slice", rep->run_z0, "mass_beyond",
+							   rep->mass_beyond < 0 ? json_null() : json_boolean(rep->mass_beyond),
+							   "voxels_factor", (double)rep->run_nz / asked_nz));
 	if (j && stream)
 		json_object_set(j, "stream", stream);
 	if (j && warnings)
@@ -641,6 +660,9 @@ int main(int argc, char **argv)
 	if (threads >= 0)
 		spec->r.threads = threads;
 	asked = spec->r.algo.name == RC_ALGO_FDK ? 1 : spec->r.algo.iterations;
+	asked_nz = spec->r.vol.nz;
+	spec_iterative = spec->r.algo.name != RC_ALGO_FDK && spec->r.geom.type != RC_GEOM_FAN &&
+			 spec->r.geom.type != RC_GEOM_PARALLEL;
 	last.elapsed_s = NAN;
 	last.residual = NAN;
 	set_phase(WORKER_PHASE_PREPARING);
@@ -741,7 +763,7 @@ int main(int argc, char **argv)
 		set_phase(WORKER_PHASE_FDK);
 	rc_algo_state resume;
 	memset(&resume, 0, sizeof resume);
-	if (checkpoint_setup(spec, dir, streaming, &resume))
+	if (checkpoint_setup(spec, dir, streaming, lines, &resume))
 		hooks.resume = &resume;
 	if (ck.dir)
 		hooks.checkpoint = on_checkpoint;

@@ -365,9 +365,10 @@ static int parse_stop(const json_t *s, rc_algo_params *ap, rc_err *err)
 static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_err *err)
 {
 	static const char *const keys[] = { "name", "iterations", "relaxation", "subsets", "nonnegative",
-					    "tv", "stop", "window", "cutoff", "scan", "projector", "initial", NULL };
+					    "tv", "stop", "window", "cutoff", "scan", "projector", "initial", "extend",
+					    NULL };
 	const char *p = "algorithm";
-	const char *name = NULL, *window = NULL, *scan = NULL, *projector = NULL, *initial = NULL;
+	const char *name = NULL, *window = NULL, *scan = NULL, *projector = NULL, *initial = NULL, *extend = NULL;
 	rc_algo_name an;
 	int rc;
 	if ((rc = jf_check_keys(a, p, keys, err)) || (rc = jf_str(a, p, "name", 1, 32, &name, err)))
@@ -434,6 +435,19 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 				       "algorithm.initial applies to the iterative algorithms (sart, sirt, cgls, mlem), "
 				       "not fdk");
 		ap->initial = (rc_initial)iv;
+	}
+	/* the long object (core/plan/extend.h) */
+	if ((rc = jf_str(a, p, "extend", 0, 16, &extend, err)))
+		return rc;
+	if (extend) {
+		int ev;
+		if (rc_name_parse(RC_NAMES_EXTEND, extend, &ev))
+			return rc_name_fail(err, RC_NAMES_EXTEND, "algorithm.extend", extend);
+		if (an == RC_ALGO_FDK)
+			return rc_fail(err, RC_EINVAL, "algorithm.extend",
+				       "algorithm.extend applies to the iterative algorithms (sart, sirt, cgls, mlem), "
+				       "not fdk (which back-projects onto the asked voxels only)");
+		ap->extend = (rc_extend)ev;
 	}
 	return 0;
 }

@@ -45,6 +45,7 @@ def main():
         "scan": ("IterativeAlgorithm.scan", schema(doc, "IterativeAlgorithm")["scan"]["enum"]),
         "projector": ("IterativeAlgorithm.projector", schema(doc, "IterativeAlgorithm")["projector"]["enum"]),
         "initial": ("IterativeAlgorithm.initial", schema(doc, "IterativeAlgorithm")["initial"]["enum"]),
+        "extend": ("IterativeAlgorithm.extend", schema(doc, "IterativeAlgorithm")["extend"]["enum"]),
         "geometry": ("GeometryType", doc["components"]["schemas"]["GeometryType"]["enum"]),
         "detector_shape": ("DetectorShape", doc["components"]["schemas"]["DetectorShape"]["enum"]),
         "format": ("GET /v1/jobs/{id}/volume format", volume_format_enum(doc)),
@@ -72,6 +73,7 @@ def main():
                             ("IterativeAlgorithm.window", it["window"], "window"),
                             ("IterativeAlgorithm.scan", it["scan"], "scan"),
                             ("IterativeAlgorithm.projector", it["projector"], "projector"),
+                            ("IterativeAlgorithm.extend", it["extend"], "extend"),
                             ("DetectorShape", doc["components"]["schemas"]["DetectorShape"], "detector_shape")):
         check("default of %s is in the table" % what, prop.get("default") in table.get(key, []),
               str(prop.get("default")))

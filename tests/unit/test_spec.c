@@ -171,6 +171,28 @@ static void test_initial_choice(void **state)
 		}
 }
 
+/* algorithm.extend (the long object, core/plan/extend.h): auto by default,
+ * each word on every iterative algorithm. */
+static void test_extend_choice(void **state)
+{
+	(void)state;
+	static const char *const algs[] = { "sart", "sirt", "cgls", "mlem" };
+	static const char *const given[] = { "", ", \"extend\": \"off\"", ", \"extend\": \"on\"",
+					     ", \"extend\": \"auto\"" };
+	static const rc_extend want[] = { RC_EXTEND_AUTO, RC_EXTEND_OFF, RC_EXTEND_ON, RC_EXTEND_AUTO };
+	for (int a = 0; a < 4; a++)
+		for (int w = 0; w < 4; w++) {
+			char buf[1024];
+			job_spec *s = NULL;
+			rc_err err;
+			snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"%s\"%s}}", algs[a],
+				 given[w]);
+			assert_int_equal(parse(buf, 0, &s, &err), 0);
+			assert_int_equal(s->r.algo.extend, want[w]);
+			job_spec_free(s);
+		}
+}
+
 /* geometry.detector.shape: fan and cone, "flat" by default, words from core's
  * table; every algorithm runs on a curved fan, on each engine that runs a
  * flat one. */
@@ -481,6 +503,9 @@ static const struct bad_case bad[] = {
 	{ "stagnation negative", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"stop\": {\"stagnation\": -0.1}}}", RC_EINVAL, "algorithm.stop.stagnation" },
 	{ "initial unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"initial\": \"fbp\"}}", RC_EINVAL, "algorithm.initial" },
 	{ "initial not a string", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"mlem\", \"initial\": 1}}", RC_EINVAL, "algorithm.initial" },
+	{ "extend unknown", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"extend\": \"always\"}}", RC_EINVAL, "algorithm.extend" },
+	{ "extend not a string", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"cgls\", \"extend\": true}}", RC_EINVAL, "algorithm.extend" },
+	{ "extend on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"extend\": \"off\"}}", RC_EINVAL, "algorithm.extend" },
 	{ "initial on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"initial\": \"zero\"}}", RC_EINVAL, "algorithm.initial" },
 	{ "projector number", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"sart\", \"projector\": 1}}", RC_EINVAL, "algorithm.projector" },
 	{ "projector on fdk", "{" CONE_GEOM ", " VOL ", \"algorithm\": {\"name\": \"fdk\", \"projector\": \"raycast\"}}", RC_EINVAL, "algorithm.projector" },
@@ -612,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_layout),
 		cmocka_unit_test(test_projector_choice),
 		cmocka_unit_test(test_initial_choice),
+		cmocka_unit_test(test_extend_choice),
 		cmocka_unit_test(test_cuda_slices),
 		cmocka_unit_test(test_detector_shape),
 		cmocka_unit_test(test_matrices_ok),
