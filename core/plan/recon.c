@@ -295,7 +295,12 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 				  .phase = hooks && hooks->phase ? c_phase : NULL,
 				  .checkpoint = hooks && hooks->checkpoint ? c_checkpoint : NULL,
 				  .resume = hooks ? hooks->resume : NULL };
-	rc = rc_algo_run_on(&given, b, proj, vol, &wrapped, err);
+	rc_backend *run = b;
+	if (s->wrap && (rc = s->wrap(s->wrap_ud, b, &run, err)))
+		goto out;
+	rc = rc_algo_run_on(&given, run, proj, vol, &wrapped, err);
+	if (run != b)
+		rc_backend_free(run);
 	rc_backend_report(b, rc == 0, report);
 	report->iterations_done = cnt.done;
 	/* the result against its data, one forward projection (a failure
