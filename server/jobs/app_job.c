@@ -199,6 +199,12 @@ json_t *app_job_json(app *a, const job_row *r)
 	/* what the projections were: a job of counts reports its clamped pixels */
 	json_object_set_new(j, "input", report && json_is_object(json_object_get(report, "input"))
 			    ? json_incref(json_object_get(report, "input")) : json_null());
+	/* a job across MPI ranks: each rank's host, pid and seconds, and
+	 * whether an iterative run's ranks ended with the same volume */
+	json_t *rk = report ? json_object_get(report, "ranks") : NULL;
+	json_object_set_new(j, "ranks", json_is_array(rk) ? json_incref(rk) : json_null());
+	json_t *ri = report ? json_object_get(report, "ranks_identical") : NULL;
+	json_object_set_new(j, "ranks_identical", json_is_boolean(ri) ? json_incref(ri) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

@@ -37,9 +37,14 @@
 #define SPEC_CHECKPOINT_DEFAULT_S 60.0
 #define SPEC_CHECKPOINT_MAX_S 86400.0
 
+/* execution.ranks: the most any spec may ask for (the daemon's
+ * mpi_max_ranks bounds it further, docs/cluster.md) */
+#define SPEC_MAX_RANKS 4096
+
 typedef struct job_spec {
 	rc_recon_spec r;
 	int stream;            /* STREAM_OFF, STREAM_AUTO, STREAM_ON (STREAM_OFF unless fdk streams here) */
+	int ranks;             /* execution.ranks: processes under mpirun (docs/cluster.md), 1 = none */
 	double checkpoint_s;   /* execution.checkpoint_s: seconds between an iterative run's
 	                          checkpoints (checkpoint.h), 0 = none; SPEC_CHECKPOINT_DEFAULT_S */
 	char label[4 * SPEC_LABEL_MAX + 1];
