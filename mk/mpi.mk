@@ -11,7 +11,12 @@ MPI_SRC     := $(wildcard server/worker/mpi/*.c)
 MPI_OBJS    := $(patsubst %.c,$(BUILD)/mpi/%.o,$(MPI_SRC))
 ifneq ($(MPI_LDLIBS),)
 all: $(BUILD)/bin/recond-worker-mpi
+install: install-mpi
 endif
+.PHONY: install-mpi
+install-mpi: $(BUILD)/bin/recond-worker-mpi
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $< $(DESTDIR)$(PREFIX)/bin/
 
 $(BUILD)/mpi/server/worker/mpi/%.o: server/worker/mpi/%.c
 	@mkdir -p $(@D)

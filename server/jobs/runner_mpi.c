@@ -49,7 +49,9 @@ void runner_mpi_check(config *c)
 	c->mpi_off[0] = '\0';
 	if (!c->mpi_worker[0]) {
 		char w[1024];
-		snprintf(w, sizeof w, "%s", c->worker);
+		/* the real worker's directory (next to recond unless configured),
+		 * whatever stand-in --worker names */
+		snprintf(w, sizeof w, "%s", c->probe_worker[0] ? c->probe_worker : c->worker);
 		snprintf(c->mpi_worker, sizeof c->mpi_worker, "%.1000s/recond-worker-mpi", dirname(w));
 	}
 	if (c->mpi_max_ranks <= 0)

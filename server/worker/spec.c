@@ -729,7 +729,7 @@ char *job_spec_summary(const job_spec *s)
 		json_object_set_new(j, "warnings", a);
 	}
 	rc_geom_free(geom);
-	if (j)
+	if (j && s->ranks > 1) /* across MPI ranks (docs/cluster.md) */
 		json_object_set_new(j, "ranks", json_integer(s->ranks));
 	/* what FDK weighs beyond the cosine and the scan's redundancy */
 	if (j && p->algo.name == RC_ALGO_FDK)

@@ -111,7 +111,7 @@ def main():
             if not ok:
                 continue
             v = volume(api, j["id"])
-            check("%s ranks %d: summary.ranks" % (alg, ranks), j["summary"].get("ranks") == ranks, j["summary"])
+            check("%s ranks %d: summary.ranks" % (alg, ranks), j["summary"].get("ranks", 1) == ranks, j["summary"])
             if ranks == 1:
                 ref = v
                 check("%s ranks 1: no ranks list (one process)" % alg, j.get("ranks") is None, j.get("ranks"))
