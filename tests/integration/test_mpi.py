@@ -2,9 +2,11 @@
 """One job across MPI ranks (execution.ranks, docs/cluster.md) on this machine's loopback:
 FDK (z-slabs) and CGLS (views split, back projections summed with MPI_Allreduce) with 1, 2
 and 3 ranks (mpirun --oversubscribe on 2 cores) give the single-process volume to 1e-5 of its
-largest value; the Job lists every rank with its time; a rank killed with SIGKILL fails the
-job with a message naming it, the daemon keeps serving and runs the next job; ranks beyond
---mpi-max-ranks, or on a daemon without MPI, are refused with 422 naming execution.ranks.
+largest value; so do SIRT, MLEM, SART with 4 subsets and a fan CGLS on the tensor backend
+with 2 ranks, every rank ending with the same volume; the Job lists every rank with its
+time; a rank killed with SIGKILL fails the job with a message naming it, the daemon keeps
+serving and runs the next job; a cancel ends every rank; ranks beyond --mpi-max-ranks, or on
+a daemon without MPI, are refused with 422 naming execution.ranks.
 Skipped where mpirun or recond-worker-mpi is missing (install-deps.sh installs Open MPI)."""
 
 import os
@@ -29,6 +31,23 @@ def spec_of(alg, ranks, n=24, views=40, iterations=4):
                           label="%s-ranks-%d" % (alg, ranks))
     s["execution"]["ranks"] = ranks
     return s
+
+
+def fan_case(ranks, alg="cgls"):
+    """A small fan stack (4 slices) on execution.engine auto: CGLS runs on the tensor backend."""
+    views, nu, n, sl = 60, 48, 32, 4
+    s = {"label": "fan-%s-ranks-%d" % (alg, ranks),
+         "geometry": {"type": "fan", "slices": sl, "source_isocenter_mm": 200.0, "source_detector_mm": 400.0,
+                      "angles": {"start_deg": 0.0, "step_deg": 360.0 / views, "count": views},
+                      "detector": {"nu": nu, "du_mm": 1.5}},
+         "volume": {"nx": n, "ny": n, "nz": sl, "voxel_mm": [1.0, 1.0, 1.0]},
+         "algorithm": {"name": alg, "iterations": 3, "initial": "zero"},
+         "execution": {"engine": "auto", "ranks": ranks}}
+    row = []
+    for i in range(nu):
+        u = (i - (nu - 1) / 2) * 1.5
+        row.append(0.02 * max(15.0 ** 2 - u * u, 0.0) ** 0.5)
+    return s, __import__("array").array("f", row * (views * sl)).tobytes()
 
 
 def run(api, spec, proj, timeout=120):
@@ -127,6 +146,25 @@ def main():
                 check("cgls ranks %d: every rank ended with the same volume" % ranks, j.get("ranks_identical") is True,
                       j.get("ranks_identical"))
 
+    # the other algorithms and a fan stack on the tensor backend, 2 ranks against 1
+    cases = []
+    for alg, extra in (("sirt", {}), ("mlem", {}), ("sart", {"subsets": 4})):
+        one, two = spec_of(alg, 1, iterations=3), spec_of(alg, 2, iterations=3)
+        one["algorithm"].update(extra)
+        two["algorithm"].update(extra)
+        cases.append((alg + (" subsets 4" if extra else ""), one, two, proj))
+    (f1, fp), (f2, _) = fan_case(1), fan_case(2)
+    cases.append(("fan cgls (tensor)", f1, f2, fp))
+    for name, one, two, data in cases:
+        j1, j2 = run(api, one, data), run(api, two, data)
+        ok = j1["state"] == "succeeded" and j2["state"] == "succeeded"
+        check("%s: 1 and 2 ranks succeeded" % name, ok, "%s %s / %s %s" % (j1["state"], j1.get("error"), j2["state"],
+                                                                          j2.get("error")))
+        if ok:
+            err = rel_max(volume(api, j2["id"]), volume(api, j1["id"]))
+            check("%s: 2 ranks equal one process to 1e-5, ranks identical" % name,
+                  err <= 1e-5 and j2.get("ranks_identical") is True, "%.2e %s" % (err, j2.get("ranks_identical")))
+
     # a rank killed with SIGKILL: a CGLS long enough to be caught running
     long_spec = spec_of("cgls", 2, iterations=10000)
     j = api.create(long_spec)
@@ -154,6 +192,24 @@ def main():
     jn = run(api, spec_of("fdk", 2), proj)
     check("killed rank: the next job (fdk, 2 ranks) succeeds", jn["state"] == "succeeded",
           "%s %s" % (jn["state"], jn.get("error")))
+    # a cancel reaches every rank: the job ends cancelled, no rank left
+    j = api.create(spec_of("cgls", 2, iterations=10000))
+    api.put("/v1/jobs/%s/projections" % j["id"], proj)
+    api.post_json("/v1/jobs/%s/start" % j["id"], b"")
+    alive = deadline(60)
+    while alive() and len(rank_pids(j["id"])) < 2:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    t0 = time.time()
+    api.post_json("/v1/jobs/%s/cancel" % j["id"], b"")
+    jc = api.wait_state(j["id"], ("succeeded", "failed", "cancelled"), timeout=60)
+    check("cancel across ranks: the job ends cancelled", jc["state"] == "cancelled",
+          "%s %s after %.1f s" % (jc["state"], jc.get("error"), time.time() - t0))
+    alive = deadline(20)
+    while alive() and rank_pids(j["id"]):
+        time.sleep(0.2)
+    check("cancel across ranks: no rank left running", not rank_pids(j["id"]), "%s after %.1f s"
+          % (rank_pids(j["id"]), time.time() - t0))
     Validation.report()
     d.stop()
 
