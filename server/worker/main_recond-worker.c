@@ -532,8 +532,7 @@ static int ranks_setup(job_spec *spec, int *z0, int *z1)
 	if (ranks_size() < 2)
 		return 0;
 	spec->r.residual = ranks_rank() == 0;
-	if (spec->r.algo.name != RC_ALGO_FDK ||
-	    (spec->r.geom.type != RC_GEOM_CONE && spec->r.geom.type != RC_GEOM_MATRICES)) {
+	if (!job_spec_slabs(spec)) {
 		spec->r.wrap = ranks_wrap;
 		return 0;
 	}
@@ -544,6 +543,7 @@ static int ranks_setup(job_spec *spec, int *z0, int *z1)
 	v->cz += ((double)*z0 + (v->nz - 1) / 2.0 - (nz - 1) / 2.0) * v->vz;
 	/* the relative residual needs the whole volume: not computed */
 	spec->r.residual = 0;
+	spec->r.limits.part = 1;
 	return 1;
 }
 

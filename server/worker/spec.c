@@ -698,8 +698,21 @@ int job_spec_load_input(const char *path, job_input *in, rc_err *err)
 	return rc;
 }
 
+int job_spec_slabs(const job_spec *s)
+{
+	return s->r.algo.name == RC_ALGO_FDK && (s->r.geom.type == RC_GEOM_CONE || s->r.geom.type == RC_GEOM_MATRICES);
+}
+
 uint64_t job_spec_memory(const job_spec *s)
 {
+	/* z-slabs across ranks: a rank holds the largest slab, ceil(nz / ranks)
+	 * slices, and the rest as one process does */
+	if (s->ranks > 1 && job_spec_slabs(s)) {
+		job_spec one = *s;
+		one.ranks = 1;
+		one.r.vol.nz = (s->r.vol.nz + s->ranks - 1) / s->ranks;
+		return job_spec_memory(&one);
+	}
 	/* a job that may stream counts its scratch volume (the worker decides
 	 * with the same rule when it runs) */
 	int streams = s->stream != STREAM_OFF && rc_recon_streams(&s->r, NULL) == 0;

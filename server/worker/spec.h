@@ -95,9 +95,14 @@ int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err
  * parallel, curved detectors and matrices with no RTK equivalent. */
 int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err);
 
+/* Whether the job, run across ranks, splits its volume into z-slabs, one
+ * per rank (a cone or matrices FDK), rather than its views
+ * (docs/cluster.md). */
+int job_spec_slabs(const job_spec *s);
+
 /* The worker's predicted peak resident memory for the job, bytes
  * (core/plan/memory.h rc_plan_memory; a job that may stream counts its
- * scratch volume). */
+ * scratch volume; a job in z-slabs across ranks, one rank's). */
 uint64_t job_spec_memory(const job_spec *s);
 
 /* Only the stored spec's input object, by spec_parse_input: what the daemon

@@ -40,8 +40,8 @@ int ranks_wrap(void *ud, rc_backend *inner, rc_backend **ret, rc_err *err);
 int ranks_write_slabs(const char *dir, const char *name, const void *buf, uint64_t off, uint64_t len,
 		      uint64_t total, rc_err *err);
 
-/* Collective: on rank 0 [{rank, host, pid, seconds}, ...] of every rank
- * (seconds: its own run) and whether hash is the same on every rank; NULL
+/* Collective: on rank 0 [{rank, host, pid, seconds, peak_rss_mb}, ...] of
+ * every rank (seconds: its own run; peak_rss_mb: its own so far) and whether hash is the same on every rank; NULL
  * on the others and for one process. */
 json_t *ranks_report(double seconds, uint64_t hash, int *identical);
 

@@ -9,6 +9,7 @@ serving and runs the next job; a cancel ends every rank; ranks beyond --mpi-max-
 a daemon without MPI, are refused with 422 naming execution.ranks.
 Skipped where mpirun or recond-worker-mpi is missing (install-deps.sh installs Open MPI)."""
 
+import json
 import os
 import shutil
 import signal
@@ -210,6 +211,40 @@ def main():
         time.sleep(0.2)
     check("cancel across ranks: no rank left running", not rank_pids(j["id"]), "%s after %.1f s"
           % (rank_pids(j["id"]), time.time() - t0))
+    # z-slabs: each rank's memory is its slab's, so an FDK over the memory budget as one
+    # process is accepted across ranks; a slab that some views miss reconstructs as the
+    # one-process volume does there
+    tall = spec_of("fdk", 1, n=24)
+    tall["volume"]["nz"] = 480
+    tp = phantom.project_cone(tall)
+    tp = tp if isinstance(tp, bytes) else __import__("array").array("f", tp).tobytes()
+    mem = {}
+    for r in (1, 3):
+        s = json.loads(json.dumps(tall))
+        s["execution"]["ranks"] = r
+        mem[r] = api.create(s)["summary"]["plan_memory_bytes"]
+    check("fdk z-slabs: 3 ranks predict less memory per rank than one process", mem[3] < mem[1], mem)
+    j1 = run(api, tall, tp)
+    ref = volume(api, j1["id"]) if j1["state"] == "succeeded" else None
+    check("tall fdk, one process: succeeded", ref is not None, "%s %s" % (j1["state"], j1.get("error")))
+    d.stop()
+    budget = (mem[1] + mem[3]) // 2
+    d = Daemon(extra=["--mpi-max-ranks", "3", "--mpi-args", MPI_ARGS, "--memory-limit", str(budget)],
+               env=MPI_ENV).start()
+    api = d.api()
+    st, _, body, doc = api.post_json("/v1/jobs", tall)
+    check("fdk over the budget as one process: 422 naming volume",
+          st == 422 and (doc or {}).get("error", {}).get("field") == "volume", "%d %s" % (st, body[:160]))
+    tall["execution"]["ranks"] = 3
+    jt = run(api, tall, tp)
+    check("fdk over the budget as one process: 3 ranks accepted and succeeded", jt["state"] == "succeeded",
+          "%s %s" % (jt["state"], jt.get("error")))
+    if jt["state"] == "succeeded" and ref is not None:
+        err = rel_max(volume(api, jt["id"]), ref)
+        check("tall fdk, 3 ranks: the one-process volume to 1e-5", err <= 1e-5, "%.2e" % err)
+        peaks = [r["peak_rss_mb"] for r in jt.get("ranks") or []]
+        check("tall fdk, 3 ranks: every rank's own peak under the budget", peaks and max(peaks) * 1048576 < budget,
+              "ranks %s MiB, budget %.1f MiB, mpirun's tree %s MiB" % (peaks, budget / 1048576.0, jt.get("peak_rss_mb")))
     Validation.report()
     d.stop()
 

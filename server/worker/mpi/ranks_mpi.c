@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,7 @@ int ranks_write_slabs(const char *dir, const char *name, const void *buf, uint64
 
 struct rank_row {
 	double seconds;
+	double rss_mb; /* the rank's own peak resident memory (ru_maxrss) */
 	unsigned long long hash;
 	long pid;
 	char host[MPI_MAX_PROCESSOR_NAME];
@@ -148,6 +150,9 @@ json_t *ranks_report(double seconds, uint64_t hash, int *identical)
 	if (!joined)
 		return NULL;
 	struct rank_row me = { .seconds = seconds, .hash = hash, .pid = (long)getpid() };
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		me.rss_mb = ru.ru_maxrss / 1024.0; /* Linux: KiB */
 	int len = 0;
 	if (MPI_Get_processor_name(me.host, &len) != MPI_SUCCESS)
 		snprintf(me.host, sizeof me.host, "?");
@@ -158,8 +163,9 @@ json_t *ranks_report(double seconds, uint64_t hash, int *identical)
 		return NULL;
 	json_t *a = json_array();
 	for (int r = 0; r < size; r++) {
-		json_array_append_new(a, json_pack("{sisssIsf}", "rank", r, "host", all[r].host, "pid",
-						   (json_int_t)all[r].pid, "seconds", all[r].seconds));
+		json_array_append_new(a, json_pack("{sisssIsfsf}", "rank", r, "host", all[r].host, "pid",
+						   (json_int_t)all[r].pid, "seconds", all[r].seconds, "peak_rss_mb",
+						   all[r].rss_mb));
 		if (all[r].hash != all[0].hash)
 			*identical = 0;
 	}
