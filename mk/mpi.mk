@@ -27,3 +27,9 @@ $(BUILD)/bin/recond-worker-mpi: server/worker/main_recond-worker.c $(MPI_OBJS) $
 		$(BUILD)/lib/libreconcore.a
 	@mkdir -p $(@D)
 	$(CC) $(WORKER_CPPFLAGS) $(CFLAGS) $< $(MPI_OBJS) -o $@ $(WORKER_LIBS_REL) $(WORKER_LDLIBS) $(MPI_LDLIBS)
+
+# One job across ranks on this machine: FDK and CGLS through recond-worker and
+# mpirun -np N recond-worker-mpi (scripts/bench-mpi.py; docs/cluster.md).
+.PHONY: bench-mpi
+bench-mpi: all
+	@/usr/bin/python3 scripts/bench-mpi.py --build $(BUILD)  # Debian's python3-numpy
