@@ -10,6 +10,7 @@ pkgs=(
   libnifti2-dev nettle-dev libpng-dev libxml2-dev
   libdcmtk-dev libarchive-dev orthanc orthanc-dicomweb dicom3tools python3-pydicom python3-numpy
   python3 python3-yaml python3-jsonschema curl jq
+  openmpi-bin libopenmpi-dev
   chromium chromium-driver python3-selenium
 )
 missing=()

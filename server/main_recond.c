@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 	 * stand-in (tests), so that stand-ins only ever see job directories. */
 	if (!cfg.probe_worker[0])
 		default_worker(cfg.probe_worker, sizeof cfg.probe_worker);
+	runner_mpi_check(&cfg); /* execution.ranks > 1: mpirun and recond-worker-mpi */
 	if (access(cfg.worker, X_OK))
 		rlog(LOG_P_WARNING, "worker_missing", "worker=%s error=\"%s\" (jobs will fail until it exists)", cfg.worker,
 		     strerror(errno));

@@ -95,6 +95,8 @@ typedef struct rc_geom_spec {
 
 typedef struct rc_limits {
 	uint64_t max_bytes; /* cap on projections + volume bytes; 0 = no cap */
+	int part;           /* the volume is part of one that passed the view checks (a rank's
+			     * z-slab, docs/cluster.md): views that see none of it are fine */
 } rc_limits;
 
 /* Per-view data, precomputed once; what every projector reads. */

@@ -349,7 +349,12 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 				  .phase = hooks && hooks->phase ? c_phase : NULL,
 				  .checkpoint = hooks && hooks->checkpoint ? c_checkpoint : NULL,
 				  .resume = hooks ? hooks->resume : NULL };
-	rc = rc_algo_run_on(&given, b, proj, run_vol, &wrapped, err);
+	rc_backend *run = b;
+	if (s->wrap && (rc = s->wrap(s->wrap_ud, b, &run, err)))
+		goto out;
+	rc = rc_algo_run_on(&given, run, proj, run_vol, &wrapped, err);
+	if (run != b)
+		rc_backend_free(run);
 	/* vol holds the last iterate also after a cancel (algo.h) */
 	if (!rc || rc == RC_ECANCELLED)
 		crop(&cnt);

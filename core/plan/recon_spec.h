@@ -32,6 +32,12 @@ typedef struct rc_recon_spec {
 	 * fraction of it done, 0 to 1 */
 	void (*setup)(void *ud, const char *phase, double fraction);
 	void *setup_ud;
+	/* Optional (NULL: none): a backend over the one the job opened, that
+	 * the algorithm runs on (the worker's MPI ranks split views so:
+	 * server/worker/mpi/mpi_backend.c).  It borrows inner; the run frees
+	 * it before inner.  Reports and the residual use inner. */
+	int (*wrap)(void *ud, rc_backend *inner, rc_backend **ret, rc_err *err);
+	void *wrap_ud;
 } rc_recon_spec;
 
 /* What ran, for the job's status: per device, the views of each task, the

@@ -34,6 +34,7 @@ void config_default(config *c)
 	c->lease_s = 15;
 	c->max_attempts = 3;
 	c->preview_concurrency = 2; /* a render is one core's work; leave the rest to the reconstruction */
+	snprintf(c->mpirun, sizeof c->mpirun, "mpirun");
 }
 
 void config_clear(config *c)
@@ -112,7 +113,8 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 					    "header_timeout_s",
 					    "tls_cert", "tls_key", "token_file", "audit_log", "port_file", "tokens", "dicom", "destinations",
 					    "preview_concurrency", "spool", "node", "lease_s", "max_attempts", "memory_limit",
-					    "matrix_cache_bytes", NULL };
+					    "matrix_cache_bytes", "mpi_max_ranks", "mpirun", "mpi_worker", "mpi_hosts",
+					    "mpi_hostfile", "mpi_args", NULL };
 	int rc;
 	long long v;
 	double d;
@@ -132,7 +134,12 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 	    (rc = copy_str(o, "audit_log", c->audit_log, sizeof c->audit_log, err)) ||
 	    (rc = copy_str(o, "port_file", c->port_file, sizeof c->port_file, err)) ||
 	    (rc = copy_str(o, "spool", c->spool, sizeof c->spool, err)) ||
-	    (rc = copy_str(o, "node", c->node, sizeof c->node, err)))
+	    (rc = copy_str(o, "node", c->node, sizeof c->node, err)) ||
+	    (rc = copy_str(o, "mpirun", c->mpirun, sizeof c->mpirun, err)) ||
+	    (rc = copy_str(o, "mpi_worker", c->mpi_worker, sizeof c->mpi_worker, err)) ||
+	    (rc = copy_str(o, "mpi_hosts", c->mpi_hosts, sizeof c->mpi_hosts, err)) ||
+	    (rc = copy_str(o, "mpi_hostfile", c->mpi_hostfile, sizeof c->mpi_hostfile, err)) ||
+	    (rc = copy_str(o, "mpi_args", c->mpi_args, sizeof c->mpi_args, err)))
 		goto out;
 #define INT_OPT(key, lo, hi, dst) \
 	do { \
@@ -179,6 +186,7 @@ static int load_object(config *c, json_t *o, const char *origin, rc_err *err)
 		c->max_per_ip_set = 1;
 	INT_OPT("preview_concurrency", 1, 64, c->preview_concurrency);
 	INT_OPT("max_attempts", 1, 1000, c->max_attempts);
+	INT_OPT("mpi_max_ranks", 0, 4096, c->mpi_max_ranks);
 #undef INT_OPT
 	d = c->retention_s;
 	if ((rc = jf_num(o, "", "retention_s", 0, 0, 0, 1e10, &d, err)))
@@ -320,7 +328,14 @@ static void usage(void)
 	       "  --tls-cert PATH --tls-key PATH   serve HTTPS\n"
 	       "  --audit-log PATH       requests touching patient data (default STORE/audit.log)\n"
 	       "  --port-file PATH       write the bound port there once listening\n"
-	       "  --hash-token           read a token on stdin, print its SHA-256 for the config\n");
+	       "  --hash-token           read a token on stdin, print its SHA-256 for the config\n"
+	       "  --mpi-max-ranks N      the most MPI ranks a job may ask for (execution.ranks; default 0 = no\n"
+	       "                         MPI jobs; docs/cluster.md)\n"
+	       "  --mpirun PATH          the MPI launcher (default mpirun)\n"
+	       "  --mpi-worker PATH      the MPI worker (default: recond-worker-mpi next to recond)\n"
+	       "  --mpi-hosts LIST       mpirun --host, e.g. node1:8,node2:8\n"
+	       "  --mpi-hostfile PATH    mpirun --hostfile\n"
+	       "  --mpi-args \"ARGS\"      more mpirun arguments, split at spaces\n");
 }
 
 int config_parse_bytes(const char *s, uint64_t *ret)
@@ -400,7 +415,8 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 {
 	enum { O_CONFIG = 256, O_LISTEN, O_STORE, O_WORKER, O_THREADS, O_WTHREADS, O_MAXBODY, O_MAXJOB, O_RET,
 	       O_PERIP, O_TIMEOUT, O_TOKENS, O_PROBE, O_CERT, O_KEY, O_AUDIT, O_PORTFILE, O_HASH, O_HELP,
-	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT, O_MEMLIMIT, O_MCACHE };
+	       O_SPOOL, O_NODE, O_LEASE, O_ATTEMPTS, O_HDRTIMEOUT, O_MEMLIMIT, O_MCACHE,
+	       O_MPIMAX, O_MPIRUN, O_MPIWORKER, O_MPIHOSTS, O_MPIHOSTFILE, O_MPIARGS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, O_CONFIG }, { "listen", required_argument, NULL, O_LISTEN },
 		{ "store", required_argument, NULL, O_STORE }, { "worker", required_argument, NULL, O_WORKER },
@@ -417,6 +433,9 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		{ "spool", required_argument, NULL, O_SPOOL }, { "node", required_argument, NULL, O_NODE },
 		{ "lease", required_argument, NULL, O_LEASE }, { "max-attempts", required_argument, NULL, O_ATTEMPTS },
 		{ "hash-token", no_argument, NULL, O_HASH }, { "help", no_argument, NULL, O_HELP },
+		{ "mpi-max-ranks", required_argument, NULL, O_MPIMAX }, { "mpirun", required_argument, NULL, O_MPIRUN },
+		{ "mpi-worker", required_argument, NULL, O_MPIWORKER }, { "mpi-hosts", required_argument, NULL, O_MPIHOSTS },
+		{ "mpi-hostfile", required_argument, NULL, O_MPIHOSTFILE }, { "mpi-args", required_argument, NULL, O_MPIARGS },
 		{ NULL, 0, NULL, 0 },
 	};
 	int rc, o;
@@ -482,6 +501,17 @@ int config_parse_args(config *c, int argc, char **argv, rc_err *err)
 		case O_KEY: snprintf(c->tls_key, sizeof c->tls_key, "%s", optarg); break;
 		case O_AUDIT: snprintf(c->audit_log, sizeof c->audit_log, "%s", optarg); break;
 		case O_PORTFILE: snprintf(c->port_file, sizeof c->port_file, "%s", optarg); break;
+		case O_MPIMAX:
+			if (!(rc = parse_u64(optarg, "mpi-max-ranks", 0, &v, err)) && v > 4096)
+				rc = rc_fail(err, RC_EINVAL, "mpi-max-ranks", "--mpi-max-ranks is at most 4096");
+			if (!rc)
+				c->mpi_max_ranks = (int)v;
+			break;
+		case O_MPIRUN: snprintf(c->mpirun, sizeof c->mpirun, "%s", optarg); break;
+		case O_MPIWORKER: snprintf(c->mpi_worker, sizeof c->mpi_worker, "%s", optarg); break;
+		case O_MPIHOSTS: snprintf(c->mpi_hosts, sizeof c->mpi_hosts, "%s", optarg); break;
+		case O_MPIHOSTFILE: snprintf(c->mpi_hostfile, sizeof c->mpi_hostfile, "%s", optarg); break;
+		case O_MPIARGS: snprintf(c->mpi_args, sizeof c->mpi_args, "%s", optarg); break;
 		case O_HASH: {
 			char line[4096], hex[65];
 			if (!fgets(line, sizeof line, stdin))

@@ -51,6 +51,16 @@ typedef struct config {
 	int push_max_attempts;     /* then the push is send_failed */
 	int push_confirm_warnings; /* a job with warnings waits for POST push before its output.push */
 	int preview_concurrency;   /* slice previews rendered at once (http_preview.c); more wait, then 503 */
+	/* One job across processes over MPI (docs/cluster.md): a job with
+	 * execution.ranks N > 1 runs `mpirun -np N [--host H | --hostfile F]
+	 * ARGS MPI_WORKER ...` (server/jobs/runner_mpi.c) */
+	int mpi_max_ranks;         /* the most ranks a job may ask for; 0 = no MPI jobs (422) */
+	char mpirun[1024];         /* the launcher (default "mpirun", found on PATH) */
+	char mpi_worker[1024];     /* "" = recond-worker-mpi next to recond */
+	char mpi_hosts[1024];      /* mpirun --host list, "node1:8,node2:8"; "" = none given */
+	char mpi_hostfile[1024];   /* mpirun --hostfile; "" = none given */
+	char mpi_args[1024];       /* more mpirun arguments, split at spaces (e.g. "--mca btl self,tcp") */
+	char mpi_off[256];         /* why MPI jobs are refused though mpi_max_ranks > 0 ("" = they run) */
 } config;
 
 void config_default(config *c);

@@ -207,6 +207,12 @@ json_t *app_job_json(app *a, const job_row *r)
 	if (!json_is_object(mp))
 		mp = json_object_get(json_object_get(j, "summary"), "memory_plan");
 	json_object_set_new(j, "memory_plan", json_is_object(mp) ? json_incref(mp) : json_null());
+	/* a job across MPI ranks: each rank's host, pid and seconds, and
+	 * whether an iterative run's ranks ended with the same volume */
+	json_t *rk = report ? json_object_get(report, "ranks") : NULL;
+	json_object_set_new(j, "ranks", json_is_array(rk) ? json_incref(rk) : json_null());
+	json_t *ri = report ? json_object_get(report, "ranks_identical") : NULL;
+	json_object_set_new(j, "ranks_identical", json_is_boolean(ri) ? json_incref(ri) : json_null());
 	json_object_set_new(j, "peak_rss_mb", report && json_is_number(json_object_get(report, "peak_rss_mb"))
 			    ? json_incref(json_object_get(report, "peak_rss_mb")) : json_null());
 

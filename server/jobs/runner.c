@@ -416,7 +416,9 @@ static void run_job(runner *r, const char *id)
 			rlog(LOG_P_ERR, "store_error", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 		goto out;
 	}
-	if (spawn(r, dir, live_fd, stamp_fd, &w, &err)) {
+	/* execution.ranks > 1: under mpirun (runner_mpi.c) */
+	int ranks = runner_mpi_ranks(dir);
+	if (ranks > 1 ? runner_mpi_spawn(r, dir, ranks, &w, &err) : spawn(r, dir, live_fd, stamp_fd, &w, &err)) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
 		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, rlog_q(err.msg));
 		goto out;
@@ -492,6 +494,10 @@ static void run_job(runner *r, const char *id)
 			  .stop_asked = stopping, .yield_asked = yielding, .saw_error = oc.saw_error, .lines = oc.lines, .signal = oc.signal };
 	job_state final = worker_end_decide(&we, a->cfg->worker, oc.err_code, sizeof oc.err_code, oc.err_msg,
 					sizeof oc.err_msg);
+	/* a job across ranks: the rank that ended it, as mpirun saw it
+	 * (rank 0's own error line, when it wrote one, says more) */
+	if (ranks > 1 && final == JOB_FAILED && !oc.saw_error)
+		runner_mpi_blame(dir, ranks, oc.err_msg, sizeof oc.err_msg);
 	if (final == JOB_RECEIVING) {
 		if (store_stream_pause(a->st, id, &err) == 0) {
 			rlog(LOG_P_INFO, "stream_paused", "id=%s seconds=%.3f reason=%s", id, rc_now_s() - t0,

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "base/config.h"
 #include "store/store.h"
 #include "util/rc_error.h"
 
@@ -78,5 +79,11 @@ int runner_live_volume(runner *r, const char *id, int *fd, unsigned long *genera
 /* Views [first, last) of job id were marked present (set) or absent: a
  * streaming worker of id learns of them at once. */
 void runner_views(runner *r, const char *id, int first, int last, int set);
+
+/* At start (runner_mpi.c): mpi_worker's default (recond-worker-mpi next
+ * to the probe worker, the real one: next to recond unless configured) and, when mpi_max_ranks > 0 but mpirun or that worker is
+ * missing, mpi_off saying why jobs with execution.ranks > 1 are refused
+ * (docs/cluster.md). */
+void runner_mpi_check(config *c);
 
 #endif

@@ -89,4 +89,13 @@ int runner_lease_tick(runner *r, const char *id, struct lease *ls);
 int runner_probe_start(runner *r);
 void runner_probe_stop(runner *r);
 
+/* Jobs across MPI ranks (runner_mpi.c, docs/cluster.md; runner.h has
+ * runner_mpi_check).  ranks: the job's execution.ranks (1 when its spec cannot be read);
+ * spawn: its worker under mpirun; blame: msg names the rank that ended a
+ * failed job, from ranks.log (1), or 0 when the log names none. */
+struct supervised;
+int runner_mpi_ranks(const char *dir);
+int runner_mpi_spawn(runner *r, const char *dir, int ranks, struct supervised *w, rc_err *err);
+int runner_mpi_blame(const char *dir, int ranks, char *msg, size_t n);
+
 #endif

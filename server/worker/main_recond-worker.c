@@ -61,6 +61,7 @@
 #include "util/rc_clock.h"
 #include "util/threadpool.h"
 #include "worker_proto.h"
+#include "worker_ranks.h"
 
 static atomic_int cancel_flag;
 static FILE *out;
@@ -101,6 +102,8 @@ static struct {
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
 static json_t *memory_plan; /* the plan that ran (spec.h job_spec_plan), for the report */
+static json_t *ranks_info; /* a run across ranks: the report's "ranks" (worker_ranks.h) */
+static int ranks_same = -1; /* its ranks' volumes the same (view split), -1: not compared */
 
 static void on_signal(int sig)
 {
@@ -238,7 +241,8 @@ static int on_checkpoint(void *ud, rc_backend *b, const rc_algo_state *s, rc_err
 static int checkpoint_setup(const job_spec *spec, const char *dir, int streaming, const float *lines,
 			    rc_algo_state *st)
 {
-	if (spec->r.algo.name == RC_ALGO_FDK || streaming || !(spec->checkpoint_s > 0.0))
+	/* ranks would each write the one checkpoint: none across ranks */
+	if (spec->r.algo.name == RC_ALGO_FDK || streaming || !(spec->checkpoint_s > 0.0) || ranks_size() > 1)
 		return 0;
 	rc_err e;
 	rc_err_clear(&e);
@@ -419,6 +423,10 @@ static void emit_report(const rc_recon_report *rep, json_t *stream, json_t *warn
 		json_object_set(j, "memory_plan", memory_plan);
 	json_object_set_new(j, "input", input ? input : json_pack("{ss}", "kind", "line_integrals"));
 	json_object_set_new(j, "resumed_from_iteration", ck.resumed_from ? json_integer(ck.resumed_from) : json_null());
+	if (j && ranks_info)
+		json_object_set(j, "ranks", ranks_info);
+	if (j && ranks_same >= 0)
+		json_object_set_new(j, "ranks_identical", json_boolean(ranks_same));
 	emit(j);
 }
 
@@ -431,7 +439,10 @@ static int fail(const rc_err *e)
 	if (line && e->code == RC_ECANCELLED && stop_signal)
 		json_object_set_new(line, "signal", json_integer(stop_signal));
 	emit(line);
-	fprintf(stderr, "recond-worker: %s%s%s\n", e->field, e->field[0] ? ": " : "", e->msg);
+	if (ranks_size() > 1)
+		fprintf(stderr, "recond-worker rank %d: %s%s%s\n", ranks_rank(), e->field, e->field[0] ? ": " : "", e->msg);
+	else
+		fprintf(stderr, "recond-worker: %s%s%s\n", e->field, e->field[0] ? ": " : "", e->msg);
 	if (e->code == RC_EUNAVAIL && !strcmp(e->field, "stream_idle"))
 		return WORKER_EXIT_STREAM_IDLE;
 	return e->code == RC_ECANCELLED ? WORKER_EXIT_CANCELLED : WORKER_EXIT_FAILED;
@@ -577,8 +588,51 @@ static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p
 	return rc;
 }
 
+/* FNV-1a of the volume: the ranks of a view split compare theirs. */
+static uint64_t volume_hash(const float *vol, size_t bytes)
+{
+	const unsigned char *p = (const unsigned char *)vol;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < bytes; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* A job across ranks (worker_ranks.h): a cone or matrices FDK gives each
+ * rank its z-slab, a volume of nz' slices whose centre moves with it
+ * (geometry.h: z = (iz - (nz - 1) / 2) vz + cz), so that every voxel keeps
+ * its place; other jobs split their views (ranks_wrap).  Returns 1 for a
+ * slab with [z0, z1) set, else 0. */
+static int ranks_setup(job_spec *spec, int *z0, int *z1)
+{
+	*z0 = 0;
+	*z1 = spec->r.vol.nz;
+	if (ranks_size() < 2)
+		return 0;
+	spec->r.residual = ranks_rank() == 0;
+	if (!job_spec_slabs(spec)) {
+		spec->r.wrap = ranks_wrap;
+		return 0;
+	}
+	rc_volume_desc *v = &spec->r.vol;
+	int nz = v->nz;
+	ranks_slab(nz, z0, z1);
+	v->nz = *z1 - *z0;
+	v->cz += ((double)*z0 + (v->nz - 1) / 2.0 - (nz - 1) / 2.0) * v->vz;
+	/* the relative residual needs the whole volume: not computed */
+	spec->r.residual = 0;
+	spec->r.limits.part = 1;
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
+	rc_err err;
+	rc_err_clear(&err);
+	if (ranks_init(&argc, &argv, &err)) {
+		fprintf(stderr, "recond-worker: %s\n", err.msg);
+		return WORKER_EXIT_FAILED;
+	}
 	static const struct option opts[] = {
 		{ "progress-fd", required_argument, NULL, 'p' },
 		{ "threads", required_argument, NULL, 't' },
@@ -636,7 +690,11 @@ int main(int argc, char **argv)
 		return WORKER_EXIT_FAILED;
 	}
 	const char *dir = argv[optind];
-	out = progress_fd == STDOUT_FILENO ? stdout : fdopen(progress_fd, "w");
+	/* across ranks, rank 0 alone speaks for the job */
+	if (ranks_rank() > 0)
+		out = fopen("/dev/null", "w");
+	else
+		out = progress_fd == STDOUT_FILENO ? stdout : fdopen(progress_fd, "w");
 	if (!out) {
 		fprintf(stderr, "recond-worker: cannot open progress fd %d: %s\n", progress_fd, strerror(errno));
 		return WORKER_EXIT_FAILED;
@@ -649,8 +707,6 @@ int main(int argc, char **argv)
 	/* a cancel also stops a projection between its tasks (threadpool.h) */
 	rc_pool_watch_cancel(&cancel_flag);
 
-	rc_err err;
-	rc_err_clear(&err);
 	char path[4200];
 	job_spec *spec = NULL;
 	snprintf(path, sizeof path, "%s/spec.json", dir);
@@ -683,7 +739,7 @@ int main(int argc, char **argv)
 
 	/* A streaming job's views keep arriving: the mapping is shared so that
 	 * it sees the daemon's writes (a view is announced after its fsync). */
-	int streaming = stream_fd >= 0 && rc_recon_streams(&spec->r, NULL) == 0;
+	int streaming = stream_fd >= 0 && ranks_size() == 1 && rc_recon_streams(&spec->r, NULL) == 0;
 	struct stream sv = { .n = spec->nviews, .idle_s = stream_idle > 0 ? stream_idle : 300, .replaced = -1 };
 	const float *proj = MAP_FAILED;
 	input_conv *conv = NULL;
@@ -772,9 +828,15 @@ int main(int argc, char **argv)
 		hooks.ud = &sv;
 		spec->r.algo.streaming = 1; /* its groups are added onto the volume: no scratch */
 	}
+	/* across ranks: no previews (each rank holds a slab, or a copy) */
+	int z0, z1, slab = ranks_setup(spec, &z0, &z1);
+	size_t slice = (size_t)spec->r.vol.nx * (size_t)spec->r.vol.ny;
+	if (ranks_size() > 1)
+		hooks.iterate = NULL;
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
-	rc = rc_recon_run(&spec->r, lines, live.vol, &hooks, &rep, &err);
+	if (!slab || z1 > z0)
+		rc = rc_recon_run(&spec->r, lines, live.vol + (size_t)z0 * slice, &hooks, &rep, &err);
 	/* A view stored again after it was back-projected cannot be taken back
 	 * out of the sum: the job is made again from the whole stack, until no
 	 * view changed under the last run. */
@@ -801,6 +863,15 @@ int main(int argc, char **argv)
 	else if (streaming)
 		stream_info = json_pack("{sisn}", "views_streamed", sv.given, "fallback");
 	rep.iterations_done = rep.iterations_done ? rep.iterations_done : last.iteration;
+	/* a rank that failed ends them all: the others wait in a collective */
+	if (rc && ranks_size() > 1)
+		ranks_abort(fail(&err));
+	if (ranks_size() > 1) {
+		uint64_t h = slab ? 0 : volume_hash(live.vol, spec->vol_bytes);
+		ranks_info = ranks_report(rep.seconds, h, &ranks_same);
+		if (slab)
+			ranks_same = -1;
+	}
 	if (!rc && geom && streaming) {
 		rc_check_data(geom, lines, NULL, spec->r.threads, &dstats, &warns);
 		checked = 1;
@@ -814,7 +885,10 @@ int main(int argc, char **argv)
 	emit_report(&rep, stream_info, warn_json, result, conv ? input_conv_report(conv) : NULL);
 	if (!rc && atomic_load(&cancel_flag))
 		rc = rc_fail(&err, RC_ECANCELLED, "", "cancelled");
-	if (!rc)
+	if (!rc && slab)
+		rc = ranks_write_slabs(dir, "volume.f32", live.vol + (size_t)z0 * slice, (uint64_t)z0 * slice * sizeof(float),
+				       (uint64_t)(z1 - z0) * slice * sizeof(float), spec->vol_bytes, &err);
+	else if (!rc && ranks_rank() == 0)
 		rc = write_volume(dir, live.vol, spec->vol_bytes, &err);
 	/* the volume is kept: its checkpoint is of no more use */
 	if (!rc && ck.dir)
@@ -836,7 +910,12 @@ out:
 	free(sv.seen);
 	input_conv_close(conv);
 	job_spec_free(spec);
-	if (rc)
-		return fail(&err);
+	json_decref(ranks_info);
+	if (rc) {
+		int code = fail(&err);
+		ranks_abort(code);
+		return code;
+	}
+	ranks_finalize();
 	return 0;
 }

@@ -454,7 +454,7 @@ static int parse_algorithm(const json_t *a, int nviews, rc_algo_params *ap, rc_e
 
 static int parse_execution(const json_t *e, rc_recon_spec *r, int *stream, double *checkpoint_s, rc_err *err)
 {
-	static const char *const keys[] = { "engine", "precision", "threads", "stream", "checkpoint_s", NULL };
+	static const char *const keys[] = { "engine", "precision", "threads", "stream", "checkpoint_s", "ranks", NULL };
 	const char *p = "execution";
 	const char *engine = NULL, *prec = NULL;
 	long long threads = 0;
@@ -514,6 +514,18 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 	if ((rc = jf_obj(root, "", "execution", 0, &e, err)) ||
 	    (e && (rc = parse_execution(e, &s->r, &s->stream, &s->checkpoint_s, err))))
 		return rc;
+	/* execution.ranks: whether this daemon runs MPI jobs, and how many
+	 * ranks, is its own to say (http_jobs.c); ranks see no streamed views */
+	long long ranks = 1;
+	if (e && (rc = jf_int(e, "execution", "ranks", 0, 1, SPEC_MAX_RANKS, &ranks, err)))
+		return rc;
+	s->ranks = (int)ranks;
+	if (s->ranks > 1 && s->stream == STREAM_ON)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+			       "a job across ranks (execution.ranks %d) does not stream: its ranks read the whole "
+			       "stack from the spool; leave execution.stream out or false", s->ranks);
+	if (s->ranks > 1)
+		s->stream = STREAM_OFF;
 	/* asked for: it must stream here; by default only where it can */
 	if (s->stream != STREAM_OFF && (rc = rc_recon_streams(&s->r, err))) {
 		if (s->stream == STREAM_ON)
@@ -700,8 +712,21 @@ int job_spec_load_input(const char *path, job_input *in, rc_err *err)
 	return rc;
 }
 
+int job_spec_slabs(const job_spec *s)
+{
+	return s->r.algo.name == RC_ALGO_FDK && (s->r.geom.type == RC_GEOM_CONE || s->r.geom.type == RC_GEOM_MATRICES);
+}
+
 uint64_t job_spec_memory(const job_spec *s)
 {
+	/* z-slabs across ranks: a rank holds the largest slab, ceil(nz / ranks)
+	 * slices, and the rest as one process does */
+	if (s->ranks > 1 && job_spec_slabs(s)) {
+		job_spec one = *s;
+		one.ranks = 1;
+		one.r.vol.nz = (s->r.vol.nz + s->ranks - 1) / s->ranks;
+		return job_spec_memory(&one);
+	}
 	/* a job that may stream counts its scratch volume (the worker decides
 	 * with the same rule when it runs) */
 	int streams = s->stream != STREAM_OFF && rc_recon_streams(&s->r, NULL) == 0;
@@ -731,6 +756,8 @@ char *job_spec_summary(const job_spec *s)
 		json_object_set_new(j, "warnings", a);
 	}
 	rc_geom_free(geom);
+	if (j && s->ranks > 1) /* across MPI ranks (docs/cluster.md) */
+		json_object_set_new(j, "ranks", json_integer(s->ranks));
 	/* what FDK weighs beyond the cosine and the scan's redundancy */
 	if (j && p->algo.name == RC_ALGO_FDK)
 		json_object_set_new(j, "fdk", json_pack("{sb}", "displaced_detector", s->displaced != 0));

@@ -40,9 +40,14 @@
 #define SPEC_CHECKPOINT_DEFAULT_S 60.0
 #define SPEC_CHECKPOINT_MAX_S 86400.0
 
+/* execution.ranks: the most any spec may ask for (the daemon's
+ * mpi_max_ranks bounds it further, docs/cluster.md) */
+#define SPEC_MAX_RANKS 4096
+
 typedef struct job_spec {
 	rc_recon_spec r;
 	int stream;            /* STREAM_OFF, STREAM_AUTO, STREAM_ON (STREAM_OFF unless fdk streams here) */
+	int ranks;             /* execution.ranks: processes under mpirun (docs/cluster.md), 1 = none */
 	double checkpoint_s;   /* execution.checkpoint_s: seconds between an iterative run's
 	                          checkpoints (checkpoint.h), 0 = none; SPEC_CHECKPOINT_DEFAULT_S */
 	char label[4 * SPEC_LABEL_MAX + 1];
@@ -93,9 +98,14 @@ int job_spec_load_output(const char *path, job_output *out, job_dicom *d, rc_err
  * parallel, curved detectors and matrices with no RTK equivalent. */
 int job_spec_rtk_xml(const job_spec *s, char **ret, size_t *len, rc_err *err);
 
+/* Whether the job, run across ranks, splits its volume into z-slabs, one
+ * per rank (a cone or matrices FDK), rather than its views
+ * (docs/cluster.md). */
+int job_spec_slabs(const job_spec *s);
+
 /* The worker's predicted peak resident memory for the job, bytes
  * (core/plan/memory.h rc_plan_memory; a job that may stream counts its
- * scratch volume). */
+ * scratch volume; a job in z-slabs across ranks, one rank's). */
 uint64_t job_spec_memory(const job_spec *s);
 
 /* spec_plan.c: a job's memory plan under the worker's budget (docs/server.md,

@@ -5,13 +5,16 @@
 
 
 /* Why the job cannot run out of core, or NULL when it can (FDK of line
- * integrals; a streaming one waits for its whole stack, then runs from it). */
+ * integrals in one process; a streaming one waits for its whole stack,
+ * then runs from it). */
 static const char *not_out_of_core(const job_spec *s)
 {
 	if (s->r.algo.name != RC_ALGO_FDK)
 		return "out of core, only fdk runs";
 	if (s->in.intensity)
 		return "out of core, fdk runs from line integrals only";
+	if (s->ranks > 1) /* each rank runs its own slab in core (docs/cluster.md) */
+		return "across MPI ranks, each rank's share must fit in core: ask for more ranks";
 	return NULL;
 }
 

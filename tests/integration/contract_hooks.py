@@ -43,6 +43,8 @@ still judges the answer):
                  the daemon (GET /v1/devices, read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
                  matrices, not the tensor engine): else it is dropped
+    ranks        execution.ranks > 1 only where the daemon runs MPI jobs
+                 (--mpi-max-ranks; the test's daemon runs none, 422): becomes 1
     splat        projector splat only where voxels project at most a pixel
                  apart (a ratio of voxel size, pixel size and distances):
                  becomes raycast
@@ -277,6 +279,9 @@ def _fit_algorithm(spec):
         ex["engine"] = "cpu"
     if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor"):
         del ex["stream"]
+    # execution.ranks > 1 is the operator's to allow (--mpi-max-ranks; none here)
+    if ex.get("ranks", 1) > 1:
+        ex["ranks"] = 1
     # the footprint pair: the CPU engine on a flat detector (422 elsewhere)
     if a.get("projector") == "footprint" and (g.get("detector", {}).get("shape") == "curved"
                                               or ex.get("engine") not in (None, "auto", "cpu")):

@@ -349,6 +349,47 @@ static void test_checkpoint_s(void **state)
 	assert_true(SPEC_CHECKPOINT_DEFAULT_S == 60.0);
 }
 
+/* execution.ranks: 1 when absent, 1..SPEC_MAX_RANKS, no stream across
+ * ranks (auto turns off, true is refused), the summary's "ranks" only
+ * above 1 */
+static void test_ranks(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *alg, *exec;
+		int rc, ranks, stream;
+		const char *field;
+	} c[] = {
+		{ "{\"name\": \"fdk\"}", "{}", 0, 1, STREAM_AUTO, "" },
+		{ "{\"name\": \"fdk\"}", "{\"ranks\": 3}", 0, 3, STREAM_OFF, "" },
+		{ "{\"name\": \"cgls\"}", "{\"ranks\": 4096}", 0, 4096, STREAM_OFF, "" },
+		{ "{\"name\": \"fdk\"}", "{\"ranks\": 2, \"stream\": true}", RC_EUNSUPPORTED, 0, 0, "execution.stream" },
+		{ "{\"name\": \"fdk\"}", "{\"ranks\": 0}", RC_EINVAL, 0, 0, "execution.ranks" },
+		{ "{\"name\": \"fdk\"}", "{\"ranks\": 4097}", RC_EINVAL, 0, 0, "execution.ranks" },
+		{ "{\"name\": \"fdk\"}", "{\"ranks\": 1.5}", RC_EINVAL, 0, 0, "execution.ranks" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char buf[1024];
+		job_spec *s = NULL;
+		rc_err err;
+		snprintf(buf, sizeof buf, "{" CONE_GEOM ", " VOL ", \"algorithm\": %s, \"execution\": %s}", c[i].alg, c[i].exec);
+		int rc = parse(buf, 0, &s, &err);
+		assert_int_equal(rc, c[i].rc);
+		if (rc) {
+			assert_string_equal(err.field, c[i].field);
+			continue;
+		}
+		assert_int_equal(s->ranks, c[i].ranks);
+		assert_int_equal(s->stream, c[i].stream);
+		char *sum = job_spec_summary(s);
+		char want[32];
+		snprintf(want, sizeof want, "\"ranks\":%d", c[i].ranks);
+		assert_true((strstr(sum, want) != NULL) == (c[i].ranks > 1));
+		free(sum);
+		job_spec_free(s);
+	}
+}
+
 static void test_matrices_ok(void **state)
 {
 	(void)state;
@@ -643,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_matrices_ok),
 		cmocka_unit_test(test_stream_modes),
 		cmocka_unit_test(test_checkpoint_s),
+		cmocka_unit_test(test_ranks),
 		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_output_dicom),
 		cmocka_unit_test(test_input),
