@@ -185,7 +185,8 @@ struct rc_backend {
  * on b: the splat pair where b offers it (the CPU engine on a geometry whose
  * voxels project at most a pixel apart: proj_splat.c), else ray casting and
  * its transpose; between them the footprint pair where b offers it (the
- * CPU engine on a flat cone or matrices geometry: proj_footprint.c).  SART
+ * CPU engine on a cone, flat or curved, or matrices geometry:
+ * proj_footprint.c).  SART
  * back-projects with RC_BP_VOXEL either way. */
 static inline rc_fp_kind rc_bk_fp(const rc_backend *b)
 {

@@ -22,10 +22,10 @@
  *             volumes of TV's host buffers (algo_util.c) when tv_weight > 0;
  *             the FDK start (initial fdk/auto) peaks before the iterations
  *             with fdk's figure: the larger of the two counts.
- *   footprint (cone flat, matrices iterative on the CPU engine, where the
+ *   footprint (cone, matrices iterative on the CPU engine, where the
  *             footprint pair runs: asked for, or auto where voxels may
  *             project more than a pixel apart, bounded from above from
- *             the spec) the pair's buffers on top of the iterations'
+ *             the spec, or auto on a curved cone) the pair's buffers on top of the iterations'
  *             (proj_footprint.c): its back projection's block of views
  *             (min(64 MiB, P), a view at least), one view per thread and
  *             the volume's z-fastest copy: min(64 MiB, P) + T view + V.

@@ -241,8 +241,9 @@ void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, flo
 
 /* The separable-footprint pair (proj_footprint.c): a trapezoid along u, a
  * rectangle along v, each integrated over the pixels, times the splat
- * pair's gain; offered where rc_footprint_suits (a flat cone or matrices
- * geometry with the volume in front of every source).  The forward keeps
+ * pair's gain (a cylindrical detector's own per-row gain); offered where
+ * rc_footprint_suits (a cone, flat or curved, or matrices geometry with
+ * the volume in front of every source).  The forward keeps
  * one transposed view per worker (threads: the pool's) and a z-fastest
  * copy of the volume; the back a block of gained transposed views.  vol
  * is overwritten by the back projection. */

@@ -28,6 +28,19 @@
  * and an outer product with the u weights.  Any other view (matrices,
  * helix) takes the per-voxel path: the trapezoid and the rectangle of each
  * voxel from its own corners, the outer product of the two.
+ *
+ * A cylindrical (curved) cone detector (rc_geom_cyl_project) is served by
+ * the same column loops: u is the fan angle times S / du, a function of
+ * the column's (x, y) alone, so the trapezoid's corners are the four
+ * (x, y) corners' fan angles (atan of side / depth, which keeps their
+ * order, so they are sorted before the atan); v = S (z - z_src) / (L dv)
+ * is linear in z down a column (L its distance from the source in the
+ * plane of rotation), so its rectangles tile the detector column as on a
+ * flat cone.  Its Jacobian |grad u x grad v| is S^2 sqrt(1 + zeta^2) /
+ * (du dv L^2), zeta = (z - z_src) / L a function of the row alone: so 1/L^2
+ * takes the place of 1/w^2 and the gain g = V S^2 sqrt(1 + zeta^2) /
+ * (du dv) is one value per detector row, the same on every view.  The
+ * source height is read per view (a helix's shifts it).
  * The forward runs a view per task into a transposed image of the
  * worker's (v fastest), then scales by g into the view; the back builds
  * gained transposed copies of a block of views, then runs a row of voxel
@@ -35,6 +48,7 @@
  * the weights with the same functions, so A^T is the transpose of A up to
  * the order of float sums, and neither depends on the thread count.
  */
+#include "projectors/proj_atan.h"
 #include "projectors/proj_cpu.h"
 #include "projectors/proj_footprint_col.h"
 
@@ -58,13 +72,87 @@ struct rc_fpf {
 	float *zw;          /* world z of every slice */
 	int general;        /* every view by the per-voxel path (tests) */
 	double hx, hy, vz;  /* half a voxel in x and y; its height */
+	/* a curved cone: per view cos, sin of the angle and the source (5
+	 * doubles); u = atan(side / depth) su + cu, v = (z - z_src) sv / L + cv;
+	 * the gain of each detector row */
+	double *cylv, su, cu, sv, cv;
+	int cyl;
+	float *cylg;
 };
+
+static int is_curved_cone(const rc_geom *g)
+{
+	return rc_geom_type_of(g) == RC_GEOM_CONE && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED;
+}
+
+/* (depth, side) of in-plane point (x, y) in a curved cone's view cv
+ * (rc_geom_cyl_project's). */
+static inline void cyl_plane(const double *cv, double x, double y, double *depth, double *side)
+{
+	const double px = x - cv[2], py = y - cv[3];
+	*depth = -cv[0] * px - cv[1] * py;
+	*side = -cv[1] * px + cv[0] * py;
+}
+
+/* A curved cone: every (x, y) corner of the volume's box in front of every
+ * source (depth > 0), as a flat cone's test asks of w. */
+static int cyl_suits(const rc_geom *g)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const double ex = 0.5 * v->nx * v->vx, ey = 0.5 * v->ny * v->vy;
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		const double cv[4] = { cos(vw->angle_rad), sin(vw->angle_rad), vw->src[0], vw->src[1] };
+		for (int q = 0; q < 4; q++) {
+			double depth, side;
+			cyl_plane(cv, v->cx + (q & 1 ? ex : -ex), v->cy + (q & 2 ? ey : -ey), &depth, &side);
+			if (!(depth > 0))
+				return 0;
+		}
+	}
+	return 1;
+}
 
 int rc_footprint_suits(const rc_geom *g)
 {
+	if (is_curved_cone(g))
+		return cyl_suits(g);
 	/* rc_splat_max_step: infinite off flat cone / matrices geometries and
 	 * where a voxel lies behind a source */
 	return isfinite(rc_splat_max_step(g));
+}
+
+/* A curved cone's per-view table and per-row gain; 0 or -1 (memory). */
+static int cyl_init(rc_fpf *f)
+{
+	const rc_geom *g = f->g;
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const int n = rc_geom_nviews(g);
+	const double S = rc_geom_sdd(g), V = v->vx * v->vy * v->vz;
+	f->cylv = malloc((size_t)n * 5 * sizeof(double));
+	f->cylg = malloc((size_t)d->nv * sizeof(float));
+	if (!f->cylv || !f->cylg)
+		return -1;
+	for (int k = 0; k < n; k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		double *c = f->cylv + 5 * (size_t)k;
+		c[0] = cos(vw->angle_rad);
+		c[1] = sin(vw->angle_rad);
+		c[2] = vw->src[0];
+		c[3] = vw->src[1];
+		c[4] = vw->src[2];
+	}
+	f->su = S / d->du;
+	f->cu = (d->nu - 1) / 2.0 - d->offset_u / d->du;
+	f->sv = S / d->dv;
+	f->cv = (d->nv - 1) / 2.0 - d->offset_v / d->dv;
+	for (int j = 0; j < d->nv; j++) {
+		const double zeta = ((j - (d->nv - 1) / 2.0) * d->dv + d->offset_v) / S;
+		f->cylg[j] = (float)(V * S * S * sqrt(1.0 + zeta * zeta) / (d->du * d->dv));
+	}
+	f->cyl = 1;
+	return 0;
 }
 
 int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
@@ -73,7 +161,7 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	const rc_volume_desc *v = rc_geom_volume(g);
 	if (!rc_footprint_suits(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-			       "the footprint pair needs a flat detector and a volume in front of every source");
+			       "the footprint pair needs a cone or matrices geometry with the volume in front of every source");
 	rc_fpf *f = calloc(1, sizeof *f);
 	if (!f)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
@@ -89,7 +177,7 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
 	f->zw = rc_volume_z_table(v);
-	if (!f->scratch || !f->zw) {
+	if (!f->scratch || !f->zw || (is_curved_cone(g) && cyl_init(f))) {
 		rc_fpf_free(f);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
 	}
@@ -106,6 +194,8 @@ void rc_fpf_free(rc_fpf *f)
 	free(f->blk);
 	rc_zfast_release(&f->zf);
 	free(f->zw);
+	free(f->cylv);
+	free(f->cylg);
 	free(f);
 }
 
@@ -207,6 +297,68 @@ static int cone_column(const rc_fpf *f, const double *P, double x, double y, flo
 	return rc_fpf_col_init(c, V0, P[6] * f->vz * iw, f->nz, f->nv);
 }
 
+/* A curved cone's trapezoid along u: the fan angles of the four (x, y)
+ * corners of the column at (x, y) in view cv, sorted, in pixel units, and
+ * the column centre's L; 0 when a corner is not in front of the source. */
+static inline int cyl_trapezoid(const rc_fpf *f, const double *cv, double x, double y, double *t, double *L)
+{
+	const double hx = f->hx, hy = f->hy;
+	double depth, side, dq[4];
+	cyl_plane(cv, x, y, &depth, &side);
+	for (int q = 0; q < 4; q++) {
+		const double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
+		dq[q] = depth - cv[0] * sx - cv[1] * sy;
+		t[q] = (side - cv[1] * sx + cv[0] * sy) / dq[q];
+	}
+	const double d01 = dq[0] < dq[1] ? dq[0] : dq[1], d23 = dq[2] < dq[3] ? dq[2] : dq[3];
+	if (!((d01 < d23 ? d01 : d23) > 0))
+		return 0;
+	/* atan keeps the order of the tangents */
+	sort4(t);
+	for (int q = 0; q < 4; q++)
+		t[q] = rc_atan_bf(t[q]) * f->su + f->cu;
+	*L = sqrt(depth * depth + side * side);
+	return 1;
+}
+
+/* cone_column on a curved cone's view k. */
+static int cyl_column(const rc_fpf *f, int k, double x, double y, float *wu, int *ja, int *nwu, rc_fpf_col *c)
+{
+	const double *cv = f->cylv + 5 * (size_t)k;
+	double t[4], L;
+	if (!cyl_trapezoid(f, cv, x, y, t, &L))
+		return 0;
+	const double iL = 1.0 / L;
+	if (!(*nwu = trap_weights(t, f->nu, iL * iL, wu, ja)))
+		return 0;
+	const double V0 = (f->zw[0] - cv[4]) * f->sv * iL + f->cv;
+	return rc_fpf_col_init(c, V0, f->sv * f->vz * iL, f->nz, f->nv);
+}
+
+/* The column set-up of view k (matrix P) for either detector. */
+static inline int column_setup(const rc_fpf *f, int k, const double *P, double x, double y, float *wu, int *ja,
+			       int *nwu, rc_fpf_col *c)
+{
+	return f->cyl ? cyl_column(f, k, x, y, wu, ja, nwu, c) : cone_column(f, P, x, y, wu, ja, nwu, c);
+}
+
+/* voxel_footprint on a curved cone's view k: the column's trapezoid and
+ * the voxel's two z faces at its L. */
+static int cyl_voxel(const rc_fpf *f, int k, const double *X, float *wu, int *ja, int *nwu, float *wv, int *ka,
+		     int *nwv)
+{
+	const double *cv = f->cylv + 5 * (size_t)k;
+	double t[4], L;
+	if (!cyl_trapezoid(f, cv, X[0], X[1], t, &L))
+		return 0;
+	const double iL = 1.0 / L, hz = 0.5 * f->vz;
+	if (!(*nwu = trap_weights(t, f->nu, iL * iL, wu, ja)))
+		return 0;
+	const double va = (X[2] - hz - cv[4]) * f->sv * iL + f->cv, vb = (X[2] + hz - cv[4]) * f->sv * iL + f->cv;
+	*nwv = rect_weights(va, vb, f->nv, wv, ka);
+	return *nwv > 0;
+}
+
 /* A voxel's footprint on any view: u weights (1/w^2 folded in) and v
  * weights; 0 when it misses the detector or lies behind the source. */
 static int voxel_footprint(const rc_fpf *f, const double *P, const double *X, float *wu, int *ja, int *nwu,
@@ -257,6 +409,18 @@ struct fpf_ctx {
 
 static float *worker_scratch(const rc_fpf *f, int worker) { return f->scratch + (size_t)worker * f->scratch_floats; }
 
+/* The gain of pixels i0 .. i0 + m - 1 of row j: the splat pair's on a flat
+ * detector, the row's on a curved one. */
+static void gain_line(const rc_fpf *f, const rc_splat_gain *gn, int i0, int j, int m, float *gain)
+{
+	if (!f->cyl) {
+		rc_splat_gain_line(gn, i0, j, 0, m, gain);
+		return;
+	}
+	for (int i = 0; i < m; i++)
+		gain[i] = f->cylg[j];
+}
+
 static int view_is_cone(const rc_fpf *f, const double *P) { return !f->general && P[2] == 0 && P[10] == 0; }
 
 static void fwd_task(void *arg, long t, int worker)
@@ -279,7 +443,7 @@ static void fwd_task(void *arg, long t, int worker)
 			if (cone) {
 				rc_fpf_col cc;
 				int ja, nwu;
-				if (!cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
+				if (!column_setup(f, k, P, X[0], X[1], wu, &ja, &nwu, &cc))
 					continue;
 				const float *a = c->xt ? c->xt + at * (size_t)v->nz : col;
 				for (int z = 0; !c->xt && z < v->nz; z++)
@@ -291,7 +455,8 @@ static void fwd_task(void *arg, long t, int worker)
 				const float x = c->vol[at + (size_t)z * plane];
 				int ja, nwu, ka, nwv;
 				X[2] = f->zw[z];
-				if (x == 0.0f || !voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv))
+				if (x == 0.0f || !(f->cyl ? cyl_voxel(f, k, X, wu, &ja, &nwu, wv, &ka, &nwv)
+								: voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv)))
 					continue;
 				for (int j = 0; j < nwu; j++) {
 					float *o = img + (size_t)(ja + j) * (size_t)nv + ka;
@@ -309,7 +474,7 @@ static void fwd_task(void *arg, long t, int worker)
 		const float *in = img + j;
 		for (int i0 = 0; i0 < f->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
 			int m = f->nu - i0 < RC_SPLAT_GAIN_CHUNK ? f->nu - i0 : RC_SPLAT_GAIN_CHUNK;
-			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			gain_line(f, &gn, i0, j, m, gain);
 			for (int i = 0; i < m; i++)
 				out[i0 + i] = in[(size_t)(i0 + i) * (size_t)nv] * gain[i];
 		}
@@ -361,7 +526,7 @@ static void gain_task(void *arg, long t, int worker)
 		const float *in = c->proj + rc_geom_row_offset(f->g, k, j);
 		for (int i0 = 0; i0 < f->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
 			int m = f->nu - i0 < RC_SPLAT_GAIN_CHUNK ? f->nu - i0 : RC_SPLAT_GAIN_CHUNK;
-			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			gain_line(f, &gn, i0, j, m, gain);
 			for (int i = 0; i < m; i++)
 				dst[(size_t)(i0 + i) * (size_t)nv + (size_t)j] = in[i0 + i] * gain[i];
 		}
@@ -383,19 +548,21 @@ static void bwd_task(void *arg, long iy, int worker)
 		rc_volume_voxel_pos(v, ix, (int)iy, 0, X);
 		memset(acc, 0, (size_t)v->nz * sizeof(float));
 		for (int t = 0; t < c->nblk; t++) {
-			const double *P = rc_geom_view(f->g, c->first + t)->P;
+			const int k = c->first + t;
+			const double *P = rc_geom_view(f->g, k)->P;
 			const float *img = f->blk + (size_t)t * f->view_floats;
 			if (view_is_cone(f, P)) {
 				rc_fpf_col cc;
 				int ja, nwu;
-				if (cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
+				if (column_setup(f, k, P, X[0], X[1], wu, &ja, &nwu, &cc))
 					c->bwd(acc, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 				continue;
 			}
 			for (int z = 0; z < v->nz; z++) {
 				int ja, nwu, ka, nwv;
 				X[2] = f->zw[z];
-				if (!voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv))
+				if (!(f->cyl ? cyl_voxel(f, k, X, wu, &ja, &nwu, wv, &ka, &nwv)
+					     : voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv)))
 					continue;
 				float s = 0.0f;
 				for (int j = 0; j < nwu; j++) {
