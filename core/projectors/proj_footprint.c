@@ -59,6 +59,21 @@
  * at least one view). */
 #define RC_FPF_BLOCK_BYTES ((size_t)64 << 20)
 
+/* A column's set-up on a cone view (flat or curved): the trapezoid's
+ * corners t (sorted, pixels), trap_fill's scale s and the rise's and
+ * fall's 1 / (2 width), its pixels a..b, and rc_fpf_col_init's V0 and dv;
+ * ok = 0 where it misses the detector or a corner lies behind the source.
+ * set_many computes a row's columns (forward) or a column's views (back)
+ * in one loop without branches before any is used: one column's set-up is
+ * a chain of divisions (the corners, then 1/w, the scale and the widths),
+ * and alone between two column passes its latency was exposed; in a loop
+ * of independent items the next items' divisions overlap it. */
+struct fpf_cs {
+	double t[4], s, i1, i3, V0, dv;
+	int a, b, ok;
+};
+typedef struct fpf_cs fpf_cs;
+
 struct rc_fpf {
 	const rc_geom *g;
 	int threads, nu, nv, nz;
@@ -70,6 +85,10 @@ struct rc_fpf {
 	int blk_views;
 	rc_zfast zf;        /* forward: the volume z-fastest (none: columns read strided) */
 	float *zw;          /* world z of every slice */
+	double *xw;         /* world x of every voxel column */
+	struct fpf_cs *cs;  /* per worker: cs_items column set-ups (set_many) */
+	int cs_items;
+	unsigned char *cone; /* per view: the column path (set_cone_views) */
 	int general;        /* every view by the per-voxel path (tests) */
 	double hx, hy, vz;  /* half a voxel in x and y; its height */
 	/* a curved cone: per view cos, sin of the angle and the source (5
@@ -155,6 +174,17 @@ static int cyl_init(rc_fpf *f)
 	return 0;
 }
 
+/* Which views take the column path (P[2] = P[10] = 0), once: the back
+ * projection asks per column and view, and reading P there missed the
+ * cache (each view's matrices are a few lines apart). */
+static void set_cone_views(rc_fpf *f)
+{
+	for (int k = 0; k < rc_geom_nviews(f->g); k++) {
+		const double *P = rc_geom_view(f->g, k)->P;
+		f->cone[k] = !f->general && P[2] == 0 && P[10] == 0;
+	}
+}
+
 int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 {
 	const rc_detector_desc *d = rc_geom_detector(g);
@@ -177,10 +207,21 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
 	f->zw = rc_volume_z_table(v);
-	if (!f->scratch || !f->zw || (is_curved_cone(g) && cyl_init(f))) {
+	/* a row's columns (forward) or a block's views (back) */
+	f->cs_items = v->nx > rc_geom_nviews(g) ? v->nx : rc_geom_nviews(g);
+	f->cs = malloc((size_t)threads * (size_t)f->cs_items * sizeof *f->cs);
+	f->xw = malloc((size_t)v->nx * sizeof *f->xw);
+	f->cone = malloc((size_t)rc_geom_nviews(g));
+	if (!f->scratch || !f->zw || !f->cs || !f->xw || !f->cone || (is_curved_cone(g) && cyl_init(f))) {
 		rc_fpf_free(f);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
 	}
+	for (int ix = 0; ix < v->nx; ix++) {
+		double X[3];
+		rc_volume_voxel_pos(v, ix, 0, 0, X);
+		f->xw[ix] = X[0];
+	}
+	set_cone_views(f);
 	*ret = f;
 	return 0;
 }
@@ -196,10 +237,17 @@ void rc_fpf_free(rc_fpf *f)
 	free(f->zw);
 	free(f->cylv);
 	free(f->cylg);
+	free(f->cs);
+	free(f->xw);
+	free(f->cone);
 	free(f);
 }
 
-void rc_fpf_force_general(rc_fpf *f, int on) { f->general = on; }
+void rc_fpf_force_general(rc_fpf *f, int on)
+{
+	f->general = on;
+	set_cone_views(f);
+}
 
 /* ---- the footprints ------------------------------------------------------ */
 
@@ -217,39 +265,55 @@ static inline void sort4(double *t)
 #undef RC_FPF_MM
 }
 
-static inline double clampd(double x, double lo, double hi)
-{
-	x = x < lo ? lo : x;
-	return x > hi ? hi : x;
-}
-
 /* The u weights of a trapezoid with corners t (sorted), each pixel's
  * integral over the area times scale: wu[0..n-1] on pixels *ja..; n = 0
  * when it misses the detector.  The integral from t0 to s is the three
  * pieces' at s clamped into each, branch-free (rise (r - t0)^2 / (2 (t1 -
  * t0)), flat, fall d - d^2 / (2 (t3 - t2)) with d = s - t2: each exactly 0
  * below its piece, a degenerate piece's 0 by its zero width). */
+
+/* cs's s, i1, i3, a, b from its sorted t, and ok cleared where the
+ * trapezoid misses the detector; no branches. */
+static inline void trap_prep(fpf_cs *cs, int nu, double scale)
+{
+	const double *t = cs->t;
+	const double total = 0.5 * (t[3] + t[2] - t[1] - t[0]);
+	cs->ok &= (total > 0) & (t[3] > -0.5) & (t[0] < nu - 0.5);
+	/* floor by truncation: both arguments are positive here (clamped:
+	 * the conversion of a value out of int's range is undefined) */
+	const double t0 = cs->ok ? t[0] : 0.0, t3 = cs->ok ? t[3] : 0.0;
+	cs->a = t0 <= -0.5 ? 0 : (int)(t0 + 0.5);
+	cs->b = t3 >= nu - 0.5 ? nu - 1 : (int)(t3 + 0.5);
+	cs->s = scale / total;
+	cs->i1 = t[1] > t[0] ? 0.5 / (t[1] - t[0]) : 0.0;
+	cs->i3 = t[3] > t[2] ? 0.5 / (t[3] - t[2]) : 0.0;
+}
+
+/* The u weights of cs's trapezoid (ok), each pixel's integral over the
+ * area times scale: wu[0..n-1] on pixels cs->a..; returns n.  The integral
+ * from t0 to s is the three pieces' at s clamped into each, branch-free
+ * (rise (r - t0)^2 / (2 (t1 - t0)), flat, fall d - d^2 / (2 (t3 - t2))
+ * with d = s - t2: each exactly 0 below its piece, a degenerate piece's 0
+ * by its zero width); fill is proj_footprint_col.h's loop of an ISA (the
+ * same floats on each). */
+typedef void (*trap_fill_fn)(const double *, double, double, double, int, int, float *restrict);
+
+static inline int trap_fill(trap_fill_fn fill, const fpf_cs *cs, float *wu)
+{
+	fill(cs->t, cs->i1, cs->i3, cs->s, cs->a, cs->b - cs->a + 1, wu);
+	return cs->b - cs->a + 1;
+}
+
+/* The u weights of a trapezoid with corners t (sorted) times scale, on
+ * pixels *ja..; 0 when it misses the detector (the per-voxel path). */
 static int trap_weights(const double *t, int nu, double scale, float *wu, int *ja)
 {
-	const double total = 0.5 * (t[3] + t[2] - t[1] - t[0]);
-	if (!(total > 0) || t[3] <= -0.5 || t[0] >= nu - 0.5)
+	fpf_cs cs = { .t = { t[0], t[1], t[2], t[3] }, .ok = 1 };
+	trap_prep(&cs, nu, scale);
+	if (!cs.ok)
 		return 0;
-	/* floor by truncation: both arguments are positive here */
-	const int a = t[0] <= -0.5 ? 0 : (int)(t[0] + 0.5);
-	const int b = t[3] >= nu - 0.5 ? nu - 1 : (int)(t[3] + 0.5);
-	const double s = scale / total;
-	const double i1 = t[1] > t[0] ? 0.5 / (t[1] - t[0]) : 0.0, i3 = t[3] > t[2] ? 0.5 / (t[3] - t[2]) : 0.0;
-	double prev = 0.0;
-	for (int j = a - 1; j <= b; j++) {
-		const double e = j + 0.5;
-		const double r = clampd(e, t[0], t[1]) - t[0], d = clampd(e, t[2], t[3]) - t[2];
-		const double cur = r * r * i1 + (clampd(e, t[1], t[2]) - t[1]) + d * (1.0 - d * i3);
-		if (j >= a)
-			wu[j - a] = (float)((cur - prev) * s);
-		prev = cur;
-	}
-	*ja = a;
-	return b - a + 1;
+	*ja = cs.a;
+	return trap_fill(rc_fpf_trap_fill_baseline, &cs, wu);
 }
 
 /* The v weights of a rectangle [lo, hi] (lo < hi): each row's overlap over
@@ -269,37 +333,33 @@ static int rect_weights(double lo, double hi, int nv, float *wv, int *ka)
 	return b - a + 1;
 }
 
-/* A voxel column's footprint on a cone view: the u weights (1/w^2 folded
- * in) and the axial set-up; 0 when it misses the detector.  X: the
- * column's centre (x, y) in mm. */
-static int cone_column(const rc_fpf *f, const double *P, double x, double y, float *wu, int *ja, int *nwu,
-		       rc_fpf_col *c)
+/* The set-up of the voxel column at (x, y) mm on a flat cone view P: the
+ * u weights' trapezoid (1/w^2 folded into the scale) and the axial
+ * set-up. */
+static inline void cone_item(const rc_fpf *f, const double *P, double x, double y, fpf_cs *cs)
 {
 	const double hx = f->hx, hy = f->hy;
 	const double nu_ = P[0] * x + P[1] * y + P[3], w = P[8] * x + P[9] * y + P[11];
-	/* the four corners, then one test of their depths (the loop without
-	 * an exit is two 2-lane divisions) */
-	double t[4], wq[4];
+	/* the four corners, then one test of their depths */
+	double wq[4];
 	for (int q = 0; q < 4; q++) {
 		const double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
 		wq[q] = w + P[8] * sx + P[9] * sy;
-		t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq[q];
+		cs->t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq[q];
 	}
 	const double w01 = wq[0] < wq[1] ? wq[0] : wq[1], w23 = wq[2] < wq[3] ? wq[2] : wq[3];
-	const double wmin = w01 < w23 ? w01 : w23;
-	if (!(wmin > 0))
-		return 0;
-	sort4(t);
+	cs->ok = (w01 < w23 ? w01 : w23) > 0;
+	sort4(cs->t);
 	const double iw = 1.0 / w;
-	if (!(*nwu = trap_weights(t, f->nu, iw * iw, wu, ja)))
-		return 0;
-	const double V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) * iw;
-	return rc_fpf_col_init(c, V0, P[6] * f->vz * iw, f->nz, f->nv);
+	trap_prep(cs, f->nu, iw * iw);
+	cs->V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) * iw;
+	cs->dv = P[6] * f->vz * iw;
 }
 
 /* A curved cone's trapezoid along u: the fan angles of the four (x, y)
  * corners of the column at (x, y) in view cv, sorted, in pixel units, and
- * the column centre's L; 0 when a corner is not in front of the source. */
+ * the column centre's L; 0 when a corner is not in front of the source
+ * (computed all the same: no branches). */
 static inline int cyl_trapezoid(const rc_fpf *f, const double *cv, double x, double y, double *t, double *L)
 {
 	const double hx = f->hx, hy = f->hy;
@@ -311,35 +371,50 @@ static inline int cyl_trapezoid(const rc_fpf *f, const double *cv, double x, dou
 		t[q] = (side - cv[1] * sx + cv[0] * sy) / dq[q];
 	}
 	const double d01 = dq[0] < dq[1] ? dq[0] : dq[1], d23 = dq[2] < dq[3] ? dq[2] : dq[3];
-	if (!((d01 < d23 ? d01 : d23) > 0))
-		return 0;
 	/* atan keeps the order of the tangents */
 	sort4(t);
 	for (int q = 0; q < 4; q++)
 		t[q] = rc_atan_bf(t[q]) * f->su + f->cu;
 	*L = sqrt(depth * depth + side * side);
-	return 1;
+	return (d01 < d23 ? d01 : d23) > 0;
 }
 
-/* cone_column on a curved cone's view k. */
-static int cyl_column(const rc_fpf *f, int k, double x, double y, float *wu, int *ja, int *nwu, rc_fpf_col *c)
+/* cone_item on a curved cone's view k: 1/L^2 for 1/w^2, v from the
+ * column's L and the view's source height. */
+static inline void cyl_item(const rc_fpf *f, int k, double x, double y, fpf_cs *cs)
 {
 	const double *cv = f->cylv + 5 * (size_t)k;
-	double t[4], L;
-	if (!cyl_trapezoid(f, cv, x, y, t, &L))
-		return 0;
+	double L;
+	cs->ok = cyl_trapezoid(f, cv, x, y, cs->t, &L);
 	const double iL = 1.0 / L;
-	if (!(*nwu = trap_weights(t, f->nu, iL * iL, wu, ja)))
-		return 0;
-	const double V0 = (f->zw[0] - cv[4]) * f->sv * iL + f->cv;
-	return rc_fpf_col_init(c, V0, f->sv * f->vz * iL, f->nz, f->nv);
+	trap_prep(cs, f->nu, iL * iL);
+	cs->V0 = (f->zw[0] - cv[4]) * f->sv * iL + f->cv;
+	cs->dv = f->sv * f->vz * iL;
 }
 
-/* The column set-up of view k (matrix P) for either detector. */
-static inline int column_setup(const rc_fpf *f, int k, const double *P, double x, double y, float *wu, int *ja,
-			       int *nwu, rc_fpf_col *c)
+/* The set-ups of n items of cone views: item i is view k0 + i dk at
+ * (xs[i], y) (xs NULL: at (x, y)).  One loop without branches (above). */
+static void set_many(const rc_fpf *f, int n, int k0, int dk, const double *xs, double x, double y, fpf_cs *cs)
 {
-	return f->cyl ? cyl_column(f, k, x, y, wu, ja, nwu, c) : cone_column(f, P, x, y, wu, ja, nwu, c);
+	if (f->cyl) {
+		for (int i = 0; i < n; i++)
+			cyl_item(f, k0 + i * dk, xs ? xs[i] : x, y, cs + i);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		cone_item(f, rc_geom_view(f->g, k0 + i * dk)->P, xs ? xs[i] : x, y, cs + i);
+}
+
+/* Item cs's u weights into wu (*nwu of them from pixel *ja) and axial
+ * set-up c; 0 when it misses the detector. */
+static inline int use_item(const rc_fpf *f, trap_fill_fn fill, const fpf_cs *cs, float *wu, int *ja, int *nwu,
+			   rc_fpf_col *c)
+{
+	if (!cs->ok)
+		return 0;
+	*nwu = trap_fill(fill, cs, wu);
+	*ja = cs->a;
+	return rc_fpf_col_init(c, cs->V0, cs->dv, f->nz, f->nv);
 }
 
 /* voxel_footprint on a curved cone's view k: the column's trapezoid and
@@ -399,6 +474,7 @@ struct fpf_ctx {
 	rc_fpf *f;
 	fwd_col_fn fwd;
 	bwd_col_fn bwd;
+	trap_fill_fn fill;
 	const float *vol;
 	const float *xt; /* vol z-fastest, or NULL */
 	float *volw;
@@ -421,7 +497,7 @@ static void gain_line(const rc_fpf *f, const rc_splat_gain *gn, int i0, int j, i
 		gain[i] = f->cylg[j];
 }
 
-static int view_is_cone(const rc_fpf *f, const double *P) { return !f->general && P[2] == 0 && P[10] == 0; }
+static int view_is_cone(const rc_fpf *f, int k) { return f->cone[k]; }
 
 static void fwd_task(void *arg, long t, int worker)
 {
@@ -433,9 +509,14 @@ static void fwd_task(void *arg, long t, int worker)
 	float *img = f->img + (size_t)worker * f->view_floats;
 	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *col = wv + f->nv + f->nz;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
-	const int cone = view_is_cone(f, P);
+	const int cone = view_is_cone(f, k);
+	fpf_cs *cs = f->cs + (size_t)worker * (size_t)f->cs_items;
 	memset(img, 0, f->view_floats * sizeof(float));
-	for (int iy = 0; iy < v->ny; iy++)
+	for (int iy = 0; iy < v->ny; iy++) {
+		double Y[3];
+		rc_volume_voxel_pos(v, 0, iy, 0, Y);
+		if (cone)
+			set_many(f, v->nx, k, 0, f->xw, 0.0, Y[1], cs);
 		for (int ix = 0; ix < v->nx; ix++) {
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 			double X[3];
@@ -443,7 +524,7 @@ static void fwd_task(void *arg, long t, int worker)
 			if (cone) {
 				rc_fpf_col cc;
 				int ja, nwu;
-				if (!column_setup(f, k, P, X[0], X[1], wu, &ja, &nwu, &cc))
+				if (!use_item(f, c->fill, cs + ix, wu, &ja, &nwu, &cc))
 					continue;
 				const float *a = c->xt ? c->xt + at * (size_t)v->nz : col;
 				for (int z = 0; !c->xt && z < v->nz; z++)
@@ -466,6 +547,7 @@ static void fwd_task(void *arg, long t, int worker)
 				}
 			}
 		}
+	}
 	rc_splat_gain gn;
 	float gain[RC_SPLAT_GAIN_CHUNK];
 	rc_splat_gain_init(f->g, k, &gn);
@@ -485,6 +567,8 @@ static const fwd_col_fn fwd_fns[RC_ISA_COUNT] = { rc_fpf_fwd_col_baseline, rc_fp
 						  rc_fpf_fwd_col_avx512 };
 static const bwd_col_fn bwd_fns[RC_ISA_COUNT] = { rc_fpf_bwd_col_baseline, rc_fpf_bwd_col_avx2,
 						  rc_fpf_bwd_col_avx512 };
+static const trap_fill_fn fill_fns[RC_ISA_COUNT] = { rc_fpf_trap_fill_baseline, rc_fpf_trap_fill_avx2,
+						     rc_fpf_trap_fill_avx512 };
 
 int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last,
 		    rc_err *err)
@@ -499,11 +583,12 @@ int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, 
 				       ((size_t)f->threads * f->view_floats * sizeof(float)) >> 20);
 	}
 	struct fpf_ctx c = { .f = f, .vol = vol, .projw = proj, .first = first,
-			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE],
+			     .fill = fill_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
 	/* only the cone views' column path reads the z-fastest copy */
 	int any_cone = 0;
 	for (int k = first; k < last && !any_cone; k++)
-		any_cone = view_is_cone(f, rc_geom_view(f->g, k)->P);
+		any_cone = view_is_cone(f, k);
 	c.xt = any_cone ? rc_zfast_fill(&f->zf, v, vol, pool) : NULL;
 	rc_pool_run(pool, last - first, fwd_task, &c);
 	return 0;
@@ -541,20 +626,24 @@ static void bwd_task(void *arg, long iy, int worker)
 	const rc_volume_desc *v = rc_geom_volume(f->g);
 	const int nv = f->nv;
 	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *acc = wv + f->nv + f->nz;
+	fpf_cs *cs = f->cs + (size_t)worker * (size_t)f->cs_items;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
 	for (int ix = 0; ix < v->nx; ix++) {
 		const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 		double X[3];
 		rc_volume_voxel_pos(v, ix, (int)iy, 0, X);
 		memset(acc, 0, (size_t)v->nz * sizeof(float));
+		/* the column's set-up on every view of the block (the views not
+		 * on the cone path do not read theirs) */
+		set_many(f, c->nblk, c->first, 1, NULL, X[0], X[1], cs);
 		for (int t = 0; t < c->nblk; t++) {
 			const int k = c->first + t;
 			const double *P = rc_geom_view(f->g, k)->P;
 			const float *img = f->blk + (size_t)t * f->view_floats;
-			if (view_is_cone(f, P)) {
+			if (view_is_cone(f, k)) {
 				rc_fpf_col cc;
 				int ja, nwu;
-				if (column_setup(f, k, P, X[0], X[1], wu, &ja, &nwu, &cc))
+				if (use_item(f, c->fill, cs + t, wu, &ja, &nwu, &cc))
 					c->bwd(acc, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 				continue;
 			}
@@ -598,7 +687,8 @@ int rc_bp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 		f->blk_views = n;
 	}
 	struct fpf_ctx c = { .f = f, .proj = proj, .volw = vol,
-			     .bwd = bwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+			     .bwd = bwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE],
+			     .fill = fill_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
 	for (int b0 = first; b0 < last; b0 += f->blk_views) {
 		c.first = b0;
 		c.nblk = last - b0 < f->blk_views ? last - b0 : f->blk_views;
