@@ -43,8 +43,8 @@ static double dd_nnz(const rc_recon_spec *s)
 
 /* Whether the job's iterations may run the footprint pair (plan/open.c's
  * job_footprint): asked for, or auto on a flat cone whose voxels may
- * project more than a pixel apart (rc_splat_suits false), or auto on a
- * curved cone (no splat pair there) or on matrices (their step is not known without the geometry).  The step is
+ * project more than a pixel apart (rc_splat_suits false; on a curved
+ * cone rc_footprint_auto_suits, the same step), or auto on matrices (their step is not known without the geometry).  The step is
  * bounded from above, as the figure errs high: the largest voxel side
  * times the magnification at the volume's nearest corner to a source,
  * times the obliquity 1 + R / (D - R) there, over the smaller pixel side. */
@@ -59,8 +59,9 @@ static int footprint_runs(const rc_recon_spec *s)
 		return 1;
 	if (s->algo.projector != RC_PROJECTOR_AUTO)
 		return 0;
-	/* a curved cone has no splat pair: auto runs footprints at any step */
-	if (g->type == RC_GEOM_MATRICES || g->det.shape == RC_DETECTOR_CURVED)
+	/* a curved cone, which has no splat pair, runs ray casting's at steps
+	 * of at most a pixel: the same bound */
+	if (g->type == RC_GEOM_MATRICES)
 		return 1;
 	const rc_volume_desc *v = &s->vol;
 	double ex = fabs(v->cx) + 0.5 * v->nx * v->vx, ey = fabs(v->cy) + 0.5 * v->ny * v->vy;

@@ -25,7 +25,7 @@
  *   footprint (cone, matrices iterative on the CPU engine, where the
  *             footprint pair runs: asked for, or auto where voxels may
  *             project more than a pixel apart, bounded from above from
- *             the spec, or auto on a curved cone) the pair's buffers on top of the iterations'
+ *             the spec, on a flat or curved cone) the pair's buffers on top of the iterations'
  *             (proj_footprint.c): its back projection's block of views
  *             (min(64 MiB, P), a view at least), one view per thread and
  *             the volume's z-fastest copy: min(64 MiB, P) + T view + V.

@@ -141,6 +141,34 @@ int rc_footprint_suits(const rc_geom *g)
 	return isfinite(rc_splat_max_step(g));
 }
 
+double rc_footprint_cyl_step(const rc_geom *g)
+{
+	if (!is_curved_cone(g))
+		return INFINITY;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const double s[3] = { v->vx, v->vy, v->vz };
+	double worst = 0;
+	for (int k = 0; k < rc_geom_nviews(g); k++)
+		for (int c = 0; c < 8; c++) {
+			double X[3];
+			rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
+			for (int i = 0; i < 3; i++) {
+				double a[3] = { X[0], X[1], X[2] }, b[3] = { X[0], X[1], X[2] }, ua, va, ub, vb, L;
+				a[i] -= 0.5 * s[i];
+				b[i] += 0.5 * s[i];
+				rc_geom_cyl_project(g, k, a, &ua, &va, &L);
+				rc_geom_cyl_project(g, k, b, &ub, &vb, &L);
+				worst = fmax(worst, fmax(fabs(ub - ua), fabs(vb - va)));
+			}
+		}
+	return worst;
+}
+
+int rc_footprint_auto_suits(const rc_geom *g)
+{
+	return !is_curved_cone(g) || rc_footprint_cyl_step(g) > RC_SPLAT_MAX_STEP;
+}
+
 /* A curved cone's per-view table and per-row gain; 0 or -1 (memory). */
 static int cyl_init(rc_fpf *f)
 {

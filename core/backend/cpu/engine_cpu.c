@@ -272,6 +272,7 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	 * pair alone) */
 	c->base.splat = rc_dev_splat_suits(g);
 	c->base.footprint = !rc_geom_is_2d(g) && rc_footprint_suits(g) && !getenv("RECOND_NO_FOOTPRINT");
+	c->base.footprint_auto = c->base.footprint && rc_footprint_auto_suits(g);
 	*ret = &c->base;
 	return 0;
 out_free:
