@@ -17,6 +17,9 @@
  * isocentre: 2.0 and 2.4 are issue 34's case, 1.25), and
  * RECOND_BENCH_PROJECTOR=auto|splat|raycast|footprint sets
  * algorithm.projector (default auto).
+ * RECOND_BENCH_DETECTOR=curved makes the detector a cylinder (du an arc
+ * length); RECOND_BENCH_ONLY=sirt,cgls runs the rows whose labels it
+ * names (default all).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +75,11 @@ int main(void)
 	for (int k = 0; k < nviews; k++)
 		angles[k] = 360.0 * k / nviews;
 	rc_volume_desc vol = { .nx = n, .ny = n, .nz = n, .vx = vx, .vy = vx, .vz = vx };
+	const char *shape = getenv("RECOND_BENCH_DETECTOR"), *only = getenv("RECOND_BENCH_ONLY");
 	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
-			    .det = { .nu = nu, .nv = nv, .du = du, .dv = du },
+			    .det = { .nu = nu, .nv = nv, .du = du, .dv = du,
+				     .shape = shape && strcmp(shape, "curved") == 0 ? RC_DETECTOR_CURVED
+										    : RC_DETECTOR_FLAT },
 			    .source_isocenter_mm = 1000, .source_detector_mm = 1500,
 			    .angles_deg = angles };
 	rc_err err;
@@ -103,8 +109,10 @@ int main(void)
 	if (rc_engine_cpu_new(g, threads, &e, &err) || rc_exec_new(&e, 1, &x, &err))
 		goto fail;
 
-	printf("algorithms, CPU engine (%s, %s threads): %d^3 voxels of %.2g mm from %d views of %dx%d (%.2g mm), D=1000 S=1500 mm\n",
-	       rc_engine_cpu_isa(), threads ? th : "all", n, vx, nviews, nu, nv, du);
+	printf("algorithms, CPU engine (%s, %s threads): %d^3 voxels of %.2g mm from %d views of %dx%d (%.2g mm, %s), "
+	       "D=1000 S=1500 mm\n",
+	       rc_engine_cpu_isa(), threads ? th : "all", n, vx, nviews, nu, nv, du,
+	       sp.det.shape == RC_DETECTOR_CURVED ? "curved" : "flat");
 	printf("projector %s (the engine offers splat %d, footprint %d)\n", rc_name_str(RC_NAMES_PROJECTOR, pj),
 	       e->splat, e->footprint);
 	printf("%-18s %6s %12s %10s %10s\n", "algorithm", "iters", "ms/iter", "setup ms", "rel.error");
@@ -121,6 +129,8 @@ int main(void)
 		{ RC_ALGO_MLEM, 1, "mlem" },
 	};
 	for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+		if (only && *only && !strstr(only, runs[i].label))
+			continue;
 		rc_algo_params p;
 		rc_algo_params_plain(&p, runs[i].name);
 		p.iterations = iters;

@@ -62,8 +62,8 @@ int rc_algo_check(const rc_algo_params *p, rc_backend *b, const float *proj,
 			       b->name);
 	if (p->projector == RC_PROJECTOR_FOOTPRINT && !(b->caps & RC_BK_FOOTPRINT))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-			       "algorithm.projector \"footprint\" needs the CPU engine on a cone geometry with a flat "
-			       "detector or a matrices geometry, the volume in front of every source (this run: the %s "
+			       "algorithm.projector \"footprint\" needs the CPU engine on a cone (flat or curved "
+			       "detector) or matrices geometry, the volume in front of every source (this run: the %s "
 			       "backend); use \"raycast\" or \"auto\"",
 			       b->name);
 	if ((int)p->initial < RC_INITIAL_ZERO || (int)p->initial > RC_INITIAL_AUTO)

@@ -162,8 +162,11 @@ enum rc_backend_caps {
 	/* Fans each projection out over several devices (the trigeneous
 	 * split: split.h, or an executor of several engines). */
 	RC_BK_SPLIT = 1u << 5,
-	/* Projects RC_FP_FOOTPRINT / RC_BP_FOOTPRINT (rc_bk_fp). */
+	/* Projects RC_FP_FOOTPRINT / RC_BP_FOOTPRINT (algorithm.projector
+	 * "footprint"). */
 	RC_BK_FOOTPRINT = 1u << 6,
+	/* And projector auto takes them where no splat pair (rc_bk_fp). */
+	RC_BK_FOOTPRINT_AUTO = 1u << 7,
 };
 
 /* Fields every backend fills; implementations embed this struct first. */
@@ -184,16 +187,18 @@ struct rc_backend {
 /* The forward projector of every iterative algorithm and its exact adjoint
  * on b: the splat pair where b offers it (the CPU engine on a geometry whose
  * voxels project at most a pixel apart: proj_splat.c), else ray casting and
- * its transpose; between them the footprint pair where b offers it (the
- * CPU engine on a flat cone or matrices geometry: proj_footprint.c).  SART
+ * its transpose; between them the footprint pair where b offers it to
+ * auto (the CPU engine on a flat cone or matrices geometry, or a curved
+ * cone whose voxels project more than a pixel apart: proj_footprint.c).
+ * SART
  * back-projects with RC_BP_VOXEL either way. */
 static inline rc_fp_kind rc_bk_fp(const rc_backend *b)
 {
-	return b->caps & RC_BK_SPLAT ? RC_FP_SPLAT : b->caps & RC_BK_FOOTPRINT ? RC_FP_FOOTPRINT : RC_FP_RAYCAST;
+	return b->caps & RC_BK_SPLAT ? RC_FP_SPLAT : b->caps & RC_BK_FOOTPRINT_AUTO ? RC_FP_FOOTPRINT : RC_FP_RAYCAST;
 }
 static inline rc_bp_kind rc_bk_bp_matched(const rc_backend *b)
 {
-	return b->caps & RC_BK_SPLAT ? RC_BP_SPLAT : b->caps & RC_BK_FOOTPRINT ? RC_BP_FOOTPRINT : RC_BP_MATCHED;
+	return b->caps & RC_BK_SPLAT ? RC_BP_SPLAT : b->caps & RC_BK_FOOTPRINT_AUTO ? RC_BP_FOOTPRINT : RC_BP_MATCHED;
 }
 
 /* Normalises a view range as backend.h reads it: last < 0 or past the end

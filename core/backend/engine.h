@@ -79,8 +79,12 @@ struct rc_engine {
 	                            pair is then the splat pair (backend.h) */
 	int footprint;           /* runs RC_FP_FOOTPRINT and RC_BP_FOOTPRINT
 	                            (the CPU engine, where rc_footprint_suits
-	                            holds): the algorithms' matched pair where
-	                            the splat pair is not offered (backend.h) */
+	                            holds) */
+	int footprint_auto;      /* and projector auto picks it where the splat
+	                            pair is not offered (backend.h): footprint,
+	                            less on a curved cone whose voxels project
+	                            at most a pixel apart (there ray casting's
+	                            pair is closer to line integrals) */
 };
 
 static inline int rc_engine_forward(rc_engine *e, rc_fp_kind kind, const float *vol,

@@ -99,6 +99,14 @@ int rc_exec_footprint(const rc_exec *x)
 	return x->n > 0;
 }
 
+int rc_exec_footprint_auto(const rc_exec *x)
+{
+	for (int i = 0; i < x->n; i++)
+		if (!x->eng[i]->footprint_auto)
+			return 0;
+	return x->n > 0;
+}
+
 int rc_partition_check(const int *views, const int *dead, int n, int nviews, const char *part, rc_err *err)
 {
 	long sum = 0;

@@ -56,6 +56,8 @@ int rc_exec_engines(const rc_exec *x);
 int rc_exec_splat(const rc_exec *x);
 /* Every engine runs RC_FP_FOOTPRINT and RC_BP_FOOTPRINT (`footprint`). */
 int rc_exec_footprint(const rc_exec *x);
+/* And every engine's auto picks them (`footprint_auto`). */
+int rc_exec_footprint_auto(const rc_exec *x);
 
 /* views[i] views of each task go to engine i, in engine order; the counts
  * must add up to the number of views, and dropped engines get none. */

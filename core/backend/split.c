@@ -494,7 +494,7 @@ int rc_backend_split_new(rc_backend *const *children, int n, rc_backend **ret, r
 	x->base.geom = g;
 	x->base.nbatch = 1;
 	snprintf(x->base.name, sizeof x->base.name, "%s", n > 1 ? "trigeneous" : children[0]->name);
-	x->base.caps = RC_BK_HOST | RC_BK_SPLIT | (all & (RC_BK_FDK | RC_BK_SPLAT | RC_BK_FOOTPRINT));
+	x->base.caps = RC_BK_HOST | RC_BK_SPLIT | (all & (RC_BK_FDK | RC_BK_SPLAT | RC_BK_FOOTPRINT | RC_BK_FOOTPRINT_AUTO));
 	*ret = &x->base;
 	return 0;
 }

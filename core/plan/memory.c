@@ -44,8 +44,8 @@ static double dd_nnz(const rc_recon_spec *s)
 
 /* Whether the job's iterations may run the footprint pair (plan/open.c's
  * job_footprint): asked for, or auto on a flat cone whose voxels may
- * project more than a pixel apart (rc_splat_suits false), or auto on
- * matrices (their step is not known without the geometry).  The step is
+ * project more than a pixel apart (rc_splat_suits false; on a curved
+ * cone rc_footprint_auto_suits, the same step), or auto on matrices (their step is not known without the geometry).  The step is
  * bounded from above, as the figure errs high: the largest voxel side
  * times the magnification at the volume's nearest corner to a source,
  * times the obliquity 1 + R / (D - R) there, over the smaller pixel side. */
@@ -54,12 +54,14 @@ static int footprint_runs(const rc_recon_spec *s)
 	const rc_geom_spec *g = &s->geom;
 	if (s->algo.name == RC_ALGO_FDK || (s->engine != RC_ENGINE_AUTO && s->engine != RC_ENGINE_CPU))
 		return 0;
-	if (g->type != RC_GEOM_MATRICES && (g->type != RC_GEOM_CONE || g->det.shape == RC_DETECTOR_CURVED))
+	if (g->type != RC_GEOM_MATRICES && g->type != RC_GEOM_CONE)
 		return 0;
 	if (s->algo.projector == RC_PROJECTOR_FOOTPRINT)
 		return 1;
 	if (s->algo.projector != RC_PROJECTOR_AUTO)
 		return 0;
+	/* a curved cone, which has no splat pair, runs ray casting's at steps
+	 * of at most a pixel: the same bound */
 	if (g->type == RC_GEOM_MATRICES)
 		return 1;
 	const rc_volume_desc *v = &s->vol;

@@ -26,10 +26,10 @@
  *             volume extended in z (extend.h): V above is then the extended
  *             volume's (rc_extent_bound_nz's slices), and the asked volume
  *             is kept apart on top (+ V asked).
- *   footprint (cone flat, matrices iterative on the CPU engine, where the
+ *   footprint (cone, matrices iterative on the CPU engine, where the
  *             footprint pair runs: asked for, or auto where voxels may
  *             project more than a pixel apart, bounded from above from
- *             the spec) the pair's buffers on top of the iterations'
+ *             the spec, on a flat or curved cone) the pair's buffers on top of the iterations'
  *             (proj_footprint.c): its back projection's block of views
  *             (min(64 MiB, P), a view at least), one view per thread and
  *             the volume's z-fastest copy: min(64 MiB, P) + T view + V.

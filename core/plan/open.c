@@ -100,7 +100,7 @@ static int job_footprint(const struct job *j)
 {
 	return j->n == 1 && j->eng[0]->footprint && j->s->algo.name != RC_ALGO_FDK &&
 	       (j->s->algo.projector == RC_PROJECTOR_FOOTPRINT ||
-		(j->s->algo.projector == RC_PROJECTOR_AUTO && !j->eng[0]->splat));
+		(j->s->algo.projector == RC_PROJECTOR_AUTO && !j->eng[0]->splat && j->eng[0]->footprint_auto));
 }
 
 /* The same for a resident device backend (RC_BK_SPLAT: its engine has

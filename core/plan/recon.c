@@ -152,8 +152,9 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 			       algo, geom, rc_names_join_if(RC_NAMES_ENGINE, keep_engine, &c, l1, sizeof l1));
 	}
 	/* a cone with a curved (cylindrical) detector runs on the CPU engine
-	 * only: its ray-casting pair and the voxel back projection (proj_cyl.c); the
-	 * OpenCL, CUDA and tensor kernels map points through a flat P */
+	 * only: its ray-casting and footprint pairs and the voxel back
+	 * projection (proj_cyl.c, proj_footprint.c); the OpenCL, CUDA and
+	 * tensor kernels map points through a flat P */
 	if (s->geom.type == RC_GEOM_CONE && s->geom.det.shape == RC_DETECTOR_CURVED) {
 		if (eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
 			return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
@@ -162,11 +163,8 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 		if (s->algo.projector == RC_PROJECTOR_SPLAT)
 			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
 				       "algorithm.projector \"splat\" needs a flat detector; a cone with a curved "
-				       "detector projects by ray casting: use \"raycast\" or \"auto\"");
-		if (s->algo.projector == RC_PROJECTOR_FOOTPRINT)
-			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-				       "algorithm.projector \"footprint\" needs a flat detector; a cone with a curved "
-				       "detector projects by ray casting: use \"raycast\" or \"auto\"");
+				       "detector projects by footprints or ray casting: use \"footprint\", \"raycast\" "
+				       "or \"auto\"");
 	}
 	/* the projector pair: fan/parallel have their own (distance-driven on
 	 * the tensor backend, Joseph's on the OpenCL and CUDA engines); the

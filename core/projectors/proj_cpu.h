@@ -241,13 +241,24 @@ void rc_fp_splat(rc_fps *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, flo
 
 /* The separable-footprint pair (proj_footprint.c): a trapezoid along u, a
  * rectangle along v, each integrated over the pixels, times the splat
- * pair's gain; offered where rc_footprint_suits (a flat cone or matrices
- * geometry with the volume in front of every source).  The forward keeps
+ * pair's gain (a cylindrical detector's own per-row gain); offered where
+ * rc_footprint_suits (a cone, flat or curved, or matrices geometry with
+ * the volume in front of every source).  The forward keeps
  * one transposed view per worker (threads: the pool's) and a z-fastest
  * copy of the volume; the back a block of gained transposed views.  vol
  * is overwritten by the back projection. */
 typedef struct rc_fpf rc_fpf;
 int rc_footprint_suits(const rc_geom *g);
+/* Whether projector auto should take the pair where rc_footprint_suits
+ * (and no splat pair): always, but on a curved cone only where some voxel
+ * projects more than RC_SPLAT_MAX_STEP pixels apart (rc_footprint_cyl_step;
+ * below, ray casting's pair is closer to line integrals, as the splat
+ * pair is on a flat detector). */
+int rc_footprint_auto_suits(const rc_geom *g);
+/* A curved cone's largest projected voxel step (pixels, in u or in v)
+ * over the volume's eight corner voxels and every view, by central
+ * differences of rc_geom_cyl_project over a voxel; infinity elsewhere. */
+double rc_footprint_cyl_step(const rc_geom *g);
 int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err);
 void rc_fpf_free(rc_fpf *f);
 int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last,

@@ -19,6 +19,7 @@
  * transposed first), the reference the tiles are tested against
  * (test_detectors).
  */
+#include "projectors/proj_atan.h"
 #include "projectors/proj_cpu.h"
 #include "projectors/proj_voxel_tile.h"
 
@@ -43,28 +44,6 @@ void rc_bpv_cyl_setup(const rc_geom *g, int k0, int K, struct rc_bpv_job *J)
 		c[3] = vw->src[1];
 		c[4] = vw->src[2];
 	}
-}
-
-/* atan(t) to double rounding without branches (Cephes' atan: reduced to
- * |x| <= 0.66, then a rational function), so that the set-up loop
- * vectorises; libm's atan2 per column was half the cylinder's back
- * projection at 128^3. */
-static inline double atan_bf(double t)
-{
-	double a = fabs(t);
-	int big = a > 2.41421356237309504880, mid = !big & (a > 0.66);
-	/* both quotients always (a selected division is control flow) */
-	double xb = -1.0 / (a > 1.0 ? a : 1.0), xm = (a - 1.0) / (a + 1.0);
-	double x = big ? xb : mid ? xm : a;
-	double y0 = big ? 1.57079632679489661923 : mid ? 0.78539816339744830962 : 0.0;
-	double more = big ? 6.123233995736765886130e-17 : mid ? 0.5 * 6.123233995736765886130e-17 : 0.0;
-	double z = x * x;
-	double p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z - 7.500855792314704667340e1) * z -
-		    1.228866684490136173410e2) * z - 6.485021904942025371773e1;
-	double q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z + 4.328810604912902668951e2) * z +
-		    4.853903996359136964868e2) * z + 1.945506571482613964425e2;
-	double r = y0 + (x * (z * p / q) + x) + more;
-	return t < 0 ? -r : r;
 }
 
 /* rc_geom_cyl_project's u, v and L per column, in the padded image's
@@ -92,7 +71,7 @@ CYL_CLONES void rc_bpv_cyl_rows(const struct rc_bpv_job *J, int k, double yw, in
 		/* depth > 0: the detector spans under +-90 degrees of fan
 		 * (rc_geom_new), so a point level with or behind the source
 		 * misses it */
-		double u = atan_bf(side / (depth > 0 ? depth : 1.0)) * J->cyl_su + J->cyl_cu;
+		double u = rc_atan_bf(side / (depth > 0 ? depth : 1.0)) * J->cyl_su + J->cyl_cu;
 		int ok = (depth > 0) & (u > -1) & (u < umax);
 		u = ok ? u : 0;
 		/* floor by truncation (u > -1; floor is a call without SSE4.1) */

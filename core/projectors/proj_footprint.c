@@ -28,6 +28,19 @@
  * and an outer product with the u weights.  Any other view (matrices,
  * helix) takes the per-voxel path: the trapezoid and the rectangle of each
  * voxel from its own corners, the outer product of the two.
+ *
+ * A cylindrical (curved) cone detector (rc_geom_cyl_project) is served by
+ * the same column loops: u is the fan angle times S / du, a function of
+ * the column's (x, y) alone, so the trapezoid's corners are the four
+ * (x, y) corners' fan angles (atan of side / depth, which keeps their
+ * order, so they are sorted before the atan); v = S (z - z_src) / (L dv)
+ * is linear in z down a column (L its distance from the source in the
+ * plane of rotation), so its rectangles tile the detector column as on a
+ * flat cone.  Its Jacobian |grad u x grad v| is S^2 sqrt(1 + zeta^2) /
+ * (du dv L^2), zeta = (z - z_src) / L a function of the row alone: so 1/L^2
+ * takes the place of 1/w^2 and the gain g = V S^2 sqrt(1 + zeta^2) /
+ * (du dv) is one value per detector row, the same on every view.  The
+ * source height is read per view (a helix's shifts it).
  * The forward runs a view per task into a transposed image of the
  * worker's (v fastest), then scales by g into the view; the back builds
  * gained transposed copies of a block of views, then runs a row of voxel
@@ -35,6 +48,7 @@
  * the weights with the same functions, so A^T is the transpose of A up to
  * the order of float sums, and neither depends on the thread count.
  */
+#include "projectors/proj_atan.h"
 #include "projectors/proj_cpu.h"
 #include "projectors/proj_footprint_col.h"
 
@@ -44,6 +58,21 @@
 /* The back projection's block of gained, transposed views (bytes at most;
  * at least one view). */
 #define RC_FPF_BLOCK_BYTES ((size_t)64 << 20)
+
+/* A column's set-up on a cone view (flat or curved): the trapezoid's
+ * corners t (sorted, pixels), trap_fill's scale s and the rise's and
+ * fall's 1 / (2 width), its pixels a..b, and rc_fpf_col_init's V0 and dv;
+ * ok = 0 where it misses the detector or a corner lies behind the source.
+ * set_many computes a row's columns (forward) or a column's views (back)
+ * in one loop without branches before any is used: one column's set-up is
+ * a chain of divisions (the corners, then 1/w, the scale and the widths),
+ * and alone between two column passes its latency was exposed; in a loop
+ * of independent items the next items' divisions overlap it. */
+struct fpf_cs {
+	double t[4], s, i1, i3, V0, dv;
+	int a, b, ok;
+};
+typedef struct fpf_cs fpf_cs;
 
 struct rc_fpf {
 	const rc_geom *g;
@@ -56,15 +85,132 @@ struct rc_fpf {
 	int blk_views;
 	rc_zfast zf;        /* forward: the volume z-fastest (none: columns read strided) */
 	float *zw;          /* world z of every slice */
+	double *xw;         /* world x of every voxel column */
+	struct fpf_cs *cs;  /* per worker: cs_items column set-ups (set_many) */
+	int cs_items;
+	unsigned char *cone; /* per view: the column path (set_cone_views) */
 	int general;        /* every view by the per-voxel path (tests) */
 	double hx, hy, vz;  /* half a voxel in x and y; its height */
+	/* a curved cone: per view cos, sin of the angle and the source (5
+	 * doubles); u = atan(side / depth) su + cu, v = (z - z_src) sv / L + cv;
+	 * the gain of each detector row */
+	double *cylv, su, cu, sv, cv;
+	int cyl;
+	float *cylg;
 };
+
+static int is_curved_cone(const rc_geom *g)
+{
+	return rc_geom_type_of(g) == RC_GEOM_CONE && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED;
+}
+
+/* (depth, side) of in-plane point (x, y) in a curved cone's view cv
+ * (rc_geom_cyl_project's). */
+static inline void cyl_plane(const double *cv, double x, double y, double *depth, double *side)
+{
+	const double px = x - cv[2], py = y - cv[3];
+	*depth = -cv[0] * px - cv[1] * py;
+	*side = -cv[1] * px + cv[0] * py;
+}
+
+/* A curved cone: every (x, y) corner of the volume's box in front of every
+ * source (depth > 0), as a flat cone's test asks of w. */
+static int cyl_suits(const rc_geom *g)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const double ex = 0.5 * v->nx * v->vx, ey = 0.5 * v->ny * v->vy;
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		const double cv[4] = { cos(vw->angle_rad), sin(vw->angle_rad), vw->src[0], vw->src[1] };
+		for (int q = 0; q < 4; q++) {
+			double depth, side;
+			cyl_plane(cv, v->cx + (q & 1 ? ex : -ex), v->cy + (q & 2 ? ey : -ey), &depth, &side);
+			if (!(depth > 0))
+				return 0;
+		}
+	}
+	return 1;
+}
 
 int rc_footprint_suits(const rc_geom *g)
 {
+	if (is_curved_cone(g))
+		return cyl_suits(g);
 	/* rc_splat_max_step: infinite off flat cone / matrices geometries and
 	 * where a voxel lies behind a source */
 	return isfinite(rc_splat_max_step(g));
+}
+
+double rc_footprint_cyl_step(const rc_geom *g)
+{
+	if (!is_curved_cone(g))
+		return INFINITY;
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const double s[3] = { v->vx, v->vy, v->vz };
+	double worst = 0;
+	for (int k = 0; k < rc_geom_nviews(g); k++)
+		for (int c = 0; c < 8; c++) {
+			double X[3];
+			rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
+			for (int i = 0; i < 3; i++) {
+				double a[3] = { X[0], X[1], X[2] }, b[3] = { X[0], X[1], X[2] }, ua, va, ub, vb, L;
+				a[i] -= 0.5 * s[i];
+				b[i] += 0.5 * s[i];
+				rc_geom_cyl_project(g, k, a, &ua, &va, &L);
+				rc_geom_cyl_project(g, k, b, &ub, &vb, &L);
+				worst = fmax(worst, fmax(fabs(ub - ua), fabs(vb - va)));
+			}
+		}
+	return worst;
+}
+
+int rc_footprint_auto_suits(const rc_geom *g)
+{
+	return !is_curved_cone(g) || rc_footprint_cyl_step(g) > RC_SPLAT_MAX_STEP;
+}
+
+/* A curved cone's per-view table and per-row gain; 0 or -1 (memory). */
+static int cyl_init(rc_fpf *f)
+{
+	const rc_geom *g = f->g;
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const int n = rc_geom_nviews(g);
+	const double S = rc_geom_sdd(g), V = v->vx * v->vy * v->vz;
+	f->cylv = malloc((size_t)n * 5 * sizeof(double));
+	f->cylg = malloc((size_t)d->nv * sizeof(float));
+	if (!f->cylv || !f->cylg)
+		return -1;
+	for (int k = 0; k < n; k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		double *c = f->cylv + 5 * (size_t)k;
+		c[0] = cos(vw->angle_rad);
+		c[1] = sin(vw->angle_rad);
+		c[2] = vw->src[0];
+		c[3] = vw->src[1];
+		c[4] = vw->src[2];
+	}
+	f->su = S / d->du;
+	f->cu = (d->nu - 1) / 2.0 - d->offset_u / d->du;
+	f->sv = S / d->dv;
+	f->cv = (d->nv - 1) / 2.0 - d->offset_v / d->dv;
+	for (int j = 0; j < d->nv; j++) {
+		const double zeta = ((j - (d->nv - 1) / 2.0) * d->dv + d->offset_v) / S;
+		f->cylg[j] = (float)(V * S * S * sqrt(1.0 + zeta * zeta) / (d->du * d->dv));
+	}
+	f->cyl = 1;
+	return 0;
+}
+
+/* Which views take the column path (P[2] = P[10] = 0), once: the back
+ * projection asks per column and view, and reading P there missed the
+ * cache (each view's matrices are a few lines apart). */
+static void set_cone_views(rc_fpf *f)
+{
+	for (int k = 0; k < rc_geom_nviews(f->g); k++) {
+		const double *P = rc_geom_view(f->g, k)->P;
+		f->cone[k] = !f->general && P[2] == 0 && P[10] == 0;
+	}
 }
 
 int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
@@ -73,7 +219,7 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	const rc_volume_desc *v = rc_geom_volume(g);
 	if (!rc_footprint_suits(g))
 		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-			       "the footprint pair needs a flat detector and a volume in front of every source");
+			       "the footprint pair needs a cone or matrices geometry with the volume in front of every source");
 	rc_fpf *f = calloc(1, sizeof *f);
 	if (!f)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
@@ -89,10 +235,21 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
 	f->zw = rc_volume_z_table(v);
-	if (!f->scratch || !f->zw) {
+	/* a row's columns (forward) or a block's views (back) */
+	f->cs_items = v->nx > rc_geom_nviews(g) ? v->nx : rc_geom_nviews(g);
+	f->cs = malloc((size_t)threads * (size_t)f->cs_items * sizeof *f->cs);
+	f->xw = malloc((size_t)v->nx * sizeof *f->xw);
+	f->cone = malloc((size_t)rc_geom_nviews(g));
+	if (!f->scratch || !f->zw || !f->cs || !f->xw || !f->cone || (is_curved_cone(g) && cyl_init(f))) {
 		rc_fpf_free(f);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
 	}
+	for (int ix = 0; ix < v->nx; ix++) {
+		double X[3];
+		rc_volume_voxel_pos(v, ix, 0, 0, X);
+		f->xw[ix] = X[0];
+	}
+	set_cone_views(f);
 	*ret = f;
 	return 0;
 }
@@ -106,10 +263,19 @@ void rc_fpf_free(rc_fpf *f)
 	free(f->blk);
 	rc_zfast_release(&f->zf);
 	free(f->zw);
+	free(f->cylv);
+	free(f->cylg);
+	free(f->cs);
+	free(f->xw);
+	free(f->cone);
 	free(f);
 }
 
-void rc_fpf_force_general(rc_fpf *f, int on) { f->general = on; }
+void rc_fpf_force_general(rc_fpf *f, int on)
+{
+	f->general = on;
+	set_cone_views(f);
+}
 
 /* ---- the footprints ------------------------------------------------------ */
 
@@ -127,39 +293,55 @@ static inline void sort4(double *t)
 #undef RC_FPF_MM
 }
 
-static inline double clampd(double x, double lo, double hi)
-{
-	x = x < lo ? lo : x;
-	return x > hi ? hi : x;
-}
-
 /* The u weights of a trapezoid with corners t (sorted), each pixel's
  * integral over the area times scale: wu[0..n-1] on pixels *ja..; n = 0
  * when it misses the detector.  The integral from t0 to s is the three
  * pieces' at s clamped into each, branch-free (rise (r - t0)^2 / (2 (t1 -
  * t0)), flat, fall d - d^2 / (2 (t3 - t2)) with d = s - t2: each exactly 0
  * below its piece, a degenerate piece's 0 by its zero width). */
+
+/* cs's s, i1, i3, a, b from its sorted t, and ok cleared where the
+ * trapezoid misses the detector; no branches. */
+static inline void trap_prep(fpf_cs *cs, int nu, double scale)
+{
+	const double *t = cs->t;
+	const double total = 0.5 * (t[3] + t[2] - t[1] - t[0]);
+	cs->ok &= (total > 0) & (t[3] > -0.5) & (t[0] < nu - 0.5);
+	/* floor by truncation: both arguments are positive here (clamped:
+	 * the conversion of a value out of int's range is undefined) */
+	const double t0 = cs->ok ? t[0] : 0.0, t3 = cs->ok ? t[3] : 0.0;
+	cs->a = t0 <= -0.5 ? 0 : (int)(t0 + 0.5);
+	cs->b = t3 >= nu - 0.5 ? nu - 1 : (int)(t3 + 0.5);
+	cs->s = scale / total;
+	cs->i1 = t[1] > t[0] ? 0.5 / (t[1] - t[0]) : 0.0;
+	cs->i3 = t[3] > t[2] ? 0.5 / (t[3] - t[2]) : 0.0;
+}
+
+/* The u weights of cs's trapezoid (ok), each pixel's integral over the
+ * area times scale: wu[0..n-1] on pixels cs->a..; returns n.  The integral
+ * from t0 to s is the three pieces' at s clamped into each, branch-free
+ * (rise (r - t0)^2 / (2 (t1 - t0)), flat, fall d - d^2 / (2 (t3 - t2))
+ * with d = s - t2: each exactly 0 below its piece, a degenerate piece's 0
+ * by its zero width); fill is proj_footprint_col.h's loop of an ISA (the
+ * same floats on each). */
+typedef void (*trap_fill_fn)(const double *, double, double, double, int, int, float *restrict);
+
+static inline int trap_fill(trap_fill_fn fill, const fpf_cs *cs, float *wu)
+{
+	fill(cs->t, cs->i1, cs->i3, cs->s, cs->a, cs->b - cs->a + 1, wu);
+	return cs->b - cs->a + 1;
+}
+
+/* The u weights of a trapezoid with corners t (sorted) times scale, on
+ * pixels *ja..; 0 when it misses the detector (the per-voxel path). */
 static int trap_weights(const double *t, int nu, double scale, float *wu, int *ja)
 {
-	const double total = 0.5 * (t[3] + t[2] - t[1] - t[0]);
-	if (!(total > 0) || t[3] <= -0.5 || t[0] >= nu - 0.5)
+	fpf_cs cs = { .t = { t[0], t[1], t[2], t[3] }, .ok = 1 };
+	trap_prep(&cs, nu, scale);
+	if (!cs.ok)
 		return 0;
-	/* floor by truncation: both arguments are positive here */
-	const int a = t[0] <= -0.5 ? 0 : (int)(t[0] + 0.5);
-	const int b = t[3] >= nu - 0.5 ? nu - 1 : (int)(t[3] + 0.5);
-	const double s = scale / total;
-	const double i1 = t[1] > t[0] ? 0.5 / (t[1] - t[0]) : 0.0, i3 = t[3] > t[2] ? 0.5 / (t[3] - t[2]) : 0.0;
-	double prev = 0.0;
-	for (int j = a - 1; j <= b; j++) {
-		const double e = j + 0.5;
-		const double r = clampd(e, t[0], t[1]) - t[0], d = clampd(e, t[2], t[3]) - t[2];
-		const double cur = r * r * i1 + (clampd(e, t[1], t[2]) - t[1]) + d * (1.0 - d * i3);
-		if (j >= a)
-			wu[j - a] = (float)((cur - prev) * s);
-		prev = cur;
-	}
-	*ja = a;
-	return b - a + 1;
+	*ja = cs.a;
+	return trap_fill(rc_fpf_trap_fill_baseline, &cs, wu);
 }
 
 /* The v weights of a rectangle [lo, hi] (lo < hi): each row's overlap over
@@ -179,32 +361,105 @@ static int rect_weights(double lo, double hi, int nv, float *wv, int *ka)
 	return b - a + 1;
 }
 
-/* A voxel column's footprint on a cone view: the u weights (1/w^2 folded
- * in) and the axial set-up; 0 when it misses the detector.  X: the
- * column's centre (x, y) in mm. */
-static int cone_column(const rc_fpf *f, const double *P, double x, double y, float *wu, int *ja, int *nwu,
-		       rc_fpf_col *c)
+/* The set-up of the voxel column at (x, y) mm on a flat cone view P: the
+ * u weights' trapezoid (1/w^2 folded into the scale) and the axial
+ * set-up. */
+static inline void cone_item(const rc_fpf *f, const double *P, double x, double y, fpf_cs *cs)
 {
 	const double hx = f->hx, hy = f->hy;
 	const double nu_ = P[0] * x + P[1] * y + P[3], w = P[8] * x + P[9] * y + P[11];
-	/* the four corners, then one test of their depths (the loop without
-	 * an exit is two 2-lane divisions) */
-	double t[4], wq[4];
+	/* the four corners, then one test of their depths */
+	double wq[4];
 	for (int q = 0; q < 4; q++) {
 		const double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
 		wq[q] = w + P[8] * sx + P[9] * sy;
-		t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq[q];
+		cs->t[q] = (nu_ + P[0] * sx + P[1] * sy) / wq[q];
 	}
 	const double w01 = wq[0] < wq[1] ? wq[0] : wq[1], w23 = wq[2] < wq[3] ? wq[2] : wq[3];
-	const double wmin = w01 < w23 ? w01 : w23;
-	if (!(wmin > 0))
-		return 0;
-	sort4(t);
+	cs->ok = (w01 < w23 ? w01 : w23) > 0;
+	sort4(cs->t);
 	const double iw = 1.0 / w;
-	if (!(*nwu = trap_weights(t, f->nu, iw * iw, wu, ja)))
+	trap_prep(cs, f->nu, iw * iw);
+	cs->V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) * iw;
+	cs->dv = P[6] * f->vz * iw;
+}
+
+/* A curved cone's trapezoid along u: the fan angles of the four (x, y)
+ * corners of the column at (x, y) in view cv, sorted, in pixel units, and
+ * the column centre's L; 0 when a corner is not in front of the source
+ * (computed all the same: no branches). */
+static inline int cyl_trapezoid(const rc_fpf *f, const double *cv, double x, double y, double *t, double *L)
+{
+	const double hx = f->hx, hy = f->hy;
+	double depth, side, dq[4];
+	cyl_plane(cv, x, y, &depth, &side);
+	for (int q = 0; q < 4; q++) {
+		const double sx = q & 1 ? hx : -hx, sy = q & 2 ? hy : -hy;
+		dq[q] = depth - cv[0] * sx - cv[1] * sy;
+		t[q] = (side - cv[1] * sx + cv[0] * sy) / dq[q];
+	}
+	const double d01 = dq[0] < dq[1] ? dq[0] : dq[1], d23 = dq[2] < dq[3] ? dq[2] : dq[3];
+	/* atan keeps the order of the tangents */
+	sort4(t);
+	for (int q = 0; q < 4; q++)
+		t[q] = rc_atan_bf(t[q]) * f->su + f->cu;
+	*L = sqrt(depth * depth + side * side);
+	return (d01 < d23 ? d01 : d23) > 0;
+}
+
+/* cone_item on a curved cone's view k: 1/L^2 for 1/w^2, v from the
+ * column's L and the view's source height. */
+static inline void cyl_item(const rc_fpf *f, int k, double x, double y, fpf_cs *cs)
+{
+	const double *cv = f->cylv + 5 * (size_t)k;
+	double L;
+	cs->ok = cyl_trapezoid(f, cv, x, y, cs->t, &L);
+	const double iL = 1.0 / L;
+	trap_prep(cs, f->nu, iL * iL);
+	cs->V0 = (f->zw[0] - cv[4]) * f->sv * iL + f->cv;
+	cs->dv = f->sv * f->vz * iL;
+}
+
+/* The set-ups of n items of cone views: item i is view k0 + i dk at
+ * (xs[i], y) (xs NULL: at (x, y)).  One loop without branches (above). */
+static void set_many(const rc_fpf *f, int n, int k0, int dk, const double *xs, double x, double y, fpf_cs *cs)
+{
+	if (f->cyl) {
+		for (int i = 0; i < n; i++)
+			cyl_item(f, k0 + i * dk, xs ? xs[i] : x, y, cs + i);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		cone_item(f, rc_geom_view(f->g, k0 + i * dk)->P, xs ? xs[i] : x, y, cs + i);
+}
+
+/* Item cs's u weights into wu (*nwu of them from pixel *ja) and axial
+ * set-up c; 0 when it misses the detector. */
+static inline int use_item(const rc_fpf *f, trap_fill_fn fill, const fpf_cs *cs, float *wu, int *ja, int *nwu,
+			   rc_fpf_col *c)
+{
+	if (!cs->ok)
 		return 0;
-	const double V0 = (P[4] * x + P[5] * y + P[6] * f->zw[0] + P[7]) * iw;
-	return rc_fpf_col_init(c, V0, P[6] * f->vz * iw, f->nz, f->nv);
+	*nwu = trap_fill(fill, cs, wu);
+	*ja = cs->a;
+	return rc_fpf_col_init(c, cs->V0, cs->dv, f->nz, f->nv);
+}
+
+/* voxel_footprint on a curved cone's view k: the column's trapezoid and
+ * the voxel's two z faces at its L. */
+static int cyl_voxel(const rc_fpf *f, int k, const double *X, float *wu, int *ja, int *nwu, float *wv, int *ka,
+		     int *nwv)
+{
+	const double *cv = f->cylv + 5 * (size_t)k;
+	double t[4], L;
+	if (!cyl_trapezoid(f, cv, X[0], X[1], t, &L))
+		return 0;
+	const double iL = 1.0 / L, hz = 0.5 * f->vz;
+	if (!(*nwu = trap_weights(t, f->nu, iL * iL, wu, ja)))
+		return 0;
+	const double va = (X[2] - hz - cv[4]) * f->sv * iL + f->cv, vb = (X[2] + hz - cv[4]) * f->sv * iL + f->cv;
+	*nwv = rect_weights(va, vb, f->nv, wv, ka);
+	return *nwv > 0;
 }
 
 /* A voxel's footprint on any view: u weights (1/w^2 folded in) and v
@@ -247,6 +502,7 @@ struct fpf_ctx {
 	rc_fpf *f;
 	fwd_col_fn fwd;
 	bwd_col_fn bwd;
+	trap_fill_fn fill;
 	const float *vol;
 	const float *xt; /* vol z-fastest, or NULL */
 	float *volw;
@@ -257,7 +513,19 @@ struct fpf_ctx {
 
 static float *worker_scratch(const rc_fpf *f, int worker) { return f->scratch + (size_t)worker * f->scratch_floats; }
 
-static int view_is_cone(const rc_fpf *f, const double *P) { return !f->general && P[2] == 0 && P[10] == 0; }
+/* The gain of pixels i0 .. i0 + m - 1 of row j: the splat pair's on a flat
+ * detector, the row's on a curved one. */
+static void gain_line(const rc_fpf *f, const rc_splat_gain *gn, int i0, int j, int m, float *gain)
+{
+	if (!f->cyl) {
+		rc_splat_gain_line(gn, i0, j, 0, m, gain);
+		return;
+	}
+	for (int i = 0; i < m; i++)
+		gain[i] = f->cylg[j];
+}
+
+static int view_is_cone(const rc_fpf *f, int k) { return f->cone[k]; }
 
 static void fwd_task(void *arg, long t, int worker)
 {
@@ -269,9 +537,14 @@ static void fwd_task(void *arg, long t, int worker)
 	float *img = f->img + (size_t)worker * f->view_floats;
 	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *col = wv + f->nv + f->nz;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
-	const int cone = view_is_cone(f, P);
+	const int cone = view_is_cone(f, k);
+	fpf_cs *cs = f->cs + (size_t)worker * (size_t)f->cs_items;
 	memset(img, 0, f->view_floats * sizeof(float));
-	for (int iy = 0; iy < v->ny; iy++)
+	for (int iy = 0; iy < v->ny; iy++) {
+		double Y[3];
+		rc_volume_voxel_pos(v, 0, iy, 0, Y);
+		if (cone)
+			set_many(f, v->nx, k, 0, f->xw, 0.0, Y[1], cs);
 		for (int ix = 0; ix < v->nx; ix++) {
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 			double X[3];
@@ -279,7 +552,7 @@ static void fwd_task(void *arg, long t, int worker)
 			if (cone) {
 				rc_fpf_col cc;
 				int ja, nwu;
-				if (!cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
+				if (!use_item(f, c->fill, cs + ix, wu, &ja, &nwu, &cc))
 					continue;
 				const float *a = c->xt ? c->xt + at * (size_t)v->nz : col;
 				for (int z = 0; !c->xt && z < v->nz; z++)
@@ -291,7 +564,8 @@ static void fwd_task(void *arg, long t, int worker)
 				const float x = c->vol[at + (size_t)z * plane];
 				int ja, nwu, ka, nwv;
 				X[2] = f->zw[z];
-				if (x == 0.0f || !voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv))
+				if (x == 0.0f || !(f->cyl ? cyl_voxel(f, k, X, wu, &ja, &nwu, wv, &ka, &nwv)
+								: voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv)))
 					continue;
 				for (int j = 0; j < nwu; j++) {
 					float *o = img + (size_t)(ja + j) * (size_t)nv + ka;
@@ -301,6 +575,7 @@ static void fwd_task(void *arg, long t, int worker)
 				}
 			}
 		}
+	}
 	rc_splat_gain gn;
 	float gain[RC_SPLAT_GAIN_CHUNK];
 	rc_splat_gain_init(f->g, k, &gn);
@@ -309,7 +584,7 @@ static void fwd_task(void *arg, long t, int worker)
 		const float *in = img + j;
 		for (int i0 = 0; i0 < f->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
 			int m = f->nu - i0 < RC_SPLAT_GAIN_CHUNK ? f->nu - i0 : RC_SPLAT_GAIN_CHUNK;
-			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			gain_line(f, &gn, i0, j, m, gain);
 			for (int i = 0; i < m; i++)
 				out[i0 + i] = in[(size_t)(i0 + i) * (size_t)nv] * gain[i];
 		}
@@ -320,6 +595,8 @@ static const fwd_col_fn fwd_fns[RC_ISA_COUNT] = { rc_fpf_fwd_col_baseline, rc_fp
 						  rc_fpf_fwd_col_avx512 };
 static const bwd_col_fn bwd_fns[RC_ISA_COUNT] = { rc_fpf_bwd_col_baseline, rc_fpf_bwd_col_avx2,
 						  rc_fpf_bwd_col_avx512 };
+static const trap_fill_fn fill_fns[RC_ISA_COUNT] = { rc_fpf_trap_fill_baseline, rc_fpf_trap_fill_avx2,
+						     rc_fpf_trap_fill_avx512 };
 
 int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, float *proj, int first, int last,
 		    rc_err *err)
@@ -334,11 +611,12 @@ int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, 
 				       ((size_t)f->threads * f->view_floats * sizeof(float)) >> 20);
 	}
 	struct fpf_ctx c = { .f = f, .vol = vol, .projw = proj, .first = first,
-			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE],
+			     .fill = fill_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
 	/* only the cone views' column path reads the z-fastest copy */
 	int any_cone = 0;
 	for (int k = first; k < last && !any_cone; k++)
-		any_cone = view_is_cone(f, rc_geom_view(f->g, k)->P);
+		any_cone = view_is_cone(f, k);
 	c.xt = any_cone ? rc_zfast_fill(&f->zf, v, vol, pool) : NULL;
 	rc_pool_run(pool, last - first, fwd_task, &c);
 	return 0;
@@ -361,7 +639,7 @@ static void gain_task(void *arg, long t, int worker)
 		const float *in = c->proj + rc_geom_row_offset(f->g, k, j);
 		for (int i0 = 0; i0 < f->nu; i0 += RC_SPLAT_GAIN_CHUNK) {
 			int m = f->nu - i0 < RC_SPLAT_GAIN_CHUNK ? f->nu - i0 : RC_SPLAT_GAIN_CHUNK;
-			rc_splat_gain_line(&gn, i0, j, 0, m, gain);
+			gain_line(f, &gn, i0, j, m, gain);
 			for (int i = 0; i < m; i++)
 				dst[(size_t)(i0 + i) * (size_t)nv + (size_t)j] = in[i0 + i] * gain[i];
 		}
@@ -376,26 +654,32 @@ static void bwd_task(void *arg, long iy, int worker)
 	const rc_volume_desc *v = rc_geom_volume(f->g);
 	const int nv = f->nv;
 	float *wu = worker_scratch(f, worker), *wv = wu + f->nu, *acc = wv + f->nv + f->nz;
+	fpf_cs *cs = f->cs + (size_t)worker * (size_t)f->cs_items;
 	const size_t plane = (size_t)v->nx * (size_t)v->ny;
 	for (int ix = 0; ix < v->nx; ix++) {
 		const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 		double X[3];
 		rc_volume_voxel_pos(v, ix, (int)iy, 0, X);
 		memset(acc, 0, (size_t)v->nz * sizeof(float));
+		/* the column's set-up on every view of the block (the views not
+		 * on the cone path do not read theirs) */
+		set_many(f, c->nblk, c->first, 1, NULL, X[0], X[1], cs);
 		for (int t = 0; t < c->nblk; t++) {
-			const double *P = rc_geom_view(f->g, c->first + t)->P;
+			const int k = c->first + t;
+			const double *P = rc_geom_view(f->g, k)->P;
 			const float *img = f->blk + (size_t)t * f->view_floats;
-			if (view_is_cone(f, P)) {
+			if (view_is_cone(f, k)) {
 				rc_fpf_col cc;
 				int ja, nwu;
-				if (cone_column(f, P, X[0], X[1], wu, &ja, &nwu, &cc))
+				if (use_item(f, c->fill, cs + t, wu, &ja, &nwu, &cc))
 					c->bwd(acc, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 				continue;
 			}
 			for (int z = 0; z < v->nz; z++) {
 				int ja, nwu, ka, nwv;
 				X[2] = f->zw[z];
-				if (!voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv))
+				if (!(f->cyl ? cyl_voxel(f, k, X, wu, &ja, &nwu, wv, &ka, &nwv)
+					     : voxel_footprint(f, P, X, wu, &ja, &nwu, wv, &ka, &nwv)))
 					continue;
 				float s = 0.0f;
 				for (int j = 0; j < nwu; j++) {
@@ -431,7 +715,8 @@ int rc_bp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 		f->blk_views = n;
 	}
 	struct fpf_ctx c = { .f = f, .proj = proj, .volw = vol,
-			     .bwd = bwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+			     .bwd = bwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE],
+			     .fill = fill_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
 	for (int b0 = first; b0 < last; b0 += f->blk_views) {
 		c.first = b0;
 		c.nblk = last - b0 < f->blk_views ? last - b0 : f->blk_views;

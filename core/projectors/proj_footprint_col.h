@@ -60,6 +60,16 @@ void rc_fpf_fwd_col_avx2(const float *restrict a, const rc_fpf_col *c, const flo
 			 float *restrict img, int nv, float *restrict t);
 void rc_fpf_fwd_col_avx512(const float *restrict a, const rc_fpf_col *c, const float *restrict wu, int nwu,
 			   float *restrict img, int nv, float *restrict t);
+/* The u weights of a sorted trapezoid t (proj_footprint.c's trap_fill):
+ * wu[i], i = 0 .. n - 1, the integral over pixel a + i times s, the
+ * integral up to edge e being (r^2 i1 + (clamp(e, t1, t2) - t1)) + d (1 -
+ * d i3) with r = clamp(e, t0, t1) - t0, d = clamp(e, t2, t3) - t2.  Every
+ * ISA computes the same double expressions, so the weights are the same
+ * floats on each. */
+void rc_fpf_trap_fill_baseline(const double *t, double i1, double i3, double s, int a, int n, float *restrict wu);
+void rc_fpf_trap_fill_avx2(const double *t, double i1, double i3, double s, int a, int n, float *restrict wu);
+void rc_fpf_trap_fill_avx512(const double *t, double i1, double i3, double s, int a, int n, float *restrict wu);
+
 void rc_fpf_bwd_col_baseline(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
 			     const float *restrict img, int nv, float *restrict t);
 void rc_fpf_bwd_col_avx2(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
@@ -209,7 +219,55 @@ static inline __attribute__((always_inline)) void bwd_vox16(const float *restric
 }
 #define fwd_rows_vec fwd_rows16
 #define bwd_vox_vec bwd_vox16
+
+/* The trapezoid's integral up to the 8 edges e (trap_fill's expression,
+ * the same operations in the same order). */
+static inline __attribute__((always_inline)) __m512d trap_cum8(__m512d e, const double *t, __m512d i1, __m512d i3)
+{
+	const __m512d t0 = _mm512_set1_pd(t[0]), t1 = _mm512_set1_pd(t[1]), t2 = _mm512_set1_pd(t[2]),
+		      t3 = _mm512_set1_pd(t[3]);
+	/* clamp(x, lo, hi) = x < lo ? lo : x, then x > hi ? hi : x: max, then min */
+	const __m512d r = _mm512_sub_pd(_mm512_min_pd(t1, _mm512_max_pd(t0, e)), t0);
+	const __m512d d = _mm512_sub_pd(_mm512_min_pd(t3, _mm512_max_pd(t2, e)), t2);
+	const __m512d f = _mm512_sub_pd(_mm512_min_pd(t2, _mm512_max_pd(t1, e)), t1);
+	const __m512d rise = _mm512_add_pd(_mm512_mul_pd(_mm512_mul_pd(r, r), i1), f);
+	const __m512d fall = _mm512_mul_pd(d, _mm512_sub_pd(_mm512_set1_pd(1.0), _mm512_mul_pd(d, i3)));
+	return _mm512_add_pd(rise, fall);
+}
 #endif
+
+void RC_FPF_CAT(rc_fpf_trap_fill, RC_FPF_SUFFIX)(const double *t, double i1, double i3, double s, int a, int n,
+						  float *restrict wu)
+{
+#ifdef __AVX512F__
+	/* 8 pixels a step: the integral at their lower and upper edges, no
+	 * loop-carried sum and no branch on n within a step (the scalar
+	 * loop's exit, 3-6 pixels at ratios 1-4, mispredicted) */
+	const __m512d lane = _mm512_setr_pd(0, 1, 2, 3, 4, 5, 6, 7), one = _mm512_set1_pd(1.0);
+	const __m512d vi1 = _mm512_set1_pd(i1), vi3 = _mm512_set1_pd(i3), vs = _mm512_set1_pd(s);
+	for (int i = 0; i < n; i += 8) {
+		const __mmask8 m = (__mmask8)(n - i >= 8 ? 0xffu : (1u << (n - i)) - 1u);
+		/* edge a + i + l - 1/2: the same double as the scalar loop's j + 0.5 */
+		const __m512d lo = _mm512_add_pd(_mm512_add_pd(_mm512_set1_pd((double)(a + i)), lane),
+						 _mm512_set1_pd(-0.5));
+		const __m512d hi = _mm512_add_pd(lo, one);
+		const __m512d w = _mm512_mul_pd(_mm512_sub_pd(trap_cum8(hi, t, vi1, vi3), trap_cum8(lo, t, vi1, vi3)), vs);
+		_mm256_mask_storeu_ps(wu + i, m, _mm512_cvtpd_ps(w));
+	}
+#else
+	double prev = 0.0;
+	for (int j = a - 1; j < a + n; j++) {
+		const double e = j + 0.5;
+		const double r = (e < t[0] ? t[0] : e > t[1] ? t[1] : e) - t[0];
+		const double d = (e < t[2] ? t[2] : e > t[3] ? t[3] : e) - t[2];
+		const double f = (e < t[1] ? t[1] : e > t[2] ? t[2] : e) - t[1];
+		const double cur = r * r * i1 + f + d * (1.0 - d * i3);
+		if (j >= a)
+			wu[j - a] = (float)((cur - prev) * s);
+		prev = cur;
+	}
+#endif
+}
 
 void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc_fpf_col *c,
 						const float *restrict wu, int nwu, float *restrict img, int nv,

@@ -48,8 +48,8 @@ still judges the answer):
     splat        projector splat only where voxels project at most a pixel
                  apart (a ratio of voxel size, pixel size and distances):
                  becomes raycast
-    footprint    projector footprint only on the CPU engine (auto, cpu) and a
-                 flat detector (422): becomes raycast
+    footprint    projector footprint only on the CPU engine (auto, cpu) (422):
+                 becomes raycast
     push         output.push names only destinations the operator
                  configured (none here): becomes []
     birth date   dicom.patient_birth_date is a calendar date (no 31 April)
@@ -282,9 +282,8 @@ def _fit_algorithm(spec):
     # execution.ranks > 1 is the operator's to allow (--mpi-max-ranks; none here)
     if ex.get("ranks", 1) > 1:
         ex["ranks"] = 1
-    # the footprint pair: the CPU engine on a flat detector (422 elsewhere)
-    if a.get("projector") == "footprint" and (g.get("detector", {}).get("shape") == "curved"
-                                              or ex.get("engine") not in (None, "auto", "cpu")):
+    # the footprint pair: the CPU engine, flat or curved detector (422 elsewhere)
+    if a.get("projector") == "footprint" and ex.get("engine") not in (None, "auto", "cpu"):
         a["projector"] = "raycast"
     if "subsets" in a:
         a["subsets"] = min(a["subsets"], _views(g))

@@ -176,10 +176,12 @@ def cylinder_case(c, ells, vol, ref, mask):
     ew = pm.rel_error(xw, ref, mask)
     log("cylinder data read as a flat detector: %.4f" % ew)
     check("the cylinder's data read as flat are further off (%.4f > 1.1 x %.4f)" % (ew, e), ew > 1.1 * e)
-    xc, _ = send(c, "rtk cylinder cgls", geom, vol, data, dict(PLAIN, name="cgls", iterations=10))
+    xc, jc = send(c, "rtk cylinder cgls", geom, vol, data, dict(PLAIN, name="cgls", iterations=10))
     ec = pm.rel_error(xc, ref, mask)
-    log("cylinder: recond CGLS 10 %.4f" % ec)
+    log("cylinder: recond CGLS 10 %.4f (projector %s)" % (ec, jc.get("projector")))
     check("CGLS runs on the cylindrical detector (error %.4f < 0.3)" % ec, ec < 0.3)
+    check("projector auto runs the footprint pair on the cylinder", jc.get("projector") == "footprint",
+          str(jc.get("projector")))
 
 
 def main():

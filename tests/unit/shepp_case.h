@@ -8,7 +8,9 @@
  * A file that defines SHEPP_CASE_PIXEL_VOXELS first gets pixels of that many
  * voxels (1.5: voxels project up to ~1.05 pixel apart, so the CPU engine
  * runs the footprint pair; 1.75: at most ~0.9, the splat pair), and one
- * that defines SHEPP_CASE_DETECTOR_PIXELS(n) that many pixels per side.
+ * that defines SHEPP_CASE_DETECTOR_PIXELS(n) that many pixels per side, and
+ * one that defines SHEPP_CASE_SHAPE a detector of that shape (flat unless
+ * told: RC_DETECTOR_CURVED is the cylinder, du an arc length).
  */
 #ifndef RC_TEST_SHEPP_CASE_H
 #define RC_TEST_SHEPP_CASE_H
@@ -25,6 +27,9 @@
 #endif
 #ifndef SHEPP_CASE_DETECTOR_PIXELS
 #define SHEPP_CASE_DETECTOR_PIXELS(n) ((n) * 5 / 4)
+#endif
+#ifndef SHEPP_CASE_SHAPE
+#define SHEPP_CASE_SHAPE RC_DETECTOR_FLAT
 #endif
 
 typedef struct shepp_case {
@@ -52,7 +57,7 @@ static int shepp_case_new(int n, int nviews, double fov, shepp_case *c)
 	c->nd = SHEPP_CASE_DETECTOR_PIXELS(n);
 	rc_geom_spec sp = { .type = RC_GEOM_CONE, .nviews = nviews,
 			    .det = { .nu = c->nd, .nv = c->nd, .du = SHEPP_CASE_PIXEL_VOXELS * vx,
-				     .dv = SHEPP_CASE_PIXEL_VOXELS * vx },
+				     .dv = SHEPP_CASE_PIXEL_VOXELS * vx, .shape = SHEPP_CASE_SHAPE },
 			    .source_isocenter_mm = 1000, .source_detector_mm = 1500, .angles_deg = angles };
 	if (rc_geom_new(&sp, &vol, NULL, &c->g, &err))
 		goto out;

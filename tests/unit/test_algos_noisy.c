@@ -143,7 +143,7 @@ static int setup(void **state)
 		      E->splat ? "splat" : E->footprint ? "footprint" : "ray casting", rc_splat_max_step(F.g), rel);
 	if (rel < RC_TV_REF_NOISE)
 		return -1;
-	if (RC_NOISY_FOOTPRINT && (E->splat || !E->footprint))
+	if (RC_NOISY_FOOTPRINT && (E->splat || !E->footprint || !E->footprint_auto))
 		return -1;
 	return E->splat == RC_NOISY_SPLAT ? 0 : -1;
 }

@@ -331,7 +331,8 @@ static void memory_scales_and_saturates(void **state)
 /* The footprint pair's buffers are in the figure where the pair runs:
  * asked for, or auto where voxels project more than a pixel apart (the
  * issue's 1.25 ratio: 2 mm voxels, 2.4 mm pixels, magnification 1.5);
- * not with ray casting, nor auto where the splat pair runs. */
+ * not with ray casting, nor auto where the splat pair runs; on a
+ * cylindrical detector the same. */
 static void memory_counts_footprint(void **state)
 {
 	(void)state;
@@ -351,6 +352,12 @@ static void memory_counts_footprint(void **state)
 	rc_recon_spec sp = mem_cone(128, 0.5, 210, 256, 200, 1.0, 1000, 1500, RC_ALGO_SIRT, PLAIN), sr = sp;
 	sr.algo.projector = RC_PROJECTOR_RAYCAST;
 	assert_true(rc_plan_memory(&sp, 0) == rc_plan_memory(&sr, 0));
+	/* a cylindrical detector, which has no splat pair: auto runs the
+	 * footprint pair at the issue's step, ray casting's at that one */
+	rc_recon_spec cp = sp, cr = sr, ca = a;
+	cp.geom.det.shape = cr.geom.det.shape = ca.geom.det.shape = RC_DETECTOR_CURVED;
+	assert_true(rc_plan_memory(&cp, 0) == rc_plan_memory(&cr, 0));
+	assert_true(rc_plan_memory(&ca, 0) == rc_plan_memory(&f, 0));
 	/* a longer stack: the block is 64 MiB of whole views */
 	rc_recon_spec s = f;
 	s.geom.nviews = 1000;

@@ -270,6 +270,7 @@ int rc_backend_host_new(rc_exec *x, rc_backend **ret, rc_err *err)
 	snprintf(h->base.name, sizeof h->base.name, "%s", rc_exec_name(x));
 	h->base.caps = RC_BK_HOST | RC_BK_FDK | (rc_exec_splat(x) ? RC_BK_SPLAT : 0u) |
 		       (rc_exec_footprint(x) ? RC_BK_FOOTPRINT : 0u) |
+		       (rc_exec_footprint_auto(x) ? RC_BK_FOOTPRINT_AUTO : 0u) |
 		       (rc_exec_engines(x) > 1 ? RC_BK_SPLIT : 0u);
 	h->x = x;
 	h->nvox = rc_volume_count(rc_geom_volume(g));

@@ -38,19 +38,21 @@ struct cpu_engine {
 };
 
 /* plane: the call is one the CPU engine runs on a fan or parallel stack
- * (RC_FP_RAYCAST, RC_BP_VOXEL, RC_BP_MATCHED). */
+ * (RC_FP_RAYCAST, RC_BP_VOXEL, RC_BP_MATCHED); curved: one it runs on a
+ * cone with a curved detector (those and the footprint pair). */
 static int check_call(struct cpu_engine *c, int first, int last, const void *in, const void *out, int plane,
-		      rc_err *err)
+		      int curved, rc_err *err)
 {
 	const rc_geom *g = c->base.geom;
 	if (rc_geom_is_2d(g) && !plane)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
 			       "the CPU engine projects fan and parallel geometries by ray casting (Joseph) and "
 			       "back-projects them voxel-driven or matched; not by rotation, splatting or footprints");
-	if (!rc_geom_is_2d(g) && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED && !plane)
+	if (!rc_geom_is_2d(g) && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED && !curved)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.shape",
-			       "the CPU engine projects a cone with a curved detector by ray casting and "
-			       "back-projects it voxel-driven or matched; not by rotation, splatting or footprints");
+			       "the CPU engine projects a cone with a curved detector by ray casting or footprints "
+			       "and back-projects it voxel-driven, matched or by footprints; not by rotation or "
+			       "splatting");
 	if (first < 0 || last > rc_geom_nviews(g) || first > last)
 		return rc_fail(err, RC_EINVAL, "", "view range [%d, %d) is outside 0..%d", first, last,
 			       rc_geom_nviews(g));
@@ -63,7 +65,8 @@ static int cpu_forward_run(rc_engine *e, rc_fp_kind kind, const float *vol, floa
 		       int last, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
-	int rc = check_call(c, first, last, vol, proj, kind == RC_FP_RAYCAST, err);
+	int rc = check_call(c, first, last, vol, proj, kind == RC_FP_RAYCAST,
+			    kind == RC_FP_RAYCAST || kind == RC_FP_FOOTPRINT, err);
 	if (rc)
 		return rc;
 	if (rc_geom_is_2d(e->geom))
@@ -86,8 +89,8 @@ static int cpu_forward_run(rc_engine *e, rc_fp_kind kind, const float *vol, floa
 	case RC_FP_FOOTPRINT:
 		if (!e->footprint)
 			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-				       "the footprint pair needs a flat detector and a volume in front of every "
-				       "source; use ray casting");
+				       "the footprint pair needs a cone or matrices geometry with the volume in front "
+				       "of every source; use ray casting");
 		if (!c->fpf && (rc = rc_fpf_new(e->geom, rc_pool_threads(c->pool), &c->fpf, err)))
 			return rc;
 		return rc_fp_footprint(c->fpf, c->pool, c->isa, vol, proj, first, last, err);
@@ -116,7 +119,8 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 			int last, int accumulate, rc_err *err)
 {
 	struct cpu_engine *c = (struct cpu_engine *)e;
-	int rc = check_call(c, first, last, proj, vol, kind == RC_BP_VOXEL || kind == RC_BP_MATCHED, err);
+	const int plane = kind == RC_BP_VOXEL || kind == RC_BP_MATCHED;
+	int rc = check_call(c, first, last, proj, vol, plane, plane || kind == RC_BP_FOOTPRINT, err);
 	if (rc)
 		return rc;
 	if (accumulate && (kind == RC_BP_MATCHED || kind == RC_BP_FOOTPRINT))
@@ -144,8 +148,8 @@ static int cpu_back_run(rc_engine *e, rc_bp_kind kind, const float *proj, float 
 	case RC_BP_FOOTPRINT:
 		if (!e->footprint)
 			return rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
-				       "the footprint pair needs a flat detector and a volume in front of every "
-				       "source; use the matched ray-casting pair");
+				       "the footprint pair needs a cone or matrices geometry with the volume in front "
+				       "of every source; use the matched ray-casting pair");
 		if (!c->fpf && (rc = rc_fpf_new(e->geom, rc_pool_threads(c->pool), &c->fpf, err)))
 			return rc;
 		return rc_bp_footprint(c->fpf, c->pool, c->isa, proj, vol, first, last, err);
@@ -268,6 +272,7 @@ int rc_engine_cpu_new(const rc_geom *g, int threads, rc_engine **ret, rc_err *er
 	 * pair alone) */
 	c->base.splat = rc_dev_splat_suits(g);
 	c->base.footprint = !rc_geom_is_2d(g) && rc_footprint_suits(g) && !getenv("RECOND_NO_FOOTPRINT");
+	c->base.footprint_auto = c->base.footprint && rc_footprint_auto_suits(g);
 	*ret = &c->base;
 	return 0;
 out_free:
