@@ -116,13 +116,17 @@ static void scan(struct reach *r, const struct sampling *sp)
 	int nviews = rc_geom_nviews(r->g);
 	int cols = det->nu < sp->cols ? det->nu : sp->cols;
 	int rstep = (det->nv + sp->rows - 1) / sp->rows;
+	/* rows skipped between two sampled ones may cross the slab: where the
+	 * crossing changes, both rows' reach counts (the rows between lie
+	 * between their rays) */
+	int pad = sp->pad || rstep > 1;
 	for (int k = 0; k < nviews; k = k + sp->vstep < nviews || k == nviews - 1 ? k + sp->vstep : nviews - 1) {
 		double pa = 0, pb = 0;
 		int pcross = -1, phit = 0;
 		for (int j = 0;; j = j + rstep < det->nv ? j + rstep : det->nv - 1) {
 			double a, b;
 			int hit, cross = sample_row(r, k, j, cols, &a, &b, &hit);
-			if (sp->pad && hit && phit && pcross >= 0 && cross != pcross) {
+			if (pad && hit && phit && pcross >= 0 && cross != pcross) {
 				r->zmin = fmin(r->zmin, fmin(a, pa));
 				r->zmax = fmax(r->zmax, fmax(b, pb));
 			}

@@ -256,8 +256,9 @@ int rc_footprint_suits(const rc_geom *g);
  * pair is on a flat detector). */
 int rc_footprint_auto_suits(const rc_geom *g);
 /* A curved cone's largest projected voxel step (pixels, in u or in v)
- * over the volume's eight corner voxels and every view, by central
- * differences of rc_geom_cyl_project over a voxel; infinity elsewhere. */
+ * over the volume's eight corner voxels and each view's voxels nearest its
+ * source in the plane, by central differences of rc_geom_cyl_project over
+ * a voxel; infinity elsewhere. */
 double rc_footprint_cyl_step(const rc_geom *g);
 int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err);
 void rc_fpf_free(rc_fpf *f);

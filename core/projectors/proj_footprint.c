@@ -141,26 +141,50 @@ int rc_footprint_suits(const rc_geom *g)
 	return isfinite(rc_splat_max_step(g));
 }
 
+/* The larger pixel step of a voxel of sizes s centred at X in view k of a
+ * curved cone, along each axis. */
+static double cyl_step_at(const rc_geom *g, int k, const double X[3], const double s[3])
+{
+	double worst = 0;
+	for (int i = 0; i < 3; i++) {
+		double a[3] = { X[0], X[1], X[2] }, b[3] = { X[0], X[1], X[2] }, ua, va, ub, vb, L;
+		a[i] -= 0.5 * s[i];
+		b[i] += 0.5 * s[i];
+		rc_geom_cyl_project(g, k, a, &ua, &va, &L);
+		rc_geom_cyl_project(g, k, b, &ub, &vb, &L);
+		worst = fmax(worst, fmax(fabs(ub - ua), fabs(vb - va)));
+	}
+	return worst;
+}
+
+static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* The largest step over the box's corners and, per view, the voxels of
+ * the box nearest the source in the plane (L is not linear: its least
+ * value may lie on a face, not at a corner), at both z ends. */
 double rc_footprint_cyl_step(const rc_geom *g)
 {
 	if (!is_curved_cone(g))
 		return INFINITY;
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const double s[3] = { v->vx, v->vy, v->vz };
-	double worst = 0;
-	for (int k = 0; k < rc_geom_nviews(g); k++)
-		for (int c = 0; c < 8; c++) {
+	double lo[3], hi[3], worst = 0;
+	rc_volume_voxel_pos(v, 0, 0, 0, lo);
+	rc_volume_voxel_pos(v, v->nx - 1, v->ny - 1, v->nz - 1, hi);
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		for (int c = 0; c < 10; c++) {
 			double X[3];
-			rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
-			for (int i = 0; i < 3; i++) {
-				double a[3] = { X[0], X[1], X[2] }, b[3] = { X[0], X[1], X[2] }, ua, va, ub, vb, L;
-				a[i] -= 0.5 * s[i];
-				b[i] += 0.5 * s[i];
-				rc_geom_cyl_project(g, k, a, &ua, &va, &L);
-				rc_geom_cyl_project(g, k, b, &ub, &vb, &L);
-				worst = fmax(worst, fmax(fabs(ub - ua), fabs(vb - va)));
+			if (c < 8) {
+				X[0] = c & 1 ? hi[0] : lo[0], X[1] = c & 2 ? hi[1] : lo[1], X[2] = c & 4 ? hi[2] : lo[2];
+			} else {
+				X[0] = clampd(vw->src[0], fmin(lo[0], hi[0]), fmax(lo[0], hi[0]));
+				X[1] = clampd(vw->src[1], fmin(lo[1], hi[1]), fmax(lo[1], hi[1]));
+				X[2] = c == 8 ? lo[2] : hi[2];
 			}
+			worst = fmax(worst, cyl_step_at(g, k, X, s));
 		}
+	}
 	return worst;
 }
 

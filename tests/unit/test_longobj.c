@@ -261,6 +261,20 @@ static void reach_against_formula(void **state)
 	assert_int_equal(e.run.nz, s.vol.nz + e.below + e.above);
 	assert_int_equal(e.z0, e.below);
 	assert_true(rc_extent_bound_nz(&s) >= e.run.nz);
+	/* a detector of more rows than the scan samples (the same height in
+	 * rows 20 times finer): the rows between two sampled ones count, so
+	 * it reaches no less */
+	rc_recon_spec fine = s;
+	fine.geom.det.nv *= 20;
+	fine.geom.det.dv /= 20;
+	fine.algo.name = RC_ALGO_CGLS;
+	rc_geom *gf = NULL;
+	assert_int_equal(rc_geom_new(&fine.geom, &fine.vol, NULL, &gf, &err), 0);
+	rc_extent ef;
+	rc_extent_plan(gf, NULL, RC_EXTEND_ON, &ef);
+	print_message("%d rows: reach %d below, %d above\n", fine.geom.det.nv, ef.below, ef.above);
+	assert_true(ef.below >= e.below && ef.above >= e.above);
+	rc_geom_free(gf);
 	/* "off" and fdk: the asked volume */
 	rc_extent_plan(g, NULL, RC_EXTEND_OFF, &e);
 	assert_int_equal(e.run.nz, s.vol.nz);
