@@ -185,6 +185,22 @@ void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_exte
 	e->z0 = below;
 }
 
+void rc_extent_decide(const rc_recon_spec *s, const rc_geom *ga, const float *proj, rc_extent *e)
+{
+	memset(e, 0, sizeof *e);
+	e->run = s->vol;
+	e->mass_beyond = -1;
+	if (s->algo.name == RC_ALGO_FDK)
+		return;
+	rc_extent_plan(ga, proj, s->algo.extend, e); /* 2-D and off: the asked volume */
+	rc_geom *gx = NULL;
+	if (e->run.nz != s->vol.nz && rc_geom_new(&s->geom, &e->run, NULL, &gx, NULL)) {
+		e->run = s->vol;
+		e->z0 = 0;
+	}
+	rc_geom_free(gx);
+}
+
 int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err *err)
 {
 	memset(e, 0, sizeof *e);
@@ -193,16 +209,10 @@ int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err
 	if (s->algo.name == RC_ALGO_FDK || s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL ||
 	    s->algo.extend == RC_EXTEND_OFF)
 		return 0;
-	rc_geom *g = NULL, *gx = NULL;
+	rc_geom *g = NULL;
 	int rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err);
 	if (!rc)
-		rc_extent_plan(g, proj, s->algo.extend, e);
-	/* as rc_recon_run: an extended volume its geometry refuses is not run */
-	if (!rc && e->run.nz != s->vol.nz && rc_geom_new(&s->geom, &e->run, NULL, &gx, NULL)) {
-		e->run = s->vol;
-		e->z0 = 0;
-	}
-	rc_geom_free(gx);
+		rc_extent_decide(s, g, proj, e);
 	rc_geom_free(g);
 	return rc;
 }

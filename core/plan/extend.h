@@ -72,6 +72,11 @@ void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_exte
  * of the run's state (checkpoints) before it. */
 int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err *err);
 
+/* rc_extent_of's decision on the asked geometry ga already built: fdk,
+ * extend off and 2-D geometries run the asked volume; an extension whose
+ * geometry cannot be built (a source inside it) falls back to it. */
+void rc_extent_decide(const rc_recon_spec *s, const rc_geom *ga, const float *proj, rc_extent *e);
+
 /* An upper bound of the extended run's nz from the spec alone (the
  * memory prediction, memory.c): s->vol.nz for fdk, fan, parallel and
  * extend off; for a cone the reach of rays from a source at distance D

@@ -206,6 +206,7 @@ struct counted {
 	float *run_vol, *vol;
 	size_t slice, asked;
 	int z0;
+	double copy_s, copied_at; /* the last download of the iterate: its time, when */
 };
 
 /* The asked slices of an extended run's volume into the caller's. */
@@ -228,10 +229,18 @@ static int c_iterate(void *ud, rc_backend *b, const rc_vec *x, int iteration)
 	struct counted *c = ud;
 	if (c->run_vol == c->vol)
 		return c->user->iterate(c->user->ud, b, x, iteration);
+	/* a device backend's download of the whole extended volume is not
+	 * free: at most every 20 downloads' time (5 % of the run); the hook
+	 * sees the slices of the last one (the result is cropped after) */
+	double now = rc_now_s();
+	if (c->copied_at > 0 && now - c->copied_at < 20.0 * c->copy_s)
+		return c->user->iterate(c->user->ud, b, NULL, iteration);
 	rc_err e;
 	if (rc_bk_download(b, x, c->run_vol, &e))
 		return 0; /* a preview missed is not the run failed */
 	crop(c);
+	c->copied_at = rc_now_s();
+	c->copy_s = c->copied_at - now;
 	return c->user->iterate(c->user->ud, b, NULL, iteration);
 }
 
@@ -295,11 +304,11 @@ int rc_recon_run(const rc_recon_spec *s, const float *proj, float *vol,
 	 * asked one passed (the memory prediction counts the extension) */
 	rc_recon_spec sr = *s;
 	rc_extent ext;
-	memset(&ext, 0, sizeof ext);
-	ext.run = s->vol;
-	ext.mass_beyond = -1;
-	if (s->algo.name != RC_ALGO_FDK)
-		rc_extent_plan(ga, proj, s->algo.extend, &ext);
+	if (s->extent && s->extent->run.nx == s->vol.nx && s->extent->run.ny == s->vol.ny &&
+	    s->extent->run.nz >= s->vol.nz)
+		ext = *s->extent;
+	else
+		rc_extent_decide(s, ga, proj, &ext);
 	report->run_nz = ext.run.nz;
 	report->run_z0 = ext.z0;
 	report->mass_beyond = ext.mass_beyond;

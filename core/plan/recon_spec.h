@@ -38,6 +38,10 @@ typedef struct rc_recon_spec {
 	 * it before inner.  Reports and the residual use inner. */
 	int (*wrap)(void *ud, rc_backend *inner, rc_backend **ret, rc_err *err);
 	void *wrap_ud;
+	/* Optional (NULL: rc_recon_run decides): the run's extent as
+	 * rc_extent_of found it for this spec and data (extend.h), so a
+	 * caller that sized its checkpoints by it does not scan twice */
+	const struct rc_extent *extent;
 } rc_recon_spec;
 
 /* What ran, for the job's status: per device, the views of each task, the

@@ -102,6 +102,8 @@ static struct {
 
 static volatile sig_atomic_t stop_signal; /* the signal that set cancel_flag */
 static json_t *memory_plan; /* the plan that ran (spec.h job_spec_plan), for the report */
+static rc_extent run_extent; /* the run's extent where checkpoint_setup found it */
+static int have_extent;
 static json_t *ranks_info; /* a run across ranks: the report's "ranks" (worker_ranks.h) */
 static int ranks_same = -1; /* its ranks' volumes the same (view split), -1: not compared */
 
@@ -261,6 +263,8 @@ static int checkpoint_setup(const job_spec *spec, const char *dir, int streaming
 		ck.dir = NULL;
 		return 0;
 	}
+	run_extent = ext; /* the run takes it (recon_spec.h extent): one scan */
+	have_extent = 1;
 	ck.nvol = rc_volume_count(&ext.run);
 	ck.nproj = spec->proj_bytes / spec->sample_bytes;
 	int got = ckpt_read(dir, ck.id, ck.nvol, ck.nproj, st, &e);
@@ -821,6 +825,8 @@ int main(int argc, char **argv)
 	memset(&resume, 0, sizeof resume);
 	if (checkpoint_setup(spec, dir, streaming, lines, &resume))
 		hooks.resume = &resume;
+	if (have_extent)
+		spec->r.extent = &run_extent;
 	if (ck.dir)
 		hooks.checkpoint = on_checkpoint;
 	if (streaming) {
