@@ -44,7 +44,13 @@ typedef enum rc_geom_type {
 	RC_GEOM_MATRICES,
 	RC_GEOM_FAN,
 	RC_GEOM_PARALLEL,
+	RC_GEOM_HELIX, /* a cone whose source and detector rise pitch_mm per turn */
 } rc_geom_type;
+
+/* Cone-like: a source and a 2-D detector whose view matrix is the cone's
+ * (a helix's is the cone's translated along z by the view's source height,
+ * so every projector that reads P reads it unchanged). */
+static inline int rc_geom_type_is_cone(rc_geom_type t) { return t == RC_GEOM_CONE || t == RC_GEOM_HELIX; }
 
 /* Volume of nx*ny*nz voxels of size (vx, vy, vz) mm centred at (cx, cy, cz):
  * voxel (ix, iy, iz) sits at ((ix - (nx-1)/2)*vx + cx, ...), stored [iz][iy][ix]. */
@@ -91,6 +97,8 @@ typedef struct rc_geom_spec {
 	double source_detector_mm;  /* cone, fan: S */
 	const double *angles_deg;   /* cone, fan, parallel: nviews angles */
 	const double *matrices;     /* matrices: nviews * 12, row-major 3x4 */
+	double pitch_mm;            /* helix: z advance per 360 degrees of angle */
+	double z_start_mm;          /* helix: source height of view 0 */
 } rc_geom_spec;
 
 typedef struct rc_limits {
@@ -126,6 +134,32 @@ int rc_geom_nviews(const rc_geom *g);
 const rc_view *rc_geom_view(const rc_geom *g, int k);
 const rc_detector_desc *rc_geom_detector(const rc_geom *g);
 const rc_volume_desc *rc_geom_volume(const rc_geom *g);
+/* Helix: view k's source height is z_start + pitch (theta_k - theta_0) /
+ * 360 degrees, theta in the client's degrees.  rc_geom_pitch is pitch_mm
+ * (0 for every other type); rc_geom_lead is the z advance per turn along
+ * the scan's direction of rotation (pitch times the sign of the angle
+ * step), the quantity the Tam-Danielsson window scales with. */
+double rc_geom_pitch(const rc_geom *g);
+double rc_geom_lead(const rc_geom *g);
+
+/* Helix: the Tam-Danielsson window at fan angle gamma (radians, towards
+ * e_u) of view k, as detector row coordinates in mm from the row at the
+ * source's height (the v_mm of rc_geom_pixel_pos before offset_v):
+ * *lo..*hi, the projections of the helix turns before and after the
+ * source.  A point is seen through the window exactly over its PI
+ * interval (half a turn plus twice its fan angle), so every line through
+ * it in the plane of rotation is measured once (docs/fdk.md).  With lead
+ * h (rc_geom_lead), sigma the direction of rotation and a cylindrical
+ * detector: after = S h (pi - 2 sigma gamma) / (4 pi D cos gamma), before
+ * = -S h (pi + 2 sigma gamma) / (4 pi D cos gamma); a flat detector's
+ * rows are these over cos gamma.  lo = hi = 0 for pitch 0. */
+void rc_geom_helix_window(const rc_geom *g, double gamma, double *lo, double *hi);
+
+/* The g with views first..last-1 only and vol for its volume (same
+ * matrices, bit for bit; no checks: a helical FDK's slab of the volume and
+ * the views that see it).  cone, helix. */
+int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, rc_geom **ret, rc_err *err);
+
 /* D and S for cone and fan; for matrices the mean source-to-axis distance
  * and 0 for S (no physical detector distance is known). */
 double rc_geom_sid(const rc_geom *g);

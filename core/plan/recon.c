@@ -48,6 +48,10 @@ static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 	(void)a; /* each geometry's engines run every algorithm */
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
+	/* a helix runs on the CPU engine (its helical FDK slabs the volume on
+	 * it; the device engines' kernels are not checked on a helix) */
+	if (g == RC_GEOM_HELIX)
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU;
 	return is2d || e != RC_ENGINE_TENSOR;
 }
 
@@ -153,7 +157,7 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 	/* a cone with a curved (cylindrical) detector runs on the CPU engine
 	 * only: its ray-casting pair and the voxel back projection (proj_cyl.c); the
 	 * OpenCL, CUDA and tensor kernels map points through a flat P */
-	if (s->geom.type == RC_GEOM_CONE && s->geom.det.shape == RC_DETECTOR_CURVED) {
+	if (rc_geom_type_is_cone(s->geom.type) && s->geom.det.shape == RC_DETECTOR_CURVED) {
 		if (eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
 			return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 				       "execution.engine \"%s\" does not run a cone geometry with a curved detector "
