@@ -36,7 +36,6 @@
 
 #include "algo/algo_util.h"
 #include "algo/filter.h"
-#include "geometry/helix.h"
 #include "backend/cpu/engine_cpu.h"
 #include "util/parfor.h"
 
@@ -146,7 +145,7 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	if (n < 2)
 		return rc_fail(err, RC_EINVAL, "geometry.angles", "fdk needs at least 2 views (got %d)", n);
 	/* the window's z reach from a source: its largest row at the far side */
-	double gm = rc_helix_gamma_max(g), R = rc_geom_sid(g) * sin(gm), wmax = 0;
+	double gm = rc_geom_helix_gamma_max(g), R = rc_geom_sid(g) * sin(gm), wmax = 0;
 	for (int i = 0; i <= 32; i++) {
 		double lo, hi;
 		rc_geom_helix_window(g, -gm + 2 * gm * i / 32.0, &lo, &hi);

@@ -22,7 +22,6 @@
  * (rc_geom_line_u); its pixel index is the angle's (rc_geom_plane_u).
  */
 #include "geometry/geometry.h"
-#include "geometry/helix.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -439,7 +438,7 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 	g->vol = *vol;
 	g->sid = sp->source_isocenter_mm;
 	g->sdd = sp->source_detector_mm;
-	if (sp->type == RC_GEOM_HELIX && (rc = rc_helix_spec_check(sp, err)))
+	if (sp->type == RC_GEOM_HELIX && (rc = rc_geom_helix_check_spec(sp, err)))
 		goto out_free;
 	if (sp->type == RC_GEOM_HELIX) {
 		g->pitch = sp->pitch_mm;
@@ -472,7 +471,7 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 		g->sid = sum / sp->nviews;
 		g->sdd = 0;
 	}
-	if ((rc = check_views(g, err)) || (g->type == RC_GEOM_HELIX && (rc = rc_helix_check(g, err))))
+	if ((rc = check_views(g, err)) || (g->type == RC_GEOM_HELIX && (rc = rc_geom_helix_check(g, err))))
 		goto out_free;
 	*ret = g;
 	return 0;

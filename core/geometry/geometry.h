@@ -155,6 +155,20 @@ double rc_geom_lead(const rc_geom *g);
  * rows are these over cos gamma.  lo = hi = 0 for pitch 0. */
 void rc_geom_helix_window(const rc_geom *g, double gamma, double *lo, double *hi);
 
+/* Half the z range about a voxel's height that the sources of its PI
+ * interval span at most, plus the window's one-row edge (helix.c): the
+ * covered range is the sources' z range less this at each end. */
+double rc_geom_helix_margin(const rc_geom *g);
+/* Largest fan angle (radians) of the volume's box seen from the axis. */
+double rc_geom_helix_gamma_max(const rc_geom *g);
+/* rc_geom_new's helix checks (helix.c).  spec: pitch_mm and z_start_mm
+ * finite and, for a nonzero pitch, angles strictly monotone (one scan).
+ * built: complete data (the Tam-Danielsson window within the detector's
+ * rows less one at each edge: geometry.pitch_mm) and the volume inside the
+ * covered z range (volume); nothing for pitch 0. */
+int rc_geom_helix_check_spec(const rc_geom_spec *sp, rc_err *err);
+int rc_geom_helix_check(const rc_geom *g, rc_err *err);
+
 /* The g with views first..last-1 only and vol for its volume (same
  * matrices, bit for bit; no checks: a helical FDK's slab of the volume and
  * the views that see it).  cone, helix. */

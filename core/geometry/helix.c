@@ -1,6 +1,5 @@
 /*
- * helix: the Tam-Danielsson window and the checks of a helix (helix.h,
- * geometry.h).
+ * helix: the Tam-Danielsson window and the checks of a helix (geometry.h).
  *
  * Source at angle t (radians), D from the axis, height z(t); lead h per
  * turn along the scan, sigma = +1 for angles that increase.  The helix
@@ -11,7 +10,7 @@
  * flat one S dz / (L cos gamma).  The turn before the source is the same
  * with tau = -(pi + 2 sigma gamma).  Those two curves bound the window.
  */
-#include "geometry/helix.h"
+#include "geometry/geometry.h"
 
 #include <math.h>
 
@@ -27,7 +26,7 @@ void rc_geom_helix_window(const rc_geom *g, double gamma, double *lo, double *hi
 	*hi = fmax(after, before);
 }
 
-int rc_helix_spec_check(const rc_geom_spec *sp, rc_err *err)
+int rc_geom_helix_check_spec(const rc_geom_spec *sp, rc_err *err)
 {
 	if (!isfinite(sp->pitch_mm))
 		return rc_fail(err, RC_EINVAL, "geometry.pitch_mm", "geometry.pitch_mm must be a finite number (got %g)",
@@ -46,7 +45,7 @@ int rc_helix_spec_check(const rc_geom_spec *sp, rc_err *err)
 	return 0;
 }
 
-double rc_helix_gamma_max(const rc_geom *g)
+double rc_geom_helix_gamma_max(const rc_geom *g)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	double r = 0;
@@ -57,9 +56,9 @@ double rc_helix_gamma_max(const rc_geom *g)
 	return asin(fmin(r / rc_geom_sid(g), 0.999));
 }
 
-double rc_helix_margin(const rc_geom *g)
+double rc_geom_helix_margin(const rc_geom *g)
 {
-	double gm = rc_helix_gamma_max(g), D = rc_geom_sid(g), S = rc_geom_sdd(g);
+	double gm = rc_geom_helix_gamma_max(g), D = rc_geom_sid(g), S = rc_geom_sdd(g);
 	double rmax = D * sin(gm);
 	return fabs(rc_geom_pitch(g)) * (0.5 + gm / M_PI) + rc_geom_detector(g)->dv * (D + rmax) / S;
 }
@@ -72,7 +71,7 @@ static double column_gamma(const rc_geom *g, double i)
 	return d->shape == RC_DETECTOR_CURVED ? um / S : atan(um / S);
 }
 
-int rc_helix_check(const rc_geom *g, rc_err *err)
+int rc_geom_helix_check(const rc_geom *g, rc_err *err)
 {
 	double pitch = rc_geom_pitch(g);
 	if (pitch == 0)
@@ -80,7 +79,7 @@ int rc_helix_check(const rc_geom *g, rc_err *err)
 	const rc_detector_desc *d = rc_geom_detector(g);
 	const rc_volume_desc *v = rc_geom_volume(g);
 	/* the window over the fan angles the volume needs (and the detector has) */
-	double gm = rc_helix_gamma_max(g);
+	double gm = rc_geom_helix_gamma_max(g);
 	double g0 = fmax(-gm, column_gamma(g, 0)), g1 = fmin(gm, column_gamma(g, d->nu - 1));
 	double wlo = 0, whi = 0;
 	for (int i = 0; i <= 64; i++) {
@@ -106,7 +105,7 @@ int rc_helix_check(const rc_geom *g, rc_err *err)
 		zmin = fmin(zmin, rc_geom_view(g, k)->src[2]);
 		zmax = fmax(zmax, rc_geom_view(g, k)->src[2]);
 	}
-	double m = rc_helix_margin(g), lo = zmin + m, hi = zmax - m;
+	double m = rc_geom_helix_margin(g), lo = zmin + m, hi = zmax - m;
 	double z0 = v->cz - (v->nz - 1) / 2.0 * v->vz, z1 = v->cz + (v->nz - 1) / 2.0 * v->vz;
 	double tol = 1e-9 * (fabs(zmin) + fabs(zmax) + m);
 	if (z0 < lo - tol || z1 > hi + tol)

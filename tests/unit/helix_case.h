@@ -14,7 +14,6 @@
 #include <stdlib.h>
 
 #include "geometry/geometry.h"
-#include "geometry/helix.h"
 #include "geometry/phantom.h"
 
 #define HX_D 400.0
