@@ -43,6 +43,8 @@ struct hx {
 	const rc_geom *g;
 	const float *proj;
 	size_t view_n;   /* floats per view */
+	int row0, nrows; /* the rows the window reaches: all the views keep */
+	size_t keep_n;   /* floats per kept view (nrows * nu) */
 	float *filt;     /* views first..first+held-1, filtered */
 	int first, held;
 	const int *todo; /* views to filter in this round */
@@ -103,8 +105,10 @@ static void filter_one(void *ud, int worker, int i)
 		return;
 	int k = h->todo[i];
 	const rc_detector_desc *d = rc_geom_detector(h->g);
-	rc_ramp_apply(h->ramp, h->work[worker], h->proj + (size_t)k * h->view_n, (size_t)d->nu,
-		      h->filt + (size_t)(k - h->first) * h->view_n, (size_t)d->nu, d->nv, h->pre, (float)h->scale[k]);
+	size_t r0 = (size_t)h->row0 * (size_t)d->nu;
+	rc_ramp_apply(h->ramp, h->work[worker], h->proj + (size_t)k * h->view_n + r0, (size_t)d->nu,
+		      h->filt + (size_t)(k - h->first) * h->keep_n, (size_t)d->nu, h->nrows, h->pre + r0,
+		      (float)h->scale[k]);
 }
 
 /* Views k0..k1-1 whose window reaches slices iz0..iz1-1: sources within
@@ -152,10 +156,25 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 		wmax = fmax(wmax, fmax(-lo, hi));
 	}
 	double reach = (wmax + RC_HELIX_EDGE_ROWS * d->dv) * (rc_geom_sid(g) + R) / rc_geom_sdd(g) + 0.5 * v->vz;
-	/* slabs of about an eighth of a turn's advance, and enough voxels per
-	 * view that the back projection outweighs copying the view */
-	int nzs = (int)lround(fabs(rc_geom_lead(g)) / (8 * v->vz));
-	int min_nzs = (int)((4 * h.view_n + (size_t)v->nx * v->ny - 1) / ((size_t)v->nx * v->ny));
+	/* the rows the window and its edge reach (and one for the bilinear
+	 * sample): the rest weigh 0, are neither filtered nor kept, and the
+	 * slab's detector is these rows, so a voxel column's back projection
+	 * runs over the window's height only */
+	double rlo = ((-wmax - RC_HELIX_EDGE_ROWS * d->dv) - d->offset_v) / d->dv + (d->nv - 1) / 2.0;
+	double rhi = ((wmax + RC_HELIX_EDGE_ROWS * d->dv) - d->offset_v) / d->dv + (d->nv - 1) / 2.0;
+	h.row0 = (int)floor(rlo) - 1;
+	h.row0 = h.row0 < 0 ? 0 : h.row0;
+	int row1 = (int)ceil(rhi) + 1;
+	row1 = row1 > d->nv - 1 ? d->nv - 1 : row1;
+	h.nrows = row1 - h.row0 + 1;
+	h.keep_n = (size_t)h.nrows * (size_t)d->nu;
+	/* slabs twice the window's reach high: a voxel column's set-up per
+	 * view (its u and depth) is shared by the window's height of voxels,
+	 * and a slab's views are about twice those a voxel needs; at least
+	 * enough voxels per view that the back projection outweighs copying
+	 * the view */
+	int nzs = (int)ceil(2 * reach / v->vz);
+	int min_nzs = (int)((4 * h.keep_n + (size_t)v->nx * v->ny - 1) / ((size_t)v->nx * v->ny));
 	nzs = nzs < min_nzs ? min_nzs : nzs;
 	nzs = nzs < 1 ? 1 : nzs > v->nz ? v->nz : nzs;
 	int nslabs = (v->nz + nzs - 1) / nzs, cap = 0;
@@ -168,16 +187,16 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	int up = rc_geom_view(g, n - 1)->src[2] >= rc_geom_view(g, 0)->src[2];
 	h.scale = malloc(sizeof(double) * (size_t)n);
 	h.pre = malloc(sizeof(float) * h.view_n);
-	h.filt = malloc(sizeof(float) * h.view_n * (size_t)(cap > 0 ? cap : 1));
+	h.filt = malloc(sizeof(float) * h.keep_n * (size_t)(cap > 0 ? cap : 1));
 	h.work = calloc((size_t)nwork, sizeof *h.work);
 	todo = malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
 	if (!h.scale || !h.pre || !h.filt || !h.work || !todo) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the helical FDK's %d filtered views (%zu MiB)", cap,
-			     (h.view_n * (size_t)cap * sizeof(float)) >> 20);
+			     (h.keep_n * (size_t)cap * sizeof(float)) >> 20);
 		goto out;
 	}
 	double arc = d->shape == RC_DETECTOR_CURVED ? d->du / rc_geom_sdd(g) : 0.0;
-	if ((rc = rc_ramp_new_arc(d->nu, d->nv, p->window, p->cutoff, arc, &h.ramp, err)))
+	if ((rc = rc_ramp_new_arc(d->nu, h.nrows, p->window, p->cutoff, arc, &h.ramp, err)))
 		goto out;
 	for (int t = 0; t < nwork; t++)
 		if ((rc = rc_ramp_work_new(h.ramp, &h.work[t], err)))
@@ -213,8 +232,8 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 		if (keep_b > keep_a && keep_a > k0)
 			keep_b = keep_a; /* the slab starts before the held ones: refilter (does not occur in scan order) */
 		if (keep_b > keep_a)
-			memmove(h.filt, h.filt + (size_t)(keep_a - h.first) * h.view_n,
-				sizeof(float) * h.view_n * (size_t)(keep_b - keep_a));
+			memmove(h.filt, h.filt + (size_t)(keep_a - h.first) * h.keep_n,
+				sizeof(float) * h.keep_n * (size_t)(keep_b - keep_a));
 		int nt = 0;
 		h.first = k0;
 		h.held = k1 - k0;
@@ -231,12 +250,20 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 		sv.cz = v->cz + ((iz0 + iz1 - 1) / 2.0 - (v->nz - 1) / 2.0) * v->vz;
 		rc_geom *gs = NULL;
 		rc_engine *e = NULL;
-		if (!(rc = rc_geom_slab(g, k0, k1, &sv, &gs, err)) && !(rc = rc_engine_cpu_new(gs, 0, &e, err)))
+		if (!(rc = rc_geom_slab(g, k0, k1, &sv, h.row0, h.nrows, &gs, err)) &&
+		    !(rc = rc_engine_cpu_new(gs, 0, &e, err)))
 			rc = rc_engine_back(e, RC_BP_VOXEL, h.filt, vol + (size_t)iz0 * plane, 0, k1 - k0, err);
 		rc_engine_free(e);
 		rc_geom_free(gs);
 		if (stats) {
-			stats->voxel_views += (double)plane * (iz1 - iz0) * (k1 - k0);
+			/* the pairs of a view and a voxel whose height (at the axis)
+			 * projects within the kept rows: the back projection's work */
+			double zr = 0.5 * h.nrows * d->dv * rc_geom_sid(g) / rc_geom_sdd(g);
+			for (int k = k0; k < k1; k++)
+				for (int iz = iz0; iz < iz1; iz++) {
+					double z = v->cz + (iz - (v->nz - 1) / 2.0) * v->vz - rc_geom_view(g, k)->src[2];
+					stats->voxel_views += fabs(z) <= zr ? (double)plane : 0.0;
+				}
 			stats->max_views = k1 - k0 > stats->max_views ? k1 - k0 : stats->max_views;
 			stats->slabs++;
 		}

@@ -498,10 +498,13 @@ double rc_geom_sdd(const rc_geom *g) { return g->sdd; }
 double rc_geom_pitch(const rc_geom *g) { return g->pitch; }
 double rc_geom_lead(const rc_geom *g) { return g->lead; }
 
-int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, rc_geom **ret, rc_err *err)
+int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, int row0, int nrows,
+		 rc_geom **ret, rc_err *err)
 {
-	if (!rc_geom_type_is_cone(g->type) || first < 0 || last > g->nviews || first >= last)
-		return rc_fail(err, RC_EINVAL, "", "rc_geom_slab needs a cone or helix and views in 0..%d", g->nviews);
+	if (!rc_geom_type_is_cone(g->type) || first < 0 || last > g->nviews || first >= last || row0 < 0 || nrows < 1 ||
+	    row0 + nrows > g->det.nv)
+		return rc_fail(err, RC_EINVAL, "", "rc_geom_slab needs a cone or helix, views in 0..%d and rows in 0..%d",
+			       g->nviews, g->det.nv);
 	rc_geom *s = calloc(1, sizeof *s);
 	if (!s || !(s->views = malloc(sizeof *s->views * (size_t)(last - first)))) {
 		free(s);
@@ -513,6 +516,19 @@ int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vo
 	s->nviews = last - first;
 	s->vol = *vol;
 	memcpy(s->views, g->views + first, sizeof *s->views * (size_t)(last - first));
+	if (row0 != 0 || nrows != g->det.nv) {
+		/* v' = v - row0: P's v row less row0 times its depth row; the ray
+		 * of (u, v') is Minv (u, v' + row0, 1) */
+		s->det.nv = nrows;
+		s->det.offset_v = g->det.offset_v + (row0 + (nrows - 1) / 2.0 - (g->det.nv - 1) / 2.0) * g->det.dv;
+		for (int k = 0; k < s->nviews; k++) {
+			rc_view *vw = &s->views[k];
+			for (int a = 0; a < 4; a++)
+				vw->P[4 + a] -= row0 * vw->P[8 + a];
+			for (int r = 0; r < 3; r++)
+				vw->Minv[3 * r + 2] += row0 * vw->Minv[3 * r + 1];
+		}
+	}
 	*ret = s;
 	return 0;
 }

@@ -169,10 +169,13 @@ double rc_geom_helix_gamma_max(const rc_geom *g);
 int rc_geom_helix_check_spec(const rc_geom_spec *sp, rc_err *err);
 int rc_geom_helix_check(const rc_geom *g, rc_err *err);
 
-/* The g with views first..last-1 only and vol for its volume (same
- * matrices, bit for bit; no checks: a helical FDK's slab of the volume and
- * the views that see it).  cone, helix. */
-int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, rc_geom **ret, rc_err *err);
+/* The g with views first..last-1 only, vol for its volume and the
+ * detector's rows row0..row0+nrows-1 only (no checks: a helical FDK's slab
+ * of the volume, the views that see it and the rows of their window).
+ * The matrices are g's with v shifted by row0 (the same, bit for bit, for
+ * row0 0 and all rows), offset_v moved to the rows' centre.  cone, helix. */
+int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, int row0, int nrows,
+		 rc_geom **ret, rc_err *err);
 
 /* D and S for cone and fan; for matrices the mean source-to-axis distance
  * and 0 for S (no physical detector distance is known). */

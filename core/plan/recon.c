@@ -108,6 +108,10 @@ int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream is for fdk: an iterative algorithm needs every view before its first "
 			       "iteration (it shows its iterates as previews instead)");
+	if (s->geom.type == RC_GEOM_HELIX)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+			       "execution.stream does not run on a helix geometry: its FDK reconstructs slab by slab "
+			       "from the whole stack; send every view, then reconstruct");
 	if (s->geom.type != RC_GEOM_CONE && s->geom.type != RC_GEOM_MATRICES)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream runs on cone and matrices geometries; a %s job is reconstructed "
