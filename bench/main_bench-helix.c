@@ -7,12 +7,18 @@
  * views it held at once and the slabs.  The circular row is a full turn
  * of the cone (FDK on the whole stack); the helix rows cover the volume at
  * pitch factors 0.5, 1 and 1.5 (pitch over the detector's height at the
- * axis).  Rates are per CPU second (the process's user and system time:
- * on a shared machine the wall clock varies far more).  The projections are a smooth synthetic pattern (the work does
- * not depend on the data).  Default: 192^2 x 64 voxels of 0.6 mm from a
- * 256 x 32 curved detector of 1 mm pixels, D = 570, S = 1040 mm, 360
- * views per turn (a minute here; RECOND_BENCH_FLAT=1: a flat detector).  RECOND_BENCH_QUICK=1: 64^2 x 24 from
- * 96 x 16, 120 views per turn.  RECOND_BENCH_CLINICAL=1 adds the clinical
+ * axis).  Voxel-views are the pairs of a view and a voxel whose height
+ * at the axis projects within the rows the view uses (all rows for the
+ * circle, the window's for the helix): what the back projections visit.
+ * The circle runs twice, on the volume and on the slices its detector
+ * covers at the axis; the second is the reference (x circ) of the helix
+ * rows.  Rates are per CPU second (the process's user and system time:
+ * on a shared machine the wall clock varies far more).  The projections
+ * are a smooth synthetic pattern (the work does not depend on the data).
+ * Default: 192^2 x 64 voxels of 0.6 mm from a 256 x 32 curved detector of
+ * 1 mm pixels, D = 570, S = 1040 mm, 360 views per turn (15 s here;
+ * RECOND_BENCH_FLAT=1: a flat detector).  RECOND_BENCH_QUICK=1: 64^2 x 24
+ * from 96 x 16, 120 views per turn.  RECOND_BENCH_CLINICAL=1 adds the clinical
  * case: 512^2 x 400 voxels of 0.7 x 0.7 x 0.625 mm from a 64-row curved
  * detector (736 columns of 1.28 mm, rows of 1.14 mm: 0.625 mm at the
  * axis), 1000 views per turn, pitch factor 1, with its peak memory (RSS).
@@ -123,7 +129,17 @@ static int row(const scan *c, double pf, double *circ_rate)
 	}
 	/* the rate per CPU second: on a shared machine the wall clock varies by
 	 * 2x from run to run, the CPU time far less */
-	double vv = pf > 0 ? st.voxel_views : (double)nvox * rc_geom_nviews(g), rate = vv / ct;
+	double vv = st.voxel_views;
+	if (pf == 0) {
+		/* the same count as the helix's: the slices whose height (at the
+		 * axis) projects within the detector's rows */
+		double zr = 0.5 * c->det.nv * c->det.dv * c->D / c->S;
+		for (int iz = 0; iz < c->vol.nz; iz++)
+			vv += fabs(c->vol.cz + (iz - (c->vol.nz - 1) / 2.0) * c->vol.vz) <= zr
+				      ? (double)c->vol.nx * c->vol.ny * rc_geom_nviews(g)
+				      : 0.0;
+	}
+	double rate = vv / ct;
 	if (pf == 0)
 		*circ_rate = rate;
 	char label[32], held[48];
@@ -133,6 +149,8 @@ static int row(const scan *c, double pf, double *circ_rate)
 			 st.max_views * (double)view * 4 / 1048576, st.slabs);
 	else
 		snprintf(held, sizeof held, "%d views (%.1f MiB)", rc_geom_nviews(g), np * 4.0 / 1048576);
+	if (pf == 0)
+		snprintf(label, sizeof label, "circ. %dz", c->vol.nz);
 	printf("| %-10s | %6d | %8.3f | %8.3f | %10.3g | %9.3g | %5.2f | %9.3f | %-32s | %8.0f |\n", label,
 	       rc_geom_nviews(g), t, ct, vv, rate, rate / *circ_rate, ct / nvox * 1e6, held, peak_mib());
 out:
@@ -170,6 +188,11 @@ int main(void)
 	header(&c, "helical against circular FDK");
 	double circ = 1;
 	rc |= row(&c, 0, &circ);
+	/* the circle on the slices its detector covers (at the axis): its rate
+	 * there is the reference of the rows below */
+	scan cc = c;
+	cc.vol.nz = (int)floor(c.det.nv * c.det.dv * c.D / c.S / c.vol.vz);
+	rc |= row(&cc, 0, &circ);
 	for (int i = 1; i <= 3; i++)
 		rc |= row(&c, 0.5 * i, &circ);
 	if (clinical) {
@@ -180,7 +203,9 @@ int main(void)
 		printf("\n");
 		header(&k, "clinical (RECOND_BENCH_CLINICAL)");
 		double kc = 1;
-		rc |= row(&k, 0, &kc);
+		scan kk = k;
+		kk.vol.nz = (int)floor(k.det.nv * k.det.dv * k.D / k.S / k.vol.vz);
+		rc |= row(&kk, 0, &kc);
 		rc |= row(&k, 1.0, &kc);
 	}
 	return rc;

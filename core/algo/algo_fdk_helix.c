@@ -169,21 +169,31 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	row1 = row1 > d->nv - 1 ? d->nv - 1 : row1;
 	h.nrows = row1 - h.row0 + 1;
 	h.keep_n = (size_t)h.nrows * (size_t)d->nu;
-	/* slabs eight times the window's reach high: each view of a slab sets
+	/* slabs eight times the window's reach high (fewer where that holds
+	 * too many views, below): each view of a slab sets
 	 * up every voxel column once (its u and depth) for the window's height
 	 * of voxels, and a slab's views are (2 reach + T) / T times those its
 	 * voxels need (bench-helix, CPU time per voxel at pitch factor 1:
 	 * 0.64 us at 2 reaches, 0.56 at 4, 0.48 at 8 and 16); at least enough
 	 * voxels per view that the back projection outweighs copying the view */
-	int nzs = (int)ceil(8 * reach / v->vz);
 	int min_nzs = (int)((4 * h.keep_n + (size_t)v->nx * v->ny - 1) / ((size_t)v->nx * v->ny));
-	nzs = nzs < min_nzs ? min_nzs : nzs;
-	nzs = nzs < 1 ? 1 : nzs > v->nz ? v->nz : nzs;
-	int nslabs = (v->nz + nzs - 1) / nzs, cap = 0;
-	for (int s = 0; s < nslabs; s++) {
-		int k0, k1;
-		slab_views(g, s * nzs, s * nzs + nzs < v->nz ? s * nzs + nzs : v->nz, reach, &k0, &k1);
-		cap = k1 - k0 > cap ? k1 - k0 : cap;
+	int nzs = 1, nslabs = 1, cap = 0;
+	/* thinner (down to two reaches) where a slab's filtered views would
+	 * exceed RC_HELIX_SLAB_BYTES and a quarter of the stack */
+	for (int f = 8; f >= 2; f /= 2) {
+		nzs = (int)ceil(f * reach / v->vz);
+		nzs = nzs < min_nzs ? min_nzs : nzs;
+		nzs = nzs < 1 ? 1 : nzs > v->nz ? v->nz : nzs;
+		nslabs = (v->nz + nzs - 1) / nzs;
+		cap = 0;
+		for (int s = 0; s < nslabs; s++) {
+			int k0, k1;
+			slab_views(g, s * nzs, s * nzs + nzs < v->nz ? s * nzs + nzs : v->nz, reach, &k0, &k1);
+			cap = k1 - k0 > cap ? k1 - k0 : cap;
+		}
+		double held = (double)cap * h.keep_n * sizeof(float), stack = (double)n * h.view_n * sizeof(float);
+		if (held <= RC_HELIX_SLAB_BYTES || held <= stack / 4)
+			break;
 	}
 	/* the scan's order: slabs along the sources' z */
 	int up = rc_geom_view(g, n - 1)->src[2] >= rc_geom_view(g, 0)->src[2];

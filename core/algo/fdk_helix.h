@@ -10,6 +10,10 @@
 /* The window's edge, in detector rows either side of the Tam-Danielsson
  * boundary (helix.c keeps one row of the detector free for it). */
 #define RC_HELIX_EDGE_ROWS 1.0
+/* A slab's filtered views are kept under this (or under a quarter of the
+ * stack): slabs are made thinner, down to two window reaches, until they
+ * are (algo_fdk_helix.c). */
+#define RC_HELIX_SLAB_BYTES ((double)(256u << 20))
 
 /* 0 when g (a helix of nonzero pitch) suits the helical FDK; refuses a
  * displaced detector (its data are not complete over a PI interval). */
