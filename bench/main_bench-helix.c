@@ -54,7 +54,11 @@ static rc_geom *make_geom(const scan *c, double pf, double **ang)
 	if (pf > 0) {
 		const rc_volume_desc *v = &c->vol;
 		double R = hypot(0.5 * v->nx * v->vx, 0.5 * v->ny * v->vy), gm = asin(R / c->D);
-		double m = pitch * (0.5 + gm / M_PI) + c->det.dv * (c->D + R) / c->S + pitch / c->views_turn;
+		/* the scan long enough for the 3-PI window at pitch factors up to
+		 * 0.5 (the helical FDK takes it where it fits), else the
+		 * Tam-Danielsson window's */
+		double npi = pf <= 0.5 ? 3 : 1;
+		double m = pitch * (0.5 * npi + gm / M_PI) + c->det.dv * (c->D + R) / c->S + pitch / c->views_turn;
 		double z0 = v->cz - (v->nz - 1) / 2.0 * v->vz - m, z1 = v->cz + (v->nz - 1) / 2.0 * v->vz + m;
 		n = (int)ceil((z1 - z0) / pitch * c->views_turn) + 1;
 		sp.pitch_mm = pitch;
@@ -143,7 +147,7 @@ static int row(const scan *c, double pf, double *circ_rate)
 	if (pf == 0)
 		*circ_rate = rate;
 	char label[32], held[48];
-	snprintf(label, sizeof label, pf > 0 ? "helix %.1f" : "circular", pf);
+	snprintf(label, sizeof label, pf > 0 ? "helix %.1f %d-PI" : "circular", pf, st.npi);
 	if (pf > 0)
 		snprintf(held, sizeof held, "%d views (%.1f MiB), %d slabs", st.max_views,
 			 st.max_views * (double)view * 4 / 1048576, st.slabs);
@@ -151,7 +155,7 @@ static int row(const scan *c, double pf, double *circ_rate)
 		snprintf(held, sizeof held, "%d views (%.1f MiB)", rc_geom_nviews(g), np * 4.0 / 1048576);
 	if (pf == 0)
 		snprintf(label, sizeof label, "circ. %dz", c->vol.nz);
-	printf("| %-10s | %6d | %8.3f | %8.3f | %10.3g | %9.3g | %5.2f | %9.3f | %-32s | %8.0f |\n", label,
+	printf("| %-14s | %6d | %8.3f | %8.3f | %10.3g | %9.3g | %5.2f | %9.3f | %-32s | %8.0f |\n", label,
 	       rc_geom_nviews(g), t, ct, vv, rate, rate / *circ_rate, ct / nvox * 1e6, held, peak_mib());
 out:
 	rc_backend_free(b);
@@ -171,8 +175,8 @@ static void header(const scan *c, const char *name)
 	       name, c->vol.nx, c->vol.ny, c->vol.nz, c->vol.vx, c->vol.vy, c->vol.vz,
 	       c->det.shape == RC_DETECTOR_CURVED ? "curved" : "flat", c->det.nu, c->det.nv, c->det.du, c->det.dv, c->D,
 	       c->S, c->views_turn);
-	printf("| scan       |  views |  seconds |  CPU s   | voxel-views | per CPU s  | x circ | CPU us/voxel | filtered views held              | peak MiB |\n");
-	printf("| ---------- | ------ | -------- | -------- | ----------- | ---------- | ------ | -------- | -------------------------------- | -------- |\n");
+	printf("| scan           |  views |  seconds |  CPU s   | voxel-views | per CPU s  | x circ | CPU us/voxel | filtered views held              | peak MiB |\n");
+	printf("| -------------- | ------ | -------- | -------- | ----------- | ---------- | ------ | -------- | -------------------------------- | -------- |\n");
 }
 
 int main(void)

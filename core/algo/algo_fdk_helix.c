@@ -80,8 +80,35 @@ static double smooth_step(double x) /* 0 below 0, 1 above 1, sin^2 between */
 	return s * s;
 }
 
-/* pre: the cosine weight times the smoothed window, pixel (i, j). */
-static void window_table(const rc_geom *g, float *pre)
+int rc_fdk_helix_npi(const rc_geom *g)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	double gm = rc_geom_helix_gamma_max(g), D = rc_geom_sid(g), S = rc_geom_sdd(g), R = D * sin(gm);
+	double top = (d->nv - 1) / 2.0 * d->dv + d->offset_v - d->dv;
+	double bottom = -(d->nv - 1) / 2.0 * d->dv + d->offset_v + d->dv;
+	double zmin = INFINITY, zmax = -INFINITY;
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		zmin = fmin(zmin, rc_geom_view(g, k)->src[2]);
+		zmax = fmax(zmax, rc_geom_view(g, k)->src[2]);
+	}
+	double z0 = v->cz - (v->nz - 1) / 2.0 * v->vz, z1 = v->cz + (v->nz - 1) / 2.0 * v->vz;
+	for (int n = 5; n > 1; n -= 2) {
+		int fits = 1;
+		for (int i = 0; i <= 64 && fits; i++) {
+			double lo, hi;
+			rc_geom_helix_window(g, n, -gm + 2 * gm * i / 64.0, &lo, &hi);
+			fits = hi <= top && lo >= bottom;
+		}
+		double m = fabs(rc_geom_pitch(g)) * (n / 2.0 + gm / M_PI) + d->dv * (D + R) / S;
+		if (fits && z0 >= zmin + m && z1 <= zmax - m)
+			return n;
+	}
+	return 1;
+}
+
+/* pre: the cosine weight times the smoothed n-PI window over n, pixel (i, j). */
+static void window_table(const rc_geom *g, int npi, float *pre)
 {
 	const rc_detector_desc *d = rc_geom_detector(g);
 	double S = rc_geom_sdd(g), e = RC_HELIX_EDGE_ROWS * d->dv;
@@ -89,12 +116,12 @@ static void window_table(const rc_geom *g, float *pre)
 		double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u;
 		int curved = d->shape == RC_DETECTOR_CURVED;
 		double gamma = curved ? um / S : atan(um / S), lo, hi;
-		rc_geom_helix_window(g, gamma, &lo, &hi);
+		rc_geom_helix_window(g, npi, gamma, &lo, &hi);
 		for (int j = 0; j < d->nv; j++) {
 			double vm = (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v;
 			double c = curved ? cos(gamma) * S / sqrt(S * S + vm * vm) : S / sqrt(S * S + um * um + vm * vm);
 			double w = smooth_step((vm - lo + e) / (2 * e)) * smooth_step((hi + e - vm) / (2 * e));
-			pre[(size_t)j * d->nu + i] = (float)(c * w);
+			pre[(size_t)j * d->nu + i] = (float)(c * w / npi);
 		}
 	}
 }
@@ -150,10 +177,11 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	if (n < 2)
 		return rc_fail(err, RC_EINVAL, "geometry.angles", "fdk needs at least 2 views (got %d)", n);
 	/* the window's z reach from a source: its largest row at the far side */
+	int npi = rc_fdk_helix_npi(g);
 	double gm = rc_geom_helix_gamma_max(g), R = rc_geom_sid(g) * sin(gm), wmax = 0;
 	for (int i = 0; i <= 32; i++) {
 		double lo, hi;
-		rc_geom_helix_window(g, -gm + 2 * gm * i / 32.0, &lo, &hi);
+		rc_geom_helix_window(g, npi, -gm + 2 * gm * i / 32.0, &lo, &hi);
 		wmax = fmax(wmax, fmax(-lo, hi));
 	}
 	double reach = (wmax + RC_HELIX_EDGE_ROWS * d->dv) * (rc_geom_sid(g) + R) / rc_geom_sdd(g) + 0.5 * v->vz;
@@ -213,7 +241,9 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	for (int t = 0; t < nwork; t++)
 		if ((rc = rc_ramp_work_new(h.ramp, &h.work[t], err)))
 			goto out;
-	window_table(g, h.pre);
+	window_table(g, npi, h.pre);
+	if (stats)
+		stats->npi = npi;
 	/* dbeta: the arc between the midpoints to a view's neighbours (the
 	 * angles are monotone: helix.c) */
 	double K = rc_geom_sid(g) * rc_geom_sdd(g) / d->du;

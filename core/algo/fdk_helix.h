@@ -15,6 +15,13 @@
  * are (algo_fdk_helix.c). */
 #define RC_HELIX_SLAB_BYTES ((double)(256u << 20))
 
+/* The window the helical FDK weighs g's views with: the widest n-PI
+ * window (n = 5, 3) that lies within the detector's rows less one at each
+ * edge and over whose n-PI interval every voxel of the volume is seen
+ * (helix.c's checks with n half turns), else the Tam-Danielsson window
+ * (1, which rc_geom_new checked). */
+int rc_fdk_helix_npi(const rc_geom *g);
+
 /* 0 when g (a helix of nonzero pitch) suits the helical FDK; refuses a
  * displaced detector (its data are not complete over a PI interval). */
 int rc_fdk_helix_suits(const rc_geom *g, rc_err *err);
@@ -24,6 +31,7 @@ int rc_fdk_helix_suits(const rc_geom *g, rc_err *err);
  * projection runs on the CPU engine of each slab).  *stats (may be NULL)
  * gets the voxel-views it back-projected and the most views it held. */
 typedef struct rc_fdk_helix_stats {
+	int npi; /* the window: 1 (Tam-Danielsson), 3 or 5 (n-PI) */
 	double voxel_views;
 	int max_views;
 	int slabs;

@@ -142,18 +142,19 @@ const rc_volume_desc *rc_geom_volume(const rc_geom *g);
 double rc_geom_pitch(const rc_geom *g);
 double rc_geom_lead(const rc_geom *g);
 
-/* Helix: the Tam-Danielsson window at fan angle gamma (radians, towards
- * e_u) of view k, as detector row coordinates in mm from the row at the
- * source's height (the v_mm of rc_geom_pixel_pos before offset_v):
- * *lo..*hi, the projections of the helix turns before and after the
- * source.  A point is seen through the window exactly over its PI
- * interval (half a turn plus twice its fan angle), so every line through
- * it in the plane of rotation is measured once (docs/fdk.md).  With lead
- * h (rc_geom_lead), sigma the direction of rotation and a cylindrical
- * detector: after = S h (pi - 2 sigma gamma) / (4 pi D cos gamma), before
- * = -S h (pi + 2 sigma gamma) / (4 pi D cos gamma); a flat detector's
- * rows are these over cos gamma.  lo = hi = 0 for pitch 0. */
-void rc_geom_helix_window(const rc_geom *g, double gamma, double *lo, double *hi);
+/* Helix: the Tam-Danielsson window (n = 1), or the n-PI window (n odd),
+ * at fan angle gamma (radians, towards e_u) of every view, as detector row
+ * coordinates in mm from the row at the source's height (the v_mm of
+ * rc_geom_pixel_pos before offset_v): *lo..*hi, the projections of the
+ * helix (n+1)/2 turns before and after the source.  A point is seen
+ * through the window exactly over its n-PI interval (n half turns plus
+ * twice its fan angle), so every line through it in the plane of
+ * rotation is measured n times (docs/fdk.md).  With lead h (rc_geom_lead),
+ * sigma the direction of rotation and a cylindrical detector: after =
+ * S h (n pi - 2 sigma gamma) / (4 pi D cos gamma), before = -S h (n pi +
+ * 2 sigma gamma) / (4 pi D cos gamma); a flat detector's rows are these
+ * over cos gamma.  lo = hi = 0 for pitch 0. */
+void rc_geom_helix_window(const rc_geom *g, int n, double gamma, double *lo, double *hi);
 
 /* Half the z range about a voxel's height that the sources of its PI
  * interval span at most, plus the window's one-row edge (helix.c): the

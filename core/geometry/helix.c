@@ -14,14 +14,14 @@
 
 #include <math.h>
 
-void rc_geom_helix_window(const rc_geom *g, double gamma, double *lo, double *hi)
+void rc_geom_helix_window(const rc_geom *g, int n, double gamma, double *lo, double *hi)
 {
 	double h = rc_geom_lead(g), D = rc_geom_sid(g), S = rc_geom_sdd(g);
 	double sigma = rc_geom_pitch(g) == h ? 1.0 : -1.0, c = cos(gamma);
 	double scale = S / (4 * M_PI * D * c);
 	if (rc_geom_detector(g)->shape != RC_DETECTOR_CURVED)
 		scale /= c;
-	double after = scale * h * (M_PI - 2 * sigma * gamma), before = -scale * h * (M_PI + 2 * sigma * gamma);
+	double after = scale * h * (n * M_PI - 2 * sigma * gamma), before = -scale * h * (n * M_PI + 2 * sigma * gamma);
 	*lo = fmin(after, before);
 	*hi = fmax(after, before);
 }
@@ -84,7 +84,7 @@ int rc_geom_helix_check(const rc_geom *g, rc_err *err)
 	double wlo = 0, whi = 0;
 	for (int i = 0; i <= 64; i++) {
 		double lo, hi;
-		rc_geom_helix_window(g, g0 + (g1 - g0) * i / 64.0, &lo, &hi);
+		rc_geom_helix_window(g, 1, g0 + (g1 - g0) * i / 64.0, &lo, &hi);
 		wlo = fmin(wlo, lo);
 		whi = fmax(whi, hi);
 	}

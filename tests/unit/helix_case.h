@@ -3,7 +3,8 @@
  * tests (include after <cmocka.h>): a helix (or, pitch 0, the circular
  * cone) of D = 400, S = 800 mm on a 96 x 24 detector of 1 mm pixels
  * (12 mm high at the axis), long enough that a volume of nz slices of 1 mm
- * about z = 0 lies within its covered range; and a Defrise-like stack of
+ * about z = 0 lies within its covered range (hx_geom_n: over its n-PI
+ * intervals); and a Defrise-like stack of
  * thin discs with low-contrast blobs in a long body that extends beyond
  * every volume.
  */
@@ -26,8 +27,8 @@
  * views_turn views per turn, over the z range that covers vol (with a
  * view of margin), or a circular cone (pf 0) of one turn.  *angles is the
  * caller's to free. */
-static inline int hx_geom(double pf, int views_turn, rc_detector_shape shape, const rc_volume_desc *vol, double **angles,
-			  rc_geom **g, rc_err *err)
+static inline int hx_geom_n(double pf, int npi, int views_turn, rc_detector_shape shape, const rc_volume_desc *vol,
+			    double **angles, rc_geom **g, rc_err *err)
 {
 	rc_geom_spec sp = { .type = pf > 0 ? RC_GEOM_HELIX : RC_GEOM_CONE, .source_isocenter_mm = HX_D,
 			    .source_detector_mm = HX_S };
@@ -40,7 +41,7 @@ static inline int hx_geom(double pf, int views_turn, rc_detector_shape shape, co
 		for (int c = 0; c < 4; c++)
 			R = fmax(R, hypot(vol->cx + (c & 1 ? 0.5 : -0.5) * vol->nx * vol->vx,
 					  vol->cy + (c & 2 ? 0.5 : -0.5) * vol->ny * vol->vy));
-		double gm = asin(R / HX_D), m = pitch * (0.5 + gm / M_PI) + 1.0 * (HX_D + R) / HX_S;
+		double gm = asin(R / HX_D), m = pitch * (0.5 * npi + gm / M_PI) + 1.0 * (HX_D + R) / HX_S;
 		double z0 = vol->cz - (vol->nz - 1) / 2.0 * vol->vz - m - pitch / views_turn;
 		double z1 = vol->cz + (vol->nz - 1) / 2.0 * vol->vz + m + pitch / views_turn;
 		n = (int)ceil((z1 - z0) / pitch * views_turn) + 1;
@@ -55,6 +56,13 @@ static inline int hx_geom(double pf, int views_turn, rc_detector_shape shape, co
 	sp.nviews = n;
 	sp.angles_deg = *angles;
 	return rc_geom_new(&sp, vol, NULL, g, err);
+}
+
+/* hx_geom_n over the range the Tam-Danielsson window needs (npi 1). */
+static inline int hx_geom(double pf, int views_turn, rc_detector_shape shape, const rc_volume_desc *vol, double **angles,
+			  rc_geom **g, rc_err *err)
+{
+	return hx_geom_n(pf, 1, views_turn, shape, vol, angles, g, err);
 }
 
 /* The long phantom: a body (mu 0.2, radius 16 mm, 140 mm long), discs of

@@ -39,15 +39,20 @@
 
 static const rc_volume_desc VOL = { .nx = 36, .ny = 36, .nz = NZ, .vx = 1, .vy = 1, .vz = 1 };
 
-static rc_geom *geom(double pf, rc_detector_shape shape, const rc_volume_desc *vol)
+static rc_geom *geom_n(double pf, int npi, rc_detector_shape shape, const rc_volume_desc *vol)
 {
 	double *ang = NULL;
 	rc_geom *g = NULL;
 	rc_err err;
-	if (hx_geom(pf, VIEWS_TURN, shape, vol, &ang, &g, &err))
+	if (hx_geom_n(pf, npi, VIEWS_TURN, shape, vol, &ang, &g, &err))
 		fail_msg("helix %g: %s", pf, err.msg);
 	free(ang);
 	return g;
+}
+
+static rc_geom *geom(double pf, rc_detector_shape shape, const rc_volume_desc *vol)
+{
+	return geom_n(pf, 1, shape, vol);
 }
 
 static void test_pitch0_is_cone(void **s)
@@ -99,7 +104,8 @@ static void test_pitch0_is_cone(void **s)
 }
 
 /* The window's edges are the projections of the helix's turns after and
- * before the source, computed here from the spec's formula. */
+ * before the source (the next ones for the 3-PI window), computed here
+ * from the spec's formula. */
 static void test_window_edges(void **s)
 {
 	(void)s;
@@ -123,8 +129,9 @@ static void test_window_edges(void **s)
 			int k = 300;
 			double t = ang[k] * M_PI / 180, z = -5 + pitch * (ang[k] - ang[0]) / 360;
 			double sigma = ang[1] > ang[0] ? 1 : -1, lead = pitch * sigma;
+			for (int npi = 1; npi <= 3; npi += 2)
 			for (int side = -1; side <= 1; side += 2)
-				for (double tau = 0.3; tau < 2 * M_PI - 0.3; tau += 0.1) {
+				for (double tau = (npi - 1) * M_PI + 0.3; tau < (npi + 1) * M_PI - 0.3; tau += 0.1) {
 					double ta = t + side * sigma * tau;
 					double x[3] = { HX_D * cos(ta), HX_D * sin(ta), z + side * lead * tau / (2 * M_PI) };
 					double u, v, w;
@@ -137,7 +144,7 @@ static void test_window_edges(void **s)
 					if (fabs(gamma) > 0.05)
 						continue; /* beyond the detector: no matter */
 					double lo, hi;
-					rc_geom_helix_window(g, gamma, &lo, &hi);
+					rc_geom_helix_window(g, npi, gamma, &lo, &hi);
 					double edge = side * lead > 0 ? hi : lo;
 					assert_true(fabs(vm - edge) < 1e-6 * (1 + fabs(edge)));
 				}
@@ -448,13 +455,17 @@ static void test_fdk_targets(void **s)
 		/* the circular scan's exact slab: the 4 slices about its plane */
 		double ecirc = fdk_error(gc, ph, truth, mask, VOL.nz / 2 - 2, VOL.nz / 2 + 2, &tc);
 		rc_geom_free(gc);
-		for (int i = 0; i < 3; i++) {
-			double pf = 0.5 * (i + 1);
-			rc_geom *g = geom(pf, shape, &VOL);
+		for (int i = 0; i < 4; i++) {
+			/* 0.5, 1, 1.5 over the Tam-Danielsson window's range, then
+			 * 0.5 over the 3-PI window's (a longer scan) */
+			double pf = i < 3 ? 0.5 * (i + 1) : 0.5;
+			rc_geom *g = geom_n(pf, i < 3 ? 1 : 3, shape, &VOL);
+			int npi = rc_fdk_helix_npi(g);
+			assert_int_equal(npi, i < 3 ? 1 : 3);
 			double eh = fdk_error(g, ph, truth, mask, 0, VOL.nz, &th);
-			print_message("%s: pitch factor %.1f (%d views): helical FDK %.4f over all %d slices, circular "
-				      "%.4f in its central 4 (ratio %.3f); %.2f s (circular %.2f s)\n",
-				      c ? "curved" : "flat", pf, rc_geom_nviews(g), eh, VOL.nz, ecirc, eh / ecirc, th, tc);
+			print_message("%s: pitch factor %.1f (%d views, %d-PI window): helical FDK %.4f over all %d slices, "
+				      "circular %.4f in its central 4 (ratio %.3f); %.2f s (circular %.2f s)\n",
+				      c ? "curved" : "flat", pf, rc_geom_nviews(g), npi, eh, VOL.nz, ecirc, eh / ecirc, th, tc);
 			assert_true(eh <= 1.25 * ecirc);
 			rc_geom_free(g);
 		}
