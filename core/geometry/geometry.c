@@ -200,6 +200,12 @@ static int build_cone(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
 	P[3] = -dot3(ru, s);
 	P[7] = -dot3(rv, s);
 	P[11] = -dot3(n, s);
+	/* a helix's height times the pixel scale S/dv can overflow */
+	if (!isfinite(P[3]) || !isfinite(P[7]) || !isfinite(P[11]))
+		return rc_fail(err, RC_EINVAL, "geometry.z_start_mm",
+			       "view %d: the source's height %g mm (z_start_mm + pitch_mm (angle - first angle) / 360) "
+			       "is too large for the detector's scale: its projection matrix is no finite number",
+			       k, z);
 	double M[9] = { P[0], P[1], P[2], P[4], P[5], P[6], P[8], P[9], P[10] };
 	/* e_u, e_v, n are orthogonal, so M is invertible in exact arithmetic;
 	 * numerically not when the pixel scale S/du (or S/dv) vanishes next to

@@ -34,6 +34,12 @@ int rc_geom_helix_check_spec(const rc_geom_spec *sp, rc_err *err)
 	if (!isfinite(sp->z_start_mm))
 		return rc_fail(err, RC_EINVAL, "geometry.z_start_mm",
 			       "geometry.z_start_mm must be a finite number (got %g)", sp->z_start_mm);
+	for (int k = 0; k < sp->nviews; k++)
+		if (!isfinite(sp->z_start_mm + sp->pitch_mm * (sp->angles_deg[k] - sp->angles_deg[0]) / 360.0))
+			return rc_fail(err, RC_EINVAL, "geometry.pitch_mm",
+				       "geometry.pitch_mm (%g): the source height of view %d, z_start_mm + pitch_mm (angle - "
+				       "first angle) / 360, is no finite number",
+				       sp->pitch_mm, k);
 	if (sp->pitch_mm == 0)
 		return 0;
 	double sign = sp->nviews > 1 && sp->angles_deg[1] < sp->angles_deg[0] ? -1.0 : 1.0;

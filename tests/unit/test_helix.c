@@ -197,6 +197,13 @@ static void test_refusals(void **s)
 	rc_geom_spec bad = sp;
 	bad.pitch_mm = NAN;
 	expect_field(&bad, &VOL, "geometry.pitch_mm");
+	/* heights whose matrices overflow (the fuzzer's find) */
+	bad = sp;
+	bad.z_start_mm = 1e307;
+	expect_field(&bad, &VOL, "geometry.z_start_mm");
+	bad = sp;
+	bad.pitch_mm = 1e308;
+	expect_field(&bad, &VOL, "geometry.pitch_mm");
 	/* a displaced detector: iterative methods only */
 	rc_geom_spec off = sp;
 	off.det.offset_u = 30;
