@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/fdk_helix.h"
 #include "algo/filter.h"
 #include "backend/cpu/engine_cpu.h"
 #include "util/parfor.h"
@@ -190,7 +191,7 @@ int rc_fdk_displaced(const rc_geom *g, rc_scan_mode scan, int *dir, double *gamm
 		*gamma_o = 0;
 	if (t == RC_GEOM_MATRICES)
 		return matrices_displaced(g, err);
-	if (t != RC_GEOM_CONE && t != RC_GEOM_FAN)
+	if (!rc_geom_type_is_cone(t) && t != RC_GEOM_FAN)
 		return 0;
 	const rc_detector_desc *d = rc_geom_detector(g);
 	double lo = det_gamma(g, 0), hi = det_gamma(g, d->nu - 1);
@@ -287,10 +288,11 @@ static void pixel_weights(const struct fdk *f, int k, int i, int j, double *cosw
 	*gamma = 0.0;
 	switch (f->type) {
 	case RC_GEOM_CONE:
+	case RC_GEOM_HELIX: /* pitch 0 here: algo_fdk_helix.c has the others */
 	case RC_GEOM_FAN: {
 		double S = rc_geom_sdd(f->g);
 		double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u;
-		double vm = f->type == RC_GEOM_CONE ? (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v : 0.0;
+		double vm = rc_geom_type_is_cone(f->type) ? (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v : 0.0;
 		if (d->shape == RC_DETECTOR_CURVED) {
 			/* an arc (a cylinder for cone): um is the arc length, the
 			 * ray's angle um / S, its cosine to the central ray
@@ -332,6 +334,7 @@ static double view_scale(const struct fdk *f, int k)
 {
 	switch (f->type) {
 	case RC_GEOM_CONE:
+	case RC_GEOM_HELIX:
 	case RC_GEOM_FAN:
 		return rc_geom_sid(f->g) * rc_geom_sdd(f->g) / f->det->du;
 	case RC_GEOM_PARALLEL:
@@ -655,6 +658,8 @@ int rc_fdk_suits(const rc_geom *g, rc_scan_mode scan, rc_err *err)
 	const rc_volume_desc *v = rc_geom_volume(g);
 	struct fdk f = { .g = g, .type = rc_geom_type_of(g), .det = rc_geom_detector(g), .nviews = rc_geom_nviews(g),
 			 .ax = v->cx, .ay = v->cy };
+	if (f.type == RC_GEOM_HELIX && rc_geom_pitch(g) != 0)
+		return rc_fdk_helix_suits(g, err);
 	rc_algo_params p;
 	rc_algo_params_default(&p, RC_ALGO_FDK);
 	p.scan = scan;
@@ -689,6 +694,14 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	rc_backend *bw = NULL;
 	int rc = 0, dir = 0;
 	atomic_init(&f.stopped, 0);
+	/* a helix of nonzero pitch: the Tam-Danielsson window, slab by slab
+	 * (pitch 0 is the circular cone, bit for bit: on below) */
+	if (f.type == RC_GEOM_HELIX && rc_geom_pitch(g) != 0) {
+		if (hooks && hooks->views)
+			return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+				       "fdk on a helix does not stream (yet): send every view, then reconstruct");
+		return rc_fdk_helix_run(p, b, proj, vol, hooks, NULL, err);
+	}
 	/* a displaced detector: filtered and back-projected on the widened one */
 	if ((rc = rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, err)))
 		return rc;

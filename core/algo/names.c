@@ -40,6 +40,7 @@ static const struct word scans[] = {
 };
 static const struct word geometries[] = {
 	{ "cone", RC_GEOM_CONE, 0 },
+	{ "helix", RC_GEOM_HELIX, 0 },
 	{ "matrices", RC_GEOM_MATRICES, 0 },
 	{ "fan", RC_GEOM_FAN, 0 },
 	{ "parallel", RC_GEOM_PARALLEL, 0 },

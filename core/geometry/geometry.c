@@ -33,6 +33,7 @@ struct rc_geom {
 	rc_detector_desc det;
 	rc_volume_desc vol;
 	double sid, sdd;
+	double pitch, lead; /* helix (geometry.h), else 0 */
 	rc_view *views;
 };
 
@@ -70,9 +71,9 @@ static int check_detector(const rc_geom_spec *sp, rc_err *err)
 	if (d->shape != RC_DETECTOR_FLAT && d->shape != RC_DETECTOR_CURVED)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
 			       "geometry.detector.shape %d is no detector shape (flat or curved)", (int)d->shape);
-	if (d->shape == RC_DETECTOR_CURVED && sp->type != RC_GEOM_FAN && sp->type != RC_GEOM_CONE)
+	if (d->shape == RC_DETECTOR_CURVED && sp->type != RC_GEOM_FAN && !rc_geom_type_is_cone(sp->type))
 		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
-			       "geometry.detector.shape \"curved\" applies to fan and cone geometries only; other types "
+			       "geometry.detector.shape \"curved\" applies to fan, cone and helix geometries only; other types "
 			       "have a flat detector");
 	if (d->nu < 1 || d->nu > 65536)
 		return rc_fail(err, RC_EINVAL, "geometry.detector.nu",
@@ -177,7 +178,11 @@ static int build_cone(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
 	double t = sp->angles_deg[k] * (M_PI / 180.0);
 	double D = sp->source_isocenter_mm, S = sp->source_detector_mm;
 	double ct = cos(t), st = sin(t);
-	double s[3] = { D * ct, D * st, 0 }, n[3] = { -ct, -st, 0 };
+	/* a helix's view is the cone's translated by its source height */
+	double z = sp->type == RC_GEOM_HELIX
+			   ? sp->z_start_mm + sp->pitch_mm * (sp->angles_deg[k] - sp->angles_deg[0]) / 360.0
+			   : 0.0;
+	double s[3] = { D * ct, D * st, z }, n[3] = { -ct, -st, 0 };
 	double eu[3] = { -st, ct, 0 }, ev[3] = { 0, 0, 1 };
 	double cu = (d->nu - 1) / 2.0 - d->offset_u / d->du;
 	double cv = (d->nv - 1) / 2.0 - d->offset_v / d->dv;
@@ -195,6 +200,13 @@ static int build_cone(rc_geom *g, const rc_geom_spec *sp, int k, rc_err *err)
 	P[3] = -dot3(ru, s);
 	P[7] = -dot3(rv, s);
 	P[11] = -dot3(n, s);
+	/* a helix's height times the pixel scale S/dv can overflow (a cone's
+	 * pixel sizes are checked apart, naming geometry.detector) */
+	if (sp->type == RC_GEOM_HELIX && (!isfinite(P[3]) || !isfinite(P[7]) || !isfinite(P[11])))
+		return rc_fail(err, RC_EINVAL, "geometry.z_start_mm",
+			       "view %d: the source's height %g mm (z_start_mm + pitch_mm (angle - first angle) / 360) "
+			       "is too large for the detector's scale: its projection matrix is no finite number",
+			       k, z);
 	double M[9] = { P[0], P[1], P[2], P[4], P[5], P[6], P[8], P[9], P[10] };
 	/* e_u, e_v, n are orthogonal, so M is invertible in exact arithmetic;
 	 * numerically not when the pixel scale S/du (or S/dv) vanishes next to
@@ -350,7 +362,7 @@ static int check_views(const rc_geom *g, rc_err *err)
 						       "view %d: the curved detector cuts the volume; source_detector_mm (%g) "
 						       "must exceed the distance from the source to the farthest volume corner "
 						       "(%.1f mm)", k, g->sdd, r);
-			} else if ((g->type == RC_GEOM_CONE || g->type == RC_GEOM_FAN) && w >= g->sdd)
+			} else if ((rc_geom_type_is_cone(g->type) || g->type == RC_GEOM_FAN) && w >= g->sdd)
 				return rc_fail(err, RC_EINVAL, "geometry.source_detector_mm",
 					       "view %d: the detector plane cuts the volume; source_detector_mm (%g) must exceed "
 					       "the depth of the farthest volume corner (%.1f mm)", k, g->sdd, w);
@@ -359,8 +371,9 @@ static int check_views(const rc_geom *g, rc_err *err)
 			vmin_seen = fmin(vmin_seen, vv);
 			vmax_seen = fmax(vmax_seen, vv);
 		}
-		if (behind)
-			continue; /* the box straddles the source plane: it is seen */
+		if (behind || g->type == RC_GEOM_HELIX)
+			continue; /* the box straddles the source plane: it is seen; a helix's views
+				     beyond the volume's ends see none of it (helix.c checks coverage) */
 		if (umax_seen < -0.5 || umin_seen > umax || vmax_seen < -0.5 || vmin_seen > vmax) {
 			const char *f = g->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.detector";
 			return rc_fail(err, RC_EINVAL, f,
@@ -378,15 +391,16 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 	int rc;
 	if (!sp || !vol || !ret)
 		return rc_fail(err, RC_EINVAL, "", "rc_geom_new needs a spec, a volume and a result pointer");
-	if (sp->type < RC_GEOM_CONE || sp->type > RC_GEOM_PARALLEL)
-		return rc_fail(err, RC_EINVAL, "geometry.type", "geometry.type must be cone, matrices, fan or parallel");
+	if (sp->type < RC_GEOM_CONE || sp->type > RC_GEOM_HELIX)
+		return rc_fail(err, RC_EINVAL, "geometry.type",
+			       "geometry.type must be cone, helix, matrices, fan or parallel");
 	if (sp->nviews < 1 || sp->nviews > 1000000) {
 		const char *f = sp->type == RC_GEOM_MATRICES ? "geometry.matrices" : "geometry.angles.count";
 		return rc_fail(err, RC_EINVAL, f, "%s must give 1 to 1000000 views (got %d)", f, sp->nviews);
 	}
 	if ((rc = check_volume(vol, err)) || (rc = check_detector(sp, err)) || (rc = check_sizes(sp, vol, lim, err)))
 		return rc;
-	if (sp->type == RC_GEOM_CONE || sp->type == RC_GEOM_FAN) {
+	if (rc_geom_type_is_cone(sp->type) || sp->type == RC_GEOM_FAN) {
 		if (!finite_pos(sp->source_isocenter_mm))
 			return rc_fail(err, RC_EINVAL, "geometry.source_isocenter_mm",
 				       "geometry.source_isocenter_mm must be a positive finite number (got %g)", sp->source_isocenter_mm);
@@ -405,7 +419,8 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 			return rc_fail(err, RC_EINVAL, "geometry.matrices", "geometry.matrices is required for type matrices");
 	} else {
 		if (!sp->angles_deg)
-			return rc_fail(err, RC_EINVAL, "geometry.angles", "geometry.angles is required for type cone, fan and parallel");
+			return rc_fail(err, RC_EINVAL, "geometry.angles",
+				       "geometry.angles is required for type cone, helix, fan and parallel");
 		for (int k = 0; k < sp->nviews; k++)
 			if (!isfinite(sp->angles_deg[k]))
 				return rc_fail(err, RC_EINVAL, "geometry.angles", "geometry.angles: the angle of view %d must be a finite number of degrees (got %g)", k, sp->angles_deg[k]);
@@ -430,9 +445,16 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 	g->vol = *vol;
 	g->sid = sp->source_isocenter_mm;
 	g->sdd = sp->source_detector_mm;
+	if (sp->type == RC_GEOM_HELIX && (rc = rc_geom_helix_check_spec(sp, err)))
+		goto out_free;
+	if (sp->type == RC_GEOM_HELIX) {
+		g->pitch = sp->pitch_mm;
+		g->lead = sp->nviews > 1 && sp->angles_deg[sp->nviews - 1] < sp->angles_deg[0] ? -g->pitch : g->pitch;
+	}
 	for (int k = 0; k < sp->nviews; k++) {
 		switch (sp->type) {
 		case RC_GEOM_CONE:
+		case RC_GEOM_HELIX:
 			if ((rc = build_cone(g, sp, k, err)))
 				goto out_free;
 			break;
@@ -458,7 +480,8 @@ int rc_geom_new(const rc_geom_spec *sp, const rc_volume_desc *vol,
 	}
 	/* a part of a checked box: its source and detector checks hold for
 	 * every part, and a view may miss a part (its voxels get 0 there) */
-	if (!(lim && lim->part) && (rc = check_views(g, err)))
+	if ((!(lim && lim->part) && (rc = check_views(g, err))) ||
+	    (g->type == RC_GEOM_HELIX && (rc = rc_geom_helix_check(g, err))))
 		goto out_free;
 	*ret = g;
 	return 0;
@@ -482,6 +505,43 @@ const rc_detector_desc *rc_geom_detector(const rc_geom *g) { return &g->det; }
 const rc_volume_desc *rc_geom_volume(const rc_geom *g) { return &g->vol; }
 double rc_geom_sid(const rc_geom *g) { return g->sid; }
 double rc_geom_sdd(const rc_geom *g) { return g->sdd; }
+double rc_geom_pitch(const rc_geom *g) { return g->pitch; }
+double rc_geom_lead(const rc_geom *g) { return g->lead; }
+
+int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, int row0, int nrows,
+		 rc_geom **ret, rc_err *err)
+{
+	if (!rc_geom_type_is_cone(g->type) || first < 0 || last > g->nviews || first >= last || row0 < 0 || nrows < 1 ||
+	    row0 + nrows > g->det.nv)
+		return rc_fail(err, RC_EINVAL, "", "rc_geom_slab needs a cone or helix, views in 0..%d and rows in 0..%d",
+			       g->nviews, g->det.nv);
+	rc_geom *s = calloc(1, sizeof *s);
+	if (!s || !(s->views = malloc(sizeof *s->views * (size_t)(last - first)))) {
+		free(s);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for a slab's %d views", last - first);
+	}
+	rc_view *views = s->views;
+	*s = *g;
+	s->views = views;
+	s->nviews = last - first;
+	s->vol = *vol;
+	memcpy(s->views, g->views + first, sizeof *s->views * (size_t)(last - first));
+	if (row0 != 0 || nrows != g->det.nv) {
+		/* v' = v - row0: P's v row less row0 times its depth row; the ray
+		 * of (u, v') is Minv (u, v' + row0, 1) */
+		s->det.nv = nrows;
+		s->det.offset_v = g->det.offset_v + (row0 + (nrows - 1) / 2.0 - (g->det.nv - 1) / 2.0) * g->det.dv;
+		for (int k = 0; k < s->nviews; k++) {
+			rc_view *vw = &s->views[k];
+			for (int a = 0; a < 4; a++)
+				vw->P[4 + a] -= row0 * vw->P[8 + a];
+			for (int r = 0; r < 3; r++)
+				vw->Minv[3 * r + 2] += row0 * vw->Minv[3 * r + 1];
+		}
+	}
+	*ret = s;
+	return 0;
+}
 int rc_geom_is_2d(const rc_geom *g) { return g->type == RC_GEOM_FAN || g->type == RC_GEOM_PARALLEL; }
 
 size_t rc_geom_view_count(const rc_geom *g)
@@ -517,7 +577,7 @@ void rc_volume_voxel_pos(const rc_volume_desc *v, double ix, double iy, double i
 
 int rc_geom_pixel_pos(const rc_geom *g, int k, double i, double j, double pos[3])
 {
-	if (g->type != RC_GEOM_CONE)
+	if (!rc_geom_type_is_cone(g->type))
 		return RC_EUNSUPPORTED;
 	const rc_view *vw = &g->views[k];
 	double t = vw->angle_rad, ct = cos(t), st = sin(t);
@@ -528,13 +588,13 @@ int rc_geom_pixel_pos(const rc_geom *g, int k, double i, double j, double pos[3]
 		double gam = um / g->sdd, a = g->sdd * cos(gam), b = g->sdd * sin(gam);
 		pos[0] = vw->src[0] - a * ct - b * st;
 		pos[1] = vw->src[1] - a * st + b * ct;
-		pos[2] = vm;
+		pos[2] = vm + vw->src[2];
 		return 0;
 	}
 	double dc = -(g->sdd - g->sid);
 	pos[0] = dc * ct + um * -st;
 	pos[1] = dc * st + um * ct;
-	pos[2] = vm;
+	pos[2] = vm + vw->src[2];
 	return 0;
 }
 
@@ -542,14 +602,14 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 {
 	const rc_view *vw = &g->views[k];
 	const rc_volume_desc *v = &g->vol;
-	if (g->type == RC_GEOM_CONE && g->det.shape == RC_DETECTOR_CURVED) {
+	if (rc_geom_type_is_cone(g->type) && g->det.shape == RC_DETECTOR_CURVED) {
 		/* to the pixel centre on the cylinder (rc_geom_pixel_pos) */
 		double pc[3];
 		rc_geom_pixel_pos(g, k, i, j, pc);
 		for (int r = 0; r < 3; r++)
 			dir[r] = pc[r] - vw->src[r];
 		memcpy(origin, vw->src, 3 * sizeof(double));
-	} else if (g->type == RC_GEOM_CONE || g->type == RC_GEOM_MATRICES) {
+	} else if (rc_geom_type_is_cone(g->type) || g->type == RC_GEOM_MATRICES) {
 		double uvw[3] = { i, j, 1 };
 		for (int r = 0; r < 3; r++)
 			dir[r] = dot3(&vw->Minv[3 * r], uvw);
@@ -598,15 +658,16 @@ void rc_geom_ray(const rc_geom *g, int k, double i, double j, int iz, double ori
 
 int rc_geom_widen(const rc_geom *g, int nu, double offset_u, rc_geom **ret, rc_err *err)
 {
-	if (g->type != RC_GEOM_CONE && g->type != RC_GEOM_FAN)
-		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type", "only cone and fan detectors can be widened");
+	if (g->type != RC_GEOM_CONE && g->type != RC_GEOM_FAN && (g->type != RC_GEOM_HELIX || g->pitch != 0))
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type",
+			       "only cone and fan detectors (and a helix of pitch 0) can be widened");
 	double *ang = malloc(sizeof(double) * (size_t)g->nviews);
 	if (!ang)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d angles", g->nviews);
 	for (int k = 0; k < g->nviews; k++)
 		ang[k] = g->views[k].angle_rad * (180.0 / M_PI);
 	rc_geom_spec sp = { .type = g->type, .nviews = g->nviews, .det = g->det, .source_isocenter_mm = g->sid,
-			    .source_detector_mm = g->sdd, .angles_deg = ang };
+			    .source_detector_mm = g->sdd, .angles_deg = ang, .z_start_mm = g->views[0].src[2] };
 	sp.det.nu = nu;
 	sp.det.offset_u = offset_u;
 	int rc = rc_geom_new(&sp, &g->vol, NULL, ret, err);

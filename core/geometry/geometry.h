@@ -44,7 +44,13 @@ typedef enum rc_geom_type {
 	RC_GEOM_MATRICES,
 	RC_GEOM_FAN,
 	RC_GEOM_PARALLEL,
+	RC_GEOM_HELIX, /* a cone whose source and detector rise pitch_mm per turn */
 } rc_geom_type;
+
+/* Cone-like: a source and a 2-D detector whose view matrix is the cone's
+ * (a helix's is the cone's translated along z by the view's source height,
+ * so every projector that reads P reads it unchanged). */
+static inline int rc_geom_type_is_cone(rc_geom_type t) { return t == RC_GEOM_CONE || t == RC_GEOM_HELIX; }
 
 /* Volume of nx*ny*nz voxels of size (vx, vy, vz) mm centred at (cx, cy, cz):
  * voxel (ix, iy, iz) sits at ((ix - (nx-1)/2)*vx + cx, ...), stored [iz][iy][ix]. */
@@ -91,6 +97,8 @@ typedef struct rc_geom_spec {
 	double source_detector_mm;  /* cone, fan: S */
 	const double *angles_deg;   /* cone, fan, parallel: nviews angles */
 	const double *matrices;     /* matrices: nviews * 12, row-major 3x4 */
+	double pitch_mm;            /* helix: z advance per 360 degrees of angle */
+	double z_start_mm;          /* helix: source height of view 0 */
 } rc_geom_spec;
 
 typedef struct rc_limits {
@@ -128,6 +136,50 @@ int rc_geom_nviews(const rc_geom *g);
 const rc_view *rc_geom_view(const rc_geom *g, int k);
 const rc_detector_desc *rc_geom_detector(const rc_geom *g);
 const rc_volume_desc *rc_geom_volume(const rc_geom *g);
+/* Helix: view k's source height is z_start + pitch (theta_k - theta_0) /
+ * 360 degrees, theta in the client's degrees.  rc_geom_pitch is pitch_mm
+ * (0 for every other type); rc_geom_lead is the z advance per turn along
+ * the scan's direction of rotation (pitch times the sign of the angle
+ * step), the quantity the Tam-Danielsson window scales with. */
+double rc_geom_pitch(const rc_geom *g);
+double rc_geom_lead(const rc_geom *g);
+
+/* Helix: the Tam-Danielsson window (n = 1), or the n-PI window (n odd),
+ * at fan angle gamma (radians, towards e_u) of every view, as detector row
+ * coordinates in mm from the row at the source's height (the v_mm of
+ * rc_geom_pixel_pos before offset_v): *lo..*hi, the projections of the
+ * helix (n+1)/2 turns before and after the source.  A point is seen
+ * through the window exactly over its n-PI interval (n half turns plus
+ * twice its fan angle), so every line through it in the plane of
+ * rotation is measured n times (docs/fdk.md).  With lead h (rc_geom_lead),
+ * sigma the direction of rotation and a cylindrical detector: after =
+ * S h (n pi - 2 sigma gamma) / (4 pi D cos gamma), before = -S h (n pi +
+ * 2 sigma gamma) / (4 pi D cos gamma); a flat detector's rows are these
+ * over cos gamma.  lo = hi = 0 for pitch 0. */
+void rc_geom_helix_window(const rc_geom *g, int n, double gamma, double *lo, double *hi);
+
+/* Half the z range about a voxel's height that the sources of its PI
+ * interval span at most, plus the window's one-row edge (helix.c): the
+ * covered range is the sources' z range less this at each end. */
+double rc_geom_helix_margin(const rc_geom *g);
+/* Largest fan angle (radians) of the volume's box seen from the axis. */
+double rc_geom_helix_gamma_max(const rc_geom *g);
+/* rc_geom_new's helix checks (helix.c).  spec: pitch_mm and z_start_mm
+ * finite and, for a nonzero pitch, angles strictly monotone (one scan).
+ * built: complete data (the Tam-Danielsson window within the detector's
+ * rows less one at each edge: geometry.pitch_mm) and the volume inside the
+ * covered z range (volume); nothing for pitch 0. */
+int rc_geom_helix_check_spec(const rc_geom_spec *sp, rc_err *err);
+int rc_geom_helix_check(const rc_geom *g, rc_err *err);
+
+/* The g with views first..last-1 only, vol for its volume and the
+ * detector's rows row0..row0+nrows-1 only (no checks: a helical FDK's slab
+ * of the volume, the views that see it and the rows of their window).
+ * The matrices are g's with v shifted by row0 (the same, bit for bit, for
+ * row0 0 and all rows), offset_v moved to the rows' centre.  cone, helix. */
+int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, int row0, int nrows,
+		 rc_geom **ret, rc_err *err);
+
 /* D and S for cone and fan; for matrices the mean source-to-axis distance
  * and 0 for S (no physical detector distance is known). */
 double rc_geom_sid(const rc_geom *g);

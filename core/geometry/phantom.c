@@ -256,7 +256,8 @@ static void proj_view(void *ud, int worker, int k)
 	const rc_view *vw = rc_geom_view(g, k);
 	int nrows = rc_geom_is_2d(g) ? rc_geom_volume(g)->nz : det->nv;
 	switch (rc_geom_type_of(g)) {
-	case RC_GEOM_CONE: {
+	case RC_GEOM_CONE:
+	case RC_GEOM_HELIX: {
 		/* the pixel centre is affine in (i, j): p00 + i du_vec + j dv_vec */
 		double p00[3], p10[3], p01[3], du[3], dv[3];
 		rc_geom_pixel_pos(g, k, 0, 0, p00);

@@ -33,6 +33,7 @@ static double magnified_pitch(const rc_geom *g)
 	const rc_detector_desc *d = rc_geom_detector(g);
 	switch (rc_geom_type_of(g)) {
 	case RC_GEOM_CONE:
+	case RC_GEOM_HELIX:
 	case RC_GEOM_FAN:
 		return rc_geom_sdd(g) > 0 ? d->du * rc_geom_sid(g) / rc_geom_sdd(g) : 0;
 	case RC_GEOM_PARALLEL:
@@ -55,6 +56,10 @@ static int sees(const rc_geom *g, int k, const double x[3])
 		rc_geom_cyl_project(g, k, x, &u, &v, &w);
 	else
 		rc_view_project(rc_geom_view(g, k), x, &u, &v, &w);
+	/* a helix's views see a point only near its height: rc_geom_new checked
+	 * its z coverage, this its fan */
+	if (rc_geom_type_of(g) == RC_GEOM_HELIX)
+		v = 0;
 	return w > 0 && u >= -0.5 && u <= d->nu - 0.5 && v >= -0.5 && v <= d->nv - 0.5;
 }
 

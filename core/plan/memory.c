@@ -54,7 +54,7 @@ static int footprint_runs(const rc_recon_spec *s)
 	const rc_geom_spec *g = &s->geom;
 	if (s->algo.name == RC_ALGO_FDK || (s->engine != RC_ENGINE_AUTO && s->engine != RC_ENGINE_CPU))
 		return 0;
-	if (g->type != RC_GEOM_MATRICES && g->type != RC_GEOM_CONE)
+	if (g->type != RC_GEOM_MATRICES && !rc_geom_type_is_cone(g->type))
 		return 0;
 	if (s->algo.projector == RC_PROJECTOR_FOOTPRINT)
 		return 1;
@@ -68,6 +68,10 @@ static int footprint_runs(const rc_recon_spec *s)
 	double ex = fabs(v->cx) + 0.5 * v->nx * v->vx, ey = fabs(v->cy) + 0.5 * v->ny * v->vy;
 	double ez = fabs(v->cz) + 0.5 * v->nz * v->vz;
 	double R = sqrt(ex * ex + ey * ey), D = g->source_isocenter_mm, S = g->source_detector_mm;
+	/* a helix's view sees the volume near its source's height only
+	 * (rc_splat_max_step) */
+	if (g->type == RC_GEOM_HELIX && S > 0)
+		ez = fmin(ez, (0.5 * g->det.nv * g->det.dv + fabs(g->det.offset_v) + g->det.dv) * (D + R) / S + v->vz);
 	double pix = fmin(g->det.du, g->det.dv);
 	if (!(D > R) || !(pix > 0))
 		return 0; /* a voxel behind a source: neither pair (rc_footprint_suits) */

@@ -540,6 +540,9 @@ int rc_backend_open(rc_engine_choice engine, const rc_device *devices, int ndevi
 	if (mode == RC_ENGINE_AUTO && rc_geom_type_of(g) == RC_GEOM_CONE &&
 	    rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
 		mode = RC_ENGINE_CPU;
+	/* and a helix's (rc_recon_check: engine_runs) */
+	if (mode == RC_ENGINE_AUTO && rc_geom_type_of(g) == RC_GEOM_HELIX)
+		mode = RC_ENGINE_CPU;
 	rc_backend *b = NULL;
 	int rc;
 	if (wants_tensor(mode, &s->algo, g)) {

@@ -49,6 +49,10 @@ static int engine_runs(rc_engine_choice e, rc_algo_name a, rc_geom_type g)
 	(void)a; /* each geometry's engines run every algorithm */
 	if (e == RC_ENGINE_CUDA && !rc_engine_cuda_built())
 		return 0;
+	/* a helix runs on the CPU engine (its helical FDK slabs the volume on
+	 * it; the device engines' kernels are not checked on a helix) */
+	if (g == RC_GEOM_HELIX)
+		return e == RC_ENGINE_AUTO || e == RC_ENGINE_CPU;
 	return is2d || e != RC_ENGINE_TENSOR;
 }
 
@@ -105,6 +109,10 @@ int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream is for fdk: an iterative algorithm needs every view before its first "
 			       "iteration (it shows its iterates as previews instead)");
+	if (s->geom.type == RC_GEOM_HELIX)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
+			       "execution.stream does not run on a helix geometry: its FDK reconstructs slab by slab "
+			       "from the whole stack; send every view, then reconstruct");
 	if (s->geom.type != RC_GEOM_CONE && s->geom.type != RC_GEOM_MATRICES)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream runs on cone and matrices geometries; a %s job is reconstructed "
@@ -155,7 +163,7 @@ int rc_recon_check(const rc_recon_spec *s, rc_err *err)
 	 * only: its ray-casting and footprint pairs and the voxel back
 	 * projection (proj_cyl.c, proj_footprint.c); the OpenCL, CUDA and
 	 * tensor kernels map points through a flat P */
-	if (s->geom.type == RC_GEOM_CONE && s->geom.det.shape == RC_DETECTOR_CURVED) {
+	if (rc_geom_type_is_cone(s->geom.type) && s->geom.det.shape == RC_DETECTOR_CURVED) {
 		if (eng != RC_ENGINE_AUTO && eng != RC_ENGINE_CPU)
 			return rc_fail(err, RC_EUNSUPPORTED, "execution.engine",
 				       "execution.engine \"%s\" does not run a cone geometry with a curved detector "

@@ -101,7 +101,7 @@ struct rc_fpf {
 
 static int is_curved_cone(const rc_geom *g)
 {
-	return rc_geom_type_of(g) == RC_GEOM_CONE && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED;
+	return rc_geom_type_is_cone(rc_geom_type_of(g)) && rc_geom_detector(g)->shape == RC_DETECTOR_CURVED;
 }
 
 /* (depth, side) of in-plane point (x, y) in a curved cone's view cv

@@ -87,13 +87,14 @@ void rc_splat_gain_line(const rc_splat_gain *gn, double u, double v, int along_v
  * volume: the Jacobian of (u, v) times the voxel size on each axis, at the
  * eight corners (the magnification is largest at a corner); infinity when a
  * corner is not in front of the source. */
-static double view_max_step(const double *P, const rc_volume_desc *v)
+static double view_max_step(const double *P, const rc_volume_desc *v, double zlo, double zhi)
 {
 	const double s[3] = { v->vx, v->vy, v->vz };
 	double worst = 0;
 	for (int c = 0; c < 8; c++) {
 		double X[3];
 		rc_volume_voxel_pos(v, c & 1 ? v->nx - 1 : 0, c & 2 ? v->ny - 1 : 0, c & 4 ? v->nz - 1 : 0, X);
+		X[2] = fmin(fmax(X[2], zlo), zhi);
 		double w = P[8] * X[0] + P[9] * X[1] + P[10] * X[2] + P[11];
 		if (!(w > 0))
 			return INFINITY;
@@ -112,11 +113,23 @@ double rc_splat_max_step(const rc_geom *g)
 {
 	rc_geom_type t = rc_geom_type_of(g);
 	/* a curved cone's pixels are no projective image: no splat pair */
-	if ((t != RC_GEOM_CONE && t != RC_GEOM_MATRICES) || rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
+	if ((!rc_geom_type_is_cone(t) && t != RC_GEOM_MATRICES) || rc_geom_detector(g)->shape == RC_DETECTOR_CURVED)
 		return INFINITY;
+	/* a helix's view sees a slab of the volume about its source's height
+	 * (the detector's rows at the far side of the volume): the step
+	 * elsewhere never reaches a pixel */
+	const rc_detector_desc *d = rc_geom_detector(g);
+	const rc_volume_desc *v = rc_geom_volume(g);
+	double reach = INFINITY;
+	if (t == RC_GEOM_HELIX) {
+		double R = hypot(fabs(v->cx) + 0.5 * v->nx * v->vx, fabs(v->cy) + 0.5 * v->ny * v->vy);
+		reach = (0.5 * d->nv * d->dv + fabs(d->offset_v) + d->dv) * (rc_geom_sid(g) + R) / rc_geom_sdd(g) + v->vz;
+	}
 	double worst = 0;
-	for (int k = 0; k < rc_geom_nviews(g); k++)
-		worst = fmax(worst, view_max_step(rc_geom_view(g, k)->P, rc_geom_volume(g)));
+	for (int k = 0; k < rc_geom_nviews(g); k++) {
+		double zs = rc_geom_view(g, k)->src[2];
+		worst = fmax(worst, view_max_step(rc_geom_view(g, k)->P, v, zs - reach, zs + reach));
+	}
 	return worst;
 }
 

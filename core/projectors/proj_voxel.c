@@ -380,7 +380,7 @@ void rc_bp_voxel_acc(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj
 		if (!view_cone_like(rc_geom_view(b->g, k)->P, v))
 			J->cone = 0;
 	/* a cylindrical detector: columns always, set up by proj_cyl.c */
-	const int cyl = rc_geom_type_of(b->g) == RC_GEOM_CONE && rc_geom_detector(b->g)->shape == RC_DETECTOR_CURVED;
+	const int cyl = rc_geom_type_is_cone(rc_geom_type_of(b->g)) && rc_geom_detector(b->g)->shape == RC_DETECTOR_CURVED;
 	if (cyl)
 		J->cone = 1;
 	/* Several blocks: the sums stay in tiles across blocks and reach the

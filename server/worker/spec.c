@@ -42,9 +42,9 @@ static int parse_shape(const json_t *d, const char *p, rc_geom_type type, rc_det
 	det->shape = RC_DETECTOR_FLAT;
 	if (!json_object_get(d, "shape"))
 		return 0;
-	if (type != RC_GEOM_FAN && type != RC_GEOM_CONE)
+	if (type != RC_GEOM_FAN && !rc_geom_type_is_cone(type))
 		return rc_fail(err, RC_EINVAL, "geometry.detector.shape",
-			       "geometry.detector.shape applies to geometry.type \"fan\" and \"cone\" only (flat or "
+			       "geometry.detector.shape applies to geometry.type \"fan\", \"cone\" and \"helix\" only (flat or "
 			       "curved); a %s "
 			       "geometry's detector is flat: remove it",
 			       rc_name_str(RC_NAMES_GEOMETRY, (int)type));
@@ -224,7 +224,7 @@ static int parse_rtk(const json_t *g, job_spec *s, rc_err *err)
 static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices, rc_err *err)
 {
 	static const char *const keys[] = { "type", "source_isocenter_mm", "source_detector_mm", "angles",
-					    "angles_deg", "matrices", "slices", "detector", NULL };
+					    "angles_deg", "matrices", "slices", "detector", "pitch_mm", "z_start_mm", NULL };
 	const char *p = "geometry";
 	rc_geom_spec *gs = &s->r.geom;
 	const char *type = NULL;
@@ -241,15 +241,17 @@ static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices,
 		return rc_name_fail(err, RC_NAMES_GEOMETRY, "geometry.type", type);
 	gs->type = (rc_geom_type)gt;
 
-	int has_dist = gs->type == RC_GEOM_CONE || gs->type == RC_GEOM_FAN;
+	int has_dist = rc_geom_type_is_cone(gs->type) || gs->type == RC_GEOM_FAN;
 	int is2d = gs->type == RC_GEOM_FAN || gs->type == RC_GEOM_PARALLEL;
 	static const struct { const char *key; int when; } only[] = {
 		{ "source_isocenter_mm", 1 }, { "source_detector_mm", 1 },
 		{ "angles", 2 }, { "angles_deg", 2 }, { "matrices", 3 }, { "slices", 4 },
+		{ "pitch_mm", 5 }, { "z_start_mm", 5 },
 	};
 	for (size_t i = 0; i < sizeof only / sizeof only[0]; i++) {
 		int allowed = only[i].when == 1 ? has_dist : only[i].when == 2 ? gs->type != RC_GEOM_MATRICES
-			    : only[i].when == 3 ? gs->type == RC_GEOM_MATRICES : is2d;
+			    : only[i].when == 3 ? gs->type == RC_GEOM_MATRICES : only[i].when == 5 ? gs->type == RC_GEOM_HELIX
+			    : is2d;
 		if (!allowed && json_object_get(g, only[i].key)) {
 			char path[64];
 			jf_path(path, sizeof path, p, only[i].key);
@@ -259,6 +261,12 @@ static int parse_geometry(const json_t *g, job_spec *s, long long nz_for_slices,
 	if (has_dist &&
 	    ((rc = jf_num(g, p, "source_isocenter_mm", 1, LEN_MIN, 0, DIST_MAX, &gs->source_isocenter_mm, err)) ||
 	     (rc = jf_num(g, p, "source_detector_mm", 1, LEN_MIN, 0, DIST_MAX, &gs->source_detector_mm, err))))
+		return rc;
+	/* helix: the table's z advance per turn (0: the circular cone) and the
+	 * first view's source height */
+	if (gs->type == RC_GEOM_HELIX &&
+	    ((rc = jf_num(g, p, "pitch_mm", 1, -DIST_MAX, 0, DIST_MAX, &gs->pitch_mm, err)) ||
+	     (rc = jf_num(g, p, "z_start_mm", 0, -DIST_MAX, 0, DIST_MAX, &gs->z_start_mm, err))))
 		return rc;
 	if ((rc = jf_obj(g, p, "detector", 1, &det, err)) || (rc = parse_detector(det, gs->type, &gs->det, err)))
 		return rc;
@@ -524,6 +532,10 @@ static int parse_root(const json_t *root, uint64_t max_bytes, job_spec *s, rc_er
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "a job across ranks (execution.ranks %d) does not stream: its ranks read the whole "
 			       "stack from the spool; leave execution.stream out or false", s->ranks);
+	if (s->ranks > 1 && s->r.geom.type == RC_GEOM_HELIX)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
+			       "a helix runs in one process (its FDK slabs the volume with the views each slab needs; "
+			       "the ranks' z-slabs and view split are not built for it): leave execution.ranks out or 1");
 	if (s->ranks > 1)
 		s->stream = STREAM_OFF;
 	/* asked for: it must stream here; by default only where it can */

@@ -13,6 +13,8 @@ static const char *not_out_of_core(const job_spec *s)
 		return "out of core, only fdk runs";
 	if (s->in.intensity)
 		return "out of core, fdk runs from line integrals only";
+	if (s->r.geom.type == RC_GEOM_HELIX) /* its own slabs hold only the views each needs */
+		return "out of core, a helix is not planned (its helical fdk already holds only the views a slab needs)";
 	if (s->ranks > 1) /* each rank runs its own slab in core (docs/cluster.md) */
 		return "across MPI ranks, each rank's share must fit in core: ask for more ranks";
 	return NULL;

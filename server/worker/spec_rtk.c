@@ -615,6 +615,10 @@ static int write_views(xmlTextWriter *w, const rc_geom *g, const spec_rtk_det *d
 int spec_rtk_write(const rc_geom *g, const spec_rtk_det *det, char **ret, size_t *len, rc_err *err)
 {
 	rc_geom_type t = rc_geom_type_of(g);
+	if (t == RC_GEOM_HELIX)
+		return rc_fail(err, RC_EUNSUPPORTED, "format",
+			       "format=rtk: a helix geometry is not written as RTK's geometry file here; download "
+			       "the volume in another format");
 	if (t != RC_GEOM_CONE && t != RC_GEOM_MATRICES)
 		return rc_fail(err, RC_EUNSUPPORTED, "format",
 			       "format=rtk: RTK's geometry file is 3-D (cone beam); a %s geometry has no RTK equivalent",

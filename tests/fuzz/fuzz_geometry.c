@@ -86,7 +86,7 @@ static void check_geom(const rc_geom *g)
 		fail("proj_count != nviews * view_count", -1);
 	for (int k = 0; k < nv && k < 64; k++) {
 		const rc_view *vw = rc_geom_view(g, k);
-		if (t == RC_GEOM_CONE || t == RC_GEOM_MATRICES) {
+		if (rc_geom_type_is_cone(t) || t == RC_GEOM_MATRICES) {
 			if (!all_finite(vw->P, 12) || !all_finite(vw->Minv, 9) || !all_finite(vw->src, 3))
 				fail("a non-finite projection matrix, inverse or source", k);
 			double n = sqrt(vw->P[8] * vw->P[8] + vw->P[9] * vw->P[9] + vw->P[10] * vw->P[10]);
@@ -103,7 +103,7 @@ static void check_geom(const rc_geom *g)
 		check_ray(g, k, det->nu - 1, rows, v->nz - 1);
 		check_ray(g, k, (det->nu - 1) / 2.0, rows / 2, v->nz / 2);
 		double pos[3];
-		if (t == RC_GEOM_CONE && (rc_geom_pixel_pos(g, k, 0, 0, pos) || !all_finite(pos, 3)))
+		if (rc_geom_type_is_cone(t) && (rc_geom_pixel_pos(g, k, 0, 0, pos) || !all_finite(pos, 3)))
 			fail("a non-finite pixel position", k);
 	}
 }
@@ -194,7 +194,7 @@ static void run_binary(const uint8_t *data, size_t size)
 	rc_geom_spec sp;
 	rc_volume_desc vol;
 	memset(&sp, 0, sizeof sp);
-	sp.type = (rc_geom_type)(byte(&r) % 4);
+	sp.type = (rc_geom_type)(byte(&r) % 5);
 	sp.nviews = count(&r, 16);
 	sp.det.nu = count(&r, 64);
 	sp.det.nv = count(&r, 64);
@@ -228,6 +228,10 @@ static void run_binary(const uint8_t *data, size_t size)
 		for (int k = 0; k < nv; k++)
 			vals[k] = each ? num(&r) : start + k * step;
 		sp.angles_deg = vals;
+	}
+	if (sp.type == RC_GEOM_HELIX) {
+		sp.pitch_mm = num(&r);
+		sp.z_start_mm = num(&r);
 	}
 	rc_limits lim = { .max_bytes = 64ull << 30 };
 	rc_geom *g = NULL;

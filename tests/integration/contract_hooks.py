@@ -22,6 +22,10 @@ still judges the answer):
                  distances grow past the volume, pixels far too small or
                  large for their distance, or a curved fan wider than
                  1 rad each side, become S / count)
+    helix        the pitch within the detector's window and the volume within
+                 the covered z range (rc_geom_new): relations of the pitch,
+                 angles, z_start, detector and volume: pitch_mm and z_start_mm
+                 become 0 (the circular cone), the rest is fitted as a cone's
     matrices     a 3x4 matrix sees the volume only by chance: each is
                  replaced by the cone matrix of its view
     rtk          a generated string is no RTK geometry file: the geometry is
@@ -39,10 +43,10 @@ still judges the answer):
                  run every algorithm (fdk as FBP) on every engine (flat
                  or curved fan), only with projector auto; tensor runs
                  fan/parallel only; a cone with a curved (cylindrical)
-                 detector runs on auto and cpu only; opencl and cuda need such a device on
+                 detector runs on auto and cpu only, a helix too; opencl and cuda need such a device on
                  the daemon (GET /v1/devices, read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
-                 matrices, not the tensor engine): else it is dropped
+                 matrices, not the tensor engine, not a helix): else it is dropped
     ranks        execution.ranks > 1 only where the daemon runs MPI jobs
                  (--mpi-max-ranks; the test's daemon runs none, 422): becomes 1
     splat        projector splat only where voxels project at most a pixel
@@ -194,7 +198,11 @@ def _fit_geometry(spec):
         half = [v["nx"] * vox[0] / 2, v["ny"] * vox[1] / 2, v["nz"] * vox[2] / 2]
         r = math.sqrt(sum(h * h for h in half))
     rxy = math.hypot(half[0], half[1])
-    if g["type"] in ("cone", "fan"):
+    if g["type"] == "helix":
+        g["pitch_mm"] = 0.0
+        if "z_start_mm" in g:
+            g["z_start_mm"] = 0.0
+    if g["type"] in ("cone", "helix", "fan"):
         if g["source_isocenter_mm"] <= 1.01 * rxy:
             g["source_isocenter_mm"] = 1.5 * rxy + 1
         if g["source_detector_mm"] <= g["source_isocenter_mm"] + 1.01 * rxy:
@@ -215,7 +223,7 @@ def _fit_pixels(g):
     [1, 1e6], within 1e3 of each other and at least the centre pixel index; that bounds the relative
     determinant well above rc_geom_new's 1e-12.  Else du = dv = S / (the larger pixel count)."""
     d, S = g["detector"], g["source_detector_mm"]
-    cone = g["type"] == "cone"
+    cone = g["type"] in ("cone", "helix")
     a = S / d["du_mm"]
     b = S / d["dv_mm"] if cone else a
     cu, cv = (d["nu"] - 1) / 2.0, ((d["nv"] - 1) / 2.0 if cone else 0.0)
@@ -277,7 +285,10 @@ def _fit_algorithm(spec):
     # a cone with a curved (cylindrical) detector runs on the CPU engine only
     if g["type"] == "cone" and g["detector"].get("shape") == "curved" and ex.get("engine") not in (None, "auto", "cpu"):
         ex["engine"] = "cpu"
-    if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor"):
+    # a helix runs on the CPU engine only, and does not stream
+    if g["type"] == "helix" and ex.get("engine") not in (None, "auto", "cpu"):
+        ex["engine"] = "cpu"
+    if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor" or g["type"] == "helix"):
         del ex["stream"]
     # execution.ranks > 1 is the operator's to allow (--mpi-max-ranks; none here)
     if ex.get("ranks", 1) > 1:
