@@ -2,7 +2,7 @@
  * A helix job spec through server/worker/spec.c: parsed to the numbers it
  * says; each refusal (a missing or misplaced pitch_mm, a pitch beyond the
  * detector's window, a volume outside the covered range, reversing angles,
- * an engine or a streaming mode that does not run a helix) names its
+ * an engine, a streaming mode or MPI ranks that do not run a helix) names its
  * field and stores nothing (the engines: rc_recon_check, the daemon's
  * check at creation).
  */
@@ -75,6 +75,8 @@ static void test_helix_bad(void **state)
 		  "execution.engine" },
 		{ "{" HELIX("32", "") ", " VOL("0") ", " ALG ", \"execution\": {\"stream\": true}}",
 		  "execution.stream" },
+		{ "{" HELIX("32", "") ", " VOL("0") ", " ALG ", \"execution\": {\"ranks\": 2}}",
+		  "execution.ranks" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		job_spec *s = NULL;
