@@ -88,6 +88,9 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 	/* the slab's centre moves by its offset from the volume's middle */
 	sub->vol.nz = z1 - z0;
 	sub->vol.cz = s->vol.cz + ((z0 + z1 - 1) / 2.0 - (s->vol.nz - 1) / 2.0) * s->vol.vz;
+	/* a part of the checked volume: a view may miss a slab near the edge
+	 * of the field of view (its voxels get 0 from it, as in core) */
+	sub->limits.part = 1;
 	int two_d = s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL;
 	if (two_d)
 		return 0;

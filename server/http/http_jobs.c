@@ -124,27 +124,6 @@ static int engine_would_run(int e, void *ud)
  * come; while this daemon's own probe has not answered and no other node
  * offers the device, RC_EUNAVAIL (503: retry).  auto, cpu, tensor and
  * trigeneous run on any node (CPU paths). */
-/* execution.ranks > 1 runs under mpirun (docs/cluster.md): only where the
- * operator allows that many ranks and mpirun and the MPI worker are there. */
-static int ranks_offered(const config *cfg, int ranks, rc_err *err)
-{
-	if (ranks <= 1)
-		return 0;
-	if (cfg->mpi_max_ranks <= 0)
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
-			       "execution.ranks %d asks for MPI, which this daemon does not run (its operator sets "
-			       "--mpi-max-ranks, docs/cluster.md): leave execution.ranks out or 1", ranks);
-	if (cfg->mpi_off[0])
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
-			       "execution.ranks %d asks for MPI, which is unavailable here: %s; leave execution.ranks "
-			       "out or 1", ranks, cfg->mpi_off);
-	if (ranks > cfg->mpi_max_ranks)
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
-			       "execution.ranks %d is more than this daemon allows (mpi_max_ranks %d)", ranks,
-			       cfg->mpi_max_ranks);
-	return 0;
-}
-
 static int engine_offered(app *a, const rc_recon_spec *s, rc_err *err)
 {
 	rc_engine_choice eng = s->engine;
@@ -205,7 +184,7 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 	 * on cone, ...) is refused now (RC_EUNSUPPORTED: 422 "unsupported",
 	 * naming what runs), not accepted and failed by the worker later. */
 	if (rc_recon_check(&spec->r, &err) || engine_offered(a, &spec->r, &err) ||
-	    ranks_offered(a->cfg, spec->ranks, &err)) {
+	    runner_mpi_offered(a->cfg, spec->ranks, &err)) {
 		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}

@@ -418,6 +418,11 @@ static void run_job(runner *r, const char *id)
 	}
 	/* execution.ranks > 1: under mpirun (runner_mpi.c) */
 	int ranks = runner_mpi_ranks(dir);
+	if (runner_mpi_offered(a->cfg, ranks, &err)) {
+		store_finish(a->st, id, JOB_FAILED, "unsupported", err.msg, NULL, NULL);
+		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, rlog_q(err.msg));
+		goto out;
+	}
 	if (ranks > 1 ? runner_mpi_spawn(r, dir, ranks, &w, &err) : spawn(r, dir, live_fd, stamp_fd, &w, &err)) {
 		store_finish(a->st, id, JOB_FAILED, "internal_error", err.msg, NULL, NULL);
 		rlog(LOG_P_ERR, "job_failed", "id=%s error=\"%s\"", id, rlog_q(err.msg));

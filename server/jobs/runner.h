@@ -86,4 +86,10 @@ void runner_views(runner *r, const char *id, int first, int last, int set);
  * (docs/cluster.md). */
 void runner_mpi_check(config *c);
 
+/* Whether this daemon runs a job of `ranks` MPI ranks (1: always): 0, or
+ * RC_EUNSUPPORTED naming execution.ranks and why (no MPI, unavailable,
+ * more than mpi_max_ranks).  At creation and again before a spawn: a node
+ * of a shared spool may run none, or fewer since a restart. */
+int runner_mpi_offered(const config *cfg, int ranks, rc_err *err);
+
 #endif

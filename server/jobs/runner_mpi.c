@@ -81,6 +81,25 @@ int runner_mpi_ranks(const char *dir)
 	return n > 1 ? n : 1;
 }
 
+int runner_mpi_offered(const config *cfg, int ranks, rc_err *err)
+{
+	if (ranks <= 1)
+		return 0;
+	if (cfg->mpi_max_ranks <= 0)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
+			       "execution.ranks %d asks for MPI, which this daemon does not run (its operator sets "
+			       "--mpi-max-ranks, docs/cluster.md): leave execution.ranks out or 1", ranks);
+	if (cfg->mpi_off[0])
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
+			       "execution.ranks %d asks for MPI, which is unavailable here: %s; leave execution.ranks "
+			       "out or 1", ranks, cfg->mpi_off);
+	if (ranks > cfg->mpi_max_ranks)
+		return rc_fail(err, RC_EUNSUPPORTED, "execution.ranks",
+			       "execution.ranks %d is more than this daemon allows (mpi_max_ranks %d)", ranks,
+			       cfg->mpi_max_ranks);
+	return 0;
+}
+
 int runner_mpi_spawn(runner *r, const char *dir, int ranks, supervised *w, rc_err *err)
 {
 	const config *c = r->a->cfg;

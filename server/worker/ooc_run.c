@@ -91,8 +91,9 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 	close(out);
 	out = -1;
 	if (rename(tmp, dst) || durable_fsync_dir(dir)) {
+		int e = errno; /* unlink's ENOENT must not replace it */
 		unlink(tmp);
-		rc = rc_fail(err, durable_errno_code(errno), "", "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+		rc = rc_fail(err, durable_errno_code(e), "", "cannot rename %s to %s: %s", tmp, dst, strerror(e));
 		goto out;
 	}
 	rep->iterations_done = 1;

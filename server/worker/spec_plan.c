@@ -15,8 +15,10 @@ static const char *not_out_of_core(const job_spec *s)
 		return "out of core, fdk runs from line integrals only";
 	if (s->r.geom.type == RC_GEOM_HELIX) /* its own slabs hold only the views each needs */
 		return "out of core, a helix is not planned (its helical fdk already holds only the views a slab needs)";
-	if (s->ranks > 1) /* each rank runs its own slab in core (docs/cluster.md) */
-		return "across MPI ranks, each rank's share must fit in core: ask for more ranks";
+	if (s->ranks > 1) /* each rank runs its share in core (docs/cluster.md) */
+		return job_spec_slabs(s) ? "across MPI ranks, each rank's z-slab must fit in core: ask for more ranks"
+					 : "across MPI ranks, every rank holds the whole job (its views split): run it "
+					   "with execution.ranks 1, out of core";
 	return NULL;
 }
 

@@ -6,6 +6,7 @@
  * the plain single-process worker and starts no MPI runtime.
  */
 #include "worker_ranks.h"
+#include "worker_proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,8 +59,10 @@ int ranks_wrap(void *ud, rc_backend *inner, rc_backend **ret, rc_err *err)
 static int agree(int rc, rc_err *err)
 {
 	int *all = calloc((size_t)size, sizeof(int));
-	if (!all)
+	if (!all) { /* the other ranks wait in the collective: end them all */
+		ranks_abort(WORKER_EXIT_FAILED);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory");
+	}
 	MPI_Allgather(&rc, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
 	int first = -1;
 	for (int r = 0; r < size && first < 0; r++)
@@ -157,6 +160,8 @@ json_t *ranks_report(double seconds, uint64_t hash, int *identical)
 	if (MPI_Get_processor_name(me.host, &len) != MPI_SUCCESS)
 		snprintf(me.host, sizeof me.host, "?");
 	struct rank_row *all = rank == 0 ? calloc((size_t)size, sizeof *all) : NULL;
+	if (rank == 0 && !all) /* MPI_Gather's root needs its buffer */
+		ranks_abort(WORKER_EXIT_FAILED);
 	/* the rows as bytes: every rank runs this same binary */
 	MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
 	if (rank != 0 || !all)
