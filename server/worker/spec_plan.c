@@ -1,6 +1,7 @@
 /* spec_plan: a job's memory plan (spec.h, job_spec_plan). */
 #include <string.h>
 
+#include "plan/ooc_iter.h"
 #include "spec.h"
 
 
@@ -9,10 +10,10 @@
  * then runs from it). */
 static const char *not_out_of_core(const job_spec *s)
 {
-	if (s->r.algo.name != RC_ALGO_FDK)
-		return "out of core, only fdk runs";
+	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS)
+		return "out of core, only fdk and cgls run";
 	if (s->in.intensity)
-		return "out of core, fdk runs from line integrals only";
+		return "out of core, fdk and cgls run from line integrals only";
 	if (s->ranks > 1) /* each rank runs its own slab in core (docs/cluster.md) */
 		return "across MPI ranks, each rank's share must fit in core: ask for more ranks";
 	return NULL;
@@ -35,14 +36,24 @@ int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc
 	rc_err e;
 	rc_err_clear(&e);
 	int rc = RC_EUNSUPPORTED;
-	char least[200] = "";
+	char least[sizeof e.msg + 8] = "";
 	if (!why && rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, &e) == 0) {
-		rc = rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
+		int cgls = s->r.algo.name == RC_ALGO_CGLS;
+		/* cgls: slabs and chunks of views (core/plan/ooc_iter.h), where
+		 * its parameters allow */
+		why = cgls ? rc_ooc_cgls_refusal(&s->r, g) : NULL;
+		rc = why ? RC_EUNSUPPORTED
+			 : cgls ? rc_ooc_plan_cgls(&s->r, g, budget, p, &e) : rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
 		rc_geom_free(g);
 		if (!rc)
 			return 0;
-		snprintf(least, sizeof least, "; one slice at a time out of core needs about %llu bytes",
-			 (unsigned long long)p->predicted_bytes);
+		if (why)
+			p->predicted_bytes = need;
+		else if (cgls)
+			snprintf(least, sizeof least, "; %s", e.msg);
+		else
+			snprintf(least, sizeof least, "; one slice at a time out of core needs about %llu bytes",
+				 (unsigned long long)p->predicted_bytes);
 		p->predicted_bytes = need < p->predicted_bytes ? need : p->predicted_bytes;
 	} else if (!why) {
 		why = e.msg;
