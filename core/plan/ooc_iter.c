@@ -145,7 +145,11 @@ int rc_ooc_plan_cgls(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 		fdk_need = fp_plan.predicted_bytes;
 	}
 	/* for each chunk size (halving), the thickest slab that fits; the
-	 * pair with the least I/O per iteration */
+	 * thickest of those, then the least I/O per iteration: the splat walks
+	 * z columns, its set-up per column and view paid once per slab (at
+	 * 128^3 from 24 views, CGLS in slabs of 6, 32 and 128 slices took 7.4,
+	 * 1.9 and 1.05 s, 0.92 s in memory), while a chunk more re-reads d
+	 * once, mostly from the page cache */
 	int found = 0;
 	uint64_t best_io = 0, least = UINT64_MAX;
 	for (int nk = nviews;; nk = (nk + 1) / 2) {
@@ -164,7 +168,7 @@ int rc_ooc_plan_cgls(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 			}
 			int nzs = evened(nz, good), rows = most_rows(g, nz, nzs);
 			uint64_t io = io_of(s, nzs, rows, chunks);
-			if (!found || io < best_io) {
+			if (!found || nzs > p->slab_nz || (nzs == p->slab_nz && io < best_io)) {
 				found = 1;
 				best_io = io;
 				p->slab_nz = nzs;
