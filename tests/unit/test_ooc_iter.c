@@ -5,7 +5,8 @@
  * abs over max) from zero and from the FDK start, with the splat and the
  * footprint pair, on a flat cone off centre and on matrices.  The plan:
  * in core where the job fits, slabs and chunks whose predicted peak fits
- * a smaller budget, refusals of ray casting, TV and SART.
+ * a smaller budget, refusals of ray casting, TV and SART; a cancel stops
+ * the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -155,6 +156,30 @@ static void test_footprint_matrices(void **state)
 	assert_true(e <= 1e-5);
 }
 
+/* A cancel set before the run stops it with RC_ECANCELLED. */
+static void test_cancel(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 24, 20);
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	int fd = scratch(), xfd = scratch(), vscr = scratch(), pscr = scratch();
+	assert_int_equal(ftruncate(fd, (off_t)(sizeof(float) * rc_geom_proj_count(g))), 0);
+	atomic_int stop = 1;
+	rc_algo_hooks h = { .cancel = &stop };
+	rc_ooc_plan p = { .slab_nz = 4, .chunks = 3, .slabs = 4 };
+	rc_recon_report rep;
+	assert_int_equal(rc_ooc_cgls(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err), RC_ECANCELLED);
+	close(fd);
+	close(xfd);
+	close(vscr);
+	close(pscr);
+	rc_geom_free(g);
+}
+
 static void test_plan(void **state)
 {
 	(void)state;
@@ -199,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_cone_zero),
 		cmocka_unit_test(test_cone_fdk),
 		cmocka_unit_test(test_footprint_matrices),
+		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
