@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "algo/algo_util.h"
+#include "backend/elementwise_ops.h"
 #include "backend/splat_dev.h"
 #include "plan/memory.h"
 #include "plan/ooc_iter.h"
@@ -28,24 +29,24 @@ static rc_projector pair_of(const rc_recon_spec *s, const rc_geom *g)
 	return RC_PROJECTOR_RAYCAST;
 }
 
-const char *rc_ooc_cgls_refusal(const rc_recon_spec *s, const rc_geom *g)
+const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 {
 	const rc_algo_params *a = &s->algo;
-	if (a->name != RC_ALGO_CGLS)
-		return "out of core, only fdk and cgls run";
+	if (a->name != RC_ALGO_CGLS && a->name != RC_ALGO_SIRT)
+		return "out of core, only fdk, cgls and sirt run";
 	if (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL)
-		return "out of core, cgls runs cone and matrices geometries only";
+		return "out of core, cgls and sirt run cone and matrices geometries only";
 	if (a->tv_weight > 0)
-		return "out of core, cgls runs without TV (algorithm.tv.weight 0)";
+		return "out of core, cgls and sirt run without TV (algorithm.tv.weight 0)";
 	if (a->stop_tolerance > 0 || a->stop_discrepancy > 0 || a->stop_stagnation > 0)
-		return "out of core, cgls runs its iterations without stop rules (algorithm.stop: tolerance, discrepancy "
-		       "and stagnation 0)";
+		return "out of core, cgls and sirt run their iterations without stop rules (algorithm.stop: tolerance, "
+		       "discrepancy and stagnation 0)";
 	if (a->extend != RC_EXTEND_OFF)
-		return "out of core, cgls runs the asked volume only (algorithm.extend \"off\")";
+		return "out of core, cgls and sirt run the asked volume only (algorithm.extend \"off\")";
 	if (s->engine != RC_ENGINE_CPU && s->engine != RC_ENGINE_AUTO)
-		return "out of core, cgls runs on the cpu engine";
+		return "out of core, cgls and sirt run on the cpu engine";
 	if (a->projector == RC_PROJECTOR_RAYCAST || (g && pair_of(s, g) == RC_PROJECTOR_RAYCAST))
-		return "out of core, cgls needs a voxel-driven pair (algorithm.projector splat or footprint: ray "
+		return "out of core, cgls and sirt need a voxel-driven pair (algorithm.projector splat or footprint: ray "
 		       "casting's does not add up over slabs)";
 	/* the whole job's pair, as in memory (a slab may suit where the whole does not) */
 	if (g && pair_of(s, g) == RC_PROJECTOR_SPLAT && !rc_dev_splat_suits(g))
@@ -83,10 +84,11 @@ static int most_rows(const rc_geom *g, int nz, int nzs)
  * block of views, a view per thread and the slab's z-fastest copy). */
 static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
 {
+	int sirt = s->algo.name == RC_ALGO_SIRT; /* one more slab: x beside s and C */
 	uint64_t nu = (uint64_t)s->geom.det.nu, nv = (uint64_t)s->geom.det.nv, r = (uint64_t)(rows > 0 ? rows : 1);
 	uint64_t slab = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * (uint64_t)nzs * 4;
 	uint64_t chunk = nv * nu * (uint64_t)nk * 4, sub = r * nu * (uint64_t)nk * 4;
-	uint64_t need = RC_MEM_BASE + chunk + 2 * sub + 3 * slab;
+	uint64_t need = RC_MEM_BASE + chunk + 2 * sub + (uint64_t)(3 + sirt) * slab;
 	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
 	if (footprint) {
 		long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
@@ -105,12 +107,12 @@ static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)
 	return (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
 }
 
-uint64_t rc_ooc_cgls_io(const rc_recon_spec *s, const rc_ooc_plan *p)
+uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p)
 {
 	return io_of(s, p->slab_nz, p->rows, p->chunks);
 }
 
-int rc_ooc_plan_cgls(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err)
+int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err)
 {
 	memset(p, 0, sizeof *p);
 	p->slabs = 1;
@@ -121,13 +123,13 @@ int rc_ooc_plan_cgls(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 	p->predicted_bytes = rc_plan_memory(s, 0);
 	if (!budget || p->predicted_bytes <= budget)
 		return 0;
-	const char *why = rc_ooc_cgls_refusal(s, g);
+	const char *why = rc_ooc_iter_refusal(s, g);
 	if (why)
 		return rc_fail(err, RC_EUNSUPPORTED, "volume", "%s", why);
 	rc_projector pair = pair_of(s, g);
 	int nz = s->vol.nz, nviews = s->geom.nviews, fp = pair == RC_PROJECTOR_FOOTPRINT;
 	if (nz < 2)
-		return rc_fail(err, RC_EUNSUPPORTED, "volume", "out of core, cgls needs at least 2 slices to split");
+		return rc_fail(err, RC_EUNSUPPORTED, "volume", "out of core, an iterative run needs at least 2 slices to split");
 	/* the FDK start's own plan, when the run takes it */
 	uint64_t fdk_need = 0;
 	int fdk = s->algo.initial == RC_INITIAL_FDK ||
@@ -140,7 +142,7 @@ int rc_ooc_plan_cgls(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 		rc_err e;
 		if (rc_ooc_plan_fdk(&f, g, budget, &fp_plan, &e))
 			return rc_fail(err, RC_EUNSUPPORTED, "volume",
-				       "out of core, cgls's FDK start does not fit (%s): algorithm.initial \"zero\" may",
+				       "out of core, the FDK start does not fit (%s): algorithm.initial \"zero\" may",
 				       e.msg);
 		fdk_need = fp_plan.predicted_bytes;
 	}
@@ -184,7 +186,7 @@ int rc_ooc_plan_cgls(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 	if (!found) {
 		p->predicted_bytes = least > fdk_need ? least : fdk_need;
 		return rc_fail(err, RC_EUNSUPPORTED, "volume",
-			       "out of core, cgls one slice and one view at a time needs about %llu bytes, over the "
+			       "out of core, one slice and one view at a time needs about %llu bytes, over the "
 			       "budget of %llu bytes",
 			       (unsigned long long)least, (unsigned long long)budget);
 	}
@@ -248,7 +250,8 @@ typedef struct run {
 	size_t plane, view, nu; /* floats: a slice, a view, a row */
 	uint64_t V, P;          /* bytes: a volume, a stack */
 	int *r0, *r1;           /* per slab: the detector rows it reads */
-	float *chunk, *rows, *a, *b, *c;
+	float *chunk, *rows, *a, *b, *c; /* c: SIRT's x slab */
+	int pscr, vscr, stack;            /* SIRT: rinv (pscr at 0), C (vscr at 0), p */
 } run;
 
 static int cancelled(const run *R, rc_err *err)
@@ -322,8 +325,12 @@ static void slab_z(const run *R, int i, int *z0, int *z1)
 	*z1 = *z0 + R->nzs < R->nz ? *z0 + R->nzs : R->nz;
 }
 
-/* dst (proj at dst_off) = A (volume vfd at v_off); *qq = ||A v||^2 */
-static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, double *qq, rc_err *err)
+static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err);
+
+/* dst (proj at dst_off) = A (volume vfd at v_off; vfd < 0: ones); *qq =
+ * ||A v||^2; sirt: each chunk A x made SIRT's weighted residual
+ * rinv (p - A x) before it is written, *qq then ||p - A x||^2. */
+static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, int sirt, double *qq, rc_err *err)
 {
 	*qq = 0;
 	for (int c = 0; c < R->chunks; c++) {
@@ -336,9 +343,12 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, d
 			slab_z(R, i, &z0, &z1);
 			if (r1 <= r0)
 				continue;
+			if (vfd < 0)
+				for (size_t j = 0; j < R->plane * (size_t)(z1 - z0); j++)
+					R->a[j] = 1.0f;
 			if ((rc = cancelled(R, err)) ||
-			    (rc = rd(vfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0),
-				     v_off + sizeof(float) * R->plane * (size_t)z0, err)) ||
+			    (vfd >= 0 && (rc = rd(vfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0),
+						  v_off + sizeof(float) * R->plane * (size_t)z0, err))) ||
 			    (rc = slab_project(R, 0, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
 				return rc;
 			size_t n = (size_t)(r1 - r0) * R->nu;
@@ -349,7 +359,9 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, d
 					q[j] += f[j];
 			}
 		}
-		for (size_t j = 0; j < R->view * nk; j++)
+		if (sirt && (rc = sirt_residual(R, k0, k1, qq, err)))
+			return rc;
+		for (size_t j = 0; j < R->view * nk && !sirt; j++)
 			*qq += (double)R->chunk[j] * R->chunk[j];
 		if ((rc = wr(dst, R->chunk, sizeof(float) * R->view * nk, dst_off + sizeof(float) * R->view * (size_t)k0,
 			     err)))
@@ -358,8 +370,11 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, d
 	return 0;
 }
 
-/* volume dst (at dst_off) = A^T (proj pfd at p_off); *ss = its ||.||^2 */
-static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, double *ss, rc_err *err)
+static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err);
+
+/* volume dst (at dst_off) = A^T (proj pfd at p_off; pfd < 0: ones); *ss =
+ * its ||.||^2; sirt: SIRT's update of x (dst) with it instead. */
+static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, int sirt, double *ss, rc_err *err)
 {
 	*ss = 0;
 	for (int i = 0; i < R->slabs; i++) {
@@ -372,7 +387,10 @@ static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, 
 			chunk_views(R, c, &k0, &k1);
 			if ((rc = cancelled(R, err)))
 				return rc;
-			for (int k = k0; k < k1; k++)
+			if (pfd < 0)
+				for (size_t j = 0; j < nr * (size_t)(k1 - k0); j++)
+					R->rows[j] = 1.0f;
+			for (int k = k0; k < k1 && pfd >= 0; k++)
 				if ((rc = rd(pfd, R->rows + (size_t)(k - k0) * nr, sizeof(float) * nr,
 					     p_off + sizeof(float) * ((size_t)k * R->view + (size_t)r0 * R->nu), err)))
 					return rc;
@@ -380,6 +398,11 @@ static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, 
 				return rc;
 			for (size_t j = 0; j < n; j++)
 				R->b[j] += R->a[j];
+		}
+		if (sirt) {
+			if ((rc = sirt_update(R, z0, z1, dst, err)))
+				return rc;
+			continue;
 		}
 		for (size_t j = 0; j < n; j++)
 			*ss += (double)R->b[j] * R->b[j];
@@ -496,6 +519,129 @@ static int clamp(run *R, int xfd, rc_err *err)
 	return 0;
 }
 
+/* x0 into xfd: 0 (the file truncated to its size reads zeros) or FDK's
+ * (algorithm.initial fdk, or auto where the in-memory run takes it:
+ * rc_algo_start); *start says which. */
+static int start_x(run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	int rc;
+	*start = a->initial;
+	if (*start == RC_INITIAL_AUTO)
+		*start = !rc_fdk_suits(R->g, a->scan, NULL) ? RC_INITIAL_FDK : RC_INITIAL_ZERO;
+	if (*start == RC_INITIAL_GIVEN)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.initial", "out of core, the start is zero or fdk");
+	if (ftruncate(xfd, 0) || ftruncate(xfd, (off_t)R->V))
+		return rc_fail(err, RC_EIO, "", "cannot size the volume file: %s", strerror(errno));
+	if (*start == RC_INITIAL_FDK) {
+		if (hooks && hooks->phase)
+			hooks->phase(hooks->ud, RC_PHASE_FDK_START);
+		if ((rc = fdk_start(R, stack, xfd, pscr, err)))
+			return rc;
+		if (hooks && hooks->phase)
+			hooks->phase(hooks->ud, RC_PHASE_ITERATING);
+	}
+	return 0;
+}
+
+/* n floats of fd from off replaced by their guarded inverse (the
+ * backend's inv_guarded: 1 / v where v > rel * max, else 0), two passes */
+static int inv_guarded(run *R, int fd, uint64_t off, uint64_t n, double rel, rc_err *err)
+{
+	size_t len = R->plane * (size_t)R->nzs;
+	float mx = 0.0f;
+	int rc;
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		if ((rc = rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+		for (size_t j = 0; j < m; j++)
+			mx = rc_ew_max(mx, R->a[j]);
+	}
+	float eps = (float)(rel * mx);
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		if ((rc = rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+		for (size_t j = 0; j < m; j++)
+			R->a[j] = rc_ew_inv_guarded(R->a[j], eps);
+		if ((rc = wr(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* SIRT: views k0..k1 of A x in R->chunk become rinv (p - A x) (algo_sart.c's
+ * residual; p's non-finite values as 0); *r2 += ||p - A x||^2 there */
+static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err)
+{
+	uint64_t n = (uint64_t)R->view * (uint64_t)(k1 - k0), off = 4 * (uint64_t)R->view * (uint64_t)k0;
+	size_t len = R->plane * (size_t)R->nzs;
+	int rc;
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		if ((rc = rd(R->stack, R->a, sizeof(float) * m, off + 4 * i, err)) ||
+		    (rc = rd(R->pscr, R->b, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+		float *e = R->chunk + i;
+		for (size_t j = 0; j < m; j++) {
+			float p = isfinite(R->a[j]) ? R->a[j] : 0.0f, d = rc_ew_residual(p, e[j]);
+			*r2 += (double)d * d;
+			e[j] = rc_ew_weigh(d, R->b[j]);
+		}
+	}
+	return 0;
+}
+
+/* SIRT: x's slab z0..z1 += lambda C (A^T e) (R->b), clamped with nonnegative */
+static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err)
+{
+	size_t n = R->plane * (size_t)(z1 - z0);
+	uint64_t off = sizeof(float) * R->plane * (size_t)z0;
+	const rc_algo_params *a = &R->s->algo;
+	int rc;
+	if ((rc = rd(R->vscr, R->a, sizeof(float) * n, off, err)) || (rc = rd(xfd, R->c, sizeof(float) * n, off, err)))
+		return rc;
+	for (size_t j = 0; j < n; j++)
+		R->c[j] = rc_ew_update(R->c[j], R->b[j], R->a[j], (float)a->relaxation, a->nonnegative);
+	return wr(xfd, R->c, sizeof(float) * n, off, err);
+}
+
+/* SIRT (algo_sirt.c): x += lambda C A^T (rinv (p - A x)), rinv = 1 / A 1
+ * and C = 1 / A^T 1 guarded as the backend guards them; scratch: C at 0 of
+ * vscr, rinv at 0 and the weighted residual at P of pscr.  Per iteration
+ * a forward pass (the residual formed per chunk of views) and a back
+ * projection pass that updates x slab by slab. */
+static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks,
+			rc_recon_report *rep, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	const double t0 = rc_now_s();
+	double r2, none;
+	rc_initial start;
+	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc)
+		return rc;
+	if (start != RC_INITIAL_ZERO && a->nonnegative && (rc = clamp(R, xfd, err)))
+		return rc;
+	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)) ||
+	    (rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err)) ||
+	    (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
+	    (rc = inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
+		return rc;
+	for (int it = 1; it <= a->iterations; it++) {
+		if ((rc = cancelled(R, err)))
+			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
+		r2 = 0;
+		if ((rc = forward(R, xfd, 0, pscr, R->P, 1, &r2, err)) ||
+		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)))
+			return rc;
+		rep->iterations_done = it;
+		progress(hooks, it, a->iterations, sqrt(r2), t0);
+	}
+	return 0;
+}
+
 static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
 		   rc_err *err)
 {
@@ -507,33 +653,20 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	/* the vector passes stream both spaces in pieces of a slab, in a and b */
 	size_t slen = R->plane * (size_t)R->nzs;
 	double pp, rr, qq, gamma, gnew;
-	int rc;
-	rc_initial start = a->initial;
-	if (start == RC_INITIAL_AUTO)
-		start = !rc_fdk_suits(R->g, a->scan, NULL) ? RC_INITIAL_FDK : RC_INITIAL_ZERO;
-	if (start == RC_INITIAL_GIVEN)
-		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.initial", "out of core, cgls starts from zero or fdk");
-	/* x: 0 (the file truncated to its size reads zeros) or FDK's */
-	if (ftruncate(xfd, 0) || ftruncate(xfd, (off_t)R->V))
-		return rc_fail(err, RC_EIO, "", "cannot size the volume file: %s", strerror(errno));
-	if (start == RC_INITIAL_FDK) {
-		if (hooks && hooks->phase)
-			hooks->phase(hooks->ud, RC_PHASE_FDK_START);
-		if ((rc = fdk_start(R, stack, xfd, pscr, err)))
-			return rc;
-		if (hooks && hooks->phase)
-			hooks->phase(hooks->ud, RC_PHASE_ITERATING);
-	}
+	rc_initial start;
+	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc)
+		return rc;
 	/* r = p (- A x0) */
 	if ((rc = stream_copy(pscr, Rr, stack, 0, nproj, slen, R->a, &pp, err)))
 		return rc;
 	rr = pp;
-	if (start == RC_INITIAL_FDK && ((rc = forward(R, xfd, 0, pscr, Q, &qq, err)) ||
+	if (start == RC_INITIAL_FDK && ((rc = forward(R, xfd, 0, pscr, Q, 0, &qq, err)) ||
 					(rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -1.0f, 0, R->a, R->b, &rr,
 							  err))))
 		return rc;
 	/* s = A^T r, d = s, gamma = ||s||^2 */
-	if ((rc = backward(R, pscr, Rr, vscr, S, &gamma, err)) ||
+	if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gamma, err)) ||
 	    (rc = stream_copy(vscr, D, vscr, S, nvox, slen, R->a, &gnew, err)))
 		return rc;
 	double res = sqrt(rr);
@@ -543,7 +676,7 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
 		active = active && gamma > 0.0;
 		if (active) {
-			if ((rc = forward(R, vscr, D, pscr, Q, &qq, err)))
+			if ((rc = forward(R, vscr, D, pscr, Q, 0, &qq, err)))
 				return rc;
 			active = qq > 0.0;
 		}
@@ -555,7 +688,7 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 			res = sqrt(rr);
 		}
 		if (active && it < a->iterations) {
-			if ((rc = backward(R, pscr, Rr, vscr, S, &gnew, err)))
+			if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gnew, err)))
 				return rc;
 			float beta = (float)(gnew / gamma);
 			/* d = s + beta d */
@@ -572,17 +705,20 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	return 0;
 }
 
-int rc_ooc_cgls(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, int vscr, int pscr,
+int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, int vscr, int pscr,
 		const rc_ooc_plan *p, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
 {
 	double t0 = rc_now_s();
 	memset(rep, 0, sizeof *rep);
 	rep->relative_residual = NAN;
-	const char *why = rc_ooc_cgls_refusal(s, g);
+	const char *why = rc_ooc_iter_refusal(s, g);
 	if (why)
 		return rc_fail(err, RC_EUNSUPPORTED, "volume", "%s", why);
 	run R = { .s = s, .g = g, .pair = pair_of(s, g), .cancel = hooks ? hooks->cancel : NULL };
 	R.budget = p->budget_bytes;
+	R.stack = stack;
+	R.pscr = pscr;
+	R.vscr = vscr;
 	R.nz = s->vol.nz;
 	R.nzs = p->slab_nz > 0 && p->slab_nz < R.nz ? p->slab_nz : R.nz;
 	R.slabs = (R.nz + R.nzs - 1) / R.nzs;
@@ -610,7 +746,9 @@ int rc_ooc_cgls(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.rows = malloc(sizeof(float) * (size_t)(most > 0 ? most : 1) * R.nu * (size_t)R.nk);
 	R.a = malloc(sizeof(float) * slab);
 	R.b = malloc(sizeof(float) * slab);
-	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b) {
+	int sirt = s->algo.name == RC_ALGO_SIRT;
+	R.c = sirt ? malloc(sizeof(float) * slab) : NULL;
+	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c)) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;
@@ -618,7 +756,7 @@ int rc_ooc_cgls(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	snprintf(rep->projector, sizeof rep->projector, "%s",
 		 R.pair == RC_PROJECTOR_FOOTPRINT ? "footprint" : "splat");
 	snprintf(rep->engine, sizeof rep->engine, "cpu");
-	rc = iterate(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
 out:
 	free(R.r0);
 	free(R.r1);
@@ -626,6 +764,7 @@ out:
 	free(R.rows);
 	free(R.a);
 	free(R.b);
+	free(R.c);
 	rep->seconds = rc_now_s() - t0;
 	return rc;
 }

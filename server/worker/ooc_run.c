@@ -40,9 +40,9 @@ static int scratch(const char *dir, const char *name, rc_err *err)
 	return fd;
 }
 
-/* CGLS (core/plan/ooc_iter.h): x in the volume's temporary, d and s, r and
- * q in two scratch files; progress per iteration through hooks. */
-static int run_cgls(const job_spec *spec, const char *src, const char *dir, const char *tmp, const rc_ooc_plan *p,
+/* CGLS or SIRT (core/plan/ooc_iter.h): x in the volume's temporary, the
+ * other vectors in two scratch files; progress per iteration through hooks. */
+static int run_iter(const job_spec *spec, const char *src, const char *dir, const char *tmp, const rc_ooc_plan *p,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
 {
 	const rc_recon_spec *s = &spec->r;
@@ -58,11 +58,11 @@ static int run_cgls(const job_spec *spec, const char *src, const char *dir, cons
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	if ((vs = scratch(dir, "cgls-volumes", err)) < 0 || (ps = scratch(dir, "cgls-projections", err)) < 0) {
+	if ((vs = scratch(dir, "iter-volumes", err)) < 0 || (ps = scratch(dir, "iter-projections", err)) < 0) {
 		rc = RC_EIO;
 		goto out;
 	}
-	if ((rc = rc_ooc_cgls(s, g, in, out, vs, ps, p, hooks, rep, err)))
+	if ((rc = rc_ooc_iter(s, g, in, out, vs, ps, p, hooks, rep, err)))
 		goto out;
 	if (fsync(out)) {
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot fsync %s: %s", tmp, strerror(errno));
@@ -91,13 +91,13 @@ out:
 	return rc;
 }
 
-int ooc_run_cgls(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const rc_algo_hooks *hooks,
+int ooc_run_iter(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const rc_algo_hooks *hooks,
 		 rc_recon_report *rep, rc_err *err)
 {
 	char src[4200], tmp[4300];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
 	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
-	return run_cgls(spec, src, dir, tmp, p, hooks, rep, err);
+	return run_iter(spec, src, dir, tmp, p, hooks, rep, err);
 }
 
 int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,

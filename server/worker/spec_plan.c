@@ -10,10 +10,10 @@
  * then runs from it). */
 static const char *not_out_of_core(const job_spec *s)
 {
-	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS)
-		return "out of core, only fdk and cgls run";
+	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS && s->r.algo.name != RC_ALGO_SIRT)
+		return "out of core, only fdk, cgls and sirt run";
 	if (s->in.intensity)
-		return "out of core, fdk and cgls run from line integrals only";
+		return "out of core, fdk, cgls and sirt run from line integrals only";
 	if (s->ranks > 1) /* each rank runs its own slab in core (docs/cluster.md) */
 		return "across MPI ranks, each rank's share must fit in core: ask for more ranks";
 	return NULL;
@@ -38,12 +38,12 @@ int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc
 	int rc = RC_EUNSUPPORTED;
 	char least[sizeof e.msg + 8] = "";
 	if (!why && rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, &e) == 0) {
-		int cgls = s->r.algo.name == RC_ALGO_CGLS;
-		/* cgls: slabs and chunks of views (core/plan/ooc_iter.h), where
-		 * its parameters allow */
-		why = cgls ? rc_ooc_cgls_refusal(&s->r, g) : NULL;
+		int cgls = s->r.algo.name != RC_ALGO_FDK;
+		/* cgls, sirt: slabs and chunks of views (core/plan/ooc_iter.h),
+		 * where their parameters allow */
+		why = cgls ? rc_ooc_iter_refusal(&s->r, g) : NULL;
 		rc = why ? RC_EUNSUPPORTED
-			 : cgls ? rc_ooc_plan_cgls(&s->r, g, budget, p, &e) : rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
+			 : cgls ? rc_ooc_plan_iter(&s->r, g, budget, p, &e) : rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
 		rc_geom_free(g);
 		if (!rc)
 			return 0;

@@ -16,7 +16,7 @@ stream.fallback, and gives the same volume.  The
 data is noise, so a detector row a slab failed to read shows.  Under the
 same budget a SART job of that size is refused at creation (422, field
 volume) with the memory it needs and why it cannot run out of core (CGLS
-runs out of core: test_out_of_core_cgls.py), and nothing is stored; with --memory-limit 48M (below the process's own figure)
+and SIRT run out of core: test_out_of_core_cgls.py), and nothing is stored; with --memory-limit 48M (below the process's own figure)
 the FDK job is refused too, naming the least it needs.
 """
 
@@ -125,7 +125,7 @@ def main():
     st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
     check("its volume is the batch one", st == 200 and vol == ooc.tobytes(), "%d %d" % (st, len(vol)))
     refused(api, d.store, spec({"name": "sart", "iterations": 3}), "sart under 64M",
-            ["needs about", "out of core, only fdk and cgls run", str(LIMIT), "smaller volume", "--memory-limit"])
+            ["needs about", "out of core, only fdk, cgls and sirt run", str(LIMIT), "smaller volume", "--memory-limit"])
     d.stop()
 
     d = Daemon(extra=["--memory-limit", "48M"]).start()

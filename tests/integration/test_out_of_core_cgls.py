@@ -9,7 +9,8 @@ under the budget.  It runs and succeeds with a progress line per iteration;
 its volume equals the one a daemon without the limit reconstructs in memory
 from the same stack with the same parameters to 1e-5 (max abs difference over
 max abs), and its measured peak_rss_mb is under the budget (the in-memory
-run's is over it).  Under the same budget a CGLS job with TV (the default)
+run's is over it).  A SIRT job of the same parameters is planned out of
+core too.  Under the same budget a CGLS job with TV (the default)
 is refused at creation (422, field volume) saying why, and nothing is stored.
 """
 
@@ -77,6 +78,12 @@ def main():
     log("out of core: peak %s MiB, predicted %.1f MiB, %s s" % (rss, plan.get("predicted_bytes", 0) / 1048576.0,
                                                                  (j.get("timings") or {}).get("recon_s")))
     check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= LIMIT, str(rss))
+    # SIRT with the same parameters is planned out of core too (test_ooc_iter.c runs it)
+    sirt = dict(ALGO, name="sirt")
+    js = api.create(spec(sirt))
+    sp = js["summary"].get("memory_plan") or {}
+    check("sirt under 64M is planned out of core", sp.get("mode") == "out_of_core"
+          and 0 < sp.get("predicted_bytes", 0) <= LIMIT, json.dumps(sp))
     bad = dict(ALGO)
     del bad["tv"]
     before = store_files(d.store)

@@ -1,9 +1,10 @@
 /*
- * test_ooc_iter: out-of-core CGLS (core/plan/ooc_iter.h).  Slabs of a few
+ * test_ooc_iter: out-of-core CGLS and SIRT (core/plan/ooc_iter.h).  Slabs of a few
  * slices and chunks of a few views, every vector in a file, give the
  * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
  * abs over max) from zero and from the FDK start, with the splat and the
- * footprint pair, on a flat cone off centre and on matrices.  The plan:
+ * footprint pair, on a flat cone off centre and on matrices; SIRT too
+ * (from zero, and from FDK with the clamp and lambda 1.5).  The plan:
  * in core where the job fits, slabs and chunks whose predicted peak fits
  * a smaller budget, refusals of ray casting, TV and SART; a cancel stops
  * the run.
@@ -92,16 +93,24 @@ static double compare(const rc_recon_spec *s, int nzs, int chunks)
 		fail_msg("in memory: %s", err.msg);
 	rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (s->vol.nz + nzs - 1) / nzs };
 	int xfd = scratch(), vscr = scratch(), pscr = scratch();
-	if (rc_ooc_cgls(s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err))
+	if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err))
 		fail_msg("out of core: %s", err.msg);
 	assert_int_equal(rep.iterations_done, s->algo.iterations);
 	assert_int_equal(pread(xfd, ooc, sizeof(float) * nvox, 0), (ssize_t)(sizeof(float) * nvox));
-	double dmax = 0, vmax = 0;
+	double dmax = 0, vmax = 0, d2 = 0, v2 = 0;
+	size_t at = 0;
 	for (size_t i = 0; i < nvox; i++) {
-		dmax = fmax(dmax, fabs((double)ooc[i] - mem[i]));
+		double d = fabs((double)ooc[i] - mem[i]);
+		if (d > dmax)
+			at = i;
+		dmax = fmax(dmax, d);
 		vmax = fmax(vmax, fabs((double)mem[i]));
+		d2 += d * d;
+		v2 += (double)mem[i] * mem[i];
 	}
 	assert_true(vmax > 0);
+	print_message("  relative L2 %.2e; the largest difference at voxel %zu (z %zu), %g against %g\n", sqrt(d2 / v2), at,
+		      at / ((size_t)s->vol.nx * (size_t)s->vol.ny), (double)ooc[at], (double)mem[at]);
 	close(fd);
 	close(xfd);
 	close(vscr);
@@ -156,6 +165,23 @@ static void test_footprint_matrices(void **state)
 	assert_true(e <= 1e-5);
 }
 
+static void test_sirt(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	s.algo.name = RC_ALGO_SIRT;
+	double e = compare(&s, 5, 3);
+	print_message("sirt, splat, zero start, slabs of 5, 3 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	s.algo.initial = RC_INITIAL_FDK;
+	s.algo.nonnegative = 1;
+	s.algo.relaxation = 1.5;
+	e = compare(&s, 7, 2);
+	print_message("sirt, splat, fdk start, nonnegative, lambda 1.5, slabs of 7, 2 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+}
+
 /* A cancel set before the run stops it with RC_ECANCELLED. */
 static void test_cancel(void **state)
 {
@@ -172,7 +198,7 @@ static void test_cancel(void **state)
 	rc_algo_hooks h = { .cancel = &stop };
 	rc_ooc_plan p = { .slab_nz = 4, .chunks = 3, .slabs = 4 };
 	rc_recon_report rep;
-	assert_int_equal(rc_ooc_cgls(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err), RC_ECANCELLED);
+	assert_int_equal(rc_ooc_iter(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err), RC_ECANCELLED);
 	close(fd);
 	close(xfd);
 	close(vscr);
@@ -192,29 +218,29 @@ static void test_plan(void **state)
 		fail_msg("rc_geom_new: %s", err.msg);
 	rc_ooc_plan p;
 	uint64_t whole = rc_plan_memory(&s, 0);
-	assert_int_equal(rc_ooc_plan_cgls(&s, g, whole, &p, &err), 0);
+	assert_int_equal(rc_ooc_plan_iter(&s, g, whole, &p, &err), 0);
 	assert_int_equal(p.slabs, 1);
 	uint64_t budget = RC_MEM_BASE + ((uint64_t)1 << 20);
-	if (rc_ooc_plan_cgls(&s, g, budget, &p, &err))
+	if (rc_ooc_plan_iter(&s, g, budget, &p, &err))
 		fail_msg("plan: %s", err.msg);
 	print_message("plan under %llu: %d slabs of %d, %d rows, %d chunks, %llu bytes, %llu bytes of I/O per iteration\n",
 		      (unsigned long long)budget, p.slabs, p.slab_nz, p.rows, p.chunks,
-		      (unsigned long long)p.predicted_bytes, (unsigned long long)rc_ooc_cgls_io(&s, &p));
+		      (unsigned long long)p.predicted_bytes, (unsigned long long)rc_ooc_iter_io(&s, &p));
 	assert_true(p.slabs > 1);
 	assert_true(p.predicted_bytes <= budget);
 	/* not one slice and one view */
-	assert_int_equal(rc_ooc_plan_cgls(&s, g, RC_MEM_BASE, &p, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_ooc_plan_iter(&s, g, RC_MEM_BASE, &p, &err), RC_EUNSUPPORTED);
 	assert_true(p.predicted_bytes > RC_MEM_BASE);
 	/* refusals: ray casting, TV, SART */
 	s.algo.projector = RC_PROJECTOR_RAYCAST;
-	assert_int_equal(rc_ooc_plan_cgls(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "voxel-driven"));
 	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
 	s.algo.tv_weight = 0.1;
-	assert_int_equal(rc_ooc_plan_cgls(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
 	s.algo.tv_weight = 0;
 	s.algo.name = RC_ALGO_SART;
-	assert_int_equal(rc_ooc_plan_cgls(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
 	rc_geom_free(g);
 }
 
@@ -224,6 +250,7 @@ int main(void)
 		cmocka_unit_test(test_cone_zero),
 		cmocka_unit_test(test_cone_fdk),
 		cmocka_unit_test(test_footprint_matrices),
+		cmocka_unit_test(test_sirt),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
