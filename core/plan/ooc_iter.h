@@ -51,7 +51,11 @@
 #include "plan/ooc.h"
 #include "plan/recon_spec.h"
 
-/* Why s (geometry g, NULL: not built) cannot run CGLS out of core, or NULL. */
+/* The voxel-driven pair s runs on g (splat or footprint: what projector
+ * auto takes in memory), RC_PROJECTOR_RAYCAST where that is ray casting's. */
+rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
+
+/* Why s (geometry g, NULL: not built) cannot run CGLS or SIRT out of core, or NULL. */
 const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g);
 
 /* The plan for s (CGLS or SIRT, g its geometry) under budget bytes: in core
