@@ -204,7 +204,7 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 			return http_error_rc(c, r, &err);
 		}
 	/* The worker's predicted peak memory against the budget (--memory-limit,
-	 * else the machine's less a reserve): a job over it runs FDK in z-slabs
+	 * else the machine's less a reserve): a job over it runs FDK (or CGLS) in z-slabs
 	 * out of core where those fit (spec.h, job_spec_plan); one that cannot fit at all
 	 * is refused now, naming the memory it needs, not run into the OOM
 	 * killer. */

@@ -253,7 +253,7 @@ static int spawn(runner *r, const char *dir, int live_fd, int stamp_fd, supervis
 			   "--state-dir", r->a->state_dir, "--matrix-cache-bytes", mcache };
 	int n = 9;
 	/* the worker plans within the budget the job was accepted under
-	 * (spec.h job_spec_plan: in core, or FDK in z-slabs) */
+	 * (spec.h job_spec_plan: in core, FDK in z-slabs, or CGLS in z-slabs and chunks of views) */
 	char budget[32];
 	uint64_t mb = config_memory_budget(c, NULL);
 	if (mb) {

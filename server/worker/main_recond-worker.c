@@ -9,7 +9,7 @@
  *                 [--stream-fd 5 --stream-idle S] DIR   (as the daemon runs it;
  *     worker_proto.h: the live volume and the streamed views' stamps)
  *     --memory-limit BYTES plans the job within that budget (spec.h
- *     job_spec_plan): in core, or FDK in z-slabs out of core (ooc_run.h)
+ *     job_spec_plan): in core, or FDK in z-slabs, CGLS and SIRT in slabs and chunks of views, out of core (ooc_run.h)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *     (--matrix-cache-bytes N keeps that directory under N bytes, least
@@ -571,10 +571,18 @@ static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p
 	if (rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &g, NULL) == 0)
 		rc_check_geometry(g, &ws);
 	rc_geom_free(g);
-	set_phase(WORKER_PHASE_FDK);
 	rc_recon_report rep;
 	memset(&rep, 0, sizeof rep);
 	rep.relative_residual = NAN;
+	if (spec->r.algo.name != RC_ALGO_FDK) {
+		/* out-of-core CGLS or SIRT: a progress line per iteration, the FDK start's phase */
+		rc_algo_hooks h = { .progress = on_progress, .cancel = &cancel_flag, .phase = on_phase };
+		rc = ooc_run_iter(spec, dir, p, &h, &rep, err);
+		if (!rc)
+			set_phase(WORKER_PHASE_WRITING);
+		goto report;
+	}
+	set_phase(WORKER_PHASE_FDK);
 	rc = ooc_run(spec, dir, p, &cancel_flag, on_slab, NULL, &rep, err);
 	if (!rc) {
 		last.iteration = 1;
@@ -583,6 +591,7 @@ static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p
 		emit_progress("progress", &last, -1);
 		set_phase(WORKER_PHASE_WRITING);
 	}
+report:
 	warn = warnings_json(&ws);
 	result = result_json(&rep, &ds, 0);
 	emit_report(&rep, stream, warn, result, NULL);

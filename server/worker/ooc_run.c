@@ -8,6 +8,7 @@
 
 #include "durable.h"
 #include "ooc_run.h"
+#include "plan/ooc_iter.h"
 #include "util/rc_clock.h"
 
 static int write_all(int fd, const void *buf, size_t len, off_t off, const char *path, rc_err *err)
@@ -25,6 +26,78 @@ static int write_all(int fd, const void *buf, size_t len, off_t off, const char 
 		off += w;
 	}
 	return 0;
+}
+
+/* A scratch file in dir, unlinked once open (gone with the process). */
+static int scratch(const char *dir, const char *name, rc_err *err)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/.%s.f32.%ld.tmp", dir, name, (long)getpid());
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", path, strerror(errno));
+	unlink(path);
+	return fd;
+}
+
+/* CGLS or SIRT (core/plan/ooc_iter.h): x in the volume's temporary, the
+ * other vectors in two scratch files; progress per iteration through hooks. */
+static int run_iter(const job_spec *spec, const char *src, const char *dir, const char *tmp, const rc_ooc_plan *p,
+		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
+{
+	const rc_recon_spec *s = &spec->r;
+	rc_geom *g = NULL;
+	int in = -1, out = -1, vs = -1, ps = -1, rc;
+	if ((rc = rc_geom_new(&s->geom, &s->vol, &s->limits, &g, err)))
+		return rc;
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = rc_fail(err, RC_EIO, "projections", "cannot open %s: %s", src, strerror(errno));
+		goto out;
+	}
+	if ((out = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) < 0) {
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if ((vs = scratch(dir, "iter-volumes", err)) < 0 || (ps = scratch(dir, "iter-projections", err)) < 0) {
+		rc = RC_EIO;
+		goto out;
+	}
+	if ((rc = rc_ooc_iter(s, g, in, out, vs, ps, p, hooks, rep, err)))
+		goto out;
+	if (fsync(out)) {
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot fsync %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	close(out);
+	out = -1;
+	char dst[4300];
+	snprintf(dst, sizeof dst, "%s/volume.f32", dir);
+	if (rename(tmp, dst) || durable_fsync_dir(dir)) {
+		unlink(tmp);
+		rc = rc_fail(err, durable_errno_code(errno), "", "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+	}
+out:
+	if (out >= 0) {
+		close(out);
+		unlink(tmp);
+	}
+	if (in >= 0)
+		close(in);
+	if (vs >= 0)
+		close(vs);
+	if (ps >= 0)
+		close(ps);
+	rc_geom_free(g);
+	return rc;
+}
+
+int ooc_run_iter(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const rc_algo_hooks *hooks,
+		 rc_recon_report *rep, rc_err *err)
+{
+	char src[4200], tmp[4300];
+	snprintf(src, sizeof src, "%s/projections.f32", dir);
+	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
+	return run_iter(spec, src, dir, tmp, p, hooks, rep, err);
 }
 
 int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,

@@ -1,18 +1,19 @@
 /* spec_plan: a job's memory plan (spec.h, job_spec_plan). */
 #include <string.h>
 
+#include "plan/ooc_iter.h"
 #include "spec.h"
 
 
-/* Why the job cannot run out of core, or NULL when it can (FDK of line
- * integrals in one process; a streaming one waits for its whole stack,
- * then runs from it). */
+/* Why the job cannot run out of core, or NULL when it can (FDK, CGLS or
+ * SIRT of line integrals in one process, not a helix; a streaming FDK
+ * waits for its whole stack, then runs from it). */
 static const char *not_out_of_core(const job_spec *s)
 {
-	if (s->r.algo.name != RC_ALGO_FDK)
-		return "out of core, only fdk runs";
+	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS && s->r.algo.name != RC_ALGO_SIRT)
+		return "out of core, only fdk, cgls and sirt run";
 	if (s->in.intensity)
-		return "out of core, fdk runs from line integrals only";
+		return "out of core, fdk, cgls and sirt run from line integrals only";
 	if (s->r.geom.type == RC_GEOM_HELIX) /* its own slabs hold only the views each needs */
 		return "out of core, a helix is not planned (its helical fdk already holds only the views a slab needs)";
 	if (s->ranks > 1) /* each rank runs its share in core (docs/cluster.md) */
@@ -39,14 +40,24 @@ int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc
 	rc_err e;
 	rc_err_clear(&e);
 	int rc = RC_EUNSUPPORTED;
-	char least[200] = "";
+	char least[sizeof e.msg + 8] = "";
 	if (!why && rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, &e) == 0) {
-		rc = rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
+		int cgls = s->r.algo.name != RC_ALGO_FDK;
+		/* cgls, sirt: slabs and chunks of views (core/plan/ooc_iter.h),
+		 * where their parameters allow */
+		why = cgls ? rc_ooc_iter_refusal(&s->r, g) : NULL;
+		rc = why ? RC_EUNSUPPORTED
+			 : cgls ? rc_ooc_plan_iter(&s->r, g, budget, p, &e) : rc_ooc_plan_fdk(&s->r, g, budget, p, &e);
 		rc_geom_free(g);
 		if (!rc)
 			return 0;
-		snprintf(least, sizeof least, "; one slice at a time out of core needs about %llu bytes",
-			 (unsigned long long)p->predicted_bytes);
+		if (why)
+			p->predicted_bytes = need;
+		else if (cgls)
+			snprintf(least, sizeof least, "; %s", e.msg);
+		else
+			snprintf(least, sizeof least, "; one slice at a time out of core needs about %llu bytes",
+				 (unsigned long long)p->predicted_bytes);
 		p->predicted_bytes = need < p->predicted_bytes ? need : p->predicted_bytes;
 	} else if (!why) {
 		why = e.msg;

@@ -3,7 +3,8 @@
 
 A daemon started with --memory-limit 64M refuses a job whose worker is
 predicted (core/plan/memory.h) to need more and that cannot run out of core
-(only FDK does: test_out_of_core.py): 64^3 CGLS from 90 views of 128x128
+(FDK and CGLS without TV do: test_out_of_core.py, test_out_of_core_cgls.py;
+CGLS with its default TV does not): 64^3 CGLS from 90 views of 128x128
 (the process, a 5.9 MB stack, its vectors, the volumes) is 422
 `unsupported`, field `volume`, the message naming the bytes needed (the
 prediction, which the unit test holds within 30 % above measured peaks), the

@@ -14,9 +14,9 @@ scratch file left in the store; a streaming one (views sent one by
 one, a pause halfway) waits for its whole stack, says so in
 stream.fallback, and gives the same volume.  The
 data is noise, so a detector row a slab failed to read shows.  Under the
-same budget a CGLS job of that size is refused at creation (422, field
-volume) with the memory it needs and why it cannot run out of core, and
-nothing is stored; with --memory-limit 48M (below the process's own figure)
+same budget a SART job of that size is refused at creation (422, field
+volume) with the memory it needs and why it cannot run out of core (CGLS
+and SIRT run out of core: test_out_of_core_cgls.py), and nothing is stored; with --memory-limit 48M (below the process's own figure)
 the FDK job is refused too, naming the least it needs.
 """
 
@@ -124,8 +124,8 @@ def main():
           "%s %s %s" % (j["state"], json.dumps(j.get("error")), json.dumps(j.get("stream"))))
     st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
     check("its volume is the batch one", st == 200 and vol == ooc.tobytes(), "%d %d" % (st, len(vol)))
-    refused(api, d.store, spec({"name": "cgls", "iterations": 3}), "cgls under 64M",
-            ["needs about", "out of core, only fdk runs", str(LIMIT), "smaller volume", "--memory-limit"])
+    refused(api, d.store, spec({"name": "sart", "iterations": 3}), "sart under 64M",
+            ["needs about", "out of core, only fdk, cgls and sirt run", str(LIMIT), "smaller volume", "--memory-limit"])
     d.stop()
 
     d = Daemon(extra=["--memory-limit", "48M"]).start()

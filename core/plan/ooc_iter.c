@@ -1,0 +1,580 @@
+/* ooc_iter: out-of-core CGLS and SIRT in z-slabs and chunks of views, the
+ * run (ooc_iter.h; the plan: ooc_iter_plan.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo_util.h"
+#include "backend/elementwise_ops.h"
+#include "plan/ooc_iter.h"
+#include "plan/open.h"
+#include "util/rc_clock.h"
+
+/* ---- files -------------------------------------------------------------- */
+
+static int rd(int fd, void *dst, size_t want, uint64_t off, rc_err *err)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t r = pread(fd, (char *)dst + got, want - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return rc_fail(err, RC_EIO, "", "cannot read a scratch or stack file: %s", strerror(errno));
+		if (r == 0) { /* past the end of a sparse file just truncated: zeros */
+			memset((char *)dst + got, 0, want - got);
+			return 0;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static int wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = pwrite(fd, (const char *)src + done, len - done, (off_t)(off + done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return rc_fail(err, RC_EIO, "", "cannot write a scratch or volume file: %s",
+				       w < 0 ? strerror(errno) : "no space");
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+typedef struct run {
+	const rc_recon_spec *s;
+	const rc_geom *g;
+	rc_projector pair;
+	const atomic_int *cancel;
+	uint64_t budget;        /* the plan's; 0: none */
+	int nz, nzs, slabs, nviews, nk, chunks;
+	size_t plane, view, nu; /* floats: a slice, a view, a row */
+	uint64_t V, P;          /* bytes: a volume, a stack */
+	int *r0, *r1;           /* per slab: the detector rows it reads */
+	float *chunk, *rows, *a, *b, *c; /* c: SIRT's x slab */
+	int pscr, vscr, stack;            /* SIRT: rinv (pscr at 0), C (vscr at 0), p */
+} run;
+
+static int cancelled(const run *R, rc_err *err)
+{
+	if (R->cancel && atomic_load(R->cancel))
+		return rc_fail(err, RC_ECANCELLED, "", "cancelled");
+	return 0;
+}
+
+/* Slab z0..z1 of views k0..k1 onto (back 0) or from (back 1) rows r0..r1:
+ * vol (nx ny (z1-z0)) <-> rows ((k1-k0) (r1-r0) nu), the output overwritten. */
+static int slab_project(const run *R, int back, int z0, int z1, int r0, int r1, int k0, int k1, float *vol,
+			float *rows, rc_err *err)
+{
+	rc_recon_spec sub;
+	double *owned = NULL;
+	rc_geom *g = NULL;
+	rc_backend *b = NULL;
+	rc_vec *vv = NULL, *vp = NULL;
+	int rc = rc_ooc_sub_spec(R->s, z0, z1, r0, r1, &sub, &owned, err);
+	if (rc)
+		return rc;
+	sub.geom.nviews = k1 - k0;
+	if (sub.geom.type == RC_GEOM_MATRICES)
+		sub.geom.matrices += 12 * (size_t)k0;
+	else
+		sub.geom.angles_deg += k0;
+	sub.limits.part = 1; /* views that see none of the slab are fine */
+	sub.algo.projector = R->pair;
+	sub.residual = 0;
+	if ((rc = rc_geom_new(&sub.geom, &sub.vol, &sub.limits, &g, err)) ||
+	    (rc = rc_backend_open(sub.engine, NULL, 0, &sub, g, &b, err)))
+		goto out;
+	rc_fp_kind fk = rc_algo_fp(&sub.algo, b);
+	if (fk == RC_FP_RAYCAST) {
+		rc = rc_fail(err, RC_EUNSUPPORTED, "algorithm.projector",
+			     "out of core, a slab's backend offers no voxel-driven pair");
+		goto out;
+	}
+	if (back) {
+		if (!(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vp, err)) &&
+		    !(rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) &&
+		    !(rc = rc_bk_back(b, rc_algo_bp_matched(&sub.algo, b), vp, vv, 0, k1 - k0, err)))
+			rc = rc_bk_download(b, vv, vol, err);
+	} else {
+		if (!(rc = rc_bk_vec_from(b, RC_SPACE_VOLUME, vol, &vv, err)) &&
+		    !(rc = rc_bk_vec_for(b, RC_SPACE_PROJ, rows, &vp, err)) &&
+		    !(rc = rc_bk_forward(b, fk, vv, vp, 0, k1 - k0, err)))
+			rc = rc_bk_download(b, vp, rows, err);
+	}
+out:
+	if (b) {
+		rc_bk_vec_free(b, vv);
+		rc_bk_vec_free(b, vp);
+	}
+	rc_backend_free(b);
+	rc_geom_free(g);
+	free(owned);
+	return rc;
+}
+
+static void chunk_views(const run *R, int c, int *k0, int *k1)
+{
+	*k0 = c * R->nk;
+	*k1 = *k0 + R->nk < R->nviews ? *k0 + R->nk : R->nviews;
+}
+
+static void slab_z(const run *R, int i, int *z0, int *z1)
+{
+	*z0 = i * R->nzs;
+	*z1 = *z0 + R->nzs < R->nz ? *z0 + R->nzs : R->nz;
+}
+
+static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err);
+
+/* dst (proj at dst_off) = A (volume vfd at v_off; vfd < 0: ones); *qq =
+ * ||A v||^2; sirt: each chunk A x made SIRT's weighted residual
+ * rinv (p - A x) before it is written, *qq then ||p - A x||^2. */
+static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, int sirt, double *qq, rc_err *err)
+{
+	*qq = 0;
+	for (int c = 0; c < R->chunks; c++) {
+		int k0, k1, rc;
+		chunk_views(R, c, &k0, &k1);
+		size_t nk = (size_t)(k1 - k0);
+		memset(R->chunk, 0, sizeof(float) * R->view * nk);
+		for (int i = 0; i < R->slabs; i++) {
+			int z0, z1, r0 = R->r0[i], r1 = R->r1[i];
+			slab_z(R, i, &z0, &z1);
+			if (r1 <= r0)
+				continue;
+			if (vfd < 0)
+				for (size_t j = 0; j < R->plane * (size_t)(z1 - z0); j++)
+					R->a[j] = 1.0f;
+			if ((rc = cancelled(R, err)) ||
+			    (vfd >= 0 && (rc = rd(vfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0),
+						  v_off + sizeof(float) * R->plane * (size_t)z0, err))) ||
+			    (rc = slab_project(R, 0, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
+				return rc;
+			size_t n = (size_t)(r1 - r0) * R->nu;
+			for (size_t k = 0; k < nk; k++) {
+				float *q = R->chunk + k * R->view + (size_t)r0 * R->nu;
+				const float *f = R->rows + k * n;
+				for (size_t j = 0; j < n; j++)
+					q[j] += f[j];
+			}
+		}
+		if (sirt && (rc = sirt_residual(R, k0, k1, qq, err)))
+			return rc;
+		for (size_t j = 0; j < R->view * nk && !sirt; j++)
+			*qq += (double)R->chunk[j] * R->chunk[j];
+		if ((rc = wr(dst, R->chunk, sizeof(float) * R->view * nk, dst_off + sizeof(float) * R->view * (size_t)k0,
+			     err)))
+			return rc;
+	}
+	return 0;
+}
+
+static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err);
+
+/* volume dst (at dst_off) = A^T (proj pfd at p_off; pfd < 0: ones); *ss =
+ * its ||.||^2; sirt: SIRT's update of x (dst) with it instead. */
+static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, int sirt, double *ss, rc_err *err)
+{
+	*ss = 0;
+	for (int i = 0; i < R->slabs; i++) {
+		int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
+		slab_z(R, i, &z0, &z1);
+		size_t n = R->plane * (size_t)(z1 - z0), nr = (size_t)(r1 - r0) * R->nu;
+		memset(R->b, 0, sizeof(float) * n);
+		for (int c = 0; c < R->chunks && r1 > r0; c++) {
+			int k0, k1;
+			chunk_views(R, c, &k0, &k1);
+			if ((rc = cancelled(R, err)))
+				return rc;
+			if (pfd < 0)
+				for (size_t j = 0; j < nr * (size_t)(k1 - k0); j++)
+					R->rows[j] = 1.0f;
+			for (int k = k0; k < k1 && pfd >= 0; k++)
+				if ((rc = rd(pfd, R->rows + (size_t)(k - k0) * nr, sizeof(float) * nr,
+					     p_off + sizeof(float) * ((size_t)k * R->view + (size_t)r0 * R->nu), err)))
+					return rc;
+			if ((rc = slab_project(R, 1, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
+				return rc;
+			for (size_t j = 0; j < n; j++)
+				R->b[j] += R->a[j];
+		}
+		if (sirt) {
+			if ((rc = sirt_update(R, z0, z1, dst, err)))
+				return rc;
+			continue;
+		}
+		for (size_t j = 0; j < n; j++)
+			*ss += (double)R->b[j] * R->b[j];
+		if ((rc = wr(dst, R->b, sizeof(float) * n, dst_off + sizeof(float) * R->plane * (size_t)z0, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* Streamed y = y + a x over n floats of files (yfd, yoff) and (xfd, xoff),
+ * in pieces of len floats in bufs ybuf and xbuf; xpay: y = x + a y.
+ * *yy = ||y||^2 after (may be NULL). */
+static int stream_axpy(int yfd, uint64_t yoff, int xfd, uint64_t xoff, uint64_t n, size_t len, float a, int xpay,
+		       float *ybuf, float *xbuf, double *yy, rc_err *err)
+{
+	if (yy)
+		*yy = 0;
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		int rc;
+		if ((rc = rd(yfd, ybuf, sizeof(float) * m, yoff + 4 * i, err)) ||
+		    (rc = rd(xfd, xbuf, sizeof(float) * m, xoff + 4 * i, err)))
+			return rc;
+		for (size_t j = 0; j < m; j++) {
+			ybuf[j] = xpay ? xbuf[j] + a * ybuf[j] : ybuf[j] + a * xbuf[j];
+			if (yy)
+				*yy += (double)ybuf[j] * ybuf[j];
+		}
+		if ((rc = wr(yfd, ybuf, sizeof(float) * m, yoff + 4 * i, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* Streamed copy of n floats, non-finite values as 0 (sanitise 1); *yy its ||.||^2. */
+static int stream_copy(int dfd, uint64_t doff, int sfd, uint64_t soff, uint64_t n, size_t len, float *buf,
+		       double *yy, rc_err *err)
+{
+	*yy = 0;
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		int rc;
+		if ((rc = rd(sfd, buf, sizeof(float) * m, soff + 4 * i, err)))
+			return rc;
+		for (size_t j = 0; j < m; j++) {
+			if (!isfinite(buf[j]))
+				buf[j] = 0.0f;
+			*yy += (double)buf[j] * buf[j];
+		}
+		if ((rc = wr(dfd, buf, sizeof(float) * m, doff + 4 * i, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The out-of-core FDK start into xfd (ooc.h) under the plan's budget (none:
+ * the iterations' slabs), its filtered stack in pscr's first stack. */
+static int fdk_start(run *R, int stack, int xfd, int pscr, rc_err *err)
+{
+	rc_recon_spec f = *R->s;
+	rc_algo_params_default(&f.algo, RC_ALGO_FDK);
+	f.algo.scan = R->s->algo.scan;
+	rc_ooc_plan fp;
+	float *slab = NULL;
+	int rc = rc_ooc_plan_fdk(&f, R->g, R->budget, &fp, err);
+	if (rc)
+		return rc;
+	if (!R->budget) {
+		fp.slab_nz = R->nzs;
+		fp.filter_chunk = rc_ooc_filters_once(R->g) ? R->nk : 0;
+	}
+	if (fp.filter_chunk > 0 && (rc = rc_ooc_filter(&f, R->g, stack, pscr, fp.filter_chunk, R->cancel, err)))
+		return rc;
+	if (!(slab = malloc(sizeof(float) * R->plane * (size_t)fp.slab_nz)))
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices", fp.slab_nz);
+	rc_algo_hooks h = { .cancel = R->cancel };
+	for (int z0 = 0; z0 < R->nz && !rc; z0 += fp.slab_nz) {
+		int z1 = z0 + fp.slab_nz < R->nz ? z0 + fp.slab_nz : R->nz;
+		rc_recon_report rep;
+		if (!(rc = cancelled(R, err)) &&
+		    !(rc = rc_ooc_fdk_slab(&f, R->g, fp.filter_chunk > 0 ? pscr : stack, fp.filter_chunk > 0, z0, z1,
+					   slab, &h, &rep, err)))
+			rc = wr(xfd, slab, sizeof(float) * R->plane * (size_t)(z1 - z0),
+				sizeof(float) * R->plane * (size_t)z0, err);
+	}
+	free(slab);
+	return rc;
+}
+
+static int progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0)
+{
+	if (hooks && hooks->progress) {
+		rc_progress pr = { .iteration = it, .of = of, .residual = res, .elapsed_s = rc_now_s() - t0 };
+		hooks->progress(hooks->ud, &pr);
+	}
+	return 0;
+}
+
+/* x clamped at 0, slab by slab */
+static int clamp(run *R, int xfd, rc_err *err)
+{
+	for (int i = 0; i < R->slabs; i++) {
+		int z0, z1, rc;
+		slab_z(R, i, &z0, &z1);
+		size_t n = R->plane * (size_t)(z1 - z0);
+		uint64_t off = sizeof(float) * R->plane * (size_t)z0;
+		if ((rc = rd(xfd, R->a, sizeof(float) * n, off, err)))
+			return rc;
+		for (size_t j = 0; j < n; j++)
+			R->a[j] = R->a[j] > 0.0f ? R->a[j] : 0.0f;
+		if ((rc = wr(xfd, R->a, sizeof(float) * n, off, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* x0 into xfd: 0 (the file truncated to its size reads zeros) or FDK's
+ * (algorithm.initial fdk, or auto where the in-memory run takes it:
+ * rc_algo_start); *start says which. */
+static int start_x(run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	int rc;
+	*start = a->initial;
+	if (*start == RC_INITIAL_AUTO)
+		*start = !rc_fdk_suits(R->g, a->scan, NULL) ? RC_INITIAL_FDK : RC_INITIAL_ZERO;
+	if (*start == RC_INITIAL_GIVEN)
+		return rc_fail(err, RC_EUNSUPPORTED, "algorithm.initial", "out of core, the start is zero or fdk");
+	if (ftruncate(xfd, 0) || ftruncate(xfd, (off_t)R->V))
+		return rc_fail(err, RC_EIO, "", "cannot size the volume file: %s", strerror(errno));
+	if (*start == RC_INITIAL_FDK) {
+		if (hooks && hooks->phase)
+			hooks->phase(hooks->ud, RC_PHASE_FDK_START);
+		if ((rc = fdk_start(R, stack, xfd, pscr, err)))
+			return rc;
+		if (hooks && hooks->phase)
+			hooks->phase(hooks->ud, RC_PHASE_ITERATING);
+	}
+	return 0;
+}
+
+/* n floats of fd from off replaced by their guarded inverse (the
+ * backend's inv_guarded: 1 / v where v > rel * max, else 0), two passes */
+static int inv_guarded(run *R, int fd, uint64_t off, uint64_t n, double rel, rc_err *err)
+{
+	size_t len = R->plane * (size_t)R->nzs;
+	float mx = 0.0f;
+	int rc;
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		if ((rc = rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+		for (size_t j = 0; j < m; j++)
+			mx = rc_ew_max(mx, R->a[j]);
+	}
+	float eps = (float)(rel * mx);
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		if ((rc = rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+		for (size_t j = 0; j < m; j++)
+			R->a[j] = rc_ew_inv_guarded(R->a[j], eps);
+		if ((rc = wr(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* SIRT: views k0..k1 of A x in R->chunk become rinv (p - A x) (algo_sart.c's
+ * residual; p's non-finite values as 0); *r2 += ||p - A x||^2 there */
+static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err)
+{
+	uint64_t n = (uint64_t)R->view * (uint64_t)(k1 - k0), off = 4 * (uint64_t)R->view * (uint64_t)k0;
+	size_t len = R->plane * (size_t)R->nzs;
+	int rc;
+	for (uint64_t i = 0; i < n; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : len;
+		if ((rc = rd(R->stack, R->a, sizeof(float) * m, off + 4 * i, err)) ||
+		    (rc = rd(R->pscr, R->b, sizeof(float) * m, off + 4 * i, err)))
+			return rc;
+		float *e = R->chunk + i;
+		for (size_t j = 0; j < m; j++) {
+			float p = isfinite(R->a[j]) ? R->a[j] : 0.0f, d = rc_ew_residual(p, e[j]);
+			*r2 += (double)d * d;
+			e[j] = rc_ew_weigh(d, R->b[j]);
+		}
+	}
+	return 0;
+}
+
+/* SIRT: x's slab z0..z1 += lambda C (A^T e) (R->b), clamped with nonnegative */
+static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err)
+{
+	size_t n = R->plane * (size_t)(z1 - z0);
+	uint64_t off = sizeof(float) * R->plane * (size_t)z0;
+	const rc_algo_params *a = &R->s->algo;
+	int rc;
+	if ((rc = rd(R->vscr, R->a, sizeof(float) * n, off, err)) || (rc = rd(xfd, R->c, sizeof(float) * n, off, err)))
+		return rc;
+	for (size_t j = 0; j < n; j++)
+		R->c[j] = rc_ew_update(R->c[j], R->b[j], R->a[j], (float)a->relaxation, a->nonnegative);
+	return wr(xfd, R->c, sizeof(float) * n, off, err);
+}
+
+/* SIRT (algo_sirt.c): x += lambda C A^T (rinv (p - A x)), rinv = 1 / A 1
+ * and C = 1 / A^T 1 guarded as the backend guards them; scratch: C at 0 of
+ * vscr, rinv at 0 and the weighted residual at P of pscr.  Per iteration
+ * a forward pass (the residual formed per chunk of views) and a back
+ * projection pass that updates x slab by slab. */
+static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks,
+			rc_recon_report *rep, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	const double t0 = rc_now_s();
+	double r2, none;
+	rc_initial start;
+	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc)
+		return rc;
+	if (start != RC_INITIAL_ZERO && a->nonnegative && (rc = clamp(R, xfd, err)))
+		return rc;
+	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)) ||
+	    (rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err)) ||
+	    (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
+	    (rc = inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
+		return rc;
+	for (int it = 1; it <= a->iterations; it++) {
+		if ((rc = cancelled(R, err)))
+			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
+		r2 = 0;
+		if ((rc = forward(R, xfd, 0, pscr, R->P, 1, &r2, err)) ||
+		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)))
+			return rc;
+		rep->iterations_done = it;
+		progress(hooks, it, a->iterations, sqrt(r2), t0);
+	}
+	return 0;
+}
+
+static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
+		   rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	const double t0 = rc_now_s();
+	/* scratch: d at 0 and s at V of vscr; q at 0 and r at P of pscr */
+	const uint64_t D = 0, S = R->V, Q = 0, Rr = R->P;
+	const uint64_t nvox = R->V / 4, nproj = R->P / 4;
+	/* the vector passes stream both spaces in pieces of a slab, in a and b */
+	size_t slen = R->plane * (size_t)R->nzs;
+	double pp, rr, qq, gamma, gnew;
+	rc_initial start;
+	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc)
+		return rc;
+	/* r = p (- A x0) */
+	if ((rc = stream_copy(pscr, Rr, stack, 0, nproj, slen, R->a, &pp, err)))
+		return rc;
+	rr = pp;
+	if (start == RC_INITIAL_FDK && ((rc = forward(R, xfd, 0, pscr, Q, 0, &qq, err)) ||
+					(rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -1.0f, 0, R->a, R->b, &rr,
+							  err))))
+		return rc;
+	/* s = A^T r, d = s, gamma = ||s||^2 */
+	if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gamma, err)) ||
+	    (rc = stream_copy(vscr, D, vscr, S, nvox, slen, R->a, &gnew, err)))
+		return rc;
+	double res = sqrt(rr);
+	int active = 1, it;
+	for (it = 1; it <= a->iterations; it++) {
+		if ((rc = cancelled(R, err)))
+			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
+		active = active && gamma > 0.0;
+		if (active) {
+			if ((rc = forward(R, vscr, D, pscr, Q, 0, &qq, err)))
+				return rc;
+			active = qq > 0.0;
+		}
+		if (active) {
+			float alpha = (float)(gamma / qq);
+			if ((rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -alpha, 0, R->a, R->b, &rr, err)) ||
+			    (rc = stream_axpy(xfd, 0, vscr, D, nvox, slen, alpha, 0, R->a, R->b, NULL, err)))
+				return rc;
+			res = sqrt(rr);
+		}
+		if (active && it < a->iterations) {
+			if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gnew, err)))
+				return rc;
+			float beta = (float)(gnew / gamma);
+			/* d = s + beta d */
+			if ((rc = stream_axpy(vscr, D, vscr, S, nvox, slen, beta, 1, R->a, R->b, NULL, err)))
+				return rc;
+			gamma = gnew;
+		}
+		rep->iterations_done = it;
+		progress(hooks, it, a->iterations, res, t0);
+	}
+	if (a->nonnegative && (rc = clamp(R, xfd, err)))
+		return rc;
+	rep->relative_residual = a->nonnegative || !(pp > 0) ? NAN : res / sqrt(pp);
+	return 0;
+}
+
+int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, int vscr, int pscr,
+		const rc_ooc_plan *p, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
+{
+	double t0 = rc_now_s();
+	memset(rep, 0, sizeof *rep);
+	rep->relative_residual = NAN;
+	const char *why = rc_ooc_iter_refusal(s, g);
+	if (why)
+		return rc_fail(err, RC_EUNSUPPORTED, "volume", "%s", why);
+	run R = { .s = s, .g = g, .pair = rc_ooc_iter_pair(s, g), .cancel = hooks ? hooks->cancel : NULL };
+	R.budget = p->budget_bytes;
+	R.stack = stack;
+	R.pscr = pscr;
+	R.vscr = vscr;
+	R.nz = s->vol.nz;
+	R.nzs = p->slab_nz > 0 && p->slab_nz < R.nz ? p->slab_nz : R.nz;
+	R.slabs = (R.nz + R.nzs - 1) / R.nzs;
+	R.nviews = s->geom.nviews;
+	R.chunks = p->chunks > 0 && p->chunks < R.nviews ? p->chunks : 1;
+	R.nk = (R.nviews + R.chunks - 1) / R.chunks;
+	R.chunks = (R.nviews + R.nk - 1) / R.nk;
+	R.nu = (size_t)s->geom.det.nu;
+	R.view = R.nu * (size_t)s->geom.det.nv;
+	R.plane = (size_t)s->vol.nx * (size_t)s->vol.ny;
+	R.V = 4 * (uint64_t)R.plane * (uint64_t)R.nz;
+	R.P = 4 * (uint64_t)R.view * (uint64_t)R.nviews;
+	int most = 0, rc = 0;
+	R.r0 = calloc((size_t)R.slabs, sizeof(int));
+	R.r1 = calloc((size_t)R.slabs, sizeof(int));
+	if (R.r0 && R.r1)
+		for (int i = 0; i < R.slabs; i++) {
+			int z0, z1;
+			slab_z(&R, i, &z0, &z1);
+			rc_ooc_slab_rows(g, z0, z1, &R.r0[i], &R.r1[i]);
+			most = R.r1[i] - R.r0[i] > most ? R.r1[i] - R.r0[i] : most;
+		}
+	size_t slab = R.plane * (size_t)R.nzs, chunk = R.view * (size_t)R.nk;
+	R.chunk = malloc(sizeof(float) * chunk);
+	R.rows = malloc(sizeof(float) * (size_t)(most > 0 ? most : 1) * R.nu * (size_t)R.nk);
+	R.a = malloc(sizeof(float) * slab);
+	R.b = malloc(sizeof(float) * slab);
+	int sirt = s->algo.name == RC_ALGO_SIRT;
+	R.c = sirt ? malloc(sizeof(float) * slab) : NULL;
+	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c)) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
+			     R.nk);
+		goto out;
+	}
+	snprintf(rep->projector, sizeof rep->projector, "%s",
+		 R.pair == RC_PROJECTOR_FOOTPRINT ? "footprint" : "splat");
+	snprintf(rep->engine, sizeof rep->engine, "cpu");
+	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+out:
+	free(R.r0);
+	free(R.r1);
+	free(R.chunk);
+	free(R.rows);
+	free(R.a);
+	free(R.b);
+	free(R.c);
+	rep->seconds = rc_now_s() - t0;
+	return rc;
+}

@@ -1,0 +1,85 @@
+/*
+ * ooc_iter: out-of-core CGLS and SIRT, an iterative job whose vectors would not fit
+ * its worker's memory budget (memory.h), run in z-slabs of the volume and
+ * chunks of views, every vector streamed from files each iteration.
+ *
+ * The voxel-driven pairs (splat, footprint: docs/cpu-engine.md) are sums
+ * over voxels, so they are exactly additive over z-slabs: A x = sum over
+ * slabs of A_slab x_slab and (A^T y)_slab = A_slab^T y, where A_slab is the
+ * job narrowed to the slab's slices (cz moved), to the detector rows the
+ * slab projects onto (rc_ooc_slab_rows, ooc.h) and to a chunk of views
+ * (angles or matrices from the chunk's first view).  Ray casting's pair
+ * interpolates across slab boundaries and is not additive: it is refused
+ * (projector auto takes the voxel-driven pair the in-memory run would,
+ * else it is refused too).
+ *
+ * CGLS's vectors: x (the volume file being written), d and s (volume
+ * scratch file, slab after slab), r and q (projection scratch file, view
+ * chunk after view chunk).  One iteration:
+ *   q = A d     per view chunk: q's chunk zeroed, per slab: d's slab read,
+ *               projected onto the slab's rows of the chunk, added; written
+ *   alpha = gamma / ||q||^2; r -= alpha q, x += alpha d (streamed)
+ *   s = A^T r   per slab: per view chunk the slab's rows of r read and
+ *               back-projected, summed; written (||s||^2)
+ *   beta = ||s||^2 / gamma; d = s + beta d (streamed)
+ * I/O per iteration (V a volume, P a stack, C chunks, S slabs, R the rows
+ * a slab reads over the detector's nv): reads C V + S (R / nv) P + 4 V + 2 P,
+ * writes 3 V + 2 P.  The start: algorithm.initial zero, or fdk / auto
+ * (where the in-memory run would take FDK) the out-of-core FDK (ooc.h)
+ * into x first, its filtered stack in the q region, then r = p - A x0.
+ *
+ * SIRT (algo_sirt.c): rinv = 1 / A 1 (a forward pass of ones, guarded as
+ * the backend guards it: a pass for the maximum, one to invert) at 0 of
+ * pscr, C = 1 / A^T 1 likewise at 0 of vscr; per iteration a forward pass
+ * of x whose chunks become rinv (p - A x) before they are written (at P of
+ * pscr), then a back projection pass whose slabs update x in place
+ * (x += lambda C s, clamped with nonnegative), x's start clamped too.  I/O
+ * per iteration: reads C V + S (R / nv) P + 2 V + 2 P, writes V + P.
+ *
+ * Refused out of core (the caller says so with the memory in core): TV
+ * (algorithm.tv.weight > 0), the stop rules, the long object's extension
+ * (algorithm.extend must be "off"), fan and parallel geometries, checkpoints
+ * (none are taken), SART and MLEM.  CGLS's algorithm.nonnegative clamps the
+ * result at the end as in memory.
+ */
+#ifndef RC_PLAN_OOC_ITER_H
+#define RC_PLAN_OOC_ITER_H
+
+#include <stdint.h>
+
+#include "algo/algo.h"
+#include "plan/ooc.h"
+#include "plan/recon_spec.h"
+
+/* The voxel-driven pair s runs on g (splat or footprint: what projector
+ * auto takes in memory), RC_PROJECTOR_RAYCAST where that is ray casting's. */
+rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
+
+/* Why s (geometry g, NULL: not built) cannot run CGLS or SIRT out of core, or NULL. */
+const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g);
+
+/* The plan for s (CGLS or SIRT, g its geometry) under budget bytes: in core
+ * (slabs 1) when rc_plan_memory(s) fits, else slabs (slab_nz, rows: the
+ * most a slab reads) and chunks of views (chunks; each holds
+ * ceil(nviews / chunks) views) that fit, chosen for the least I/O per
+ * iteration; predicted_bytes also covers the FDK start.  RC_EUNSUPPORTED
+ * (field "volume") when none fits (*p: the least plan's figure) or when
+ * rc_ooc_iter_refusal says why. */
+int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);
+
+/* Bytes read plus written per CGLS iteration by plan p (the figure above;
+ * SIRT's is lower). */
+uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p);
+
+/* CGLS or SIRT (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the
+ * spec's layout, non-finite values read as 0) into the volume file xfd
+ * (read-write, written whole: nx * ny * nz fp32 from offset 0), with
+ * scratch files vscr (2 volumes; SIRT 1) and pscr (2 stacks) open read-write.
+ * hooks: progress after each iteration (residual ||p - A x||), cancel
+ * between and within the passes; iterate, phase and checkpoints are not
+ * called.  rep: iterations_done, seconds, relative_residual (||r|| / ||p||
+ * before the clamp; NaN with nonnegative, and for SIRT), projector. */
+int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, int vscr, int pscr,
+		const rc_ooc_plan *p, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
+
+#endif

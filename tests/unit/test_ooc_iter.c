@@ -1,0 +1,258 @@
+/*
+ * test_ooc_iter: out-of-core CGLS and SIRT (core/plan/ooc_iter.h).  Slabs of a few
+ * slices and chunks of a few views, every vector in a file, give the
+ * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
+ * abs over max) from zero and from the FDK start, with the splat and the
+ * footprint pair, on a flat cone off centre and on matrices; SIRT too
+ * (from zero, and from FDK with the clamp and lambda 1.5).  The plan:
+ * in core where the job fits, slabs and chunks whose predicted peak fits
+ * a smaller budget, refusals of ray casting, TV and SART; a cancel stops
+ * the run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan/memory.h"
+#include "plan/ooc_iter.h"
+#include "plan/recon.h"
+
+#define NVIEWS 36
+
+static double angles[NVIEWS];
+static double mats[NVIEWS * 12];
+
+static void cone_spec(rc_recon_spec *s, int n, int nu, int nv)
+{
+	memset(s, 0, sizeof *s);
+	s->geom.type = RC_GEOM_CONE;
+	s->geom.nviews = NVIEWS;
+	s->geom.det = (rc_detector_desc){ .nu = nu, .nv = nv, .du = 2.5, .dv = 2.4, .offset_u = 0.4, .offset_v = 2.2 };
+	s->geom.source_isocenter_mm = 120;
+	s->geom.source_detector_mm = 200;
+	for (int k = 0; k < NVIEWS; k++)
+		angles[k] = 360.0 * k / NVIEWS;
+	s->geom.angles_deg = angles;
+	s->vol = (rc_volume_desc){ .nx = n, .ny = n, .nz = n, .vx = 1, .vy = 1, .vz = 1, .cz = 1.3 };
+	rc_algo_params_plain(&s->algo, RC_ALGO_CGLS);
+	s->algo.iterations = 6;
+	s->algo.extend = RC_EXTEND_OFF;
+	s->algo.projector = RC_PROJECTOR_SPLAT;
+	s->engine = RC_ENGINE_CPU;
+	s->threads = 2;
+}
+
+static int scratch(void)
+{
+	char path[] = "/tmp/recond-test-oociter-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
+/* A smooth object's projections plus a little noise (and a NaN both runs
+ * read as 0) in a file; the in-memory CGLS and the out-of-core one with
+ * slabs of nzs slices and chunks of views: max |ooc - mem| / max |mem|. */
+static double compare(const rc_recon_spec *s, int nzs, int chunks)
+{
+	rc_err err;
+	rc_geom *g = NULL;
+	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&s->vol);
+	float *proj = malloc(sizeof(float) * np), *mem = malloc(sizeof(float) * nvox), *ooc = malloc(sizeof(float) * nvox);
+	assert_non_null(proj);
+	assert_non_null(mem);
+	assert_non_null(ooc);
+	uint32_t xs = 2463534242u;
+	size_t view = (size_t)s->geom.det.nu * (size_t)s->geom.det.nv;
+	for (size_t i = 0; i < np; i++) {
+		xs ^= xs << 13;
+		xs ^= xs >> 17;
+		xs ^= xs << 5;
+		double u = (double)(i % (size_t)s->geom.det.nu) / s->geom.det.nu - 0.5;
+		double v = (double)(i % view / (size_t)s->geom.det.nu) / s->geom.det.nv - 0.5;
+		proj[i] = (float)(fmax(0.0, 0.2 - u * u - v * v) * 40.0 + (xs % 1000) / 1000.0 * 0.5);
+	}
+	proj[np / 3] = NAN;
+	int fd = scratch();
+	assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+	proj[np / 3] = 0.0f;
+	rc_recon_report rep;
+	if (rc_recon_run(s, proj, mem, NULL, &rep, &err))
+		fail_msg("in memory: %s", err.msg);
+	rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (s->vol.nz + nzs - 1) / nzs };
+	int xfd = scratch(), vscr = scratch(), pscr = scratch();
+	if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err))
+		fail_msg("out of core: %s", err.msg);
+	assert_int_equal(rep.iterations_done, s->algo.iterations);
+	assert_int_equal(pread(xfd, ooc, sizeof(float) * nvox, 0), (ssize_t)(sizeof(float) * nvox));
+	double dmax = 0, vmax = 0, d2 = 0, v2 = 0;
+	size_t at = 0;
+	for (size_t i = 0; i < nvox; i++) {
+		double d = fabs((double)ooc[i] - mem[i]);
+		if (d > dmax)
+			at = i;
+		dmax = fmax(dmax, d);
+		vmax = fmax(vmax, fabs((double)mem[i]));
+		d2 += d * d;
+		v2 += (double)mem[i] * mem[i];
+	}
+	assert_true(vmax > 0);
+	print_message("  relative L2 %.2e; the largest difference at voxel %zu (z %zu), %g against %g\n", sqrt(d2 / v2), at,
+		      at / ((size_t)s->vol.nx * (size_t)s->vol.ny), (double)ooc[at], (double)mem[at]);
+	close(fd);
+	close(xfd);
+	close(vscr);
+	close(pscr);
+	free(proj);
+	free(mem);
+	free(ooc);
+	rc_geom_free(g);
+	return dmax / vmax;
+}
+
+static void test_cone_zero(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	double e = compare(&s, 5, 5);
+	print_message("cone, splat, zero start, slabs of 5, 5 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+}
+
+static void test_cone_fdk(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	s.algo.initial = RC_INITIAL_FDK;
+	s.algo.nonnegative = 1;
+	double e = compare(&s, 7, 4);
+	print_message("cone, splat, fdk start, nonnegative, slabs of 7, 4 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+}
+
+static void test_footprint_matrices(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 20, 32, 28);
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	for (int k = 0; k < NVIEWS; k++)
+		memcpy(mats + 12 * k, rc_geom_view(g, k)->P, sizeof(double) * 12);
+	rc_geom_free(g);
+	s.geom.type = RC_GEOM_MATRICES;
+	s.geom.matrices = mats;
+	s.geom.angles_deg = NULL;
+	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
+	double e = compare(&s, 3, 6);
+	print_message("matrices, footprint, slabs of 3, 6 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+}
+
+static void test_sirt(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	s.algo.name = RC_ALGO_SIRT;
+	double e = compare(&s, 5, 3);
+	print_message("sirt, splat, zero start, slabs of 5, 3 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	s.algo.initial = RC_INITIAL_FDK;
+	s.algo.nonnegative = 1;
+	s.algo.relaxation = 1.5;
+	e = compare(&s, 7, 2);
+	print_message("sirt, splat, fdk start, nonnegative, lambda 1.5, slabs of 7, 2 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+}
+
+/* A cancel set before the run stops it with RC_ECANCELLED. */
+static void test_cancel(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 24, 20);
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	int fd = scratch(), xfd = scratch(), vscr = scratch(), pscr = scratch();
+	assert_int_equal(ftruncate(fd, (off_t)(sizeof(float) * rc_geom_proj_count(g))), 0);
+	atomic_int stop = 1;
+	rc_algo_hooks h = { .cancel = &stop };
+	rc_ooc_plan p = { .slab_nz = 4, .chunks = 3, .slabs = 4 };
+	rc_recon_report rep;
+	assert_int_equal(rc_ooc_iter(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err), RC_ECANCELLED);
+	close(fd);
+	close(xfd);
+	close(vscr);
+	close(pscr);
+	rc_geom_free(g);
+}
+
+static void test_plan(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 64, 96, 80);
+	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	rc_ooc_plan p;
+	uint64_t whole = rc_plan_memory(&s, 0);
+	assert_int_equal(rc_ooc_plan_iter(&s, g, whole, &p, &err), 0);
+	assert_int_equal(p.slabs, 1);
+	uint64_t budget = RC_MEM_BASE + ((uint64_t)1 << 20);
+	if (rc_ooc_plan_iter(&s, g, budget, &p, &err))
+		fail_msg("plan: %s", err.msg);
+	print_message("plan under %llu: %d slabs of %d, %d rows, %d chunks, %llu bytes, %llu bytes of I/O per iteration\n",
+		      (unsigned long long)budget, p.slabs, p.slab_nz, p.rows, p.chunks,
+		      (unsigned long long)p.predicted_bytes, (unsigned long long)rc_ooc_iter_io(&s, &p));
+	assert_true(p.slabs > 1);
+	assert_true(p.predicted_bytes <= budget);
+	/* not one slice and one view */
+	assert_int_equal(rc_ooc_plan_iter(&s, g, RC_MEM_BASE, &p, &err), RC_EUNSUPPORTED);
+	assert_true(p.predicted_bytes > RC_MEM_BASE);
+	/* refusals: ray casting, TV, SART */
+	s.algo.projector = RC_PROJECTOR_RAYCAST;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "voxel-driven"));
+	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
+	s.algo.tv_weight = 0.1;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	s.algo.tv_weight = 0;
+	s.algo.name = RC_ALGO_SART;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	rc_geom_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cone_zero),
+		cmocka_unit_test(test_cone_fdk),
+		cmocka_unit_test(test_footprint_matrices),
+		cmocka_unit_test(test_sirt),
+		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_plan),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
