@@ -728,13 +728,16 @@ int job_spec_slabs(const job_spec *s)
  * and those rows, as an FDK job of that narrowed volume and detector
  * (rc_plan_memory), plus the voxel back projection's block of 32
  * transposed, padded views that ooc.c's plan counts; the largest over the
- * ranks.  Without a geometry (never, for a spec that loaded) every rank
- * is counted with the whole detector. */
+ * ranks. */
 static uint64_t rank_slab_memory(const job_spec *s)
 {
 	rc_geom *g = NULL;
 	int nz = s->r.vol.nz, full = s->r.geom.det.nv;
-	if (rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, NULL))
+	/* each slab's rows cost a pass over the views: past ~1e6 slab-views
+	 * (thousands of ranks of a long scan) every rank is counted with the
+	 * whole detector instead, erring high, so POST stays quick */
+	if ((long long)s->ranks * s->r.geom.nviews > (1LL << 20) ||
+	    rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, NULL))
 		g = NULL;
 	uint64_t most = 0;
 	for (int r = 0; r < s->ranks; r++) {
