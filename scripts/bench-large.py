@@ -3,7 +3,7 @@
 
 The issue's case is a 2048 x 2048 x 1024 volume (16 GiB) from 1200 views of
 2048 x 1536 (14 GiB) under an 8 GiB budget.  --scale S divides every size by
-S (and the budget's part above the process's 56 MiB by S^3) so that a
+S (and the budget's part above the process's 50 MiB, RC_MEM_BASE, by S^3) so that a
 smaller machine or a shorter run keeps the same shape: the volume and the
 stack together still several times the budget.
 
@@ -105,7 +105,7 @@ def main():
                     help="also run without a budget (auto: where volume + stack take under half the memory)")
     a = ap.parse_args()
     worker = os.path.join(a.build, "bin", "recond-worker")
-    base = 56 << 20
+    base = 50 << 20  # core/plan/memory.h RC_MEM_BASE
     budget = base + (parse_bytes(a.budget) - base) // (a.scale ** 3)
     spec = spec_of(a)
     g, v = spec["geometry"], spec["volume"]

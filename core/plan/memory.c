@@ -145,11 +145,25 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	if ((g->type == RC_GEOM_CONE || g->type == RC_GEOM_FAN) && g->det.du > 0 && g->det.nu > 1 &&
 	    2 * fabs(g->det.offset_u) > 0.1 * (g->det.nu - 1) * g->det.du)
 		fdk = add_sat(fdk, mul_sat(P, 2.0 * (1.0 + 2 * fabs(g->det.offset_u) / g->det.du / g->det.nu)));
+	/* cone and matrices: the run's relative residual (plan/residual.c) forward
+	 * projects the result after FDK freed its filtered copy, while the
+	 * back projection's kept tiles (~1.06 V, proj_voxel.c) are still held,
+	 * with the forward projector's kept volume copy (the splat's z-fastest
+	 * one or ray casting's zero-bordered one, ~V) and the views it compares:
+	 * P + 3.1 V + views (an iterative run's FDK start has no residual).  Measured: 242.6 MiB at 256^3 from 60 views of
+	 * 160^2, where 2 P + 2.5 V said 227.7 */
+	if (!two_d && s->algo.name == RC_ALGO_FDK) {
+		int nviews = g->nviews > 0 ? g->nviews : 0, m = 2 + nviews / 100;
+		m = m < nviews ? m : nviews;
+		uint64_t views = nviews ? mul_sat(P, (double)m / nviews) : 0;
+		uint64_t resid = add_sat(add_sat(P, mul_sat(V, 3.1)), views);
+		fdk = resid > fdk ? resid : fdk;
+	}
 	const rc_algo_params *p = &s->algo;
-	/* FBP's matrix on the tensor engine: ~2.2 bytes per view and pixel
-	 * (fitted: 130 MiB at 256^2 from 360 views, docs/benchmarks.md) */
+	/* FBP's matrix on the tensor engine: ~2.5 bytes per view and pixel
+	 * (fitted with the 50 MiB base: 130 MiB at 256^2 from 360 views, docs/benchmarks.md) */
 	if (p->name == RC_ALGO_FDK && two_d && e == RC_ENGINE_TENSOR)
-		fdk = add_sat(fdk, mul_sat((uint64_t)(g->nviews > 0 ? g->nviews : 0), 2.2 * s->vol.nx * s->vol.ny));
+		fdk = add_sat(fdk, mul_sat((uint64_t)(g->nviews > 0 ? g->nviews : 0), 2.5 * s->vol.nx * s->vol.ny));
 	if (p->name == RC_ALGO_FDK)
 		return add_sat(base, fdk);
 
@@ -164,7 +178,7 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	uint64_t iter = add_sat(mul_sat(V, nv), mul_sat(P, np));
 	if (two_d && !device) {
 		/* the tensor backend: its matrix, and the vectors in its order too */
-		double per_nnz = rc_tensor_runs_fp32(s) ? 12.0 : 31.0;
+		double per_nnz = rc_tensor_runs_fp32(s) ? 12.5 : 31.0;
 		double m = dd_nnz(s) * per_nnz;
 		iter = add_sat(mul_sat(iter, 2.0), m >= 1.8e19 ? UINT64_MAX : (uint64_t)m);
 	}

@@ -7,15 +7,21 @@
  * The model (bytes; V = one volume, P = the projection stack, both fp32):
  *
  *   base      the process, its libraries, FFTW's plans, thread stacks:
- *             RC_MEM_BASE; an engine that loads OpenCL or CUDA platforms
+ *             RC_MEM_BASE (50 MiB: a small job's whole peak measures
+ *             45-48 MiB); an engine that loads OpenCL or CUDA platforms
  *             (opencl, cuda, trigeneous) adds RC_MEM_DEVICE_LIBS.
  *   fdk       the stack (mapped) + its filtered copy (algo_fdk.c) + the
  *             result volume + on cone and matrices 1.5 volumes measured
  *             beyond them (256^3 and RabbitCT's 512^3): 2 P + 2.5 V (2-D:
  *             2 P + V), streaming or not (a streaming run adds each group
  *             onto the volume, rc_bk_back_add); on
- *             the tensor engine (2-D) FBP's matrix, ~2.2 bytes per view and
- *             pixel.
+ *             the tensor engine (2-D) FBP's matrix, ~2.5 bytes per view and
+ *             pixel.  Cone and matrices FDK then compute the relative
+ *             residual (plan/residual.c) while the back projection's kept
+ *             tiles (~V) are held: the stack, the result, those tiles and
+ *             the forward projector's kept volume copy, P + 3.1 V + the
+ *             views compared; the larger of the two phases counts (the
+ *             residual's where the stack is small beside the volume).
  *   iterative the vectors rc_algo_vectors counts (result and stack
  *             included; CGLS 3 stacks, not 2: measured) + one volume of the
  *             host backend's scratch, + 3
@@ -37,7 +43,7 @@
  *             shared by every slice: nnz ~ views x nx x ny x min(nu, 1 + w / du')
  *             (a pixel's distance-driven footprint w = 1.27 vx over the bin
  *             width du' at the pixel, du / magnification), times the bytes per
- *             non-zero of A and A^T (fp32 CSR: 12; mixed / bf16, whose build
+ *             non-zero of A and A^T (fp32 CSR: 12.5; mixed / bf16, whose build
  *             holds the CSR, the BSR blocks and the non-zero layouts at once:
  *             31; fitted to the fan runs of docs/benchmarks.md and of
  *             test_plan.c), plus the vectors twice (host layout and the
@@ -60,7 +66,7 @@
 
 #include "plan/recon_spec.h"
 
-#define RC_MEM_BASE ((uint64_t)56 << 20)
+#define RC_MEM_BASE ((uint64_t)50 << 20)
 #define RC_MEM_DEVICE_LIBS ((uint64_t)128 << 20)
 /* the footprint pair's block of back-projected views (proj_footprint.c's
  * RC_FPF_BLOCK_BYTES) */

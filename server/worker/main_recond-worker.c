@@ -601,6 +601,82 @@ report:
 	return rc;
 }
 
+/* A rank's share of a cone or matrices FDK of line integrals split by z
+ * (worker_ranks.h): its slices [z0, z1) (ranks_slab) reconstructed by
+ * rc_ooc_fdk_slab from only the detector rows they project onto, read
+ * with pread from the spool's stack and filtered alone (FDK filters along
+ * rows), then written at their offset into the shared volume file
+ * (ranks_write_slabs).  The rank holds its slab and its rows, never the
+ * whole stack or volume (spec.c job_spec_memory predicts that).  As out of
+ * core: the geometry's warnings only (the stack is never whole here to be
+ * checked), no residual (it needs the whole volume). */
+static int run_rank_slab(job_spec *spec, const char *dir, rc_err *err)
+{
+	int z0, z1, fd = -1, rc;
+	ranks_slab(spec->r.vol.nz, &z0, &z1);
+	size_t slice = (size_t)spec->r.vol.nx * (size_t)spec->r.vol.ny;
+	float *slab = NULL;
+	rc_geom *g = NULL;
+	rc_warnings ws = { 0 };
+	rc_data_stats ds;
+	memset(&ds, 0, sizeof ds);
+	rc_recon_report rep;
+	memset(&rep, 0, sizeof rep);
+	rep.relative_residual = NAN;
+	json_t *warn = NULL, *result = NULL;
+	/* views that see none of a rank's slices are fine: the whole volume
+	 * passed the view checks (geometry.h rc_limits.part) */
+	spec->r.limits.part = 1;
+	spec->r.residual = 0;
+	if ((rc = rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &g, err)))
+		goto done;
+	rc_check_geometry(g, &ws);
+	set_phase(WORKER_PHASE_FDK);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/projections.f32", dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = rc_fail(err, RC_EIO, "projections", "cannot open %s: %s", path, strerror(errno));
+		goto done;
+	}
+	if (z1 > z0 && !(slab = malloc(sizeof(float) * slice * (size_t)(z1 - z0)))) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for rank %d's slab of %d slices", ranks_rank(), z1 - z0);
+		goto done;
+	}
+	rc_algo_hooks h = { .cancel = &cancel_flag };
+	if (z1 > z0)
+		rc = rc_ooc_fdk_slab(&spec->r, g, fd, 0, z0, z1, slab, &h, &rep, err);
+done:
+	if (fd >= 0)
+		close(fd);
+	rc_geom_free(g);
+	/* a rank that failed ends them all (main's exit: ranks_abort): the
+	 * others wait in the collective below */
+	if (rc) {
+		free(slab);
+		return rc;
+	}
+	ranks_info = ranks_report(rep.seconds, 0, &ranks_same);
+	ranks_same = -1;
+	last.iteration = 1;
+	last.of = 1;
+	last.elapsed_s = rep.seconds;
+	emit_progress("progress", &last, -1);
+	if (!atomic_load(&cancel_flag))
+		set_phase(WORKER_PHASE_WRITING);
+	warn = warnings_json(&ws);
+	result = result_json(&rep, &ds, 0);
+	emit_report(&rep, NULL, warn, result, NULL);
+	json_decref(warn);
+	json_decref(result);
+	if (atomic_load(&cancel_flag))
+		rc = rc_fail(err, RC_ECANCELLED, "", "cancelled");
+	else
+		rc = ranks_write_slabs(dir, "volume.f32", slab, (uint64_t)z0 * slice * sizeof(float),
+				       (uint64_t)(z1 - z0) * slice * sizeof(float), spec->vol_bytes, err);
+	free(slab);
+	return rc;
+}
+
 /* FNV-1a of the volume: the ranks of a view split compare theirs. */
 static uint64_t volume_hash(const float *vol, size_t bytes)
 {
@@ -611,8 +687,8 @@ static uint64_t volume_hash(const float *vol, size_t bytes)
 	return h;
 }
 
-/* A job across ranks (worker_ranks.h): a cone or matrices FDK gives each
- * rank its z-slab, a volume of nz' slices whose centre moves with it
+/* A job across ranks (worker_ranks.h) run in core: a cone or matrices FDK
+ * of counts (line integrals take run_rank_slab) gives each rank its z-slab, a volume of nz' slices whose centre moves with it
  * (geometry.h: z = (iz - (nz - 1) / 2) vz + cz), so that every voxel keeps
  * its place; other jobs split their views (ranks_wrap).  Returns 1 for a
  * slab with [z0, z1) set, else 0. */
@@ -800,6 +876,11 @@ int main(int argc, char **argv)
 	memory_plan = job_plan_json(&mplan);
 	if (mplan.slabs > 1) {
 		rc = run_out_of_core(spec, dir, &mplan, streaming ? &sv : NULL, &err);
+		goto out;
+	}
+	/* FDK split by z across ranks: each rank its slab from its rows */
+	if (ranks_size() > 1 && job_spec_slabs(spec) && !spec->in.intensity) {
+		rc = run_rank_slab(spec, dir, &err);
 		goto out;
 	}
 	/* counts: line integrals, in one pass now or view by view as they stream */

@@ -729,15 +729,61 @@ int job_spec_slabs(const job_spec *s)
 	return s->r.algo.name == RC_ALGO_FDK && (s->r.geom.type == RC_GEOM_CONE || s->r.geom.type == RC_GEOM_MATRICES);
 }
 
+/* What Open MPI's libraries and buffers add to a rank's process: measured
+ * 50.2-50.4 MiB per rank against one process's 46.7 on the same small job
+ * (tests/integration/test_mpi.py's tall FDK): 3.6 MiB, counted 6. */
+#define SPEC_MPI_RANK_BYTES ((uint64_t)6 << 20)
+
+/* One rank's peak in a job in z-slabs across ranks: the rank runs its
+ * slices [z0, z1) (ranks_slab's split: nz * r / ranks) from only the
+ * detector rows they project onto (rc_ooc_fdk_slab), so it holds that slab
+ * and those rows, as an FDK job of that narrowed volume and detector
+ * (rc_plan_memory), plus the voxel back projection's block of 32
+ * transposed, padded views that ooc.c's plan counts; the largest over the
+ * ranks. */
+static uint64_t rank_slab_memory(const job_spec *s)
+{
+	rc_geom *g = NULL;
+	int nz = s->r.vol.nz, full = s->r.geom.det.nv;
+	/* each slab's rows cost a pass over the views: past ~1e6 slab-views
+	 * (thousands of ranks of a long scan) every rank is counted with the
+	 * whole detector instead, erring high, so POST stays quick */
+	if ((long long)s->ranks * s->r.geom.nviews > (1LL << 20) ||
+	    rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, NULL))
+		g = NULL;
+	uint64_t most = 0;
+	for (int r = 0; r < s->ranks; r++) {
+		int z0 = (int)((long long)nz * r / s->ranks), z1 = (int)((long long)nz * (r + 1) / s->ranks);
+		int r0 = 0, r1 = full;
+		if (z1 <= z0)
+			continue;
+		if (g)
+			rc_ooc_slab_rows(g, z0, z1, &r0, &r1);
+		rc_recon_spec sub = s->r;
+		sub.vol.nz = z1 - z0;
+		sub.geom.det.nv = r1 > r0 ? r1 - r0 : 1;
+		uint64_t rows = (uint64_t)sub.geom.det.nv, nu = (uint64_t)s->r.geom.det.nu;
+		uint64_t need = rc_plan_memory(&sub, 0) + 32 * ((rows + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+		most = need > most ? need : most;
+	}
+	rc_geom_free(g);
+	return most;
+}
+
 uint64_t job_spec_memory(const job_spec *s)
 {
-	/* z-slabs across ranks: a rank holds the largest slab, ceil(nz / ranks)
-	 * slices, and the rest as one process does */
-	if (s->ranks > 1 && job_spec_slabs(s)) {
+	/* z-slabs across ranks (line integrals): one rank's slab and rows */
+	if (s->ranks > 1 && job_spec_slabs(s) && !s->in.intensity)
+		return rank_slab_memory(s) + SPEC_MPI_RANK_BYTES;
+	/* counts across ranks: each rank converts and holds the whole stack,
+	 * with the largest slab, ceil(nz / ranks) slices; a view split: each
+	 * rank as one process */
+	if (s->ranks > 1) {
 		job_spec one = *s;
 		one.ranks = 1;
-		one.r.vol.nz = (s->r.vol.nz + s->ranks - 1) / s->ranks;
-		return job_spec_memory(&one);
+		if (job_spec_slabs(s))
+			one.r.vol.nz = (s->r.vol.nz + s->ranks - 1) / s->ranks;
+		return job_spec_memory(&one) + SPEC_MPI_RANK_BYTES;
 	}
 	/* a job that may stream counts its scratch volume (the worker decides
 	 * with the same rule when it runs) */

@@ -105,7 +105,10 @@ int job_spec_slabs(const job_spec *s);
 
 /* The worker's predicted peak resident memory for the job, bytes
  * (core/plan/memory.h rc_plan_memory; a job that may stream counts its
- * scratch volume; a job in z-slabs across ranks, one rank's). */
+ * scratch volume).  Across ranks, one rank's, Open MPI's libraries
+ * included: in z-slabs (a cone or matrices FDK of line integrals) the
+ * largest of the ranks' slabs with the detector rows it reads, as the
+ * rank runs it (rc_ooc_fdk_slab); otherwise the whole job's. */
 uint64_t job_spec_memory(const job_spec *s);
 
 /* spec_plan.c: a job's memory plan under the worker's budget (docs/server.md,

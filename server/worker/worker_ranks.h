@@ -6,7 +6,9 @@
  * present) the ranks of MPI_COMM_WORLD, else the same single process.
  *
  * Cone and matrices FDK: each rank reconstructs its z-slab (ranks_slab) of
- * the volume and writes it into the shared volume file (ranks_write_slabs).
+ * the volume, from only the detector rows it projects onto where the stack
+ * is of line integrals (core/plan/ooc.h rc_ooc_fdk_slab), and writes it
+ * into the shared volume file (ranks_write_slabs).
  * Iterative methods (and FDK of fan and parallel stacks): ranks_wrap puts
  * mpi_backend.h's view split over the job's backend; rank 0 writes the
  * volume.  Rank 0 alone writes progress lines.  A rank that fails aborts

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < (ang ? 1 : 12); i++)
 			check(isfinite(ang ? ang[k] : mat[12 * k + i]), "a number that is not finite", NULL);
 	rc_volume_desc vol = { 8, 8, 8, 0.5, 0.5, 0.5, 0, 0, 0 };
-	rc_limits lim = { 64u << 20 };
+	rc_limits lim = { .max_bytes = 64u << 20 };
 	rc_geom *g = NULL;
 	if (rc_geom_new(&gs, &vol, &lim, &g, &err) == 0) {
 		char *xml = NULL;

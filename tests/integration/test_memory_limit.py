@@ -9,7 +9,7 @@ CGLS with its default TV does not): 64^3 CGLS from 90 views of 128x128
 `unsupported`, field `volume`, the message naming the bytes needed (the
 prediction, which the unit test holds within 30 % above measured peaks), the
 budget (67108864) and what to change; nothing is stored.  A small job
-(16^3 from 24 views of 24x24: predicted ~56 MiB) is accepted, shows its
+(16^3 from 24 views of 24x24: predicted ~50 MiB) is accepted, shows its
 prediction as summary.plan_memory_bytes, runs and succeeds, and its
 measured peak_rss_mb is not above the prediction.  The same limit from the
 config file (`"memory_limit": "64M"`) refuses the same job; a bad value is

@@ -292,6 +292,9 @@ static void memory_against_measurements(void **state)
 		{ "fan D 500 cgls fp32", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_CGLS, "fp32", RC_ENGINE_AUTO), 0, 784 },
 		{ "fan D 500 cgls mixed", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_CGLS, "mixed", RC_ENGINE_AUTO), 0, 1657 },
 		{ "fan D 500 fdk auto", mem_fan(256, 32, 360, 256, 500, 1000, RC_ALGO_FDK, "fp32", RC_ENGINE_AUTO), 0, 69.8 },
+		/* test_out_of_core.py's job in core: 256^3 (0.5 mm) from 60 views of
+		 * 160^2 (1.5 mm); its peak is the residual's (memory.h) */
+		{ "256^3 fdk small stack", mem_cone(256, 0.5, 60, 160, 160, 1.5, 400, 800, RC_ALGO_FDK, 0), 0, 242.6 },
 	};
 	int bad = 0;
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {

@@ -390,6 +390,43 @@ static void test_ranks(void **state)
 	}
 }
 
+/* A cone FDK across ranks is predicted per rank from the detector rows its
+ * slab reads (spec.c rank_slab_memory): here 3 slabs of 20 of 60 slices,
+ * none seen by all 256 rows of a 94 MiB stack, so the figure lies strictly
+ * between a slab with one row (plus the MPI allowance) and a slab with the
+ * whole detector, and under the one-process figure. */
+static void test_rank_memory(void **state)
+{
+	(void)state;
+	const char *fmt = "{\"geometry\": {\"type\": \"cone\", \"source_isocenter_mm\": 500,"
+			  " \"source_detector_mm\": 1000, \"angles\": {\"start_deg\": 0, \"step_deg\": 1,"
+			  " \"count\": 360}, \"detector\": {\"nu\": 256, \"nv\": 256, \"du_mm\": 0.25, \"dv_mm\": 0.25}},"
+			  " \"volume\": {\"nx\": 32, \"ny\": 32, \"nz\": 60, \"voxel_mm\": 1.0},"
+			  " \"algorithm\": {\"name\": \"fdk\"}, \"execution\": {\"engine\": \"cpu\", \"ranks\": %d}}";
+	char buf[1024];
+	job_spec *one = NULL, *three = NULL;
+	rc_err err;
+	snprintf(buf, sizeof buf, fmt, 1);
+	assert_int_equal(parse(buf, 0, &one, &err), 0);
+	snprintf(buf, sizeof buf, fmt, 3);
+	assert_int_equal(parse(buf, 0, &three, &err), 0);
+	rc_recon_spec sub = three->r;
+	sub.vol.nz = 20;
+	/* a slab with the whole detector, without even the block and the
+	 * allowance: what a rank holding the whole stack would need at least */
+	uint64_t mpi = 6ull << 20, full = rc_plan_memory(&sub, 0);
+	sub.geom.det.nv = 1;
+	uint64_t least = rc_plan_memory(&sub, 0) + mpi;
+	uint64_t got = job_spec_memory(three);
+	print_message("per rank %.2f MiB (one row %.2f, whole detector %.2f), one process %.2f MiB\n", got / 1048576.0,
+		      least / 1048576.0, full / 1048576.0, job_spec_memory(one) / 1048576.0);
+	assert_true(got > least);
+	assert_true(got < full);
+	assert_true(got < job_spec_memory(one));
+	job_spec_free(one);
+	job_spec_free(three);
+}
+
 static void test_matrices_ok(void **state)
 {
 	(void)state;
@@ -685,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_stream_modes),
 		cmocka_unit_test(test_checkpoint_s),
 		cmocka_unit_test(test_ranks),
+		cmocka_unit_test(test_rank_memory),
 		cmocka_unit_test(test_load_and_summary),
 		cmocka_unit_test(test_output_dicom),
 		cmocka_unit_test(test_input),
