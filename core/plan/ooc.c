@@ -11,6 +11,7 @@
 #include "plan/open.h"
 #include "plan/recon.h"
 #include "util/rc_clock.h"
+#include "util/rc_io.h"
 
 /* rows read beside the projected extent: bilinear reads floor(v) and
  * floor(v) + 1, and one more against rounding in the corners' projection */
@@ -229,16 +230,11 @@ static int read_rows(const rc_recon_spec *s, int fd, int r0, int r1, float *buf,
 		off_t off = two_d ? (off_t)((size_t)r0 * (size_t)gs->nviews * nu * sizeof(float))
 				  : (off_t)(((size_t)k * (size_t)gs->det.nv + (size_t)r0) * nu * sizeof(float));
 		char *dst = (char *)(buf + (size_t)k * len);
-		size_t want = len * sizeof(float), got = 0;
-		while (got < want) {
-			ssize_t r = pread(fd, dst + got, want - got, off + (off_t)got);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return rc_fail(err, RC_EIO, "projections", "cannot read rows %d..%d of view %d: %s", r0, r1 - 1,
-					       k, r < 0 ? strerror(errno) : "the file is shorter than the stack");
-			got += (size_t)r;
-		}
+		size_t want = len * sizeof(float);
+		ssize_t r = rc_io_read_full(fd, dst, want, off);
+		if (r != (ssize_t)want)
+			return rc_fail(err, RC_EIO, "projections", "cannot read rows %d..%d of view %d: %s", r0, r1 - 1, k,
+				       r < 0 ? strerror(errno) : "the file is shorter than the stack");
 	}
 	size_t total = (size_t)parts * len;
 	for (size_t i = 0; i < total; i++)
@@ -249,16 +245,10 @@ static int read_rows(const rc_recon_spec *s, int fd, int r0, int r1, float *buf,
 
 static int read_at(int fd, void *dst, size_t want, off_t off, rc_err *err)
 {
-	size_t got = 0;
-	while (got < want) {
-		ssize_t r = pread(fd, (char *)dst + got, want - got, off + (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return rc_fail(err, RC_EIO, "projections", "cannot read the stack: %s",
-				       r < 0 ? strerror(errno) : "the file is shorter than the stack");
-		got += (size_t)r;
-	}
+	ssize_t r = rc_io_read_full(fd, dst, want, off);
+	if (r != (ssize_t)want)
+		return rc_fail(err, RC_EIO, "projections", "cannot read the stack: %s",
+			       r < 0 ? strerror(errno) : "the file is shorter than the stack");
 	return 0;
 }
 
@@ -284,17 +274,8 @@ int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int
 				raw[i] = 0.0f;
 		if ((rc = rc_fdk_filter_views(&s->algo, g, raw, filt, k0, k1, cancel, err)))
 			break;
-		for (size_t done = 0; done < len;) {
-			ssize_t w = pwrite(out, (const char *)filt + done, len - done, off + (off_t)done);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				rc = rc_fail(err, RC_EIO, "", "cannot write the filtered views: %s",
-					     w < 0 ? strerror(errno) : "no space");
-				break;
-			}
-			done += (size_t)w;
-		}
+		if (rc_io_write_full(out, filt, len, off))
+			rc = rc_fail(err, RC_EIO, "", "cannot write the filtered views: %s", strerror(errno));
 	}
 out:
 	free(raw);

@@ -12,39 +12,24 @@
 #include "plan/ooc_iter.h"
 #include "plan/open.h"
 #include "util/rc_clock.h"
+#include "util/rc_io.h"
 
 /* ---- files -------------------------------------------------------------- */
 
 static int rd(int fd, void *dst, size_t want, uint64_t off, rc_err *err)
 {
-	size_t got = 0;
-	while (got < want) {
-		ssize_t r = pread(fd, (char *)dst + got, want - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return rc_fail(err, RC_EIO, "", "cannot read a scratch or stack file: %s", strerror(errno));
-		if (r == 0) { /* past the end of a sparse file just truncated: zeros */
-			memset((char *)dst + got, 0, want - got);
-			return 0;
-		}
-		got += (size_t)r;
-	}
+	ssize_t r = rc_io_read_full(fd, dst, want, (off_t)off);
+	if (r < 0)
+		return rc_fail(err, RC_EIO, "", "cannot read a scratch or stack file: %s", strerror(errno));
+	/* past the end of a sparse file just truncated: zeros */
+	memset((char *)dst + r, 0, want - (size_t)r);
 	return 0;
 }
 
 static int wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t w = pwrite(fd, (const char *)src + done, len - done, (off_t)(off + done));
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return rc_fail(err, RC_EIO, "", "cannot write a scratch or volume file: %s",
-				       w < 0 ? strerror(errno) : "no space");
-		done += (size_t)w;
-	}
+	if (rc_io_write_full(fd, src, len, (off_t)off))
+		return rc_fail(err, RC_EIO, "", "cannot write a scratch or volume file: %s", strerror(errno));
 	return 0;
 }
 

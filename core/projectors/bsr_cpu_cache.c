@@ -21,6 +21,7 @@
 
 #include "projectors/dd_matrix.h"
 #include "projectors/matrix_cache.h"
+#include "util/rc_io.h"
 #include "util/tensor_par.h"
 
 #define NZ_MAGIC "RCNZCPU1"
@@ -139,16 +140,19 @@ static int wr_sec(void *ud, int i, void **pp, int64_t bytes)
 	return 0;
 }
 
+/* a whole write at the file position: 0 or -1 */
+static int wr(int fd, const void *p, size_t n) { return rc_io_write_full(fd, p, n, -1); }
+
 static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 {
 	static const unsigned char zeros[NZ_ALIGN];
 	uint64_t klen = kn;
 	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *w->h;
-	if (rc_mcache_write_all(fd, NZ_MAGIC, 8) || rc_mcache_write_all(fd, &klen, sizeof klen) || rc_mcache_write_all(fd, k, kn) ||
-	    rc_mcache_write_all(fd, w->h, sizeof *w->h))
+	if (wr(fd, NZ_MAGIC, 8) || wr(fd, &klen, sizeof klen) || wr(fd, k, kn) ||
+	    wr(fd, w->h, sizeof *w->h))
 		return -1;
 	for (int i = 0; i < w->h->nsec; i++) {
-		if (rc_mcache_write_all(fd, zeros, (size_t)(w->h->off[i] - at)) || rc_mcache_write_all(fd, w->p[i], (size_t)w->h->len[i]))
+		if (wr(fd, zeros, (size_t)(w->h->off[i] - at)) || wr(fd, w->p[i], (size_t)w->h->len[i]))
 			return -1;
 		at = w->h->off[i] + w->h->len[i];
 	}

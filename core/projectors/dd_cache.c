@@ -16,6 +16,7 @@
  */
 #include "projectors/dd_matrix.h"
 #include "projectors/matrix_cache.h"
+#include "util/rc_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,20 +106,9 @@ uint64_t rc_dd_geom_hash(const rc_geom *g)
 	return h;
 }
 
-static int read_all(int fd, void *p, size_t n)
-{
-	unsigned char *c = p;
-	while (n) {
-		ssize_t r = read(fd, c, n > (1u << 30) ? (1u << 30) : n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
+/* whole reads and writes at the file position: 0 or -1 */
+static int read_all(int fd, void *p, size_t n) { return rc_io_read_full(fd, p, n, -1) == (ssize_t)n ? 0 : -1; }
+static int wr(int fd, const void *p, size_t n) { return rc_io_write_full(fd, p, n, -1); }
 
 /* 0 and *ret on a valid file for this key; -1 otherwise (no error set: a
  * miss is not a failure). */
@@ -190,12 +180,12 @@ static int store(const char *dir, const char *path, int64_t bound, const struct 
 		return rc_fail(err, RC_EIO, "cache_dir", "cannot create %s: %s", tmp, strerror(errno));
 	uint64_t klen = k->n;
 	int32_t rc2[2] = { m->rows, m->cols };
-	if (rc_mcache_write_all(fd, DD_MAGIC, 8) || rc_mcache_write_all(fd, &klen, sizeof klen) ||
-	    rc_mcache_write_all(fd, k->b, k->n) || rc_mcache_write_all(fd, rc2, sizeof rc2) ||
-	    rc_mcache_write_all(fd, &m->nnz, sizeof m->nnz) ||
-	    rc_mcache_write_all(fd, m->row_ptr, ((size_t)m->rows + 1) * sizeof *m->row_ptr) ||
-	    rc_mcache_write_all(fd, m->col, (size_t)m->nnz * sizeof *m->col) ||
-	    rc_mcache_write_all(fd, m->val, (size_t)m->nnz * sizeof *m->val) || fsync(fd)) {
+	if (wr(fd, DD_MAGIC, 8) || wr(fd, &klen, sizeof klen) ||
+	    wr(fd, k->b, k->n) || wr(fd, rc2, sizeof rc2) ||
+	    wr(fd, &m->nnz, sizeof m->nnz) ||
+	    wr(fd, m->row_ptr, ((size_t)m->rows + 1) * sizeof *m->row_ptr) ||
+	    wr(fd, m->col, (size_t)m->nnz * sizeof *m->col) ||
+	    wr(fd, m->val, (size_t)m->nnz * sizeof *m->val) || fsync(fd)) {
 		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot write %s: %s", tmp, strerror(errno));
 		close(fd);
 		unlink(tmp);

@@ -150,21 +150,6 @@ int rc_mcache_tmp(const char *path, char *tmp, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-int rc_mcache_write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	while (n) {
-		ssize_t r = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 int rc_mcache_publish(const char *dir, int64_t bound, const char *tmp, const char *path, rc_err *err)
 {
 	if (rename(tmp, path)) {

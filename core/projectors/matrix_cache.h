@@ -38,13 +38,11 @@ int rc_mcache_prune(const char *dir, int64_t bound, int64_t reserve, int64_t *re
  * written (a line on stderr says so). */
 int rc_mcache_admit(const char *dir, int64_t bound, int64_t bytes, const char *name);
 
-/* The writers' protocol: write NAME.tmp.PID (rc_mcache_tmp), fill it with
- * rc_mcache_write_all and fsync it, then rc_mcache_publish, so a reader
- * sees a whole file or none. */
+/* The writers' protocol: write NAME.tmp.PID (rc_mcache_tmp), fill it
+ * (util/rc_io.h) and fsync it, then rc_mcache_publish, so a reader sees a
+ * whole file or none. */
 /* path.tmp.PID into tmp of cap bytes: 0, or -1 when it does not fit. */
 int rc_mcache_tmp(const char *path, char *tmp, size_t cap);
-/* All n bytes of p to fd (EINTR retried): 0, or -1 with errno set. */
-int rc_mcache_write_all(int fd, const void *p, size_t n);
 /* Renames the written tmp to path (tmp deleted when that fails: a file the
  * bound does not count), syncs dir and prunes it to the bound (another
  * writer's file may have landed meanwhile).  0 or RC_EIO. */

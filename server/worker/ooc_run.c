@@ -10,21 +10,12 @@
 #include "ooc_run.h"
 #include "plan/ooc_iter.h"
 #include "util/rc_clock.h"
+#include "util/rc_io.h"
 
 static int write_all(int fd, const void *buf, size_t len, off_t off, const char *path, rc_err *err)
 {
-	const char *p = buf;
-	while (len) {
-		ssize_t w = pwrite(fd, p, len, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return rc_fail(err, durable_errno_code(w < 0 ? errno : ENOSPC), "", "cannot write %s: %s", path,
-				       strerror(w < 0 ? errno : ENOSPC));
-		p += w;
-		len -= (size_t)w;
-		off += w;
-	}
+	if (rc_io_write_full(fd, buf, len, off))
+		return rc_fail(err, durable_errno_code(errno), "", "cannot write %s: %s", path, strerror(errno));
 	return 0;
 }
 

@@ -7,6 +7,7 @@
  */
 #include "worker_ranks.h"
 #include "worker_proto.h"
+#include "util/rc_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,17 +82,7 @@ static int agree(int rc, rc_err *err)
 
 static int write_at(int fd, const char *p, uint64_t off, uint64_t len)
 {
-	while (len) {
-		ssize_t w = pwrite(fd, p, len, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		off += (uint64_t)w;
-		len -= (uint64_t)w;
-	}
-	return 0;
+	return rc_io_write_full(fd, p, (size_t)len, (off_t)off);
 }
 
 int ranks_write_slabs(const char *dir, const char *name, const void *buf, uint64_t off, uint64_t len,
