@@ -8,6 +8,7 @@
 #include "plan/memory.h"
 #include "plan/tensor.h"
 #include "projectors/proj_cpu.h"
+#include "util/parfor.h"
 
 /* a + b, a * k without wrapping: a figure that saturates still refuses */
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -113,6 +114,19 @@ static void extended_volume(const rc_recon_spec *s, uint64_t *V, uint64_t *kept)
 	}
 }
 
+uint64_t rc_mem_fdk_filter_bytes(const rc_recon_spec *s)
+{
+	const rc_geom_spec *g = &s->geom;
+	double nu = g->det.nu > 0 ? g->det.nu : 0;
+	double rows = is_2d(g->type) ? (s->vol.nz > 0 ? s->vol.nz : 0) : (g->det.nv > 0 ? g->det.nv : 0);
+	/* the FFT's length: 2 nu rounded up to a 7-smooth number (filter.c),
+	 * within 5 % of it past a few dozen pixels; real floats and n/2 + 1
+	 * complex ones, and the view's weights */
+	double n = 2.1 * nu + 16;
+	double per_thread = rows * (n * 4.0 + (n / 2 + 1) * 8.0) + rows * nu * 4.0;
+	return mul_sat((uint64_t)rc_parallel_threads(0), per_thread);
+}
+
 uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 {
 	if (!s)
@@ -139,6 +153,7 @@ uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming)
 	 * (rc_bk_back_add): no more */
 	(void)streaming;
 	uint64_t fdk = add_sat(mul_sat(P, 2.0), mul_sat(V, two_d ? 1.0 : 2.5));
+	fdk = add_sat(fdk, rc_mem_fdk_filter_bytes(s));
 	/* a displaced detector (algo_fdk.c): the stack widened by 2 |offset_u|
 	 * / du pixels and its filtered copy on top (a curved cone's back
 	 * projection is the flat one's tiles: nothing more) */

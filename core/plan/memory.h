@@ -54,10 +54,14 @@
  * measurement, within 30 % above it).  The figure errs on the high side:
  * it is a refusal threshold, not an estimate for a dashboard.
  *
- * Out-of-core execution does not exist yet: every vector above is resident.
- * When it does, a job over the budget gets an out-of-core plan whose figure
- * is its in-core slabs' (the caller then accepts it) instead of a refusal;
- * this function is where that plan's memory will be predicted.
+ * FDK's ramp filter holds per worker thread (every core: algo_fdk.c) a
+ * batch of rows padded for the FFT, real and complex, and a view's
+ * weights: rc_mem_fdk_filter_bytes, on top of FDK's figure (a few MiB on
+ * this machine, gigabytes on a many-core host with a wide detector).
+ *
+ * A job over the budget gets an out-of-core plan whose figure is its
+ * slabs' (core/plan/ooc.h, ooc_iter.h: they call this function for a
+ * slab's narrowed job) instead of a refusal.
  */
 #ifndef RC_PLAN_MEMORY_H
 #define RC_PLAN_MEMORY_H
@@ -77,5 +81,10 @@
  * groups are added onto the volume in place: kept for the callers).
  * Saturates at UINT64_MAX instead of overflowing. */
 uint64_t rc_plan_memory(const rc_recon_spec *s, int streaming);
+
+/* FDK's per-thread filter buffers for s (rc_parallel_threads(0) threads,
+ * each a batch of detector rows of the FFT's length, real and complex,
+ * and a view of weights). */
+uint64_t rc_mem_fdk_filter_bytes(const rc_recon_spec *s);
 
 #endif

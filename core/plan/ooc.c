@@ -155,8 +155,8 @@ static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int
 static int filter_chunk(const rc_recon_spec *s, uint64_t budget, uint64_t *need)
 {
 	uint64_t view = (uint64_t)s->geom.det.nu * (uint64_t)s->geom.det.nv * 4;
-	/* the process, and the ramp's per-thread work and weights: a view each */
-	uint64_t base = RC_MEM_BASE + view * 2;
+	/* the process, and the ramp's per-thread work and weights */
+	uint64_t base = RC_MEM_BASE + rc_mem_fdk_filter_bytes(s);
 	uint64_t n = budget > base ? (budget - base) / (2 * view) : 0;
 	n = n > 64 ? 64 : n;
 	n = n > (uint64_t)s->geom.nviews ? (uint64_t)s->geom.nviews : n;
