@@ -215,6 +215,18 @@ enum MHD_Result http_jobs_create_end(struct MHD_Connection *c, req *r)
 		job_spec_free(spec);
 		return http_error_rc(c, r, &err);
 	}
+	/* ranks on this machine share its budget: the plan is one rank's */
+	if (spec->ranks > 1 && budget && runner_mpi_local(a->cfg) &&
+	    (double)mplan.predicted_bytes * spec->ranks > (double)budget) {
+		rc_fail(&err, RC_EUNSUPPORTED, "execution.ranks",
+			"the %d ranks run on this machine (the daemon has no --mpi-hosts or --mpi-hostfile) and together "
+			"need about %llu bytes (%llu each); a job may take %llu bytes: ask for fewer ranks, or let the "
+			"operator list the hosts to spread them over",
+			spec->ranks, (unsigned long long)mplan.predicted_bytes * (unsigned long long)spec->ranks,
+			(unsigned long long)mplan.predicted_bytes, (unsigned long long)budget);
+		job_spec_free(spec);
+		return http_error_rc(c, r, &err);
+	}
 	uuid_t u;
 	char id[37];
 	uuid_generate_random(u);

@@ -92,4 +92,8 @@ void runner_mpi_check(config *c);
  * of a shared spool may run none, or fewer since a restart. */
 int runner_mpi_offered(const config *cfg, int ranks, rc_err *err);
 
+/* Whether mpirun starts every rank on this machine (no --mpi-hosts and no
+ * --mpi-hostfile): the ranks' memory then adds up against one budget. */
+int runner_mpi_local(const config *cfg);
+
 #endif

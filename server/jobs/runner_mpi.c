@@ -100,6 +100,11 @@ int runner_mpi_offered(const config *cfg, int ranks, rc_err *err)
 	return 0;
 }
 
+int runner_mpi_local(const config *cfg)
+{
+	return !cfg->mpi_hosts[0] && !cfg->mpi_hostfile[0];
+}
+
 int runner_mpi_spawn(runner *r, const char *dir, int ranks, supervised *w, rc_err *err)
 {
 	const config *c = r->a->cfg;

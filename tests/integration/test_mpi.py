@@ -276,9 +276,18 @@ def main():
     check("fdk over the budget as one process: planned out of core (docs/server.md)",
           st == 201 and mp.get("mode") == "out_of_core", "%d %s" % (st, mp or body[:160]))
     tall["execution"]["ranks"] = 3
+    # ranks started on this machine share its budget (no --mpi-hosts here)
+    st, _, body, doc = api.post_json("/v1/jobs", tall)
+    check("3 ranks on this machine together over the budget: 422 naming execution.ranks",
+          st == 422 and (doc or {}).get("error", {}).get("field") == "execution.ranks", "%d %s" % (st, body[:200]))
+    d.stop()
+    # listed hosts (here this one with 3 slots): each rank is checked alone
+    d = Daemon(extra=["--mpi-max-ranks", "3", "--mpi-args", MPI_ARGS, "--memory-limit", str(budget),
+                      "--mpi-hosts", "localhost:3"], env=MPI_ENV).start()
+    api = d.api()
     jt = run(api, tall, tp)
     jp = (jt.get("summary") or {}).get("memory_plan") or {}
-    check("fdk over the budget as one process: 3 ranks accepted, in core each, and succeeded",
+    check("fdk over the budget as one process: 3 ranks over listed hosts accepted, in core each, and succeeded",
           jt["state"] == "succeeded" and jp.get("mode") == "in_core",
           "%s %s %s" % (jt["state"], jt.get("error"), jp))
     if jt["state"] == "succeeded" and ref is not None:
