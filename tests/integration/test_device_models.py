@@ -46,8 +46,11 @@ def spec(engine, label, algorithm=None):
         "volume": {"nx": N, "ny": N, "nz": N, "voxel_mm": [1.0, 1.0, 1.0]},
         # ray casting's pair on every engine: auto would take the CPU
         # engine's footprint pair (voxels 1.33 pixels apart) when the CPU
-        # runs alone, whose timings are another shape's (-footprint)
-        "algorithm": algorithm or {"name": "sart", "iterations": 2, "relaxation": 0.5, "projector": "raycast"},
+        # runs alone, whose timings are another shape's (-footprint); the
+        # asked volume (extend off): a run on the volume extended for the
+        # long object times, and keys its models by, the extended shape
+        "algorithm": dict(algorithm or {"name": "sart", "iterations": 2, "relaxation": 0.5, "projector": "raycast"},
+                          extend="off"),
         "execution": {"engine": engine, "precision": "fp32"},
         "priority": 5,
     }

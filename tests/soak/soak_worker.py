@@ -78,7 +78,7 @@ def main(argv):
     while i < len(argv):
         a = argv[i]
         if a in ("--progress-fd", "--threads", "--state-dir", "--live-fd", "--stream-fd", "--stream-idle",
-                 "--matrix-cache-bytes"):
+                 "--matrix-cache-bytes", "--memory-limit"):
             if a == "--progress-fd":
                 fd = int(argv[i + 1])
             i += 2
