@@ -30,8 +30,9 @@
  *
  * Streaming (hooks->views).  The views arrive one by one, in any order, into
  * proj; a slab waits until every view of its [k0, k1) has arrived, then is
- * filtered and back-projected exactly as in a batch run (the same sums in
- * the same order: the streamed volume is the batch one).  Slabs go in the
+ * filtered and back-projected exactly as in a batch run (its slabs are
+ * thinner, below, but the views a thinner slab leaves out add only zeros
+ * to its voxels: the streamed volume is the batch one).  Slabs go in the
  * scan's order, so the volume is final behind the source: after each slab
  * the run reports how far (final_slices, final_z_mm) and shows the volume
  * (iterate), its slabs not yet reached zero.
@@ -270,9 +271,9 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	int min_nzs = (int)((4 * h.keep_n + (size_t)v->nx * v->ny - 1) / ((size_t)v->nx * v->ny));
 	int nzs = 1, nslabs = 1, cap = 0;
 	/* thinner (down to two reaches) where a slab's filtered views would
-	 * exceed RC_HELIX_SLAB_BYTES and a quarter of the stack */
-	/* a stream's slabs are the thinnest, two reaches: a slab is final
-	 * sooner after its last view (the cost: 0.64 us a voxel against 0.48) */
+	 * exceed RC_HELIX_SLAB_BYTES and a quarter of the stack; a stream's
+	 * are two reaches, so that a slab is final soon after its last view
+	 * (the cost: 0.64 us a voxel against 0.48) */
 	for (int f = hooks && hooks->views ? 2 : 8; f >= 2; f /= 2) {
 		nzs = (int)ceil(f * reach / v->vz);
 		nzs = nzs < min_nzs ? min_nzs : nzs;
@@ -345,6 +346,7 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 			break;
 		if (k1 <= k0) { /* helix.c's coverage makes this unreachable */
 			memset(vol + (size_t)iz0 * plane, 0, sizeof(float) * plane * (size_t)(iz1 - iz0));
+			st.nfinal += iz1 - iz0;
 			continue;
 		}
 		/* slide: keep the held views this slab needs, filter the rest */
