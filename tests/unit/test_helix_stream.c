@@ -107,13 +107,36 @@ static void shuffle(int *o, int n, uint64_t seed)
 	}
 }
 
+/* hx_geom's helix run the other way: the table moves down (pitch < 0),
+ * from the top of the same covered range */
+static rc_geom *geom_down(double pf, rc_detector_shape shape)
+{
+	double *ang = NULL;
+	rc_geom *up = NULL, *g = NULL;
+	rc_err err;
+	assert_int_equal(hx_geom(pf, VIEWS_TURN, shape, &VOL, &ang, &up, &err), 0);
+	int n = rc_geom_nviews(up);
+	rc_geom_spec sp = { .type = RC_GEOM_HELIX, .source_isocenter_mm = HX_D, .source_detector_mm = HX_S,
+			    .nviews = n, .angles_deg = ang, .pitch_mm = -pf * HX_H_ISO,
+			    .z_start_mm = rc_geom_view(up, n - 1)->src[2] };
+	sp.det = (rc_detector_desc){ .nu = HX_NU, .nv = HX_NV, .du = 1.0, .dv = 1.0, .shape = shape };
+	if (rc_geom_new(&sp, &VOL, NULL, &g, &err))
+		fail_msg("%s: %s", err.field, err.msg);
+	rc_geom_free(up);
+	free(ang);
+	return g;
+}
+
 static void stream_case(double pf, rc_detector_shape shape)
 {
 	double *ang = NULL;
 	rc_geom *g = NULL;
 	rc_err err;
 	rc_phantom *ph = NULL;
-	assert_int_equal(hx_geom(pf, VIEWS_TURN, shape, &VOL, &ang, &g, &err), 0);
+	if (pf > 0)
+		assert_int_equal(hx_geom(pf, VIEWS_TURN, shape, &VOL, &ang, &g, &err), 0);
+	else
+		g = geom_down(-pf, shape);
 	free(ang);
 	assert_int_equal(hx_phantom(&ph, &err), 0);
 	int n = rc_geom_nviews(g);
@@ -156,6 +179,8 @@ static void stream_case(double pf, rc_detector_shape shape)
 		double diff = 0;
 		for (size_t i = 0; i < nv; i++)
 			diff = fmax(diff, fabs((double)vol[i] - batch[i]));
+		assert_true(f.up ? rc_geom_view(g, n - 1)->src[2] > rc_geom_view(g, 0)->src[2]
+				 : rc_geom_view(g, n - 1)->src[2] < rc_geom_view(g, 0)->src[2]);
 		print_message("%s pitch factor %.1f, %d views %s: %d reports, max |stream - batch| / max |batch| = %.3g "
 			      "(at the reports, over the slices called final: %.3g)\n",
 			      shape == RC_DETECTOR_CURVED ? "curved" : "flat", pf, n, pass ? "shuffled" : "in order",
@@ -201,11 +226,19 @@ static void test_stream_curved(void **s)
 	stream_case(0.5, RC_DETECTOR_CURVED);
 }
 
+/* the table moving down: the volume is final from its top face */
+static void test_stream_down(void **s)
+{
+	(void)s;
+	stream_case(-1.0, RC_DETECTOR_FLAT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream_flat),
 		cmocka_unit_test(test_stream_curved),
+		cmocka_unit_test(test_stream_down),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
