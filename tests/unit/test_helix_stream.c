@@ -1,6 +1,7 @@
 /*
  * Streaming helical FDK (algo_fdk_helix.c): views delivered one by one,
- * in scan order and shuffled, reconstruct the batch helical FDK's volume
+ * in scan order and shuffled, with the table moving up and down,
+ * reconstruct the batch helical FDK's volume
  * to 1e-5; the final slices reported grow monotonically, from the scan's
  * start, and reach the whole volume; the slices reported final already
  * equal the batch volume although the stack holds only the views
