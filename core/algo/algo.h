@@ -192,6 +192,13 @@ typedef struct rc_progress {
 	                        rule); NULL otherwise */
 	int views_done;     /* streaming FDK: views back-projected so far; */
 	int views_of;       /* of this many (0 when not streaming) */
+	/* streaming helical FDK (zfinal 1): the slices final so far, counted
+	 * from the volume's end where the scan begins, and the z (mm) of the
+	 * far face of the last of them (the volume is final from that end up
+	 * to final_z_mm); zfinal 0: not reported */
+	int zfinal;
+	int final_slices;
+	double final_z_mm;
 } rc_progress;
 
 /* Checkpoints: an iterative run's state, from which a run of the same

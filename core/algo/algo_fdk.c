@@ -697,9 +697,6 @@ int rc_fdk_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	/* a helix of nonzero pitch: the Tam-Danielsson window, slab by slab
 	 * (pitch 0 is the circular cone, bit for bit: on below) */
 	if (f.type == RC_GEOM_HELIX && rc_geom_pitch(g) != 0) {
-		if (hooks && hooks->views)
-			return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
-				       "fdk on a helix does not stream (yet): send every view, then reconstruct");
 		return rc_fdk_helix_run(p, b, proj, vol, hooks, NULL, err);
 	}
 	/* a displaced detector: filtered and back-projected on the widened one */

@@ -27,6 +27,15 @@
  * the views of one slab, not of the scan.  Each slab is back-projected by
  * the CPU engine on a geometry of that slab and those views
  * (rc_geom_slab: the same matrices), writing its slices of the volume.
+ *
+ * Streaming (hooks->views).  The views arrive one by one, in any order, into
+ * proj; a slab waits until every view of its [k0, k1) has arrived, then is
+ * filtered and back-projected exactly as in a batch run (its slabs are
+ * thinner, below, but the views a thinner slab leaves out add only zeros
+ * to its voxels: the streamed volume is the batch one).  Slabs go in the
+ * scan's order, so the volume is final behind the source: after each slab
+ * the run reports how far (final_slices, final_z_mm) and shows the volume
+ * (iterate), its slabs not yet reached zero.
  */
 #include "algo/fdk_helix.h"
 
@@ -158,6 +167,60 @@ static void slab_views(const rc_geom *g, int iz0, int iz1, double reach, int *k0
 	*k1 = b > a ? b : a;
 }
 
+/* a stream reports the views coming in at most this often (and after
+ * every slab) */
+#define HX_STREAM_SAY_S 0.25
+
+/* A stream's state: the views arrived so far. */
+struct hx_stream {
+	const rc_algo_hooks *h;
+	unsigned char *arrived;
+	int *list, given, n, up, nfinal;
+	const rc_volume_desc *v;
+	double t0, said; /* when the last progress went out */
+};
+
+/* Progress of a stream: views in, slices final (up: from iz 0). */
+static void stream_report(struct hx_stream *st, int done)
+{
+	if (!st->h->progress)
+		return;
+	const rc_volume_desc *v = st->v;
+	double zlo = v->cz - v->nz / 2.0 * v->vz;
+	st->said = rc_now_s();
+	rc_progress pr = { .iteration = done, .of = 1, .elapsed_s = st->said - st->t0, .views_done = st->given,
+			   .views_of = st->n, .zfinal = 1, .final_slices = st->nfinal,
+			   .final_z_mm = st->up ? zlo + st->nfinal * v->vz : zlo + (v->nz - st->nfinal) * v->vz };
+	st->h->progress(st->h->ud, &pr);
+}
+
+/* Waits until views k0..k1-1 have all arrived (every view: 0, n). */
+static int await_views(struct hx_stream *st, int k0, int k1, rc_err *err)
+{
+	for (;;) {
+		int k = k0;
+		while (k < k1 && st->arrived[k])
+			k++;
+		if (k == k1 || st->given == st->n)
+			return 0;
+		if (rc_algo_cancelled(st->h))
+			return rc_fail(err, RC_ECANCELLED, "", "the reconstruction was cancelled");
+		int got = st->h->views(st->h->ud, 1.0, st->list, st->n - st->given, err);
+		if (got < 0)
+			return got;
+		for (int i = 0; i < got; i++) {
+			int v = st->list[i];
+			if (v < 0 || v >= st->n || st->arrived[v])
+				return rc_fail(err, RC_EINTERNAL, "", "streamed view %d is not a new view of the job", v);
+			st->arrived[v] = 1;
+		}
+		st->given += got;
+		/* the views coming in, at most every HX_STREAM_SAY_S */
+		if (got && rc_now_s() - st->said >= HX_STREAM_SAY_S)
+			stream_report(st, 0);
+	}
+}
+
 int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,
 		     const rc_algo_hooks *hooks, rc_fdk_helix_stats *stats, rc_err *err)
 {
@@ -170,6 +233,7 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 			.cancel = hooks ? hooks->cancel : NULL };
 	int nwork = rc_parallel_threads(0), rc, *todo = NULL;
 	rc_vec *vv = NULL;
+	struct hx_stream st = { .h = hooks, .n = n, .v = v, .t0 = t0, .said = t0 };
 	if (stats)
 		memset(stats, 0, sizeof *stats);
 	if ((rc = rc_fdk_helix_suits(g, err)))
@@ -207,8 +271,10 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	int min_nzs = (int)((4 * h.keep_n + (size_t)v->nx * v->ny - 1) / ((size_t)v->nx * v->ny));
 	int nzs = 1, nslabs = 1, cap = 0;
 	/* thinner (down to two reaches) where a slab's filtered views would
-	 * exceed RC_HELIX_SLAB_BYTES and a quarter of the stack */
-	for (int f = 8; f >= 2; f /= 2) {
+	 * exceed RC_HELIX_SLAB_BYTES and a quarter of the stack; a stream's
+	 * are two reaches, so that a slab is final soon after its last view
+	 * (the cost: 0.64 us a voxel against 0.48) */
+	for (int f = hooks && hooks->views ? 2 : 8; f >= 2; f /= 2) {
 		nzs = (int)ceil(f * reach / v->vz);
 		nzs = nzs < min_nzs ? min_nzs : nzs;
 		nzs = nzs < 1 ? 1 : nzs > v->nz ? v->nz : nzs;
@@ -225,12 +291,17 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	}
 	/* the scan's order: slabs along the sources' z */
 	int up = rc_geom_view(g, n - 1)->src[2] >= rc_geom_view(g, 0)->src[2];
+	st.up = up;
 	h.scale = malloc(sizeof(double) * (size_t)n);
 	h.pre = malloc(sizeof(float) * h.view_n);
 	h.filt = malloc(sizeof(float) * h.keep_n * (size_t)(cap > 0 ? cap : 1));
 	h.work = calloc((size_t)nwork, sizeof *h.work);
 	todo = malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
-	if (!h.scale || !h.pre || !h.filt || !h.work || !todo) {
+	if (hooks && hooks->views) {
+		st.arrived = calloc((size_t)n, 1);
+		st.list = malloc(sizeof(int) * (size_t)n);
+	}
+	if (!h.scale || !h.pre || !h.filt || !h.work || !todo || (hooks && hooks->views && (!st.arrived || !st.list))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the helical FDK's %d filtered views (%zu MiB)", cap,
 			     (h.keep_n * (size_t)cap * sizeof(float)) >> 20);
 		goto out;
@@ -257,6 +328,12 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 	h.first = 0;
 	h.held = 0;
 	size_t plane = (size_t)v->nx * v->ny;
+	/* a stream shows the volume as its slabs finish: the rest is zero */
+	if (st.arrived) {
+		memset(vol, 0, sizeof(float) * rc_volume_count(v));
+		if ((rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)))
+			goto out;
+	}
 	for (int si = 0; si < nslabs && !rc; si++) {
 		int s = up ? si : nslabs - 1 - si;
 		int iz0 = s * nzs, iz1 = iz0 + nzs < v->nz ? iz0 + nzs : v->nz, k0, k1;
@@ -265,8 +342,11 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 			break;
 		}
 		slab_views(g, iz0, iz1, reach, &k0, &k1);
+		if (st.arrived && (rc = await_views(&st, k0, k1, err)))
+			break;
 		if (k1 <= k0) { /* helix.c's coverage makes this unreachable */
 			memset(vol + (size_t)iz0 * plane, 0, sizeof(float) * plane * (size_t)(iz1 - iz0));
+			st.nfinal += iz1 - iz0;
 			continue;
 		}
 		/* slide: keep the held views this slab needs, filter the rest */
@@ -309,9 +389,26 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 			stats->max_views = k1 - k0 > stats->max_views ? k1 - k0 : stats->max_views;
 			stats->slabs++;
 		}
+		/* streaming: this slab is final; show it (the last slab after
+		 * every view is in, below) */
+		st.nfinal += iz1 - iz0;
+		if (st.arrived && !rc && si < nslabs - 1) {
+			stream_report(&st, 0);
+			if (hooks->iterate && (rc = hooks->iterate(hooks->ud, b, vv, 0)))
+				break;
+		}
 	}
 	if (rc)
 		goto out;
+	if (st.arrived) {
+		/* the volume is final; the job still takes every view */
+		stream_report(&st, 0);
+		if ((rc = await_views(&st, 0, n, err)))
+			goto out;
+		stream_report(&st, 1);
+		rc = hooks->iterate ? hooks->iterate(hooks->ud, b, vv, 1) : 0;
+		goto out;
+	}
 	/* FDK is one pass: iteration 1 of 1 */
 	if ((rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)))
 		goto out;
@@ -326,5 +423,7 @@ out:
 	free(h.pre);
 	free(h.scale);
 	free(todo);
+	free(st.arrived);
+	free(st.list);
 	return rc;
 }

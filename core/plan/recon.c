@@ -109,13 +109,11 @@ int rc_recon_streams(const rc_recon_spec *s, rc_err *err)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
 			       "execution.stream is for fdk: an iterative algorithm needs every view before its first "
 			       "iteration (it shows its iterates as previews instead)");
-	if (s->geom.type == RC_GEOM_HELIX)
+	/* a helix streams on the CPU engine (engine_runs keeps it there): its
+	 * FDK reconstructs slab by slab as the views of each slab arrive */
+	if (s->geom.type != RC_GEOM_CONE && s->geom.type != RC_GEOM_MATRICES && s->geom.type != RC_GEOM_HELIX)
 		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
-			       "execution.stream does not run on a helix geometry: its FDK reconstructs slab by slab "
-			       "from the whole stack; send every view, then reconstruct");
-	if (s->geom.type != RC_GEOM_CONE && s->geom.type != RC_GEOM_MATRICES)
-		return rc_fail(err, RC_EUNSUPPORTED, "execution.stream",
-			       "execution.stream runs on cone and matrices geometries; a %s job is reconstructed "
+			       "execution.stream runs on cone, helix and matrices geometries; a %s job is reconstructed "
 			       "from the whole stack (the tensor engine's 2-D path)",
 			       rc_name_str(RC_NAMES_GEOMETRY, (int)s->geom.type));
 	if (s->engine == RC_ENGINE_TENSOR)

@@ -99,6 +99,10 @@ static json_t *progress_json(app *a, const job_row *r, json_t *summary, json_t *
 			json_object_set_new(prog, "views_expected", json_integer(live.views_expected));
 			json_object_set_new(prog, "fraction", json_real((double)live.views_done / live.views_expected));
 		}
+		if (isfinite(live.final_z_mm)) {
+			json_object_set_new(prog, "final_slices", json_integer(live.final_slices));
+			json_object_set_new(prog, "final_z_mm", json_real(live.final_z_mm));
+		}
 	} else if (json_is_object(remote) && json_is_integer(json_object_get(remote, "iteration"))) {
 		json_object_update(prog, remote);
 		if (!json_object_get(prog, "of") || !json_integer_value(json_object_get(prog, "of")))

@@ -152,6 +152,9 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 		p.views_expected = (int)json_integer_value(json_object_get(j, "views_expected"));
 		if (p.views_expected)
 			p.eta_s = NAN; /* the scanner sets the pace */
+		json_t *fz = json_object_get(j, "final_z_mm");
+		p.final_z_mm = json_is_number(fz) ? json_number_value(fz) : NAN;
+		p.final_slices = (int)json_integer_value(json_object_get(j, "final_slices"));
 		/* phase lines repeat the counts: only an iteration's line is timed */
 		if (isfinite(p.elapsed_s) && p.elapsed_s > *last_elapsed) {
 			metrics_iteration(r->a->met, p.elapsed_s - *last_elapsed);
@@ -175,6 +178,10 @@ static void handle_line(runner *r, const char *id, char *line, struct outcome *o
 			json_object_set_new(ev, "views_done", json_integer(p.views_done));
 			json_object_set_new(ev, "views_expected", json_integer(p.views_expected));
 			json_object_set_new(ev, "fraction", json_real((double)p.views_done / p.views_expected));
+		}
+		if (isfinite(p.final_z_mm)) {
+			json_object_set_new(ev, "final_slices", json_integer(p.final_slices));
+			json_object_set_new(ev, "final_z_mm", json_real(p.final_z_mm));
 		}
 		char *s = json_dumps(ev, JSON_COMPACT);
 		/* a phase change is a state event (the job, its progress's phase
@@ -299,6 +306,12 @@ static void with_last_progress(runner *r, struct outcome *oc, const struct rusag
 							      "elapsed_s", isfinite(p.elapsed_s) ? json_real(p.elapsed_s) : json_null(),
 							      "stopped", p.stopped[0] ? json_string(p.stopped) : json_null(),
 							      "phase", p.phase[0] ? p.phase : "preparing"));
+		/* a streamed helix: how far the volume was final (all of it) */
+		if (isfinite(p.final_z_mm)) {
+			json_t *pr = json_object_get(rep, "progress");
+			json_object_set_new(pr, "final_slices", json_integer(p.final_slices));
+			json_object_set_new(pr, "final_z_mm", json_real(p.final_z_mm));
+		}
 	}
 	free(oc->report);
 	oc->report = json_dumps(rep, JSON_COMPACT);
@@ -402,7 +415,7 @@ static void run_job(runner *r, const char *id)
 	snprintf(r->current, sizeof r->current, "%s", id);
 	memset(&r->prog, 0, sizeof r->prog);
 	r->prog.phase_fraction = NAN;
-	r->prog.residual = r->prog.eta_s = NAN;
+	r->prog.residual = r->prog.eta_s = r->prog.final_z_mm = NAN;
 	pthread_mutex_unlock(&r->lock);
 	r->job_changed(a, id);
 	rc_err err;

@@ -33,6 +33,8 @@ typedef struct run_progress {
 	double phase_fraction; /* of a phase that says how far it is (building_matrix), else NAN */
 	int views_done;     /* streaming FDK: views back-projected so far, */
 	int views_expected; /* of this many (0 when not streaming) */
+	int final_slices;   /* streaming helical FDK: slices final from the scan's start, */
+	double final_z_mm;  /* up to this z (NAN: not reported) */
 } run_progress;
 
 /* A job's row changed (it started, ended): job_changed(a, id) publishes

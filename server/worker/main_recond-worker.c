@@ -139,6 +139,10 @@ static void emit_progress(const char *type, const rc_progress *p, double fractio
 		json_object_set_new(j, "views_done", json_integer(p->views_done));
 		json_object_set_new(j, "views_expected", json_integer(p->views_of));
 	}
+	if (j && p->zfinal) {
+		json_object_set_new(j, "final_slices", json_integer(p->final_slices));
+		json_object_set_new(j, "final_z_mm", num(p->final_z_mm));
+	}
 	if (j && fraction >= 0)
 		json_object_set_new(j, "phase_fraction", json_real(fraction));
 	emit(j);

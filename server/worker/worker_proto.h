@@ -14,7 +14,8 @@
  *     with "phase_fraction" 0..1), "fdk_start" (an iterative job's FDK
  *     start), "iterating", "fdk" (an
  *     FDK job's run), "writing" (the volume); a streaming FDK adds
- *     "views_done" and "views_expected"
+ *     "views_done" and "views_expected", a streaming helical FDK also
+ *     "final_slices" and "final_z_mm" (how far the volume is final)
  *   {"type":"phase", ...the fields of "progress"...}
  *     the phase changed (the counts did not): the daemon sends it as a
  *     state event, so that the event stream keeps one progress event per

@@ -46,7 +46,7 @@ still judges the answer):
                  detector runs on auto and cpu only, a helix too; opencl and cuda need such a device on
                  the daemon (GET /v1/devices, read once): else cpu
     stream       execution.stream true only where FDK streams (fdk on cone or
-                 matrices, not the tensor engine, not a helix): else it is dropped
+                 matrices or helix, not the tensor engine): else it is dropped
     ranks        execution.ranks > 1 only where the daemon runs MPI jobs
                  (--mpi-max-ranks; the test's daemon runs none, 422): becomes 1
     splat        projector splat only where voxels project at most a pixel
@@ -285,10 +285,10 @@ def _fit_algorithm(spec):
     # a cone with a curved (cylindrical) detector runs on the CPU engine only
     if g["type"] == "cone" and g["detector"].get("shape") == "curved" and ex.get("engine") not in (None, "auto", "cpu"):
         ex["engine"] = "cpu"
-    # a helix runs on the CPU engine only, and does not stream
+    # a helix runs on the CPU engine only (its fdk streams)
     if g["type"] == "helix" and ex.get("engine") not in (None, "auto", "cpu"):
         ex["engine"] = "cpu"
-    if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor" or g["type"] == "helix"):
+    if ex.get("stream") and (a["name"] != "fdk" or is2d or ex.get("engine") == "tensor"):
         del ex["stream"]
     # execution.ranks > 1 is the operator's to allow (--mpi-max-ranks; none here)
     if ex.get("ranks", 1) > 1:

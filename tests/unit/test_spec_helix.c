@@ -2,7 +2,8 @@
  * A helix job spec through server/worker/spec.c: parsed to the numbers it
  * says; each refusal (a missing or misplaced pitch_mm, a pitch beyond the
  * detector's window, a volume outside the covered range, reversing angles,
- * an engine, a streaming mode or MPI ranks that do not run a helix) names its
+ * an engine, an iterative streaming run or MPI ranks that do not run a
+ * helix) names its
  * field and stores nothing (the engines: rc_recon_check, the daemon's
  * check at creation).
  */
@@ -48,6 +49,12 @@ static void test_helix_ok(void **state)
 	assert_non_null(strstr(sum, "\"geometry\":\"helix\""));
 	free(sum);
 	job_spec_free(s);
+	/* its FDK streams (slab by slab as the views arrive) */
+	j = "{" HELIX("32", "") ", " VOL("0") ", " ALG ", \"execution\": {\"stream\": true}}";
+	if (parse(j, &s, &err))
+		fail_msg("%s: %s", err.field, err.msg);
+	assert_int_equal(s->stream, STREAM_ON);
+	job_spec_free(s);
 }
 
 static void test_helix_bad(void **state)
@@ -73,7 +80,8 @@ static void test_helix_bad(void **state)
 		  "execution.engine" },
 		{ "{" HELIX("32", "") ", " VOL("0") ", " ALG ", \"execution\": {\"engine\": \"trigeneous\"}}",
 		  "execution.engine" },
-		{ "{" HELIX("32", "") ", " VOL("0") ", " ALG ", \"execution\": {\"stream\": true}}",
+		/* a helix streams its FDK only, as a cone */
+		{ "{" HELIX("32", "") ", " VOL("0") ", \"algorithm\": {\"name\": \"sirt\"}, \"execution\": {\"stream\": true}}",
 		  "execution.stream" },
 		{ "{" HELIX("32", "") ", " VOL("0") ", " ALG ", \"execution\": {\"ranks\": 2}}",
 		  "execution.ranks" },
