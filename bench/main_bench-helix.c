@@ -104,7 +104,6 @@ static int row(const scan *c, double pf, double *circ_rate)
 		return 1;
 	}
 	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&c->vol);
-	size_t view = (size_t)c->det.nu * c->det.nv;
 	float *proj = malloc(np * sizeof(float)), *vol = malloc(nvox * sizeof(float));
 	rc_engine *e = NULL;
 	rc_exec *x = NULL;
@@ -147,14 +146,14 @@ static int row(const scan *c, double pf, double *circ_rate)
 	if (pf == 0)
 		*circ_rate = rate;
 	char label[32], held[48];
-	snprintf(label, sizeof label, pf > 0 ? "helix %.1f %d-PI" : "circular", pf, st.npi);
-	if (pf > 0)
+	if (pf > 0) {
+		snprintf(label, sizeof label, "helix %.1f %d-PI", pf, st.npi);
 		snprintf(held, sizeof held, "%d views (%.1f MiB), %d slabs", st.max_views,
-			 st.max_views * (double)view * 4 / 1048576, st.slabs);
-	else
-		snprintf(held, sizeof held, "%d views (%.1f MiB)", rc_geom_nviews(g), np * 4.0 / 1048576);
-	if (pf == 0)
+			 st.max_views * (double)st.view_bytes / 1048576, st.slabs);
+	} else {
 		snprintf(label, sizeof label, "circ. %dz", c->vol.nz);
+		snprintf(held, sizeof held, "%d views (%.1f MiB)", rc_geom_nviews(g), np * 4.0 / 1048576);
+	}
 	printf("| %-14s | %6d | %8.3f | %8.3f | %10.3g | %9.3g | %5.2f | %9.3f | %-32s | %8.0f |\n", label,
 	       rc_geom_nviews(g), t, ct, vv, rate, rate / *circ_rate, ct / nvox * 1e6, held, peak_mib());
 out:

@@ -147,16 +147,6 @@ static double wrap_pi(double a)
 	return a;
 }
 
-/* Fan angle (radians, towards e_u) of continuous pixel index i of a cone
- * or fan geometry: on the arc for a curved detector, else the flat
- * detector's atan. */
-static double det_gamma(const rc_geom *g, double i)
-{
-	const rc_detector_desc *d = rc_geom_detector(g);
-	double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u, S = rc_geom_sdd(g);
-	return d->shape == RC_DETECTOR_CURVED ? um / S : atan(um / S);
-}
-
 /* Matrices carry no detector offset to weigh by, but a scan imported with
  * per-view offsets (RTK's ProjectionOffsetX, a half-fan CBCT) is still
  * displaced: where the ray through the volume's centre meets the detector
@@ -194,7 +184,7 @@ int rc_fdk_displaced(const rc_geom *g, rc_scan_mode scan, int *dir, double *gamm
 	if (!rc_geom_type_is_cone(t) && t != RC_GEOM_FAN)
 		return 0;
 	const rc_detector_desc *d = rc_geom_detector(g);
-	double lo = det_gamma(g, 0), hi = det_gamma(g, d->nu - 1);
+	double lo = rc_geom_column_gamma(g, 0), hi = rc_geom_column_gamma(g, d->nu - 1);
 	if (lo > 0 || hi < 0)
 		return rc_fail(err, RC_EUNSUPPORTED, "geometry.detector.offset_u_mm",
 			       "fdk needs a detector that sees the rotation axis; offset_u_mm %g mm moves all of it to "
@@ -361,7 +351,7 @@ static void view_weights(const struct fdk *f, int k, float *pre)
 			double c, gamma;
 			pixel_weights(f, k, i, j, &c, &gamma);
 			double s = f->short_scan ? parker(f->beta[k], gamma, f->delta)
-				   : f->displaced ? displaced_weight(f, det_gamma(f->g, i))
+				   : f->displaced ? displaced_weight(f, rc_geom_column_gamma(f->g, i))
 				   : 0.5;
 			pre[(size_t)j * f->nu + i] = (float)(c * s);
 		}

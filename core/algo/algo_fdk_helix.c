@@ -124,7 +124,7 @@ static void window_table(const rc_geom *g, int npi, float *pre)
 	for (int i = 0; i < d->nu; i++) {
 		double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u;
 		int curved = d->shape == RC_DETECTOR_CURVED;
-		double gamma = curved ? um / S : atan(um / S), lo, hi;
+		double gamma = rc_geom_column_gamma(g, i), lo, hi;
 		rc_geom_helix_window(g, npi, gamma, &lo, &hi);
 		for (int j = 0; j < d->nv; j++) {
 			double vm = (j - (d->nv - 1) / 2.0) * d->dv + d->offset_v;
@@ -313,8 +313,10 @@ int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, 
 		if ((rc = rc_ramp_work_new(h.ramp, &h.work[t], err)))
 			goto out;
 	window_table(g, npi, h.pre);
-	if (stats)
+	if (stats) {
 		stats->npi = npi;
+		stats->view_bytes = h.keep_n * sizeof(float);
+	}
 	/* dbeta: the arc between the midpoints to a view's neighbours (the
 	 * angles are monotone: helix.c) */
 	double K = rc_geom_sid(g) * rc_geom_sdd(g) / d->du;

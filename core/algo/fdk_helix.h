@@ -34,6 +34,7 @@ typedef struct rc_fdk_helix_stats {
 	int npi; /* the window: 1 (Tam-Danielsson), 3 or 5 (n-PI) */
 	double voxel_views;
 	int max_views;
+	size_t view_bytes; /* what a held view takes: the rows the window reaches */
 	int slabs;
 } rc_fdk_helix_stats;
 int rc_fdk_helix_run(const rc_algo_params *p, rc_backend *b, const float *proj, float *vol,

@@ -687,6 +687,13 @@ void rc_geom_cyl_project(const rc_geom *g, int k, const double x[3], double *u, 
 	*v = (g->sdd * (x[2] - vw->src[2]) / l - d->offset_v) / d->dv + (d->nv - 1) / 2.0;
 }
 
+double rc_geom_column_gamma(const rc_geom *g, double i)
+{
+	const rc_detector_desc *d = rc_geom_detector(g);
+	double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u, S = rc_geom_sdd(g);
+	return d->shape == RC_DETECTOR_CURVED ? um / S : atan(um / S);
+}
+
 double rc_geom_fan_angle(const rc_geom *g, double e)
 {
 	const rc_detector_desc *d = &g->det;

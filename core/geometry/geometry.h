@@ -245,6 +245,11 @@ double rc_geom_line_u(const rc_geom *g, double e);
  * ((e - (nu-1)/2) du + offset_u) / S. */
 double rc_geom_fan_angle(const rc_geom *g, double e);
 
+/* Fan angle (radians, towards e_u) of continuous column index i of a cone
+ * or fan geometry of either shape: on the arc for a curved detector
+ * (rc_geom_fan_angle), else the flat detector's atan(u / S). */
+double rc_geom_column_gamma(const rc_geom *g, double i);
+
 /* A curved cone's projection (its P is the tangent flat detector's, like
  * a curved fan's A): the continuous pixel indices (u, v) of world point x
  * in view k, u = (atan2(side, depth) S - offset_u)/du + (nu-1)/2 and

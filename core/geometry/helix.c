@@ -69,14 +69,6 @@ double rc_geom_helix_margin(const rc_geom *g)
 	return fabs(rc_geom_pitch(g)) * (0.5 + gm / M_PI) + rc_geom_detector(g)->dv * (D + rmax) / S;
 }
 
-/* Fan angle of pixel column i (its centre). */
-static double column_gamma(const rc_geom *g, double i)
-{
-	const rc_detector_desc *d = rc_geom_detector(g);
-	double um = (i - (d->nu - 1) / 2.0) * d->du + d->offset_u, S = rc_geom_sdd(g);
-	return d->shape == RC_DETECTOR_CURVED ? um / S : atan(um / S);
-}
-
 int rc_geom_helix_check(const rc_geom *g, rc_err *err)
 {
 	double pitch = rc_geom_pitch(g);
@@ -86,7 +78,7 @@ int rc_geom_helix_check(const rc_geom *g, rc_err *err)
 	const rc_volume_desc *v = rc_geom_volume(g);
 	/* the window over the fan angles the volume needs (and the detector has) */
 	double gm = rc_geom_helix_gamma_max(g);
-	double g0 = fmax(-gm, column_gamma(g, 0)), g1 = fmin(gm, column_gamma(g, d->nu - 1));
+	double g0 = fmax(-gm, rc_geom_column_gamma(g, 0)), g1 = fmin(gm, rc_geom_column_gamma(g, d->nu - 1));
 	double wlo = 0, whi = 0;
 	for (int i = 0; i <= 64; i++) {
 		double lo, hi;

@@ -232,7 +232,7 @@ static int stream_axpy(int yfd, uint64_t yoff, int xfd, uint64_t xoff, uint64_t 
 	return 0;
 }
 
-/* Streamed copy of n floats, non-finite values as 0 (sanitise 1); *yy its ||.||^2. */
+/* Streamed copy of n floats, non-finite values as 0; *yy its ||.||^2. */
 static int stream_copy(int dfd, uint64_t doff, int sfd, uint64_t soff, uint64_t n, size_t len, float *buf,
 		       double *yy, rc_err *err)
 {

@@ -39,13 +39,14 @@ const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 		return "out of core, cgls and sirt run the asked volume only (algorithm.extend \"off\")";
 	if (s->engine != RC_ENGINE_CPU && s->engine != RC_ENGINE_AUTO)
 		return "out of core, cgls and sirt run on the cpu engine";
-	if (a->projector == RC_PROJECTOR_RAYCAST || (g && rc_ooc_iter_pair(s, g) == RC_PROJECTOR_RAYCAST))
+	rc_projector pair = g ? rc_ooc_iter_pair(s, g) : a->projector;
+	if (a->projector == RC_PROJECTOR_RAYCAST || pair == RC_PROJECTOR_RAYCAST)
 		return "out of core, cgls and sirt need a voxel-driven pair (algorithm.projector splat or footprint: ray "
 		       "casting's does not add up over slabs)";
 	/* the whole job's pair, as in memory (a slab may suit where the whole does not) */
-	if (g && rc_ooc_iter_pair(s, g) == RC_PROJECTOR_SPLAT && !rc_dev_splat_suits(g))
+	if (g && pair == RC_PROJECTOR_SPLAT && !rc_dev_splat_suits(g))
 		return "algorithm.projector \"splat\" needs a flat detector whose voxels project at most a pixel apart";
-	if (g && rc_ooc_iter_pair(s, g) == RC_PROJECTOR_FOOTPRINT && !rc_footprint_suits(g))
+	if (g && pair == RC_PROJECTOR_FOOTPRINT && !rc_footprint_suits(g))
 		return "algorithm.projector \"footprint\" does not run on this geometry";
 	return NULL;
 }
@@ -182,7 +183,7 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 			       "budget of %llu bytes",
 			       (unsigned long long)least, (unsigned long long)budget);
 	}
-	if (p->slabs == 1 && nz > 1) {
+	if (p->slabs == 1) { /* nz >= 2: refused above otherwise */
 		/* out of core all the same (the stacks do not fit): two slabs
 		 * mark the plan so, for a few rows read twice */
 		p->slab_nz = (nz + 1) / 2;

@@ -31,6 +31,28 @@ static int scratch(const char *dir, const char *name, rc_err *err)
 	return fd;
 }
 
+/* The written volume's temporary, fd, made the job's volume.f32: synced,
+ * closed (whatever happens) and renamed, the directory synced; tmp
+ * deleted where that fails. */
+static int publish(int fd, const char *tmp, const char *dir, rc_err *err)
+{
+	char dst[4300];
+	snprintf(dst, sizeof dst, "%s/volume.f32", dir);
+	if (fsync(fd)) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return rc_fail(err, durable_errno_code(e), "", "cannot fsync %s: %s", tmp, strerror(e));
+	}
+	close(fd);
+	if (rename(tmp, dst) || durable_fsync_dir(dir)) {
+		int e = errno; /* unlink's ENOENT must not replace it */
+		unlink(tmp);
+		return rc_fail(err, durable_errno_code(e), "", "cannot rename %s to %s: %s", tmp, dst, strerror(e));
+	}
+	return 0;
+}
+
 /* CGLS or SIRT (core/plan/ooc_iter.h): x in the volume's temporary, the
  * other vectors in two scratch files; progress per iteration through hooks. */
 static int run_iter(const job_spec *spec, const char *src, const char *dir, const char *tmp, const rc_ooc_plan *p,
@@ -55,18 +77,8 @@ static int run_iter(const job_spec *spec, const char *src, const char *dir, cons
 	}
 	if ((rc = rc_ooc_iter(s, g, in, out, vs, ps, p, hooks, rep, err)))
 		goto out;
-	if (fsync(out)) {
-		rc = rc_fail(err, durable_errno_code(errno), "", "cannot fsync %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	close(out);
+	rc = publish(out, tmp, dir, err);
 	out = -1;
-	char dst[4300];
-	snprintf(dst, sizeof dst, "%s/volume.f32", dir);
-	if (rename(tmp, dst) || durable_fsync_dir(dir)) {
-		unlink(tmp);
-		rc = rc_fail(err, durable_errno_code(errno), "", "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
-	}
 out:
 	if (out >= 0) {
 		close(out);
@@ -96,11 +108,9 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 {
 	double t0 = rc_now_s();
 	const rc_recon_spec *s = &spec->r;
-	char src[4200], tmp[4300], dst[4300], scr[4300];
+	char src[4200], tmp[4300];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
 	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
-	snprintf(dst, sizeof dst, "%s/volume.f32", dir);
-	snprintf(scr, sizeof scr, "%s/.filtered.f32.%ld.tmp", dir, (long)getpid());
 	rc_geom *g = NULL;
 	float *slab = NULL;
 	int in = -1, out = -1, filt = -1, rc;
@@ -119,12 +129,10 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 	}
 	/* the stack filtered once into the scratch file, then the slabs read it */
 	if (p->filter_chunk > 0) {
-		filt = open(scr, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-		if (filt < 0) {
-			rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", scr, strerror(errno));
+		if ((filt = scratch(dir, "filtered", err)) < 0) {
+			rc = RC_EIO;
 			goto out;
 		}
-		unlink(scr); /* gone with the process, whatever ends it */
 		if ((rc = rc_ooc_filter(s, g, in, filt, p->filter_chunk, cancel, err)))
 			goto out;
 	}
@@ -148,18 +156,10 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 		if (slab_done)
 			slab_done(ud, ++done, p->slabs);
 	}
-	if (fsync(out)) {
-		rc = rc_fail(err, durable_errno_code(errno), "", "cannot fsync %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	close(out);
+	rc = publish(out, tmp, dir, err);
 	out = -1;
-	if (rename(tmp, dst) || durable_fsync_dir(dir)) {
-		int e = errno; /* unlink's ENOENT must not replace it */
-		unlink(tmp);
-		rc = rc_fail(err, durable_errno_code(e), "", "cannot rename %s to %s: %s", tmp, dst, strerror(e));
+	if (rc)
 		goto out;
-	}
 	rep->iterations_done = 1;
 	rep->seconds = rc_now_s() - t0;
 out:
