@@ -29,6 +29,7 @@ import numpy as np
 import recond_harness
 from recond_harness import Daemon, check, log, require_binaries, run_main, store_files
 import phantom
+from ooc_common import against_in_core, run
 
 LIMIT = 64 << 20
 
@@ -45,17 +46,6 @@ def stack(s):
     rng = np.random.default_rng(37)
     return rng.random(recond_harness.proj_bytes(s) // 4, dtype=np.float32).tobytes()
 
-
-def run(api, s, data, what):
-    job = api.create(s)
-    st, _, body, _ = api.put("/v1/jobs/%s/projections" % job["id"], data)
-    check("%s: projections stored" % what, st in (200, 201, 202, 204), "%d %s" % (st, body[:200]))
-    api.post_json("/v1/jobs/%s/start" % job["id"], {})
-    j = api.wait_state(job["id"], ("succeeded", "failed", "cancelled"), timeout=240)
-    check("%s: succeeded" % what, j["state"] == "succeeded", json.dumps(j.get("error")))
-    st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
-    check("%s: volume downloaded" % what, st == 200 and len(vol) == 256 ** 3 * 4, "%d %d" % (st, len(vol)))
-    return job, j, np.frombuffer(vol, dtype=np.float32)
 
 
 def refused(api, store, s, what, words):
@@ -133,19 +123,7 @@ def main():
     refused(d.api(), d.store, spec(), "fdk under 48M", ["one slice at a time out of core needs about", str(48 << 20), "--memory-limit"])
     d.stop()
 
-    d = Daemon().start()
-    job, j, whole = run(d.api(), s, data, "without a limit")
-    check("without a limit it runs in core", (job["summary"].get("memory_plan") or {}).get("mode") == "in_core",
-          json.dumps(job["summary"].get("memory_plan")))
-    rss = j.get("peak_rss_mb")
-    log("in core: peak %s MiB, %s s" % (rss, (j.get("timings") or {}).get("recon_s")))
-    check("the in-memory run's peak is over the budget", rss is not None and rss * 1048576 > LIMIT, str(rss))
-    d.stop()
-
-    peak = float(np.max(np.abs(whole)))
-    err = float(np.max(np.abs(ooc.astype(np.float64) - whole))) / peak if peak > 0 else float("inf")
-    log("max |out of core - in memory| / max |in memory| = %.3g" % err)
-    check("the out-of-core volume equals the in-memory one to 1e-5", err <= 1e-5, "%.3g" % err)
+    against_in_core(s, data, LIMIT, ooc)
 
 
 if __name__ == "__main__":

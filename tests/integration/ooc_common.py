@@ -1,0 +1,41 @@
+"""What the out-of-core tests (test_out_of_core.py, test_out_of_core_cgls.py) share:
+a job run through the daemon to its raw volume, and the same job in core
+without a limit, whose volume the out-of-core one must equal to 1e-5."""
+
+import json
+
+import numpy as np
+
+from recond_harness import Daemon, check, log
+
+
+def run(api, s, data, what):
+    """Creates s, stores data, runs it: (the created job, the finished one, its volume)."""
+    v = s["volume"]
+    nvox = v["nx"] * v["ny"] * v["nz"]
+    job = api.create(s)
+    st, _, body, _ = api.put("/v1/jobs/%s/projections" % job["id"], data)
+    check("%s: projections stored" % what, st in (200, 201, 202, 204), "%d %s" % (st, body[:200]))
+    api.post_json("/v1/jobs/%s/start" % job["id"], {})
+    j = api.wait_state(job["id"], ("succeeded", "failed", "cancelled"), timeout=240)
+    check("%s: succeeded" % what, j["state"] == "succeeded", json.dumps(j.get("error")))
+    st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
+    check("%s: volume downloaded" % what, st == 200 and len(vol) == nvox * 4, "%d %d" % (st, len(vol)))
+    return job, j, np.frombuffer(vol, dtype=np.float32)
+
+
+def against_in_core(s, data, limit, ooc):
+    """The same job on a daemon without a limit: in core, its peak over limit,
+    and the out-of-core volume ooc equal to its volume to 1e-5 (max abs / max)."""
+    d = Daemon().start()
+    job, j, whole = run(d.api(), s, data, "without a limit")
+    check("without a limit it runs in core", (job["summary"].get("memory_plan") or {}).get("mode") == "in_core",
+          json.dumps(job["summary"].get("memory_plan")))
+    rss = j.get("peak_rss_mb")
+    log("in core: peak %s MiB, %s s" % (rss, (j.get("timings") or {}).get("recon_s")))
+    check("the in-memory run's peak is over the budget", rss is not None and rss * 1048576 > limit, str(rss))
+    d.stop()
+    peak = float(np.max(np.abs(whole)))
+    err = float(np.max(np.abs(ooc.astype(np.float64) - whole))) / peak if peak > 0 else float("inf")
+    log("max |out of core - in memory| / max |in memory| = %.3g" % err)
+    check("the out-of-core volume equals the in-memory one to 1e-5", err <= 1e-5, "%.3g" % err)
