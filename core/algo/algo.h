@@ -148,6 +148,9 @@ void rc_algo_params_plain(rc_algo_params *p, rc_algo_name name);
  * edges, so the default follows the noise (docs/algorithms.md).
  * rc_algo_run_on applies it. */
 double rc_tv_weight(const rc_algo_params *p, const float *proj, size_t n, int nu);
+/* The same from rel, the data's relative noise found elsewhere (a stack
+ * read in pieces out of core: core/plan/ooc_iter.c; -1: unknown). */
+double rc_tv_weight_rel(const rc_algo_params *p, double rel);
 
 #define RC_TV_DEFAULT_WEIGHT 0.02
 /* The relative noise (noise.h's rc_noise_relative) at and above which the

@@ -163,7 +163,13 @@ double rc_tv_weight(const rc_algo_params *p, const float *proj, size_t n, int nu
 {
 	if (!p->tv_auto || !(p->tv_weight > 0.0) || p->name == RC_ALGO_FDK || !proj)
 		return p->tv_weight;
-	double rel = rc_noise_relative(proj, n, nu, p->noise_sigma, 0);
+	return rc_tv_weight_rel(p, rc_noise_relative(proj, n, nu, p->noise_sigma, 0));
+}
+
+double rc_tv_weight_rel(const rc_algo_params *p, double rel)
+{
+	if (!p->tv_auto || !(p->tv_weight > 0.0) || p->name == RC_ALGO_FDK)
+		return p->tv_weight;
 	if (rel < 0.0 || rel >= RC_TV_REF_NOISE)
 		return p->tv_weight;
 	return p->tv_weight * (rel > RC_TV_MIN_NOISE ? rel : RC_TV_MIN_NOISE) / RC_TV_REF_NOISE;

@@ -9,7 +9,7 @@
 /* Median of chi^2 with one degree of freedom. */
 #define CHI2_1_MEDIAN 0.4549364231195724
 /* Rows per parallel item. */
-#define ROWS_PER_ITEM 64
+#define ROWS_PER_ITEM RC_NOISE_ROWS_PER_ITEM
 
 typedef struct noise_job {
 	const float *p;
@@ -93,13 +93,14 @@ static void noise_item(void *ud, int worker, int item)
 	j->var[item] = sum;
 }
 
-static double noise_energy(const float *p, size_t n, int nu, int order, int threads)
+/* The items' variances added to *total one by one, in order (so that
+ * pieces of whole items give the sum of the whole: noise.h). */
+static int noise_add(const float *p, size_t n, int nu, int order, int threads, double *total)
 {
 	if (nu < 8 || !p)
-		return 0.0;
+		return 0;
 	noise_job j = { .p = p, .nu = nu, .order = order, .nrows = n / (size_t)nu };
 	int items = (int)((j.nrows + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM), nt = rc_parallel_threads(threads);
-	double total = 0.0;
 	j.var = calloc((size_t)items, sizeof *j.var);
 	j.scratch = calloc((size_t)nt, sizeof *j.scratch);
 	int ok = j.var && j.scratch;
@@ -108,13 +109,24 @@ static double noise_energy(const float *p, size_t n, int nu, int order, int thre
 	if (ok) {
 		rc_parallel_for(items, threads, noise_item, &j);
 		for (int i = 0; i < items; i++)
-			total += j.var[i];
+			*total += j.var[i];
 	}
 	for (int t = 0; j.scratch && t < nt; t++)
 		free(j.scratch[t]);
 	free(j.scratch);
 	free(j.var);
-	return ok ? total : -1.0;
+	return ok ? 0 : -1;
+}
+
+static double noise_energy(const float *p, size_t n, int nu, int order, int threads)
+{
+	double total = 0.0;
+	return noise_add(p, n, nu, order, threads, &total) ? -1.0 : total;
+}
+
+int rc_noise_energy_add(const float *p, size_t n, int nu, int order, int threads, double *total)
+{
+	return noise_add(p, n, nu, order == 4 ? 4 : 2, threads, total);
 }
 
 double rc_noise_energy(const float *p, size_t n, int nu, int threads)

@@ -36,4 +36,13 @@ double rc_noise_energy(const float *p, size_t n, int nu, int threads);
  * (rc_noise_energy).  0 for data of zeros, -1 when out of memory. */
 double rc_noise_relative(const float *p, size_t n, int nu, double sigma, int threads);
 
+/* Pieces of a stack (out of core, core/plan/ooc_iter.c): the noise energy
+ * of orders 2 (rc_noise_energy's) or 4 (rc_noise_relative's) of the n
+ * values of p added to *total, each block of RC_NOISE_ROWS_PER_ITEM rows
+ * in turn; pieces of whole blocks (the last may be short), given in
+ * order from *total 0, sum to the whole stack's estimate exactly.
+ * 0, or -1 when out of memory. */
+#define RC_NOISE_ROWS_PER_ITEM 64
+int rc_noise_energy_add(const float *p, size_t n, int nu, int order, int threads, double *total);
+
 #endif

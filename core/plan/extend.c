@@ -2,8 +2,12 @@
  * data show mass there (extend.h). */
 #include "plan/extend.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "util/rc_io.h"
 
 /* columns sampled per detector row, and rows per view at most: the
  * reach's extremes come from the rows at the edges of the volume's shadow
@@ -64,6 +68,9 @@ static int cap_side(int n, int nz)
 struct reach {
 	const rc_geom *g;
 	const float *proj;
+	int fd;     /* >= 0: the stack's file instead of proj, a sampled row read at a time into row */
+	float *row;
+	int bad;    /* errno of a read that failed */
 	double lo[2], hi[2], Z0, Z1;
 	double zmin, zmax, sum_in, sum_out;
 	long long n_in, n_out;
@@ -78,6 +85,17 @@ static int sample_row(struct reach *r, int k, int j, int cols, double *a, double
 	*hit = 0;
 	*a = INFINITY;
 	*b = -INFINITY;
+	const float *data = r->proj ? r->proj + rc_geom_row_offset(r->g, k, j) : NULL;
+	if (r->fd >= 0 && !r->bad) {
+		/* non-finite values as 0, as the in-memory run reads them (checks.h) */
+		ssize_t got = rc_io_read_full(r->fd, r->row, sizeof(float) * (size_t)nu,
+					      (off_t)(sizeof(float) * rc_geom_row_offset(r->g, k, j)));
+		if (got != (ssize_t)(sizeof(float) * (size_t)nu))
+			r->bad = got < 0 ? errno : EIO;
+		for (int i = 0; i < nu; i++)
+			r->row[i] = isfinite(r->row[i]) ? r->row[i] : 0.0f;
+		data = r->bad ? NULL : r->row;
+	}
 	for (int c = 0; c < cols; c++) {
 		int i = cols > 1 ? (int)lround((double)c * (nu - 1) / (cols - 1)) : 0;
 		double o[3], d[3], za, zb;
@@ -88,7 +106,7 @@ static int sample_row(struct reach *r, int k, int j, int cols, double *a, double
 		*hit = 1;
 		*a = fmin(*a, lo);
 		*b = fmax(*b, hi);
-		float p = r->proj ? r->proj[rc_geom_row_offset(r->g, k, j) + (size_t)i] : 0.0f;
+		float p = data ? data[i] : 0.0f;
 		if (hi > r->Z0 && lo < r->Z1) { /* through the asked volume */
 			crossed = 1;
 			r->zmin = fmin(r->zmin, lo);
@@ -145,32 +163,48 @@ static void reach_init(struct reach *r, const rc_geom *g, const float *proj)
 	memset(r, 0, sizeof *r);
 	r->g = g;
 	r->proj = proj;
+	r->fd = -1;
 	r->lo[0] = v->cx - 0.5 * v->nx * v->vx, r->hi[0] = v->cx + 0.5 * v->nx * v->vx;
 	r->lo[1] = v->cy - 0.5 * v->ny * v->vy, r->hi[1] = v->cy + 0.5 * v->ny * v->vy;
 	r->Z0 = r->zmin = v->cz - 0.5 * v->nz * v->vz;
 	r->Z1 = r->zmax = v->cz + 0.5 * v->nz * v->vz;
 }
 
-void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_extent *e)
+/* rc_extent_plan from proj or, fd >= 0, the stack's file (1 when a read
+ * failed, errno in *bad) */
+static int plan(const rc_geom *g, const float *proj, int fd, rc_extend mode, rc_extent *e, int *bad)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	memset(e, 0, sizeof *e);
 	e->run = *v;
 	e->mass_beyond = -1;
+	*bad = 0;
 	if (rc_geom_is_2d(g) || mode == RC_EXTEND_OFF)
-		return;
+		return 0;
 	struct reach r;
 	reach_init(&r, g, proj);
+	if (fd >= 0) {
+		r.fd = fd;
+		if (!(r.row = malloc(sizeof(float) * (size_t)rc_geom_detector(g)->nu))) {
+			*bad = ENOMEM;
+			return 1;
+		}
+	}
 	const struct sampling every = { 1, EXT_ROWS, EXT_COLUMNS, 0 };
 	scan(&r, &every);
+	free(r.row);
+	if (r.bad) {
+		*bad = r.bad;
+		return 1;
+	}
 	double Z0 = r.Z0, Z1 = r.Z1, zmin = r.zmin, zmax = r.zmax;
-	if (proj && r.n_out > 0)
+	if ((proj || fd >= 0) && r.n_out > 0)
 		e->mass_beyond = r.sum_out / (double)r.n_out >
 				 RC_EXTEND_MASS_FRACTION * fmax(r.sum_in / (double)(r.n_in ? r.n_in : 1), 0.0);
 	e->below = slices_beyond(Z0 - zmin, v->vz);
 	e->above = slices_beyond(zmax - Z1, v->vz);
 	if ((!e->below && !e->above) || (mode == RC_EXTEND_AUTO && e->mass_beyond == 0))
-		return;
+		return 0;
 	/* at most the asked nz each side (RC_EXTEND_MAX_SIDE), and the
 	 * geometry's limit on nz (rc_geom_new): the slabs beyond cut evenly */
 	int below = cap_side(e->below, v->nz), above = cap_side(e->above, v->nz);
@@ -183,22 +217,43 @@ void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_exte
 	e->run.nz = v->nz + below + above;
 	e->run.cz = v->cz + 0.5 * (above - below) * v->vz;
 	e->z0 = below;
+	return 0;
 }
 
-void rc_extent_decide(const rc_recon_spec *s, const rc_geom *ga, const float *proj, rc_extent *e)
+void rc_extent_plan(const rc_geom *g, const float *proj, rc_extend mode, rc_extent *e)
+{
+	int bad;
+	plan(g, proj, -1, mode, e, &bad);
+}
+
+static int decide(const rc_recon_spec *s, const rc_geom *ga, const float *proj, int fd, rc_extent *e, rc_err *err)
 {
 	memset(e, 0, sizeof *e);
 	e->run = s->vol;
 	e->mass_beyond = -1;
 	if (s->algo.name == RC_ALGO_FDK)
-		return;
-	rc_extent_plan(ga, proj, s->algo.extend, e); /* 2-D and off: the asked volume */
+		return 0;
+	int bad;
+	if (plan(ga, proj, fd, s->algo.extend, e, &bad)) /* 2-D and off: the asked volume */
+		return rc_fail(err, bad == ENOMEM ? RC_ENOMEM : RC_EIO, "",
+			       "cannot read the stack's rows for the long object's verdict: %s", strerror(bad));
 	rc_geom *gx = NULL;
 	if (e->run.nz != s->vol.nz && rc_geom_new(&s->geom, &e->run, NULL, &gx, NULL)) {
 		e->run = s->vol;
 		e->z0 = 0;
 	}
 	rc_geom_free(gx);
+	return 0;
+}
+
+void rc_extent_decide(const rc_recon_spec *s, const rc_geom *ga, const float *proj, rc_extent *e)
+{
+	decide(s, ga, proj, -1, e, NULL);
+}
+
+int rc_extent_decide_file(const rc_recon_spec *s, const rc_geom *ga, int fd, rc_extent *e, rc_err *err)
+{
+	return decide(s, ga, NULL, fd, e, err);
 }
 
 int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err *err)

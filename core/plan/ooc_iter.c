@@ -8,7 +8,11 @@
 #include <unistd.h>
 
 #include "algo/algo_util.h"
+#include "algo/noise.h"
 #include "backend/elementwise_ops.h"
+#include "backend/tv_host.h"
+#include "plan/extend.h"
+#include "plan/memory.h"
 #include "plan/ooc_iter.h"
 #include "plan/open.h"
 #include "util/rc_clock.h"
@@ -35,6 +39,9 @@ static int wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
 
 /* ---- one run ------------------------------------------------------------ */
 
+/* algo_cgls.c's RC_CGLS_RESTART: with TV, iterations between restarts of d */
+#define OOC_CGLS_RESTART 5
+
 typedef struct run {
 	const rc_recon_spec *s;
 	const rc_geom *g;
@@ -47,6 +54,17 @@ typedef struct run {
 	int *r0, *r1;           /* per slab: the detector rows it reads */
 	float *chunk, *rows, *a, *b, *c; /* c: SIRT's x slab */
 	int pscr, vscr, stack;            /* SIRT: rinv (pscr at 0), C (vscr at 0), p */
+	rc_stop stop;                     /* the stop rules' thresholds (stack_stats) */
+	double psum;                      /* sum p (TV's scale) */
+	double tv_weight;                 /* the TV weight that runs (rc_tv_weight's) */
+	double fsum, bsum;                /* forward's and backward's last sums (not SIRT's passes) */
+	/* TV (algo_util.h's rc_tv): on, eps, SIRT's step and steps, CGLS's
+	 * -beta_tv; tvx: backward adds tvneg L(x) x (x in xfd) to its slabs;
+	 * tw, td, to: slabs with a slice of halo each side, carry a slice */
+	int tv_on, tv_steps, tvx, xfd;
+	double tv_scale;
+	float tv_eps, tv_step, tvneg;
+	float *tw, *td, *to, *carry;
 } run;
 
 static int cancelled(const run *R, rc_err *err)
@@ -128,6 +146,7 @@ static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err);
 static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, int sirt, double *qq, rc_err *err)
 {
 	*qq = 0;
+	R->fsum = 0;
 	for (int c = 0; c < R->chunks; c++) {
 		int k0, k1, rc;
 		chunk_views(R, c, &k0, &k1);
@@ -156,8 +175,10 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, i
 		}
 		if (sirt && (rc = sirt_residual(R, k0, k1, qq, err)))
 			return rc;
-		for (size_t j = 0; j < R->view * nk && !sirt; j++)
+		for (size_t j = 0; j < R->view * nk && !sirt; j++) {
 			*qq += (double)R->chunk[j] * R->chunk[j];
+			R->fsum += R->chunk[j];
+		}
 		if ((rc = wr(dst, R->chunk, sizeof(float) * R->view * nk, dst_off + sizeof(float) * R->view * (size_t)k0,
 			     err)))
 			return rc;
@@ -169,9 +190,13 @@ static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err);
 
 /* volume dst (at dst_off) = A^T (proj pfd at p_off; pfd < 0: ones); *ss =
  * its ||.||^2; sirt: SIRT's update of x (dst) with it instead. */
+static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z0, int z1, const float **t,
+		   const float **d, rc_err *err);
+
 static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, int sirt, double *ss, rc_err *err)
 {
 	*ss = 0;
+	R->bsum = 0;
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
 		slab_z(R, i, &z0, &z1);
@@ -199,8 +224,17 @@ static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, 
 				return rc;
 			continue;
 		}
-		for (size_t j = 0; j < n; j++)
+		if (R->tvx) { /* s = A^T r - beta_tv grad TV(x) */
+			const float *t, *x;
+			if ((rc = tv_slab(R, R->xfd, 0, R->xfd, 0, z0, z1, &t, &x, err)))
+				return rc;
+			for (size_t j = 0; j < n; j++)
+				R->b[j] = rc_ew_axpy(R->b[j], R->tvneg, t[j]);
+		}
+		for (size_t j = 0; j < n; j++) {
 			*ss += (double)R->b[j] * R->b[j];
+			R->bsum += R->b[j];
+		}
 		if ((rc = wr(dst, R->b, sizeof(float) * n, dst_off + sizeof(float) * R->plane * (size_t)z0, err)))
 			return rc;
 	}
@@ -287,10 +321,11 @@ static int fdk_start(run *R, int stack, int xfd, int pscr, rc_err *err)
 	return rc;
 }
 
-static int progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0)
+static int progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0, const char *stopped)
 {
 	if (hooks && hooks->progress) {
-		rc_progress pr = { .iteration = it, .of = of, .residual = res, .elapsed_s = rc_now_s() - t0 };
+		rc_progress pr = { .iteration = it, .of = of, .residual = res, .elapsed_s = rc_now_s() - t0,
+				   .stopped = stopped };
 		hooks->progress(hooks->ud, &pr);
 	}
 	return 0;
@@ -310,6 +345,159 @@ static int clamp(run *R, int xfd, rc_err *err)
 			R->a[j] = R->a[j] > 0.0f ? R->a[j] : 0.0f;
 		if ((rc = wr(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
+	}
+	return 0;
+}
+
+/* ---- TV (algo_util.h's rc_tv; tv_host.h's operator) ------------------ */
+
+/* The slices a..b of volume file fd (at off) into buf; slice a from carry
+ * instead where carry is given (x's slice already overwritten in place). */
+static int read_slices(run *R, int fd, uint64_t off, int a, int b, const float *carry, float *buf, rc_err *err)
+{
+	int from = a;
+	if (carry) {
+		memcpy(buf, carry, sizeof(float) * R->plane);
+		from = a + 1;
+	}
+	return from < b ? rd(fd, buf + (size_t)(from - a) * R->plane, sizeof(float) * R->plane * (size_t)(b - from),
+			     off + sizeof(float) * R->plane * (size_t)from, err)
+			: 0;
+}
+
+/* *t = D^T W(w) D d over slab z0..z1 (w and d volume files; d the same as
+ * w: the gradient), *d the slab of d: the operator over the slab and a
+ * slice of halo each side, whose values inside the slab are the whole
+ * volume's (the stencil reaches one slice each way: tv_host.c). */
+static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z0, int z1, const float **t,
+		   const float **d, rc_err *err)
+{
+	int a = z0 > 0 ? z0 - 1 : 0, b = z1 < R->nz ? z1 + 1 : R->nz, rc;
+	int same = wfd == dfd && woff == doff;
+	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = b - a, .planar = 0 };
+	if ((rc = read_slices(R, wfd, woff, a, b, NULL, R->tw, err)) ||
+	    (!same && (rc = read_slices(R, dfd, doff, a, b, NULL, R->td, err))) ||
+	    (rc = rc_tv_apply(&sh, R->tw, same ? R->tw : R->td, R->to, R->tv_eps, R->s->threads, err)))
+		return rc;
+	*t = R->to + (size_t)(z0 - a) * R->plane;
+	*d = (same ? R->tw : R->td) + (size_t)(z0 - a) * R->plane;
+	return 0;
+}
+
+/* d^T L(x) d (x in xfd, d at doff of vscr), slab by slab */
+static int tv_dot(run *R, int xfd, int vscr, uint64_t doff, double *dld, rc_err *err)
+{
+	*dld = 0;
+	for (int i = 0; i < R->slabs; i++) {
+		int z0, z1, rc;
+		const float *t, *d;
+		slab_z(R, i, &z0, &z1);
+		if ((rc = cancelled(R, err)) || (rc = tv_slab(R, xfd, 0, vscr, doff, z0, z1, &t, &d, err)))
+			return rc;
+		for (size_t j = 0; j < R->plane * (size_t)(z1 - z0); j++)
+			*dld += (double)d[j] * t[j];
+	}
+	return 0;
+}
+
+/* rc_tv_descend on x (xfd) in place: R->tv_steps passes of x -= kappa s /
+ * steps grad TV(x), slab after slab, each slab's lower halo the slice the
+ * slab below had before its update (carry); the clamp at 0 with the last. */
+static int tv_descend(run *R, int xfd, int nonneg, rc_err *err)
+{
+	for (int k = 0; k < R->tv_steps; k++)
+		for (int i = 0; i < R->slabs; i++) {
+			int z0, z1, rc, last = k == R->tv_steps - 1;
+			slab_z(R, i, &z0, &z1);
+			int a = z0 > 0 ? z0 - 1 : 0, b = z1 < R->nz ? z1 + 1 : R->nz;
+			rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = b - a, .planar = 0 };
+			size_t n = R->plane * (size_t)(z1 - z0);
+			float *x = R->tw + (size_t)(z0 - a) * R->plane, *g = R->to + (size_t)(z0 - a) * R->plane;
+			if ((rc = cancelled(R, err)) ||
+			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)) ||
+			    (rc = rc_tv_apply(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, err)))
+				return rc;
+			memcpy(R->carry, x + (size_t)(z1 - z0 - 1) * R->plane, sizeof(float) * R->plane);
+			for (size_t j = 0; j < n; j++) {
+				x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
+				/* the clamp is update with lambda 0, as rc_tv_descend's */
+				if (last && nonneg)
+					x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
+			}
+			if ((rc = wr(xfd, x, sizeof(float) * n, sizeof(float) * R->plane * (size_t)z0, err)))
+				return rc;
+		}
+	return 0;
+}
+
+/* TV's scale from sum p and sum A 1 (rc_tv_new's, one block of views):
+ * on, eps and SIRT's step */
+static void tv_init(run *R, double a1sum)
+{
+	const rc_algo_params *a = &R->s->algo;
+	double m = a1sum > 0.0 ? R->psum / a1sum : 0.0, scale = isfinite(m) && m > 0.0 ? m : 0.0;
+	R->tv_steps = a->tv_steps > 1 ? a->tv_steps : 1;
+	R->tv_step = (float)(-R->tv_weight * scale / R->tv_steps);
+	R->tv_scale = scale;
+	R->tv_eps = (float)(RC_TV_EPS_REL * scale);
+	R->tv_on = scale > 0.0;
+}
+
+/* What the in-memory run takes from the whole stack, read in pieces of
+ * whole blocks of RC_NOISE_ROWS_PER_ITEM rows (so that the noise estimates
+ * are the whole stack's, noise.h), non-finite values as 0: the stop rules'
+ * thresholds (rc_stop_init's: ||p||, the noise energy), sum p and the TV
+ * weight (rc_tv_weight's relative noise). */
+static int stack_stats(run *R, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	const int nu = (int)R->nu;
+	const uint64_t n = R->P / 4;
+	const int e2 = a->stop_discrepancy > 0.0 && !(a->noise_sigma > 0.0);
+	const int e4 = a->tv_auto && a->tv_weight > 0.0 && !(a->noise_sigma > 0.0);
+	size_t rows = R->view / R->nu * (size_t)R->nk / RC_NOISE_ROWS_PER_ITEM * RC_NOISE_ROWS_PER_ITEM;
+	float *buf = R->chunk, *own = NULL;
+	double pp = 0.0, psum = 0.0, en2 = 0.0, en4 = 0.0;
+	int rc = 0, oom = 0;
+	if (!rows) { /* a chunk of fewer rows than a block: a block of its own */
+		rows = RC_NOISE_ROWS_PER_ITEM;
+		if (!(buf = own = malloc(sizeof(float) * rows * R->nu)))
+			return rc_fail(err, RC_ENOMEM, "", "out of memory for %zu rows of the stack", rows);
+	}
+	const uint64_t len = (uint64_t)rows * R->nu;
+	for (uint64_t i = 0; i < n && !rc; i += len) {
+		size_t m = n - i < len ? (size_t)(n - i) : (size_t)len;
+		if ((rc = cancelled(R, err)) || (rc = rd(R->stack, buf, sizeof(float) * m, 4 * i, err)))
+			break;
+		for (size_t j = 0; j < m; j++) {
+			if (!isfinite(buf[j]))
+				buf[j] = 0.0f;
+			pp += (double)buf[j] * buf[j];
+			psum += buf[j];
+		}
+		if (e2 && rc_noise_energy_add(buf, m, nu, 2, R->s->threads, &en2))
+			oom = 1;
+		if (e4 && rc_noise_energy_add(buf, m, nu, 4, R->s->threads, &en4))
+			oom = 1;
+	}
+	free(own);
+	if (rc)
+		return rc;
+	/* rc_stop_init's thresholds */
+	R->stop = (rc_stop){ .stagnation = a->stop_stagnation };
+	if (a->stop_tolerance > 0.0)
+		R->stop.tolerance = a->stop_tolerance * sqrt(pp);
+	if (a->stop_discrepancy > 0.0) {
+		double e = a->noise_sigma > 0.0 ? a->noise_sigma * a->noise_sigma * (double)n : oom ? -1.0 : en2;
+		R->stop.discrepancy = e > 0.0 ? a->stop_discrepancy * sqrt(e) : 0.0;
+	}
+	R->psum = psum;
+	/* rc_tv_weight's: rc_noise_relative's sqrt(e / pp) */
+	R->tv_weight = a->tv_weight;
+	if (a->tv_auto && a->tv_weight > 0.0) {
+		double e = a->noise_sigma > 0.0 ? a->noise_sigma * a->noise_sigma * (double)n : oom ? -1.0 : en4;
+		double rel = e < 0.0 ? -1.0 : pp > 0.0 ? sqrt(e / pp) : 0.0;
+		R->tv_weight = rc_tv_weight_rel(a, rel);
 	}
 	return 0;
 }
@@ -419,8 +607,11 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 		return rc;
 	if (start != RC_INITIAL_ZERO && a->nonnegative && (rc = clamp(R, xfd, err)))
 		return rc;
-	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)) ||
-	    (rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err)) ||
+	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
+		return rc;
+	if (R->tv_weight > 0.0)
+		tv_init(R, R->fsum);
+	if ((rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err)) ||
 	    (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
 	    (rc = inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
 		return rc;
@@ -429,10 +620,14 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
 		r2 = 0;
 		if ((rc = forward(R, xfd, 0, pscr, R->P, 1, &r2, err)) ||
-		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)))
+		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)) ||
+		    (R->tv_on && (rc = tv_descend(R, xfd, a->nonnegative, err))))
 			return rc;
 		rep->iterations_done = it;
-		progress(hooks, it, a->iterations, sqrt(r2), t0);
+		const char *why = rc_stop_check(&R->stop, sqrt(r2));
+		progress(hooks, it, a->iterations, sqrt(r2), t0, why);
+		if (why)
+			break;
 	}
 	return 0;
 }
@@ -447,7 +642,7 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	const uint64_t nvox = R->V / 4, nproj = R->P / 4;
 	/* the vector passes stream both spaces in pieces of a slab, in a and b */
 	size_t slen = R->plane * (size_t)R->nzs;
-	double pp, rr, qq, gamma, gnew;
+	double pp, rr, qq, gamma, gnew, curv = 0.0;
 	rc_initial start;
 	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
 	if (rc)
@@ -460,10 +655,23 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 					(rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -1.0f, 0, R->a, R->b, &rr,
 							  err))))
 		return rc;
-	/* s = A^T r, d = s, gamma = ||s||^2 */
+	/* TV (algo_cgls.c): beta_tv = kappa s a, s = sum p / sum A 1 and a the
+	 * mean of A^T A 1: a forward pass of ones into q, its back projection
+	 * into s */
+	if (R->tv_weight > 0.0) {
+		if ((rc = forward(R, -1, 0, pscr, Q, 0, &qq, err)))
+			return rc;
+		tv_init(R, R->fsum);
+		if ((rc = backward(R, pscr, Q, vscr, S, 0, &gnew, err)))
+			return rc;
+		R->tvneg = R->tv_on ? (float)(-R->tv_weight * R->tv_scale * R->bsum / (double)nvox) : 0.0f;
+	}
+	/* s = A^T r (- beta_tv grad TV(x0)), d = s, gamma = ||s||^2 */
+	R->tvx = R->tv_on && start != RC_INITIAL_ZERO;
 	if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gamma, err)) ||
 	    (rc = stream_copy(vscr, D, vscr, S, nvox, slen, R->a, &gnew, err)))
 		return rc;
+	R->tvx = R->tv_on;
 	double res = sqrt(rr);
 	int active = 1, it;
 	for (it = 1; it <= a->iterations; it++) {
@@ -471,12 +679,16 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
 		active = active && gamma > 0.0;
 		if (active) {
-			if ((rc = forward(R, vscr, D, pscr, Q, 0, &qq, err)))
+			double dld = 0.0;
+			if ((rc = forward(R, vscr, D, pscr, Q, 0, &qq, err)) ||
+			    (R->tv_on && (rc = tv_dot(R, xfd, vscr, D, &dld, err))))
 				return rc;
-			active = qq > 0.0;
+			/* TV's curvature along d adds to ||A d||^2 */
+			curv = qq - (R->tv_on ? R->tvneg * dld : 0.0);
+			active = curv > 0.0;
 		}
 		if (active) {
-			float alpha = (float)(gamma / qq);
+			float alpha = (float)(gamma / curv);
 			if ((rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -alpha, 0, R->a, R->b, &rr, err)) ||
 			    (rc = stream_axpy(xfd, 0, vscr, D, nvox, slen, alpha, 0, R->a, R->b, NULL, err)))
 				return rc;
@@ -485,19 +697,37 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 		if (active && it < a->iterations) {
 			if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gnew, err)))
 				return rc;
-			float beta = (float)(gnew / gamma);
+			/* with TV, d restarts as s every RC_CGLS_RESTART iterations */
+			int restart = R->tv_on && it % OOC_CGLS_RESTART == 0;
+			if (restart)
+				active = gnew > 0.0;
+			float beta = active && !restart ? (float)(gnew / gamma) : 0.0f;
 			/* d = s + beta d */
 			if ((rc = stream_axpy(vscr, D, vscr, S, nvox, slen, beta, 1, R->a, R->b, NULL, err)))
 				return rc;
-			gamma = gnew;
+			if (active)
+				gamma = gnew;
 		}
 		rep->iterations_done = it;
-		progress(hooks, it, a->iterations, res, t0);
+		const char *why = rc_stop_check(&R->stop, res);
+		progress(hooks, it, a->iterations, res, t0, why);
+		if (why)
+			break;
 	}
 	if (a->nonnegative && (rc = clamp(R, xfd, err)))
 		return rc;
 	rep->relative_residual = a->nonnegative || !(pp > 0) ? NAN : res / sqrt(pp);
 	return 0;
+}
+
+/* What the extended run would need in core (memory.h's prediction of the
+ * extended volume). */
+static uint64_t extended_need(const rc_recon_spec *s, const rc_extent *e)
+{
+	rc_recon_spec x = *s;
+	x.vol = e->run;
+	x.algo.extend = RC_EXTEND_OFF;
+	return rc_plan_memory(&x, 0);
 }
 
 int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, int vscr, int pscr,
@@ -543,7 +773,16 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.b = malloc(sizeof(float) * slab);
 	int sirt = s->algo.name == RC_ALGO_SIRT;
 	R.c = sirt ? malloc(sizeof(float) * slab) : NULL;
-	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c)) {
+	/* TV: slabs with a slice of halo each side (CGLS: w and d apart), SIRT's carried slice */
+	int tv = s->algo.tv_weight > 0.0;
+	size_t hslab = R.plane * (size_t)(R.nzs + 2 < R.nz ? R.nzs + 2 : R.nz);
+	R.tw = tv ? malloc(sizeof(float) * hslab) : NULL;
+	R.to = tv ? malloc(sizeof(float) * hslab) : NULL;
+	R.td = tv && !sirt ? malloc(sizeof(float) * hslab) : NULL;
+	R.carry = tv && sirt ? malloc(sizeof(float) * R.plane) : NULL;
+	R.xfd = xfd;
+	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
+	    (tv && (!R.tw || !R.to || (!sirt && !R.td) || (sirt && !R.carry)))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;
@@ -551,7 +790,28 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	snprintf(rep->projector, sizeof rep->projector, "%s",
 		 R.pair == RC_PROJECTOR_FOOTPRINT ? "footprint" : "splat");
 	snprintf(rep->engine, sizeof rep->engine, "cpu");
-	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+	/* the long object (extend.h): out of core only where the run is not extended */
+	rc_extent ext;
+	if (s->extent)
+		ext = *s->extent;
+	else if ((rc = rc_extent_decide_file(s, g, stack, &ext, err)))
+		goto out;
+	rep->run_nz = ext.run.nz;
+	rep->run_z0 = ext.z0;
+	rep->mass_beyond = ext.mass_beyond;
+	if (ext.run.nz != s->vol.nz) {
+		rc = rc_fail(err, RC_EUNSUPPORTED, "algorithm.extend",
+			     "out of core, cgls and sirt run the asked volume only, and algorithm.extend \"%s\" extends "
+			     "it from %d to %d slices (%s; the extended run needs about %llu bytes in core): ask "
+			     "algorithm.extend \"off\" (the mass beyond then lands in the end slices), a volume that "
+			     "holds the object, or a --memory-limit that fits it",
+			     s->algo.extend == RC_EXTEND_ON ? "on" : "auto", s->vol.nz, ext.run.nz,
+			     ext.mass_beyond > 0 ? "the data show mass beyond it" : "no ray tells whether mass lies beyond it",
+			     (unsigned long long)extended_need(s, &ext));
+		goto out;
+	}
+	if (!(rc = stack_stats(&R, err)))
+		rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
 out:
 	free(R.r0);
 	free(R.r1);
@@ -560,6 +820,11 @@ out:
 	free(R.a);
 	free(R.b);
 	free(R.c);
+	free(R.tw);
+	free(R.to);
+	free(R.td);
+	free(R.carry);
+	rep->tv_weight = R.tv_weight;
 	rep->seconds = rc_now_s() - t0;
 	return rc;
 }

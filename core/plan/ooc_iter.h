@@ -36,11 +36,34 @@
  * (x += lambda C s, clamped with nonnegative), x's start clamped too.  I/O
  * per iteration: reads C V + S (R / nv) P + 2 V + 2 P, writes V + P.
  *
- * Refused out of core (the caller says so with the memory in core): TV
- * (algorithm.tv.weight > 0), the stop rules, the long object's extension
- * (algorithm.extend must be "off"), fan and parallel geometries, checkpoints
- * (none are taken), SART and MLEM.  CGLS's algorithm.nonnegative clamps the
- * result at the end as in memory.
+ * A job's defaults run as in memory:
+ *   - the stop rules (algo_util.h's rc_stop): a first pass over the stack,
+ *     in pieces of whole blocks of noise.h's rows (non-finite values as 0),
+ *     gives ||p||, the noise energies (discrepancy; the default TV weight's
+ *     relative noise, rc_tv_weight) and sum p exactly as the whole stack
+ *     does; the residual each iteration is the streamed ||p - A x||, the
+ *     stop's reason goes to the progress call.  Reads P.
+ *   - algorithm.extend "auto": the data's verdict (extend.h's
+ *     rc_extent_decide_file, rows read one at a time) before the run; where
+ *     it would extend the volume, the run is refused (field
+ *     algorithm.extend, with the memory the extended run needs in core).
+ *     "on" is refused by the plan where the geometry's rays reach beyond
+ *     the volume.  Reads at most P.
+ *   - TV (rc_tv; tv_host.h's operator D^T W(w) D d, a stencil one slice
+ *     deep in z): per slab over the slab and a slice of halo each side, its
+ *     values in the slab the whole volume's.  Its scale s = sum p / sum A 1
+ *     takes a forward pass of ones (SIRT's A 1 pass already), CGLS's mean
+ *     of A^T A 1 its back projection.  CGLS per iteration: d^T L(x) d
+ *     (reads 2 V) and grad TV(x) in the back projection's slabs (reads V),
+ *     d restarted every 5 iterations as algo_cgls.c does.  SIRT: the
+ *     tv.steps descent steps after each update, a pass each in place (the
+ *     slice below a slab carried from before its update): reads and
+ *     writes V per step.
+ *
+ * Refused out of core (the caller says so with the memory in core): an
+ * extended volume, fan and parallel geometries, checkpoints (none are
+ * taken), algorithm.initial "given", SART and MLEM.  CGLS's
+ * algorithm.nonnegative clamps the result at the end as in memory.
  */
 #ifndef RC_PLAN_OOC_ITER_H
 #define RC_PLAN_OOC_ITER_H

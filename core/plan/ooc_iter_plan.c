@@ -4,7 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/noise.h"
 #include "backend/splat_dev.h"
+#include "plan/extend.h"
 #include "plan/memory.h"
 #include "plan/ooc_iter.h"
 #include "projectors/proj_cpu.h"
@@ -30,13 +32,16 @@ const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 		return "out of core, only fdk, cgls and sirt run";
 	if (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL)
 		return "out of core, cgls and sirt run cone and matrices geometries only";
-	if (a->tv_weight > 0)
-		return "out of core, cgls and sirt run without TV (algorithm.tv.weight 0)";
-	if (a->stop_tolerance > 0 || a->stop_discrepancy > 0 || a->stop_stagnation > 0)
-		return "out of core, cgls and sirt run their iterations without stop rules (algorithm.stop: tolerance, "
-		       "discrepancy and stagnation 0)";
-	if (a->extend != RC_EXTEND_OFF)
-		return "out of core, cgls and sirt run the asked volume only (algorithm.extend \"off\")";
+	/* extend auto: the data decide at the run (rc_ooc_iter refuses an
+	 * extension then); on: refused here where it would extend */
+	if (a->extend == RC_EXTEND_ON && g) {
+		rc_extent e;
+		rc_extent_plan(g, NULL, RC_EXTEND_ON, &e);
+		if (e.run.nz != s->vol.nz)
+			return "out of core, cgls and sirt run the asked volume only: algorithm.extend \"on\" would "
+			       "extend it (ask \"auto\", which extends only where the data show mass beyond it, or "
+			       "\"off\")";
+	}
 	if (s->engine != RC_ENGINE_CPU && s->engine != RC_ENGINE_AUTO)
 		return "out of core, cgls and sirt run on the cpu engine";
 	rc_projector pair = g ? rc_ooc_iter_pair(s, g) : a->projector;
@@ -83,9 +88,20 @@ static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int ro
 	uint64_t chunk = nv * nu * (uint64_t)nk * 4, sub = r * nu * (uint64_t)nk * 4;
 	uint64_t need = RC_MEM_BASE + chunk + 2 * sub + (uint64_t)(3 + sirt) * slab;
 	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+	/* the stop rules' and TV weight's pass over the stack: a block of
+	 * noise.h's rows where a chunk holds fewer */
+	need += RC_NOISE_ROWS_PER_ITEM * nu * 4;
+	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	threads = threads < 1 ? 1 : threads;
+	if (s->algo.tv_weight > 0) {
+		/* TV: two slabs with a slice of halo each side (CGLS: three, w
+		 * and d apart), SIRT's carried slice, the operator's two slices
+		 * of weights per thread (tv_host.c) */
+		uint64_t plane = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * 4;
+		need += (uint64_t)(sirt ? 2 : 3) * (slab + 2 * plane) + (uint64_t)sirt * plane +
+			(uint64_t)threads * 2 * plane;
+	}
 	if (footprint) {
-		long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
-		threads = threads < 1 ? 1 : threads;
 		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + (uint64_t)threads * r * nu * 4 + slab;
 	}
 	return need;

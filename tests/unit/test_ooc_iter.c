@@ -4,10 +4,17 @@
  * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
  * abs over max) from zero and from the FDK start, with the splat and the
  * footprint pair, on a flat cone off centre and on matrices; SIRT too
- * (from zero, and from FDK with the clamp and lambda 1.5).  The plan:
- * in core where the job fits, slabs and chunks whose predicted peak fits
- * a smaller budget, refusals of ray casting, TV and SART; a cancel stops
- * the run.
+ * (from zero, and from FDK with the clamp and lambda 1.5).  The stop
+ * rules (stagnation, discrepancy with the noise estimated, tolerance) stop
+ * both runs after the same iteration for the same reason, early; a job's
+ * defaults (FDK start, TV with its noise-set weight, the stop rules,
+ * extend auto on data with no mass beyond the volume) give the in-memory
+ * run to 1e-5 for CGLS and SIRT, and CGLS's TV across a restart of d.
+ * extend auto: the verdict read from the file is the in-memory one, and a
+ * run it would extend is refused naming algorithm.extend.  The plan: in
+ * core where the job fits, slabs and chunks whose predicted peak fits a
+ * smaller budget (with TV too), refusals of ray casting, extend "on" and
+ * SART; a cancel stops the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,8 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plan/extend.h"
 #include "plan/memory.h"
 #include "plan/ooc_iter.h"
+#include "geometry/phantom.h"
 #include "plan/recon.h"
 
 #define NVIEWS 36
@@ -60,9 +69,29 @@ static int scratch(void)
 	return fd;
 }
 
+/* The last progress call of a run: its iteration and stop rule. */
+struct last {
+	int it;
+	char stopped[16];
+};
+
+static void on_progress(void *ud, const rc_progress *p)
+{
+	struct last *l = ud;
+	l->it = p->iteration;
+	snprintf(l->stopped, sizeof l->stopped, "%s", p->stopped ? p->stopped : "");
+}
+
+/* compare's data: 0 a smooth object over the whole detector, 1 a ball
+ * inside the volume (no mass beyond it: extend auto does not extend) */
+static int data_ball;
+/* compare's in-memory run, which the out-of-core one matched */
+static struct last mem_last;
+
 /* A smooth object's projections plus a little noise (and a NaN both runs
  * read as 0) in a file; the in-memory CGLS and the out-of-core one with
- * slabs of nzs slices and chunks of views: max |ooc - mem| / max |mem|. */
+ * slabs of nzs slices and chunks of views: max |ooc - mem| / max |mem|.
+ * Both stop after the same iteration for the same reason. */
 static double compare(const rc_recon_spec *s, int nzs, int chunks)
 {
 	rc_err err;
@@ -83,19 +112,42 @@ static double compare(const rc_recon_spec *s, int nzs, int chunks)
 		double u = (double)(i % (size_t)s->geom.det.nu) / s->geom.det.nu - 0.5;
 		double v = (double)(i % view / (size_t)s->geom.det.nu) / s->geom.det.nv - 0.5;
 		proj[i] = (float)(fmax(0.0, 0.2 - u * u - v * v) * 40.0 + (xs % 1000) / 1000.0 * 0.5);
+		if (data_ball)
+			proj[i] = (float)(((xs % 1000) / 1000.0 - 0.5) * 0.004);
+	}
+	if (data_ball) {
+		const double c[3] = { 0.5, -0.4, 1.3 };
+		rc_phantom *ph = NULL;
+		float *ideal = malloc(sizeof(float) * np);
+		assert_non_null(ideal);
+		assert_int_equal(rc_phantom_ball(c, 7.0, 0.02, &ph, &err), 0);
+		assert_int_equal(rc_phantom_project(ph, g, 0, ideal, &err), 0);
+		for (size_t i = 0; i < np; i++)
+			proj[i] += ideal[i];
+		rc_phantom_free(ph);
+		free(ideal);
 	}
 	proj[np / 3] = NAN;
 	int fd = scratch();
 	assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
 	proj[np / 3] = 0.0f;
-	rc_recon_report rep;
-	if (rc_recon_run(s, proj, mem, NULL, &rep, &err))
+	rc_recon_report rep, mrep;
+	struct last ml = { 0 }, ol = { 0 };
+	rc_algo_hooks mh = { .progress = on_progress, .ud = &ml }, oh = { .progress = on_progress, .ud = &ol };
+	if (rc_recon_run(s, proj, mem, &mh, &mrep, &err))
 		fail_msg("in memory: %s", err.msg);
 	rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (s->vol.nz + nzs - 1) / nzs };
 	int xfd = scratch(), vscr = scratch(), pscr = scratch();
-	if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err))
+	if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, &oh, &rep, &err))
 		fail_msg("out of core: %s", err.msg);
-	assert_int_equal(rep.iterations_done, s->algo.iterations);
+	print_message("  in memory %d iterations (%s), out of core %d (%s); run nz %d and %d, TV weight %g and %g\n",
+		      mrep.iterations_done, ml.stopped, rep.iterations_done, ol.stopped, mrep.run_nz, rep.run_nz,
+		      mrep.tv_weight, rep.tv_weight);
+	assert_int_equal(rep.iterations_done, mrep.iterations_done);
+	assert_int_equal(ol.it, ml.it);
+	assert_string_equal(ol.stopped, ml.stopped);
+	assert_int_equal(rep.run_nz, s->vol.nz);
+	mem_last = ml;
 	assert_int_equal(pread(xfd, ooc, sizeof(float) * nvox, 0), (ssize_t)(sizeof(float) * nvox));
 	double dmax = 0, vmax = 0, d2 = 0, v2 = 0;
 	size_t at = 0;
@@ -182,6 +234,119 @@ static void test_sirt(void **state)
 	assert_true(e <= 1e-5);
 }
 
+/* The stop rules: thresholds from the stack read in pieces, the same
+ * iteration and reason as in memory; a stagnation that fires early. */
+static void test_stop_rules(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	data_ball = 1;
+	s.algo.iterations = 30;
+	s.algo.stop_stagnation = 0.05;
+	double e = compare(&s, 5, 4);
+	print_message("cgls, stagnation 0.05: stopped after %d (%s), error %.2e\n", mem_last.it, mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	assert_true(mem_last.it < s.algo.iterations);
+	assert_string_equal(mem_last.stopped, "stagnation");
+	s.algo.stop_stagnation = 0;
+	s.algo.stop_discrepancy = 1.0; /* the noise estimated from the stack */
+	e = compare(&s, 7, 3);
+	print_message("cgls, discrepancy 1: stopped after %d (%s), error %.2e\n", mem_last.it, mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	assert_string_equal(mem_last.stopped, "discrepancy");
+	s.algo.stop_discrepancy = 0;
+	s.algo.stop_tolerance = 0.05;
+	s.algo.name = RC_ALGO_SIRT;
+	e = compare(&s, 6, 5);
+	print_message("sirt, tolerance 0.05: stopped after %d (%s), error %.2e\n", mem_last.it, mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	assert_string_equal(mem_last.stopped, "tolerance");
+	data_ball = 0;
+}
+
+/* A job's defaults (docs/algorithms.md): FDK start, TV with the weight
+ * the noise sets, the discrepancy and stagnation stops, extend auto (the
+ * ball leaves no mass beyond the volume: not extended), projector auto. */
+static void test_defaults(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	data_ball = 1;
+	rc_algo_params_default(&s.algo, RC_ALGO_CGLS);
+	s.algo.iterations = 12;
+	double e = compare(&s, 5, 4);
+	print_message("cgls defaults, slabs of 5, 4 chunks: %d iterations (%s), error %.2e\n", mem_last.it,
+		      mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	/* TV on its own (no stop) across a restart of d, zero start */
+	s.algo.stop_stagnation = 0;
+	s.algo.stop_discrepancy = 0;
+	s.algo.initial = RC_INITIAL_ZERO;
+	s.algo.iterations = 7;
+	e = compare(&s, 3, 3);
+	print_message("cgls TV, zero start, 7 iterations, slabs of 3: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	rc_algo_params_default(&s.algo, RC_ALGO_SIRT);
+	s.algo.iterations = 12;
+	e = compare(&s, 5, 3);
+	print_message("sirt defaults, slabs of 5, 3 chunks: %d iterations (%s), error %.2e\n", mem_last.it,
+		      mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	data_ball = 0;
+}
+
+/* extend auto: the verdict from the file is the in-memory one; where the
+ * data show mass beyond the volume (the smooth object over the whole
+ * detector) the run is refused naming algorithm.extend, nothing run. */
+static void test_extend(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	s.algo.extend = RC_EXTEND_AUTO;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	size_t np = rc_geom_proj_count(g);
+	float *proj = malloc(sizeof(float) * np);
+	assert_non_null(proj);
+	size_t view = (size_t)s.geom.det.nu * (size_t)s.geom.det.nv;
+	for (size_t i = 0; i < np; i++) {
+		double u = (double)(i % (size_t)s.geom.det.nu) / s.geom.det.nu - 0.5;
+		double v = (double)(i % view / (size_t)s.geom.det.nu) / s.geom.det.nv - 0.5;
+		proj[i] = (float)(fmax(0.0, 0.2 - u * u - v * v) * 40.0);
+	}
+	proj[np / 2] = INFINITY; /* read as 0 by both */
+	int fd = scratch();
+	assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+	proj[np / 2] = 0.0f;
+	rc_extent em, ef;
+	rc_extent_decide(&s, g, proj, &em);
+	assert_int_equal(rc_extent_decide_file(&s, g, fd, &ef, &err), 0);
+	print_message("extend auto: in memory nz %d (mass beyond %d), from the file nz %d (%d)\n", em.run.nz,
+		      em.mass_beyond, ef.run.nz, ef.mass_beyond);
+	assert_int_equal(em.run.nz, ef.run.nz);
+	assert_int_equal(em.z0, ef.z0);
+	assert_int_equal(em.mass_beyond, ef.mass_beyond);
+	assert_true(ef.run.nz > s.vol.nz);
+	rc_ooc_plan p = { .slab_nz = 6, .chunks = 2, .slabs = 4 };
+	int xfd = scratch(), vscr = scratch(), pscr = scratch();
+	rc_recon_report rep;
+	assert_int_equal(rc_ooc_iter(&s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err), RC_EUNSUPPORTED);
+	print_message("refused: %s: %s\n", err.field, err.msg);
+	assert_string_equal(err.field, "algorithm.extend");
+	assert_int_equal(rep.iterations_done, 0);
+	close(fd);
+	close(xfd);
+	close(vscr);
+	close(pscr);
+	free(proj);
+	rc_geom_free(g);
+}
+
 /* A cancel set before the run stops it with RC_ECANCELLED. */
 static void test_cancel(void **state)
 {
@@ -231,13 +396,26 @@ static void test_plan(void **state)
 	/* not one slice and one view */
 	assert_int_equal(rc_ooc_plan_iter(&s, g, RC_MEM_BASE, &p, &err), RC_EUNSUPPORTED);
 	assert_true(p.predicted_bytes > RC_MEM_BASE);
-	/* refusals: ray casting, TV, SART */
+	/* refusals: ray casting, SART */
 	s.algo.projector = RC_PROJECTOR_RAYCAST;
 	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "voxel-driven"));
 	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
+	/* TV and the stop rules plan, with TV's slabs of halo in the figure */
+	rc_ooc_plan q;
 	s.algo.tv_weight = 0.1;
-	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	s.algo.stop_stagnation = 0.01;
+	if (rc_ooc_plan_iter(&s, g, budget, &q, &err))
+		fail_msg("plan with TV: %s", err.msg);
+	assert_true(q.predicted_bytes <= budget);
+	assert_true(q.slab_nz <= p.slab_nz);
+	/* extend auto plans (the data decide at the run), on where it extends does not */
+	s.algo.extend = RC_EXTEND_AUTO;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &q, &err), 0);
+	s.algo.extend = RC_EXTEND_ON;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &q, &err), RC_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "algorithm.extend"));
+	s.algo.extend = RC_EXTEND_OFF;
 	s.algo.tv_weight = 0;
 	s.algo.name = RC_ALGO_SART;
 	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
@@ -251,6 +429,9 @@ int main(void)
 		cmocka_unit_test(test_cone_fdk),
 		cmocka_unit_test(test_footprint_matrices),
 		cmocka_unit_test(test_sirt),
+		cmocka_unit_test(test_stop_rules),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
