@@ -24,11 +24,14 @@ def run(api, s, data, what):
     return job, j, np.frombuffer(vol, dtype=np.float32)
 
 
-def against_in_core(s, data, limit, ooc):
+def against_in_core(s, data, limit, ooc, on_job=None):
     """The same job on a daemon without a limit: in core, its peak over limit,
-    and the out-of-core volume ooc equal to its volume to 1e-5 (max abs / max)."""
+    and the out-of-core volume ooc equal to its volume to 1e-5 (max abs / max);
+    on_job (if given) is called with that finished job."""
     d = Daemon().start()
     job, j, whole = run(d.api(), s, data, "without a limit")
+    if on_job:
+        on_job(j)
     check("without a limit it runs in core", (job["summary"].get("memory_plan") or {}).get("mode") == "in_core",
           json.dumps(job["summary"].get("memory_plan")))
     rss = j.get("peak_rss_mb")

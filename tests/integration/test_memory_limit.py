@@ -3,8 +3,8 @@
 
 A daemon started with --memory-limit 64M refuses a job whose worker is
 predicted (core/plan/memory.h) to need more and that cannot run out of core
-(FDK and CGLS without TV do: test_out_of_core.py, test_out_of_core_cgls.py;
-CGLS with its default TV does not): 64^3 CGLS from 90 views of 128x128
+(FDK, CGLS and SIRT do: test_out_of_core.py, test_out_of_core_cgls.py;
+SART does not): 64^3 SART from 90 views of 128x128
 (the process, a 5.9 MB stack, its vectors, the volumes) is 422
 `unsupported`, field `volume`, the message naming the bytes needed (the
 prediction, which the unit test holds within 30 % above measured peaks), the
@@ -31,7 +31,7 @@ LIMIT = 64 << 20
 
 def big_spec():
     s = phantom.cone_spec(n=64, voxel=1.0, views=90, nu=128, nv=128, du=1.5, dv=1.5,
-                          algorithm={"name": "cgls", "iterations": 3}, label="too-big-for-64M")
+                          algorithm={"name": "sart", "iterations": 3}, label="too-big-for-64M")
     return s
 
 

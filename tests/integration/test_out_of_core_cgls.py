@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Out-of-core CGLS under a memory budget (docs/server.md, "Out of core"; core/plan/ooc_iter.h).
 
-A daemon started with --memory-limit 64M accepts a CGLS job (splat pair, zero
-start, no TV, no stop rules, the asked volume only) whose volume (256^3, 64
+A daemon started with --memory-limit 64M accepts a plain CGLS job (splat pair,
+zero start, no TV, no stop rules, the asked volume only) whose volume (256^3, 64
 MiB) and stack (24 views of 128x128) together exceed the budget: its
 summary.memory_plan says out_of_core in several slabs with a predicted peak
 under the budget.  It runs and succeeds with a progress line per iteration;
@@ -10,8 +10,11 @@ its volume equals the one a daemon without the limit reconstructs in memory
 from the same stack with the same parameters to 1e-5 (max abs difference over
 max abs), and its measured peak_rss_mb is under the budget (the in-memory
 run's is over it).  A SIRT job of the same parameters is planned out of
-core too.  Under the same budget a CGLS job with TV (the default)
-is refused at creation (422, field volume) saying why, and nothing is stored.
+core too.  Under the same budget a CGLS job with algorithm.extend "on"
+(which would extend this cone's volume) is refused at creation (422, field
+volume, the message naming algorithm.extend), and nothing is stored.  A job
+with the defaults (FDK start, TV, stop rules, extend auto) runs out of core:
+test_out_of_core_default.py.
 """
 
 import json
@@ -74,15 +77,14 @@ def main():
     sp = js["summary"].get("memory_plan") or {}
     check("sirt under 64M is planned out of core", sp.get("mode") == "out_of_core"
           and 0 < sp.get("predicted_bytes", 0) <= LIMIT, json.dumps(sp))
-    bad = dict(ALGO)
-    del bad["tv"]
+    bad = dict(ALGO, extend="on")
     before = store_files(d.store)
     st, _, body, doc = api.post_json("/v1/jobs", spec(bad))
     err = (doc or {}).get("error") or {}
-    log("cgls with TV under 64M: %d %s" % (st, body[:400]))
-    check("cgls with TV under 64M: 422, field volume, says why",
-          st == 422 and err.get("field") == "volume" and "without TV" in err.get("message", ""), body[:300])
-    check("cgls with TV under 64M: nothing stored", store_files(d.store) == before)
+    log("cgls with extend on under 64M: %d %s" % (st, body[:400]))
+    check("cgls with extend on under 64M: 422, field volume, names algorithm.extend",
+          st == 422 and err.get("field") == "volume" and "algorithm.extend" in err.get("message", ""), body[:300])
+    check("cgls with extend on under 64M: nothing stored", store_files(d.store) == before)
     d.stop()
 
     against_in_core(s, data, LIMIT, ooc)

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Out-of-core CGLS with a job's defaults (docs/server.md, "Out of core"; core/plan/ooc_iter.h).
+
+A daemon started with --memory-limit 64M accepts a CGLS job that names only
+the algorithm and its iterations: the defaults (docs/algorithms.md) start
+from FDK, add TV with the weight the data's noise sets, stop on the
+discrepancy and stagnation rules and leave algorithm.extend "auto".  Its
+volume (160^3, 16 MiB) and the in-core vectors with TV (four volumes and two
+stacks) exceed the budget, so it is planned out of core; the phantom lies
+inside the volume and the noise has zero mean, so the data show no mass
+beyond it and the run is not extended.  It succeeds with its peak_rss_mb
+under the budget, stops after the same iteration as the in-memory run of a
+daemon without the limit (for the same reason, if any), and its volume equals
+that run's to 1e-5 (max abs difference over max abs).
+"""
+
+import json
+
+import numpy as np
+
+from recond_harness import Daemon, check, log, require_binaries, run_main
+import phantom
+from ooc_common import against_in_core, run
+
+LIMIT = 64 << 20
+N, VIEWS, DET, ITER = 160, 24, 128, 4
+
+
+def spec():
+    s = phantom.cone_spec(n=N, voxel=0.5, views=VIEWS, nu=DET, nv=DET, du=2.0, dv=2.0, D=400.0, S=800.0,
+                          algorithm={"name": "cgls", "iterations": ITER}, label="out-of-core-default")
+    s["execution"] = {"engine": "cpu"}
+    s["autostart"] = False
+    return s
+
+
+def stack(s):
+    data = b"".join(phantom.project_view(s, k) for k in range(VIEWS))
+    a = np.frombuffer(data, dtype=np.float32).copy()
+    # zero-mean noise: the rays that miss the volume carry none of the object
+    a += (np.random.default_rng(37).random(a.size, dtype=np.float32) - 0.5) * 0.02 * float(a.max())
+    return a.tobytes()
+
+
+def stopped(j):
+    """(iterations done, the stop rule or None) of finished job j."""
+    p = j.get("progress") or {}
+    return (p.get("iteration"), p.get("stopped"))
+
+
+def main():
+    require_binaries()
+    s = spec()
+    data = stack(s)
+
+    d = Daemon(extra=["--memory-limit", "64M"]).start()
+    job, j, ooc = run(d.api(), s, data, "default cgls under 64M")
+    plan = job["summary"].get("memory_plan") or {}
+    log("plan at creation: %s" % json.dumps(plan))
+    check("the default job is planned out of core", plan.get("mode") == "out_of_core" and plan.get("slabs", 0) > 1
+          and 0 < plan.get("predicted_bytes", 0) <= LIMIT, json.dumps(plan))
+    check("the job shows the plan that ran", (j.get("memory_plan") or {}).get("mode") == "out_of_core",
+          json.dumps(j.get("memory_plan")))
+    rss = j.get("peak_rss_mb")
+    log("out of core: peak %s MiB, %s s, progress %s" % (rss, (j.get("timings") or {}).get("recon_s"),
+                                                         json.dumps(j.get("progress"))))
+    check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= LIMIT, str(rss))
+    d.stop()
+
+    whole = {}
+
+    def keep(j_in):
+        whole["j"] = j_in
+
+    against_in_core(s, data, LIMIT, ooc, on_job=keep)
+    log("iterations: out of core %s, in core %s" % (stopped(j), stopped(whole["j"])))
+    check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
+          "%s %s" % (stopped(j), stopped(whole["j"])))
+
+
+if __name__ == "__main__":
+    run_main(main)
