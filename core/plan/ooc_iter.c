@@ -56,6 +56,9 @@ typedef struct run {
 	int pscr, vscr, stack;            /* SIRT: rinv (pscr at 0), C (vscr at 0), p */
 	rc_stop stop;                     /* the stop rules' thresholds (stack_stats) */
 	double psum;                      /* sum p (TV's scale) */
+	double ppos, pmax;                /* MLEM's start: sum max(p, 0), max(p, 0) */
+	int em;                           /* MLEM: the SIRT passes as EM's (algo_sart.c) */
+	float em_eps;                     /* MLEM's ratio guard */
 	double tv_weight;                 /* the TV weight that runs (rc_tv_weight's) */
 	double fsum, bsum;                /* forward's and backward's last sums (not SIRT's passes) */
 	/* TV (algo_util.h's rc_tv): on, eps, SIRT's step and steps, CGLS's
@@ -331,8 +334,8 @@ static int progress(const rc_algo_hooks *hooks, int it, int of, double res, doub
 	return 0;
 }
 
-/* x clamped at 0, slab by slab */
-static int clamp(run *R, int xfd, rc_err *err)
+/* x clamped at lo (fill: set to lo), slab by slab */
+static int floor_x(run *R, int xfd, float lo, int fill, rc_err *err)
 {
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, rc;
@@ -342,7 +345,7 @@ static int clamp(run *R, int xfd, rc_err *err)
 		if ((rc = rd(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 		for (size_t j = 0; j < n; j++)
-			R->a[j] = R->a[j] > 0.0f ? R->a[j] : 0.0f;
+			R->a[j] = !fill && R->a[j] > lo ? R->a[j] : lo;
 		if ((rc = wr(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 	}
@@ -457,7 +460,7 @@ static int stack_stats(run *R, rc_err *err)
 	const int e4 = a->tv_auto && a->tv_weight > 0.0 && !(a->noise_sigma > 0.0);
 	size_t rows = R->view / R->nu * (size_t)R->nk / RC_NOISE_ROWS_PER_ITEM * RC_NOISE_ROWS_PER_ITEM;
 	float *buf = R->chunk, *own = NULL;
-	double pp = 0.0, psum = 0.0, en2 = 0.0, en4 = 0.0;
+	double pp = 0.0, psum = 0.0, ppos = 0.0, pmax = 0.0, en2 = 0.0, en4 = 0.0;
 	int rc = 0, oom = 0;
 	if (!rows) { /* a chunk of fewer rows than a block: a block of its own */
 		rows = RC_NOISE_ROWS_PER_ITEM;
@@ -474,6 +477,9 @@ static int stack_stats(run *R, rc_err *err)
 				buf[j] = 0.0f;
 			pp += (double)buf[j] * buf[j];
 			psum += buf[j];
+			if (buf[j] > 0.0f) /* em_start's */
+				ppos += buf[j];
+			pmax = buf[j] > pmax ? buf[j] : pmax;
 		}
 		if (e2 && rc_noise_energy_add(buf, m, nu, 2, R->s->threads, &en2))
 			oom = 1;
@@ -492,6 +498,8 @@ static int stack_stats(run *R, rc_err *err)
 		R->stop.discrepancy = e > 0.0 ? a->stop_discrepancy * sqrt(e) : 0.0;
 	}
 	R->psum = psum;
+	R->ppos = ppos;
+	R->pmax = pmax;
 	/* rc_tv_weight's: rc_noise_relative's sqrt(e / pp) */
 	R->tv_weight = a->tv_weight;
 	if (a->tv_auto && a->tv_weight > 0.0) {
@@ -564,13 +572,14 @@ static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err)
 	for (uint64_t i = 0; i < n; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : len;
 		if ((rc = rd(R->stack, R->a, sizeof(float) * m, off + 4 * i, err)) ||
-		    (rc = rd(R->pscr, R->b, sizeof(float) * m, off + 4 * i, err)))
+		    (!R->em && (rc = rd(R->pscr, R->b, sizeof(float) * m, off + 4 * i, err))))
 			return rc;
 		float *e = R->chunk + i;
 		for (size_t j = 0; j < m; j++) {
 			float p = isfinite(R->a[j]) ? R->a[j] : 0.0f, d = rc_ew_residual(p, e[j]);
 			*r2 += (double)d * d;
-			e[j] = rc_ew_weigh(d, R->b[j]);
+			/* MLEM: the ratio p / A x instead (vec_host.c's rc_vratio) */
+			e[j] = R->em ? rc_ew_ratio(e[j], p, R->em_eps) : rc_ew_weigh(d, R->b[j]);
 		}
 	}
 	return 0;
@@ -586,7 +595,8 @@ static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err)
 	if ((rc = rd(R->vscr, R->a, sizeof(float) * n, off, err)) || (rc = rd(xfd, R->c, sizeof(float) * n, off, err)))
 		return rc;
 	for (size_t j = 0; j < n; j++)
-		R->c[j] = rc_ew_update(R->c[j], R->b[j], R->a[j], (float)a->relaxation, a->nonnegative);
+		R->c[j] = R->em ? rc_ew_mul(R->c[j], R->b[j], R->a[j]) /* x *= C A^T (p / A x) */
+				: rc_ew_update(R->c[j], R->b[j], R->a[j], (float)a->relaxation, a->nonnegative);
 	return wr(xfd, R->c, sizeof(float) * n, off, err);
 }
 
@@ -605,13 +615,20 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
 	if (rc)
 		return rc;
-	if (start != RC_INITIAL_ZERO && a->nonnegative && (rc = clamp(R, xfd, err)))
-		return rc;
 	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
 		return rc;
 	if (R->tv_weight > 0.0)
 		tv_init(R, R->fsum);
-	if ((rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err)) ||
+	/* the start clamped at 0; MLEM's (algo_sart.c's em_start) the constant
+	 * x0 = sum p+ / sum A 1, or at least RC_EM_START_FLOOR of it */
+	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
+	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
+	if (R->em)
+		rc = floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
+			     start == RC_INITIAL_ZERO, err);
+	else if (start != RC_INITIAL_ZERO && a->nonnegative)
+		rc = floor_x(R, xfd, 0.0f, 0, err);
+	if (rc || (!R->em && (rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
 	    (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
 	    (rc = inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
 		return rc;
@@ -621,7 +638,7 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 		r2 = 0;
 		if ((rc = forward(R, xfd, 0, pscr, R->P, 1, &r2, err)) ||
 		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)) ||
-		    (R->tv_on && (rc = tv_descend(R, xfd, a->nonnegative, err))))
+		    (R->tv_on && (rc = tv_descend(R, xfd, a->nonnegative || R->em, err))))
 			return rc;
 		rep->iterations_done = it;
 		const char *why = rc_stop_check(&R->stop, sqrt(r2));
@@ -714,7 +731,7 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 		if (why)
 			break;
 	}
-	if (a->nonnegative && (rc = clamp(R, xfd, err)))
+	if (a->nonnegative && (rc = floor_x(R, xfd, 0.0f, 0, err)))
 		return rc;
 	rep->relative_residual = a->nonnegative || !(pp > 0) ? NAN : res / sqrt(pp);
 	return 0;
@@ -771,7 +788,9 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.rows = malloc(sizeof(float) * (size_t)(most > 0 ? most : 1) * R.nu * (size_t)R.nk);
 	R.a = malloc(sizeof(float) * slab);
 	R.b = malloc(sizeof(float) * slab);
-	int sirt = s->algo.name == RC_ALGO_SIRT;
+	/* SIRT and MLEM: one loop (algo_sart.c's) */
+	int sirt = s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM;
+	R.em = s->algo.name == RC_ALGO_MLEM;
 	R.c = sirt ? malloc(sizeof(float) * slab) : NULL;
 	/* TV: slabs with a slice of halo each side (CGLS: w and d apart), SIRT's carried slice */
 	int tv = s->algo.tv_weight > 0.0;
@@ -801,7 +820,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	rep->mass_beyond = ext.mass_beyond;
 	if (ext.run.nz != s->vol.nz) {
 		rc = rc_fail(err, RC_EUNSUPPORTED, "algorithm.extend",
-			     "out of core, cgls and sirt run the asked volume only, and algorithm.extend \"%s\" extends "
+			     "out of core, cgls, sirt and mlem run the asked volume only, and algorithm.extend \"%s\" extends "
 			     "it from %d to %d slices (%s; the extended run needs about %llu bytes in core): ask "
 			     "algorithm.extend \"off\" (the mass beyond then lands in the end slices), a volume that "
 			     "holds the object, or a --memory-limit that fits it",

@@ -1,5 +1,5 @@
 /*
- * ooc_iter: out-of-core CGLS and SIRT, an iterative job whose vectors would not fit
+ * ooc_iter: out-of-core CGLS, SIRT and MLEM, an iterative job whose vectors would not fit
  * its worker's memory budget (memory.h), run in z-slabs of the volume and
  * chunks of views, every vector streamed from files each iteration.
  *
@@ -36,6 +36,12 @@
  * (x += lambda C s, clamped with nonnegative), x's start clamped too.  I/O
  * per iteration: reads C V + S (R / nv) P + 2 V + 2 P, writes V + P.
  *
+ * MLEM (algo_mlem.c, one subset: OS-EM's subsets would each read the
+ * whole volume) runs SIRT's passes as algo_sart.c's EM: A 1 only for the
+ * start (sum p+ / sum A 1: filled, or the FDK start floored at
+ * RC_EM_START_FLOOR of it), each chunk of A x made the ratio p+ / A x, each
+ * slab x *= C A^T (ratio); its TV descent always clamps.
+ *
  * A job's defaults run as in memory:
  *   - the stop rules (algo_util.h's rc_stop): a first pass over the stack,
  *     in pieces of whole blocks of noise.h's rows (non-finite values as 0),
@@ -62,7 +68,7 @@
  *
  * Refused out of core (the caller says so with the memory in core): an
  * extended volume, fan and parallel geometries, checkpoints (none are
- * taken), algorithm.initial "given", SART and MLEM.  CGLS's
+ * taken), algorithm.initial "given", SART and OS-EM (subsets > 1).  CGLS's
  * algorithm.nonnegative clamps the result at the end as in memory.
  */
 #ifndef RC_PLAN_OOC_ITER_H
@@ -78,10 +84,10 @@
  * auto takes in memory), RC_PROJECTOR_RAYCAST where that is ray casting's. */
 rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
 
-/* Why s (geometry g, NULL: not built) cannot run CGLS or SIRT out of core, or NULL. */
+/* Why s (geometry g, NULL: not built) cannot run CGLS, SIRT or MLEM out of core, or NULL. */
 const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g);
 
-/* The plan for s (CGLS or SIRT, g its geometry) under budget bytes: in core
+/* The plan for s (CGLS, SIRT or MLEM, g its geometry) under budget bytes: in core
  * (slabs 1) when rc_plan_memory(s) fits, else slabs (slab_nz, rows: the
  * most a slab reads) and chunks of views (chunks; each holds
  * ceil(nviews / chunks) views) that fit, chosen for the least I/O per
@@ -94,14 +100,15 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
  * SIRT's is lower). */
 uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p);
 
-/* CGLS or SIRT (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the
+/* CGLS, SIRT or MLEM (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the
  * spec's layout, non-finite values read as 0) into the volume file xfd
  * (read-write, written whole: nx * ny * nz fp32 from offset 0), with
- * scratch files vscr (2 volumes; SIRT 1) and pscr (2 stacks) open read-write.
+ * scratch files vscr (2 volumes; SIRT, MLEM 1) and pscr (2 stacks) open read-write.
  * hooks: progress after each iteration (residual ||p - A x||), cancel
  * between and within the passes; iterate, phase and checkpoints are not
  * called.  rep: iterations_done, seconds, relative_residual (||r|| / ||p||
- * before the clamp; NaN with nonnegative, and for SIRT), projector. */
+ * before the clamp; NaN with nonnegative, and for SIRT and MLEM), projector,
+ * run_nz, run_z0 and mass_beyond (the asked volume's), tv_weight. */
 int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, int vscr, int pscr,
 		const rc_ooc_plan *p, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
 

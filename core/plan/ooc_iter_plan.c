@@ -1,4 +1,4 @@
-/* ooc_iter_plan: out-of-core CGLS and SIRT, the refusals and the plan
+/* ooc_iter_plan: out-of-core CGLS, SIRT and MLEM, the refusals and the plan
  * (ooc_iter.h). */
 #include <stdlib.h>
 #include <string.h>
@@ -28,25 +28,29 @@ rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g)
 const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 {
 	const rc_algo_params *a = &s->algo;
-	if (a->name != RC_ALGO_CGLS && a->name != RC_ALGO_SIRT)
-		return "out of core, only fdk, cgls and sirt run";
+	if (a->name != RC_ALGO_CGLS && a->name != RC_ALGO_SIRT && a->name != RC_ALGO_MLEM)
+		return "out of core, only fdk, cgls, sirt and mlem run (sart's ordered subsets would each read the "
+		       "whole volume)";
+	if (a->name == RC_ALGO_MLEM && rc_algo_subsets(a, s->geom.nviews) != 1)
+		return "out of core, mlem runs with one subset (algorithm.subsets 1: each subset would read the whole "
+		       "volume)";
 	if (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL)
-		return "out of core, cgls and sirt run cone and matrices geometries only";
+		return "out of core, cgls, sirt and mlem run cone and matrices geometries only";
 	/* extend auto: the data decide at the run (rc_ooc_iter refuses an
 	 * extension then); on: refused here where it would extend */
 	if (a->extend == RC_EXTEND_ON && g) {
 		rc_extent e;
 		rc_extent_plan(g, NULL, RC_EXTEND_ON, &e);
 		if (e.run.nz != s->vol.nz)
-			return "out of core, cgls and sirt run the asked volume only: algorithm.extend \"on\" would "
+			return "out of core, cgls, sirt and mlem run the asked volume only: algorithm.extend \"on\" would "
 			       "extend it (ask \"auto\", which extends only where the data show mass beyond it, or "
 			       "\"off\")";
 	}
 	if (s->engine != RC_ENGINE_CPU && s->engine != RC_ENGINE_AUTO)
-		return "out of core, cgls and sirt run on the cpu engine";
+		return "out of core, cgls, sirt and mlem run on the cpu engine";
 	rc_projector pair = g ? rc_ooc_iter_pair(s, g) : a->projector;
 	if (a->projector == RC_PROJECTOR_RAYCAST || pair == RC_PROJECTOR_RAYCAST)
-		return "out of core, cgls and sirt need a voxel-driven pair (algorithm.projector splat or footprint: ray "
+		return "out of core, cgls, sirt and mlem need a voxel-driven pair (algorithm.projector splat or footprint: ray "
 		       "casting's does not add up over slabs)";
 	/* the whole job's pair, as in memory (a slab may suit where the whole does not) */
 	if (g && pair == RC_PROJECTOR_SPLAT && !rc_dev_splat_suits(g))
@@ -82,7 +86,8 @@ static int most_rows(const rc_geom *g, int nz, int nzs)
  * block of views, a view per thread and the slab's z-fastest copy). */
 static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
 {
-	int sirt = s->algo.name == RC_ALGO_SIRT; /* one more slab: x beside s and C */
+	/* SIRT, MLEM: one more slab, x beside s and C */
+	int sirt = s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM;
 	uint64_t nu = (uint64_t)s->geom.det.nu, nv = (uint64_t)s->geom.det.nv, r = (uint64_t)(rows > 0 ? rows : 1);
 	uint64_t slab = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * (uint64_t)nzs * 4;
 	uint64_t chunk = nv * nu * (uint64_t)nk * 4, sub = r * nu * (uint64_t)nk * 4;

@@ -10,8 +10,9 @@
  * waits for its whole stack, then runs from it). */
 static const char *not_out_of_core(const job_spec *s)
 {
-	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS && s->r.algo.name != RC_ALGO_SIRT)
-		return "out of core, only fdk, cgls and sirt run";
+	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS && s->r.algo.name != RC_ALGO_SIRT &&
+	    s->r.algo.name != RC_ALGO_MLEM)
+		return "out of core, only fdk, cgls, sirt and mlem run";
 	if (s->in.intensity)
 		return "out of core, fdk, cgls and sirt run from line integrals only";
 	if (s->r.geom.type == RC_GEOM_HELIX) /* its own slabs hold only the views each needs */
@@ -61,6 +62,21 @@ int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc
 		p->predicted_bytes = need < p->predicted_bytes ? need : p->predicted_bytes;
 	} else if (!why) {
 		why = e.msg;
+	}
+	/* the long object's extension (bounded from the spec) may be what does
+	 * not fit: say what the asked volume alone needs (in place of the
+	 * figures' detail, for room in the message) */
+	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.extend != RC_EXTEND_OFF) {
+		job_spec off = *s;
+		off.r.algo.extend = RC_EXTEND_OFF;
+		uint64_t n_off = job_spec_memory(&off);
+		if (n_off < need && n_off <= budget)
+			return rc_fail(err, RC_EUNSUPPORTED, "volume",
+				       "the job needs about %llu bytes in core, %llu with algorithm.extend \"off\"%s%s%s; a "
+				       "job may take %llu bytes (%s): ask for a smaller volume or fewer views, or raise "
+				       "--memory-limit",
+				       (unsigned long long)need, (unsigned long long)n_off, least, why ? "; " : "",
+				       why ? why : "", (unsigned long long)budget, why_budget ? why_budget : "the budget");
 	}
 	return rc_fail(err, RC_EUNSUPPORTED, "volume",
 		       "the job needs about %llu bytes in core (stack %llu, volume %llu bytes and the algorithm's "

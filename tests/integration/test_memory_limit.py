@@ -8,7 +8,9 @@ SART does not): 64^3 SART from 90 views of 128x128
 (the process, a 5.9 MB stack, its vectors, the volumes) is 422
 `unsupported`, field `volume`, the message naming the bytes needed (the
 prediction, which the unit test holds within 30 % above measured peaks), the
-budget (67108864) and what to change; nothing is stored.  A small job
+budget (67108864) and what to change; nothing is stored.  Where the long
+object's extension (bounded from the spec) is what does not fit, the
+message says what the job needs with algorithm.extend "off".  A small job
 (16^3 from 24 views of 24x24: predicted ~50 MiB) is accepted, shows its
 prediction as summary.plan_memory_bytes, runs and succeeds, and its
 measured peak_rss_mb is not above the prediction.  The same limit from the
@@ -57,6 +59,16 @@ def main():
     d = Daemon(extra=["--memory-limit", "64M"]).start()
     api = d.api()
     refused(api, d.store, "--memory-limit 64M")
+    # where the long object's extension (bounded from the spec) is what does
+    # not fit, the refusal says what the asked volume alone needs
+    ext = phantom.cone_spec(n=59, voxel=1.0, views=24, nu=128, nv=128, du=1.5, dv=1.5,
+                            algorithm={"name": "sart", "iterations": 3}, label="extension-over-64M")
+    st, _, body, doc = api.post_json("/v1/jobs", ext)
+    msg = ((doc or {}).get("error") or {}).get("message", "")
+    log("sart whose extension does not fit: %d %s" % (st, body[:400]))
+    off = [int(x) for x in re.findall(r"in core, (\d+) with algorithm.extend \"off\"", msg)]
+    check("a job whose extension does not fit: 422 naming algorithm.extend \"off\" and what it needs then",
+          st == 422 and off and off[0] <= LIMIT and msg.endswith("raise --memory-limit"), msg)
     spec = small_spec(autostart=False)
     job = api.create(spec)
     pred = job["summary"].get("plan_memory_bytes")

@@ -116,7 +116,7 @@ def main():
     st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
     check("its volume is the batch one", st == 200 and vol == ooc.tobytes(), "%d %d" % (st, len(vol)))
     refused(api, d.store, spec({"name": "sart", "iterations": 3}), "sart under 64M",
-            ["needs about", "out of core, only fdk, cgls and sirt run", str(LIMIT), "smaller volume", "--memory-limit"])
+            ["needs about", "out of core, only fdk, cgls, sirt and mlem run", str(LIMIT), "smaller volume", "--memory-limit"])
     d.stop()
 
     d = Daemon(extra=["--memory-limit", "48M"]).start()

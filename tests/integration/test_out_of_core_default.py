@@ -11,7 +11,8 @@ inside the volume and the noise has zero mean, so the data show no mass
 beyond it and the run is not extended.  It succeeds with its peak_rss_mb
 under the budget, stops after the same iteration as the in-memory run of a
 daemon without the limit (for the same reason, if any), and its volume equals
-that run's to 1e-5 (max abs difference over max abs).
+that run's to 1e-5 (max abs difference over max abs).  Default MLEM and SIRT
+jobs of the same size are planned out of core too.
 """
 
 import json
@@ -65,6 +66,13 @@ def main():
     log("out of core: peak %s MiB, %s s, progress %s" % (rss, (j.get("timings") or {}).get("recon_s"),
                                                          json.dumps(j.get("progress"))))
     check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= LIMIT, str(rss))
+    # MLEM and SIRT with their defaults are planned out of core too (test_ooc_iter.c runs them)
+    for name in ("mlem", "sirt"):
+        o = spec()
+        o["algorithm"] = {"name": name, "iterations": ITER}
+        mp = d.api().create(o)["summary"].get("memory_plan") or {}
+        check("default %s under 64M is planned out of core" % name, mp.get("mode") == "out_of_core"
+              and 0 < mp.get("predicted_bytes", 0) <= LIMIT, json.dumps(mp))
     d.stop()
 
     whole = {}

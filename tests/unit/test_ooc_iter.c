@@ -294,7 +294,48 @@ static void test_defaults(void **state)
 	print_message("sirt defaults, slabs of 5, 3 chunks: %d iterations (%s), error %.2e\n", mem_last.it,
 		      mem_last.stopped, e);
 	assert_true(e <= 1e-5);
+	/* slabs of one slice: every TV halo from the neighbours (SIRT's carried) */
+	s.algo.iterations = 3;
+	e = compare(&s, 1, 2);
+	print_message("sirt defaults, 3 iterations, slabs of 1: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	rc_algo_params_default(&s.algo, RC_ALGO_CGLS);
+	s.algo.iterations = 3;
+	e = compare(&s, 1, 2);
+	print_message("cgls defaults, 3 iterations, slabs of 1: error %.2e\n", e);
+	assert_true(e <= 1e-5);
 	data_ball = 0;
+}
+
+/* MLEM (one subset): from its constant start, and with its defaults (FDK
+ * start floored, TV, stagnation 0.05 and discrepancy); OS-EM is refused. */
+static void test_mlem(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	data_ball = 1;
+	s.algo.name = RC_ALGO_MLEM;
+	s.algo.iterations = 5;
+	double e = compare(&s, 5, 3);
+	print_message("mlem, constant start, slabs of 5, 3 chunks: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	rc_algo_params_default(&s.algo, RC_ALGO_MLEM);
+	s.algo.iterations = 8;
+	e = compare(&s, 7, 4);
+	print_message("mlem defaults, slabs of 7, 4 chunks: %d iterations (%s), error %.2e\n", mem_last.it,
+		      mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	data_ball = 0;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	s.algo.subsets = 4;
+	assert_non_null(rc_ooc_iter_refusal(&s, g));
+	s.algo.subsets = 1;
+	assert_null(rc_ooc_iter_refusal(&s, g));
+	rc_geom_free(g);
 }
 
 /* extend auto: the verdict from the file is the in-memory one; where the
@@ -431,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_sirt),
 		cmocka_unit_test(test_stop_rules),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_mlem),
 		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
