@@ -11,8 +11,10 @@ inside the volume and the noise has zero mean, so the data show no mass
 beyond it and the run is not extended.  It succeeds with its peak_rss_mb
 under the budget, stops after the same iteration as the in-memory run of a
 daemon without the limit (for the same reason, if any), and its volume equals
-that run's to 1e-5 (max abs difference over max abs).  Default MLEM and SIRT
-jobs of the same size are planned out of core too.
+that run's to 1e-5 (max abs difference over max abs).  It reports the same
+TV weight and the same verdict on the long object (no mass beyond, not
+extended) as the in-memory run.  Default MLEM and SIRT jobs of the same size
+are planned out of core too.
 """
 
 import json
@@ -84,6 +86,15 @@ def main():
     log("iterations: out of core %s, in core %s" % (stopped(j), stopped(whole["j"])))
     check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
           "%s %s" % (stopped(j), stopped(whole["j"])))
+    w = whole["j"]
+    log("tv_weight %s and %s, extend %s and %s" % (j.get("tv_weight"), w.get("tv_weight"), json.dumps(j.get("extend")),
+                                                   json.dumps(w.get("extend"))))
+    check("the same TV weight from the data's noise as in memory",
+          j.get("tv_weight") and w.get("tv_weight") and abs(j["tv_weight"] - w["tv_weight"]) <= 1e-12 * w["tv_weight"],
+          "%s %s" % (j.get("tv_weight"), w.get("tv_weight")))
+    check("the long object's verdict as in memory: no mass beyond, not extended",
+          (j.get("extend") or {}).get("run_nz") == N and (j.get("extend") or {}).get("mass_beyond") is False
+          and j.get("extend") == w.get("extend"), "%s %s" % (json.dumps(j.get("extend")), json.dumps(w.get("extend"))))
 
 
 if __name__ == "__main__":

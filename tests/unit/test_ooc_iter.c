@@ -85,8 +85,10 @@ static void on_progress(void *ud, const rc_progress *p)
 /* compare's data: 0 a smooth object over the whole detector, 1 a ball
  * inside the volume (no mass beyond it: extend auto does not extend) */
 static int data_ball;
+static double ball_noise = 0.004; /* the ball's noise, uniform, this wide */
 /* compare's in-memory run, which the out-of-core one matched */
 static struct last mem_last;
+static double mem_tv; /* and its TV weight */
 
 /* A smooth object's projections plus a little noise (and a NaN both runs
  * read as 0) in a file; the in-memory CGLS and the out-of-core one with
@@ -113,7 +115,7 @@ static double compare(const rc_recon_spec *s, int nzs, int chunks)
 		double v = (double)(i % view / (size_t)s->geom.det.nu) / s->geom.det.nv - 0.5;
 		proj[i] = (float)(fmax(0.0, 0.2 - u * u - v * v) * 40.0 + (xs % 1000) / 1000.0 * 0.5);
 		if (data_ball)
-			proj[i] = (float)(((xs % 1000) / 1000.0 - 0.5) * 0.004);
+			proj[i] = (float)(((xs % 1000) / 1000.0 - 0.5) * ball_noise);
 	}
 	if (data_ball) {
 		const double c[3] = { 0.5, -0.4, 1.3 };
@@ -147,7 +149,9 @@ static double compare(const rc_recon_spec *s, int nzs, int chunks)
 	assert_int_equal(ol.it, ml.it);
 	assert_string_equal(ol.stopped, ml.stopped);
 	assert_int_equal(rep.run_nz, s->vol.nz);
+	assert_true(rep.tv_weight == mrep.tv_weight || (rep.tv_weight == 0.0 && s->algo.tv_weight == 0.0));
 	mem_last = ml;
+	mem_tv = mrep.tv_weight;
 	assert_int_equal(pread(xfd, ooc, sizeof(float) * nvox, 0), (ssize_t)(sizeof(float) * nvox));
 	double dmax = 0, vmax = 0, d2 = 0, v2 = 0;
 	size_t at = 0;
@@ -280,6 +284,14 @@ static void test_defaults(void **state)
 	print_message("cgls defaults, slabs of 5, 4 chunks: %d iterations (%s), error %.2e\n", mem_last.it,
 		      mem_last.stopped, e);
 	assert_true(e <= 1e-5);
+	/* less noise: a default TV weight below RC_TV_DEFAULT_WEIGHT, the
+	 * same as in memory (rc_tv_weight from the stack in pieces) */
+	ball_noise = 0.0004;
+	e = compare(&s, 5, 4);
+	print_message("cgls defaults, less noise: TV weight %g, error %.2e\n", mem_tv, e);
+	assert_true(e <= 1e-5);
+	assert_true(mem_tv > 0.0 && mem_tv < RC_TV_DEFAULT_WEIGHT);
+	ball_noise = 0.004;
 	/* TV on its own (no stop) across a restart of d, zero start */
 	s.algo.stop_stagnation = 0;
 	s.algo.stop_discrepancy = 0;
