@@ -96,8 +96,8 @@ const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g);
  * rc_ooc_iter_refusal says why. */
 int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);
 
-/* Bytes read plus written per CGLS iteration by plan p (the figure above;
- * SIRT's is lower). */
+/* Bytes read plus written per CGLS iteration by plan p (the figure above,
+ * plus TV's passes where s has TV; SIRT's and MLEM's are lower without TV). */
 uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p);
 
 /* CGLS, SIRT or MLEM (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the

@@ -118,7 +118,12 @@ static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)
 	uint64_t P = (uint64_t)s->geom.det.nu * (uint64_t)s->geom.det.nv * (uint64_t)s->geom.nviews * 4;
 	uint64_t S = (uint64_t)((s->vol.nz + nzs - 1) / nzs);
 	uint64_t rowsP = P / (uint64_t)s->geom.det.nv * (uint64_t)rows;
-	return (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
+	uint64_t io = (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
+	/* TV (ooc_iter.h): CGLS reads x and d for d^T L(x) d and x for grad
+	 * TV(x); SIRT's and MLEM's descent reads and writes x per step */
+	if (s->algo.tv_weight > 0)
+		io += s->algo.name == RC_ALGO_CGLS ? 3 * V : 2 * V * (uint64_t)(s->algo.tv_steps > 1 ? s->algo.tv_steps : 1);
+	return io;
 }
 
 uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p)
