@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(fwd_rows, RC_FPF_SU
 {
 	for (int i = 0; i < n; i++) {
 		const int k = k0 + i;
-		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf) - 1;
+		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf);
 		float acc = 0.0f;
 #pragma GCC unroll 8
 		for (int q = 0; q < T; q++) {
@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(bwd_vox, RC_FPF_SUF
 	const float *restrict t, int nz, float Bf, float Sf, float iSf, int k0, int k1, float *restrict cm, const int R)
 {
 	for (int m = 0; m < nz; m++) {
-		const int kb = rc_fpf_floor(Bf + (float)m * Sf + 0.5f) - 1;
+		const int kb = rc_fpf_floor(Bf + (float)m * Sf + 0.5f);
 		float s = 0.0f;
 #pragma GCC unroll 8
 		for (int q = 0; q < R; q++) {
@@ -232,19 +232,18 @@ static inline __attribute__((always_inline)) void fwd_rows16(const float *restri
 {
 	const __m512 Bf = _mm512_set1_ps(B), Sf = _mm512_set1_ps(S), iSf = _mm512_set1_ps(iS);
 	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(nz - 1), one = _mm512_set1_epi32(1);
+	const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(nz - 1);
 	for (int i = 0; i < n; i += 16) {
 		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
 		const __m512i k = _mm512_add_epi32(_mm512_set1_epi32(k0 + i), lane);
 		const __m512 kf = _mm512_cvtepi32_ps(k);
-		const __m512i m = _mm512_sub_epi32(
-			floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf)), one);
+		const __m512i m = floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf));
 		/* m rises with the lane (a floor of a rising value); its first
 		 * and last lanes in scalar, the same float operations (so the
 		 * same values), which the loads' addresses need without waiting
 		 * on the vector */
-		int wb = rc_fpf_floor(((float)(k0 + i) - 0.5f - B) * iS) - 1;
-		const int ml = rc_fpf_floor(((float)(k0 + i + 15) - 0.5f - B) * iS) - 1;
+		int wb = rc_fpf_floor(((float)(k0 + i) - 0.5f - B) * iS);
+		const int ml = rc_fpf_floor(((float)(k0 + i + 15) - 0.5f - B) * iS);
 		wb = wb < 0 ? 0 : wb > nz ? nz : wb;
 		const int W = win_width(wb, ml + T - 1);
 		__m512 acc;
@@ -263,16 +262,16 @@ static inline __attribute__((always_inline)) void bwd_vox16(const float *restric
 {
 	const __m512 Bf = _mm512_set1_ps(B), Sf = _mm512_set1_ps(S), iSf = _mm512_set1_ps(iS);
 	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i lo = _mm512_set1_epi32(k0), hi = _mm512_set1_epi32(k1), one = _mm512_set1_epi32(1);
+	const __m512i lo = _mm512_set1_epi32(k0), hi = _mm512_set1_epi32(k1);
 	for (int m0 = 0; m0 < nz; m0 += 16) {
 		const __mmask16 vox = (__mmask16)(nz - m0 >= 16 ? 0xffffu : (1u << (nz - m0)) - 1u);
 		const __m512i m = _mm512_add_epi32(_mm512_set1_epi32(m0), lane);
 		const __m512 mf = _mm512_cvtepi32_ps(m);
 		const __m512 edge = _mm512_add_ps(_mm512_add_ps(Bf, _mm512_mul_ps(mf, Sf)), _mm512_set1_ps(0.5f));
-		const __m512i k = _mm512_sub_epi32(floor16(edge), one);
+		const __m512i k = floor16(edge);
 		/* the first and last lanes in scalar, as in fwd_rows16 */
-		int wb = rc_fpf_floor(B + (float)m0 * S + 0.5f) - 1;
-		const int kl = rc_fpf_floor(B + (float)(m0 + 15) * S + 0.5f) - 1;
+		int wb = rc_fpf_floor(B + (float)m0 * S + 0.5f);
+		const int kl = rc_fpf_floor(B + (float)(m0 + 15) * S + 0.5f);
 		wb = wb < k0 ? k0 : wb > k1 + 1 ? k1 + 1 : wb;
 		const int W = win_width(wb, kl + R - 1);
 		__m512 s;
@@ -343,9 +342,12 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 {
 	const int k0 = c->k0, n = c->k1 - c->k0 + 1, nz = c->nz;
 	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
-	/* voxels a row meets: from the one holding its lower edge (one
-	 * earlier, for the rounding of that index) over floor(1/S) + 2 more */
-	const int T = (int)(1.0 / c->S) + 3;
+	/* voxels a row meets: from the one holding its lower edge over
+	 * floor(1/S) + 1 more (a row is shorter than floor(1/S) + 1 voxels).
+	 * Where that index rounds one off (the edge within rounding of a
+	 * voxel's), the voxel left out meets the row over a rounding's length
+	 * alone: so no slack tap (it was a third of the taps at S > 1) */
+	const int T = (int)(1.0 / c->S) + 2;
 	const float *restrict x = a;
 	float *restrict xr = t + nv; /* the column in increasing v */
 	if (c->rev) {
@@ -355,7 +357,9 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 	}
 	float *restrict tt = t + k0;
 #ifdef fwd_rows_vec
-	if (T <= 3)
+	if (T <= 2)
+		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 2);
+	else if (T <= 3)
 		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 3);
 	else if (T <= 4)
 		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 4);
@@ -365,7 +369,9 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 		;
 	else
 #endif
-	if (T <= 3)
+	if (T <= 2)
+		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 2);
+	else if (T <= 3)
 		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 3);
 	else if (T <= 4)
 		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 4);
@@ -386,9 +392,9 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 {
 	const int k0 = c->k0, k1 = c->k1, n = k1 - k0 + 1, nz = c->nz;
 	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
-	/* rows a voxel meets: from the one holding its lower edge (one
-	 * earlier, for rounding) over floor(S) + 2 more */
-	const int R = (int)c->S + 3;
+	/* rows a voxel meets: from the one holding its lower edge over
+	 * floor(S) + 1 more (no slack tap, as in the forward) */
+	const int R = (int)c->S + 2;
 	float *restrict tt = t + k0;
 #ifdef __AVX512F__
 	/* 16 rows at a time over the columns in a register: the rows' sums
@@ -416,7 +422,9 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 #endif
 	float *restrict cm = t + nv; /* the column's sums in increasing v */
 #ifdef bwd_vox_vec
-	if (R <= 3)
+	if (R <= 2)
+		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 2);
+	else if (R <= 3)
 		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 3);
 	else if (R <= 4)
 		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 4);
@@ -426,7 +434,9 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 		;
 	else
 #endif
-	if (R <= 3)
+	if (R <= 2)
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 2);
+	else if (R <= 3)
 		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 3);
 	else if (R <= 4)
 		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 4);
