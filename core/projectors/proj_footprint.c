@@ -58,7 +58,8 @@
 /* The back projection's block of gained, transposed views (bytes at most;
  * at least one view). */
 #define RC_FPF_BLOCK_BYTES ((size_t)64 << 20)
-/* The back projection's tasks: tiles of RC_FPF_TILE^2 voxel columns. */
+/* The back projection's tasks: tiles of RC_FPF_TILE^2 voxel columns (core/plan/memory.c
+ * counts 64 columns' sums per thread). */
 #define RC_FPF_TILE 8
 
 /* A column's set-up on a cone view (flat or curved): the trapezoid's
