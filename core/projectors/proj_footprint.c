@@ -577,8 +577,6 @@ static void fwd_task(void *arg, long t, int worker)
 			set_many(f, v->nx, k, 0, f->xw, 0.0, Y[1], cs);
 		for (int ix = 0; ix < v->nx; ix++) {
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
-			double X[3];
-			rc_volume_voxel_pos(v, ix, iy, 0, X);
 			if (cone) {
 				rc_fpf_col cc;
 				int ja, nwu;
@@ -596,6 +594,8 @@ static void fwd_task(void *arg, long t, int worker)
 				c->fwd(a, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 				continue;
 			}
+			double X[3];
+			rc_volume_voxel_pos(v, ix, iy, 0, X);
 			for (int z = 0; z < v->nz; z++) {
 				const float x = c->vol[at + (size_t)z * plane];
 				int ja, nwu, ka, nwv;
