@@ -17,9 +17,11 @@
  *     back     t_k = sum_j wu_j img[j][k],    a_m += sum_k ov(m, k) / S t_k
  * Both sides take the overlaps from rc_fpf_ov below, so the weights are
  * the same floats: the pair is the exact transpose up to the order of the
- * float sums.  The forward gathers per row (the at most floor(1/S) + 2
- * voxels a row meets), the back per voxel (the at most floor(S) + 2 rows
- * it meets), branch-free, so that both loops vectorise (a voxel-by-voxel
+ * float sums (and a pair whose overlap is within the rounding of the
+ * edges, which one side's first index may leave out: fwd_col's comment).
+ * The forward reads per row the at most floor(1/S) + 2 voxels a row
+ * meets, the back per voxel the at most floor(S) + 2 rows it meets,
+ * branch-free, so that both loops vectorise (a voxel-by-voxel
  * walk that advanced the row on a branch ran at about 20 ns a voxel-view,
  * its branches mispredicted).
  */
@@ -174,8 +176,8 @@ static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
  * row sums) whose indices span a few dozen: the hardware gather loads 16
  * floats one by one (about 30 % of the pair's time at ratio 1.25), where
  * the window of W = 32 or 64 entries from the chunk's first index, loaded
- * once (2 or 4 contiguous masked loads, 0 at and beyond lim), serves every
- * tap by a register permute.  The values read are the gather's, so the
+ * once (2 or 4 contiguous loads, masked to 0 at and beyond lim only near
+ * the array's end), serves every tap by a register permute.  The values read are the gather's, so the
  * sums are the same floats.  W = 0: the gather, for wider spans. */
 static inline __attribute__((always_inline)) void win_load(__m512 *w, const float *p, int wb, int lim, const int W)
 {
@@ -201,8 +203,11 @@ static inline __attribute__((always_inline)) __m512 win_read(const __m512 *w, __
 }
 
 /* The window's width for indices from lo (the chunk's least, clamped into
- * [base, lim]) to hi (its greatest tap): 32, 64, or 0 (the gather). */
-static inline __attribute__((always_inline)) int win_width(int lo, int hi) { return hi - lo < 32 ? 32 : hi - lo < 64 ? 64 : 0; }
+ * the array) to hi (its greatest tap): 32, 64, or 0 (the gather). */
+static inline __attribute__((always_inline)) int win_width(int lo, int hi)
+{
+	return hi - lo < 32 ? 32 : hi - lo < 64 ? 64 : 0;
+}
 
 /* T taps of a chunk of 16: acc += ov p[m], m from m up (read where in
  * [mlo, mhi] and the lane is live), W as above; the forward's m are
@@ -397,11 +402,9 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 	const int R = (int)c->S + 2;
 	float *restrict tt = t + k0;
 #ifdef __AVX512F__
-	/* 16 rows at a time over the columns in a register: the rows' sums
-	 * are stored once, not read and written per column (the same sums in
-	 * the same order); the store is long retired when bwd_vox16's windows
-	 * load the first rows (a load spanning two stores still in flight
-	 * waits for them: 12 % of this function before) */
+	/* 16 rows at a time, summed over the columns in a register and
+	 * stored once, not read and written per column (the same sums in the
+	 * same order) */
 	for (int i = 0; i < n; i += 16) {
 		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
 		__m512 s = _mm512_setzero_ps();
