@@ -31,7 +31,8 @@ tests/integration/test_peers_mapping.py), then the cases, one markdown table eac
   second table of seconds per iteration next to the footprint pair's floor (docs/cpu-engine.md's
   estimate at the case's ratio, `fpf_floor_s`); BENCH_PEERS_QUICK=1 runs it at 1/8 of the size in
   every dimension (32^3 of 8 mm from 62 views of 156x120 of 2.464 mm: the same field of view and
-  ratio), RTK takes hours at the full size on two cores.
+  ratio), RTK takes hours at the full size on two cores; BENCH_PEERS_SCALE=k runs it at 1/k of the
+  size along every axis and of the views (k = 2: 128^3 of 2 mm from 248 views of 624x480 of 0.616 mm).
 
 BENCH_PEERS_QUICK=1 shrinks the cases (bench-algo's quick sizes) and skips RabbitCT's FDK.
 
@@ -609,6 +610,11 @@ def main():
             # issue 34: 256^3 of 1 mm from RabbitCT's views, voxels 5.2 pixels apart (the footprint
             # pair); quick: 1/8 in every dimension, the same field of view and ratio
             n, vx, nv_, nu, nvv, du = (32, 8.0, 62, 156, 120, 2.464) if quick else (256, 1.0, 496, 1248, 960, 0.308)
+            # BENCH_PEERS_SCALE=k: 1/k of the size along every axis and of the views, the same
+            # field of view and ratio (k = 2: 128^3 of 2 mm from 248 views of 624x480)
+            k = int(os.environ.get("BENCH_PEERS_SCALE", "1") or "1")
+            if k > 1 and not quick:
+                n, vx, nv_, nu, nvv, du = n // k, vx * k, nv_ // k, nu // k, nvv // k, du * k
             D, S = 750.0, 1200.0
             algos = [
                 ("sirt, plain (RTK: SART, all proj./subset)", dict(plain, name="sirt", relaxation=lam), "sart",
@@ -617,7 +623,8 @@ def main():
                 ("mlem, plain (RTK: OSEM, 1 subset)", dict(plain, name="mlem"), "mlem", {}),
             ]
             title = ("RabbitCT-shaped iterative%s: %d^3 (%g mm) from %d views of %dx%d (%g mm), D=750 S=1200 mm"
-                     % (", quick (1/8 size)" if quick else "", n, vx, nv_, nu, nvv, du))
+                     % (", quick (1/8 size)" if quick else (", 1/%d size" % k if k > 1 else ""), n, vx, nv_, nu,
+                        nvv, du))
             rows = cone_case(pm, rc, title, n, vx, nv_, nu, nvv, du, D, S, algos, [5])
             per_iteration_table(title, rows, fpf_floor_s(n, nv_, vx * S / D / du))
     finally:

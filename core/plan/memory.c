@@ -83,7 +83,8 @@ static int footprint_runs(const rc_recon_spec *s)
 
 /* The footprint pair's buffers (proj_footprint.c): the back projection's
  * block of transposed views (64 MiB at most, one view at least, the stack
- * at most), one transposed view per thread for the forward, and the
+ * at most), one transposed view per thread for the forward, a tile's
+ * column sums per thread for the back (64 columns of nz), and the
  * z-fastest volume copy (a kept buffer: counted whole). */
 static uint64_t footprint_bytes(const rc_recon_spec *s, uint64_t V)
 {
@@ -97,7 +98,8 @@ static uint64_t footprint_bytes(const rc_recon_spec *s, uint64_t V)
 	n = n > (uint64_t)(g->nviews > 0 ? g->nviews : 1) ? (uint64_t)(g->nviews > 0 ? g->nviews : 1) : n;
 	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
 	threads = threads < 1 ? 1 : threads;
-	return add_sat(add_sat(mul_sat(view, (double)n), mul_sat(view, (double)threads)), V);
+	const uint64_t tile = 64 * (uint64_t)(s->vol.nz > 0 ? s->vol.nz : 0) * sizeof(float);
+	return add_sat(add_sat(mul_sat(view, (double)n), mul_sat(view + tile, (double)threads)), V);
 }
 
 /* The long object (extend.h): an iterative run's volumes are of the

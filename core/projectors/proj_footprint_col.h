@@ -17,9 +17,11 @@
  *     back     t_k = sum_j wu_j img[j][k],    a_m += sum_k ov(m, k) / S t_k
  * Both sides take the overlaps from rc_fpf_ov below, so the weights are
  * the same floats: the pair is the exact transpose up to the order of the
- * float sums.  The forward gathers per row (the at most floor(1/S) + 2
- * voxels a row meets), the back per voxel (the at most floor(S) + 2 rows
- * it meets), branch-free, so that both loops vectorise (a voxel-by-voxel
+ * float sums (and a pair whose overlap is within the rounding of the
+ * edges, which one side's first index may leave out: fwd_col's comment).
+ * The forward reads per row the at most floor(1/S) + 2 voxels a row
+ * meets, the back per voxel the at most floor(S) + 2 rows it meets,
+ * branch-free, so that both loops vectorise (a voxel-by-voxel
  * walk that advanced the row on a branch ran at about 20 ns a voxel-view,
  * its branches mispredicted).
  */
@@ -112,7 +114,7 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(fwd_rows, RC_FPF_SU
 {
 	for (int i = 0; i < n; i++) {
 		const int k = k0 + i;
-		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf) - 1;
+		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf);
 		float acc = 0.0f;
 #pragma GCC unroll 8
 		for (int q = 0; q < T; q++) {
@@ -132,7 +134,7 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(bwd_vox, RC_FPF_SUF
 	const float *restrict t, int nz, float Bf, float Sf, float iSf, int k0, int k1, float *restrict cm, const int R)
 {
 	for (int m = 0; m < nz; m++) {
-		const int kb = rc_fpf_floor(Bf + (float)m * Sf + 0.5f) - 1;
+		const int kb = rc_fpf_floor(Bf + (float)m * Sf + 0.5f);
 		float s = 0.0f;
 #pragma GCC unroll 8
 		for (int q = 0; q < R; q++) {
@@ -170,26 +172,92 @@ static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
 	return _mm512_mask_sub_epi32(i, up, i, _mm512_set1_epi32(1));
 }
 
+/* A chunk's taps read entries of a short array (the column's voxels, the
+ * row sums) whose indices span a few dozen: the hardware gather loads 16
+ * floats one by one (about 30 % of the pair's time at ratio 1.25), where
+ * the window of W = 32 or 64 entries from the chunk's first index, loaded
+ * once (2 or 4 contiguous loads, masked to 0 at and beyond lim only near
+ * the array's end), serves every tap by a register permute.  The values read are the gather's, so the
+ * sums are the same floats.  W = 0: the gather, for wider spans. */
+static inline __attribute__((always_inline)) void win_load(__m512 *w, const float *p, int wb, int lim, const int W)
+{
+	if (wb + W <= lim) {
+		for (int r = 0; r < W / 16; r++)
+			w[r] = _mm512_loadu_ps(p + wb + 16 * r);
+		return;
+	}
+	for (int r = 0; r < W / 16; r++) {
+		int cnt = lim - wb - 16 * r;
+		cnt = cnt < 0 ? 0 : cnt > 16 ? 16 : cnt;
+		w[r] = _mm512_maskz_loadu_ps((__mmask16)((1u << cnt) - 1u), p + wb + (cnt ? 16 * r : 0));
+	}
+}
+
+static inline __attribute__((always_inline)) __m512 win_read(const __m512 *w, __m512i idx, const int W)
+{
+	const __m512 lo = _mm512_permutex2var_ps(w[0], idx, w[1]);
+	if (W == 32)
+		return lo;
+	const __m512 hi = _mm512_permutex2var_ps(w[2], idx, w[3]);
+	return _mm512_mask_blend_ps(_mm512_test_epi32_mask(idx, _mm512_set1_epi32(32)), lo, hi);
+}
+
+/* The window's width for indices from lo (the chunk's least, clamped into
+ * the array) to hi (its greatest tap): 32, 64, or 0 (the gather). */
+static inline __attribute__((always_inline)) int win_width(int lo, int hi)
+{
+	return hi - lo < 32 ? 32 : hi - lo < 64 ? 64 : 0;
+}
+
+/* T taps of a chunk of 16: acc += ov p[m], m from m up (read where in
+ * [mlo, mhi] and the lane is live), W as above; the forward's m are
+ * voxels against rows kf, the back's rows against voxels vi. */
+static inline __attribute__((always_inline)) __m512 taps16(const float *restrict p, int wb, int lim, __m512i m,
+							   __m512i mlo, __m512i mhi, __mmask16 live, int T, const int W,
+							   __m512 Bf, __m512 Sf, __m512 iSf, __m512 kf, __m512i vi, int fwd)
+{
+	__m512 w[4], acc = _mm512_setzero_ps();
+	const __m512i one = _mm512_set1_epi32(1), wbv = _mm512_set1_epi32(wb);
+	if (W)
+		win_load(w, p, wb, lim, W);
+	for (int q = 0; q < T; q++) {
+		const __mmask16 in = _mm512_mask_cmpge_epi32_mask(live, m, mlo) & _mm512_cmple_epi32_mask(m, mhi);
+		const __m512 v = W ? _mm512_maskz_mov_ps(in, win_read(w, _mm512_sub_epi32(m, wbv), W))
+				   : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, m, p, 4);
+		/* forward: m a voxel, kf the rows; back: m a row, kf the voxels */
+		const __m512 o = fwd ? ov16(Bf, Sf, iSf, m, kf) : ov16(Bf, Sf, iSf, vi, _mm512_cvtepi32_ps(m));
+		acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_mov_ps(in, o), v));
+		m = _mm512_add_epi32(m, one);
+	}
+	return acc;
+}
+
 static inline __attribute__((always_inline)) void fwd_rows16(const float *restrict x, int nz, float B, float S,
 							     float iS, int k0, int n, float *restrict tt, const int T)
 {
 	const __m512 Bf = _mm512_set1_ps(B), Sf = _mm512_set1_ps(S), iSf = _mm512_set1_ps(iS);
 	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(nz - 1), one = _mm512_set1_epi32(1);
+	const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(nz - 1);
 	for (int i = 0; i < n; i += 16) {
 		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
 		const __m512i k = _mm512_add_epi32(_mm512_set1_epi32(k0 + i), lane);
 		const __m512 kf = _mm512_cvtepi32_ps(k);
-		__m512i m = _mm512_sub_epi32(
-			floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf)), one);
-		__m512 acc = _mm512_setzero_ps();
-		for (int q = 0; q < T; q++) {
-			const __mmask16 in = _mm512_mask_cmpge_epi32_mask(rows, m, zero) & _mm512_cmple_epi32_mask(m, top);
-			const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, m, x, 4);
-			const __m512 w = _mm512_maskz_mov_ps(in, ov16(Bf, Sf, iSf, m, kf));
-			acc = _mm512_add_ps(acc, _mm512_mul_ps(w, v));
-			m = _mm512_add_epi32(m, one);
-		}
+		const __m512i m = floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf));
+		/* m rises with the lane (a floor of a rising value); its first
+		 * and last lanes in scalar, the same float operations (so the
+		 * same values), which the loads' addresses need without waiting
+		 * on the vector */
+		int wb = rc_fpf_floor(((float)(k0 + i) - 0.5f - B) * iS);
+		const int ml = rc_fpf_floor(((float)(k0 + i + 15) - 0.5f - B) * iS);
+		wb = wb < 0 ? 0 : wb > nz ? nz : wb;
+		const int W = win_width(wb, ml + T - 1);
+		__m512 acc;
+		if (W == 32)
+			acc = taps16(x, wb, nz, m, zero, top, rows, T, 32, Bf, Sf, iSf, kf, m, 1);
+		else if (W == 64)
+			acc = taps16(x, wb, nz, m, zero, top, rows, T, 64, Bf, Sf, iSf, kf, m, 1);
+		else
+			acc = taps16(x, wb, nz, m, zero, top, rows, T, 0, Bf, Sf, iSf, kf, m, 1);
 		_mm512_mask_storeu_ps(tt + i, rows, acc);
 	}
 }
@@ -199,21 +267,25 @@ static inline __attribute__((always_inline)) void bwd_vox16(const float *restric
 {
 	const __m512 Bf = _mm512_set1_ps(B), Sf = _mm512_set1_ps(S), iSf = _mm512_set1_ps(iS);
 	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i lo = _mm512_set1_epi32(k0), hi = _mm512_set1_epi32(k1), one = _mm512_set1_epi32(1);
+	const __m512i lo = _mm512_set1_epi32(k0), hi = _mm512_set1_epi32(k1);
 	for (int m0 = 0; m0 < nz; m0 += 16) {
 		const __mmask16 vox = (__mmask16)(nz - m0 >= 16 ? 0xffffu : (1u << (nz - m0)) - 1u);
 		const __m512i m = _mm512_add_epi32(_mm512_set1_epi32(m0), lane);
-		const __m512 edge = _mm512_add_ps(_mm512_add_ps(Bf, _mm512_mul_ps(_mm512_cvtepi32_ps(m), Sf)),
-						  _mm512_set1_ps(0.5f));
-		__m512i k = _mm512_sub_epi32(floor16(edge), one);
-		__m512 s = _mm512_setzero_ps();
-		for (int q = 0; q < R; q++) {
-			const __mmask16 in = _mm512_mask_cmpge_epi32_mask(vox, k, lo) & _mm512_cmple_epi32_mask(k, hi);
-			const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, k, t, 4);
-			const __m512 w = _mm512_maskz_mov_ps(in, ov16(Bf, Sf, iSf, m, _mm512_cvtepi32_ps(k)));
-			s = _mm512_add_ps(s, _mm512_mul_ps(w, v));
-			k = _mm512_add_epi32(k, one);
-		}
+		const __m512 mf = _mm512_cvtepi32_ps(m);
+		const __m512 edge = _mm512_add_ps(_mm512_add_ps(Bf, _mm512_mul_ps(mf, Sf)), _mm512_set1_ps(0.5f));
+		const __m512i k = floor16(edge);
+		/* the first and last lanes in scalar, as in fwd_rows16 */
+		int wb = rc_fpf_floor(B + (float)m0 * S + 0.5f);
+		const int kl = rc_fpf_floor(B + (float)(m0 + 15) * S + 0.5f);
+		wb = wb < k0 ? k0 : wb > k1 + 1 ? k1 + 1 : wb;
+		const int W = win_width(wb, kl + R - 1);
+		__m512 s;
+		if (W == 32)
+			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 32, Bf, Sf, iSf, mf, m, 0);
+		else if (W == 64)
+			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 64, Bf, Sf, iSf, mf, m, 0);
+		else
+			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 0, Bf, Sf, iSf, mf, m, 0);
 		_mm512_mask_storeu_ps(cm + m0, vox, s);
 	}
 }
@@ -275,9 +347,12 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 {
 	const int k0 = c->k0, n = c->k1 - c->k0 + 1, nz = c->nz;
 	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
-	/* voxels a row meets: from the one holding its lower edge (one
-	 * earlier, for the rounding of that index) over floor(1/S) + 2 more */
-	const int T = (int)(1.0 / c->S) + 3;
+	/* voxels a row meets: from the one holding its lower edge over
+	 * floor(1/S) + 1 more (a row is shorter than floor(1/S) + 1 voxels).
+	 * Where that index rounds one off (the edge within rounding of a
+	 * voxel's), the voxel left out meets the row over a rounding's length
+	 * alone: so no slack tap (it was a third of the taps at S > 1) */
+	const int T = (int)(1.0 / c->S) + 2;
 	const float *restrict x = a;
 	float *restrict xr = t + nv; /* the column in increasing v */
 	if (c->rev) {
@@ -287,7 +362,9 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 	}
 	float *restrict tt = t + k0;
 #ifdef fwd_rows_vec
-	if (T <= 3)
+	if (T <= 2)
+		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 2);
+	else if (T <= 3)
 		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 3);
 	else if (T <= 4)
 		fwd_rows_vec(x, nz, Bf, Sf, iSf, k0, n, tt, 4);
@@ -297,7 +374,9 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 		;
 	else
 #endif
-	if (T <= 3)
+	if (T <= 2)
+		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 2);
+	else if (T <= 3)
 		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 3);
 	else if (T <= 4)
 		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 4);
@@ -318,10 +397,23 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 {
 	const int k0 = c->k0, k1 = c->k1, n = k1 - k0 + 1, nz = c->nz;
 	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
-	/* rows a voxel meets: from the one holding its lower edge (one
-	 * earlier, for rounding) over floor(S) + 2 more */
-	const int R = (int)c->S + 3;
+	/* rows a voxel meets: from the one holding its lower edge over
+	 * floor(S) + 1 more (no slack tap, as in the forward) */
+	const int R = (int)c->S + 2;
 	float *restrict tt = t + k0;
+#ifdef __AVX512F__
+	/* 16 rows at a time, summed over the columns in a register and
+	 * stored once, not read and written per column (the same sums in the
+	 * same order) */
+	for (int i = 0; i < n; i += 16) {
+		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
+		__m512 s = _mm512_setzero_ps();
+		for (int j = 0; j < nwu; j++)
+			s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(wu[j]),
+							   _mm512_maskz_loadu_ps(rows, img + (size_t)j * (size_t)nv + k0 + i)));
+		_mm512_mask_storeu_ps(tt + i, rows, s);
+	}
+#else
 	for (int i = 0; i < n; i++)
 		tt[i] = 0.0f;
 	for (int j = 0; j < nwu; j++) {
@@ -330,9 +422,12 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 		for (int i = 0; i < n; i++)
 			tt[i] += wj * col[i];
 	}
+#endif
 	float *restrict cm = t + nv; /* the column's sums in increasing v */
 #ifdef bwd_vox_vec
-	if (R <= 3)
+	if (R <= 2)
+		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 2);
+	else if (R <= 3)
 		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 3);
 	else if (R <= 4)
 		bwd_vox_vec(t, nz, Bf, Sf, iSf, k0, k1, cm, 4);
@@ -342,7 +437,9 @@ void RC_FPF_CAT(rc_fpf_bwd_col, RC_FPF_SUFFIX)(float *restrict acc, const rc_fpf
 		;
 	else
 #endif
-	if (R <= 3)
+	if (R <= 2)
+		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 2);
+	else if (R <= 3)
 		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 3);
 	else if (R <= 4)
 		RC_FPF_CAT(bwd_vox, RC_FPF_SUFFIX)(t, nz, Bf, Sf, iSf, k0, k1, cm, 4);

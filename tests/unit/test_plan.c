@@ -346,9 +346,10 @@ static void memory_counts_footprint(void **state)
 	rc_recon_spec f = r, a = r;
 	f.algo.projector = RC_PROJECTOR_FOOTPRINT;
 	a.algo.projector = RC_PROJECTOR_AUTO;
-	uint64_t view = 256 * 200 * 4, V = 128ull * 128 * 128 * 4;
+	/* tile: the back's column sums of a tile of 64 columns per thread */
+	uint64_t view = 256 * 200 * 4, V = 128ull * 128 * 128 * 4, tile = 64 * 128 * 4;
 	/* the whole stack (42 MiB) is under the block's 64 MiB */
-	uint64_t extra = 210 * view + 4 * view + V;
+	uint64_t extra = 210 * view + 4 * (view + tile) + V;
 	assert_true(rc_plan_memory(&f, 0) == rc_plan_memory(&r, 0) + extra);
 	assert_true(rc_plan_memory(&a, 0) == rc_plan_memory(&f, 0));
 	/* the paper's 0.5 mm voxels on 1 mm pixels: the splat pair, nothing more */
@@ -366,7 +367,7 @@ static void memory_counts_footprint(void **state)
 	s.geom.nviews = 1000;
 	rc_recon_spec sr2 = s;
 	sr2.algo.projector = RC_PROJECTOR_RAYCAST;
-	assert_true(rc_plan_memory(&s, 0) == rc_plan_memory(&sr2, 0) + (RC_MEM_FPF_BLOCK / view) * view + 4 * view + V);
+	assert_true(rc_plan_memory(&s, 0) == rc_plan_memory(&sr2, 0) + (RC_MEM_FPF_BLOCK / view) * view + 4 * (view + tile) + V);
 	/* FDK and the GPU engines: no footprint pair */
 	rc_recon_spec d = f;
 	d.engine = RC_ENGINE_OPENCL;
