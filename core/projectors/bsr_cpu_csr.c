@@ -5,17 +5,17 @@
  *
  * The layout is the matrix renumbered by the orderings, its values in
  * fp16 with the entries fp16 rounds to zero left out (the BSR's empty
- * entries), each row's entries in ascending column.  Three parallel
- * passes: A's rows gathered in ordered row order (columns renumbered, so
- * not yet sorted), transposed into A^T (rows of A^T come out sorted:
- * every destination row takes the source rows in ascending order), and
- * A^T transposed back into A's buffers (sorted the same way).  Each
- * transposition splits the source rows into one run per thread, counts
- * per run and destination row, and fills from those offsets: no atomics,
- * and the result does not depend on the thread count.  The non-empty
- * blocks of the fragment (the report's share and BSR bytes) are counted
- * in the gather's first pass, over every entry as rc_bsr_build counts
- * them (also those fp16 rounds to zero).
+ * entries), each row's entries in ascending column.  Two parallel
+ * passes: A's rows gathered in ordered row order, each row's renumbered
+ * columns sorted where they are (a radix sort of a few hundred keys in
+ * the core's cache), then A transposed into A^T (rows of A^T come out
+ * sorted: every destination row takes the source rows in ascending
+ * order).  The transposition splits the source rows into one run per
+ * thread, counts per run and destination row, and fills from those
+ * offsets: no atomics, and the result does not depend on the thread
+ * count.  The non-empty blocks of the fragment (the report's share and
+ * BSR bytes) are counted in the gather's first pass, over every entry as
+ * rc_bsr_build counts them (also those fp16 rounds to zero).
  */
 #include "projectors/bsr_cpu.h"
 
@@ -47,9 +47,39 @@ struct gather {
 	rc_spm16 *a;
 	int bm;          /* the fragment's block rows (GATHER_ROWS is a multiple) */
 	int32_t **stamp; /* count: per worker, a block column's last block row */
+	uint64_t **keys; /* fill: per worker, 2 x maxrow (column << 16 | fp16) */
+	int64_t maxrow;  /* the longest row of m */
+	int digit, passes; /* the radix sort's digit bits and passes */
 	int64_t *neb;    /* count: per worker, non-empty blocks */
 	int fill;        /* 0: count into ptr[r + 1], 1: fill from ptr[r] */
 };
+
+/* LSD radix sort of k[0, n) on the bits above 16 (the columns: distinct,
+ * so no order among equals matters); returns the buffer that holds the
+ * result (k or t). */
+static uint64_t *radix(uint64_t *k, uint64_t *t, int64_t n, int digit, int passes)
+{
+	uint32_t cnt[1 << 11];
+	uint64_t mask = ((uint64_t)1 << digit) - 1;
+	for (int p = 0; p < passes; p++) {
+		int sh = 16 + p * digit;
+		memset(cnt, 0, ((size_t)1 << digit) * sizeof *cnt);
+		for (int64_t i = 0; i < n; i++)
+			cnt[(k[i] >> sh) & mask]++;
+		uint32_t s = 0;
+		for (uint64_t d = 0; d <= mask; d++) {
+			uint32_t c = cnt[d];
+			cnt[d] = s;
+			s += c;
+		}
+		for (int64_t i = 0; i < n; i++)
+			t[cnt[(k[i] >> sh) & mask]++] = k[i];
+		uint64_t *x = k;
+		k = t;
+		t = x;
+	}
+	return k;
+}
 
 static int gather_task(int64_t t, int worker, void *ud)
 {
@@ -78,12 +108,23 @@ static int gather_task(int64_t t, int worker, void *ud)
 			a->ptr[r + 1] = k;
 			continue;
 		}
-		int64_t at = a->ptr[r];
+		uint64_t *k = g->keys[worker];
+		int64_t nk = 0;
+		int sorted = 1;
 		for (int64_t i = i0; i < i1; i++) {
 			if (f16_zero(m->val[i]))
 				continue;
-			a->idx[at] = (uint32_t)(g->cperm ? g->cperm[m->col[i]] : m->col[i]);
-			a->val[at++] = rc_f32_to_f16(m->val[i]);
+			uint64_t c = (uint64_t)(g->cperm ? g->cperm[m->col[i]] : m->col[i]);
+			k[nk] = c << 16 | rc_f32_to_f16(m->val[i]);
+			sorted &= nk == 0 || k[nk] > k[nk - 1];
+			nk++;
+		}
+		if (!sorted)
+			k = radix(k, k + g->maxrow, nk, g->digit, g->passes);
+		int64_t at = a->ptr[r];
+		for (int64_t i = 0; i < nk; i++) {
+			a->idx[at + i] = (uint32_t)(k[i] >> 16);
+			a->val[at + i] = (uint16_t)k[i];
 		}
 	}
 	if (st)
@@ -138,8 +179,7 @@ static int transpose_task(int64_t t, int worker, void *ud)
 	return 0;
 }
 
-/* d = s^T, d->rows = s->cols; d's arrays are allocated unless d->idx is
- * set (then they hold s->nnz entries and their padding already). */
+/* d = s^T (d->rows = s->cols), its arrays allocated here. */
 static int transpose(const rc_spm16 *s, int threads, rc_spm16 *d)
 {
 	struct transpose *x = calloc(1, sizeof *x);
@@ -161,15 +201,12 @@ static int transpose(const rc_spm16 *s, int threads, rc_spm16 *d)
 		x->first[k] = k == 0 ? 0 : r;
 	}
 	x->off = malloc((size_t)x->runs * (size_t)d->rows * sizeof *x->off);
-	if (!d->ptr)
-		d->ptr = malloc(((size_t)d->rows + 1) * sizeof *d->ptr);
-	if (!d->idx) {
-		d->idx = malloc(((size_t)d->nnz + RC_SPM16_PAD) * sizeof *d->idx);
-		d->val = malloc(((size_t)d->nnz + RC_SPM16_PAD) * sizeof *d->val);
-		if (d->idx && d->val) {
-			memset(d->idx + d->nnz, 0, RC_SPM16_PAD * sizeof *d->idx);
-			memset(d->val + d->nnz, 0, RC_SPM16_PAD * sizeof *d->val);
-		}
+	d->ptr = malloc(((size_t)d->rows + 1) * sizeof *d->ptr);
+	d->idx = malloc(((size_t)d->nnz + RC_SPM16_PAD) * sizeof *d->idx);
+	d->val = malloc(((size_t)d->nnz + RC_SPM16_PAD) * sizeof *d->val);
+	if (d->idx && d->val) {
+		memset(d->idx + d->nnz, 0, RC_SPM16_PAD * sizeof *d->idx);
+		memset(d->val + d->nnz, 0, RC_SPM16_PAD * sizeof *d->val);
 	}
 	if (!x->off || !d->ptr || !d->idx || !d->val)
 		goto out;
@@ -246,11 +283,28 @@ int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cp
 	}
 	memset(a->idx + a->nnz, 0, RC_SPM16_PAD * sizeof *a->idx);
 	memset(a->val + a->nnz, 0, RC_SPM16_PAD * sizeof *a->val);
+	/* the sort's scratch and digits: two passes up to 22 column bits */
+	for (int r = 0; r < m->rows; r++)
+		if (m->row_ptr[r + 1] - m->row_ptr[r] > g.maxrow)
+			g.maxrow = m->row_ptr[r + 1] - m->row_ptr[r];
+	int bits = 1;
+	while (bits < 40 && ((int64_t)1 << bits) < a->cols)
+		bits++;
+	g.passes = (bits + 10) / 11;
+	g.digit = (bits + g.passes - 1) / g.passes;
+	if (!(g.keys = calloc((size_t)nt, sizeof *g.keys))) {
+		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the CPU matrix's build");
+		goto out;
+	}
+	for (int t = 0; t < nt; t++)
+		if (!(g.keys[t] = malloc((size_t)(2 * g.maxrow + 1) * sizeof **g.keys))) {
+			rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the CPU matrix's build");
+			goto out;
+		}
 	g.fill = 1;
 	if ((rc = rc_par_for(ntask, 4, nt, gather_task, &g)))
 		goto fail;
-	/* A^T from the gathered rows, then A again (sorted) in their place */
-	if ((rc = transpose(a, threads, &c->at)) || (rc = transpose(&c->at, threads, a)))
+	if ((rc = transpose(a, threads, &c->at)))
 		goto fail;
 	c->isa = rc_bsr_cpu_isa();
 	/* the row groups of the fp32-input AVX-512 kernel (without memory for
@@ -274,6 +328,10 @@ out:
 			free(g.stamp[t]);
 	free(g.stamp);
 	free(g.neb);
+	if (g.keys)
+		for (int t = 0; t < nt; t++)
+			free(g.keys[t]);
+	free(g.keys);
 	free(irow);
 	rc_bsr_cpu_free(c);
 	return rc;
