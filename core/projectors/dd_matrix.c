@@ -181,6 +181,8 @@ static int build_view(int64_t view, int worker, void *ud)
 	if (b->pass == 1) {
 		const struct scratch *s = &b->s[b->vwork[view]];
 		int64_t at = m->row_ptr[view * b->nu], n = m->row_ptr[(view + 1) * b->nu] - at;
+		if (!n)
+			return 0; /* (its thread may have no buffer) */
 		memcpy(m->col + at, s->bc + b->voff[view], (size_t)n * sizeof *m->col);
 		memcpy(m->val + at, s->bv + b->voff[view], (size_t)n * sizeof *m->val);
 		return 0;
@@ -204,7 +206,8 @@ static int build_view(int64_t view, int worker, void *ud)
 			s->bv = v;
 			s->bcap = cap;
 		}
-		sort_row(s, n, b->nx, b->ny, s->bc + s->bn, s->bv + s->bn);
+		if (n)
+			sort_row(s, n, b->nx, b->ny, s->bc + s->bn, s->bv + s->bn);
 		s->bn += n;
 		m->row_ptr[row + 1] = n;
 	}
