@@ -8,6 +8,11 @@
  * Geometry: make bench-peers' fan case, 256^2 pixels of 0.5 mm, 360 views
  * of 256 bins of 1 mm, D = 1000, S = 1500 mm, 32 slices;
  * RECOND_BENCH_N=512: 512^2 of 0.25 mm from 720 x 512 bins of 0.5 mm.
+ * Then the CPU layout's two builds back to back in one process (same
+ * load), each from the DD matrix built again: straight from the CSR (the
+ * set-up's path) and through the fp16 BSR (rc_bsr_build, rc_bsr_cpu_build,
+ * with the DD matrix written to the cache as that path did), their CPU
+ * seconds per step and their layouts' hashes (equal: the same layout).
  * The cache is a fresh directory under RECOND_BENCH_CACHE (default /tmp),
  * removed at the end.
  */
@@ -22,6 +27,7 @@
 #include "plan/tensor.h"
 #include "projectors/bsr_cpu_cache.h"
 #include "projectors/dd_matrix.h"
+#include "projectors/morton.h"
 #include "util/rc_clock.h"
 
 static double cpu_s(void)
@@ -113,6 +119,61 @@ static int job(const char *label, const rc_geom *g, const char *dir)
 	return 0;
 }
 
+static uint64_t layout_hash(const rc_bsr_cpu *c)
+{
+	return grp_hash(grp_hash(spm_hash(spm_hash(0, &c->a), &c->at), &c->ap), &c->atp);
+}
+
+/* One build of the layout, from the DD matrix on: blocks 0 straight from
+ * the CSR, 1 through the BSR. */
+static int chain(const rc_geom *g, const char *dir, int blocks)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
+	rc_csr *m = NULL;
+	rc_bsr *b = NULL;
+	rc_bsr_cpu *c = NULL;
+	int32_t *rp = NULL, *cp = NULL;
+	rc_err err;
+	int hit, rc = 1;
+	double w[5], u[5];
+	w[0] = rc_now_s();
+	u[0] = cpu_s();
+	if (blocks ? rc_dd_cached(g, dir, 0, &m, &hit, &err) : rc_dd_build(g, 0, &m, &err))
+		goto out;
+	w[1] = rc_now_s();
+	u[1] = cpu_s();
+	int64_t neb0, tot0, neb = 0;
+	if (rc_morton_perm(nu, nviews, 4, 2, &rp, &err) || rc_morton_perm(v->nx, v->ny, 4, 2, &cp, &err) ||
+	    rc_bsr_count(m, NULL, NULL, RC_FRAG_8_32_16, 0, &neb0, &tot0, &err))
+		goto out;
+	w[2] = rc_now_s();
+	u[2] = cpu_s();
+	if (blocks && rc_bsr_build(m, rp, cp, RC_FRAG_8_32_16, 0, &b, &err))
+		goto out;
+	w[3] = rc_now_s();
+	u[3] = cpu_s();
+	if (blocks ? rc_bsr_cpu_build(b, 0, &c, &err) : rc_bsr_cpu_from_csr(m, rp, cp, RC_FRAG_8_32_16, 0, &c, &neb, &err))
+		goto out;
+	w[4] = rc_now_s();
+	u[4] = cpu_s();
+	printf("  %-26s DD matrix%s %.3f s, block count %.3f s, BSR %.3f s, layout %.3f s: %.3f s CPU (%.3f s wall); "
+	       "layout hash %016llx, blocks %lld\n",
+	       blocks ? "layout through the BSR:" : "layout from the CSR:", blocks ? " (and its file)" : "", u[1] - u[0],
+	       u[2] - u[1], u[3] - u[2], u[4] - u[3], u[4] - u[0], w[4] - w[0], (unsigned long long)layout_hash(c),
+	       (long long)(blocks ? b->neb : neb));
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "bench-tensor-setup: %s\n", err.msg);
+	rc_bsr_cpu_free(c);
+	rc_bsr_free(b);
+	rc_csr_free(m);
+	free(rp);
+	free(cp);
+	return rc;
+}
+
 int main(void)
 {
 	const char *ns = getenv("RECOND_BENCH_N"), *base = getenv("RECOND_BENCH_CACHE");
@@ -147,6 +208,10 @@ int main(void)
 		printf("  layout hash %016llx (A %lld non-zeros, rows %lld x %lld padded)\n", (unsigned long long)h,
 		       (long long)c->a.nnz, (long long)meta.rows_pad, (long long)meta.cols_pad);
 		rc_bsr_cpu_free(c);
+	}
+	if (!rc) {
+		printf("  the layout's builds, one after the other (CPU seconds of all threads per step)\n");
+		rc = chain(g, dir, 0) || chain(g, dir, 1);
 	}
 	char cmd[1100];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
