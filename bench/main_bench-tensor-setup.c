@@ -7,12 +7,14 @@
  * the cache holds it (equal hashes: the same layout, bit for bit).
  * Geometry: make bench-peers' fan case, 256^2 pixels of 0.5 mm, 360 views
  * of 256 bins of 1 mm, D = 1000, S = 1500 mm, 32 slices;
- * RECOND_BENCH_N=512: 512^2 of 0.25 mm from 720 x 512 bins of 0.5 mm.
+ * RECOND_BENCH_N=512: 512^2 of 0.25 mm from 720 x 512 bins of 0.5 mm;
+ * RECOND_BENCH_QUICK=1: 64^2 of 2 mm from 90 x 64 bins of 4 mm.
  * Then the CPU layout's two builds back to back in one process (same
  * load), each from the DD matrix built again: straight from the CSR (the
  * set-up's path) and through the fp16 BSR (rc_bsr_build, rc_bsr_cpu_build,
  * with the DD matrix written to the cache as that path did), their CPU
- * seconds per step and their layouts' hashes (equal: the same layout).
+ * seconds per step and their layouts' hashes (equal: the same layout;
+ * the program fails where they differ).
  * The cache is a fresh directory under RECOND_BENCH_CACHE (default /tmp),
  * removed at the end.
  */
@@ -126,7 +128,7 @@ static uint64_t layout_hash(const rc_bsr_cpu *c)
 
 /* One build of the layout, from the DD matrix on: blocks 0 straight from
  * the CSR, 1 through the BSR. */
-static int chain(const rc_geom *g, const char *dir, int blocks)
+static int chain(const rc_geom *g, const char *dir, int blocks, uint64_t *hash)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	int nviews = rc_geom_nviews(g), nu = rc_geom_detector(g)->nu;
@@ -162,6 +164,7 @@ static int chain(const rc_geom *g, const char *dir, int blocks)
 	       blocks ? "layout through the BSR:" : "layout from the CSR:", blocks ? " (and its file)" : "", u[1] - u[0],
 	       u[2] - u[1], u[3] - u[2], u[4] - u[3], u[4] - u[0], w[4] - w[0], (unsigned long long)layout_hash(c),
 	       (long long)(blocks ? b->neb : neb));
+	*hash = layout_hash(c);
 	rc = 0;
 out:
 	if (rc)
@@ -176,8 +179,10 @@ out:
 
 int main(void)
 {
-	const char *ns = getenv("RECOND_BENCH_N"), *base = getenv("RECOND_BENCH_CACHE");
-	int n = ns && atoi(ns) == 512 ? 512 : 256, nviews = n == 512 ? 720 : 360, nu = n, nz = 32;
+	const char *ns = getenv("RECOND_BENCH_N"), *base = getenv("RECOND_BENCH_CACHE"), *q = getenv("RECOND_BENCH_QUICK");
+	int quick = q && *q && strcmp(q, "0");
+	int n = quick ? 64 : ns && atoi(ns) == 512 ? 512 : 256, nviews = n == 512 ? 720 : n == 64 ? 90 : 360, nu = n,
+	    nz = 32;
 	double px = 128.0 / n, du = 256.0 / nu;
 	static double ang[720];
 	for (int i = 0; i < nviews; i++)
@@ -211,7 +216,12 @@ int main(void)
 	}
 	if (!rc) {
 		printf("  the layout's builds, one after the other (CPU seconds of all threads per step)\n");
-		rc = chain(g, dir, 0) || chain(g, dir, 1);
+		uint64_t h0 = 0, h1 = 1;
+		rc = chain(g, dir, 0, &h0) || chain(g, dir, 1, &h1);
+		if (!rc && h0 != h1) {
+			fprintf(stderr, "bench-tensor-setup: the two builds' layouts differ\n");
+			rc = 1;
+		}
 	}
 	char cmd[1100];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
