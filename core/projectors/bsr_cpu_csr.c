@@ -83,7 +83,6 @@ static uint64_t *radix(uint64_t *k, uint64_t *t, int64_t n, int digit, int passe
 
 static int gather_task(int64_t t, int worker, void *ud)
 {
-	(void)worker;
 	const struct gather *g = ud;
 	const rc_csr *m = g->m;
 	rc_spm16 *a = g->a;
