@@ -219,6 +219,9 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	/* The CPU's mixed path reads only its non-zero layout (bsr_cpu.h): a
 	 * cached one is mapped, and nothing else is built. */
 	int cpu_nz = !use_gpu && o->mixed && !o->cpu_blocks && !o->cpu_single_rows && algo->name != RC_ALGO_FDK;
+	/* the CPU layout made straight from the DD matrix (no blocks: they
+	 * are the GPU's operand) */
+	int cpu_csr = !use_gpu && o->mixed && !o->cpu_blocks;
 	rc_tensor_mat tm = { .g = g, .threads = o->threads, .proj_div = proj_div };
 	int64_t rows_pad = rows, cols_pad = cols;
 	const int32_t *rp = NULL, *cp = NULL;
@@ -259,7 +262,10 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		tm.proj_div = proj_div;
 		rc = rc_fbp_matrix_build(g, proj_div, o->threads, &ts->m, err);
 	} else {
-		rc = rc_dd_cached_bounded(g, o->cache_dir, cache_bound(o), o->threads, &ts->m, &hit, err);
+		/* where the CPU layout is cached the DD matrix need not be: its
+		 * file is read if there, not written */
+		rc = cpu_nz ? rc_dd_cached_nostore(g, o->cache_dir, o->threads, &ts->m, &hit, err)
+			    : rc_dd_cached_bounded(g, o->cache_dir, cache_bound(o), o->threads, &ts->m, &hit, err);
 		/* the DD matrix from the cache: a hit where the products read it */
 		if (!rc && hit && !cpu_nz)
 			snprintf(mr->cache, sizeof mr->cache, "hit");
@@ -279,9 +285,27 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	if (rc)
 		goto out;
 	mr->blocks_pct_before = tot0 ? 100.0 * (double)neb0 / (double)tot0 : 0;
-	setup_at(o, "building_matrix", 0.45);
+	/* the CPU layout straight from the matrix: the steps' shares at 256^2 */
+	setup_at(o, "building_matrix", cpu_csr ? 0.4 : 0.45);
 
-	if (o->mixed || use_gpu) {
+	if (cpu_csr) {
+		int64_t neb;
+		const rc_frag_info *fi = rc_frag_get(frag);
+		rc = rc_bsr_cpu_from_csr(ts->m, ts->rperm, ts->cperm, frag, o->threads, &ts->bc, &neb, err);
+		if (rc)
+			goto out;
+		rows_pad = ts->bc->a.rows;
+		cols_pad = ts->bc->a.cols;
+		rp = ts->rperm;
+		cp = ts->cperm;
+		/* rc_bsr_neb_pct and rc_bsr_bytes of the BSR not made */
+		int64_t mb = rows_pad / fi->m, nb = cols_pad / fi->k;
+		mr->blocks_pct_after = mb > 0 && nb > 0 ? 100.0 * (double)neb / ((double)mb * (double)nb) : 0;
+		mr->bytes = neb * fi->m * fi->k * 2 + (mb + 1) * (int64_t)sizeof(int64_t) + neb * (int64_t)sizeof(int32_t);
+		/* the layout holds all the products read */
+		rc_csr_free(ts->m);
+		ts->m = NULL;
+	} else if (o->mixed || use_gpu) {
 		rc = rc_bsr_build(ts->m, ts->rperm, ts->cperm, frag, o->threads, &ts->b, err);
 		if (rc)
 			goto out;
@@ -297,10 +321,11 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 			goto out;
 		mr->blocks_pct_after = tot1 ? 100.0 * (double)neb1 / (double)tot1 : 0;
 	}
-	setup_at(o, "building_matrix", 0.65);
+	setup_at(o, "building_matrix", cpu_csr ? 0.95 : 0.65);
 	if (o->mixed) {
 		snprintf(mr->fragment, sizeof mr->fragment, "%s", rc_frag_get(frag)->name);
-		mr->bytes = rc_bsr_bytes(ts->b);
+		if (ts->b)
+			mr->bytes = rc_bsr_bytes(ts->b);
 	} else {
 		snprintf(mr->fragment, sizeof mr->fragment, "csr.fp32");
 		mr->bytes = ts->m->nnz * 8 + (int64_t)(ts->m->rows + 1) * 8;
@@ -340,10 +365,13 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		if (o->mixed && o->cpu_blocks) {
 			tm.bsr = ts->b;
 		} else if (o->mixed) {
-			rc = rc_bsr_cpu_build(ts->b, o->threads, &ts->bc, err);
-			if (rc)
-				goto out;
-			setup_at(o, "building_matrix", 0.9);
+			/* from the blocks where they were made (a GPU that the
+			 * matrix did not fit) */
+			if (!ts->bc) {
+				if ((rc = rc_bsr_cpu_build(ts->b, o->threads, &ts->bc, err)))
+					goto out;
+				setup_at(o, "building_matrix", 0.9);
+			}
 			if ((rc = cpu_input(o, ts->bc, err)))
 				goto out;
 			if (o->cpu_single_rows) {

@@ -201,8 +201,23 @@ int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 	return rc_dd_cached_bounded(g, dir, -1, threads, ret, ret_hit, err);
 }
 
+static int cached(const rc_geom *g, const char *dir, int64_t bound, int do_store, int threads, rc_csr **ret,
+		  int *ret_hit, rc_err *err);
+
 int rc_dd_cached_bounded(const rc_geom *g, const char *dir, int64_t bound, int threads, rc_csr **ret,
 			 int *ret_hit, rc_err *err)
+{
+	return cached(g, dir, bound, 1, threads, ret, ret_hit, err);
+}
+
+int rc_dd_cached_nostore(const rc_geom *g, const char *dir, int threads, rc_csr **ret, int *ret_hit,
+			 rc_err *err)
+{
+	return cached(g, dir, -1, 0, threads, ret, ret_hit, err);
+}
+
+static int cached(const rc_geom *g, const char *dir, int64_t bound, int do_store, int threads, rc_csr **ret,
+		  int *ret_hit, rc_err *err)
 {
 	if (!dir || !*dir) {
 		if (ret_hit)
@@ -226,6 +241,15 @@ int rc_dd_cached_bounded(const rc_geom *g, const char *dir, int64_t bound, int t
 		if (ret_hit)
 			*ret_hit = 1;
 		*ret = m;
+		goto out;
+	}
+	if (!do_store) {
+		rc = rc_dd_build(g, threads, &m, err);
+		if (!rc) {
+			if (ret_hit)
+				*ret_hit = 0;
+			*ret = m;
+		}
 		goto out;
 	}
 	if (mkdir(dir, 0755) && errno != EEXIST) {

@@ -1,8 +1,9 @@
 /*
  * dd_matrix: distance-driven rows, the threaded CSR build and the CSR fp32
- * products (dd_matrix.h).  The build runs two passes over the views: count
- * the entries of every row, then write them in place, so no intermediate
- * copy of the matrix is ever held.
+ * products (dd_matrix.h).  The build generates every row once: each
+ * thread appends its views' sorted rows to its own buffer, then the
+ * buffers are copied into place (a copy costs a fraction of generating
+ * the rows again; the matrix is held twice for that moment).
  */
 #include "projectors/dd_matrix.h"
 
@@ -129,6 +130,9 @@ struct scratch {
 	int32_t *cols, *tcols;
 	float *vals, *tvals;
 	int *count;
+	int32_t *bc; /* the thread's views' rows, one after the other */
+	float *bv;
+	int64_t bn, bcap;
 };
 
 struct build {
@@ -136,7 +140,9 @@ struct build {
 	rc_csr *m;
 	int nu, cap, ny, nx;
 	struct scratch *s;
-	int pass; /* 0: count, 1: fill */
+	int64_t *voff; /* per view: its rows' start in its thread's buffer */
+	int *vwork;    /* per view: the thread */
+	int pass;      /* 0: generate, 1: copy into place */
 };
 
 /* Columns sorted by counting sort on the image row (col / nx): the entries of
@@ -171,20 +177,39 @@ static void sort_row(struct scratch *s, int n, int nx, int ny, int32_t *out_c, f
 static int build_view(int64_t view, int worker, void *ud)
 {
 	struct build *b = ud;
+	rc_csr *m = b->m;
+	if (b->pass == 1) {
+		const struct scratch *s = &b->s[b->vwork[view]];
+		int64_t at = m->row_ptr[view * b->nu], n = m->row_ptr[(view + 1) * b->nu] - at;
+		if (!n)
+			return 0; /* (its thread may have no buffer) */
+		memcpy(m->col + at, s->bc + b->voff[view], (size_t)n * sizeof *m->col);
+		memcpy(m->val + at, s->bv + b->voff[view], (size_t)n * sizeof *m->val);
+		return 0;
+	}
 	struct scratch *s = &b->s[worker];
+	b->voff[view] = s->bn;
+	b->vwork[view] = worker;
 	for (int u = 0; u < b->nu; u++) {
 		int64_t row = view * b->nu + u;
 		int n = rc_dd_row(b->g, (int)view, u, s->cols, s->vals, b->cap);
 		if (n < 0)
 			return RC_EINTERNAL;
-		if (b->pass == 0) {
-			b->m->row_ptr[row + 1] = n;
-			continue;
+		if (s->bn + n > s->bcap) {
+			int64_t cap = (s->bcap + n) * 3 / 2;
+			int32_t *c = realloc(s->bc, (size_t)cap * sizeof *c);
+			if (c)
+				s->bc = c;
+			float *v = c ? realloc(s->bv, (size_t)cap * sizeof *v) : NULL;
+			if (!v)
+				return RC_ENOMEM;
+			s->bv = v;
+			s->bcap = cap;
 		}
-		int64_t at = b->m->row_ptr[row];
-		if (b->m->row_ptr[row + 1] - at != n)
-			return RC_EINTERNAL;
-		sort_row(s, n, b->nx, b->ny, b->m->col + at, b->m->val + at);
+		if (n)
+			sort_row(s, n, b->nx, b->ny, s->bc + s->bn, s->bv + s->bn);
+		s->bn += n;
+		m->row_ptr[row + 1] = n;
 	}
 	return 0;
 }
@@ -206,7 +231,9 @@ int rc_dd_build(const rc_geom *g, int threads, rc_csr **ret, rc_err *err)
 	struct build b = { .g = g, .nu = nu, .cap = rc_dd_row_cap(g), .nx = v->nx, .ny = v->ny };
 	rc_csr *m = calloc(1, sizeof *m);
 	b.s = calloc((size_t)nt, sizeof *b.s);
-	if (!m || !b.s) {
+	b.voff = malloc((size_t)nviews * sizeof *b.voff);
+	b.vwork = malloc((size_t)nviews * sizeof *b.vwork);
+	if (!m || !b.s || !b.voff || !b.vwork) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the system matrix");
 		goto out;
 	}
@@ -232,7 +259,8 @@ int rc_dd_build(const rc_geom *g, int threads, rc_csr **ret, rc_err *err)
 	b.pass = 0;
 	rc = rc_par_for(nviews, 1, nt, build_view, &b);
 	if (rc) {
-		rc = rc_fail(err, RC_EINTERNAL, "", "the distance-driven row generator overflowed its buffer");
+		rc = rc == RC_ENOMEM ? rc_fail(err, rc, "", "out of memory for the system matrix build")
+				     : rc_fail(err, RC_EINTERNAL, "", "the distance-driven row generator overflowed its buffer");
 		goto out;
 	}
 	for (int r = 0; r < m->rows; r++)
@@ -247,7 +275,7 @@ int rc_dd_build(const rc_geom *g, int threads, rc_csr **ret, rc_err *err)
 	b.pass = 1;
 	rc = rc_par_for(nviews, 1, nt, build_view, &b);
 	if (rc) {
-		rc = rc_fail(err, RC_EINTERNAL, "", "the distance-driven rows changed between passes");
+		rc = rc_fail(err, RC_EINTERNAL, "", "copying the system matrix failed");
 		goto out;
 	}
 	*ret = m;
@@ -260,8 +288,12 @@ out:
 			free(b.s[t].vals);
 			free(b.s[t].tvals);
 			free(b.s[t].count);
+			free(b.s[t].bc);
+			free(b.s[t].bv);
 		}
 	free(b.s);
+	free(b.voff);
+	free(b.vwork);
 	rc_csr_free(m);
 	return rc;
 }

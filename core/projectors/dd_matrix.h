@@ -62,6 +62,12 @@ int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 int rc_dd_cached_bounded(const rc_geom *g, const char *dir, int64_t bound, int threads, rc_csr **ret,
 			 int *ret_hit, rc_err *err);
 
+/* The same without writing a miss to dir: for a caller that caches what
+ * it makes of the matrix instead (bsr_cpu_cache.h), so its first job does
+ * not wait for this file. */
+int rc_dd_cached_nostore(const rc_geom *g, const char *dir, int threads, rc_csr **ret, int *ret_hit,
+			 rc_err *err);
+
 /* The 64-bit FNV-1a hash of the geometry key: the file name of the cache. */
 uint64_t rc_dd_geom_hash(const rc_geom *g);
 /* The geometry key itself (malloc'd, *len bytes): everything the matrix

@@ -494,12 +494,94 @@ static void test_table3_ordering(void **state)
 	rc_geom_free(g);
 }
 
+static void spm_equal(const rc_spm16 *x, const rc_spm16 *y)
+{
+	assert_int_equal(x->rows, y->rows);
+	assert_int_equal(x->cols, y->cols);
+	assert_int_equal(x->nnz, y->nnz);
+	assert_memory_equal(x->ptr, y->ptr, (size_t)(x->rows + 1) * sizeof *x->ptr);
+	/* the padding too (the kernels read it) */
+	assert_memory_equal(x->idx, y->idx, (size_t)(x->nnz + RC_SPM16_PAD) * sizeof *x->idx);
+	assert_memory_equal(x->val, y->val, (size_t)(x->nnz + RC_SPM16_PAD) * sizeof *x->val);
+}
+
+static void grp_equal(const rc_spm16p *x, const rc_spm16p *y)
+{
+	assert_int_equal(x->group, y->group);
+	if (!x->group)
+		return;
+	int64_t ns = x->sptr[x->pairs];
+	assert_int_equal(x->pairs, y->pairs);
+	assert_memory_equal(x->sptr, y->sptr, (size_t)(x->pairs + 1) * sizeof *x->sptr);
+	assert_memory_equal(x->sidx, y->sidx, (size_t)(ns + RC_SPM16_PAD) * sizeof *x->sidx);
+	assert_memory_equal(x->sval, y->sval, (size_t)(ns + RC_SPM16_PAD) * sizeof *x->sval);
+	if (x->group == 4) {
+		int64_t nq = x->qptr[x->pairs / 2];
+		assert_memory_equal(x->qptr, y->qptr, (size_t)(x->pairs / 2 + 1) * sizeof *x->qptr);
+		assert_memory_equal(x->qidx, y->qidx, (size_t)(nq + RC_SPM16_PAD) * sizeof *x->qidx);
+		assert_memory_equal(x->qval, y->qval, (size_t)(nq + RC_SPM16_PAD) * sizeof *x->qval);
+	}
+	spm_equal(&x->rest, &y->rest);
+}
+
+/* rc_bsr_cpu_from_csr makes the layout rc_bsr_cpu_build makes from the
+ * BSR, bit for bit (the padding too), and counts the BSR's blocks: with
+ * and without orderings, every fragment, one and several threads, and
+ * with entries that fp16 rounds to zero (the BSR holds them as empty
+ * entries of a block it still counts; the layout leaves them out). */
+static void test_layout_from_csr(void **state)
+{
+	(void)state;
+	rc_geom *g;
+	assert_int_equal(tp_geom(RC_GEOM_FAN, 40, 1.0, 30, 40, 1, 0, &g), 0);
+	rc_csr *m = NULL;
+	rc_err err;
+	assert_int_equal(rc_dd_build(g, 0, &m, &err), 0);
+	/* every 7th entry below fp16's reach: 2^-25 (rounds to 0), 2^-26, -0;
+	 * every 11th at 2^-25 and a bit (the smallest subnormal) */
+	for (int64_t i = 0; i < m->nnz; i++) {
+		if (i % 7 == 0)
+			m->val[i] = i % 3 == 0 ? 0x1p-25f : i % 3 == 1 ? 0x1p-26f : -0.0f;
+		else if (i % 11 == 0)
+			m->val[i] = 0x1.000002p-25f;
+	}
+	int32_t *rp = NULL, *cp = NULL;
+	assert_int_equal(rc_morton_perm(40, 30, 4, 2, &rp, &err), 0);
+	assert_int_equal(rc_morton_perm(40, 40, 4, 2, &cp, &err), 0);
+	for (int f = 0; f < RC_FRAG_COUNT; f++)
+		for (int ord = 0; ord < 2; ord++)
+			for (int th = 1; th <= 3; th += 2) {
+				rc_bsr *b = NULL;
+				rc_bsr_cpu *want = NULL, *got = NULL;
+				int64_t neb = -1;
+				assert_int_equal(rc_bsr_build(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, &b, &err), 0);
+				assert_int_equal(rc_bsr_cpu_build(b, th, &want, &err), 0);
+				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, &got,
+									&neb, &err), 0);
+				assert_int_equal(neb, b->neb);
+				assert_true(want->a.nnz < m->nnz); /* the zeros are left out */
+				spm_equal(&want->a, &got->a);
+				spm_equal(&want->at, &got->at);
+				grp_equal(&want->ap, &got->ap);
+				grp_equal(&want->atp, &got->atp);
+				assert_int_equal(want->isa, got->isa);
+				assert_int_equal(want->input, got->input);
+				rc_bsr_cpu_free(want);
+				rc_bsr_cpu_free(got);
+				rc_bsr_free(b);
+			}
+	free(rp);
+	free(cp);
+	rc_csr_free(m);
+	rc_geom_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_f16_known),       cmocka_unit_test(test_f16_vs_compiler),
 		cmocka_unit_test(test_frag_names),      cmocka_unit_test(test_structure_and_products),
-		cmocka_unit_test(test_table3_ordering),
+		cmocka_unit_test(test_table3_ordering), cmocka_unit_test(test_layout_from_csr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -307,7 +307,7 @@ static void test_mapped_layout_kept(void **state)
 	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), 0);
 	assert_string_equal(rep.matrix.cache, "miss");
 	assert_int_equal(count(t->dir, "nz-"), 1);
-	assert_int_equal(count(t->dir, "dd-"), 1);
+	assert_int_equal(count(t->dir, "dd-"), 0); /* the layout is cached, not the DD matrix */
 	struct during d = { .dir = t->dir };
 	rc_algo_hooks hooks = { .progress = prune_during, .ud = &d };
 	assert_int_equal(rc_recon_run(&s, proj, vol, &hooks, &rep, &err), 0);
