@@ -89,6 +89,11 @@ struct rc_bpv_job {
  * arrays of per-column set-up, the column order, z positions. */
 #define RC_BPV_SCRATCH_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * ((size_t)(bz) + 8) + (size_t)(bz) + 16)
 #define RC_BPV_SORT_BINS 1024 /* bins of a tile's counting sort by detector column */
+/* Tiles at most this deep run their columns in (y, x) order, unsorted:
+ * 29-slice slabs of a 512^2 x 256 volume from 512 x 384 views (make
+ * bench-large --scale 4) spent 14 % of their back projection sorting
+ * (docs/server.md "Out of core") */
+#define RC_BPV_SORT_MIN_BZ 64
 
 /* The vector column loops (proj_voxel_avx2.c, proj_voxel_avx512.c) compute
  * v = fma(zw, dv, v0) and do not clamp it.  This drops the voxels at both
@@ -472,9 +477,15 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	}
 	const int nyt = y1 - y0;
 	int32_t *order = zb + T;
-	int n = RC_BPV_CAT(col_order, RC_BPV_SUFFIX)(col, za, zb, nxt, nyt, order);
+	/* a thin tile (an out-of-core slab) reads a detector window that stays
+	 * in L1 in any order: the sort's three passes per view would cost more
+	 * than the columns it orders (RC_BPV_SORT_MIN_BZ) */
+	const int sorted = J->bz > RC_BPV_SORT_MIN_BZ;
+	int n = sorted ? RC_BPV_CAT(col_order, RC_BPV_SUFFIX)(col, za, zb, nxt, nyt, order) : nyt * RC_BPV_BX;
 	for (int i = 0; i < n; i++) {
-		int c = order[i];
+		int c = sorted ? order[i] : i;
+		if (!sorted && (i % RC_BPV_BX >= nxt || za[c] >= zb[c]))
+			continue;
 		float *a = acc + (size_t)c * (size_t)J->bz + za[c];
 		if (cone) {
 			const float *c0 = img + (size_t)col[c] * Hs;
