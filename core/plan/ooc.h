@@ -86,4 +86,18 @@ int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int
 int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
 
+/* Views a filtered slab back-projects per call (rc_ooc_fdk_slab): it holds
+ * its rows of that many views, not of all, and adds each chunk's back
+ * projection onto the slab.  One block of the CPU engine's back projection
+ * (RC_BPV_BLOCK): it then keeps no second slab of sums (its tiles), so a
+ * budget buys slabs about twice as thick, for a write-back of the sums per
+ * 32 views (docs/server.md "Out of core"). */
+#define RC_OOC_FDK_VIEWS 32
+
+/* rc_ooc_fdk_slab with filtered rows back-projected views at a time
+ * (views <= 0 or >= the job's: all at once); rc_ooc_fdk_slab takes
+ * RC_OOC_FDK_VIEWS, which the plan (rc_ooc_plan_fdk) counts. */
+int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, int views,
+			  float *slab, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
+
 #endif

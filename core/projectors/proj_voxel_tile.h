@@ -91,9 +91,10 @@ struct rc_bpv_job {
 #define RC_BPV_SORT_BINS 1024 /* bins of a tile's counting sort by detector column */
 /* Tiles at most this deep run their columns in (y, x) order, unsorted:
  * 29-slice slabs of a 512^2 x 256 volume from 512 x 384 views (make
- * bench-large --scale 4) spent 14 % of their back projection sorting
- * (docs/server.md "Out of core") */
-#define RC_BPV_SORT_MIN_BZ 64
+ * bench-large --scale 4) spent 14 % of their back projection sorting, and
+ * 86-slice ones ran 4 % faster unsorted; an in-memory 256^2 x 128 FDK took
+ * the same time either way (docs/server.md "Out of core") */
+#define RC_BPV_SORT_MIN_BZ 128
 
 /* The vector column loops (proj_voxel_avx2.c, proj_voxel_avx512.c) compute
  * v = fma(zw, dv, v0) and do not clamp it.  This drops the voxels at both
