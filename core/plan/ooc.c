@@ -226,11 +226,17 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 		else
 			bad = mid;
 	}
-	/* as many slabs as that thickness asks, evened out */
-	int slabs = (nz + good - 1) / good;
-	p->slab_nz = (nz + slabs - 1) / slabs;
-	p->slabs = (nz + p->slab_nz - 1) / p->slab_nz;
-	p->predicted_bytes = slabs_need(s, g, p->slab_nz, once, &p->rows);
+	/* as many slabs as that thickness asks, evened out; evened slabs start
+	 * elsewhere and may read more rows than those it was found for:
+	 * thinner while they do not fit */
+	for (int t = good;; t--) {
+		int slabs = (nz + t - 1) / t;
+		p->slab_nz = (nz + slabs - 1) / slabs;
+		p->slabs = (nz + p->slab_nz - 1) / p->slab_nz;
+		p->predicted_bytes = slabs_need(s, g, p->slab_nz, once, &p->rows);
+		if (p->predicted_bytes <= budget || t == 1)
+			break;
+	}
 	if (once) {
 		p->filter_chunk = chunk;
 		p->chunks = (s->geom.nviews + chunk - 1) / chunk;

@@ -254,6 +254,17 @@ static void test_plan(void **state)
 	assert_true(p.predicted_bytes <= budget);
 	assert_true(p.slab_nz * p.slabs >= 96 && p.slab_nz * (p.slabs - 1) < 96);
 	assert_true(p.rows < 128);
+	/* every budget that plans gets slabs that fit it, the evened-out
+	 * thickness included (its slabs start elsewhere and read other rows) */
+	int planned = 0;
+	for (uint64_t b = RC_MEM_BASE + (1u << 20); b < whole; b += (whole - RC_MEM_BASE) / 97) {
+		if (rc_ooc_plan_fdk(&s, g, b, &p, &err))
+			continue;
+		planned++;
+		assert_true(p.predicted_bytes <= b);
+		assert_true(p.slab_nz * p.slabs >= 96 && p.slab_nz * (p.slabs - 1) < 96);
+	}
+	assert_true(planned > 50);
 	/* below the process's own peak: refused, naming what it needs */
 	int rc = rc_ooc_plan_fdk(&s, g, RC_MEM_BASE, &p, &err);
 	assert_int_equal(rc, RC_EUNSUPPORTED);
