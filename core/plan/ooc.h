@@ -90,7 +90,7 @@ int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filter
  * its rows of that many views, not of all, and adds each chunk's back
  * projection onto the slab.  One block of the CPU engine's back projection
  * (RC_BPV_BLOCK): it then keeps no second slab of sums (its tiles), so a
- * budget buys slabs about twice as thick, for a write-back of the sums per
+ * budget buys slabs 2-3x as thick, for a write-back of the sums per
  * 32 views (docs/server.md "Out of core"). */
 #define RC_OOC_FDK_VIEWS 32
 
