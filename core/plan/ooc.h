@@ -21,9 +21,10 @@
  * slabs share (the cone's spread) are not filtered again per slab: a first
  * pass filters the stack once, in chunks of whole views, into a scratch
  * file (rc_ooc_filter, rc_fdk_filter_views), and each slab reads its rows
- * of that file and only back-projects them (RC_BP_VOXEL on the narrowed
- * geometry's backend, as rc_fdk_run does after filtering); a slab then
- * holds its rows once, not twice.  Fan, parallel and displaced detectors
+ * of that file, RC_OOC_FDK_VIEWS views at a time, and only back-projects
+ * them onto itself (RC_BP_VOXEL on the narrowed geometry's backend, as
+ * rc_fdk_run does after filtering); a slab then holds its rows of those
+ * views only, once.  Fan, parallel and displaced detectors
  * run each slab as a whole FDK job (2-D slabs share no rows).
  *
  * Streaming jobs and counts (input.kind "counts") are not run out of core;
