@@ -10,9 +10,10 @@ stack together still several times the budget.
 The job directory (spec.json, projections.f32 of uniform noise: FDK's speed
 does not depend on the values) is written under --dir, then recond-worker runs
 it twice: with --memory-limit (out of core) and, where the machine holds it,
-without (in core).  Printed: seconds, peak RSS (/usr/bin/time), the plan, the
-voxel-views per second of each and their ratio, and the largest difference
-of the two volumes over the largest value.
+without (in core).  Printed: seconds, CPU seconds and peak RSS (/usr/bin/time), the plan,
+the voxel-views per second of each and their ratio (also per CPU second,
+steadier on a shared machine), and the largest difference of the two
+volumes over the largest value.
 """
 
 import argparse
@@ -68,7 +69,7 @@ def write_job(d, spec, seed=37):
 
 
 def run(worker, d, limit, threads):
-    cmd = ["/usr/bin/time", "-f", "TIME %M %e", worker]
+    cmd = ["/usr/bin/time", "-f", "TIME %M %e %U %S", worker]
     if limit:
         cmd += ["--memory-limit", str(limit)]
     if threads:
@@ -81,10 +82,11 @@ def run(worker, d, limit, threads):
             rep = j
         if j.get("type") == "error":
             raise SystemExit("worker failed: %s" % line)
-    m = re.search(r"TIME (\d+) ([\d.]+)", p.stderr)
+    m = re.search(r"TIME (\d+) ([\d.]+) ([\d.]+) ([\d.]+)", p.stderr)
     if p.returncode or not rep or not m:
         raise SystemExit("worker exit %d: %s" % (p.returncode, p.stderr[-800:]))
     return {"rss_mib": int(m.group(1)) / 1024.0, "wall_s": float(m.group(2)), "recon_s": rep["seconds"],
+            "cpu_s": float(m.group(3)) + float(m.group(4)),
             "plan": rep.get("memory_plan")}
 
 
@@ -124,14 +126,17 @@ def main():
         vv = float(v["nx"]) * v["ny"] * v["nz"] * g["angles"]["count"]
         ooc = run(worker, d, budget, a.threads)
         os.rename(os.path.join(d, "volume.f32"), os.path.join(d, "volume-ooc.f32"))
-        print("out of core: %.2f s (worker %.2f s), peak RSS %.1f MiB, %.3g voxel-views/s, plan %s" %
-              (ooc["recon_s"], ooc["wall_s"], ooc["rss_mib"], vv / ooc["recon_s"], json.dumps(ooc["plan"])))
+        print("out of core: %.2f s (worker %.2f s, %.2f CPU s), peak RSS %.1f MiB, %.3g voxel-views/s, plan %s" %
+              (ooc["recon_s"], ooc["wall_s"], ooc["cpu_s"], ooc["rss_mib"], vv / ooc["recon_s"],
+               json.dumps(ooc["plan"])))
         mem = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         if a.in_core == "yes" or (a.in_core == "auto" and 3.5 * (vol_b + proj_b) < mem / 2):
             inc = run(worker, d, 0, a.threads)
-            print("in core:     %.2f s (worker %.2f s), peak RSS %.1f MiB, %.3g voxel-views/s" %
-                  (inc["recon_s"], inc["wall_s"], inc["rss_mib"], vv / inc["recon_s"]))
-            print("ratio out of core / in core (voxel-views per second): %.2f" % (inc["recon_s"] / ooc["recon_s"]))
+            print("in core:     %.2f s (worker %.2f s, %.2f CPU s), peak RSS %.1f MiB, %.3g voxel-views/s" %
+                  (inc["recon_s"], inc["wall_s"], inc["cpu_s"], inc["rss_mib"], vv / inc["recon_s"]))
+            print("ratio out of core / in core (voxel-views per second): %.2f; per CPU second (the whole "
+                  "worker, reading the stack included): %.2f" %
+                  (inc["recon_s"] / ooc["recon_s"], inc["cpu_s"] / ooc["cpu_s"]))
             x = np.memmap(os.path.join(d, "volume-ooc.f32"), dtype=np.float32, mode="r")
             y = np.memmap(os.path.join(d, "volume.f32"), dtype=np.float32, mode="r")
             dmax = vmax = 0.0

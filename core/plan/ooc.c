@@ -10,6 +10,7 @@
 #include "plan/ooc.h"
 #include "plan/open.h"
 #include "plan/recon.h"
+#include "util/parfor.h"
 #include "util/rc_clock.h"
 #include "util/rc_io.h"
 
@@ -124,9 +125,31 @@ int rc_ooc_filters_once(const rc_geom *g)
 	return dir == 0;
 }
 
-/* The peak of the slabs of nz slices each: the narrowed job's prediction
- * for the most rows any of them reads (once: less the filtered copy, the
- * rows read being filtered already). */
+/* The peak of a filtered slab of nz slices reading rows detector rows
+ * (rc_ooc_fdk_slab): the process, the slab, the CPU engine's tiles of sums
+ * (as large as the slab, rounded up to whole tiles of 32 x 64 columns;
+ * kept only where a call has more than one block of 32 views), its rows of
+ * RC_OOC_FDK_VIEWS views, the back projection's block of 32 transposed,
+ * padded views (proj_voxel.c) and each thread's tile scratch.  A device
+ * engine adds its libraries; its copies live on the device. */
+static uint64_t filtered_need(const rc_recon_spec *s, int nz, int rows)
+{
+	uint64_t nx = (uint64_t)s->vol.nx, ny = (uint64_t)s->vol.ny, z = (uint64_t)nz;
+	uint64_t r = (uint64_t)(rows > 0 ? rows : 1), nu = (uint64_t)s->geom.det.nu;
+	uint64_t chunk = (uint64_t)(s->geom.nviews < RC_OOC_FDK_VIEWS ? s->geom.nviews : RC_OOC_FDK_VIEWS);
+	uint64_t need = RC_MEM_BASE + nx * ny * z * 4;
+	if (chunk > 32)
+		need += ((nx + 31) & ~(uint64_t)31) * ((ny + 63) & ~(uint64_t)63) * z * 4;
+	need += chunk * r * nu * 4 + 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+	need += (uint64_t)rc_parallel_threads(0) * 32 * 64 * (z + 9) * 4;
+	rc_engine_choice e = s->engine;
+	if (e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA || e == RC_ENGINE_TRIGENEOUS)
+		need += RC_MEM_DEVICE_LIBS;
+	return need;
+}
+
+/* The peak of the slabs of nz slices each: for the most rows any of them
+ * reads, filtered_need (once), else the narrowed job's prediction. */
 static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int once, int *rows)
 {
 	int most = 0, n = s->vol.nz;
@@ -135,19 +158,19 @@ static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int
 		rc_ooc_slab_rows(g, z0, z0 + nz < n ? z0 + nz : n, &r0, &r1);
 		most = r1 - r0 > most ? r1 - r0 : most;
 	}
+	*rows = most;
+	if (once)
+		return filtered_need(s, nz, most);
 	rc_recon_spec sub = *s;
 	sub.vol.nz = nz;
 	if (s->geom.type != RC_GEOM_FAN && s->geom.type != RC_GEOM_PARALLEL)
 		sub.geom.det.nv = most > 0 ? most : 1;
-	*rows = most;
 	uint64_t need = rc_plan_memory(&sub, 0);
 	uint64_t r = (uint64_t)(most > 0 ? most : 1), nu = (uint64_t)s->geom.det.nu;
-	uint64_t rows_b = r * nu * (uint64_t)s->geom.nviews * 4;
 	/* the voxel back projection's block of 32 transposed, padded views
 	 * (proj_voxel.c): nothing beside a whole detector, but measured 4 % of a
 	 * 32-slice slab's 132 MiB at 512 x 512 (bench-large --scale 4) */
-	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
-	return once && need > rows_b ? need - rows_b : need;
+	return need + 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
 }
 
 /* The filtering pass's chunk of views (rc_ooc_filter): as many whole views
@@ -203,11 +226,17 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 		else
 			bad = mid;
 	}
-	/* as many slabs as that thickness asks, evened out */
-	int slabs = (nz + good - 1) / good;
-	p->slab_nz = (nz + slabs - 1) / slabs;
-	p->slabs = (nz + p->slab_nz - 1) / p->slab_nz;
-	p->predicted_bytes = slabs_need(s, g, p->slab_nz, once, &p->rows);
+	/* as many slabs as that thickness asks, evened out; evened slabs start
+	 * elsewhere and may read more rows than those it was found for:
+	 * thinner while they do not fit */
+	for (int t = good;; t--) {
+		int slabs = (nz + t - 1) / t;
+		p->slab_nz = (nz + slabs - 1) / slabs;
+		p->slabs = (nz + p->slab_nz - 1) / p->slab_nz;
+		p->predicted_bytes = slabs_need(s, g, p->slab_nz, once, &p->rows);
+		if (p->predicted_bytes <= budget || t == 1)
+			break;
+	}
 	if (once) {
 		p->filter_chunk = chunk;
 		p->chunks = (s->geom.nviews + chunk - 1) / chunk;
@@ -219,17 +248,18 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 /* Rows [r0, r1) of every view (cone, matrices: [k][j][u], a view's rows
  * contiguous) or slices [r0, r1) (fan, parallel: [j][k][u], contiguous)
  * into buf, non-finite values zeroed. */
-static int read_rows(const rc_recon_spec *s, int fd, int r0, int r1, float *buf, rc_err *err)
+static int read_rows(const rc_recon_spec *s, int fd, int r0, int r1, int k0, int k1, float *buf, rc_err *err)
 {
 	const rc_geom_spec *gs = &s->geom;
 	size_t nu = (size_t)gs->det.nu, n = (size_t)(r1 - r0);
 	int two_d = gs->type == RC_GEOM_FAN || gs->type == RC_GEOM_PARALLEL;
-	int parts = two_d ? 1 : gs->nviews;
+	int parts = two_d ? 1 : k1 - k0;
 	size_t len = two_d ? n * (size_t)gs->nviews * nu : n * nu; /* floats per part */
-	for (int k = 0; k < parts; k++) {
+	for (int i = 0; i < parts; i++) {
+		int k = k0 + i;
 		off_t off = two_d ? (off_t)((size_t)r0 * (size_t)gs->nviews * nu * sizeof(float))
 				  : (off_t)(((size_t)k * (size_t)gs->det.nv + (size_t)r0) * nu * sizeof(float));
-		char *dst = (char *)(buf + (size_t)k * len);
+		char *dst = (char *)(buf + (size_t)i * len);
 		size_t want = len * sizeof(float);
 		ssize_t r = rc_io_read_full(fd, dst, want, off);
 		if (r != (ssize_t)want)
@@ -283,37 +313,70 @@ out:
 	return rc;
 }
 
-/* The back projection of filtered rows (sub's detector) into slab: what
- * rc_fdk_run does after its filtering, on the job's engine. */
-static int back_filtered(const rc_recon_spec *sub, const float *rows, float *slab, rc_recon_report *rep, rc_err *err)
+/* The back projection of views k0..k1 of filtered rows (sub's detector;
+ * rows holds those views only) into slab, overwritten (add 0) or added to
+ * (add 1): what rc_fdk_run does after its filtering, on the job's engine,
+ * with a geometry and backend of those views. */
+static int back_views(const rc_recon_spec *sub, int k0, int k1, const float *rows, float *slab, int add,
+		      rc_recon_report *rep, rc_err *err)
 {
-	double t0 = rc_now_s();
+	rc_recon_spec c = *sub;
 	rc_geom *g = NULL;
 	rc_backend *b = NULL;
 	rc_vec *vf = NULL, *vv = NULL;
-	memset(rep, 0, sizeof *rep);
-	rep->relative_residual = NAN;
-	int rc = rc_recon_check(sub, err);
-	if (!rc && !(rc = rc_geom_new(&sub->geom, &sub->vol, &sub->limits, &g, err)) &&
-	    !(rc = rc_backend_open(sub->engine, NULL, 0, sub, g, &b, err)) &&
+	c.geom.nviews = k1 - k0;
+	if (c.geom.type == RC_GEOM_MATRICES)
+		c.geom.matrices += 12 * (size_t)k0;
+	else
+		c.geom.angles_deg += k0;
+	int rc;
+	if (!(rc = rc_geom_new(&c.geom, &c.vol, &c.limits, &g, err)) &&
+	    !(rc = rc_backend_open(c.engine, NULL, 0, &c, g, &b, err)) &&
 	    !(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vf, err)) &&
-	    !(rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, slab, &vv, err)) &&
-	    !(rc = rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, rc_geom_nviews(g), err)))
+	    !(rc = add ? rc_bk_vec_holding(b, RC_SPACE_VOLUME, slab, &vv, err)
+		       : rc_bk_vec_for(b, RC_SPACE_VOLUME, slab, &vv, err)) &&
+	    !(rc = add ? rc_bk_back_add(b, RC_BP_VOXEL, vf, vv, 0, k1 - k0, err)
+		       : rc_bk_back(b, RC_BP_VOXEL, vf, vv, 0, k1 - k0, err)))
 		rc = rc_bk_download(b, vv, slab, err);
 	if (b) {
 		rc_bk_vec_free(b, vv);
 		rc_bk_vec_free(b, vf);
 		rc_backend_report(b, rc == 0, rep);
 	}
-	rep->iterations_done = rc == 0;
-	rep->seconds = rc_now_s() - t0;
 	rc_backend_free(b);
 	rc_geom_free(g);
 	return rc;
 }
 
+/* Filtered rows of views chunk at a time, read from fd into buf and
+ * back-projected into slab (sub: the slab's spec). */
+static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, int fd, int r0, int r1, int chunk,
+			 float *buf, float *slab, const atomic_int *cancel, rc_recon_report *rep, rc_err *err)
+{
+	double t0 = rc_now_s();
+	int n = s->geom.nviews, rc = rc_recon_check(sub, err);
+	memset(rep, 0, sizeof *rep);
+	for (int k0 = 0; k0 < n && !rc; k0 += chunk) {
+		int k1 = k0 + chunk < n ? k0 + chunk : n;
+		if (cancel && atomic_load(cancel))
+			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled");
+		else if (!(rc = read_rows(s, fd, r0, r1, k0, k1, buf, err)))
+			rc = back_views(sub, k0, k1, buf, slab, k0 > 0, rep, err);
+	}
+	rep->relative_residual = NAN;
+	rep->iterations_done = rc == 0;
+	rep->seconds = rc_now_s() - t0;
+	return rc;
+}
+
 int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
+{
+	return rc_ooc_fdk_slab_views(s, g, fd, filtered, z0, z1, RC_OOC_FDK_VIEWS, slab, hooks, rep, err);
+}
+
+int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, int views,
+			  float *slab, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	size_t nslab = (size_t)v->nx * (size_t)v->ny * (size_t)(z1 - z0);
@@ -333,18 +396,20 @@ int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filter
 	int rc = rc_ooc_sub_spec(s, z0, z1, r0, r1, &sub, &owned, err);
 	if (rc)
 		return rc;
-	size_t nbuf = (size_t)(r1 - r0) * (size_t)s->geom.det.nu * (size_t)s->geom.nviews;
+	/* filtered: the rows of views at a time; else all of them */
+	int nviews = s->geom.nviews, chunk = filtered && views > 0 && views < nviews ? views : nviews;
+	size_t nbuf = (size_t)(r1 - r0) * (size_t)s->geom.det.nu * (size_t)chunk;
 	if (!(buf = malloc(sizeof(float) * nbuf))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab's %zu projection values", nbuf);
 		goto out;
 	}
-	if ((rc = read_rows(s, fd, r0, r1, buf, err)))
-		goto out;
 	sub.residual = 0; /* a forward projection of the whole volume: not out of core */
 	if (filtered) {
-		rc = back_filtered(&sub, buf, slab, rep, err);
+		rc = back_filtered(s, &sub, fd, r0, r1, chunk, buf, slab, hooks ? hooks->cancel : NULL, rep, err);
 		goto out;
 	}
+	if ((rc = read_rows(s, fd, r0, r1, 0, nviews, buf, err)))
+		goto out;
 	rc_algo_hooks h = { .cancel = hooks ? hooks->cancel : NULL };
 	rc = rc_recon_run(&sub, buf, slab, &h, rep, err);
 out:

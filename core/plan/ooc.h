@@ -21,9 +21,10 @@
  * slabs share (the cone's spread) are not filtered again per slab: a first
  * pass filters the stack once, in chunks of whole views, into a scratch
  * file (rc_ooc_filter, rc_fdk_filter_views), and each slab reads its rows
- * of that file and only back-projects them (RC_BP_VOXEL on the narrowed
- * geometry's backend, as rc_fdk_run does after filtering); a slab then
- * holds its rows once, not twice.  Fan, parallel and displaced detectors
+ * of that file, RC_OOC_FDK_VIEWS views at a time, and only back-projects
+ * them onto itself (RC_BP_VOXEL on the narrowed geometry's backend, as
+ * rc_fdk_run does after filtering); a slab then holds its rows of those
+ * views only, once.  Fan, parallel and displaced detectors
  * run each slab as a whole FDK job (2-D slabs share no rows).
  *
  * Streaming jobs and counts (input.kind "counts") are not run out of core;
@@ -85,5 +86,19 @@ int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int
  * the out-of-core run and of a rank's share of an FDK split by z. */
 int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
+
+/* Views a filtered slab back-projects per call (rc_ooc_fdk_slab): it holds
+ * its rows of that many views, not of all, and adds each chunk's back
+ * projection onto the slab.  One block of the CPU engine's back projection
+ * (RC_BPV_BLOCK): it then keeps no second slab of sums (its tiles), so a
+ * budget buys slabs 2-3x as thick, for a write-back of the sums per
+ * 32 views (docs/server.md "Out of core"). */
+#define RC_OOC_FDK_VIEWS 32
+
+/* rc_ooc_fdk_slab with filtered rows back-projected views at a time
+ * (views <= 0 or >= the job's: all at once); rc_ooc_fdk_slab takes
+ * RC_OOC_FDK_VIEWS, which the plan (rc_ooc_plan_fdk) counts. */
+int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, int views,
+			  float *slab, const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
 
 #endif

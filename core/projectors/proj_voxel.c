@@ -319,6 +319,36 @@ int rc_proj_keep_reserve(size_t bytes, const char *env_name)
 
 void rc_proj_keep_release(size_t bytes) { atomic_fetch_sub(&kept_bytes, bytes); }
 
+/* Whether the columns of a tile need sorting (col_order): the centre
+ * tile's box (RC_BPV_BX x by x bz voxels) projected through views
+ * first..last covers more than RC_BPV_UNSORTED_BYTES of padded detector
+ * in some view (two columns and three rows more, for the bilinear pairs
+ * and the window's rounding), or reaches behind a source. */
+static int tiles_sorted(const rc_geom *g, int by, int bz, int first, int last)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	double c[3], h[3] = { RC_BPV_BX * v->vx / 2, by * v->vy / 2, bz * v->vz / 2 };
+	rc_volume_voxel_pos(v, (v->nx - 1) / 2.0, (v->ny - 1) / 2.0, (v->nz - 1) / 2.0, c);
+	for (int k = first; k < last; k++) {
+		const rc_view *vw = rc_geom_view(g, k);
+		double u0 = INFINITY, u1 = -INFINITY, v0 = INFINITY, v1 = -INFINITY;
+		for (int i = 0; i < 8; i++) {
+			double X[3] = { c[0] + (i & 1 ? h[0] : -h[0]), c[1] + (i & 2 ? h[1] : -h[1]),
+					c[2] + (i & 4 ? h[2] : -h[2]) }, u, vv, w;
+			rc_view_project(vw, X, &u, &vv, &w);
+			if (!(w > 0))
+				return 1;
+			u0 = fmin(u0, u);
+			u1 = fmax(u1, u);
+			v0 = fmin(v0, vv);
+			v1 = fmax(v1, vv);
+		}
+		if (!((u1 - u0 + 2) * (v1 - v0 + 3) * sizeof(float) <= RC_BPV_UNSORTED_BYTES))
+			return 1;
+	}
+	return 0;
+}
+
 struct tile_ctx {
 	const struct rc_bpv_job *job;
 	void (*fn)(const struct rc_bpv_job *, long, int);
@@ -383,6 +413,7 @@ void rc_bp_voxel_acc(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj
 	const int cyl = rc_geom_type_is_cone(rc_geom_type_of(b->g)) && rc_geom_detector(b->g)->shape == RC_DETECTOR_CURVED;
 	if (cyl)
 		J->cone = 1;
+	J->sorted = J->cone && tiles_sorted(b->g, b->by, b->bz, first, last);
 	/* Several blocks: the sums stay in tiles across blocks and reach the
 	 * volume once; writing them out per block was a fifth of the time
 	 * (one scattered read-modify-write of the volume per 32 views).

@@ -60,6 +60,7 @@ struct rc_bpv_job {
 	size_t img_stride;  /* Hs * (nu + 3) + RC_BPV_TAIL */
 	const float *img;   /* K padded transposed images, pixel (i, j) at (i+1)*Hs + j+1 */
 	double P[RC_BPV_BLOCK][12];
+	int sorted;         /* column layout: columns sorted by detector column (col_order) */
 	int cone;           /* column layout: every view of the call is cone-like
 			     * (P[2] = P[10] = 0, or near enough: proj_voxel.c) */
 	int overwrite;      /* first block of a call: vol = sum, else vol += sum */
@@ -89,6 +90,16 @@ struct rc_bpv_job {
  * arrays of per-column set-up, the column order, z positions. */
 #define RC_BPV_SCRATCH_FLOATS(by, bz) ((size_t)RC_BPV_BX * (size_t)(by) * ((size_t)(bz) + 8) + (size_t)(bz) + 16)
 #define RC_BPV_SORT_BINS 1024 /* bins of a tile's counting sort by detector column */
+/* A tile whose detector footprint in a view (the centre tile's, padded:
+ * proj_voxel.c) is at most this many bytes runs its columns in (y, x)
+ * order, unsorted: the footprint stays in L1 in any order, and the sort's
+ * three passes per view cost more than they save.  29-slice slabs of a
+ * 512^2 x 256 volume from 512 x 384 views (make bench-large --scale 4; 9 KiB)
+ * spent 14 % of their back projection sorting, 86-slice ones (26 KiB) ran
+ * 4 % faster unsorted; whole volumes of 128 slices and more (40 KiB at
+ * 256^2 x 128 there, 100s of KiB at RabbitCT's 5 pixels a voxel) stay
+ * sorted (docs/server.md "Out of core") */
+#define RC_BPV_UNSORTED_BYTES (32u << 10)
 
 /* The vector column loops (proj_voxel_avx2.c, proj_voxel_avx512.c) compute
  * v = fma(zw, dv, v0) and do not clamp it.  This drops the voxels at both
@@ -472,9 +483,14 @@ static void RC_BPV_CAT(col_view, RC_BPV_SUFFIX)(const struct rc_bpv_job *J, int 
 	}
 	const int nyt = y1 - y0;
 	int32_t *order = zb + T;
-	int n = RC_BPV_CAT(col_order, RC_BPV_SUFFIX)(col, za, zb, nxt, nyt, order);
+	/* a thin tile (an out-of-core slab) reads a detector footprint that
+	 * stays in L1 in any order (RC_BPV_UNSORTED_BYTES) */
+	const int sorted = J->sorted;
+	int n = sorted ? RC_BPV_CAT(col_order, RC_BPV_SUFFIX)(col, za, zb, nxt, nyt, order) : nyt * RC_BPV_BX;
 	for (int i = 0; i < n; i++) {
-		int c = order[i];
+		int c = sorted ? order[i] : i;
+		if (!sorted && (i % RC_BPV_BX >= nxt || za[c] >= zb[c]))
+			continue;
 		float *a = acc + (size_t)c * (size_t)J->bz + za[c];
 		if (cone) {
 			const float *c0 = img + (size_t)col[c] * Hs;
@@ -517,15 +533,22 @@ void RC_BPV_TILE(const struct rc_bpv_job *J, long task, int worker)
 	}
 	if (J->tiles && !J->last_block)
 		return;
-	for (int z = z0; z < z1; z++)
-		for (int y = y0; y < y1; y++) {
-			float *restrict out = J->vol + ((size_t)z * (size_t)J->ny + (size_t)y) * (size_t)J->nx + x0;
-			if (J->cone) {
+	if (J->cone) {
+		/* z innermost: a row of sums reads one line of each of its 32
+		 * columns, which the next 15 z read again from L1 (z outermost,
+		 * the tile's 2048 columns' lines fell out of L1 between them) */
+		for (int y = y0; y < y1; y++)
+			for (int z = z0; z < z1; z++) {
+				float *restrict out = J->vol + ((size_t)z * (size_t)J->ny + (size_t)y) * (size_t)J->nx + x0;
 				const float *restrict col = acc + (size_t)(y - y0) * RC_BPV_BX * bz + (z - z0);
 				for (int x = 0; x < nxt; x++)
 					out[x] = J->overwrite ? col[(size_t)x * bz] : out[x] + col[(size_t)x * bz];
-				continue;
 			}
+		return;
+	}
+	for (int z = z0; z < z1; z++)
+		for (int y = y0; y < y1; y++) {
+			float *restrict out = J->vol + ((size_t)z * (size_t)J->ny + (size_t)y) * (size_t)J->nx + x0;
 			const float *restrict row = acc + ((size_t)(z - z0) * nyt + (y - y0)) * RC_BPV_BX;
 			if (J->overwrite)
 				memcpy(out, row, (size_t)nxt * sizeof(float));

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "durable.h"
@@ -19,11 +21,31 @@ static int write_all(int fd, const void *buf, size_t len, off_t off, const char 
 	return 0;
 }
 
+/* dir/.NAME.HOST.PID.RANDOM.tmp: the host and a random part beside the
+ * PID, which alone may repeat across nodes sharing the spool (PID
+ * namespaces); the store's sweep removes what a crash leaves
+ * (.*.tmp, store_spool.c). */
+static void tmp_path(char *path, size_t len, const char *dir, const char *name)
+{
+	char host[65] = "host";
+	unsigned int r = 0;
+	if (gethostname(host, sizeof host - 1) || !host[0])
+		snprintf(host, sizeof host, "host");
+	host[sizeof host - 1] = 0;
+	for (char *c = host; *c; c++)
+		if (*c == '/' || *c == '.')
+			*c = '_';
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+		r = (unsigned int)(rc_now_s() * 1e6);
+	snprintf(path, len, "%s/.%s.%s.%ld.%08x.tmp", dir, name, host, (long)getpid(), r);
+}
+
 /* A scratch file in dir, unlinked once open (gone with the process). */
 static int scratch(const char *dir, const char *name, rc_err *err)
 {
-	char path[4300];
-	snprintf(path, sizeof path, "%s/.%s.f32.%ld.tmp", dir, name, (long)getpid());
+	char path[4400], f32[256];
+	snprintf(f32, sizeof f32, "%s.f32", name);
+	tmp_path(path, sizeof path, dir, f32);
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", path, strerror(errno));
@@ -97,10 +119,33 @@ out:
 int ooc_run_iter(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const rc_algo_hooks *hooks,
 		 rc_recon_report *rep, rc_err *err)
 {
-	char src[4200], tmp[4300];
+	char src[4200], tmp[4400];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
-	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
+	tmp_path(tmp, sizeof tmp, dir, "volume.f32");
 	return run_iter(spec, src, dir, tmp, p, hooks, rep, err);
+}
+
+/* The disk space the run writes beside the spool's stack: the volume's
+ * temporary and, where the plan filters once, the filtered stack (the
+ * store's check at creation counted the stack and the volume only). */
+static int room(const char *dir, const rc_recon_spec *s, const rc_ooc_plan *p, rc_err *err)
+{
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs))
+		return 0; /* unknown: the writes will tell */
+	unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+	unsigned long long vol = 4ull * (unsigned long long)s->vol.nx * (unsigned long long)s->vol.ny *
+				 (unsigned long long)s->vol.nz;
+	unsigned long long filt = p->filter_chunk > 0 ? 4ull * (unsigned long long)s->geom.nviews *
+								(unsigned long long)s->geom.det.nu *
+								(unsigned long long)s->geom.det.nv
+						      : 0;
+	if (vol + filt <= avail)
+		return 0;
+	return rc_fail(err, RC_ENOSPACE, "",
+		       "out of core, the run writes %llu bytes beside the stack (the volume %llu and the filtered stack "
+		       "%llu), and the job's disk has %llu bytes free",
+		       vol + filt, vol, filt, avail);
 }
 
 int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,
@@ -108,9 +153,9 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 {
 	double t0 = rc_now_s();
 	const rc_recon_spec *s = &spec->r;
-	char src[4200], tmp[4300];
+	char src[4200], tmp[4400];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
-	snprintf(tmp, sizeof tmp, "%s/.volume.f32.%ld.tmp", dir, (long)getpid());
+	tmp_path(tmp, sizeof tmp, dir, "volume.f32");
 	rc_geom *g = NULL;
 	float *slab = NULL;
 	int in = -1, out = -1, filt = -1, rc;
@@ -127,6 +172,8 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	if ((rc = room(dir, s, p, err)))
+		goto out;
 	/* the stack filtered once into the scratch file, then the slabs read it */
 	if (p->filter_chunk > 0) {
 		if ((filt = scratch(dir, "filtered", err)) < 0) {

@@ -87,10 +87,13 @@ static double compare(const rc_recon_spec *s, int nz, int *rows_mid, int *nv_out
 	size_t plane = (size_t)s->vol.nx * (size_t)s->vol.ny;
 	double worst = 0;
 	/* each slab filtering its rows, then (cone, matrices) from the stack
-	 * filtered once, 7 views at a time */
-	for (int pass = 0; pass < 2; pass++) {
-		int src = fd;
+	 * filtered once, 7 views at a time, back-projected RC_OOC_FDK_VIEWS
+	 * and then 5 views at a time (the last chunk shorter) */
+	int src = fd;
+	for (int pass = 0; pass < 3; pass++) {
 		char fpath[] = "/tmp/recond-test-ooc-filt-XXXXXX";
+		if (pass == 2 && src == fd)
+			break;
 		if (pass == 1) {
 			if (!rc_ooc_filters_once(g))
 				break;
@@ -104,7 +107,8 @@ static double compare(const rc_recon_spec *s, int nz, int *rows_mid, int *nv_out
 		memset(parts, 0, sizeof(float) * nvox);
 		for (int z0 = 0; z0 < n; z0 += nz) {
 			int z1 = z0 + nz < n ? z0 + nz : n;
-			if (rc_ooc_fdk_slab(s, g, src, pass, z0, z1, parts + plane * (size_t)z0, NULL, &rep, &err))
+			if (rc_ooc_fdk_slab_views(s, g, src, pass > 0, z0, z1, pass == 2 ? 5 : RC_OOC_FDK_VIEWS,
+						  parts + plane * (size_t)z0, NULL, &rep, &err))
 				fail_msg("slab %d..%d: %s", z0, z1, err.msg);
 		}
 		double dmax = 0, vmax = 0;
@@ -113,11 +117,13 @@ static double compare(const rc_recon_spec *s, int nz, int *rows_mid, int *nv_out
 			vmax = fmax(vmax, fabs((double)whole[i]));
 		}
 		assert_true(vmax > 0);
-		print_message("  %s: error %.2e\n", pass ? "filtered once" : "filtered per slab", dmax / vmax);
+		print_message("  %s: error %.2e\n",
+			      pass == 2 ? "filtered once, 5 views a call" : pass ? "filtered once" : "filtered per slab",
+			      dmax / vmax);
 		worst = fmax(worst, dmax / vmax);
-		if (pass == 1)
-			close(src);
 	}
+	if (src != fd)
+		close(src);
 	int r0, r1;
 	rc_ooc_slab_rows(g, n / 2 - nz / 2, n / 2 - nz / 2 + nz, &r0, &r1);
 	if (rows_mid)
@@ -248,6 +254,17 @@ static void test_plan(void **state)
 	assert_true(p.predicted_bytes <= budget);
 	assert_true(p.slab_nz * p.slabs >= 96 && p.slab_nz * (p.slabs - 1) < 96);
 	assert_true(p.rows < 128);
+	/* every budget that plans gets slabs that fit it, the evened-out
+	 * thickness included (its slabs start elsewhere and read other rows) */
+	int planned = 0;
+	for (uint64_t b = RC_MEM_BASE + (1u << 20); b < whole; b += (whole - RC_MEM_BASE) / 97) {
+		if (rc_ooc_plan_fdk(&s, g, b, &p, &err))
+			continue;
+		planned++;
+		assert_true(p.predicted_bytes <= b);
+		assert_true(p.slab_nz * p.slabs >= 96 && p.slab_nz * (p.slabs - 1) < 96);
+	}
+	assert_true(planned > 50);
 	/* below the process's own peak: refused, naming what it needs */
 	int rc = rc_ooc_plan_fdk(&s, g, RC_MEM_BASE, &p, &err);
 	assert_int_equal(rc, RC_EUNSUPPORTED);
