@@ -39,9 +39,6 @@ static int wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
 
 /* ---- one run ------------------------------------------------------------ */
 
-/* algo_cgls.c's RC_CGLS_RESTART: with TV, iterations between restarts of d */
-#define OOC_CGLS_RESTART 5
-
 typedef struct run {
 	const rc_recon_spec *s;
 	const rc_geom *g;
@@ -715,7 +712,7 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 			if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gnew, err)))
 				return rc;
 			/* with TV, d restarts as s every RC_CGLS_RESTART iterations */
-			int restart = R->tv_on && it % OOC_CGLS_RESTART == 0;
+			int restart = R->tv_on && it % RC_CGLS_RESTART == 0;
 			if (restart)
 				active = gnew > 0.0;
 			float beta = active && !restart ? (float)(gnew / gamma) : 0.0f;

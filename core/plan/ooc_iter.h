@@ -61,8 +61,9 @@
  *     takes a forward pass of ones (SIRT's A 1 pass already), CGLS's mean
  *     of A^T A 1 its back projection.  CGLS per iteration: d^T L(x) d
  *     (reads 2 V) and grad TV(x) in the back projection's slabs (reads V),
- *     d restarted every 5 iterations as algo_cgls.c does.  SIRT: the
- *     tv.steps descent steps after each update, a pass each in place (the
+ *     d restarted every RC_CGLS_RESTART (algo_util.h) iterations as
+ *     algo_cgls.c does.  SIRT: the tv.steps descent steps after each
+ *     update, a pass each in place (the
  *     slice below a slab carried from before its update): reads and
  *     writes V per step.
  *
