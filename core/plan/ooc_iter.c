@@ -1,4 +1,4 @@
-/* ooc_iter: out-of-core CGLS and SIRT in z-slabs and chunks of views, the
+/* ooc_iter: out-of-core CGLS, SIRT and MLEM in z-slabs and chunks of views, the
  * run (ooc_iter.h; the plan: ooc_iter_plan.c). */
 #include <errno.h>
 #include <math.h>
