@@ -60,11 +60,12 @@ typedef struct run {
 	double fsum, bsum;                /* forward's and backward's last sums (not SIRT's passes) */
 	/* TV (algo_util.h's rc_tv): on, eps, SIRT's step and steps, CGLS's
 	 * -beta_tv; tvx: backward adds tvneg L(x) x (x in xfd) to its slabs;
-	 * tw, td, to: slabs with a slice of halo each side, carry a slice */
+	 * tw, td, to: slabs with a slice of halo each side, carry a slice,
+	 * tvs the operator's weights (rc_tv_apply_in's scratch) */
 	int tv_on, tv_steps, tvx, xfd;
 	double tv_scale;
 	float tv_eps, tv_step, tvneg;
-	float *tw, *td, *to, *carry;
+	float *tw, *td, *to, *carry, *tvs;
 } run;
 
 static int cancelled(const run *R, rc_err *err)
@@ -376,9 +377,9 @@ static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z
 	int same = wfd == dfd && woff == doff;
 	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = b - a, .planar = 0 };
 	if ((rc = read_slices(R, wfd, woff, a, b, NULL, R->tw, err)) ||
-	    (!same && (rc = read_slices(R, dfd, doff, a, b, NULL, R->td, err))) ||
-	    (rc = rc_tv_apply(&sh, R->tw, same ? R->tw : R->td, R->to, R->tv_eps, R->s->threads, err)))
+	    (!same && (rc = read_slices(R, dfd, doff, a, b, NULL, R->td, err))))
 		return rc;
+	rc_tv_apply_in(&sh, R->tw, same ? R->tw : R->td, R->to, R->tv_eps, R->s->threads, R->tvs);
 	*t = R->to + (size_t)(z0 - a) * R->plane;
 	*d = (same ? R->tw : R->td) + (size_t)(z0 - a) * R->plane;
 	return 0;
@@ -414,9 +415,9 @@ static int tv_descend(run *R, int xfd, int nonneg, rc_err *err)
 			size_t n = R->plane * (size_t)(z1 - z0);
 			float *x = R->tw + (size_t)(z0 - a) * R->plane, *g = R->to + (size_t)(z0 - a) * R->plane;
 			if ((rc = cancelled(R, err)) ||
-			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)) ||
-			    (rc = rc_tv_apply(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, err)))
+			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)))
 				return rc;
+			rc_tv_apply_in(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, R->tvs);
 			memcpy(R->carry, x + (size_t)(z1 - z0 - 1) * R->plane, sizeof(float) * R->plane);
 			for (size_t j = 0; j < n; j++) {
 				x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
@@ -796,9 +797,11 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.to = tv ? malloc(sizeof(float) * hslab) : NULL;
 	R.td = tv && !sirt ? malloc(sizeof(float) * hslab) : NULL;
 	R.carry = tv && sirt ? malloc(sizeof(float) * R.plane) : NULL;
+	rc_tv_shape tsh = { .nx = s->vol.nx, .ny = s->vol.ny, .nz = 1 };
+	R.tvs = tv ? malloc(sizeof(float) * rc_tv_scratch_floats(&tsh, s->threads)) : NULL;
 	R.xfd = xfd;
 	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
-	    (tv && (!R.tw || !R.to || (!sirt && !R.td) || (sirt && !R.carry)))) {
+	    (tv && (!R.tw || !R.to || !R.tvs || (!sirt && !R.td) || (sirt && !R.carry)))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;
@@ -840,6 +843,7 @@ out:
 	free(R.to);
 	free(R.td);
 	free(R.carry);
+	free(R.tvs);
 	rep->tv_weight = R.tv_weight;
 	rep->seconds = rc_now_s() - t0;
 	return rc;
