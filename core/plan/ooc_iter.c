@@ -448,25 +448,29 @@ static void tv_init(run *R, double a1sum)
  * whole blocks of RC_NOISE_ROWS_PER_ITEM rows (so that the noise estimates
  * are the whole stack's, noise.h), non-finite values as 0: the stop rules'
  * thresholds (rc_stop_init's: ||p||, the noise energy), sum p and the TV
- * weight (rc_tv_weight's relative noise). */
-static int stack_stats(run *R, rc_err *err)
+ * weight (rc_tv_weight's relative noise), MLEM's sum p+ and max p.  Called
+ * after the start (its FDK plans against the whole budget, and this pass
+ * fills the chunk); no pass where nothing needs one (cgls: the tolerance's
+ * ||p|| is its copy r = p's, iterate). */
+static int stack_stats(run *R, int cgls, rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	const int nu = (int)R->nu;
 	const uint64_t n = R->P / 4;
 	const int e2 = a->stop_discrepancy > 0.0 && !(a->noise_sigma > 0.0);
 	const int e4 = a->tv_auto && a->tv_weight > 0.0 && !(a->noise_sigma > 0.0);
+	const int pass = e2 || a->tv_weight > 0.0 || R->em || (!cgls && a->stop_tolerance > 0.0);
 	size_t rows = R->view / R->nu * (size_t)R->nk / RC_NOISE_ROWS_PER_ITEM * RC_NOISE_ROWS_PER_ITEM;
 	float *buf = R->chunk, *own = NULL;
 	double pp = 0.0, psum = 0.0, ppos = 0.0, pmax = 0.0, en2 = 0.0, en4 = 0.0;
 	int rc = 0, oom = 0;
-	if (!rows) { /* a chunk of fewer rows than a block: a block of its own */
+	if (pass && !rows) { /* a chunk of fewer rows than a block: a block of its own */
 		rows = RC_NOISE_ROWS_PER_ITEM;
 		if (!(buf = own = malloc(sizeof(float) * rows * R->nu)))
 			return rc_fail(err, RC_ENOMEM, "", "out of memory for %zu rows of the stack", rows);
 	}
 	const uint64_t len = (uint64_t)rows * R->nu;
-	for (uint64_t i = 0; i < n && !rc; i += len) {
+	for (uint64_t i = 0; pass && i < n && !rc; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : (size_t)len;
 		if ((rc = cancelled(R, err)) || (rc = rd(R->stack, buf, sizeof(float) * m, 4 * i, err)))
 			break;
@@ -611,9 +615,7 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 	double r2, none;
 	rc_initial start;
 	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc)
-		return rc;
-	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
+	if (rc || (rc = stack_stats(R, 0, err)) || (rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
 		return rc;
 	if (R->tv_weight > 0.0)
 		tv_init(R, R->fsum);
@@ -660,12 +662,14 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	double pp, rr, qq, gamma, gnew, curv = 0.0;
 	rc_initial start;
 	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc)
+	if (rc || (rc = stack_stats(R, 1, err)))
 		return rc;
-	/* r = p (- A x0) */
+	/* r = p (- A x0); ||p|| the tolerance's (rc_stop_init's) */
 	if ((rc = stream_copy(pscr, Rr, stack, 0, nproj, slen, R->a, &pp, err)))
 		return rc;
 	rr = pp;
+	if (a->stop_tolerance > 0.0)
+		R->stop.tolerance = a->stop_tolerance * sqrt(pp);
 	if (start == RC_INITIAL_FDK && ((rc = forward(R, xfd, 0, pscr, Q, 0, &qq, err)) ||
 					(rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -1.0f, 0, R->a, R->b, &rr,
 							  err))))
@@ -829,8 +833,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 			     (unsigned long long)extended_need(s, &ext));
 		goto out;
 	}
-	if (!(rc = stack_stats(&R, err)))
-		rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
 out:
 	free(R.r0);
 	free(R.r1);

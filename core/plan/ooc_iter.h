@@ -43,12 +43,16 @@
  * slab x *= C A^T (ratio); its TV descent always clamps.
  *
  * A job's defaults run as in memory:
- *   - the stop rules (algo_util.h's rc_stop): a first pass over the stack,
- *     in pieces of whole blocks of noise.h's rows (non-finite values as 0),
- *     gives ||p||, the noise energies (discrepancy; the default TV weight's
- *     relative noise, rc_tv_weight) and sum p exactly as the whole stack
- *     does; the residual each iteration is the streamed ||p - A x||, the
- *     stop's reason goes to the progress call.  Reads P.
+ *   - the stop rules (algo_util.h's rc_stop): a pass over the stack after
+ *     the start (the FDK start plans against the whole budget, this pass
+ *     fills q's chunk), in pieces of whole blocks of noise.h's rows
+ *     (non-finite values as 0), gives ||p||, the noise energies
+ *     (discrepancy; the default TV weight's relative noise, rc_tv_weight)
+ *     and sum p exactly as the whole stack does; the residual each
+ *     iteration is the streamed ||p - A x||, the stop's reason goes to the
+ *     progress call.  Reads P, only where the discrepancy (without
+ *     noise_sigma), TV, MLEM or SIRT's tolerance needs it: CGLS's tolerance
+ *     takes ||p|| from its copy r = p.
  *   - algorithm.extend "auto": the data's verdict (extend.h's
  *     rc_extent_decide_file, rows read one at a time) before the run; where
  *     it would extend the volume, the run is refused (field
