@@ -57,19 +57,21 @@
  *     rc_extent_decide_file, rows read one at a time) before the run; where
  *     it would extend the volume, the run is refused (field
  *     algorithm.extend, with the memory the extended run needs in core).
- *     "on" is refused by the plan where the geometry's rays reach beyond
- *     the volume.  Reads at most P.
+ *     "on" is refused by the plan where the in-memory run would extend
+ *     (rc_extent_decide: the rays reach beyond the volume and the extended
+ *     geometry can be built).  Reads at most P.
  *   - TV (rc_tv; tv_host.h's operator D^T W(w) D d, a stencil one slice
  *     deep in z): per slab over the slab and a slice of halo each side, its
  *     values in the slab the whole volume's.  Its scale s = sum p / sum A 1
  *     takes a forward pass of ones (SIRT's A 1 pass already), CGLS's mean
  *     of A^T A 1 its back projection.  CGLS per iteration: d^T L(x) d
  *     (reads 2 V) and grad TV(x) in the back projection's slabs (reads V),
- *     d restarted every RC_CGLS_RESTART (algo_util.h) iterations as
- *     algo_cgls.c does.  SIRT: the tv.steps descent steps after each
- *     update, a pass each in place (the
- *     slice below a slab carried from before its update): reads and
- *     writes V per step.
+ *     each with 2 (S - 1) slices of halo more, d restarted every
+ *     RC_CGLS_RESTART (algo_util.h) iterations as algo_cgls.c does.  SIRT:
+ *     the tv.steps descent steps after each update, a pass each in place
+ *     (the slice below a slab carried from before its update): reads V and
+ *     S - 1 slices, writes V per step.  The operator's weights are
+ *     allocated once per run (rc_tv_apply_in).
  *
  * Refused out of core (the caller says so with the memory in core): an
  * extended volume, fan and parallel geometries, checkpoints (none are
