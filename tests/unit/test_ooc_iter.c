@@ -221,6 +221,45 @@ static void test_footprint_matrices(void **state)
 	assert_true(e <= 1e-5);
 }
 
+/* extend "on" out of core: refused only where the in-memory run would
+ * extend.  A source above the volume looking down: the rays reach up to it,
+ * the extended volume would hold it, so in memory the asked volume runs
+ * (rc_extent_decide's fallback) and out of core it is not refused. */
+static void test_extend_on_fallback(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 32, 32);
+	const double zs = 14.0, f = 4.0, c = 15.5; /* f: voxels under a pixel apart (splat) */
+	s.geom.type = RC_GEOM_MATRICES;
+	s.geom.nviews = 4;
+	s.geom.angles_deg = NULL;
+	s.geom.matrices = mats;
+	s.vol.cz = 0;
+	for (int k = 0; k < 4; k++) {
+		/* camera u along (cos, sin), v along (-sin, cos), depth zs - z */
+		double a = k * M_PI / 2, co = cos(a), si = sin(a);
+		double P[12] = { f * co, f * si, -c, c * zs, -f * si, f * co, -c, c * zs, 0, 0, -1, zs };
+		memcpy(mats + 12 * k, P, sizeof P);
+	}
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	s.algo.extend = RC_EXTEND_ON;
+	s.algo.projector = RC_PROJECTOR_SPLAT;
+	rc_extent raw, e;
+	rc_extent_plan(g, NULL, RC_EXTEND_ON, &raw);
+	assert_int_equal(rc_extent_of(&s, NULL, &e, &err), 0);
+	print_message("extend on, source above: the reach's nz %d, the run's %d\n", raw.run.nz, e.run.nz);
+	assert_true(raw.run.nz > s.vol.nz);
+	assert_int_equal(e.run.nz, s.vol.nz);
+	const char *why = rc_ooc_iter_refusal(&s, g);
+	if (why)
+		fail_msg("refused: %s", why);
+	rc_geom_free(g);
+}
+
 static void test_sirt(void **state)
 {
 	(void)state;
@@ -454,14 +493,24 @@ static void test_plan(void **state)
 	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "voxel-driven"));
 	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
-	/* TV and the stop rules plan, with TV's slabs of halo in the figure */
-	rc_ooc_plan q;
+	/* TV and the stop rules plan, with TV's slabs of halo in the figure:
+	 * thinner slabs than the plain job's, over its need at their size */
+	rc_ooc_plan plain, q;
+	if (rc_ooc_plan_iter(&s, g, budget, &plain, &err))
+		fail_msg("plan: %s", err.msg);
 	s.algo.tv_weight = 0.1;
 	s.algo.stop_stagnation = 0.01;
 	if (rc_ooc_plan_iter(&s, g, budget, &q, &err))
 		fail_msg("plan with TV: %s", err.msg);
+	print_message("with TV: slabs of %d (plain %d), %llu bytes\n", q.slab_nz, plain.slab_nz,
+		      (unsigned long long)q.predicted_bytes);
 	assert_true(q.predicted_bytes <= budget);
-	assert_true(q.slab_nz <= p.slab_nz);
+	assert_true(q.slab_nz < plain.slab_nz);
+	rc_ooc_plan plain_q;
+	s.algo.tv_weight = 0;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, q.predicted_bytes, &plain_q, &err), 0);
+	assert_true(plain_q.slab_nz > q.slab_nz); /* TV's halo slabs cost at q's size */
+	s.algo.tv_weight = 0.1;
 	/* extend auto plans (the data decide at the run), on where it extends does not */
 	s.algo.extend = RC_EXTEND_AUTO;
 	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &q, &err), 0);
@@ -486,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_mlem),
 		cmocka_unit_test(test_extend),
+		cmocka_unit_test(test_extend_on_fallback),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
