@@ -54,7 +54,7 @@
  *     noise_sigma), TV, MLEM or SIRT's tolerance needs it: CGLS's tolerance
  *     takes ||p|| from its copy r = p.
  *   - algorithm.extend "auto": the data's verdict (extend.h's
- *     rc_extent_decide_file, rows read one at a time) before the run; where
+ *     rc_extent_decide_file, a view or a sampled row per read) before the run; where
  *     it would extend the volume, the run is refused (field
  *     algorithm.extend, with the memory the extended run needs in core).
  *     "on" is refused by the plan where the in-memory run would extend
