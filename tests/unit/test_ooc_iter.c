@@ -1,5 +1,5 @@
 /*
- * test_ooc_iter: out-of-core CGLS and SIRT (core/plan/ooc_iter.h).  Slabs of a few
+ * test_ooc_iter: out-of-core CGLS, SIRT and MLEM (core/plan/ooc_iter.h).  Slabs of a few
  * slices and chunks of a few views, every vector in a file, give the
  * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
  * abs over max) from zero and from the FDK start, with the splat and the
@@ -11,10 +11,13 @@
  * extend auto on data with no mass beyond the volume) give the in-memory
  * run to 1e-5 for CGLS and SIRT, and CGLS's TV across a restart of d.
  * extend auto: the verdict read from the file is the in-memory one, and a
- * run it would extend is refused naming algorithm.extend.  The plan: in
- * core where the job fits, slabs and chunks whose predicted peak fits a
- * smaller budget (with TV too), refusals of ray casting, extend "on" and
- * SART; a cancel stops the run.
+ * run it would extend is refused naming algorithm.extend; extend "on" is
+ * not refused where in memory the extension falls back to the asked
+ * volume.  The plan: in core where the job fits, slabs and chunks whose
+ * predicted peak fits a smaller budget (with TV thinner than without),
+ * refusals of ray casting, extend "on" and SART; its I/O figure's TV part
+ * is the bytes TV adds to a measured iteration (CGLS, SIRT); a cancel
+ * stops the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -258,6 +261,90 @@ static void test_extend_on_fallback(void **state)
 	if (why)
 		fail_msg("refused: %s", why);
 	rc_geom_free(g);
+}
+
+/* Bytes this process read plus wrote through system calls so far
+ * (/proc/self/io rchar + wchar, this read of it included). */
+static uint64_t io_now(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	char key[32];
+	unsigned long long v, sum = 0;
+	assert_non_null(f);
+	while (fscanf(f, "%31s %llu", key, &v) == 2)
+		if (!strcmp(key, "rchar:") || !strcmp(key, "wchar:"))
+			sum += v;
+	fclose(f);
+	return sum;
+}
+
+/* The I/O of an iteration of s out of core (slabs of nzs, chunks): the
+ * run's bytes with iterations it + 1 less those with it (CGLS's last
+ * iteration skips its back projection: it >= 2). */
+static uint64_t iteration_io(rc_recon_spec *s, int nzs, int chunks, int it)
+{
+	rc_err err;
+	rc_geom *g = NULL;
+	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	size_t np = rc_geom_proj_count(g);
+	float *proj = malloc(sizeof(float) * np);
+	assert_non_null(proj);
+	for (size_t i = 0; i < np; i++)
+		proj[i] = (float)(i % 97) * 0.01f;
+	int fd = scratch();
+	assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+	rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (s->vol.nz + nzs - 1) / nzs };
+	uint64_t used[2];
+	for (int k = 0; k < 2; k++) {
+		int xfd = scratch(), vscr = scratch(), pscr = scratch();
+		rc_recon_report rep;
+		s->algo.iterations = it + k;
+		uint64_t t0 = io_now();
+		if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err))
+			fail_msg("out of core: %s", err.msg);
+		used[k] = io_now() - t0;
+		assert_int_equal(rep.iterations_done, it + k);
+		close(xfd);
+		close(vscr);
+		close(pscr);
+	}
+	close(fd);
+	free(proj);
+	rc_geom_free(g);
+	return used[1] - used[0];
+}
+
+/* The plan's I/O figure counts TV's passes with their halo slices: an
+ * iteration's measured bytes with TV less those without are its TV part
+ * (CGLS: 3 (V + 2 (S - 1) slices); SIRT: per step 2 V + S - 1 slices). */
+static void test_tv_io(void **state)
+{
+	(void)state;
+	const int nzs = 5, chunks = 3;
+	for (int sirt = 0; sirt < 2; sirt++) {
+		rc_recon_spec s;
+		cone_spec(&s, 24, 36, 30);
+		if (sirt)
+			rc_algo_params_plain(&s.algo, RC_ALGO_SIRT);
+		s.algo.initial = RC_INITIAL_ZERO;
+		s.algo.projector = RC_PROJECTOR_SPLAT;
+		s.algo.extend = RC_EXTEND_OFF;
+		uint64_t plain = iteration_io(&s, nzs, chunks, 2);
+		rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (24 + nzs - 1) / nzs, .rows = 30 };
+		uint64_t fplain = rc_ooc_iter_io(&s, &p);
+		s.algo.tv_weight = 0.05;
+		s.algo.tv_auto = 0;
+		s.algo.tv_steps = 3;
+		uint64_t tv = iteration_io(&s, nzs, chunks, 2);
+		uint64_t ftv = rc_ooc_iter_io(&s, &p);
+		print_message("%s: an iteration's I/O %llu bytes, with TV %llu; the figure's TV part %llu\n",
+			      sirt ? "sirt" : "cgls", (unsigned long long)plain, (unsigned long long)tv,
+			      (unsigned long long)(ftv - fplain));
+		/* reading /proc/self/io counts too: a few bytes, its digits */
+		assert_true(tv > plain);
+		assert_true(llabs((long long)(tv - plain) - (long long)(ftv - fplain)) <= 64);
+	}
 }
 
 static void test_sirt(void **state)
@@ -536,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_mlem),
 		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_extend_on_fallback),
+		cmocka_unit_test(test_tv_io),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
