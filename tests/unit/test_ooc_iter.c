@@ -16,8 +16,9 @@
  * volume.  The plan: in core where the job fits, slabs and chunks whose
  * predicted peak fits a smaller budget (with TV thinner than without),
  * refusals of ray casting, extend "on" and SART; its I/O figure's TV part
- * is the bytes TV adds to a measured iteration (CGLS, SIRT); a cancel
- * stops the run.
+ * is the bytes TV adds to a measured iteration (CGLS, SIRT); the stack's
+ * statistics pass comes after the FDK start (I/O before its phase); a
+ * cancel stops the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -313,6 +314,59 @@ static uint64_t iteration_io(rc_recon_spec *s, int nzs, int chunks, int it)
 	free(proj);
 	rc_geom_free(g);
 	return used[1] - used[0];
+}
+
+/* io_now() at the FDK start's phase */
+static void on_phase_io(void *ud, const char *phase)
+{
+	if (!strcmp(phase, RC_PHASE_FDK_START))
+		*(uint64_t *)ud = io_now();
+}
+
+/* The stack's statistics pass (here the discrepancy rule's noise) comes
+ * after the FDK start, whose own plan takes the whole budget: less than a
+ * stack read before the start's phase (CGLS, SIRT). */
+static void test_stats_after_start(void **state)
+{
+	(void)state;
+	for (int sirt = 0; sirt < 2; sirt++) {
+		rc_recon_spec s;
+		cone_spec(&s, 24, 36, 30);
+		if (sirt)
+			rc_algo_params_plain(&s.algo, RC_ALGO_SIRT);
+		s.algo.initial = RC_INITIAL_FDK;
+		s.algo.extend = RC_EXTEND_OFF;
+		s.algo.stop_discrepancy = 1.0;
+		s.algo.iterations = 2;
+		rc_err err;
+		rc_geom *g = NULL;
+		if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+			fail_msg("rc_geom_new: %s", err.msg);
+		size_t np = rc_geom_proj_count(g);
+		float *proj = malloc(sizeof(float) * np);
+		assert_non_null(proj);
+		for (size_t i = 0; i < np; i++)
+			proj[i] = (float)(i % 89) * 0.01f;
+		int fd = scratch(), xfd = scratch(), vscr = scratch(), pscr = scratch();
+		assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+		rc_ooc_plan p = { .slab_nz = 5, .chunks = 1, .slabs = 5 };
+		uint64_t at = 0;
+		rc_algo_hooks h = { .phase = on_phase_io, .ud = &at };
+		rc_recon_report rep;
+		uint64_t t0 = io_now();
+		if (rc_ooc_iter(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err))
+			fail_msg("out of core: %s", err.msg);
+		print_message("%s: %llu bytes of I/O before the FDK start, a stack %zu\n", sirt ? "sirt" : "cgls",
+			      (unsigned long long)(at - t0), sizeof(float) * np);
+		assert_true(at > t0);
+		assert_true(at - t0 < sizeof(float) * np);
+		close(fd);
+		close(xfd);
+		close(vscr);
+		close(pscr);
+		free(proj);
+		rc_geom_free(g);
+	}
 }
 
 /* The plan's I/O figure counts TV's passes with their halo slices: an
@@ -624,6 +678,7 @@ int main(void)
 		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_extend_on_fallback),
 		cmocka_unit_test(test_tv_io),
+		cmocka_unit_test(test_stats_after_start),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
