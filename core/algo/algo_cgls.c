@@ -56,9 +56,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* With TV: iterations between restarts of the direction (see above). */
-#define RC_CGLS_RESTART 5
-
 /* Per-batch scalars of one run, in one allocation. */
 struct coef {
 	double *gamma, *gnew, *qq, *rr, *dld;

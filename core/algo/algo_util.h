@@ -23,6 +23,10 @@
  * subset_cache_bytes is set (rc_sart_cache_all), written from the closed
  * form or recomputed (colsum.h). */
 #define RC_SUBSET_CACHE_BYTES ((size_t)256 << 20)
+/* CGLS with TV: iterations between restarts of the direction d as s (the
+ * lagged weights change the operator each iteration: algo_cgls.c; the
+ * out-of-core run, plan/ooc_iter.c, restarts alike). */
+#define RC_CGLS_RESTART 5
 
 /* ---- run bookkeeping ---------------------------------------------------- */
 

@@ -100,18 +100,28 @@ static void apply_slice(void *ud, int worker, int iz)
 	}
 }
 
+size_t rc_tv_scratch_floats(const rc_tv_shape *s, int threads)
+{
+	return (size_t)rc_parallel_threads(threads) * 2 * (size_t)s->nx * (size_t)s->ny;
+}
+
+void rc_tv_apply_in(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads,
+		    float *scratch)
+{
+	apply_job j = { .s = s, .w = w, .d = d, .out = out, .eps2 = eps * eps, .scratch = scratch };
+	rc_parallel_for(s->nz, rc_parallel_threads(threads), apply_slice, &j);
+}
+
 int rc_tv_apply(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads,
 		rc_err *err)
 {
-	apply_job j = { .s = s, .w = w, .d = d, .out = out, .eps2 = eps * eps };
-	const size_t sz = (size_t)s->nx * (size_t)s->ny;
-	const int nt = rc_parallel_threads(threads);
-	j.scratch = malloc((size_t)nt * 2 * sz * sizeof(float));
-	if (!j.scratch)
+	const size_t n = rc_tv_scratch_floats(s, threads);
+	float *scratch = malloc(n * sizeof(float));
+	if (!scratch)
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the TV operator's weights (%zu KiB)",
-			       ((size_t)nt * 2 * sz * sizeof(float)) >> 10);
-	rc_parallel_for(s->nz, nt, apply_slice, &j);
-	free(j.scratch);
+			       (n * sizeof(float)) >> 10);
+	rc_tv_apply_in(s, w, d, out, eps, threads, scratch);
+	free(scratch);
 	return 0;
 }
 

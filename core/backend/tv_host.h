@@ -33,6 +33,13 @@ typedef struct rc_tv_shape {
 int rc_tv_apply(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads,
 		rc_err *err);
 
+/* The same in the caller's scratch of rc_tv_scratch_floats(s, threads)
+ * floats (two slices of weights per thread; its nx and ny only count), for
+ * a caller that applies it many times (the out-of-core run's slabs). */
+size_t rc_tv_scratch_floats(const rc_tv_shape *s, int threads);
+void rc_tv_apply_in(const rc_tv_shape *s, const float *w, const float *d, float *out, float eps, int threads,
+		    float *scratch);
+
 /* TV(x) in double, for tests. */
 double rc_tv_value(const rc_tv_shape *s, const float *x, double eps);
 

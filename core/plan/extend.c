@@ -70,6 +70,8 @@ struct reach {
 	const float *proj;
 	int fd;     /* >= 0: the stack's file instead of proj, a sampled row read at a time into row */
 	float *row;
+	float *view; /* fd's: every row sampled, a whole view read at once (view_k's) */
+	int view_k;
 	int bad;    /* errno of a read that failed */
 	double lo[2], hi[2], Z0, Z1;
 	double zmin, zmax, sum_in, sum_out;
@@ -86,7 +88,20 @@ static int sample_row(struct reach *r, int k, int j, int cols, double *a, double
 	*a = INFINITY;
 	*b = -INFINITY;
 	const float *data = r->proj ? r->proj + rc_geom_row_offset(r->g, k, j) : NULL;
-	if (r->fd >= 0 && !r->bad) {
+	if (r->view && !r->bad) {
+		/* its rows contiguous (cone, matrices): one read per view */
+		size_t n = (size_t)nu * (size_t)rc_geom_detector(r->g)->nv;
+		if (r->view_k != k) {
+			ssize_t got = rc_io_read_full(r->fd, r->view, sizeof(float) * n,
+						      (off_t)(sizeof(float) * rc_geom_row_offset(r->g, k, 0)));
+			if (got != (ssize_t)(sizeof(float) * n))
+				r->bad = got < 0 ? errno : EIO;
+			for (size_t i = 0; i < n; i++)
+				r->view[i] = isfinite(r->view[i]) ? r->view[i] : 0.0f;
+			r->view_k = k;
+		}
+		data = r->bad ? NULL : r->view + (size_t)j * (size_t)nu;
+	} else if (r->fd >= 0 && !r->bad) {
 		/* non-finite values as 0, as the in-memory run reads them (checks.h) */
 		ssize_t got = rc_io_read_full(r->fd, r->row, sizeof(float) * (size_t)nu,
 					      (off_t)(sizeof(float) * rc_geom_row_offset(r->g, k, j)));
@@ -183,9 +198,14 @@ static int plan(const rc_geom *g, const float *proj, int fd, rc_extend mode, rc_
 		return 0;
 	struct reach r;
 	reach_init(&r, g, proj);
+	const rc_detector_desc *det = rc_geom_detector(g);
 	if (fd >= 0) {
+		/* nv <= EXT_ROWS: every row sampled, a view per read (at most a
+		 * chunk of the out-of-core run's, not yet touched then) */
 		r.fd = fd;
-		if (!(r.row = malloc(sizeof(float) * (size_t)rc_geom_detector(g)->nu))) {
+		r.view_k = -1;
+		if (det->nv <= EXT_ROWS ? !(r.view = malloc(sizeof(float) * (size_t)det->nu * (size_t)det->nv))
+					: !(r.row = malloc(sizeof(float) * (size_t)det->nu))) {
 			*bad = ENOMEM;
 			return 1;
 		}
@@ -193,6 +213,7 @@ static int plan(const rc_geom *g, const float *proj, int fd, rc_extend mode, rc_
 	const struct sampling every = { 1, EXT_ROWS, EXT_COLUMNS, 0 };
 	scan(&r, &every);
 	free(r.row);
+	free(r.view);
 	if (r.bad) {
 		*bad = r.bad;
 		return 1;

@@ -77,8 +77,9 @@ int rc_extent_of(const rc_recon_spec *s, const float *proj, rc_extent *e, rc_err
  * geometry cannot be built (a source inside it) falls back to it. */
 void rc_extent_decide(const rc_recon_spec *s, const rc_geom *ga, const float *proj, rc_extent *e);
 
-/* The same from the stack's file fd (fp32 in the spec's layout, the rows
- * sampled read one at a time, non-finite values as 0): the out-of-core
+/* The same from the stack's file fd (fp32 in the spec's layout; a view per
+ * read where every row is sampled, nv <= 512, else a sampled row per read;
+ * non-finite values as 0): the out-of-core
  * run's (core/plan/ooc_iter.c), whose stack is never in memory whole.
  * 0, or RC_EIO / RC_ENOMEM in err. */
 int rc_extent_decide_file(const rc_recon_spec *s, const rc_geom *ga, int fd, rc_extent *e, rc_err *err);

@@ -1,4 +1,4 @@
-/* ooc_iter: out-of-core CGLS and SIRT in z-slabs and chunks of views, the
+/* ooc_iter: out-of-core CGLS, SIRT and MLEM in z-slabs and chunks of views, the
  * run (ooc_iter.h; the plan: ooc_iter_plan.c). */
 #include <errno.h>
 #include <math.h>
@@ -39,9 +39,6 @@ static int wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
 
 /* ---- one run ------------------------------------------------------------ */
 
-/* algo_cgls.c's RC_CGLS_RESTART: with TV, iterations between restarts of d */
-#define OOC_CGLS_RESTART 5
-
 typedef struct run {
 	const rc_recon_spec *s;
 	const rc_geom *g;
@@ -63,11 +60,12 @@ typedef struct run {
 	double fsum, bsum;                /* forward's and backward's last sums (not SIRT's passes) */
 	/* TV (algo_util.h's rc_tv): on, eps, SIRT's step and steps, CGLS's
 	 * -beta_tv; tvx: backward adds tvneg L(x) x (x in xfd) to its slabs;
-	 * tw, td, to: slabs with a slice of halo each side, carry a slice */
+	 * tw, td, to: slabs with a slice of halo each side, carry a slice,
+	 * tvs the operator's weights (rc_tv_apply_in's scratch) */
 	int tv_on, tv_steps, tvx, xfd;
 	double tv_scale;
 	float tv_eps, tv_step, tvneg;
-	float *tw, *td, *to, *carry;
+	float *tw, *td, *to, *carry, *tvs;
 } run;
 
 static int cancelled(const run *R, rc_err *err)
@@ -379,9 +377,9 @@ static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z
 	int same = wfd == dfd && woff == doff;
 	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = b - a, .planar = 0 };
 	if ((rc = read_slices(R, wfd, woff, a, b, NULL, R->tw, err)) ||
-	    (!same && (rc = read_slices(R, dfd, doff, a, b, NULL, R->td, err))) ||
-	    (rc = rc_tv_apply(&sh, R->tw, same ? R->tw : R->td, R->to, R->tv_eps, R->s->threads, err)))
+	    (!same && (rc = read_slices(R, dfd, doff, a, b, NULL, R->td, err))))
 		return rc;
+	rc_tv_apply_in(&sh, R->tw, same ? R->tw : R->td, R->to, R->tv_eps, R->s->threads, R->tvs);
 	*t = R->to + (size_t)(z0 - a) * R->plane;
 	*d = (same ? R->tw : R->td) + (size_t)(z0 - a) * R->plane;
 	return 0;
@@ -417,9 +415,9 @@ static int tv_descend(run *R, int xfd, int nonneg, rc_err *err)
 			size_t n = R->plane * (size_t)(z1 - z0);
 			float *x = R->tw + (size_t)(z0 - a) * R->plane, *g = R->to + (size_t)(z0 - a) * R->plane;
 			if ((rc = cancelled(R, err)) ||
-			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)) ||
-			    (rc = rc_tv_apply(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, err)))
+			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)))
 				return rc;
+			rc_tv_apply_in(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, R->tvs);
 			memcpy(R->carry, x + (size_t)(z1 - z0 - 1) * R->plane, sizeof(float) * R->plane);
 			for (size_t j = 0; j < n; j++) {
 				x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
@@ -450,25 +448,29 @@ static void tv_init(run *R, double a1sum)
  * whole blocks of RC_NOISE_ROWS_PER_ITEM rows (so that the noise estimates
  * are the whole stack's, noise.h), non-finite values as 0: the stop rules'
  * thresholds (rc_stop_init's: ||p||, the noise energy), sum p and the TV
- * weight (rc_tv_weight's relative noise). */
-static int stack_stats(run *R, rc_err *err)
+ * weight (rc_tv_weight's relative noise), MLEM's sum p+ and max p.  Called
+ * after the start (its FDK plans against the whole budget, and this pass
+ * fills the chunk); no pass where nothing needs one (cgls: the tolerance's
+ * ||p|| is its copy r = p's, iterate). */
+static int stack_stats(run *R, int cgls, rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	const int nu = (int)R->nu;
 	const uint64_t n = R->P / 4;
 	const int e2 = a->stop_discrepancy > 0.0 && !(a->noise_sigma > 0.0);
 	const int e4 = a->tv_auto && a->tv_weight > 0.0 && !(a->noise_sigma > 0.0);
+	const int pass = e2 || a->tv_weight > 0.0 || R->em || (!cgls && a->stop_tolerance > 0.0);
 	size_t rows = R->view / R->nu * (size_t)R->nk / RC_NOISE_ROWS_PER_ITEM * RC_NOISE_ROWS_PER_ITEM;
 	float *buf = R->chunk, *own = NULL;
 	double pp = 0.0, psum = 0.0, ppos = 0.0, pmax = 0.0, en2 = 0.0, en4 = 0.0;
 	int rc = 0, oom = 0;
-	if (!rows) { /* a chunk of fewer rows than a block: a block of its own */
+	if (pass && !rows) { /* a chunk of fewer rows than a block: a block of its own */
 		rows = RC_NOISE_ROWS_PER_ITEM;
 		if (!(buf = own = malloc(sizeof(float) * rows * R->nu)))
 			return rc_fail(err, RC_ENOMEM, "", "out of memory for %zu rows of the stack", rows);
 	}
 	const uint64_t len = (uint64_t)rows * R->nu;
-	for (uint64_t i = 0; i < n && !rc; i += len) {
+	for (uint64_t i = 0; pass && i < n && !rc; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : (size_t)len;
 		if ((rc = cancelled(R, err)) || (rc = rd(R->stack, buf, sizeof(float) * m, 4 * i, err)))
 			break;
@@ -613,9 +615,7 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 	double r2, none;
 	rc_initial start;
 	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc)
-		return rc;
-	if ((rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
+	if (rc || (rc = stack_stats(R, 0, err)) || (rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
 		return rc;
 	if (R->tv_weight > 0.0)
 		tv_init(R, R->fsum);
@@ -662,12 +662,14 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	double pp, rr, qq, gamma, gnew, curv = 0.0;
 	rc_initial start;
 	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc)
+	if (rc || (rc = stack_stats(R, 1, err)))
 		return rc;
-	/* r = p (- A x0) */
+	/* r = p (- A x0); ||p|| the tolerance's (rc_stop_init's) */
 	if ((rc = stream_copy(pscr, Rr, stack, 0, nproj, slen, R->a, &pp, err)))
 		return rc;
 	rr = pp;
+	if (a->stop_tolerance > 0.0)
+		R->stop.tolerance = a->stop_tolerance * sqrt(pp);
 	if (start == RC_INITIAL_FDK && ((rc = forward(R, xfd, 0, pscr, Q, 0, &qq, err)) ||
 					(rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -1.0f, 0, R->a, R->b, &rr,
 							  err))))
@@ -715,7 +717,7 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 			if ((rc = backward(R, pscr, Rr, vscr, S, 0, &gnew, err)))
 				return rc;
 			/* with TV, d restarts as s every RC_CGLS_RESTART iterations */
-			int restart = R->tv_on && it % OOC_CGLS_RESTART == 0;
+			int restart = R->tv_on && it % RC_CGLS_RESTART == 0;
 			if (restart)
 				active = gnew > 0.0;
 			float beta = active && !restart ? (float)(gnew / gamma) : 0.0f;
@@ -799,9 +801,11 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.to = tv ? malloc(sizeof(float) * hslab) : NULL;
 	R.td = tv && !sirt ? malloc(sizeof(float) * hslab) : NULL;
 	R.carry = tv && sirt ? malloc(sizeof(float) * R.plane) : NULL;
+	rc_tv_shape tsh = { .nx = s->vol.nx, .ny = s->vol.ny, .nz = 1 };
+	R.tvs = tv ? malloc(sizeof(float) * rc_tv_scratch_floats(&tsh, s->threads)) : NULL;
 	R.xfd = xfd;
 	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
-	    (tv && (!R.tw || !R.to || (!sirt && !R.td) || (sirt && !R.carry)))) {
+	    (tv && (!R.tw || !R.to || !R.tvs || (!sirt && !R.td) || (sirt && !R.carry)))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;
@@ -829,8 +833,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 			     (unsigned long long)extended_need(s, &ext));
 		goto out;
 	}
-	if (!(rc = stack_stats(&R, err)))
-		rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
 out:
 	free(R.r0);
 	free(R.r1);
@@ -843,6 +846,7 @@ out:
 	free(R.to);
 	free(R.td);
 	free(R.carry);
+	free(R.tvs);
 	rep->tv_weight = R.tv_weight;
 	rep->seconds = rc_now_s() - t0;
 	return rc;

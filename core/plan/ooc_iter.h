@@ -43,28 +43,35 @@
  * slab x *= C A^T (ratio); its TV descent always clamps.
  *
  * A job's defaults run as in memory:
- *   - the stop rules (algo_util.h's rc_stop): a first pass over the stack,
- *     in pieces of whole blocks of noise.h's rows (non-finite values as 0),
- *     gives ||p||, the noise energies (discrepancy; the default TV weight's
- *     relative noise, rc_tv_weight) and sum p exactly as the whole stack
- *     does; the residual each iteration is the streamed ||p - A x||, the
- *     stop's reason goes to the progress call.  Reads P.
+ *   - the stop rules (algo_util.h's rc_stop): a pass over the stack after
+ *     the start (the FDK start plans against the whole budget, this pass
+ *     fills q's chunk), in pieces of whole blocks of noise.h's rows
+ *     (non-finite values as 0), gives ||p||, the noise energies
+ *     (discrepancy; the default TV weight's relative noise, rc_tv_weight)
+ *     and sum p exactly as the whole stack does; the residual each
+ *     iteration is the streamed ||p - A x||, the stop's reason goes to the
+ *     progress call.  Reads P, only where the discrepancy (without
+ *     noise_sigma), TV, MLEM or SIRT's tolerance needs it: CGLS's tolerance
+ *     takes ||p|| from its copy r = p.
  *   - algorithm.extend "auto": the data's verdict (extend.h's
- *     rc_extent_decide_file, rows read one at a time) before the run; where
+ *     rc_extent_decide_file, a view or a sampled row per read) before the run; where
  *     it would extend the volume, the run is refused (field
  *     algorithm.extend, with the memory the extended run needs in core).
- *     "on" is refused by the plan where the geometry's rays reach beyond
- *     the volume.  Reads at most P.
+ *     "on" is refused by the plan where the in-memory run would extend
+ *     (rc_extent_decide: the rays reach beyond the volume and the extended
+ *     geometry can be built).  Reads at most P.
  *   - TV (rc_tv; tv_host.h's operator D^T W(w) D d, a stencil one slice
  *     deep in z): per slab over the slab and a slice of halo each side, its
  *     values in the slab the whole volume's.  Its scale s = sum p / sum A 1
  *     takes a forward pass of ones (SIRT's A 1 pass already), CGLS's mean
  *     of A^T A 1 its back projection.  CGLS per iteration: d^T L(x) d
  *     (reads 2 V) and grad TV(x) in the back projection's slabs (reads V),
- *     d restarted every 5 iterations as algo_cgls.c does.  SIRT: the
- *     tv.steps descent steps after each update, a pass each in place (the
- *     slice below a slab carried from before its update): reads and
- *     writes V per step.
+ *     each with 2 (S - 1) slices of halo more, d restarted every
+ *     RC_CGLS_RESTART (algo_util.h) iterations as algo_cgls.c does.  SIRT:
+ *     the tv.steps descent steps after each update, a pass each in place
+ *     (the slice below a slab carried from before its update): reads V and
+ *     S - 1 slices, writes V per step.  The operator's weights are
+ *     allocated once per run (rc_tv_apply_in).
  *
  * Refused out of core (the caller says so with the memory in core): an
  * extended volume, fan and parallel geometries, checkpoints (none are

@@ -37,10 +37,12 @@ const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 	if (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL)
 		return "out of core, cgls, sirt and mlem run cone and matrices geometries only";
 	/* extend auto: the data decide at the run (rc_ooc_iter refuses an
-	 * extension then); on: refused here where it would extend */
+	 * extension then); on: refused here where the in-memory run would
+	 * extend (rc_extent_decide: not where the extended geometry cannot be
+	 * built, a source inside it) */
 	if (a->extend == RC_EXTEND_ON && g) {
 		rc_extent e;
-		rc_extent_plan(g, NULL, RC_EXTEND_ON, &e);
+		rc_extent_decide(s, g, NULL, &e);
 		if (e.run.nz != s->vol.nz)
 			return "out of core, cgls, sirt and mlem run the asked volume only: algorithm.extend \"on\" would "
 			       "extend it (ask \"auto\", which extends only where the data show mass beyond it, or "
@@ -119,10 +121,15 @@ static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)
 	uint64_t S = (uint64_t)((s->vol.nz + nzs - 1) / nzs);
 	uint64_t rowsP = P / (uint64_t)s->geom.det.nv * (uint64_t)rows;
 	uint64_t io = (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
-	/* TV (ooc_iter.h): CGLS reads x and d for d^T L(x) d and x for grad
-	 * TV(x); SIRT's and MLEM's descent reads and writes x per step */
+	/* TV (ooc_iter.h), each slab with a slice of halo each side: CGLS
+	 * reads x and d for d^T L(x) d and x for grad TV(x), 2 (S - 1) slices
+	 * more each; SIRT's and MLEM's descent reads (the slice below carried:
+	 * S - 1 slices more) and writes x per step */
+	uint64_t halo = (S - 1) * (V / (uint64_t)s->vol.nz);
 	if (s->algo.tv_weight > 0)
-		io += s->algo.name == RC_ALGO_CGLS ? 3 * V : 2 * V * (uint64_t)(s->algo.tv_steps > 1 ? s->algo.tv_steps : 1);
+		io += s->algo.name == RC_ALGO_CGLS
+			      ? 3 * (V + 2 * halo)
+			      : (2 * V + halo) * (uint64_t)(s->algo.tv_steps > 1 ? s->algo.tv_steps : 1);
 	return io;
 }
 

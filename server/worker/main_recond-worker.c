@@ -9,7 +9,7 @@
  *                 [--stream-fd 5 --stream-idle S] DIR   (as the daemon runs it;
  *     worker_proto.h: the live volume and the streamed views' stamps)
  *     --memory-limit BYTES plans the job within that budget (spec.h
- *     job_spec_plan): in core, or FDK in z-slabs, CGLS and SIRT in slabs and chunks of views, out of core (ooc_run.h)
+ *     job_spec_plan): in core, or FDK in z-slabs, CGLS, SIRT and MLEM in slabs and chunks of views, out of core (ooc_run.h)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *     (--matrix-cache-bytes N keeps that directory under N bytes, least
@@ -557,6 +557,35 @@ static void on_slab(void *ud, int done, int of)
  * job waits for its whole stack first (sv non-NULL); the geometry's
  * warnings only (the data is never in memory whole to be checked, nor the
  * volume to be projected for a residual). */
+/* An iterative job over the budget only for the long object's predicted
+ * extension (memory.h bounds it from the spec): the data's verdict from
+ * the stack's file first (extend.h, a view per read), so that a job whose
+ * data do not extend it plans on the asked volume (in core where that
+ * fits) and runs that verdict; 1 then, *plan the spec to plan with.
+ * Counts and a stack still streaming are left to the run. */
+static int extent_first(job_spec *spec, const char *path, uint64_t budget, int streaming, job_spec *plan)
+{
+	if (!budget || streaming || spec->in.intensity || ranks_size() > 1 || spec->r.algo.name == RC_ALGO_FDK ||
+	    spec->r.algo.extend != RC_EXTEND_AUTO || job_spec_memory(spec) <= budget)
+		return 0;
+	*plan = *spec;
+	plan->r.algo.extend = RC_EXTEND_OFF;
+	if (job_spec_memory(plan) > budget) /* out of core either way: the run decides */
+		return 0;
+	rc_geom *g = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ok = 0;
+	if (fd >= 0 && !rc_geom_new(&spec->r.geom, &spec->r.vol, &spec->r.limits, &g, NULL) &&
+	    !rc_extent_decide_file(&spec->r, g, fd, &run_extent, NULL) && run_extent.run.nz == spec->r.vol.nz) {
+		have_extent = 1;
+		spec->r.extent = &run_extent;
+		ok = 1;
+	}
+	rc_geom_free(g);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p, struct stream *sv, rc_err *err)
 {
 	int rc = 0;
@@ -579,7 +608,7 @@ static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p
 	memset(&rep, 0, sizeof rep);
 	rep.relative_residual = NAN;
 	if (spec->r.algo.name != RC_ALGO_FDK) {
-		/* out-of-core CGLS or SIRT: a progress line per iteration, the FDK start's phase */
+		/* out-of-core CGLS, SIRT or MLEM: a progress line per iteration, the FDK start's phase */
 		rc_algo_hooks h = { .progress = on_progress, .cancel = &cancel_flag, .phase = on_phase };
 		rc = ooc_run_iter(spec, dir, p, &h, &rep, err);
 		if (!rc)
@@ -875,7 +904,10 @@ int main(int argc, char **argv)
 	/* over the budget: FDK in z-slabs from the file (ooc_run.h); neither
 	 * mapping above is touched, so neither costs resident memory */
 	rc_ooc_plan mplan;
-	if ((rc = job_spec_plan(spec, memory_limit, "the worker's --memory-limit", &mplan, &err)))
+	job_spec plan_off;
+	int decided = extent_first(spec, path, memory_limit, streaming, &plan_off);
+	if ((rc = job_spec_plan(decided ? &plan_off : spec, memory_limit, "the worker's --memory-limit", &mplan,
+				&err)))
 		goto out;
 	memory_plan = job_plan_json(&mplan);
 	if (mplan.slabs > 1) {

@@ -113,14 +113,14 @@ uint64_t job_spec_memory(const job_spec *s);
 
 /* spec_plan.c: a job's memory plan under the worker's budget (docs/server.md,
  * "Memory"): in core where its predicted peak (job_spec_memory) fits, else
- * FDK in z-slabs out of core (core/plan/ooc.h), or CGLS and SIRT in z-slabs and chunks
+ * FDK in z-slabs out of core (core/plan/ooc.h), or CGLS, SIRT and MLEM in z-slabs and chunks
  * of views (core/plan/ooc_iter.h), else a refusal naming the
  * memory it needs.  The daemon plans at POST /v1/jobs (422 when nothing
  * fits, summary.memory_plan otherwise), the worker again when it runs, with
  * the budget it is given (--memory-limit), and runs the plan. */
 /* The plan of s under budget bytes (0: no budget, in core).  RC_EUNSUPPORTED
  * (field "volume") when neither the job nor its slabs fit, or it cannot run
- * out of core (SART, MLEM, CGLS or SIRT with TV or stop rules, counts): the message names the
+ * out of core (SART, OS-EM, counts, ...: rc_ooc_iter_refusal): the message names the
  * bytes the job needs, the budget (whose is why_budget: "the operator's
  * --memory-limit", ...) and what to change; p then holds the least the job
  * needs in predicted_bytes. */

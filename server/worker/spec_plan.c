@@ -14,7 +14,7 @@ static const char *not_out_of_core(const job_spec *s)
 	    s->r.algo.name != RC_ALGO_MLEM)
 		return "out of core, only fdk, cgls, sirt and mlem run";
 	if (s->in.intensity)
-		return "out of core, fdk, cgls and sirt run from line integrals only";
+		return "out of core, fdk, cgls, sirt and mlem run from line integrals only";
 	if (s->r.geom.type == RC_GEOM_HELIX) /* its own slabs hold only the views each needs */
 		return "out of core, a helix is not planned (its helical fdk already holds only the views a slab needs)";
 	if (s->ranks > 1) /* each rank runs its share in core (docs/cluster.md) */

@@ -3,7 +3,7 @@
 
 A daemon started with --memory-limit 64M refuses a job whose worker is
 predicted (core/plan/memory.h) to need more and that cannot run out of core
-(FDK, CGLS and SIRT do: test_out_of_core.py, test_out_of_core_cgls.py;
+(FDK, CGLS, SIRT and MLEM do: test_out_of_core.py, test_out_of_core_cgls.py;
 SART does not): 64^3 SART from 90 views of 128x128
 (the process, a 5.9 MB stack, its vectors, the volumes) is 422
 `unsupported`, field `volume`, the message naming the bytes needed (the

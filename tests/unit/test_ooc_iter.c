@@ -1,5 +1,5 @@
 /*
- * test_ooc_iter: out-of-core CGLS and SIRT (core/plan/ooc_iter.h).  Slabs of a few
+ * test_ooc_iter: out-of-core CGLS, SIRT and MLEM (core/plan/ooc_iter.h).  Slabs of a few
  * slices and chunks of a few views, every vector in a file, give the
  * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
  * abs over max) from zero and from the FDK start, with the splat and the
@@ -11,10 +11,14 @@
  * extend auto on data with no mass beyond the volume) give the in-memory
  * run to 1e-5 for CGLS and SIRT, and CGLS's TV across a restart of d.
  * extend auto: the verdict read from the file is the in-memory one, and a
- * run it would extend is refused naming algorithm.extend.  The plan: in
- * core where the job fits, slabs and chunks whose predicted peak fits a
- * smaller budget (with TV too), refusals of ray casting, extend "on" and
- * SART; a cancel stops the run.
+ * run it would extend is refused naming algorithm.extend; extend "on" is
+ * not refused where in memory the extension falls back to the asked
+ * volume.  The plan: in core where the job fits, slabs and chunks whose
+ * predicted peak fits a smaller budget (with TV thinner than without),
+ * refusals of ray casting, extend "on" and SART; its I/O figure's TV part
+ * is the bytes TV adds to a measured iteration (CGLS, SIRT); the stack's
+ * statistics pass comes after the FDK start (I/O before its phase); a
+ * cancel stops the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,6 +223,182 @@ static void test_footprint_matrices(void **state)
 	double e = compare(&s, 3, 6);
 	print_message("matrices, footprint, slabs of 3, 6 chunks: error %.2e\n", e);
 	assert_true(e <= 1e-5);
+}
+
+/* extend "on" out of core: refused only where the in-memory run would
+ * extend.  A source above the volume looking down: the rays reach up to it,
+ * the extended volume would hold it, so in memory the asked volume runs
+ * (rc_extent_decide's fallback) and out of core it is not refused. */
+static void test_extend_on_fallback(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 32, 32);
+	const double zs = 14.0, f = 4.0, c = 15.5; /* f: voxels under a pixel apart (splat) */
+	s.geom.type = RC_GEOM_MATRICES;
+	s.geom.nviews = 4;
+	s.geom.angles_deg = NULL;
+	s.geom.matrices = mats;
+	s.vol.cz = 0;
+	for (int k = 0; k < 4; k++) {
+		/* camera u along (cos, sin), v along (-sin, cos), depth zs - z */
+		double a = k * M_PI / 2, co = cos(a), si = sin(a);
+		double P[12] = { f * co, f * si, -c, c * zs, -f * si, f * co, -c, c * zs, 0, 0, -1, zs };
+		memcpy(mats + 12 * k, P, sizeof P);
+	}
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	s.algo.extend = RC_EXTEND_ON;
+	s.algo.projector = RC_PROJECTOR_SPLAT;
+	rc_extent raw, e;
+	rc_extent_plan(g, NULL, RC_EXTEND_ON, &raw);
+	assert_int_equal(rc_extent_of(&s, NULL, &e, &err), 0);
+	print_message("extend on, source above: the reach's nz %d, the run's %d\n", raw.run.nz, e.run.nz);
+	assert_true(raw.run.nz > s.vol.nz);
+	assert_int_equal(e.run.nz, s.vol.nz);
+	const char *why = rc_ooc_iter_refusal(&s, g);
+	if (why)
+		fail_msg("refused: %s", why);
+	rc_geom_free(g);
+}
+
+/* Bytes this process read plus wrote through system calls so far
+ * (/proc/self/io rchar + wchar, this read of it included). */
+static uint64_t io_now(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	char key[32];
+	unsigned long long v, sum = 0;
+	assert_non_null(f);
+	while (fscanf(f, "%31s %llu", key, &v) == 2)
+		if (!strcmp(key, "rchar:") || !strcmp(key, "wchar:"))
+			sum += v;
+	fclose(f);
+	return sum;
+}
+
+/* The I/O of an iteration of s out of core (slabs of nzs, chunks): the
+ * run's bytes with iterations it + 1 less those with it (CGLS's last
+ * iteration skips its back projection: it >= 2). */
+static uint64_t iteration_io(rc_recon_spec *s, int nzs, int chunks, int it)
+{
+	rc_err err;
+	rc_geom *g = NULL;
+	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	size_t np = rc_geom_proj_count(g);
+	float *proj = malloc(sizeof(float) * np);
+	assert_non_null(proj);
+	for (size_t i = 0; i < np; i++)
+		proj[i] = (float)(i % 97) * 0.01f;
+	int fd = scratch();
+	assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+	rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (s->vol.nz + nzs - 1) / nzs };
+	uint64_t used[2];
+	for (int k = 0; k < 2; k++) {
+		int xfd = scratch(), vscr = scratch(), pscr = scratch();
+		rc_recon_report rep;
+		s->algo.iterations = it + k;
+		uint64_t t0 = io_now();
+		if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, NULL, &rep, &err))
+			fail_msg("out of core: %s", err.msg);
+		used[k] = io_now() - t0;
+		assert_int_equal(rep.iterations_done, it + k);
+		close(xfd);
+		close(vscr);
+		close(pscr);
+	}
+	close(fd);
+	free(proj);
+	rc_geom_free(g);
+	return used[1] - used[0];
+}
+
+/* io_now() at the FDK start's phase */
+static void on_phase_io(void *ud, const char *phase)
+{
+	if (!strcmp(phase, RC_PHASE_FDK_START))
+		*(uint64_t *)ud = io_now();
+}
+
+/* The stack's statistics pass (here the discrepancy rule's noise) comes
+ * after the FDK start, whose own plan takes the whole budget: less than a
+ * stack read before the start's phase (CGLS, SIRT). */
+static void test_stats_after_start(void **state)
+{
+	(void)state;
+	for (int sirt = 0; sirt < 2; sirt++) {
+		rc_recon_spec s;
+		cone_spec(&s, 24, 36, 30);
+		if (sirt)
+			rc_algo_params_plain(&s.algo, RC_ALGO_SIRT);
+		s.algo.initial = RC_INITIAL_FDK;
+		s.algo.extend = RC_EXTEND_OFF;
+		s.algo.stop_discrepancy = 1.0;
+		s.algo.iterations = 2;
+		rc_err err;
+		rc_geom *g = NULL;
+		if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+			fail_msg("rc_geom_new: %s", err.msg);
+		size_t np = rc_geom_proj_count(g);
+		float *proj = malloc(sizeof(float) * np);
+		assert_non_null(proj);
+		for (size_t i = 0; i < np; i++)
+			proj[i] = (float)(i % 89) * 0.01f;
+		int fd = scratch(), xfd = scratch(), vscr = scratch(), pscr = scratch();
+		assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+		rc_ooc_plan p = { .slab_nz = 5, .chunks = 1, .slabs = 5 };
+		uint64_t at = 0;
+		rc_algo_hooks h = { .phase = on_phase_io, .ud = &at };
+		rc_recon_report rep;
+		uint64_t t0 = io_now();
+		if (rc_ooc_iter(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err))
+			fail_msg("out of core: %s", err.msg);
+		print_message("%s: %llu bytes of I/O before the FDK start, a stack %zu\n", sirt ? "sirt" : "cgls",
+			      (unsigned long long)(at - t0), sizeof(float) * np);
+		assert_true(at > t0);
+		assert_true(at - t0 < sizeof(float) * np);
+		close(fd);
+		close(xfd);
+		close(vscr);
+		close(pscr);
+		free(proj);
+		rc_geom_free(g);
+	}
+}
+
+/* The plan's I/O figure counts TV's passes with their halo slices: an
+ * iteration's measured bytes with TV less those without are its TV part
+ * (CGLS: 3 (V + 2 (S - 1) slices); SIRT: per step 2 V + S - 1 slices). */
+static void test_tv_io(void **state)
+{
+	(void)state;
+	const int nzs = 5, chunks = 3;
+	for (int sirt = 0; sirt < 2; sirt++) {
+		rc_recon_spec s;
+		cone_spec(&s, 24, 36, 30);
+		if (sirt)
+			rc_algo_params_plain(&s.algo, RC_ALGO_SIRT);
+		s.algo.initial = RC_INITIAL_ZERO;
+		s.algo.projector = RC_PROJECTOR_SPLAT;
+		s.algo.extend = RC_EXTEND_OFF;
+		uint64_t plain = iteration_io(&s, nzs, chunks, 2);
+		rc_ooc_plan p = { .slab_nz = nzs, .chunks = chunks, .slabs = (24 + nzs - 1) / nzs, .rows = 30 };
+		uint64_t fplain = rc_ooc_iter_io(&s, &p);
+		s.algo.tv_weight = 0.05;
+		s.algo.tv_auto = 0;
+		s.algo.tv_steps = 3;
+		uint64_t tv = iteration_io(&s, nzs, chunks, 2);
+		uint64_t ftv = rc_ooc_iter_io(&s, &p);
+		print_message("%s: an iteration's I/O %llu bytes, with TV %llu; the figure's TV part %llu\n",
+			      sirt ? "sirt" : "cgls", (unsigned long long)plain, (unsigned long long)tv,
+			      (unsigned long long)(ftv - fplain));
+		/* reading /proc/self/io counts too: a few bytes, its digits */
+		assert_true(tv > plain);
+		assert_true(llabs((long long)(tv - plain) - (long long)(ftv - fplain)) <= 64);
+	}
 }
 
 static void test_sirt(void **state)
@@ -454,14 +634,24 @@ static void test_plan(void **state)
 	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "voxel-driven"));
 	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
-	/* TV and the stop rules plan, with TV's slabs of halo in the figure */
-	rc_ooc_plan q;
+	/* TV and the stop rules plan, with TV's slabs of halo in the figure:
+	 * thinner slabs than the plain job's, over its need at their size */
+	rc_ooc_plan plain, q;
+	if (rc_ooc_plan_iter(&s, g, budget, &plain, &err))
+		fail_msg("plan: %s", err.msg);
 	s.algo.tv_weight = 0.1;
 	s.algo.stop_stagnation = 0.01;
 	if (rc_ooc_plan_iter(&s, g, budget, &q, &err))
 		fail_msg("plan with TV: %s", err.msg);
+	print_message("with TV: slabs of %d (plain %d), %llu bytes\n", q.slab_nz, plain.slab_nz,
+		      (unsigned long long)q.predicted_bytes);
 	assert_true(q.predicted_bytes <= budget);
-	assert_true(q.slab_nz <= p.slab_nz);
+	assert_true(q.slab_nz < plain.slab_nz);
+	rc_ooc_plan plain_q;
+	s.algo.tv_weight = 0;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, q.predicted_bytes, &plain_q, &err), 0);
+	assert_true(plain_q.slab_nz > q.slab_nz); /* TV's halo slabs cost at q's size */
+	s.algo.tv_weight = 0.1;
 	/* extend auto plans (the data decide at the run), on where it extends does not */
 	s.algo.extend = RC_EXTEND_AUTO;
 	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &q, &err), 0);
@@ -486,6 +676,9 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_mlem),
 		cmocka_unit_test(test_extend),
+		cmocka_unit_test(test_extend_on_fallback),
+		cmocka_unit_test(test_tv_io),
+		cmocka_unit_test(test_stats_after_start),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_plan),
 	};
