@@ -553,10 +553,6 @@ static void on_slab(void *ud, int done, int of)
 		       "slabs_done", done, "slabs", of, "stopped", json_null()));
 }
 
-/* The out-of-core run of plan p (ooc_run.h) and its report: a streaming
- * job waits for its whole stack first (sv non-NULL); the geometry's
- * warnings only (the data is never in memory whole to be checked, nor the
- * volume to be projected for a residual). */
 /* An iterative job over the budget only for the long object's predicted
  * extension (memory.h bounds it from the spec): the data's verdict from
  * the stack's file first (extend.h, a view per read), so that a job whose
@@ -586,6 +582,10 @@ static int extent_first(job_spec *spec, const char *path, uint64_t budget, int s
 	return ok;
 }
 
+/* The out-of-core run of plan p (ooc_run.h) and its report: a streaming
+ * job waits for its whole stack first (sv non-NULL); the geometry's
+ * warnings only (the data is never in memory whole to be checked, nor the
+ * volume to be projected for a residual). */
 static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p, struct stream *sv, rc_err *err)
 {
 	int rc = 0;
