@@ -16,9 +16,8 @@
  *     forward  t_k = sum_m a_m ov(m, k) / S,  img[j][k] += wu_j t_k
  *     back     t_k = sum_j wu_j img[j][k],    a_m += sum_k ov(m, k) / S t_k
  * Both sides take the overlaps from rc_fpf_ov below, so the weights are
- * the same floats: the pair is the exact transpose up to the order of the
- * float sums (and a pair whose overlap is within the rounding of the
- * edges, which one side's first index may leave out: fwd_col's comment).
+ * the same floats, and both meet the same pairs (fwd_rows' first index):
+ * the pair is the exact transpose, up to the order of the float sums.
  * The forward reads per row the at most floor(1/S) + 2 voxels a row
  * meets, the back per voxel the at most floor(S) + 2 rows it meets,
  * branch-free, so that both loops vectorise (a voxel-by-voxel
@@ -114,7 +113,12 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(fwd_rows, RC_FPF_SU
 {
 	for (int i = 0; i < n; i++) {
 		const int k = k0 + i;
-		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf);
+		int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf);
+		/* the multiply by 1/S can round the index one voxel too high:
+		 * step back where voxel m0's lower edge (rc_fpf_ov's float) is
+		 * above the row's, so that the voxel below, which the back
+		 * (exact at its low end) meets, is read here too */
+		m0 -= Bf + (float)m0 * Sf > (float)k - 0.5f;
 		float acc = 0.0f;
 #pragma GCC unroll 8
 		for (int q = 0; q < T; q++) {
@@ -242,12 +246,20 @@ static inline __attribute__((always_inline)) void fwd_rows16(const float *restri
 		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
 		const __m512i k = _mm512_add_epi32(_mm512_set1_epi32(k0 + i), lane);
 		const __m512 kf = _mm512_cvtepi32_ps(k);
-		const __m512i m = floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf));
+		const __m512 kl = _mm512_sub_ps(kf, _mm512_set1_ps(0.5f));
+		__m512i m = floor16(_mm512_mul_ps(_mm512_sub_ps(kl, Bf), iSf));
+		/* one voxel back where the index rounded high (fwd_rows') */
+		m = _mm512_mask_sub_epi32(m,
+					  _mm512_cmp_ps_mask(_mm512_add_ps(Bf, _mm512_mul_ps(_mm512_cvtepi32_ps(m), Sf)), kl,
+							     _CMP_GT_OQ),
+					  m, _mm512_set1_epi32(1));
 		/* m rises with the lane (a floor of a rising value); its first
 		 * and last lanes in scalar, the same float operations (so the
 		 * same values), which the loads' addresses need without waiting
 		 * on the vector */
 		int wb = rc_fpf_floor(((float)(k0 + i) - 0.5f - B) * iS);
+		wb -= B + (float)wb * S > (float)(k0 + i) - 0.5f;
+		/* ml may be one high (a window one wider at most) */
 		const int ml = rc_fpf_floor(((float)(k0 + i + 15) - 0.5f - B) * iS);
 		wb = wb < 0 ? 0 : wb > nz ? nz : wb;
 		const int W = win_width(wb, ml + T - 1);
@@ -348,10 +360,9 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 	const int k0 = c->k0, n = c->k1 - c->k0 + 1, nz = c->nz;
 	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
 	/* voxels a row meets: from the one holding its lower edge over
-	 * floor(1/S) + 1 more (a row is shorter than floor(1/S) + 1 voxels).
-	 * Where that index rounds one off (the edge within rounding of a
-	 * voxel's), the voxel left out meets the row over a rounding's length
-	 * alone: so no slack tap (it was a third of the taps at S > 1) */
+	 * floor(1/S) + 1 more (a row is shorter than floor(1/S) + 1 voxels);
+	 * that first index is exact (fwd_rows steps it back where it rounded
+	 * high), so no slack tap (it was a third of the taps at S > 1) */
 	const int T = (int)(1.0 / c->S) + 2;
 	const float *restrict x = a;
 	float *restrict xr = t + nv; /* the column in increasing v */
