@@ -58,15 +58,15 @@
 /* The back projection's block of gained, transposed views (bytes at most;
  * at least one view). */
 #define RC_FPF_BLOCK_BYTES ((size_t)64 << 20)
-/* The back projection's tasks: tiles of RC_FPF_TILE^2 voxel columns (core/plan/memory.c
- * counts 64 columns' sums per thread). */
+/* The back projection's tasks: tiles of RC_FPF_TILE^2 voxel columns
+ * (core/plan/memory.h's RC_MEM_FPF_TILE_COLS, its sums per thread). */
 #define RC_FPF_TILE 8
 
 /* A column's set-up on a cone view (flat or curved): the trapezoid's
  * corners t (sorted, pixels), trap_fill's scale s and the rise's and
  * fall's 1 / (2 width), its pixels a..b, and rc_fpf_col_init's V0 and dv;
  * ok = 0 where it misses the detector or a corner lies behind the source.
- * set_many computes a row's columns (forward) or a column's views (back)
+ * set_many computes a row's columns (forward) or a tile row's (back)
  * in one loop without branches before any is used: one column's set-up is
  * a chain of divisions (the corners, then 1/w, the scale and the widths),
  * and alone between two column passes its latency was exposed; in a loop
@@ -89,7 +89,7 @@ struct rc_fpf {
 	rc_zfast zf;        /* forward: the volume z-fastest (none: columns read strided) */
 	float *zw;          /* world z of every slice */
 	double *xw;         /* world x of every voxel column */
-	struct fpf_cs *cs;  /* per worker: cs_items column set-ups (set_many) */
+	struct fpf_cs *cs;  /* per worker: cs_items column set-ups (set_many: a row's, a tile row's) */
 	float *tacc;        /* back: per worker a tile's column sums (RC_FPF_TILE^2 nz) */
 	int cs_items;
 	unsigned char *cone; /* per view: the column path (set_cone_views) */
@@ -263,8 +263,8 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
 	f->zw = rc_volume_z_table(v);
-	/* a row's columns (forward) or a block's views (back) */
-	f->cs_items = v->nx > rc_geom_nviews(g) ? v->nx : rc_geom_nviews(g);
+	/* a row's columns (forward) or a tile row's (back) */
+	f->cs_items = v->nx > RC_FPF_TILE ? v->nx : RC_FPF_TILE;
 	f->cs = malloc((size_t)threads * (size_t)f->cs_items * sizeof *f->cs);
 	f->tacc = malloc((size_t)threads * RC_FPF_TILE * RC_FPF_TILE * (size_t)v->nz * sizeof(float));
 	f->xw = malloc((size_t)v->nx * sizeof *f->xw);
