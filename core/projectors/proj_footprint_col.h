@@ -169,11 +169,12 @@ static inline __attribute__((always_inline)) __m512 ov16(__m512 Bf, __m512 Sf, _
 	return _mm512_mul_ps(_mm512_max_ps(_mm512_sub_ps(b, a), zero), iSf);
 }
 
+/* floor(x), rc_fpf_floor's value, by one conversion rounding down (the
+ * truncate, compare and step took three more operations on the taps'
+ * dependency chain) */
 static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
 {
-	__m512i i = _mm512_cvttps_epi32(x);
-	__mmask16 up = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(i), x, _CMP_GT_OQ);
-	return _mm512_mask_sub_epi32(i, up, i, _mm512_set1_epi32(1));
+	return _mm512_cvt_roundps_epi32(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
 }
 
 /* A chunk's taps read entries of a short array (the column's voxels, the
