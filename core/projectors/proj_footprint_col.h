@@ -215,14 +215,16 @@ static inline __attribute__((always_inline)) int win_width(int lo, int hi)
 }
 
 /* T taps of a chunk of 16: acc += ov p[m], m from m up (read where in
- * [mlo, mhi] and the lane is live), W as above; the forward's m are
- * voxels against rows kf, the back's rows against voxels vi. */
+ * [mlo, mhi] and the lane is live), W as above; fix holds the lanes'
+ * fixed index: the forward's m are voxels against rows fix, the back's
+ * rows against voxels fix. */
 static inline __attribute__((always_inline)) __m512 taps16(const float *restrict p, int wb, int lim, __m512i m,
 							   __m512i mlo, __m512i mhi, __mmask16 live, int T, const int W,
-							   __m512 Bf, __m512 Sf, __m512 iSf, __m512 kf, __m512i vi, int fwd)
+							   __m512 Bf, __m512 Sf, __m512 iSf, __m512i fix, const int fwd)
 {
 	__m512 w[4], acc = _mm512_setzero_ps();
 	const __m512i one = _mm512_set1_epi32(1), wbv = _mm512_set1_epi32(wb);
+	const __m512 kf = _mm512_cvtepi32_ps(fix);
 	if (W)
 		win_load(w, p, wb, lim, W);
 	for (int q = 0; q < T; q++) {
@@ -230,11 +232,26 @@ static inline __attribute__((always_inline)) __m512 taps16(const float *restrict
 		const __m512 v = W ? _mm512_maskz_mov_ps(in, win_read(w, _mm512_sub_epi32(m, wbv), W))
 				   : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, m, p, 4);
 		/* forward: m a voxel, kf the rows; back: m a row, kf the voxels */
-		const __m512 o = fwd ? ov16(Bf, Sf, iSf, m, kf) : ov16(Bf, Sf, iSf, vi, _mm512_cvtepi32_ps(m));
+		const __m512 o = fwd ? ov16(Bf, Sf, iSf, m, kf) : ov16(Bf, Sf, iSf, fix, _mm512_cvtepi32_ps(m));
 		acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_mov_ps(in, o), v));
 		m = _mm512_add_epi32(m, one);
 	}
 	return acc;
+}
+
+/* taps16 at the window's width for indices wb .. hi (win_width): one
+ * copy of the loop per width, each with its W a constant. */
+static inline __attribute__((always_inline)) __m512 taps16_win(const float *restrict p, int wb, int hi, int lim,
+							       __m512i m, __m512i mlo, __m512i mhi, __mmask16 live,
+							       int T, __m512 Bf, __m512 Sf, __m512 iSf, __m512i fix,
+							       const int fwd)
+{
+	const int W = win_width(wb, hi);
+	if (W == 32)
+		return taps16(p, wb, lim, m, mlo, mhi, live, T, 32, Bf, Sf, iSf, fix, fwd);
+	if (W == 64)
+		return taps16(p, wb, lim, m, mlo, mhi, live, T, 64, Bf, Sf, iSf, fix, fwd);
+	return taps16(p, wb, lim, m, mlo, mhi, live, T, 0, Bf, Sf, iSf, fix, fwd);
 }
 
 static inline __attribute__((always_inline)) void fwd_rows16(const float *restrict x, int nz, float B, float S,
@@ -263,14 +280,7 @@ static inline __attribute__((always_inline)) void fwd_rows16(const float *restri
 		/* ml may be one high (a window one wider at most) */
 		const int ml = rc_fpf_floor(((float)(k0 + i + 15) - 0.5f - B) * iS);
 		wb = wb < 0 ? 0 : wb > nz ? nz : wb;
-		const int W = win_width(wb, ml + T - 1);
-		__m512 acc;
-		if (W == 32)
-			acc = taps16(x, wb, nz, m, zero, top, rows, T, 32, Bf, Sf, iSf, kf, m, 1);
-		else if (W == 64)
-			acc = taps16(x, wb, nz, m, zero, top, rows, T, 64, Bf, Sf, iSf, kf, m, 1);
-		else
-			acc = taps16(x, wb, nz, m, zero, top, rows, T, 0, Bf, Sf, iSf, kf, m, 1);
+		const __m512 acc = taps16_win(x, wb, ml + T - 1, nz, m, zero, top, rows, T, Bf, Sf, iSf, k, 1);
 		_mm512_mask_storeu_ps(tt + i, rows, acc);
 	}
 }
@@ -291,14 +301,7 @@ static inline __attribute__((always_inline)) void bwd_vox16(const float *restric
 		int wb = rc_fpf_floor(B + (float)m0 * S + 0.5f);
 		const int kl = rc_fpf_floor(B + (float)(m0 + 15) * S + 0.5f);
 		wb = wb < k0 ? k0 : wb > k1 + 1 ? k1 + 1 : wb;
-		const int W = win_width(wb, kl + R - 1);
-		__m512 s;
-		if (W == 32)
-			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 32, Bf, Sf, iSf, mf, m, 0);
-		else if (W == 64)
-			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 64, Bf, Sf, iSf, mf, m, 0);
-		else
-			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 0, Bf, Sf, iSf, mf, m, 0);
+		const __m512 s = taps16_win(t, wb, kl + R - 1, k1 + 1, k, lo, hi, vox, R, Bf, Sf, iSf, m, 0);
 		_mm512_mask_storeu_ps(cm + m0, vox, s);
 	}
 }
