@@ -154,7 +154,7 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(bwd_vox, RC_FPF_SUF
 }
 
 #ifdef __AVX512F__
-#include <immintrin.h>
+#include "projectors/proj_avx512_pick.h"
 
 /* The two passes above on 16 lanes with the hardware gather (GCC builds
  * a gather of 16 floats from 16 scalar loads and inserts, which took most
@@ -182,7 +182,8 @@ static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
  * floats one by one (about 30 % of the pair's time at ratio 1.25), where
  * the window of W = 32 or 64 entries from the chunk's first index, loaded
  * once (2 or 4 contiguous loads, masked to 0 at and beyond lim only near
- * the array's end), serves every tap by a register permute.  The values read are the gather's, so the
+ * the array's end), serves every tap by register permutes
+ * (rc_avx512_pick).  The values read are the gather's, so the
  * sums are the same floats.  W = 0: the gather, for wider spans. */
 static inline __attribute__((always_inline)) void win_load(__m512 *w, const float *p, int wb, int lim, const int W)
 {
@@ -196,15 +197,6 @@ static inline __attribute__((always_inline)) void win_load(__m512 *w, const floa
 		cnt = cnt < 0 ? 0 : cnt > 16 ? 16 : cnt;
 		w[r] = _mm512_maskz_loadu_ps((__mmask16)((1u << cnt) - 1u), p + wb + (cnt ? 16 * r : 0));
 	}
-}
-
-static inline __attribute__((always_inline)) __m512 win_read(const __m512 *w, __m512i idx, const int W)
-{
-	const __m512 lo = _mm512_permutex2var_ps(w[0], idx, w[1]);
-	if (W == 32)
-		return lo;
-	const __m512 hi = _mm512_permutex2var_ps(w[2], idx, w[3]);
-	return _mm512_mask_blend_ps(_mm512_test_epi32_mask(idx, _mm512_set1_epi32(32)), lo, hi);
 }
 
 /* The window's width for indices from lo (the chunk's least, clamped into
@@ -229,7 +221,7 @@ static inline __attribute__((always_inline)) __m512 taps16(const float *restrict
 		win_load(w, p, wb, lim, W);
 	for (int q = 0; q < T; q++) {
 		const __mmask16 in = _mm512_mask_cmpge_epi32_mask(live, m, mlo) & _mm512_cmple_epi32_mask(m, mhi);
-		const __m512 v = W ? _mm512_maskz_mov_ps(in, win_read(w, _mm512_sub_epi32(m, wbv), W))
+		const __m512 v = W ? _mm512_maskz_mov_ps(in, rc_avx512_pick(W / 16, w, _mm512_sub_epi32(m, wbv)))
 				   : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, m, p, 4);
 		/* forward: m a voxel, kf the rows; back: m a row, kf the voxels */
 		const __m512 o = fwd ? ov16(Bf, Sf, iSf, m, kf) : ov16(Bf, Sf, iSf, fix, _mm512_cvtepi32_ps(m));
