@@ -6,7 +6,7 @@
  * rc_fpf_bwd_col_* on e_k, on every ISA path this CPU runs (and the
  * paths equal each other).  The columns put a voxel's edge within a few
  * ulps of a row's edge, where a first index computed by rounding can
- * leave out a pair the other side keeps: a column found by a review
+ * leave out a pair the other side keeps: a column where it did
  * (S = 0.879588107, B = 498.663483: the forward dropped (590, 1019), the
  * back kept it) and a sweep of such columns at S from 0.15 to 6.5, both
  * directions of v.
@@ -119,13 +119,13 @@ static long check_column(const rc_fpf_col *c, int nv)
 	return pairs;
 }
 
-static void test_review_column(void **s)
+static void test_dropped_pair_column(void **s)
 {
 	(void)s;
 	rc_fpf_col c;
 	assert_true(col_at(&c, 498.663483, 0.879588107, 600, 0, 1030));
 	long pairs = check_column(&c, 1030);
-	print_message("review's column (S 0.879588107, B 498.663483): %ld pairs, the same both ways\n", pairs);
+	print_message("the column of the dropped pair (S 0.879588107, B 498.663483): %ld pairs, the same both ways\n", pairs);
 	assert_true(pairs > 600);
 }
 
@@ -161,7 +161,7 @@ static void test_edge_sweep(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_review_column),
+		cmocka_unit_test(test_dropped_pair_column),
 		cmocka_unit_test(test_edge_sweep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
