@@ -32,7 +32,10 @@ tests/integration/test_peers_mapping.py), then the cases, one markdown table eac
   estimate at the case's ratio, `fpf_floor_s`); BENCH_PEERS_QUICK=1 runs it at 1/8 of the size in
   every dimension (32^3 of 8 mm from 62 views of 156x120 of 2.464 mm: the same field of view and
   ratio), RTK takes hours at the full size on two cores; BENCH_PEERS_SCALE=k runs it at 1/k of the
-  size along every axis and of the views (k = 2: 128^3 of 2 mm from 248 views of 624x480 of 0.616 mm).
+  size along every axis and of the views (k = 2: 128^3 of 2 mm from 248 views of 624x480 of 0.616 mm);
+  k must divide 16 (1, 2, 4, 8 or 16: the sizes 256, 496, 1248 and 960 divide by it exactly, so the
+  field of view and ratio stay), any other k is refused; under BENCH_PEERS_QUICK=1 the quick size
+  wins and BENCH_PEERS_SCALE is not read.
 
 BENCH_PEERS_QUICK=1 shrinks the cases (bench-algo's quick sizes) and skips RabbitCT's FDK.
 
@@ -61,6 +64,18 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+
+
+def scale_of(text):
+    """BENCH_PEERS_SCALE's k: a divisor of 16 (of 256, 496, 1248 and 960, the RabbitCT-shaped
+    iterative case's sizes, so that 1/k of each keeps the field of view); anything else exits."""
+    try:
+        k = int(text)
+    except ValueError:
+        k = 0
+    if k not in (1, 2, 4, 8, 16):
+        sys.exit("BENCH_PEERS_SCALE=%s: k must be 1, 2, 4, 8 or 16 (a divisor of 256, 496, 1248 and 960)" % text)
+    return k
 
 
 def ensure_venv(build):
@@ -483,6 +498,8 @@ def main():
     sys.path.insert(0, HERE)
     import peers_map as pm
     quick = os.environ.get("BENCH_PEERS_QUICK", "0") not in ("", "0")
+    # refused before any case runs; the quick size wins over it
+    scale = 1 if quick else scale_of(os.environ.get("BENCH_PEERS_SCALE", "1") or "1")
     only = set(filter(None, a.only.split(",")))
     want = (lambda c: not only or c in only)
 
@@ -612,8 +629,8 @@ def main():
             n, vx, nv_, nu, nvv, du = (32, 8.0, 62, 156, 120, 2.464) if quick else (256, 1.0, 496, 1248, 960, 0.308)
             # BENCH_PEERS_SCALE=k: 1/k of the size along every axis and of the views, the same
             # field of view and ratio (k = 2: 128^3 of 2 mm from 248 views of 624x480)
-            k = int(os.environ.get("BENCH_PEERS_SCALE", "1") or "1")
-            if k > 1 and not quick:
+            k = scale
+            if k > 1:
                 n, vx, nv_, nu, nvv, du = n // k, vx * k, nv_ // k, nu // k, nvv // k, du * k
             D, S = 750.0, 1200.0
             algos = [

@@ -84,8 +84,9 @@ static int footprint_runs(const rc_recon_spec *s)
 /* The footprint pair's buffers (proj_footprint.c): the back projection's
  * block of transposed views (64 MiB at most, one view at least, the stack
  * at most), one transposed view per thread for the forward, a tile's
- * column sums per thread for the back (64 columns of nz), and the
- * z-fastest volume copy (a kept buffer: counted whole). */
+ * column sums per thread for the back (RC_MEM_FPF_TILE_COLS columns of
+ * the extended volume's nz, as V is), and the z-fastest volume copy (a
+ * kept buffer: counted whole). */
 static uint64_t footprint_bytes(const rc_recon_spec *s, uint64_t V)
 {
 	const rc_geom_spec *g = &s->geom;
@@ -98,7 +99,9 @@ static uint64_t footprint_bytes(const rc_recon_spec *s, uint64_t V)
 	n = n > (uint64_t)(g->nviews > 0 ? g->nviews : 1) ? (uint64_t)(g->nviews > 0 ? g->nviews : 1) : n;
 	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
 	threads = threads < 1 ? 1 : threads;
-	const uint64_t tile = 64 * (uint64_t)(s->vol.nz > 0 ? s->vol.nz : 0) * sizeof(float);
+	int nz = rc_extent_bound_nz(s);
+	nz = nz > s->vol.nz ? nz : s->vol.nz;
+	const uint64_t tile = RC_MEM_FPF_TILE_COLS * (uint64_t)(nz > 0 ? nz : 0) * sizeof(float);
 	return add_sat(add_sat(mul_sat(view, (double)n), mul_sat(view + tile, (double)threads)), V);
 }
 

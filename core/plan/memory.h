@@ -75,6 +75,9 @@
 /* the footprint pair's block of back-projected views (proj_footprint.c's
  * RC_FPF_BLOCK_BYTES) */
 #define RC_MEM_FPF_BLOCK ((uint64_t)64 << 20)
+/* the columns of its back projection's tile, each thread's nz sums of each
+ * (proj_footprint.c's RC_FPF_TILE squared) */
+#define RC_MEM_FPF_TILE_COLS 64
 
 /* Predicted peak resident bytes of the worker running s; streaming: an FDK
  * job that back-projects views as they arrive (the same figure since its

@@ -85,7 +85,8 @@ static int most_rows(const rc_geom *g, int nz, int nzs)
  * rows of the chunk (and the backend's copy), three slabs (the pass's, the
  * sum's, the backend's copy) and the projectors' own buffers (the voxel
  * back projection's block of 32 transposed views; the footprint pair's
- * block of views, a view per thread and the slab's z-fastest copy). */
+ * block of views, a view per thread, a tile's column sums of the slab's
+ * nzs slices per thread and the slab's z-fastest copy). */
 static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
 {
 	/* SIRT, MLEM: one more slab, x beside s and C */
@@ -109,7 +110,8 @@ static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int ro
 			(uint64_t)threads * 2 * plane;
 	}
 	if (footprint) {
-		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + (uint64_t)threads * r * nu * 4 + slab;
+		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + (uint64_t)threads * r * nu * 4 + slab +
+			(uint64_t)threads * RC_MEM_FPF_TILE_COLS * (uint64_t)nzs * 4;
 	}
 	return need;
 }

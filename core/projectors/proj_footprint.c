@@ -58,15 +58,15 @@
 /* The back projection's block of gained, transposed views (bytes at most;
  * at least one view). */
 #define RC_FPF_BLOCK_BYTES ((size_t)64 << 20)
-/* The back projection's tasks: tiles of RC_FPF_TILE^2 voxel columns (core/plan/memory.c
- * counts 64 columns' sums per thread). */
+/* The back projection's tasks: tiles of RC_FPF_TILE^2 voxel columns
+ * (core/plan/memory.h's RC_MEM_FPF_TILE_COLS, its sums per thread). */
 #define RC_FPF_TILE 8
 
 /* A column's set-up on a cone view (flat or curved): the trapezoid's
  * corners t (sorted, pixels), trap_fill's scale s and the rise's and
  * fall's 1 / (2 width), its pixels a..b, and rc_fpf_col_init's V0 and dv;
  * ok = 0 where it misses the detector or a corner lies behind the source.
- * set_many computes a row's columns (forward) or a column's views (back)
+ * set_many computes a row's columns (forward) or a tile row's (back)
  * in one loop without branches before any is used: one column's set-up is
  * a chain of divisions (the corners, then 1/w, the scale and the widths),
  * and alone between two column passes its latency was exposed; in a loop
@@ -88,8 +88,8 @@ struct rc_fpf {
 	int blk_views;
 	rc_zfast zf;        /* forward: the volume z-fastest (none: columns read strided) */
 	float *zw;          /* world z of every slice */
-	double *xw;         /* world x of every voxel column */
-	struct fpf_cs *cs;  /* per worker: cs_items column set-ups (set_many) */
+	double *xw, *yw;    /* world x, y of every voxel column (x, y of the volume's) */
+	struct fpf_cs *cs;  /* per worker: cs_items column set-ups (set_many: a row's, a tile row's) */
 	float *tacc;        /* back: per worker a tile's column sums (RC_FPF_TILE^2 nz) */
 	int cs_items;
 	unsigned char *cone; /* per view: the column path (set_cone_views) */
@@ -263,13 +263,14 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 	f->scratch_floats = (size_t)d->nu + (size_t)d->nv + 2 * (size_t)v->nz + 16;
 	f->scratch = malloc((size_t)threads * f->scratch_floats * sizeof(float));
 	f->zw = rc_volume_z_table(v);
-	/* a row's columns (forward) or a block's views (back) */
-	f->cs_items = v->nx > rc_geom_nviews(g) ? v->nx : rc_geom_nviews(g);
+	/* a row's columns (forward) or a tile row's (back) */
+	f->cs_items = v->nx > RC_FPF_TILE ? v->nx : RC_FPF_TILE;
 	f->cs = malloc((size_t)threads * (size_t)f->cs_items * sizeof *f->cs);
 	f->tacc = malloc((size_t)threads * RC_FPF_TILE * RC_FPF_TILE * (size_t)v->nz * sizeof(float));
 	f->xw = malloc((size_t)v->nx * sizeof *f->xw);
+	f->yw = malloc((size_t)v->ny * sizeof *f->yw);
 	f->cone = malloc((size_t)rc_geom_nviews(g));
-	if (!f->scratch || !f->zw || !f->cs || !f->xw || !f->cone || !f->tacc || (is_curved_cone(g) && cyl_init(f))) {
+	if (!f->scratch || !f->zw || !f->cs || !f->xw || !f->yw || !f->cone || !f->tacc || (is_curved_cone(g) && cyl_init(f))) {
 		rc_fpf_free(f);
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the footprint projector");
 	}
@@ -277,6 +278,11 @@ int rc_fpf_new(const rc_geom *g, int threads, rc_fpf **ret, rc_err *err)
 		double X[3];
 		rc_volume_voxel_pos(v, ix, 0, 0, X);
 		f->xw[ix] = X[0];
+	}
+	for (int iy = 0; iy < v->ny; iy++) {
+		double X[3];
+		rc_volume_voxel_pos(v, 0, iy, 0, X);
+		f->yw[iy] = X[1];
 	}
 	set_cone_views(f);
 	*ret = f;
@@ -296,6 +302,7 @@ void rc_fpf_free(rc_fpf *f)
 	free(f->cylg);
 	free(f->cs);
 	free(f->xw);
+	free(f->yw);
 	free(f->cone);
 	free(f->tacc);
 	free(f);
@@ -571,10 +578,8 @@ static void fwd_task(void *arg, long t, int worker)
 	fpf_cs *cs = f->cs + (size_t)worker * (size_t)f->cs_items;
 	memset(img, 0, f->view_floats * sizeof(float));
 	for (int iy = 0; iy < v->ny; iy++) {
-		double Y[3];
-		rc_volume_voxel_pos(v, 0, iy, 0, Y);
 		if (cone)
-			set_many(f, v->nx, k, 0, f->xw, 0.0, Y[1], cs);
+			set_many(f, v->nx, k, 0, f->xw, 0.0, f->yw[iy], cs);
 		for (int ix = 0; ix < v->nx; ix++) {
 			const size_t at = (size_t)iy * (size_t)v->nx + (size_t)ix;
 			if (cone) {
@@ -594,8 +599,7 @@ static void fwd_task(void *arg, long t, int worker)
 				c->fwd(a, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 				continue;
 			}
-			double X[3];
-			rc_volume_voxel_pos(v, ix, iy, 0, X);
+			double X[3] = { f->xw[ix], f->yw[iy], 0.0 };
 			for (int z = 0; z < v->nz; z++) {
 				const float x = c->vol[at + (size_t)z * plane];
 				int ja, nwu, ka, nwv;
@@ -709,11 +713,9 @@ static void bwd_task(void *arg, long tile, int worker)
 		const int cone = view_is_cone(f, k);
 		const double *P = rc_geom_view(f->g, k)->P;
 		for (int jy = 0; jy < my; jy++) {
-			double Y[3];
-			rc_volume_voxel_pos(v, 0, iy0 + jy, 0, Y);
 			/* the set-ups of the tile row's columns on this view */
 			if (cone)
-				set_many(f, mx, k, 0, f->xw + ix0, 0.0, Y[1], cs);
+				set_many(f, mx, k, 0, f->xw + ix0, 0.0, f->yw[iy0 + jy], cs);
 			for (int jx = 0; jx < mx; jx++) {
 				float *a = acc + ((size_t)jy * (size_t)mx + (size_t)jx) * (size_t)nz;
 				if (cone) {
@@ -723,8 +725,7 @@ static void bwd_task(void *arg, long tile, int worker)
 						c->bwd(a, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
 					continue;
 				}
-				double X[3];
-				rc_volume_voxel_pos(v, ix0 + jx, iy0 + jy, 0, X);
+				double X[3] = { f->xw[ix0 + jx], f->yw[iy0 + jy], 0.0 };
 				for (int z = 0; z < nz; z++) {
 					int ja, nwu, ka, nwv;
 					X[2] = f->zw[z];

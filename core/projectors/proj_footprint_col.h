@@ -16,9 +16,8 @@
  *     forward  t_k = sum_m a_m ov(m, k) / S,  img[j][k] += wu_j t_k
  *     back     t_k = sum_j wu_j img[j][k],    a_m += sum_k ov(m, k) / S t_k
  * Both sides take the overlaps from rc_fpf_ov below, so the weights are
- * the same floats: the pair is the exact transpose up to the order of the
- * float sums (and a pair whose overlap is within the rounding of the
- * edges, which one side's first index may leave out: fwd_col's comment).
+ * the same floats, and both meet the same pairs (fwd_rows' first index):
+ * the pair is the exact transpose, up to the order of the float sums.
  * The forward reads per row the at most floor(1/S) + 2 voxels a row
  * meets, the back per voxel the at most floor(S) + 2 rows it meets,
  * branch-free, so that both loops vectorise (a voxel-by-voxel
@@ -114,7 +113,12 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(fwd_rows, RC_FPF_SU
 {
 	for (int i = 0; i < n; i++) {
 		const int k = k0 + i;
-		const int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf);
+		int m0 = rc_fpf_floor(((float)k - 0.5f - Bf) * iSf);
+		/* the multiply by 1/S can round the index one voxel too high:
+		 * step back where voxel m0's lower edge (rc_fpf_ov's float) is
+		 * above the row's, so that the voxel below, which the back
+		 * (exact at its low end) meets, is read here too */
+		m0 -= Bf + (float)m0 * Sf > (float)k - 0.5f;
 		float acc = 0.0f;
 #pragma GCC unroll 8
 		for (int q = 0; q < T; q++) {
@@ -150,7 +154,7 @@ static inline __attribute__((always_inline)) void RC_FPF_CAT(bwd_vox, RC_FPF_SUF
 }
 
 #ifdef __AVX512F__
-#include <immintrin.h>
+#include "projectors/proj_avx512_pick.h"
 
 /* The two passes above on 16 lanes with the hardware gather (GCC builds
  * a gather of 16 floats from 16 scalar loads and inserts, which took most
@@ -165,11 +169,12 @@ static inline __attribute__((always_inline)) __m512 ov16(__m512 Bf, __m512 Sf, _
 	return _mm512_mul_ps(_mm512_max_ps(_mm512_sub_ps(b, a), zero), iSf);
 }
 
+/* floor(x), rc_fpf_floor's value, by one conversion rounding down (the
+ * truncate, compare and step took three more operations on the taps'
+ * dependency chain) */
 static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
 {
-	__m512i i = _mm512_cvttps_epi32(x);
-	__mmask16 up = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(i), x, _CMP_GT_OQ);
-	return _mm512_mask_sub_epi32(i, up, i, _mm512_set1_epi32(1));
+	return _mm512_cvt_roundps_epi32(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
 }
 
 /* A chunk's taps read entries of a short array (the column's voxels, the
@@ -177,7 +182,8 @@ static inline __attribute__((always_inline)) __m512i floor16(__m512 x)
  * floats one by one (about 30 % of the pair's time at ratio 1.25), where
  * the window of W = 32 or 64 entries from the chunk's first index, loaded
  * once (2 or 4 contiguous loads, masked to 0 at and beyond lim only near
- * the array's end), serves every tap by a register permute.  The values read are the gather's, so the
+ * the array's end), serves every tap by register permutes
+ * (rc_avx512_pick).  The values read are the gather's, so the
  * sums are the same floats.  W = 0: the gather, for wider spans. */
 static inline __attribute__((always_inline)) void win_load(__m512 *w, const float *p, int wb, int lim, const int W)
 {
@@ -193,15 +199,6 @@ static inline __attribute__((always_inline)) void win_load(__m512 *w, const floa
 	}
 }
 
-static inline __attribute__((always_inline)) __m512 win_read(const __m512 *w, __m512i idx, const int W)
-{
-	const __m512 lo = _mm512_permutex2var_ps(w[0], idx, w[1]);
-	if (W == 32)
-		return lo;
-	const __m512 hi = _mm512_permutex2var_ps(w[2], idx, w[3]);
-	return _mm512_mask_blend_ps(_mm512_test_epi32_mask(idx, _mm512_set1_epi32(32)), lo, hi);
-}
-
 /* The window's width for indices from lo (the chunk's least, clamped into
  * the array) to hi (its greatest tap): 32, 64, or 0 (the gather). */
 static inline __attribute__((always_inline)) int win_width(int lo, int hi)
@@ -210,26 +207,43 @@ static inline __attribute__((always_inline)) int win_width(int lo, int hi)
 }
 
 /* T taps of a chunk of 16: acc += ov p[m], m from m up (read where in
- * [mlo, mhi] and the lane is live), W as above; the forward's m are
- * voxels against rows kf, the back's rows against voxels vi. */
+ * [mlo, mhi] and the lane is live), W as above; fix holds the lanes'
+ * fixed index: the forward's m are voxels against rows fix, the back's
+ * rows against voxels fix. */
 static inline __attribute__((always_inline)) __m512 taps16(const float *restrict p, int wb, int lim, __m512i m,
 							   __m512i mlo, __m512i mhi, __mmask16 live, int T, const int W,
-							   __m512 Bf, __m512 Sf, __m512 iSf, __m512 kf, __m512i vi, int fwd)
+							   __m512 Bf, __m512 Sf, __m512 iSf, __m512i fix, const int fwd)
 {
 	__m512 w[4], acc = _mm512_setzero_ps();
 	const __m512i one = _mm512_set1_epi32(1), wbv = _mm512_set1_epi32(wb);
+	const __m512 kf = _mm512_cvtepi32_ps(fix);
 	if (W)
 		win_load(w, p, wb, lim, W);
 	for (int q = 0; q < T; q++) {
 		const __mmask16 in = _mm512_mask_cmpge_epi32_mask(live, m, mlo) & _mm512_cmple_epi32_mask(m, mhi);
-		const __m512 v = W ? _mm512_maskz_mov_ps(in, win_read(w, _mm512_sub_epi32(m, wbv), W))
+		const __m512 v = W ? _mm512_maskz_mov_ps(in, rc_avx512_pick(W / 16, w, _mm512_sub_epi32(m, wbv)))
 				   : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, m, p, 4);
 		/* forward: m a voxel, kf the rows; back: m a row, kf the voxels */
-		const __m512 o = fwd ? ov16(Bf, Sf, iSf, m, kf) : ov16(Bf, Sf, iSf, vi, _mm512_cvtepi32_ps(m));
+		const __m512 o = fwd ? ov16(Bf, Sf, iSf, m, kf) : ov16(Bf, Sf, iSf, fix, _mm512_cvtepi32_ps(m));
 		acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_mov_ps(in, o), v));
 		m = _mm512_add_epi32(m, one);
 	}
 	return acc;
+}
+
+/* taps16 at the window's width for indices wb .. hi (win_width): one
+ * copy of the loop per width, each with its W a constant. */
+static inline __attribute__((always_inline)) __m512 taps16_win(const float *restrict p, int wb, int hi, int lim,
+							       __m512i m, __m512i mlo, __m512i mhi, __mmask16 live,
+							       int T, __m512 Bf, __m512 Sf, __m512 iSf, __m512i fix,
+							       const int fwd)
+{
+	const int W = win_width(wb, hi);
+	if (W == 32)
+		return taps16(p, wb, lim, m, mlo, mhi, live, T, 32, Bf, Sf, iSf, fix, fwd);
+	if (W == 64)
+		return taps16(p, wb, lim, m, mlo, mhi, live, T, 64, Bf, Sf, iSf, fix, fwd);
+	return taps16(p, wb, lim, m, mlo, mhi, live, T, 0, Bf, Sf, iSf, fix, fwd);
 }
 
 static inline __attribute__((always_inline)) void fwd_rows16(const float *restrict x, int nz, float B, float S,
@@ -242,22 +256,23 @@ static inline __attribute__((always_inline)) void fwd_rows16(const float *restri
 		const __mmask16 rows = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
 		const __m512i k = _mm512_add_epi32(_mm512_set1_epi32(k0 + i), lane);
 		const __m512 kf = _mm512_cvtepi32_ps(k);
-		const __m512i m = floor16(_mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(kf, _mm512_set1_ps(0.5f)), Bf), iSf));
+		const __m512 kl = _mm512_sub_ps(kf, _mm512_set1_ps(0.5f));
+		__m512i m = floor16(_mm512_mul_ps(_mm512_sub_ps(kl, Bf), iSf));
+		/* one voxel back where the index rounded high (fwd_rows') */
+		m = _mm512_mask_sub_epi32(m,
+					  _mm512_cmp_ps_mask(_mm512_add_ps(Bf, _mm512_mul_ps(_mm512_cvtepi32_ps(m), Sf)), kl,
+							     _CMP_GT_OQ),
+					  m, _mm512_set1_epi32(1));
 		/* m rises with the lane (a floor of a rising value); its first
 		 * and last lanes in scalar, the same float operations (so the
 		 * same values), which the loads' addresses need without waiting
 		 * on the vector */
 		int wb = rc_fpf_floor(((float)(k0 + i) - 0.5f - B) * iS);
+		wb -= B + (float)wb * S > (float)(k0 + i) - 0.5f;
+		/* ml may be one high (a window one wider at most) */
 		const int ml = rc_fpf_floor(((float)(k0 + i + 15) - 0.5f - B) * iS);
 		wb = wb < 0 ? 0 : wb > nz ? nz : wb;
-		const int W = win_width(wb, ml + T - 1);
-		__m512 acc;
-		if (W == 32)
-			acc = taps16(x, wb, nz, m, zero, top, rows, T, 32, Bf, Sf, iSf, kf, m, 1);
-		else if (W == 64)
-			acc = taps16(x, wb, nz, m, zero, top, rows, T, 64, Bf, Sf, iSf, kf, m, 1);
-		else
-			acc = taps16(x, wb, nz, m, zero, top, rows, T, 0, Bf, Sf, iSf, kf, m, 1);
+		const __m512 acc = taps16_win(x, wb, ml + T - 1, nz, m, zero, top, rows, T, Bf, Sf, iSf, k, 1);
 		_mm512_mask_storeu_ps(tt + i, rows, acc);
 	}
 }
@@ -278,14 +293,7 @@ static inline __attribute__((always_inline)) void bwd_vox16(const float *restric
 		int wb = rc_fpf_floor(B + (float)m0 * S + 0.5f);
 		const int kl = rc_fpf_floor(B + (float)(m0 + 15) * S + 0.5f);
 		wb = wb < k0 ? k0 : wb > k1 + 1 ? k1 + 1 : wb;
-		const int W = win_width(wb, kl + R - 1);
-		__m512 s;
-		if (W == 32)
-			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 32, Bf, Sf, iSf, mf, m, 0);
-		else if (W == 64)
-			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 64, Bf, Sf, iSf, mf, m, 0);
-		else
-			s = taps16(t, wb, k1 + 1, k, lo, hi, vox, R, 0, Bf, Sf, iSf, mf, m, 0);
+		const __m512 s = taps16_win(t, wb, kl + R - 1, k1 + 1, k, lo, hi, vox, R, Bf, Sf, iSf, m, 0);
 		_mm512_mask_storeu_ps(cm + m0, vox, s);
 	}
 }
@@ -348,10 +356,9 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 	const int k0 = c->k0, n = c->k1 - c->k0 + 1, nz = c->nz;
 	const float Bf = (float)c->B, Sf = (float)c->S, iSf = (float)(1.0 / c->S);
 	/* voxels a row meets: from the one holding its lower edge over
-	 * floor(1/S) + 1 more (a row is shorter than floor(1/S) + 1 voxels).
-	 * Where that index rounds one off (the edge within rounding of a
-	 * voxel's), the voxel left out meets the row over a rounding's length
-	 * alone: so no slack tap (it was a third of the taps at S > 1) */
+	 * floor(1/S) + 1 more (a row is shorter than floor(1/S) + 1 voxels);
+	 * that first index is exact (fwd_rows steps it back where it rounded
+	 * high), so no slack tap (it was a third of the taps at S > 1) */
 	const int T = (int)(1.0 / c->S) + 2;
 	const float *restrict x = a;
 	float *restrict xr = t + nv; /* the column in increasing v */

@@ -18,30 +18,14 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "projectors/proj_avx512_pick.h"
 #include "projectors/proj_voxel_tile.h"
 
-/* The 16 samples T[rel] of a window of 16 NV rows held in t[0 .. NV),
- * rel in [0, 16 NV), NV <= 8.  Each 32-row part (a pair of vectors; the
- * last part of an odd NV is one vector, passed twice) is picked with a
- * permute masked to the lanes whose rel falls in it: a lane's index stays
- * in x until its part writes it, so the parts chain without blends. */
+/* The 16 samples T[rel] of a window of 16 NV rows held in t[0 .. NV)
+ * (proj_avx512_pick.h, shared with the footprint pair's taps). */
 static inline __attribute__((always_inline)) __m512 pick(int NV, const __m512 *t, __m512i rel)
 {
-	if (NV <= 2)
-		return _mm512_permutex2var_ps(t[0], rel, t[1]);
-	__mmask16 b5 = _mm512_test_epi32_mask(rel, _mm512_set1_epi32(32));
-	__m512i x = rel;
-	if (NV <= 4) {
-		x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[0], x, (__mmask16)~b5, t[1]));
-		return _mm512_mask2_permutex2var_ps(t[2], x, b5, t[NV == 3 ? 2 : 3]);
-	}
-	__mmask16 b6 = _mm512_test_epi32_mask(rel, _mm512_set1_epi32(64));
-	x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[0], x, _kor_mask16(b5, b6) ^ 0xffff, t[1]));
-	x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[2], x, _kandn_mask16(b6, b5), t[3]));
-	if (NV <= 6)
-		return _mm512_mask2_permutex2var_ps(t[4], x, b6, t[NV == 5 ? 4 : 5]);
-	x = _mm512_castps_si512(_mm512_mask2_permutex2var_ps(t[4], x, _kandn_mask16(b5, b6), t[5]));
-	return _mm512_mask2_permutex2var_ps(t[6], x, _kand_mask16(b5, b6), t[NV == 7 ? 6 : 7]);
+	return rc_avx512_pick(NV, t, rel);
 }
 
 /* pick for the general loop's windows of 64 or 128 rows */

@@ -4,7 +4,8 @@
  *  - <A x, y> = <x, A^T y> to 1e-5 with random x, y, at ratios of
  *    projected voxel size to pixel size 0.5, 1, 1.25, 2, 2.6 and 4 (cone:
  *    the column path; tilted matrices: the per-voxel path), every ISA path,
- *    whose forward projections are the same bit for bit;
+ *    whose forward and back projections are the same bit for bit (the
+ *    column loops' exact transpose: test_footprint_col);
  *  - the column path against the per-voxel path on the same cone views
  *    (the same model formed voxel by voxel in double: relative 1e-4), and
  *    1 against 2 threads (bit-identical);
@@ -90,7 +91,7 @@ static void adjoint_case(rc_geom_type type, double ratio, int curved)
 		x[i] = (float)urand();
 	for (size_t i = 0; i < np; i++)
 		y[i] = (float)urand();
-	float *ax0 = falloc(np);
+	float *ax0 = falloc(np), *aty0 = falloc(nvox);
 	rc_err err;
 	for (int k = 0; k < 3; k++) {
 		if (rc_engine_cpu_set_isa(e, isas[k], &err))
@@ -103,6 +104,11 @@ static void adjoint_case(rc_geom_type type, double ratio, int curved)
 		else
 			assert_memory_equal(ax0, ax, np * sizeof *ax);
 		assert_int_equal(rc_engine_back(e, RC_BP_FOOTPRINT, y, aty, 0, NV, &err), 0);
+		/* and the back the same, bit for bit */
+		if (k == 0)
+			memcpy(aty0, aty, nvox * sizeof *aty);
+		else
+			assert_memory_equal(aty0, aty, nvox * sizeof *aty);
 		double l = 0, r = 0;
 		for (size_t i = 0; i < np; i++)
 			l += (double)ax[i] * y[i];
@@ -119,6 +125,7 @@ static void adjoint_case(rc_geom_type type, double ratio, int curved)
 	free(x);
 	free(ax);
 	free(ax0);
+	free(aty0);
 	free(y);
 	free(aty);
 	rc_engine_free(e);

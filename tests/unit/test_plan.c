@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "plan/extend.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
 #include "plan/recon.h"
@@ -347,7 +348,7 @@ static void memory_counts_footprint(void **state)
 	f.algo.projector = RC_PROJECTOR_FOOTPRINT;
 	a.algo.projector = RC_PROJECTOR_AUTO;
 	/* tile: the back's column sums of a tile of 64 columns per thread */
-	uint64_t view = 256 * 200 * 4, V = 128ull * 128 * 128 * 4, tile = 64 * 128 * 4;
+	uint64_t view = 256 * 200 * 4, V = 128ull * 128 * 128 * 4, tile = RC_MEM_FPF_TILE_COLS * 128 * 4;
 	/* the whole stack (42 MiB) is under the block's 64 MiB */
 	uint64_t extra = 210 * view + 4 * (view + tile) + V;
 	assert_true(rc_plan_memory(&f, 0) == rc_plan_memory(&r, 0) + extra);
@@ -368,6 +369,15 @@ static void memory_counts_footprint(void **state)
 	rc_recon_spec sr2 = s;
 	sr2.algo.projector = RC_PROJECTOR_RAYCAST;
 	assert_true(rc_plan_memory(&s, 0) == rc_plan_memory(&sr2, 0) + (RC_MEM_FPF_BLOCK / view) * view + 4 * (view + tile) + V);
+	/* extended: the z-fastest copy and the tile's sums are of the
+	 * extended volume's slices (fails with the asked nz's tile) */
+	rc_recon_spec fe = f, re = r;
+	fe.algo.extend = re.algo.extend = RC_EXTEND_ON;
+	const int nze = rc_extent_bound_nz(&fe);
+	assert_true(nze > 128);
+	const uint64_t Ve = (uint64_t)((double)V * ((double)nze / 128));
+	assert_true(rc_plan_memory(&fe, 0) ==
+		    rc_plan_memory(&re, 0) + 210 * view + 4 * (view + RC_MEM_FPF_TILE_COLS * (uint64_t)nze * 4) + Ve);
 	/* FDK and the GPU engines: no footprint pair */
 	rc_recon_spec d = f;
 	d.engine = RC_ENGINE_OPENCL;
