@@ -168,6 +168,11 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	struct hdr h;
 	int rc = 0, fd = -1;
 	memset(&h, 0, sizeof h);
+	/* the job's first file may be this one (the DD matrix is not written
+	 * where the layout is) */
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
+			       strerror(errno));
 	if (make_key(g, frag, &k, &kn))
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry key");
 	if (path_of(dir, k, kn, path, sizeof path)) {
