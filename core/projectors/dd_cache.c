@@ -214,6 +214,19 @@ static int key_path(const rc_geom *g, const char *dir, struct key *k, char *path
 	return 0;
 }
 
+int rc_dd_store(const rc_geom *g, const char *dir, int64_t bound, const rc_csr *m, rc_err *err)
+{
+	struct key k = { 0 };
+	char path[4096];
+	int rc = key_path(g, dir, &k, path, sizeof path, err);
+	if (!rc)
+		rc = make_dir(dir, err);
+	if (!rc)
+		rc = store(dir, path, bound, &k, m, err);
+	free(k.b);
+	return rc;
+}
+
 int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 		 int *ret_hit, rc_err *err)
 {

@@ -8,7 +8,8 @@
  * bound: a matrix larger than it returned but not written, one that fits
  * written with an older one deleted; a job that maps a cached CPU layout
  * (bsr_cpu_cache.h) keeps its file through a prune to 0 while it runs; a
- * job makes a cache directory not there yet.
+ * job makes a cache directory not there yet; a layout larger than the
+ * bound leaves the DD matrix cached where that fits.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -326,6 +327,28 @@ static void job_run(struct job *j, const rc_algo_hooks *hooks, const char *cache
 	assert_string_equal(rep.matrix.cache, cache);
 }
 
+/* The size of dir's only file whose name starts with prefix (-1: none). */
+static long file_size(const char *dir, const char *prefix, struct stat *ret)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "ls '%s' | grep '^%s.*\\.bin$'", dir, prefix);
+	FILE *f = popen(cmd, "r");
+	char name[256] = "", p[600];
+	if (!f)
+		return -1;
+	if (!fgets(name, sizeof name, f))
+		name[0] = 0;
+	pclose(f);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	struct stat st;
+	if (!name[0] || stat(p, &st))
+		return -1;
+	if (ret)
+		*ret = st;
+	return (long)st.st_size;
+}
+
 static void test_mapped_layout_kept(void **state)
 {
 	struct tmp *t = *state;
@@ -363,6 +386,49 @@ static void test_layout_dir_made(void **state)
 	job_free(&j);
 }
 
+/* A bound between the DD matrix's file and the layout's: the layout is not
+ * written, the DD matrix is, and the next job reads it (its atime moves;
+ * the layout is still built, so the report says miss). */
+static void test_layout_too_big_dd_kept(void **state)
+{
+	struct tmp *t = *state;
+	char a[128], b[128];
+	snprintf(a, sizeof a, "%s/a", t->dir);
+	snprintf(b, sizeof b, "%s/b", t->dir);
+	struct job j;
+	/* the two files' sizes: the layout unbounded, the DD matrix as the
+	 * fp32 path writes it */
+	job_init(&j, a);
+	job_run(&j, NULL, "miss");
+	snprintf(j.s.precision, sizeof j.s.precision, "fp32");
+	job_run(&j, NULL, "miss");
+	long lay = file_size(a, "nz-", NULL), dd = file_size(a, "dd-", NULL);
+	assert_true(dd > 0 && lay > dd);
+	snprintf(j.s.precision, sizeof j.s.precision, "mixed");
+	j.s.cache_dir = b;
+	j.s.cache_bytes = (dd + lay) / 2;
+	job_run(&j, NULL, "miss");
+	assert_int_equal(count(b, "nz-"), 0);
+	assert_int_equal(file_size(b, "dd-", NULL), dd);
+	/* used 1000 s ago: the next job's read marks it used now */
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "touch -a -d '-1000 seconds' '%s'/dd-*.bin", b);
+	assert_int_equal(system(cmd), 0);
+	struct stat st;
+	assert_true(file_size(b, "dd-", &st) == dd && st.st_atime < time(NULL) - 900);
+	job_run(&j, NULL, "miss");
+	assert_true(file_size(b, "dd-", &st) == dd && st.st_atime >= time(NULL) - 60);
+	assert_int_equal(count(b, "nz-"), 0);
+	/* a bound below the DD file too: nothing written */
+	snprintf(cmd, sizeof cmd, "rm -f '%s'/dd-*.bin", b);
+	assert_int_equal(system(cmd), 0);
+	j.s.cache_bytes = dd - 1;
+	job_run(&j, NULL, "miss");
+	assert_int_equal(count(b, "dd-"), 0);
+	assert_int_equal(count(b, "nz-"), 0);
+	job_free(&j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +440,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dd_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mapped_layout_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layout_dir_made, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_too_big_dd_kept, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
