@@ -303,7 +303,9 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	if (cpu_csr) {
 		int64_t neb;
 		const rc_frag_info *fi = rc_frag_get(frag);
-		rc = rc_bsr_cpu_from_csr(ts->m, ts->rperm, ts->cperm, frag, o->threads, &ts->bc, &neb, err);
+		/* single rows asked for: the row groups not made at all */
+		rc = rc_bsr_cpu_from_csr(ts->m, ts->rperm, ts->cperm, frag, o->threads, !o->cpu_single_rows, &ts->bc,
+					 &neb, err);
 		if (rc)
 			goto out;
 		rows_pad = ts->bc->a.rows;
@@ -388,6 +390,8 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 			}
 			if ((rc = cpu_input(o, ts->bc, err)))
 				goto out;
+			/* (a layout from the CSR has none already; one from the
+			 * blocks has) */
 			if (o->cpu_single_rows) {
 				rc_spm16p_free(&ts->bc->ap);
 				rc_spm16p_free(&ts->bc->atp);

@@ -530,7 +530,8 @@ static void grp_equal(const rc_spm16p *x, const rc_spm16p *y)
  * with entries that fp16 rounds to zero (the BSR holds them as empty
  * entries of a block it still counts; the layout leaves them out); on
  * 40x40 pixels (1600 columns: the row sort's one radix pass) and 48x48
- * (2304: two passes). */
+ * (2304: two passes).  Without row groups asked for, the same rows and
+ * no groups. */
 static void layout_from_csr(int n)
 {
 	rc_geom *g;
@@ -553,12 +554,12 @@ static void layout_from_csr(int n)
 		for (int ord = 0; ord < 2; ord++)
 			for (int th = 1; th <= 3; th += 2) {
 				rc_bsr *b = NULL;
-				rc_bsr_cpu *want = NULL, *got = NULL;
+				rc_bsr_cpu *want = NULL, *got = NULL, *rows = NULL;
 				int64_t neb = -1;
 				assert_int_equal(rc_bsr_build(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, &b, &err), 0);
 				assert_int_equal(rc_bsr_cpu_build(b, th, &want, &err), 0);
-				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, &got,
-									&neb, &err), 0);
+				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, 1,
+									&got, &neb, &err), 0);
 				assert_int_equal(neb, b->neb);
 				assert_true(want->a.nnz < m->nnz); /* the zeros are left out */
 				spm_equal(&want->a, &got->a);
@@ -567,6 +568,13 @@ static void layout_from_csr(int n)
 				grp_equal(&want->atp, &got->atp);
 				assert_int_equal(want->isa, got->isa);
 				assert_int_equal(want->input, got->input);
+				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, 0,
+									&rows, NULL, &err), 0);
+				spm_equal(&want->a, &rows->a);
+				spm_equal(&want->at, &rows->at);
+				assert_int_equal(rows->ap.group, 0);
+				assert_int_equal(rows->atp.group, 0);
+				rc_bsr_cpu_free(rows);
 				rc_bsr_cpu_free(want);
 				rc_bsr_cpu_free(got);
 				rc_bsr_free(b);
