@@ -312,10 +312,11 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 		cols_pad = ts->bc->a.cols;
 		rp = ts->rperm;
 		cp = ts->cperm;
-		/* rc_bsr_neb_pct and rc_bsr_bytes of the BSR not made */
-		int64_t mb = rows_pad / fi->m, nb = cols_pad / fi->k;
-		mr->blocks_pct_after = mb > 0 && nb > 0 ? 100.0 * (double)neb / ((double)mb * (double)nb) : 0;
-		mr->bytes = neb * fi->m * fi->k * 2 + (mb + 1) * (int64_t)sizeof(int64_t) + neb * (int64_t)sizeof(int32_t);
+		/* the BSR not made, as far as its share and bytes go */
+		rc_bsr shape = { .bm = fi->m, .bk = fi->k, .mb = (int)(rows_pad / fi->m), .nb = (int)(cols_pad / fi->k),
+				 .neb = neb };
+		mr->blocks_pct_after = rc_bsr_neb_pct(&shape);
+		mr->bytes = rc_bsr_bytes(&shape);
 		if (cpu_nz && !hit && o->cache_dir && *o->cache_dir)
 			dd_if_layout_too_big(o, g, (int)frag, ts);
 		/* the layout holds all the products read */
