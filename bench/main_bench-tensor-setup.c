@@ -155,7 +155,7 @@ static int chain(const rc_geom *g, const char *dir, int blocks, uint64_t *hash)
 		goto out;
 	w[3] = rc_now_s();
 	u[3] = cpu_s();
-	if (blocks ? rc_bsr_cpu_build(b, 0, &c, &err) : rc_bsr_cpu_from_csr(m, rp, cp, RC_FRAG_8_32_16, 0, &c, &neb, &err))
+	if (blocks ? rc_bsr_cpu_build(b, 0, &c, &err) : rc_bsr_cpu_from_csr(m, rp, cp, RC_FRAG_8_32_16, 0, 1, &c, &neb, &err))
 		goto out;
 	w[4] = rc_now_s();
 	u[4] = cpu_s();

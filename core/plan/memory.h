@@ -43,11 +43,14 @@
  *             shared by every slice: nnz ~ views x nx x ny x min(nu, 1 + w / du')
  *             (a pixel's distance-driven footprint w = 1.27 vx over the bin
  *             width du' at the pixel, du / magnification), times the bytes per
- *             non-zero of A and A^T (fp32 CSR: 12.5; mixed / bf16, whose build
- *             holds the CSR, the BSR blocks and the non-zero layouts at once:
- *             31; fitted to the fan runs of docs/benchmarks.md and of
- *             test_plan.c), plus the vectors twice (host layout and the
- *             ordered one).
+ *             non-zero of A and A^T (fp32 CSR: 12.5; mixed / bf16, whose
+ *             CPU build holds the fp32 CSR and the non-zero layouts with
+ *             their row groups at once: 31, fitted to the fan runs of
+ *             docs/benchmarks.md and test_plan.c when the build also held
+ *             the BSR blocks; without them 8 + 6 + 6 + ~9 = ~29 per
+ *             actual non-zero, ~25 per estimated one: the figure now errs
+ *             high by ~20 % of the matrix's share), plus the vectors twice
+ *             (host layout and the ordered one).
  *
  * Calibrated against the peak_rss_mb figures of docs/benchmarks.md and runs
  * of small jobs (tests/unit/test_plan.c checks both: never below a

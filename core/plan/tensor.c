@@ -164,6 +164,18 @@ static void tstate_free(void *ud)
 /* The cache directory's bound for matrix_cache.h (< 0: none). */
 static int64_t cache_bound(const rc_tensor_opts *o) { return o->cache_bytes > 0 ? o->cache_bytes : -1; }
 
+/* A layout larger than the cache's bound is not written (rc_mcache_admit):
+ * the DD matrix then is, where it fits, so a later job reads it instead of
+ * building it (the layout is ~2.6x its size).  Best effort, as the
+ * layout's write. */
+static void dd_if_layout_too_big(const rc_tensor_opts *o, const rc_geom *g, int frag, const struct tstate *ts)
+{
+	int64_t bound = cache_bound(o), lb = bound < 0 ? -1 : rc_bsr_cpu_file_bytes(g, frag, ts->bc);
+	rc_err e;
+	if (lb > bound && rc_dd_store(g, o->cache_dir, bound, ts->m, &e))
+		fprintf(stderr, "matrix cache: the DD matrix not stored: %s\n", e.msg);
+}
+
 static void setup_at(const rc_tensor_opts *o, const char *phase, double fraction)
 {
 	if (o->setup)
@@ -291,17 +303,22 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 	if (cpu_csr) {
 		int64_t neb;
 		const rc_frag_info *fi = rc_frag_get(frag);
-		rc = rc_bsr_cpu_from_csr(ts->m, ts->rperm, ts->cperm, frag, o->threads, &ts->bc, &neb, err);
+		/* single rows asked for: the row groups not made at all */
+		rc = rc_bsr_cpu_from_csr(ts->m, ts->rperm, ts->cperm, frag, o->threads, !o->cpu_single_rows, &ts->bc,
+					 &neb, err);
 		if (rc)
 			goto out;
 		rows_pad = ts->bc->a.rows;
 		cols_pad = ts->bc->a.cols;
 		rp = ts->rperm;
 		cp = ts->cperm;
-		/* rc_bsr_neb_pct and rc_bsr_bytes of the BSR not made */
-		int64_t mb = rows_pad / fi->m, nb = cols_pad / fi->k;
-		mr->blocks_pct_after = mb > 0 && nb > 0 ? 100.0 * (double)neb / ((double)mb * (double)nb) : 0;
-		mr->bytes = neb * fi->m * fi->k * 2 + (mb + 1) * (int64_t)sizeof(int64_t) + neb * (int64_t)sizeof(int32_t);
+		/* the BSR not made, as far as its share and bytes go */
+		rc_bsr shape = { .bm = fi->m, .bk = fi->k, .mb = (int)(rows_pad / fi->m), .nb = (int)(cols_pad / fi->k),
+				 .neb = neb };
+		mr->blocks_pct_after = rc_bsr_neb_pct(&shape);
+		mr->bytes = rc_bsr_bytes(&shape);
+		if (cpu_nz && !hit && o->cache_dir && *o->cache_dir)
+			dd_if_layout_too_big(o, g, (int)frag, ts);
 		/* the layout holds all the products read */
 		rc_csr_free(ts->m);
 		ts->m = NULL;
@@ -374,6 +391,8 @@ int rc_tensor_open(const rc_tensor_opts *o, const rc_algo_params *algo, const rc
 			}
 			if ((rc = cpu_input(o, ts->bc, err)))
 				goto out;
+			/* (a layout from the CSR has none already; one from the
+			 * blocks has) */
 			if (o->cpu_single_rows) {
 				rc_spm16p_free(&ts->bc->ap);
 				rc_spm16p_free(&ts->bc->atp);

@@ -159,6 +159,20 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	return fsync(fd);
 }
 
+int64_t rc_bsr_cpu_file_bytes(const rc_geom *g, int frag, const rc_bsr_cpu *c)
+{
+	unsigned char *k = NULL;
+	size_t kn = 0;
+	struct hdr h;
+	memset(&h, 0, sizeof h);
+	if (make_key(g, frag, &k, &kn))
+		return -1;
+	free(k);
+	struct wr w = { .h = &h, .at = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof h };
+	rc_bsr_cpu view = *c;
+	return walk(&view, c->ap.group && c->atp.group ? c->ap.group : 0, wr_sec, &w) < 0 ? -1 : w.at;
+}
+
 int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag, const rc_bsr_cpu *c,
 		     const rc_nz_meta *meta, rc_err *err)
 {
@@ -168,6 +182,11 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	struct hdr h;
 	int rc = 0, fd = -1;
 	memset(&h, 0, sizeof h);
+	/* the job's first file may be this one (the DD matrix is not written
+	 * where the layout is) */
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
+			       strerror(errno));
 	if (make_key(g, frag, &k, &kn))
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry key");
 	if (path_of(dir, k, kn, path, sizeof path)) {

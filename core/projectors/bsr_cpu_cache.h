@@ -45,4 +45,8 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag, const rc_bsr_cpu *c,
 		     const rc_nz_meta *meta, rc_err *err);
 
+/* The bytes rc_bsr_cpu_store writes for c (-1: out of memory): a caller
+ * compares them with the cache's bound before it counts on the file. */
+int64_t rc_bsr_cpu_file_bytes(const rc_geom *g, int frag, const rc_bsr_cpu *c);
+
 #endif

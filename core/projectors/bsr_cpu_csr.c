@@ -26,7 +26,8 @@
 #include "util/tensor_par.h"
 
 /* The source runs of a transposition: at most this many (their offsets
- * take runs x destination rows x 4 bytes: 47 MB at 512^2's A). */
+ * take runs x destination rows x 4 bytes: 33.5 MB for 512^2's A^T, 262144
+ * destination rows). */
 #define TR_MAX_RUNS 32
 /* Rows per gather task. */
 #define GATHER_ROWS 64
@@ -51,6 +52,7 @@ struct gather {
 	int64_t maxrow;  /* the longest row of m */
 	int digit, passes; /* the radix sort's digit bits and passes */
 	int64_t *neb;    /* count: per worker, non-empty blocks */
+	int64_t *maxr;   /* count: per worker, the longest row seen */
 	int fill;        /* 0: count into ptr[r + 1], 1: fill from ptr[r] */
 };
 
@@ -86,7 +88,7 @@ static int gather_task(int64_t t, int worker, void *ud)
 	const struct gather *g = ud;
 	const rc_csr *m = g->m;
 	rc_spm16 *a = g->a;
-	int64_t r1 = (t + 1) * GATHER_ROWS < a->rows ? (t + 1) * GATHER_ROWS : a->rows, nb = 0;
+	int64_t r1 = (t + 1) * GATHER_ROWS < a->rows ? (t + 1) * GATHER_ROWS : a->rows, nb = 0, mr = 0;
 	int32_t *st = g->stamp ? g->stamp[worker] : NULL;
 	for (int64_t r = t * GATHER_ROWS; r < r1; r++) {
 		int32_t n = g->irow[r];
@@ -105,6 +107,7 @@ static int gather_task(int64_t t, int worker, void *ud)
 				}
 			}
 			a->ptr[r + 1] = k;
+			mr = i1 - i0 > mr ? i1 - i0 : mr;
 			continue;
 		}
 		uint64_t *k = g->keys[worker];
@@ -128,6 +131,8 @@ static int gather_task(int64_t t, int worker, void *ud)
 	}
 	if (st)
 		g->neb[worker] += nb;
+	if (!g->fill && mr > g->maxr[worker])
+		g->maxr[worker] = mr;
 	return 0;
 }
 
@@ -227,7 +232,7 @@ out:
 }
 
 int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cperm, rc_frag f, int threads,
-			rc_bsr_cpu **ret, int64_t *ret_neb, rc_err *err)
+			int groups, rc_bsr_cpu **ret, int64_t *ret_neb, rc_err *err)
 {
 	const rc_frag_info *fi = rc_frag_get(f);
 	int bm = fi->m, rc = 0;
@@ -243,6 +248,7 @@ int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cp
 	a->cols = ((int64_t)m->cols + 15) / 16 * 16;
 	a->ptr = malloc(((size_t)a->rows + 1) * sizeof *a->ptr);
 	g.irow = irow = malloc((size_t)a->rows * sizeof *irow);
+	g.maxr = calloc((size_t)nt, sizeof *g.maxr);
 	if (ret_neb) {
 		g.stamp = calloc((size_t)nt, sizeof *g.stamp);
 		g.neb = calloc((size_t)nt, sizeof *g.neb);
@@ -254,7 +260,7 @@ int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cp
 				g.stamp[t][j] = -1;
 		}
 	}
-	if (!a->ptr || !irow || (ret_neb && (!g.stamp || !g.neb || !g.stamp[nt - 1]))) {
+	if (!a->ptr || !irow || !g.maxr || (ret_neb && (!g.stamp || !g.neb || !g.stamp[nt - 1]))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the CPU matrix's rows");
 		goto out;
 	}
@@ -263,8 +269,10 @@ int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cp
 	for (int r = 0; r < m->rows; r++)
 		irow[rperm ? rperm[r] : r] = r;
 	int64_t ntask = (a->rows + GATHER_ROWS - 1) / GATHER_ROWS;
-	if ((rc = rc_par_for(ntask, 4, nt, gather_task, &g)))
-		goto fail;
+	/* gather_task never fails, nor rc_par_for but through its tasks */
+	(void)rc_par_for(ntask, 4, nt, gather_task, &g);
+	for (int t = 0; t < nt; t++)
+		g.maxrow = g.maxr[t] > g.maxrow ? g.maxr[t] : g.maxrow;
 	if (ret_neb) {
 		*ret_neb = 0;
 		for (int t = 0; t < nt; t++)
@@ -283,9 +291,6 @@ int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cp
 	memset(a->idx + a->nnz, 0, RC_SPM16_PAD * sizeof *a->idx);
 	memset(a->val + a->nnz, 0, RC_SPM16_PAD * sizeof *a->val);
 	/* the sort's scratch and digits: two passes up to 22 column bits */
-	for (int r = 0; r < m->rows; r++)
-		if (m->row_ptr[r + 1] - m->row_ptr[r] > g.maxrow)
-			g.maxrow = m->row_ptr[r + 1] - m->row_ptr[r];
 	int bits = 1;
 	while (bits < 40 && ((int64_t)1 << bits) < a->cols)
 		bits++;
@@ -301,14 +306,13 @@ int rc_bsr_cpu_from_csr(const rc_csr *m, const int32_t *rperm, const int32_t *cp
 			goto out;
 		}
 	g.fill = 1;
-	if ((rc = rc_par_for(ntask, 4, nt, gather_task, &g)))
-		goto fail;
+	(void)rc_par_for(ntask, 4, nt, gather_task, &g);
 	if ((rc = transpose(a, threads, &c->at)))
 		goto fail;
 	c->isa = rc_bsr_cpu_isa();
 	/* the row groups of the fp32-input AVX-512 kernel (without memory for
 	 * them the products take the single rows) */
-	if (c->isa >= RC_ISA_AVX512) {
+	if (groups && c->isa >= RC_ISA_AVX512) {
 		int group = rc_bsr_cpu_group();
 		if (rc_spm16p_make(&c->a, group, threads, &c->ap) || rc_spm16p_make(&c->at, group, threads, &c->atp)) {
 			rc_spm16p_free(&c->ap);
@@ -327,6 +331,7 @@ out:
 			free(g.stamp[t]);
 	free(g.stamp);
 	free(g.neb);
+	free(g.maxr);
 	if (g.keys)
 		for (int t = 0; t < nt; t++)
 			free(g.keys[t]);

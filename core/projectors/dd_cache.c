@@ -195,6 +195,38 @@ static int store(const char *dir, const char *path, int64_t bound, const struct 
 	return rc_mcache_publish(dir, bound, tmp, path, err);
 }
 
+/* The cache directory, made where it is not there yet. */
+static int make_dir(const char *dir, rc_err *err)
+{
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
+			       strerror(errno));
+	return 0;
+}
+
+/* g's key into *k and its file's name into path. */
+static int key_path(const rc_geom *g, const char *dir, struct key *k, char *path, size_t cap, rc_err *err)
+{
+	if (make_key(g, k))
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry key");
+	if (snprintf(path, cap, "%s/dd-%016llx.bin", dir, (unsigned long long)fnv1a(k->b, k->n)) >= (int)cap)
+		return rc_fail(err, RC_EINVAL, "cache_dir", "the matrix cache directory name is too long");
+	return 0;
+}
+
+int rc_dd_store(const rc_geom *g, const char *dir, int64_t bound, const rc_csr *m, rc_err *err)
+{
+	struct key k = { 0 };
+	char path[4096];
+	int rc = key_path(g, dir, &k, path, sizeof path, err);
+	if (!rc)
+		rc = make_dir(dir, err);
+	if (!rc)
+		rc = store(dir, path, bound, &k, m, err);
+	free(k.b);
+	return rc;
+}
+
 int rc_dd_cached(const rc_geom *g, const char *dir, int threads, rc_csr **ret,
 		 int *ret_hit, rc_err *err)
 {
@@ -219,56 +251,35 @@ int rc_dd_cached_nostore(const rc_geom *g, const char *dir, int threads, rc_csr 
 static int cached(const rc_geom *g, const char *dir, int64_t bound, int do_store, int threads, rc_csr **ret,
 		  int *ret_hit, rc_err *err)
 {
-	if (!dir || !*dir) {
-		if (ret_hit)
-			*ret_hit = 0;
-		return rc_dd_build(g, threads, ret, err);
-	}
 	struct key k = { 0 };
 	char path[4096];
 	rc_csr *m = NULL;
-	int rc = 0;
-	if (make_key(g, &k)) {
-		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry key");
-		goto out;
-	}
-	if (snprintf(path, sizeof path, "%s/dd-%016llx.bin", dir, (unsigned long long)fnv1a(k.b, k.n)) >=
-	    (int)sizeof path) {
-		rc = rc_fail(err, RC_EINVAL, "cache_dir", "the matrix cache directory name is too long");
-		goto out;
-	}
-	if (!load(path, &k, g, &m)) {
-		if (ret_hit)
-			*ret_hit = 1;
-		*ret = m;
-		goto out;
-	}
-	if (!do_store) {
+	int rc = 0, hit = 0;
+	if (!dir || !*dir) {
 		rc = rc_dd_build(g, threads, &m, err);
-		if (!rc) {
-			if (ret_hit)
-				*ret_hit = 0;
-			*ret = m;
-		}
 		goto out;
 	}
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		rc = rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
-			     strerror(errno));
+	if ((rc = key_path(g, dir, &k, path, sizeof path, err)))
+		goto out;
+	if (!load(path, &k, g, &m)) {
+		hit = 1;
 		goto out;
 	}
+	/* the directory before the build: a cache that cannot be made fails
+	 * the job before its seconds of building */
+	if (do_store && (rc = make_dir(dir, err)))
+		goto out;
 	rc = rc_dd_build(g, threads, &m, err);
-	if (rc)
-		goto out;
-	rc = store(dir, path, bound, &k, m, err);
-	if (rc) {
-		rc_csr_free(m);
-		goto out;
-	}
-	if (ret_hit)
-		*ret_hit = 0;
-	*ret = m;
+	if (!rc && do_store)
+		rc = store(dir, path, bound, &k, m, err);
 out:
 	free(k.b);
-	return rc;
+	if (rc) {
+		rc_csr_free(m);
+		return rc;
+	}
+	if (ret_hit)
+		*ret_hit = hit;
+	*ret = m;
+	return 0;
 }

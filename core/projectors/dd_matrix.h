@@ -67,6 +67,10 @@ int rc_dd_cached_bounded(const rc_geom *g, const char *dir, int64_t bound, int t
  * not wait for this file. */
 int rc_dd_cached_nostore(const rc_geom *g, const char *dir, int threads, rc_csr **ret, int *ret_hit,
 			 rc_err *err);
+/* Writes m (built for g) to dir as rc_dd_cached_bounded writes a miss (dir
+ * made where it is not there yet): for such a caller whose own file the
+ * bound does not take, so a later job at least finds the matrix. */
+int rc_dd_store(const rc_geom *g, const char *dir, int64_t bound, const rc_csr *m, rc_err *err);
 
 /* The 64-bit FNV-1a hash of the geometry key: the file name of the cache. */
 uint64_t rc_dd_geom_hash(const rc_geom *g);

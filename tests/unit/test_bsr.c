@@ -528,12 +528,14 @@ static void grp_equal(const rc_spm16p *x, const rc_spm16p *y)
  * BSR, bit for bit (the padding too), and counts the BSR's blocks: with
  * and without orderings, every fragment, one and several threads, and
  * with entries that fp16 rounds to zero (the BSR holds them as empty
- * entries of a block it still counts; the layout leaves them out). */
-static void test_layout_from_csr(void **state)
+ * entries of a block it still counts; the layout leaves them out); on
+ * 40x40 pixels (1600 columns: the row sort's one radix pass) and 48x48
+ * (2304: two passes).  Without row groups asked for, the same rows and
+ * no groups. */
+static void layout_from_csr(int n)
 {
-	(void)state;
 	rc_geom *g;
-	assert_int_equal(tp_geom(RC_GEOM_FAN, 40, 1.0, 30, 40, 1, 0, &g), 0);
+	assert_int_equal(tp_geom(RC_GEOM_FAN, n, 1.0, 30, 40, 1, 0, &g), 0);
 	rc_csr *m = NULL;
 	rc_err err;
 	assert_int_equal(rc_dd_build(g, 0, &m, &err), 0);
@@ -547,17 +549,17 @@ static void test_layout_from_csr(void **state)
 	}
 	int32_t *rp = NULL, *cp = NULL;
 	assert_int_equal(rc_morton_perm(40, 30, 4, 2, &rp, &err), 0);
-	assert_int_equal(rc_morton_perm(40, 40, 4, 2, &cp, &err), 0);
+	assert_int_equal(rc_morton_perm(n, n, 4, 2, &cp, &err), 0);
 	for (int f = 0; f < RC_FRAG_COUNT; f++)
 		for (int ord = 0; ord < 2; ord++)
 			for (int th = 1; th <= 3; th += 2) {
 				rc_bsr *b = NULL;
-				rc_bsr_cpu *want = NULL, *got = NULL;
+				rc_bsr_cpu *want = NULL, *got = NULL, *rows = NULL;
 				int64_t neb = -1;
 				assert_int_equal(rc_bsr_build(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, &b, &err), 0);
 				assert_int_equal(rc_bsr_cpu_build(b, th, &want, &err), 0);
-				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, &got,
-									&neb, &err), 0);
+				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, 1,
+									&got, &neb, &err), 0);
 				assert_int_equal(neb, b->neb);
 				assert_true(want->a.nnz < m->nnz); /* the zeros are left out */
 				spm_equal(&want->a, &got->a);
@@ -566,6 +568,13 @@ static void test_layout_from_csr(void **state)
 				grp_equal(&want->atp, &got->atp);
 				assert_int_equal(want->isa, got->isa);
 				assert_int_equal(want->input, got->input);
+				assert_int_equal(rc_bsr_cpu_from_csr(m, ord ? rp : NULL, ord ? cp : NULL, (rc_frag)f, th, 0,
+									&rows, NULL, &err), 0);
+				spm_equal(&want->a, &rows->a);
+				spm_equal(&want->at, &rows->at);
+				assert_int_equal(rows->ap.group, 0);
+				assert_int_equal(rows->atp.group, 0);
+				rc_bsr_cpu_free(rows);
 				rc_bsr_cpu_free(want);
 				rc_bsr_cpu_free(got);
 				rc_bsr_free(b);
@@ -574,6 +583,13 @@ static void test_layout_from_csr(void **state)
 	free(cp);
 	rc_csr_free(m);
 	rc_geom_free(g);
+}
+
+static void test_layout_from_csr(void **state)
+{
+	(void)state;
+	layout_from_csr(40);
+	layout_from_csr(48);
 }
 
 int main(void)

@@ -7,7 +7,9 @@
  * larger than the bound refused; and the DD cache (dd_matrix.h) under a
  * bound: a matrix larger than it returned but not written, one that fits
  * written with an older one deleted; a job that maps a cached CPU layout
- * (bsr_cpu_cache.h) keeps its file through a prune to 0 while it runs.
+ * (bsr_cpu_cache.h) keeps its file through a prune to 0 while it runs; a
+ * job makes a cache directory not there yet; a layout larger than the
+ * bound leaves the DD matrix cached where that fits.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -276,50 +278,155 @@ static void prune_during(void *ud, const rc_progress *p)
 	d->dd_left = count(d->dir, "dd-");
 }
 
+/* A small CGLS job on the tensor engine's CPU layout, cached in dir. */
+struct job {
+	double ang[40];
+	rc_recon_spec s;
+	float *proj, *vol;
+};
+
+static void job_init(struct job *j, const char *dir)
+{
+	rc_recon_spec *s = &j->s;
+	rc_recon_spec_default(s);
+	for (int k = 0; k < 40; k++)
+		j->ang[k] = 9.0 * k + 0.3;
+	s->geom.type = RC_GEOM_PARALLEL;
+	s->geom.nviews = 40;
+	s->geom.angles_deg = j->ang;
+	s->geom.det.nu = 48;
+	s->geom.det.nv = 1;
+	s->geom.det.du = 1.0;
+	s->vol = (rc_volume_desc){ 32, 32, 3, 1, 1, 1, 0, 0, 0 };
+	rc_algo_params_plain(&s->algo, RC_ALGO_CGLS);
+	s->algo.iterations = 3;
+	s->engine = RC_ENGINE_TENSOR;
+	snprintf(s->precision, sizeof s->precision, "mixed");
+	s->cache_dir = dir;
+	size_t nproj = (size_t)40 * 48 * 3, nvox = (size_t)32 * 32 * 3;
+	j->proj = calloc(nproj, sizeof *j->proj);
+	j->vol = calloc(nvox, sizeof *j->vol);
+	assert_non_null(j->proj);
+	assert_non_null(j->vol);
+	for (size_t i = 0; i < nproj; i++)
+		j->proj[i] = (float)((i * 7919) % 101) / 100.0f;
+}
+
+static void job_free(struct job *j)
+{
+	free(j->proj);
+	free(j->vol);
+}
+
+/* The job's report's matrix.cache. */
+static void job_run(struct job *j, const rc_algo_hooks *hooks, const char *cache)
+{
+	rc_recon_report rep;
+	rc_err err;
+	assert_int_equal(rc_recon_run(&j->s, j->proj, j->vol, hooks, &rep, &err), 0);
+	assert_string_equal(rep.matrix.cache, cache);
+}
+
+/* The size of dir's only file whose name starts with prefix (-1: none). */
+static long file_size(const char *dir, const char *prefix, struct stat *ret)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "ls '%s' | grep '^%s.*\\.bin$'", dir, prefix);
+	FILE *f = popen(cmd, "r");
+	char name[256] = "", p[600];
+	if (!f)
+		return -1;
+	if (!fgets(name, sizeof name, f))
+		name[0] = 0;
+	pclose(f);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	struct stat st;
+	if (!name[0] || stat(p, &st))
+		return -1;
+	if (ret)
+		*ret = st;
+	return (long)st.st_size;
+}
+
 static void test_mapped_layout_kept(void **state)
 {
 	struct tmp *t = *state;
-	double ang[40];
-	rc_recon_spec s;
-	rc_recon_spec_default(&s);
-	for (int k = 0; k < 40; k++)
-		ang[k] = 9.0 * k + 0.3;
-	s.geom.type = RC_GEOM_PARALLEL;
-	s.geom.nviews = 40;
-	s.geom.angles_deg = ang;
-	s.geom.det.nu = 48;
-	s.geom.det.nv = 1;
-	s.geom.det.du = 1.0;
-	s.vol = (rc_volume_desc){ 32, 32, 3, 1, 1, 1, 0, 0, 0 };
-	rc_algo_params_plain(&s.algo, RC_ALGO_CGLS);
-	s.algo.iterations = 3;
-	s.engine = RC_ENGINE_TENSOR;
-	snprintf(s.precision, sizeof s.precision, "mixed");
-	s.cache_dir = t->dir;
-	size_t nproj = (size_t)40 * 48 * 3, nvox = (size_t)32 * 32 * 3;
-	float *proj = calloc(nproj, sizeof *proj), *vol = calloc(nvox, sizeof *vol);
-	assert_non_null(proj);
-	assert_non_null(vol);
-	for (size_t i = 0; i < nproj; i++)
-		proj[i] = (float)((i * 7919) % 101) / 100.0f;
-	rc_recon_report rep;
-	rc_err err;
-	assert_int_equal(rc_recon_run(&s, proj, vol, NULL, &rep, &err), 0);
-	assert_string_equal(rep.matrix.cache, "miss");
+	struct job j;
+	job_init(&j, t->dir);
+	job_run(&j, NULL, "miss");
 	assert_int_equal(count(t->dir, "nz-"), 1);
 	assert_int_equal(count(t->dir, "dd-"), 0); /* the layout is cached, not the DD matrix */
+	/* a DD file the job does not read (on a hit nothing but the layout is) */
+	put(t, "dd-x.bin", 1000, 0);
 	struct during d = { .dir = t->dir };
 	rc_algo_hooks hooks = { .progress = prune_during, .ud = &d };
-	assert_int_equal(rc_recon_run(&s, proj, vol, &hooks, &rep, &err), 0);
-	assert_string_equal(rep.matrix.cache, "hit");
+	job_run(&j, &hooks, "hit");
 	assert_int_equal(d.pruned, 1);
 	assert_int_equal(d.nz_left, 1); /* mapped: locked, kept */
 	assert_int_equal(d.dd_left, 0); /* not read on a hit: deleted */
 	/* the job is over: nothing holds it now */
 	assert_int_equal(rc_mcache_prune(t->dir, 0, 0, NULL), 0);
 	assert_int_equal(count(t->dir, "nz-"), 0);
-	free(proj);
-	free(vol);
+	job_free(&j);
+}
+
+/* The cache directory not there yet: the first job makes it and writes the
+ * layout, the second maps it. */
+static void test_layout_dir_made(void **state)
+{
+	struct tmp *t = *state;
+	char sub[128];
+	snprintf(sub, sizeof sub, "%s/new", t->dir);
+	struct job j;
+	job_init(&j, sub);
+	job_run(&j, NULL, "miss");
+	assert_int_equal(count(sub, "nz-"), 1);
+	job_run(&j, NULL, "hit");
+	job_free(&j);
+}
+
+/* A bound between the DD matrix's file and the layout's: the layout is not
+ * written, the DD matrix is, and the next job reads it (its atime moves;
+ * the layout is still built, so the report says miss). */
+static void test_layout_too_big_dd_kept(void **state)
+{
+	struct tmp *t = *state;
+	char a[128], b[128];
+	snprintf(a, sizeof a, "%s/a", t->dir);
+	snprintf(b, sizeof b, "%s/b", t->dir);
+	struct job j;
+	/* the two files' sizes: the layout unbounded, the DD matrix as the
+	 * fp32 path writes it */
+	job_init(&j, a);
+	job_run(&j, NULL, "miss");
+	snprintf(j.s.precision, sizeof j.s.precision, "fp32");
+	job_run(&j, NULL, "miss");
+	long lay = file_size(a, "nz-", NULL), dd = file_size(a, "dd-", NULL);
+	assert_true(dd > 0 && lay > dd);
+	snprintf(j.s.precision, sizeof j.s.precision, "mixed");
+	j.s.cache_dir = b;
+	j.s.cache_bytes = (dd + lay) / 2;
+	job_run(&j, NULL, "miss");
+	assert_int_equal(count(b, "nz-"), 0);
+	assert_int_equal(file_size(b, "dd-", NULL), dd);
+	/* used 1000 s ago: the next job's read marks it used now */
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "touch -a -d '-1000 seconds' '%s'/dd-*.bin", b);
+	assert_int_equal(system(cmd), 0);
+	struct stat st;
+	assert_true(file_size(b, "dd-", &st) == dd && st.st_atime < time(NULL) - 900);
+	job_run(&j, NULL, "miss");
+	assert_true(file_size(b, "dd-", &st) == dd && st.st_atime >= time(NULL) - 60);
+	assert_int_equal(count(b, "nz-"), 0);
+	/* a bound below the DD file too: nothing written */
+	snprintf(cmd, sizeof cmd, "rm -f '%s'/dd-*.bin", b);
+	assert_int_equal(system(cmd), 0);
+	j.s.cache_bytes = dd - 1;
+	job_run(&j, NULL, "miss");
+	assert_int_equal(count(b, "dd-"), 0);
+	assert_int_equal(count(b, "nz-"), 0);
+	job_free(&j);
 }
 
 int main(void)
@@ -332,6 +439,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dd_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mapped_layout_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_dir_made, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_too_big_dd_kept, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
