@@ -31,7 +31,8 @@
  * With TV (algorithm.tv.weight = kappa > 0) the problem becomes
  * min 1/2 ||A x - p||^2 + beta TV(x), beta = kappa s a per batch
  * (algo_util.h's rc_tv: s the data's mean density, a the mean of A^T A 1,
- * measured at the start with one more forward and back projection).  It is
+ * measured at the start with one more forward projection: the sum of
+ * A^T A 1 is ||A 1||^2).  It is
  * solved by nonlinear conjugate gradients on the same recurrences: the
  * gradient s = A^T r - beta grad TV(x) is exact at every iterate, the step
  * uses the lagged-diffusivity curvature
@@ -143,12 +144,14 @@ int rc_cgls_run(const rc_algo_params *p, rc_backend *b, const float *proj,
 	if ((rc = rc_bk_upload(b, r, proj, err)))
 		goto out_free;
 	if (t) {
-		/* beta = kappa s a: q = A 1, s from r = p and q, a = mean A^T q */
+		/* beta = kappa s a: q = A 1, s from r = p and q, a = mean A^T q;
+		 * A^T is A's transpose, so the sum of A^T q is 1^T A^T A 1 =
+		 * ||q||^2 and takes no back projection (the sum of A^T q equals
+		 * it to rounding) */
 		size_t nvox = rc_volume_count(rc_geom_volume(b->geom)) / (size_t)B;
 		if ((rc = rc_bk_fill(b, d, 1.0f, RC_VIEWS_ALL, err)) ||
 		    (rc = rc_bk_forward(b, rc_algo_fp(p, b), d, q, 0, nviews, err)) ||
-		    (rc = rc_tv_new(p, b, r, q, 1, &tv, err)) || (rc = rc_bk_back(b, rc_algo_bp_matched(p, b), q, s, 0, nviews, err)) ||
-		    (rc = rc_bk_dot(b, s, NULL, c.gnew, err)))
+		    (rc = rc_tv_new(p, b, r, q, 1, &tv, err)) || (rc = rc_bk_dot(b, q, q, c.gnew, err)))
 			goto out_free;
 		for (int k = 0; k < B; k++)
 			c.tvneg[k] = tv.on ? (float)(-p->tv_weight * tv.scale[k] * c.gnew[k] / (double)nvox) : 0.0f;
