@@ -1,12 +1,35 @@
-"""What the out-of-core tests (test_out_of_core.py, test_out_of_core_cgls.py) share:
-a job run through the daemon to its raw volume, and the same job in core
-without a limit, whose volume the out-of-core one must equal to 1e-5."""
+"""What the out-of-core tests (test_out_of_core.py, test_out_of_core_cgls.py,
+test_out_of_core_default.py) share: their cone job and its noisy stack, a job
+run through the daemon to its raw volume, and the same job in core without a
+limit, whose volume the out-of-core one must equal to 1e-5."""
 
 import json
 
 import numpy as np
 
 from recond_harness import Daemon, check, log
+import phantom
+
+
+def cone_job(n, views, det, algorithm, label):
+    """A cone job on the cpu engine (n^3 of 0.5 mm from views of det^2 pixels of 2 mm), not started
+    when its projections are stored."""
+    s = phantom.cone_spec(n=n, voxel=0.5, views=views, nu=det, nv=det, du=2.0, dv=2.0, D=400.0, S=800.0,
+                          algorithm=algorithm, label=label)
+    s["execution"] = {"engine": "cpu"}
+    s["autostart"] = False
+    return s
+
+
+def noisy_stack(s, views, amplitude, zero_mean):
+    """s's analytic projections plus uniform noise of amplitude times their maximum, seed 37:
+    zero_mean centres it (rays missing the volume then carry none of the object), else it is
+    positive."""
+    data = b"".join(phantom.project_view(s, k) for k in range(views))
+    a = np.frombuffer(data, dtype=np.float32).copy()
+    u = np.random.default_rng(37).random(a.size, dtype=np.float32)
+    a += ((u - 0.5) if zero_mean else u) * amplitude * float(a.max())
+    return a.tobytes()
 
 
 def run(api, s, data, what):

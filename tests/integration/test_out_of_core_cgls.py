@@ -19,12 +19,10 @@ test_out_of_core_default.py.
 
 import json
 
-import numpy as np
 
 import recond_harness
 from recond_harness import Daemon, check, log, require_binaries, run_main, store_files
-import phantom
-from ooc_common import against_in_core, run
+from ooc_common import against_in_core, cone_job, noisy_stack, run
 
 LIMIT = 64 << 20
 N, VIEWS, DET = 256, 24, 128
@@ -33,18 +31,11 @@ ALGO = {"name": "cgls", "iterations": 3, "initial": "zero", "projector": "splat"
 
 
 def spec(algorithm=None):
-    s = phantom.cone_spec(n=N, voxel=0.5, views=VIEWS, nu=DET, nv=DET, du=2.0, dv=2.0, D=400.0, S=800.0,
-                          algorithm=algorithm or dict(ALGO), label="out-of-core-cgls")
-    s["execution"] = {"engine": "cpu"}
-    s["autostart"] = False
-    return s
+    return cone_job(N, VIEWS, DET, algorithm or dict(ALGO), "out-of-core-cgls")
 
 
 def stack(s):
-    data = b"".join(phantom.project_view(s, k) for k in range(VIEWS))
-    a = np.frombuffer(data, dtype=np.float32).copy()
-    a += np.random.default_rng(37).random(a.size, dtype=np.float32) * 0.05 * float(a.max())
-    return a.tobytes()
+    return noisy_stack(s, VIEWS, 0.05, zero_mean=False)
 
 
 

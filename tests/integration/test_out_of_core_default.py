@@ -19,30 +19,20 @@ are planned out of core too.
 
 import json
 
-import numpy as np
 
 from recond_harness import Daemon, check, log, require_binaries, run_main
-import phantom
-from ooc_common import against_in_core, run
+from ooc_common import against_in_core, cone_job, noisy_stack, run
 
 LIMIT = 64 << 20
 N, VIEWS, DET, ITER = 160, 24, 128, 4
 
 
 def spec():
-    s = phantom.cone_spec(n=N, voxel=0.5, views=VIEWS, nu=DET, nv=DET, du=2.0, dv=2.0, D=400.0, S=800.0,
-                          algorithm={"name": "cgls", "iterations": ITER}, label="out-of-core-default")
-    s["execution"] = {"engine": "cpu"}
-    s["autostart"] = False
-    return s
+    return cone_job(N, VIEWS, DET, {"name": "cgls", "iterations": ITER}, "out-of-core-default")
 
 
 def stack(s):
-    data = b"".join(phantom.project_view(s, k) for k in range(VIEWS))
-    a = np.frombuffer(data, dtype=np.float32).copy()
-    # zero-mean noise: the rays that miss the volume carry none of the object
-    a += (np.random.default_rng(37).random(a.size, dtype=np.float32) - 0.5) * 0.02 * float(a.max())
-    return a.tobytes()
+    return noisy_stack(s, VIEWS, 0.02, zero_mean=True)
 
 
 def stopped(j):
