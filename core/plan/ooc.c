@@ -10,9 +10,10 @@
 #include "plan/ooc.h"
 #include "plan/open.h"
 #include "plan/recon.h"
-#include "util/parfor.h"
+#include "projectors/proj_cpu.h"
 #include "util/rc_clock.h"
 #include "util/rc_io.h"
+#include "util/threadpool.h"
 
 /* rows read beside the projected extent: bilinear reads floor(v) and
  * floor(v) + 1, and one more against rounding in the corners' projection */
@@ -125,23 +126,28 @@ int rc_ooc_filters_once(const rc_geom *g)
 	return dir == 0;
 }
 
+/* The threads the job's CPU engine runs (plan/open.c: execution.threads,
+ * else every core), each with its tile scratch. */
+static int job_threads(const rc_recon_spec *s)
+{
+	return s->threads > 0 ? s->threads : rc_pool_online_cores();
+}
+
 /* The peak of a filtered slab of nz slices reading rows detector rows
  * (rc_ooc_fdk_slab): the process, the slab, the CPU engine's tiles of sums
  * (as large as the slab, rounded up to whole tiles of 32 x 64 columns;
- * kept only where a call has more than one block of 32 views), its rows of
- * RC_OOC_FDK_VIEWS views, the back projection's block of 32 transposed,
- * padded views (proj_voxel.c) and each thread's tile scratch.  A device
- * engine adds its libraries; its copies live on the device. */
+ * kept only where a call has more than one block of views: never with
+ * RC_OOC_FDK_VIEWS), its rows of RC_OOC_FDK_VIEWS views and the back
+ * projector's buffers (rc_bpv_bytes: its block of transposed, padded
+ * views and each thread's tile scratch).  A device engine adds its
+ * libraries; its copies live on the device. */
 static uint64_t filtered_need(const rc_recon_spec *s, int nz, int rows)
 {
 	uint64_t nx = (uint64_t)s->vol.nx, ny = (uint64_t)s->vol.ny, z = (uint64_t)nz;
 	uint64_t r = (uint64_t)(rows > 0 ? rows : 1), nu = (uint64_t)s->geom.det.nu;
 	uint64_t chunk = (uint64_t)(s->geom.nviews < RC_OOC_FDK_VIEWS ? s->geom.nviews : RC_OOC_FDK_VIEWS);
 	uint64_t need = RC_MEM_BASE + nx * ny * z * 4;
-	if (chunk > 32)
-		need += ((nx + 31) & ~(uint64_t)31) * ((ny + 63) & ~(uint64_t)63) * z * 4;
-	need += chunk * r * nu * 4 + 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
-	need += (uint64_t)rc_parallel_threads(0) * 32 * 64 * (z + 9) * 4;
+	need += chunk * r * nu * 4 + rc_bpv_bytes((int)nu, (int)r, nz, job_threads(s));
 	rc_engine_choice e = s->engine;
 	if (e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA || e == RC_ENGINE_TRIGENEOUS)
 		need += RC_MEM_DEVICE_LIBS;
@@ -165,12 +171,10 @@ static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int
 	sub.vol.nz = nz;
 	if (s->geom.type != RC_GEOM_FAN && s->geom.type != RC_GEOM_PARALLEL)
 		sub.geom.det.nv = most > 0 ? most : 1;
-	uint64_t need = rc_plan_memory(&sub, 0);
-	uint64_t r = (uint64_t)(most > 0 ? most : 1), nu = (uint64_t)s->geom.det.nu;
-	/* the voxel back projection's block of 32 transposed, padded views
+	/* the voxel back projection's block of transposed, padded views
 	 * (proj_voxel.c): nothing beside a whole detector, but measured 4 % of a
 	 * 32-slice slab's 132 MiB at 512 x 512 (bench-large --scale 4) */
-	return need + 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+	return rc_plan_memory(&sub, 0) + rc_bpv_bytes(s->geom.det.nu, most > 0 ? most : 1, 1, 0);
 }
 
 /* The filtering pass's chunk of views (rc_ooc_filter): as many whole views

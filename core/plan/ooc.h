@@ -38,6 +38,7 @@
 
 #include "algo/algo.h"
 #include "plan/recon_spec.h"
+#include "projectors/proj_cpu.h"
 
 typedef struct rc_ooc_plan {
 	int slabs;                /* 1: in core; > 1 z-slabs, out of core */
@@ -93,7 +94,7 @@ int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filter
  * (RC_BPV_BLOCK): it then keeps no second slab of sums (its tiles), so a
  * budget buys slabs 2-3x as thick, for a write-back of the sums per
  * 32 views (docs/server.md "Out of core"). */
-#define RC_OOC_FDK_VIEWS 32
+#define RC_OOC_FDK_VIEWS RC_BPV_BLOCK
 
 /* rc_ooc_fdk_slab with filtered rows back-projected views at a time
  * (views <= 0 or >= the job's: all at once); rc_ooc_fdk_slab takes
