@@ -121,7 +121,9 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 int rc_ooc_filters_once(const rc_geom *g)
 {
 	int dir = 0;
-	if (rc_geom_is_2d(g) || rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, NULL))
+	/* a helix's FDK is its own (algo_fdk_helix.c): not this pass */
+	if (rc_geom_is_2d(g) || rc_geom_type_of(g) == RC_GEOM_HELIX ||
+	    rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, NULL))
 		return 0;
 	return dir == 0;
 }
@@ -386,6 +388,10 @@ int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int 
 	size_t nslab = (size_t)v->nx * (size_t)v->ny * (size_t)(z1 - z0);
 	if (z0 < 0 || z1 > v->nz || z1 <= z0)
 		return rc_fail(err, RC_EINVAL, "volume", "slab %d..%d is not within the volume's %d slices", z0, z1, v->nz);
+	/* a helix's rows and views per slab are its FDK's (algo_fdk_helix.c),
+	 * not a narrowed job's: the server runs it in core only */
+	if (rc_geom_type_of(g) == RC_GEOM_HELIX)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type", "a helix is not reconstructed in slabs out of core");
 	if (filtered && !rc_ooc_filters_once(g))
 		return rc_fail(err, RC_EINVAL, "", "this geometry's views are not filtered once (rc_ooc_filters_once)");
 	int r0, r1;

@@ -69,7 +69,8 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);
 
 /* Whether g's FDK filters each view once into a file the slabs read
- * (cone, matrices, no displaced detector). */
+ * (cone, matrices, no displaced detector; never a helix, which is not run
+ * in slabs). */
 int rc_ooc_filters_once(const rc_geom *g);
 
 /* FDK's filtering of every view of g (s->algo's window), chunk views at a
@@ -84,7 +85,8 @@ int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int
  * zero them), or rc_ooc_filter's output (filtered 1, where
  * rc_ooc_filters_once).  It reads only the rows the slab needs; slab gets
  * nx * ny * (z1 - z0) floats.  hooks may carry cancel only.  The core of
- * the out-of-core run and of a rank's share of an FDK split by z. */
+ * the out-of-core run and of a rank's share of an FDK split by z.  Not a
+ * helix (RC_EUNSUPPORTED). */
 int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
 

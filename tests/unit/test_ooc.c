@@ -274,11 +274,37 @@ static void test_plan(void **state)
 	rc_geom_free(g);
 }
 
+/* A helix is not run in slabs: no filtering pass (its views' heights are
+ * not those of a narrowed cone job), and a slab of it refused by name. */
+static void test_helix(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 32, 32, 360);
+	s.geom.type = RC_GEOM_HELIX;
+	s.geom.det.offset_u = 0;
+	s.geom.pitch_mm = 0;
+	s.geom.z_start_mm = 0;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	assert_false(rc_ooc_filters_once(g));
+	float slab[16 * 16 * 4];
+	rc_recon_report rep;
+	for (int filtered = 0; filtered < 2; filtered++) {
+		memset(&err, 0, sizeof err);
+		assert_int_equal(rc_ooc_fdk_slab(&s, g, -1, filtered, 0, 4, slab, NULL, &rep, &err), RC_EUNSUPPORTED);
+		assert_string_equal(err.field, "geometry.type");
+	}
+	rc_geom_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cone_flat), cmocka_unit_test(test_taller_than_view), cmocka_unit_test(test_cone_curved), cmocka_unit_test(test_short_scan),
-		cmocka_unit_test(test_matrices),  cmocka_unit_test(test_fan),	      cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_matrices),  cmocka_unit_test(test_fan),	      cmocka_unit_test(test_plan), cmocka_unit_test(test_helix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
