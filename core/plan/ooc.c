@@ -319,25 +319,22 @@ out:
 	return rc;
 }
 
-/* The back projection of views k0..k1 of filtered rows (sub's detector;
- * rows holds those views only) into slab, overwritten (add 0) or added to
- * (add 1): what rc_fdk_run does after its filtering, on the job's engine,
- * with a geometry and backend of those views. */
-static int back_views(const rc_recon_spec *sub, int k0, int k1, const float *rows, float *slab, int add,
-		      rc_recon_report *rep, rc_err *err)
+/* The back projection of views k0..k1 of filtered rows (rows [r0, r1) of
+ * g's detector; buf holds those views only) into slab, overwritten (add 0)
+ * or added to (add 1): what rc_fdk_run does after its filtering, on sub's
+ * engine, with a geometry of those views cut from g (rc_geom_slab: no
+ * checks, the matrices g's shifted by r0, bit for bit).  The backend's
+ * report (and its models' refit) only for the last chunk (last 1) or a
+ * failure: one per slab, not one per chunk. */
+static int back_views(const rc_recon_spec *sub, const rc_geom *g, int k0, int k1, int r0, int r1, const float *rows,
+		      float *slab, int add, int last, rc_recon_report *rep, rc_err *err)
 {
-	rc_recon_spec c = *sub;
-	rc_geom *g = NULL;
+	rc_geom *gc = NULL;
 	rc_backend *b = NULL;
 	rc_vec *vf = NULL, *vv = NULL;
-	c.geom.nviews = k1 - k0;
-	if (c.geom.type == RC_GEOM_MATRICES)
-		c.geom.matrices += 12 * (size_t)k0;
-	else
-		c.geom.angles_deg += k0;
 	int rc;
-	if (!(rc = rc_geom_new(&c.geom, &c.vol, &c.limits, &g, err)) &&
-	    !(rc = rc_backend_open(c.engine, NULL, 0, &c, g, &b, err)) &&
+	if (!(rc = rc_geom_slab(g, k0, k1, &sub->vol, r0, r1 - r0, &gc, err)) &&
+	    !(rc = rc_backend_open(sub->engine, NULL, 0, sub, gc, &b, err)) &&
 	    !(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vf, err)) &&
 	    !(rc = add ? rc_bk_vec_holding(b, RC_SPACE_VOLUME, slab, &vv, err)
 		       : rc_bk_vec_for(b, RC_SPACE_VOLUME, slab, &vv, err)) &&
@@ -347,17 +344,19 @@ static int back_views(const rc_recon_spec *sub, int k0, int k1, const float *row
 	if (b) {
 		rc_bk_vec_free(b, vv);
 		rc_bk_vec_free(b, vf);
-		rc_backend_report(b, rc == 0, rep);
+		if (last || rc)
+			rc_backend_report(b, rc == 0, rep);
 	}
 	rc_backend_free(b);
-	rc_geom_free(g);
+	rc_geom_free(gc);
 	return rc;
 }
 
 /* Filtered rows of views chunk at a time, read from fd into buf and
- * back-projected into slab (sub: the slab's spec). */
-static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, int fd, int r0, int r1, int chunk,
-			 float *buf, float *slab, const atomic_int *cancel, rc_recon_report *rep, rc_err *err)
+ * back-projected into slab (sub: the slab's spec, g the job's geometry). */
+static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, const rc_geom *g, int fd, int r0, int r1,
+			 int chunk, float *buf, float *slab, const atomic_int *cancel, rc_recon_report *rep,
+			 rc_err *err)
 {
 	double t0 = rc_now_s();
 	int n = s->geom.nviews, rc = rc_recon_check(sub, err);
@@ -367,7 +366,7 @@ static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, int f
 		if (cancel && atomic_load(cancel))
 			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled");
 		else if (!(rc = read_rows(s, fd, r0, r1, k0, k1, buf, err)))
-			rc = back_views(sub, k0, k1, buf, slab, k0 > 0, rep, err);
+			rc = back_views(sub, g, k0, k1, r0, r1, buf, slab, k0 > 0, k1 == n, rep, err);
 	}
 	rep->relative_residual = NAN;
 	rep->iterations_done = rc == 0;
@@ -415,7 +414,7 @@ int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int 
 	}
 	sub.residual = 0; /* a forward projection of the whole volume: not out of core */
 	if (filtered) {
-		rc = back_filtered(s, &sub, fd, r0, r1, chunk, buf, slab, hooks ? hooks->cancel : NULL, rep, err);
+		rc = back_filtered(s, &sub, g, fd, r0, r1, chunk, buf, slab, hooks ? hooks->cancel : NULL, rep, err);
 		goto out;
 	}
 	if ((rc = read_rows(s, fd, r0, r1, 0, nviews, buf, err)))

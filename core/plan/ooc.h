@@ -22,9 +22,10 @@
  * pass filters the stack once, in chunks of whole views, into a scratch
  * file (rc_ooc_filter, rc_fdk_filter_views), and each slab reads its rows
  * of that file, RC_OOC_FDK_VIEWS views at a time, and only back-projects
- * them onto itself (RC_BP_VOXEL on the narrowed geometry's backend, as
- * rc_fdk_run does after filtering); a slab then holds its rows of those
- * views only, once.  Fan, parallel and displaced detectors
+ * them onto itself (RC_BP_VOXEL, as rc_fdk_run does after filtering, on
+ * a backend over the chunk's views cut from the job's geometry with the
+ * slab's volume and rows, rc_geom_slab; one report per slab); a slab then
+ * holds its rows of those views only, once.  Fan, parallel and displaced detectors
  * run each slab as a whole FDK job (2-D slabs share no rows).
  *
  * Streaming jobs and counts (input.kind "counts") are not run out of core;
