@@ -413,6 +413,12 @@ int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int 
 		goto out;
 	}
 	sub.residual = 0; /* a forward projection of the whole volume: not out of core */
+	/* auto runs the slabs on the cpu engine, which the plan counts (no
+	 * device libraries): its choice among devices would enumerate OpenCL
+	 * and CUDA (PoCL, LLVM, the CUDA runtime) for every chunk of views and
+	 * may open a device whose context takes host memory */
+	if (sub.engine == RC_ENGINE_AUTO)
+		sub.engine = RC_ENGINE_CPU;
 	if (filtered) {
 		rc = back_filtered(s, &sub, g, fd, r0, r1, chunk, buf, slab, hooks ? hooks->cancel : NULL, rep, err);
 		goto out;

@@ -10,7 +10,8 @@
  * alone are the rows of the whole stack filtered.  A slab is therefore an
  * FDK job of its own: the volume narrowed to [z0, z1) (cz moved), the
  * detector narrowed to rows [r0, r1) (offset_v moved, or the matrices' v
- * row shifted by r0), run by rc_recon_run on the job's engine, from rows
+ * row shifted by r0), run by rc_recon_run on the job's engine (auto: the
+ * cpu engine, which the plan counts), from rows
  * read with pread out of the stack file.  Its peak is rc_plan_memory of that
  * narrowed job; the plan (rc_ooc_plan_fdk) takes the thickest slab whose
  * peak fits the budget.  The result equals the in-memory FDK up to the
