@@ -271,6 +271,16 @@ static void test_plan(void **state)
 	assert_string_equal(err.field, "volume");
 	assert_true(p.predicted_bytes > RC_MEM_BASE);
 	assert_non_null(strstr(err.msg, "bytes"));
+	/* the filtered slabs' tile scratch is per thread of the job's engine
+	 * (execution.threads), not per core: 8 MiB over the process hold
+	 * slabs on 1 thread, not one slice on 1024 (~75 MiB of scratch) */
+	uint64_t small = RC_MEM_BASE + (8u << 20);
+	s.threads = 1;
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, small, &p, &err), 0);
+	assert_true(p.filter_chunk > 0 && p.predicted_bytes <= small);
+	s.threads = 1024;
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, small, &p, &err), RC_EUNSUPPORTED);
+	assert_true(p.predicted_bytes > small + (64u << 20));
 	rc_geom_free(g);
 }
 
