@@ -511,9 +511,9 @@ double rc_geom_lead(const rc_geom *g) { return g->lead; }
 int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, int row0, int nrows,
 		 rc_geom **ret, rc_err *err)
 {
-	if (!rc_geom_type_is_cone(g->type) || first < 0 || last > g->nviews || first >= last || row0 < 0 || nrows < 1 ||
+	if ((!rc_geom_type_is_cone(g->type) && g->type != RC_GEOM_MATRICES) || first < 0 || last > g->nviews || first >= last || row0 < 0 || nrows < 1 ||
 	    row0 + nrows > g->det.nv)
-		return rc_fail(err, RC_EINVAL, "", "rc_geom_slab needs a cone or helix, views in 0..%d and rows in 0..%d",
+		return rc_fail(err, RC_EINVAL, "", "rc_geom_slab needs a cone, helix or matrices, views in 0..%d and rows in 0..%d",
 			       g->nviews, g->det.nv);
 	rc_geom *s = calloc(1, sizeof *s);
 	if (!s || !(s->views = malloc(sizeof *s->views * (size_t)(last - first)))) {

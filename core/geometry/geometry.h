@@ -176,7 +176,8 @@ int rc_geom_helix_check(const rc_geom *g, rc_err *err);
  * detector's rows row0..row0+nrows-1 only (no checks: a helical FDK's slab
  * of the volume, the views that see it and the rows of their window).
  * The matrices are g's with v shifted by row0 (the same, bit for bit, for
- * row0 0 and all rows), offset_v moved to the rows' centre.  cone, helix. */
+ * row0 0 and all rows), offset_v moved to the rows' centre.  cone, helix,
+ * matrices (an out-of-core FDK's chunk of views of a slab, plan/ooc.c). */
 int rc_geom_slab(const rc_geom *g, int first, int last, const rc_volume_desc *vol, int row0, int nrows,
 		 rc_geom **ret, rc_err *err);
 

@@ -10,9 +10,10 @@
 #include "plan/ooc.h"
 #include "plan/open.h"
 #include "plan/recon.h"
-#include "util/parfor.h"
+#include "projectors/proj_cpu.h"
 #include "util/rc_clock.h"
 #include "util/rc_io.h"
+#include "util/threadpool.h"
 
 /* rows read beside the projected extent: bilinear reads floor(v) and
  * floor(v) + 1, and one more against rounding in the corners' projection */
@@ -120,28 +121,35 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 int rc_ooc_filters_once(const rc_geom *g)
 {
 	int dir = 0;
-	if (rc_geom_is_2d(g) || rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, NULL))
+	/* a helix's FDK is its own (algo_fdk_helix.c): not this pass */
+	if (rc_geom_is_2d(g) || rc_geom_type_of(g) == RC_GEOM_HELIX ||
+	    rc_fdk_displaced(g, RC_SCAN_FULL, &dir, NULL, NULL))
 		return 0;
 	return dir == 0;
+}
+
+/* The threads the job's CPU engine runs (plan/open.c: execution.threads,
+ * else every core), each with its tile scratch. */
+static int job_threads(const rc_recon_spec *s)
+{
+	return s->threads > 0 ? s->threads : rc_pool_online_cores();
 }
 
 /* The peak of a filtered slab of nz slices reading rows detector rows
  * (rc_ooc_fdk_slab): the process, the slab, the CPU engine's tiles of sums
  * (as large as the slab, rounded up to whole tiles of 32 x 64 columns;
- * kept only where a call has more than one block of 32 views), its rows of
- * RC_OOC_FDK_VIEWS views, the back projection's block of 32 transposed,
- * padded views (proj_voxel.c) and each thread's tile scratch.  A device
- * engine adds its libraries; its copies live on the device. */
+ * kept only where a call has more than one block of views: never with
+ * RC_OOC_FDK_VIEWS), its rows of RC_OOC_FDK_VIEWS views and the back
+ * projector's buffers (rc_bpv_bytes: its block of transposed, padded
+ * views and each thread's tile scratch).  A device engine adds its
+ * libraries; its copies live on the device. */
 static uint64_t filtered_need(const rc_recon_spec *s, int nz, int rows)
 {
 	uint64_t nx = (uint64_t)s->vol.nx, ny = (uint64_t)s->vol.ny, z = (uint64_t)nz;
 	uint64_t r = (uint64_t)(rows > 0 ? rows : 1), nu = (uint64_t)s->geom.det.nu;
 	uint64_t chunk = (uint64_t)(s->geom.nviews < RC_OOC_FDK_VIEWS ? s->geom.nviews : RC_OOC_FDK_VIEWS);
 	uint64_t need = RC_MEM_BASE + nx * ny * z * 4;
-	if (chunk > 32)
-		need += ((nx + 31) & ~(uint64_t)31) * ((ny + 63) & ~(uint64_t)63) * z * 4;
-	need += chunk * r * nu * 4 + 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
-	need += (uint64_t)rc_parallel_threads(0) * 32 * 64 * (z + 9) * 4;
+	need += chunk * r * nu * 4 + rc_bpv_bytes((int)nu, (int)r, nz, job_threads(s));
 	rc_engine_choice e = s->engine;
 	if (e == RC_ENGINE_OPENCL || e == RC_ENGINE_CUDA || e == RC_ENGINE_TRIGENEOUS)
 		need += RC_MEM_DEVICE_LIBS;
@@ -165,12 +173,10 @@ static uint64_t slabs_need(const rc_recon_spec *s, const rc_geom *g, int nz, int
 	sub.vol.nz = nz;
 	if (s->geom.type != RC_GEOM_FAN && s->geom.type != RC_GEOM_PARALLEL)
 		sub.geom.det.nv = most > 0 ? most : 1;
-	uint64_t need = rc_plan_memory(&sub, 0);
-	uint64_t r = (uint64_t)(most > 0 ? most : 1), nu = (uint64_t)s->geom.det.nu;
-	/* the voxel back projection's block of 32 transposed, padded views
+	/* the voxel back projection's block of transposed, padded views
 	 * (proj_voxel.c): nothing beside a whole detector, but measured 4 % of a
 	 * 32-slice slab's 132 MiB at 512 x 512 (bench-large --scale 4) */
-	return need + 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+	return rc_plan_memory(&sub, 0) + rc_bpv_bytes(s->geom.det.nu, most > 0 ? most : 1, 1, 0);
 }
 
 /* The filtering pass's chunk of views (rc_ooc_filter): as many whole views
@@ -313,25 +319,22 @@ out:
 	return rc;
 }
 
-/* The back projection of views k0..k1 of filtered rows (sub's detector;
- * rows holds those views only) into slab, overwritten (add 0) or added to
- * (add 1): what rc_fdk_run does after its filtering, on the job's engine,
- * with a geometry and backend of those views. */
-static int back_views(const rc_recon_spec *sub, int k0, int k1, const float *rows, float *slab, int add,
-		      rc_recon_report *rep, rc_err *err)
+/* The back projection of views k0..k1 of filtered rows (rows [r0, r1) of
+ * g's detector; buf holds those views only) into slab, overwritten (add 0)
+ * or added to (add 1): what rc_fdk_run does after its filtering, on sub's
+ * engine, with a geometry of those views cut from g (rc_geom_slab: no
+ * checks, the matrices g's shifted by r0, bit for bit).  The backend's
+ * report (and its models' refit) only for the last chunk (last 1) or a
+ * failure: one per slab, not one per chunk. */
+static int back_views(const rc_recon_spec *sub, const rc_geom *g, int k0, int k1, int r0, int r1, const float *rows,
+		      float *slab, int add, int last, rc_recon_report *rep, rc_err *err)
 {
-	rc_recon_spec c = *sub;
-	rc_geom *g = NULL;
+	rc_geom *gc = NULL;
 	rc_backend *b = NULL;
 	rc_vec *vf = NULL, *vv = NULL;
-	c.geom.nviews = k1 - k0;
-	if (c.geom.type == RC_GEOM_MATRICES)
-		c.geom.matrices += 12 * (size_t)k0;
-	else
-		c.geom.angles_deg += k0;
 	int rc;
-	if (!(rc = rc_geom_new(&c.geom, &c.vol, &c.limits, &g, err)) &&
-	    !(rc = rc_backend_open(c.engine, NULL, 0, &c, g, &b, err)) &&
+	if (!(rc = rc_geom_slab(g, k0, k1, &sub->vol, r0, r1 - r0, &gc, err)) &&
+	    !(rc = rc_backend_open(sub->engine, NULL, 0, sub, gc, &b, err)) &&
 	    !(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vf, err)) &&
 	    !(rc = add ? rc_bk_vec_holding(b, RC_SPACE_VOLUME, slab, &vv, err)
 		       : rc_bk_vec_for(b, RC_SPACE_VOLUME, slab, &vv, err)) &&
@@ -341,17 +344,19 @@ static int back_views(const rc_recon_spec *sub, int k0, int k1, const float *row
 	if (b) {
 		rc_bk_vec_free(b, vv);
 		rc_bk_vec_free(b, vf);
-		rc_backend_report(b, rc == 0, rep);
+		if (last || rc)
+			rc_backend_report(b, rc == 0, rep);
 	}
 	rc_backend_free(b);
-	rc_geom_free(g);
+	rc_geom_free(gc);
 	return rc;
 }
 
 /* Filtered rows of views chunk at a time, read from fd into buf and
- * back-projected into slab (sub: the slab's spec). */
-static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, int fd, int r0, int r1, int chunk,
-			 float *buf, float *slab, const atomic_int *cancel, rc_recon_report *rep, rc_err *err)
+ * back-projected into slab (sub: the slab's spec, g the job's geometry). */
+static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, const rc_geom *g, int fd, int r0, int r1,
+			 int chunk, float *buf, float *slab, const atomic_int *cancel, rc_recon_report *rep,
+			 rc_err *err)
 {
 	double t0 = rc_now_s();
 	int n = s->geom.nviews, rc = rc_recon_check(sub, err);
@@ -361,7 +366,7 @@ static int back_filtered(const rc_recon_spec *s, const rc_recon_spec *sub, int f
 		if (cancel && atomic_load(cancel))
 			rc = rc_fail(err, RC_ECANCELLED, "", "cancelled");
 		else if (!(rc = read_rows(s, fd, r0, r1, k0, k1, buf, err)))
-			rc = back_views(sub, k0, k1, buf, slab, k0 > 0, rep, err);
+			rc = back_views(sub, g, k0, k1, r0, r1, buf, slab, k0 > 0, k1 == n, rep, err);
 	}
 	rep->relative_residual = NAN;
 	rep->iterations_done = rc == 0;
@@ -382,6 +387,10 @@ int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int 
 	size_t nslab = (size_t)v->nx * (size_t)v->ny * (size_t)(z1 - z0);
 	if (z0 < 0 || z1 > v->nz || z1 <= z0)
 		return rc_fail(err, RC_EINVAL, "volume", "slab %d..%d is not within the volume's %d slices", z0, z1, v->nz);
+	/* a helix's rows and views per slab are its FDK's (algo_fdk_helix.c),
+	 * not a narrowed job's: the server runs it in core only */
+	if (rc_geom_type_of(g) == RC_GEOM_HELIX)
+		return rc_fail(err, RC_EUNSUPPORTED, "geometry.type", "a helix is not reconstructed in slabs out of core");
 	if (filtered && !rc_ooc_filters_once(g))
 		return rc_fail(err, RC_EINVAL, "", "this geometry's views are not filtered once (rc_ooc_filters_once)");
 	int r0, r1;
@@ -404,8 +413,14 @@ int rc_ooc_fdk_slab_views(const rc_recon_spec *s, const rc_geom *g, int fd, int 
 		goto out;
 	}
 	sub.residual = 0; /* a forward projection of the whole volume: not out of core */
+	/* auto runs the slabs on the cpu engine, which the plan counts (no
+	 * device libraries): its choice among devices would enumerate OpenCL
+	 * and CUDA (PoCL, LLVM, the CUDA runtime) for every chunk of views and
+	 * may open a device whose context takes host memory */
+	if (sub.engine == RC_ENGINE_AUTO)
+		sub.engine = RC_ENGINE_CPU;
 	if (filtered) {
-		rc = back_filtered(s, &sub, fd, r0, r1, chunk, buf, slab, hooks ? hooks->cancel : NULL, rep, err);
+		rc = back_filtered(s, &sub, g, fd, r0, r1, chunk, buf, slab, hooks ? hooks->cancel : NULL, rep, err);
 		goto out;
 	}
 	if ((rc = read_rows(s, fd, r0, r1, 0, nviews, buf, err)))

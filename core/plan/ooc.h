@@ -10,7 +10,8 @@
  * alone are the rows of the whole stack filtered.  A slab is therefore an
  * FDK job of its own: the volume narrowed to [z0, z1) (cz moved), the
  * detector narrowed to rows [r0, r1) (offset_v moved, or the matrices' v
- * row shifted by r0), run by rc_recon_run on the job's engine, from rows
+ * row shifted by r0), run by rc_recon_run on the job's engine (auto: the
+ * cpu engine, which the plan counts), from rows
  * read with pread out of the stack file.  Its peak is rc_plan_memory of that
  * narrowed job; the plan (rc_ooc_plan_fdk) takes the thickest slab whose
  * peak fits the budget.  The result equals the in-memory FDK up to the
@@ -22,9 +23,10 @@
  * pass filters the stack once, in chunks of whole views, into a scratch
  * file (rc_ooc_filter, rc_fdk_filter_views), and each slab reads its rows
  * of that file, RC_OOC_FDK_VIEWS views at a time, and only back-projects
- * them onto itself (RC_BP_VOXEL on the narrowed geometry's backend, as
- * rc_fdk_run does after filtering); a slab then holds its rows of those
- * views only, once.  Fan, parallel and displaced detectors
+ * them onto itself (RC_BP_VOXEL, as rc_fdk_run does after filtering, on
+ * a backend over the chunk's views cut from the job's geometry with the
+ * slab's volume and rows, rc_geom_slab; one report per slab); a slab then
+ * holds its rows of those views only, once.  Fan, parallel and displaced detectors
  * run each slab as a whole FDK job (2-D slabs share no rows).
  *
  * Streaming jobs and counts (input.kind "counts") are not run out of core;
@@ -38,6 +40,7 @@
 
 #include "algo/algo.h"
 #include "plan/recon_spec.h"
+#include "projectors/proj_cpu.h"
 
 typedef struct rc_ooc_plan {
 	int slabs;                /* 1: in core; > 1 z-slabs, out of core */
@@ -68,7 +71,8 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);
 
 /* Whether g's FDK filters each view once into a file the slabs read
- * (cone, matrices, no displaced detector). */
+ * (cone, matrices, no displaced detector; never a helix, which is not run
+ * in slabs). */
 int rc_ooc_filters_once(const rc_geom *g);
 
 /* FDK's filtering of every view of g (s->algo's window), chunk views at a
@@ -83,7 +87,8 @@ int rc_ooc_filter(const rc_recon_spec *s, const rc_geom *g, int in, int out, int
  * zero them), or rc_ooc_filter's output (filtered 1, where
  * rc_ooc_filters_once).  It reads only the rows the slab needs; slab gets
  * nx * ny * (z1 - z0) floats.  hooks may carry cancel only.  The core of
- * the out-of-core run and of a rank's share of an FDK split by z. */
+ * the out-of-core run and of a rank's share of an FDK split by z.  Not a
+ * helix (RC_EUNSUPPORTED). */
 int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filtered, int z0, int z1, float *slab,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err);
 
@@ -93,7 +98,7 @@ int rc_ooc_fdk_slab(const rc_recon_spec *s, const rc_geom *g, int fd, int filter
  * (RC_BPV_BLOCK): it then keeps no second slab of sums (its tiles), so a
  * budget buys slabs 2-3x as thick, for a write-back of the sums per
  * 32 views (docs/server.md "Out of core"). */
-#define RC_OOC_FDK_VIEWS 32
+#define RC_OOC_FDK_VIEWS RC_BPV_BLOCK
 
 /* rc_ooc_fdk_slab with filtered rows back-projected views at a time
  * (views <= 0 or >= the job's: all at once); rc_ooc_fdk_slab takes

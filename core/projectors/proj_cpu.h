@@ -110,7 +110,12 @@ float *rc_volume_z_table(const rc_volume_desc *v);
  * views are padded and weighs cone views with the splat's footprint
  * instead of bilinearly: RC_BP_SPLAT, the exact transpose of rc_fp_splat. */
 typedef struct rc_bpv rc_bpv;
+#define RC_BPV_BLOCK 32 /* views per sweep of the volume: docs/cpu-engine.md */
 int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err);
+/* The bytes rc_bpv_new allocates, at most, for a detector of nu x nv
+ * pixels, nz slices and threads threads (tiles of RC_BPV_BYMAX rows):
+ * the block of padded views and each thread's tile scratch. */
+uint64_t rc_bpv_bytes(int nu, int nv, int nz, int threads);
 void rc_bpv_free(rc_bpv *b);
 void rc_bp_voxel(rc_bpv *b, rc_pool *pool, rc_cpu_isa isa, const float *proj,
 		 float *vol, int first, int last, int splat_gain);

@@ -97,6 +97,31 @@ static int tile_rows(const rc_volume_desc *v, int bz, int threads)
 	return by;
 }
 
+/* rc_bpv_new's sizes, shared with rc_bpv_bytes: a padded image's rows,
+ * a worker's scratch floats, the block of images with its alignment */
+static int padded_rows(int nv)
+{
+	return (nv + 3 + 15) & ~15;
+}
+
+static size_t scratch_floats(int by, int bz)
+{
+	return (RC_BPV_SCRATCH_FLOATS(by, bz) + 15) & ~(size_t)15;
+}
+
+static size_t img_block_bytes(size_t img_stride)
+{
+	return ((size_t)RC_BPV_BLOCK * img_stride * sizeof(float) + 64 + 63) & ~(size_t)63;
+}
+
+uint64_t rc_bpv_bytes(int nu, int nv, int nz, int threads)
+{
+	size_t stride = (size_t)padded_rows(nv) * (size_t)(nu + 3) + RC_BPV_TAIL;
+	int bz = nz < RC_BPV_BZMAX ? nz : RC_BPV_BZMAX;
+	return (uint64_t)img_block_bytes(stride) +
+	       (uint64_t)(threads > 0 ? threads : 1) * scratch_floats(RC_BPV_BYMAX, bz) * sizeof(float);
+}
+
 int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err)
 {
 	int rc;
@@ -110,14 +135,14 @@ int rc_bpv_new(const rc_geom *g, int threads, rc_bpv **ret, rc_err *err)
 	/* Hs and img_stride multiples of 16 and img 15 floats past a 64-byte
 	 * boundary: every column's pixel rows 0, 16, 32, ... start a cache
 	 * line (pad_task's streaming stores) */
-	b->Hs = (d->nv + 3 + 15) & ~15;
+	b->Hs = padded_rows(d->nv);
 	b->img_stride = (size_t)b->Hs * (size_t)(d->nu + 3) + RC_BPV_TAIL;
 	b->bz = v->nz < RC_BPV_BZMAX ? v->nz : RC_BPV_BZMAX;
 	b->by = tile_rows(v, b->bz, threads);
-	b->scratch_floats = (RC_BPV_SCRATCH_FLOATS(b->by, b->bz) + 15) & ~(size_t)15;
-	size_t img_bytes = (size_t)RC_BPV_BLOCK * b->img_stride * sizeof(float);
+	b->scratch_floats = scratch_floats(b->by, b->bz);
+	size_t img_bytes = img_block_bytes(b->img_stride);
 	size_t scr_bytes = (size_t)threads * b->scratch_floats * sizeof(float);
-	b->img_base = aligned_alloc(64, (img_bytes + 64 + 63) & ~(size_t)63);
+	b->img_base = aligned_alloc(64, img_bytes);
 	b->img = b->img_base ? b->img_base + 15 : NULL;
 	b->scratch = aligned_alloc(64, scr_bytes);
 	if (!b->img || !b->scratch) {

@@ -44,7 +44,6 @@
 
 #include "projectors/proj_cpu.h"
 
-#define RC_BPV_BLOCK 32 /* views per sweep of the volume: docs/cpu-engine.md */
 #define RC_BPV_BX 32 /* tile of BX x by x bz voxels: docs/cpu-engine.md */
 #define RC_BPV_BYMAX 64 /* by: 16, 32 or 64 (proj_voxel.c tile_rows) */
 #define RC_BPV_BZMAX 1024 /* deepest tile: bounds the per-worker scratch */

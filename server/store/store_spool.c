@@ -175,7 +175,7 @@ void store_spool_remove(const char *sdir, const char *id)
 	durable_fsync_dir(dir);
 }
 
-/* The durable writes' temporaries (.NAME.PID.tmp, durable.c) left in job
+/* The durable writes' temporaries (.NAME.HOST.PID.RANDOM.tmp, durable.c) left in job
  * id's directory by writes cut short; returns how many were removed. */
 static int remove_temporaries(const char *sdir, const char *id)
 {

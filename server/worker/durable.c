@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 int durable_errno_code(int e)
@@ -28,12 +30,30 @@ int durable_write_file(const char *dir, const char *name, const void *buf, size_
 	return durable_write_parts(dir, name, &one, 1, err);
 }
 
+void durable_tmp_path(char *path, size_t len, const char *dir, const char *name)
+{
+	char host[65] = "host";
+	unsigned int r = 0;
+	if (gethostname(host, sizeof host - 1) || !host[0])
+		snprintf(host, sizeof host, "host");
+	host[sizeof host - 1] = 0;
+	for (char *c = host; *c; c++)
+		if (*c == '/' || *c == '.')
+			*c = '_';
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r = (unsigned int)ts.tv_nsec ^ (unsigned int)ts.tv_sec;
+	}
+	snprintf(path, len, "%s/.%s.%s.%ld.%08x.tmp", dir, name, host, (long)getpid(), r);
+}
+
 int durable_write_parts(const char *dir, const char *name, const durable_part *parts, int n, rc_err *err)
 {
-	char tmp[4200], path[4200];
-	/* named per process: two writers of one file (two nodes' runs of a job
-	 * whose lease changed hands) each rename a whole file into place */
-	snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, name, (long)getpid());
+	char tmp[4400], path[4200];
+	/* named per process and node: two writers of one file (two nodes' runs
+	 * of a job whose lease changed hands) each rename a whole file into place */
+	durable_tmp_path(tmp, sizeof tmp, dir, name);
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)

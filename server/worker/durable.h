@@ -4,10 +4,10 @@
  * worker (volume.f32) and the daemon's store (spec.json, the spool
  * directories), so it lives on the worker's floor and needs nothing but libc.
  *
- * A write of DIR/NAME goes through the temporary DIR/.NAME.PID.tmp (one per
- * process, so two writers each rename a whole file into place): a crash
- * leaves either the old file or the new one, never a part, plus perhaps the
- * temporary (store_recover removes those).
+ * A write of DIR/NAME goes through the temporary DIR/.NAME.HOST.PID.RANDOM.tmp
+ * (durable_tmp_path: one per process and node, so two writers each rename a
+ * whole file into place): a crash leaves either the old file or the new one,
+ * never a part, plus perhaps the temporary (store_recover removes those).
  */
 #ifndef RC_DURABLE_H
 #define RC_DURABLE_H
@@ -24,6 +24,13 @@ int durable_errno_code(int e);
 /* fsyncs the directory path (so that a create, rename or unlink in it is on
  * disk).  0, or -1 with errno set. */
 int durable_fsync_dir(const char *path);
+
+/* path = dir/.NAME.HOST.PID.RANDOM.tmp, the name of a temporary for
+ * dir/name: the host (gethostname, '/' and '.' as '_') and a random part
+ * beside the PID, which alone may repeat across nodes sharing a spool (PID
+ * namespaces); the store's sweep removes what a crash leaves (.*.tmp,
+ * store_spool.c). */
+void durable_tmp_path(char *path, size_t len, const char *dir, const char *name);
 
 /* One piece of a file written from several buffers. */
 typedef struct durable_part {

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -21,31 +20,13 @@ static int write_all(int fd, const void *buf, size_t len, off_t off, const char 
 	return 0;
 }
 
-/* dir/.NAME.HOST.PID.RANDOM.tmp: the host and a random part beside the
- * PID, which alone may repeat across nodes sharing the spool (PID
- * namespaces); the store's sweep removes what a crash leaves
- * (.*.tmp, store_spool.c). */
-static void tmp_path(char *path, size_t len, const char *dir, const char *name)
-{
-	char host[65] = "host";
-	unsigned int r = 0;
-	if (gethostname(host, sizeof host - 1) || !host[0])
-		snprintf(host, sizeof host, "host");
-	host[sizeof host - 1] = 0;
-	for (char *c = host; *c; c++)
-		if (*c == '/' || *c == '.')
-			*c = '_';
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-		r = (unsigned int)(rc_now_s() * 1e6);
-	snprintf(path, len, "%s/.%s.%s.%ld.%08x.tmp", dir, name, host, (long)getpid(), r);
-}
-
-/* A scratch file in dir, unlinked once open (gone with the process). */
+/* A scratch file in dir, unlinked once open (gone with the process): its
+ * fd, or the failure's code (< 0; RC_ENOSPACE for a full disk). */
 static int scratch(const char *dir, const char *name, rc_err *err)
 {
 	char path[4400], f32[256];
 	snprintf(f32, sizeof f32, "%s.f32", name);
-	tmp_path(path, sizeof path, dir, f32);
+	durable_tmp_path(path, sizeof path, dir, f32);
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", path, strerror(errno));
@@ -93,8 +74,9 @@ static int run_iter(const job_spec *spec, const char *src, const char *dir, cons
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	/* scratch's code (RC_ENOSPACE for a full disk) is the job's */
 	if ((vs = scratch(dir, "iter-volumes", err)) < 0 || (ps = scratch(dir, "iter-projections", err)) < 0) {
-		rc = RC_EIO;
+		rc = vs < 0 ? vs : ps;
 		goto out;
 	}
 	if ((rc = rc_ooc_iter(s, g, in, out, vs, ps, p, hooks, rep, err)))
@@ -121,7 +103,7 @@ int ooc_run_iter(const job_spec *spec, const char *dir, const rc_ooc_plan *p, co
 {
 	char src[4200], tmp[4400];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
-	tmp_path(tmp, sizeof tmp, dir, "volume.f32");
+	durable_tmp_path(tmp, sizeof tmp, dir, "volume.f32");
 	return run_iter(spec, src, dir, tmp, p, hooks, rep, err);
 }
 
@@ -155,7 +137,7 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 	const rc_recon_spec *s = &spec->r;
 	char src[4200], tmp[4400];
 	snprintf(src, sizeof src, "%s/projections.f32", dir);
-	tmp_path(tmp, sizeof tmp, dir, "volume.f32");
+	durable_tmp_path(tmp, sizeof tmp, dir, "volume.f32");
 	rc_geom *g = NULL;
 	float *slab = NULL;
 	int in = -1, out = -1, filt = -1, rc;
@@ -177,7 +159,7 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 	/* the stack filtered once into the scratch file, then the slabs read it */
 	if (p->filter_chunk > 0) {
 		if ((filt = scratch(dir, "filtered", err)) < 0) {
-			rc = RC_EIO;
+			rc = filt; /* RC_ENOSPACE for a full disk, as the other writes */
 			goto out;
 		}
 		if ((rc = rc_ooc_filter(s, g, in, filt, p->filter_chunk, cancel, err)))

@@ -271,14 +271,106 @@ static void test_plan(void **state)
 	assert_string_equal(err.field, "volume");
 	assert_true(p.predicted_bytes > RC_MEM_BASE);
 	assert_non_null(strstr(err.msg, "bytes"));
+	/* the filtered slabs' tile scratch is per thread of the job's engine
+	 * (execution.threads), not per core: 8 MiB over the process hold
+	 * slabs on 1 thread, not one slice on 1024 (~75 MiB of scratch) */
+	uint64_t small = RC_MEM_BASE + (8u << 20);
+	s.threads = 1;
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, small, &p, &err), 0);
+	assert_true(p.filter_chunk > 0 && p.predicted_bytes <= small);
+	s.threads = 1024;
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, small, &p, &err), RC_EUNSUPPORTED);
+	assert_true(p.predicted_bytes > small + (64u << 20));
+	rc_geom_free(g);
+}
+
+/* Whether a library whose path holds name is mapped into this process. */
+static int mapped(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+	while (f && !found && fgets(line, sizeof line, f))
+		found = strstr(line, name) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* engine auto runs the slabs on the cpu engine, which the plan counts:
+ * no device enumeration, whose OpenCL ICD loads PoCL (and LLVM) where it
+ * is installed.  Both ways: each slab filtering its rows, and from the
+ * stack filtered once.  (Where PoCL is not installed, or something before
+ * loaded it, only the report's engine is checked.) */
+static void test_auto_on_cpu(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 32, 32, 360);
+	s.engine = RC_ENGINE_AUTO;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	size_t np = rc_geom_proj_count(g);
+	float *proj = malloc(sizeof(float) * np), slab[16 * 16 * 8];
+	assert_non_null(proj);
+	for (size_t i = 0; i < np; i++)
+		proj[i] = rnd();
+	char path[] = "/tmp/recond-test-ooc-auto-XXXXXX", fpath[] = "/tmp/recond-test-ooc-auto-f-XXXXXX";
+	int fd = mkstemp(path), ff = mkstemp(fpath);
+	assert_true(fd >= 0 && ff >= 0);
+	unlink(path);
+	unlink(fpath);
+	assert_int_equal(write(fd, proj, sizeof(float) * np), (ssize_t)(sizeof(float) * np));
+	int before = mapped("libpocl");
+	assert_int_equal(rc_ooc_filter(&s, g, fd, ff, 7, NULL, &err), 0);
+	for (int filtered = 0; filtered < 2; filtered++) {
+		rc_recon_report rep;
+		if (rc_ooc_fdk_slab(&s, g, filtered ? ff : fd, filtered, 4, 12, slab, NULL, &rep, &err))
+			fail_msg("slab: %s", err.msg);
+		assert_string_equal(rep.engine, "cpu");
+	}
+	print_message("auto: PoCL mapped before %d, after the slabs %d\n", before, mapped("libpocl"));
+	if (!before)
+		assert_false(mapped("libpocl"));
+	close(fd);
+	close(ff);
+	free(proj);
+	rc_geom_free(g);
+}
+
+/* A helix is not run in slabs: no filtering pass (its views' heights are
+ * not those of a narrowed cone job), and a slab of it refused by name. */
+static void test_helix(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 32, 32, 360);
+	s.geom.type = RC_GEOM_HELIX;
+	s.geom.det.offset_u = 0;
+	s.geom.pitch_mm = 0;
+	s.geom.z_start_mm = 0;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	assert_false(rc_ooc_filters_once(g));
+	float slab[16 * 16 * 4];
+	rc_recon_report rep;
+	for (int filtered = 0; filtered < 2; filtered++) {
+		memset(&err, 0, sizeof err);
+		assert_int_equal(rc_ooc_fdk_slab(&s, g, -1, filtered, 0, 4, slab, NULL, &rep, &err), RC_EUNSUPPORTED);
+		assert_string_equal(err.field, "geometry.type");
+	}
 	rc_geom_free(g);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cone_flat), cmocka_unit_test(test_taller_than_view), cmocka_unit_test(test_cone_curved), cmocka_unit_test(test_short_scan),
-		cmocka_unit_test(test_matrices),  cmocka_unit_test(test_fan),	      cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_auto_on_cpu), cmocka_unit_test(test_cone_flat), cmocka_unit_test(test_taller_than_view), cmocka_unit_test(test_cone_curved), cmocka_unit_test(test_short_scan),
+		cmocka_unit_test(test_matrices),  cmocka_unit_test(test_fan),	      cmocka_unit_test(test_plan), cmocka_unit_test(test_helix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
