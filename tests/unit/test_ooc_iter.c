@@ -79,6 +79,16 @@ struct last {
 	char stopped[16];
 };
 
+/* s's geometry, built (a test fails where it cannot be). */
+static rc_geom *geom_of(const rc_recon_spec *s)
+{
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	return g;
+}
+
 static void on_progress(void *ud, const rc_progress *p)
 {
 	struct last *l = ud;
@@ -101,9 +111,7 @@ static double mem_tv; /* and its TV weight */
 static double compare(const rc_recon_spec *s, int nzs, int chunks)
 {
 	rc_err err;
-	rc_geom *g = NULL;
-	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
+	rc_geom *g = geom_of(s);
 	size_t np = rc_geom_proj_count(g), nvox = rc_volume_count(&s->vol);
 	float *proj = malloc(sizeof(float) * np), *mem = malloc(sizeof(float) * nvox), *ooc = malloc(sizeof(float) * nvox);
 	assert_non_null(proj);
@@ -209,10 +217,7 @@ static void test_footprint_matrices(void **state)
 	(void)state;
 	rc_recon_spec s;
 	cone_spec(&s, 20, 32, 28);
-	rc_geom *g = NULL;
-	rc_err err;
-	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
+	rc_geom *g = geom_of(&s);
 	for (int k = 0; k < NVIEWS; k++)
 		memcpy(mats + 12 * k, rc_geom_view(g, k)->P, sizeof(double) * 12);
 	rc_geom_free(g);
@@ -246,10 +251,8 @@ static void test_extend_on_fallback(void **state)
 		double P[12] = { f * co, f * si, -c, c * zs, -f * si, f * co, -c, c * zs, 0, 0, -1, zs };
 		memcpy(mats + 12 * k, P, sizeof P);
 	}
-	rc_geom *g = NULL;
+	rc_geom *g = geom_of(&s);
 	rc_err err;
-	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
 	s.algo.extend = RC_EXTEND_ON;
 	s.algo.projector = RC_PROJECTOR_SPLAT;
 	rc_extent raw, e;
@@ -285,9 +288,7 @@ static uint64_t io_now(void)
 static uint64_t iteration_io(rc_recon_spec *s, int nzs, int chunks, int it)
 {
 	rc_err err;
-	rc_geom *g = NULL;
-	if (rc_geom_new(&s->geom, &s->vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
+	rc_geom *g = geom_of(s);
 	size_t np = rc_geom_proj_count(g);
 	float *proj = malloc(sizeof(float) * np);
 	assert_non_null(proj);
@@ -339,9 +340,7 @@ static void test_stats_after_start(void **state)
 		s.algo.stop_discrepancy = 1.0;
 		s.algo.iterations = 2;
 		rc_err err;
-		rc_geom *g = NULL;
-		if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-			fail_msg("rc_geom_new: %s", err.msg);
+		rc_geom *g = geom_of(&s);
 		size_t np = rc_geom_proj_count(g);
 		float *proj = malloc(sizeof(float) * np);
 		assert_non_null(proj);
@@ -519,10 +518,7 @@ static void test_mlem(void **state)
 		      mem_last.stopped, e);
 	assert_true(e <= 1e-5);
 	data_ball = 0;
-	rc_geom *g = NULL;
-	rc_err err;
-	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
+	rc_geom *g = geom_of(&s);
 	s.algo.subsets = 4;
 	assert_non_null(rc_ooc_iter_refusal(&s, g));
 	s.algo.subsets = 1;
@@ -539,10 +535,8 @@ static void test_extend(void **state)
 	rc_recon_spec s;
 	cone_spec(&s, 24, 36, 30);
 	s.algo.extend = RC_EXTEND_AUTO;
-	rc_geom *g = NULL;
+	rc_geom *g = geom_of(&s);
 	rc_err err;
-	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
 	size_t np = rc_geom_proj_count(g);
 	float *proj = malloc(sizeof(float) * np);
 	assert_non_null(proj);
@@ -586,10 +580,8 @@ static void test_cancel(void **state)
 	(void)state;
 	rc_recon_spec s;
 	cone_spec(&s, 16, 24, 20);
-	rc_geom *g = NULL;
+	rc_geom *g = geom_of(&s);
 	rc_err err;
-	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
 	int fd = scratch(), xfd = scratch(), vscr = scratch(), pscr = scratch();
 	assert_int_equal(ftruncate(fd, (off_t)(sizeof(float) * rc_geom_proj_count(g))), 0);
 	atomic_int stop = 1;
@@ -610,10 +602,8 @@ static void test_plan(void **state)
 	rc_recon_spec s;
 	cone_spec(&s, 64, 96, 80);
 	s.algo.projector = RC_PROJECTOR_FOOTPRINT;
-	rc_geom *g = NULL;
+	rc_geom *g = geom_of(&s);
 	rc_err err;
-	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
-		fail_msg("rc_geom_new: %s", err.msg);
 	rc_ooc_plan p;
 	uint64_t whole = rc_plan_memory(&s, 0);
 	assert_int_equal(rc_ooc_plan_iter(&s, g, whole, &p, &err), 0);
