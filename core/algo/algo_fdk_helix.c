@@ -176,6 +176,7 @@ struct hx_stream {
 	const rc_algo_hooks *h;
 	unsigned char *arrived;
 	int *list, given, n, up, nfinal;
+	int told; /* views in at the last progress */
 	const rc_volume_desc *v;
 	double t0, said; /* when the last progress went out */
 };
@@ -188,6 +189,7 @@ static void stream_report(struct hx_stream *st, int done)
 	const rc_volume_desc *v = st->v;
 	double zlo = v->cz - v->nz / 2.0 * v->vz;
 	st->said = rc_now_s();
+	st->told = st->given;
 	rc_progress pr = { .iteration = done, .of = 1, .elapsed_s = st->said - st->t0, .views_done = st->given,
 			   .views_of = st->n, .zfinal = 1, .final_slices = st->nfinal,
 			   .final_z_mm = st->up ? zlo + st->nfinal * v->vz : zlo + (v->nz - st->nfinal) * v->vz };
@@ -215,8 +217,10 @@ static int await_views(struct hx_stream *st, int k0, int k1, rc_err *err)
 			st->arrived[v] = 1;
 		}
 		st->given += got;
-		/* the views coming in, at most every HX_STREAM_SAY_S */
-		if (got && rc_now_s() - st->said >= HX_STREAM_SAY_S)
+		/* the views coming in, at most every HX_STREAM_SAY_S; and once a
+		 * wait for more ends empty, so the last views in are not left
+		 * unsaid while the upload pauses */
+		if ((got && rc_now_s() - st->said >= HX_STREAM_SAY_S) || (!got && st->given != st->told))
 			stream_report(st, 0);
 	}
 }
