@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "algo/algo_util.h"
+#include "algo/colsum.h"
 #include "algo/noise.h"
 #include "backend/elementwise_ops.h"
 #include "backend/tv_host.h"
@@ -57,7 +58,7 @@ typedef struct run {
 	int em;                           /* MLEM: the SIRT passes as EM's (algo_sart.c) */
 	float em_eps;                     /* MLEM's ratio guard */
 	double tv_weight;                 /* the TV weight that runs (rc_tv_weight's) */
-	double fsum, bsum;                /* forward's and backward's last sums (not SIRT's passes) */
+	double fsum;                      /* forward's last sum (not SIRT's passes) */
 	/* TV (algo_util.h's rc_tv): on, eps, SIRT's step and steps, CGLS's
 	 * -beta_tv; tvx: backward adds tvneg L(x) x (x in xfd) to its slabs;
 	 * tw, td, to: slabs with a slice of halo each side, carry a slice,
@@ -66,6 +67,18 @@ typedef struct run {
 	double tv_scale;
 	float tv_eps, tv_step, tvneg;
 	float *tw, *td, *to, *carry, *tvs;
+	/* SART and OS-EM (iterate_subsets): S blocks of views in order; bpvox:
+	 * SART's voxel-driven back projector (else the matched one); form:
+	 * the column sums' closed form (fmap the block's, kappa its scale;
+	 * fsums scratch), else recomputed per slab, inverted against cmax, each
+	 * block's largest B_s(1); T the TV steps per block, slot T + 1 slabs
+	 * in flight (a slice of halo each side), carries T slices; next the
+	 * next block's A x (chunk: this block's residual) */
+	int S, T, bpvox, form;
+	int *order;
+	double kappa;
+	double *fsums;
+	float *fmap, *cmax, *next, *slot, *carries;
 } run;
 
 static int cancelled(const run *R, rc_err *err)
@@ -108,7 +121,8 @@ static int slab_project(const run *R, int back, int z0, int z1, int r0, int r1, 
 	if (back) {
 		if (!(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vp, err)) &&
 		    !(rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) &&
-		    !(rc = rc_bk_back(b, rc_algo_bp_matched(&sub.algo, b), vp, vv, 0, k1 - k0, err)))
+		    !(rc = rc_bk_back(b, R->bpvox ? RC_BP_VOXEL : rc_algo_bp_matched(&sub.algo, b), vp, vv, 0, k1 - k0,
+				      err)))
 			rc = rc_bk_download(b, vv, vol, err);
 	} else {
 		if (!(rc = rc_bk_vec_from(b, RC_SPACE_VOLUME, vol, &vv, err)) &&
@@ -141,6 +155,26 @@ static void slab_z(const run *R, int i, int *z0, int *z1)
 
 static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err);
 
+/* Slab i's (vol) projection onto views k0..k1 added to buf (whole views,
+ * view k0 first) */
+static int fp_add(run *R, float *vol, int i, int k0, int k1, float *buf, rc_err *err)
+{
+	int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
+	slab_z(R, i, &z0, &z1);
+	if (r1 <= r0)
+		return 0;
+	if ((rc = slab_project(R, 0, z0, z1, r0, r1, k0, k1, vol, R->rows, err)))
+		return rc;
+	size_t n = (size_t)(r1 - r0) * R->nu;
+	for (size_t k = 0; k < (size_t)(k1 - k0); k++) {
+		float *q = buf + k * R->view + (size_t)r0 * R->nu;
+		const float *f = R->rows + k * n;
+		for (size_t j = 0; j < n; j++)
+			q[j] += f[j];
+	}
+	return 0;
+}
+
 /* dst (proj at dst_off) = A (volume vfd at v_off; vfd < 0: ones); *qq =
  * ||A v||^2; sirt: each chunk A x made SIRT's weighted residual
  * rinv (p - A x) before it is written, *qq then ||p - A x||^2. */
@@ -154,9 +188,9 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, i
 		size_t nk = (size_t)(k1 - k0);
 		memset(R->chunk, 0, sizeof(float) * R->view * nk);
 		for (int i = 0; i < R->slabs; i++) {
-			int z0, z1, r0 = R->r0[i], r1 = R->r1[i];
+			int z0, z1;
 			slab_z(R, i, &z0, &z1);
-			if (r1 <= r0)
+			if (R->r1[i] <= R->r0[i])
 				continue;
 			if (vfd < 0)
 				for (size_t j = 0; j < R->plane * (size_t)(z1 - z0); j++)
@@ -164,15 +198,8 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, i
 			if ((rc = cancelled(R, err)) ||
 			    (vfd >= 0 && (rc = rd(vfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0),
 						  v_off + sizeof(float) * R->plane * (size_t)z0, err))) ||
-			    (rc = slab_project(R, 0, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
+			    (rc = fp_add(R, R->a, i, k0, k1, R->chunk, err)))
 				return rc;
-			size_t n = (size_t)(r1 - r0) * R->nu;
-			for (size_t k = 0; k < nk; k++) {
-				float *q = R->chunk + k * R->view + (size_t)r0 * R->nu;
-				const float *f = R->rows + k * n;
-				for (size_t j = 0; j < n; j++)
-					q[j] += f[j];
-			}
 		}
 		if (sirt && (rc = sirt_residual(R, k0, k1, qq, err)))
 			return rc;
@@ -197,7 +224,6 @@ static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z
 static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, int sirt, double *ss, rc_err *err)
 {
 	*ss = 0;
-	R->bsum = 0;
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
 		slab_z(R, i, &z0, &z1);
@@ -234,7 +260,6 @@ static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, 
 		}
 		for (size_t j = 0; j < n; j++) {
 			*ss += (double)R->b[j] * R->b[j];
-			R->bsum += R->b[j];
 		}
 		if ((rc = wr(dst, R->b, sizeof(float) * n, dst_off + sizeof(float) * R->plane * (size_t)z0, err)))
 			return rc;
@@ -431,13 +456,14 @@ static int tv_descend(run *R, int xfd, int nonneg, rc_err *err)
 	return 0;
 }
 
-/* TV's scale from sum p and sum A 1 (rc_tv_new's, one block of views):
+/* TV's scale from sum p and sum A 1 (rc_tv_new's, over R->S blocks of views):
  * on, eps and SIRT's step */
 static void tv_init(run *R, double a1sum)
 {
 	const rc_algo_params *a = &R->s->algo;
 	double m = a1sum > 0.0 ? R->psum / a1sum : 0.0, scale = isfinite(m) && m > 0.0 ? m : 0.0;
-	R->tv_steps = a->tv_steps > 1 ? a->tv_steps : 1;
+	int S = R->S > 1 ? R->S : 1; /* a phase per block of views */
+	R->tv_steps = a->tv_steps > S ? (a->tv_steps + S - 1) / S : 1;
 	R->tv_step = (float)(-R->tv_weight * scale / R->tv_steps);
 	R->tv_scale = scale;
 	R->tv_eps = (float)(RC_TV_EPS_REL * scale);
@@ -649,6 +675,257 @@ static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc
 	return 0;
 }
 
+/* ---- SART and OS-EM (algo_sart.c's rc_sart_core with S blocks) ---------- */
+
+/* Slab m's slot: nzs + 2 slices, the slab's from the second (a slice of
+ * TV's halo each side) */
+static float *slot_of(const run *R, int m)
+{
+	return R->slot + (size_t)(m % (R->T + 1)) * R->plane * (size_t)(R->nzs + 2);
+}
+
+/* B_s(1) of views f..l on slab i into dst */
+static int ones_back(run *R, int i, int f, int l, float *dst, rc_err *err)
+{
+	int z0, z1, r0 = R->r0[i], r1 = R->r1[i];
+	slab_z(R, i, &z0, &z1);
+	size_t nr = (size_t)(r1 - r0) * R->nu;
+	if (r1 <= r0) {
+		memset(dst, 0, sizeof(float) * R->plane * (size_t)(z1 - z0));
+		return 0;
+	}
+	for (size_t j = 0; j < nr * (size_t)(l - f); j++)
+		R->rows[j] = 1.0f;
+	return slab_project(R, 1, z0, z1, r0, r1, f, l, dst, R->rows, err);
+}
+
+/* The way the in-memory run takes block blk's C_s = 1 / B_s(1) (colsum.h):
+ * SART's from the closed form where it holds (not kept: rc_sart_cache_all;
+ * every view covers the volume: rc_colsum_form_may_hold; block 0's B_0(1)
+ * is kappa times its sums of 1/w^2 at every voxel), else back-projected
+ * (kept or recomputed in memory: the same sums), recomputed here per slab
+ * and inverted against the block's largest sum, found now (a back
+ * projection of ones per block: an iteration's, once).  Nothing
+ * volume-sized is kept: a slice of sums, S maxima. */
+static int colsum_setup(run *R, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	int cand = a->name == RC_ALGO_SART && R->S > 1 && !rc_sart_cache_all(a, R->S, R->V / 4) &&
+		   rc_colsum_form_may_hold(R->g);
+	R->form = 0;
+	for (int blk = 0; blk < R->S; blk++) {
+		int f, l, ok = cand && blk == 0, rc;
+		rc_subset_range(blk, R->S, R->nviews, &f, &l);
+		if (ok)
+			rc_colsum_block_sums(R->g, R->S, 0, R->fsums);
+		float mx = 0.0f;
+		for (int i = 0; i < R->slabs; i++) {
+			int z0, z1;
+			slab_z(R, i, &z0, &z1);
+			size_t n = R->plane * (size_t)(z1 - z0);
+			if ((rc = cancelled(R, err)) || (rc = ones_back(R, i, f, l, R->a, err)))
+				return rc;
+			if (ok && i == 0) {
+				R->kappa = R->a[0] / R->fsums[0];
+				ok = R->kappa > 0.0 && isfinite(R->kappa);
+			}
+			for (size_t j = 0; j < n; j++) {
+				mx = rc_ew_max(mx, R->a[j]);
+				double want = ok ? R->kappa * R->fsums[j % R->plane] : 0.0;
+				if (ok && !(fabs(R->a[j] - want) <= RC_COLSUM_FORM_TOL * want))
+					ok = 0;
+			}
+		}
+		R->cmax[blk] = mx;
+		if (ok) {
+			R->form = 1;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* C_s of block blk (views f..l) on slab i into dst: the closed form's
+ * slice (R->fmap) repeated, or B_s(1) inverted as rc_vinv_guarded does
+ * over the whole volume */
+static int colsum_slab(run *R, int i, int f, int l, int blk, float *dst, rc_err *err)
+{
+	int z0, z1, rc;
+	slab_z(R, i, &z0, &z1);
+	size_t n = R->plane * (size_t)(z1 - z0);
+	if (R->form) {
+		for (int z = z0; z < z1; z++)
+			memcpy(dst + (size_t)(z - z0) * R->plane, R->fmap, sizeof(float) * R->plane);
+		return 0;
+	}
+	if ((rc = ones_back(R, i, f, l, dst, err)))
+		return rc;
+	float eps = (float)(RC_COLSUM_REL_EPS * R->cmax[blk]);
+	for (size_t j = 0; j < n; j++)
+		dst[j] = rc_ew_inv_guarded(dst[j], eps);
+	return 0;
+}
+
+/* Slab i of x into its slot, updated with block blk's (views f..l)
+ * residual in R->chunk: SART's x += lambda C B(res) (clamped with
+ * nonnegative), EM's x *= C B(p / A x) */
+static int update_slab(run *R, int xfd, int i, int f, int l, int blk, rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
+	slab_z(R, i, &z0, &z1);
+	size_t n = R->plane * (size_t)(z1 - z0), nr = (size_t)(r1 - r0) * R->nu;
+	float *x = slot_of(R, i) + R->plane;
+	if ((rc = cancelled(R, err)) ||
+	    (rc = rd(xfd, x, sizeof(float) * n, sizeof(float) * R->plane * (size_t)z0, err)))
+		return rc;
+	if (r1 > r0) {
+		for (int k = f; k < l; k++)
+			memcpy(R->rows + (size_t)(k - f) * nr, R->chunk + (size_t)(k - f) * R->view + (size_t)r0 * R->nu,
+			       sizeof(float) * nr);
+		if ((rc = slab_project(R, 1, z0, z1, r0, r1, f, l, R->b, R->rows, err)))
+			return rc;
+	} else {
+		memset(R->b, 0, sizeof(float) * n);
+	}
+	if ((rc = colsum_slab(R, i, f, l, blk, R->a, err)))
+		return rc;
+	for (size_t j = 0; j < n; j++)
+		x[j] = R->em ? rc_ew_mul(x[j], R->b[j], R->a[j])
+			     : rc_ew_update(x[j], R->b[j], R->a[j], (float)a->relaxation, a->nonnegative);
+	return 0;
+}
+
+/* TV step k (1..T) of the block's phase (rc_tv_descend) on slab m, in its
+ * slot: its halo the slice below at step k - 1 (carried from the slab
+ * below, stepped already) and the slice above at step k - 1 (the slab
+ * above, in its slot); the clamp with the last step where nonneg. */
+static void tv_step_slab(run *R, int m, int k, int nonneg)
+{
+	int z0, z1;
+	slab_z(R, m, &z0, &z1);
+	const int nzm = z1 - z0, lo = m > 0, hi = m + 1 < R->slabs;
+	float *sl = slot_of(R, m), *carry = R->carries + (size_t)(k - 1) * R->plane;
+	if (lo)
+		memcpy(sl, carry, sizeof(float) * R->plane);
+	if (hi)
+		memcpy(sl + (size_t)(nzm + 1) * R->plane, slot_of(R, m + 1) + R->plane, sizeof(float) * R->plane);
+	float *w = sl + (lo ? 0 : R->plane);
+	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = nzm + lo + hi, .planar = 0 };
+	rc_tv_apply_in(&sh, w, w, R->to, R->tv_eps, R->s->threads, R->tvs);
+	/* the slab above's step k takes this slab's last slice as it is now */
+	memcpy(carry, sl + (size_t)nzm * R->plane, sizeof(float) * R->plane);
+	float *x = sl + R->plane;
+	const float *g = R->to + (lo ? R->plane : 0);
+	size_t n = R->plane * (size_t)nzm;
+	for (size_t j = 0; j < n; j++) {
+		x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
+		if (k == R->T && nonneg) /* the clamp is update with lambda 0, as rc_tv_descend's */
+			x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
+	}
+}
+
+/* One block's pass over the volume, x's only read and write: slab j read
+ * and updated, then TV's steps k = 1..T on slab j - k (each needs the slab
+ * above at step k - 1: a wavefront, T + 1 slabs in flight), then slab j - T
+ * written and, where nf >= 0, projected onto the next block's views nf..nl
+ * into R->next (A x is a sum over slabs). */
+static int subset_pass(run *R, int xfd, int f, int l, int blk, int nf, int nl, rc_err *err)
+{
+	const int nonneg = R->s->algo.nonnegative || R->em;
+	int rc;
+	if (nf >= 0)
+		memset(R->next, 0, sizeof(float) * R->view * (size_t)(nl - nf));
+	for (int j = 0; j < R->slabs + R->T; j++) {
+		if (j < R->slabs && (rc = update_slab(R, xfd, j, f, l, blk, err)))
+			return rc;
+		for (int k = 1; k <= R->T; k++)
+			if (j - k >= 0 && j - k < R->slabs)
+				tv_step_slab(R, j - k, k, nonneg);
+		int m = j - R->T, z0, z1;
+		if (m < 0 || m >= R->slabs)
+			continue;
+		slab_z(R, m, &z0, &z1);
+		float *x = slot_of(R, m) + R->plane;
+		if ((rc = wr(xfd, x, sizeof(float) * R->plane * (size_t)(z1 - z0), sizeof(float) * R->plane * (size_t)z0,
+			     err)) ||
+		    (nf >= 0 && (rc = fp_add(R, x, m, nf, nl, R->next, err))))
+			return rc;
+	}
+	return 0;
+}
+
+/* SART and OS-EM (rc_sart_core with S > 1 blocks, or SART's one): per
+ * block in rc_subset_order's order, its residual (R = 1 / A 1 over all
+ * views at 0 of pscr; EM's ratio) from A x of its views, held in memory,
+ * then subset_pass: x's one pass per block, which forms the next block's
+ * A x on the way.  The first block's A x takes a pass of its own, once. */
+static int iterate_subsets(run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
+			   rc_err *err)
+{
+	const rc_algo_params *a = &R->s->algo;
+	const double t0 = rc_now_s();
+	double none;
+	rc_initial start;
+	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
+	/* A 1 (R's, EM's start, TV's scale) */
+	if (rc || (rc = stack_stats(R, 0, err)) || (rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
+		return rc;
+	if (R->tv_weight > 0.0)
+		tv_init(R, R->fsum);
+	R->T = R->tv_on ? R->tv_steps : 0;
+	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
+	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
+	if (R->em)
+		rc = floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
+			     start == RC_INITIAL_ZERO, err);
+	else if (start != RC_INITIAL_ZERO && a->nonnegative)
+		rc = floor_x(R, xfd, 0.0f, 0, err);
+	if (rc || (!R->em && (rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
+	    (rc = colsum_setup(R, err)))
+		return rc;
+	rc_subset_order(R->S, R->order);
+	int f, l;
+	rc_subset_range(R->order[0], R->S, R->nviews, &f, &l);
+	memset(R->chunk, 0, sizeof(float) * R->view * (size_t)(l - f));
+	for (int i = 0; i < R->slabs; i++) {
+		int z0, z1;
+		slab_z(R, i, &z0, &z1);
+		if ((rc = cancelled(R, err)) ||
+		    (rc = rd(xfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0), sizeof(float) * R->plane * (size_t)z0,
+			     err)) ||
+		    (rc = fp_add(R, R->a, i, f, l, R->chunk, err)))
+			return rc;
+	}
+	for (int it = 1; it <= a->iterations; it++) {
+		if ((rc = cancelled(R, err)))
+			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
+		double r2 = 0.0;
+		for (int k = 0; k < R->S; k++) {
+			int blk = R->order[k], nf = -1, nl = -1;
+			rc_subset_range(blk, R->S, R->nviews, &f, &l);
+			if (k + 1 < R->S || it < a->iterations)
+				rc_subset_range(R->order[(k + 1) % R->S], R->S, R->nviews, &nf, &nl);
+			if (R->form) {
+				rc_colsum_block_sums(R->g, R->S, blk, R->fsums);
+				for (size_t i = 0; i < R->plane; i++)
+					R->fmap[i] = (float)(1.0 / (R->kappa * R->fsums[i]));
+			}
+			if ((rc = sirt_residual(R, f, l, &r2, err)) || (rc = subset_pass(R, xfd, f, l, blk, nf, nl, err)))
+				return rc;
+			float *t = R->chunk;
+			R->chunk = R->next;
+			R->next = t;
+		}
+		rep->iterations_done = it;
+		const char *why = rc_stop_check(&R->stop, sqrt(r2));
+		progress(hooks, it, a->iterations, sqrt(r2), t0, why);
+		if (why)
+			break;
+	}
+	return 0;
+}
+
 static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
 		   rc_err *err)
 {
@@ -675,15 +952,13 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 							  err))))
 		return rc;
 	/* TV (algo_cgls.c): beta_tv = kappa s a, s = sum p / sum A 1 and a the
-	 * mean of A^T A 1: a forward pass of ones into q, its back projection
-	 * into s */
+	 * mean of A^T A 1, whose sum is ||A 1||^2 (A^T A's transpose pair: no
+	 * back projection, as in memory): a forward pass of ones into q */
 	if (R->tv_weight > 0.0) {
 		if ((rc = forward(R, -1, 0, pscr, Q, 0, &qq, err)))
 			return rc;
 		tv_init(R, R->fsum);
-		if ((rc = backward(R, pscr, Q, vscr, S, 0, &gnew, err)))
-			return rc;
-		R->tvneg = R->tv_on ? (float)(-R->tv_weight * R->tv_scale * R->bsum / (double)nvox) : 0.0f;
+		R->tvneg = R->tv_on ? (float)(-R->tv_weight * R->tv_scale * qq / (double)nvox) : 0.0f;
 	}
 	/* s = A^T r (- beta_tv grad TV(x0)), d = s, gamma = ||s||^2 */
 	R->tvx = R->tv_on && start != RC_INITIAL_ZERO;
@@ -768,6 +1043,12 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.slabs = (R.nz + R.nzs - 1) / R.nzs;
 	R.nviews = s->geom.nviews;
 	R.chunks = p->chunks > 0 && p->chunks < R.nviews ? p->chunks : 1;
+	/* SART and OS-EM: a block of views at a time (the plan's chunks are the blocks) */
+	const int subs = rc_ooc_iter_subsets(s);
+	R.S = subs ? subs : 1;
+	R.bpvox = s->algo.name == RC_ALGO_SART; /* rc_sart_run's on a cone or matrices stack */
+	if (subs)
+		R.chunks = R.S;
 	R.nk = (R.nviews + R.chunks - 1) / R.chunks;
 	R.chunks = (R.nviews + R.nk - 1) / R.nk;
 	R.nu = (size_t)s->geom.det.nu;
@@ -790,22 +1071,36 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.rows = malloc(sizeof(float) * (size_t)(most > 0 ? most : 1) * R.nu * (size_t)R.nk);
 	R.a = malloc(sizeof(float) * slab);
 	R.b = malloc(sizeof(float) * slab);
-	/* SIRT and MLEM: one loop (algo_sart.c's) */
-	int sirt = s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM;
+	/* SIRT and MLEM: one loop (algo_sart.c's); SART and OS-EM its blocks */
+	int sirt = !subs && (s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM);
 	R.em = s->algo.name == RC_ALGO_MLEM;
 	R.c = sirt ? malloc(sizeof(float) * slab) : NULL;
 	/* TV: slabs with a slice of halo each side (CGLS: w and d apart), SIRT's carried slice */
 	int tv = s->algo.tv_weight > 0.0;
 	size_t hslab = R.plane * (size_t)(R.nzs + 2 < R.nz ? R.nzs + 2 : R.nz);
-	R.tw = tv ? malloc(sizeof(float) * hslab) : NULL;
+	R.tw = tv && !subs ? malloc(sizeof(float) * hslab) : NULL;
 	R.to = tv ? malloc(sizeof(float) * hslab) : NULL;
-	R.td = tv && !sirt ? malloc(sizeof(float) * hslab) : NULL;
+	R.td = tv && !sirt && !subs ? malloc(sizeof(float) * hslab) : NULL;
 	R.carry = tv && sirt ? malloc(sizeof(float) * R.plane) : NULL;
 	rc_tv_shape tsh = { .nx = s->vol.nx, .ny = s->vol.ny, .nz = 1 };
 	R.tvs = tv ? malloc(sizeof(float) * rc_tv_scratch_floats(&tsh, s->threads)) : NULL;
 	R.xfd = xfd;
+	/* SART and OS-EM: the next block's A x, T + 1 slabs in flight with
+	 * their halo and T carried slices (T: TV's steps per block), the
+	 * blocks' order and column sums' maxima, a slice of closed-form sums */
+	int tmax = subs ? rc_ooc_iter_tv_steps(s) : 0;
+	if (subs) {
+		R.next = malloc(sizeof(float) * chunk);
+		R.order = malloc(sizeof(int) * (size_t)R.S);
+		R.cmax = malloc(sizeof(float) * (size_t)R.S);
+		R.fmap = malloc(sizeof(float) * R.plane);
+		R.fsums = malloc(sizeof(double) * R.plane);
+		R.slot = malloc(sizeof(float) * (size_t)(tmax + 1) * R.plane * (size_t)(R.nzs + 2));
+		R.carries = malloc(sizeof(float) * (size_t)(tmax > 0 ? tmax : 1) * R.plane);
+	}
 	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
-	    (tv && (!R.tw || !R.to || !R.tvs || (!sirt && !R.td) || (sirt && !R.carry)))) {
+	    (tv && (!R.to || !R.tvs || (!subs && !R.tw) || (!sirt && !subs && !R.td) || (sirt && !R.carry))) ||
+	    (subs && (!R.next || !R.order || !R.cmax || !R.fmap || !R.fsums || !R.slot || !R.carries))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;
@@ -824,7 +1119,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	rep->mass_beyond = ext.mass_beyond;
 	if (ext.run.nz != s->vol.nz) {
 		rc = rc_fail(err, RC_EUNSUPPORTED, "algorithm.extend",
-			     "out of core, cgls, sirt and mlem run the asked volume only, and algorithm.extend \"%s\" extends "
+			     "out of core, the iterative methods run the asked volume only, and algorithm.extend \"%s\" extends "
 			     "it from %d to %d slices (%s; the extended run needs about %llu bytes in core): ask "
 			     "algorithm.extend \"off\" (the mass beyond then lands in the end slices), a volume that "
 			     "holds the object, or a --memory-limit that fits it",
@@ -833,7 +1128,9 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 			     (unsigned long long)extended_need(s, &ext));
 		goto out;
 	}
-	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+	rc = subs   ? iterate_subsets(&R, stack, xfd, pscr, hooks, rep, err)
+	     : sirt ? iterate_sirt(&R, stack, xfd, vscr, pscr, hooks, rep, err)
+		    : iterate(&R, stack, xfd, vscr, pscr, hooks, rep, err);
 out:
 	free(R.r0);
 	free(R.r1);
@@ -847,6 +1144,13 @@ out:
 	free(R.td);
 	free(R.carry);
 	free(R.tvs);
+	free(R.next);
+	free(R.order);
+	free(R.cmax);
+	free(R.fmap);
+	free(R.fsums);
+	free(R.slot);
+	free(R.carries);
 	rep->tv_weight = R.tv_weight;
 	rep->seconds = rc_now_s() - t0;
 	return rc;

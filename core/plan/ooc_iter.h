@@ -91,7 +91,15 @@
  * auto takes in memory), RC_PROJECTOR_RAYCAST where that is ray casting's. */
 rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
 
-/* Why s (geometry g, NULL: not built) cannot run CGLS, SIRT or MLEM out of core, or NULL. */
+/* SART's and OS-EM's blocks of views S (rc_algo_subsets; SART's one
+ * block included) where s runs as blocks out of core, else 0 (CGLS, SIRT,
+ * MLEM with one subset). */
+int rc_ooc_iter_subsets(const rc_recon_spec *s);
+/* TV's steps per block (rc_tv_new's ceil(tv.steps / S), SIRT's and CGLS's
+ * S = 1); 0 without TV. */
+int rc_ooc_iter_tv_steps(const rc_recon_spec *s);
+
+/* Why s (geometry g, NULL: not built) cannot run its iterative method out of core, or NULL. */
 const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g);
 
 /* The plan for s (CGLS, SIRT or MLEM, g its geometry) under budget bytes: in core
