@@ -66,8 +66,7 @@ const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 		return "out of core, the iterative methods run on the cpu engine";
 	rc_projector pair = g ? rc_ooc_iter_pair(s, g) : a->projector;
 	if (a->projector == RC_PROJECTOR_RAYCAST || pair == RC_PROJECTOR_RAYCAST)
-		return "out of core, the iterative methods need a voxel-driven pair (algorithm.projector splat or footprint: ray "
-		       "casting's does not add up over slabs)";
+		return "out of core needs a voxel-driven pair (algorithm.projector splat or footprint)";
 	/* the whole job's pair, as in memory (a slab may suit where the whole does not) */
 	if (g && pair == RC_PROJECTOR_SPLAT && !rc_dev_splat_suits(g))
 		return "algorithm.projector \"splat\" needs a flat detector whose voxels project at most a pixel apart";
