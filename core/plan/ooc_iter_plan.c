@@ -1,4 +1,4 @@
-/* ooc_iter_plan: out-of-core CGLS, SIRT and MLEM, the refusals and the plan
+/* ooc_iter_plan: out-of-core CGLS, SIRT, SART and MLEM, the refusals and the plan
  * (ooc_iter.h). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * test_ooc_iter: out-of-core CGLS, SIRT and MLEM (core/plan/ooc_iter.h).  Slabs of a few
+ * test_ooc_iter: out-of-core CGLS, SIRT, MLEM, SART and OS-EM (core/plan/ooc_iter.h).  Slabs of a few
  * slices and chunks of a few views, every vector in a file, give the
  * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
  * abs over max) from zero and from the FDK start, with the splat and the
@@ -15,8 +15,13 @@
  * not refused where in memory the extension falls back to the asked
  * volume.  The plan: in core where the job fits, slabs and chunks whose
  * predicted peak fits a smaller budget (with TV thinner than without),
- * refusals of ray casting and extend "on"; SART in blocks of its subsets' views; its I/O figure's TV part
- * is the bytes TV adds to a measured iteration (CGLS, SIRT); the stack's
+ * refusals of ray casting and extend "on"; SART in blocks of its subsets' views (a
+ * block too big refused naming algorithm.subsets); its I/O figure's TV part
+ * is the bytes TV adds to a measured iteration (CGLS, SIRT), SART's figure
+ * (2 S V + 2 P) a measured iteration's, TV adding nothing; SART (default
+ * subsets, FDK start, both ways to the column sums, its defaults with TV
+ * steps in flight and the stop rules) and OS-EM give the in-memory run to
+ * 1e-5 (test_sart, test_osem); the stack's
  * statistics pass comes after the FDK start (I/O before its phase); a
  * cancel stops the run.
  */
