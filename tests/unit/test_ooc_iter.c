@@ -641,6 +641,13 @@ static void test_osem(void **state)
 	double e = compare(&s, 5, 1);
 	print_message("os-em, 4 subsets, constant start, slabs of 5: error %.2e\n", e);
 	assert_true(e <= 1e-5);
+	/* blocks of 5 and 6 views (36 over 7), the forward pass of ones in
+	 * chunks of the largest */
+	s.algo.subsets = 7;
+	e = compare(&s, 6, 1);
+	print_message("os-em, 7 subsets, constant start, slabs of 6: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	s.algo.subsets = 4;
 	rc_algo_params_default(&s.algo, RC_ALGO_MLEM);
 	s.algo.subsets = 4;
 	s.algo.iterations = 6;
