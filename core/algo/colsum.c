@@ -35,7 +35,7 @@ static int back_inverse(rc_colsum *c, rc_vec *ones, rc_vec *dst, int first, int 
  * of every voxel (a projection maps the box to a convex set): a bilinear
  * lookup of ones is 1 everywhere.  The back projector's weights are
  * measured next (try_form). */
-static int form_may_hold(const rc_geom *g)
+int rc_colsum_form_may_hold(const rc_geom *g)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const rc_detector_desc *d = rc_geom_detector(g);
@@ -58,34 +58,38 @@ static int form_may_hold(const rc_geom *g)
 	return 1;
 }
 
-/* sums[s * nxy + i]: sum over block s's views of 1/w^2 at voxel column i
- * (w = P's third row at the column's centre, z being no part of it). */
+void rc_colsum_block_sums(const rc_geom *g, int S, int blk, double *out)
+{
+	const rc_volume_desc *v = rc_geom_volume(g);
+	const size_t nxy = (size_t)v->nx * (size_t)v->ny;
+	int first, last;
+	rc_subset_range(blk, S, rc_geom_nviews(g), &first, &last);
+	for (size_t i = 0; i < nxy; i++)
+		out[i] = 0.0;
+	for (int k = first; k < last; k++) {
+		const double *P = rc_geom_view(g, k)->P;
+		for (int iy = 0, i = 0; iy < v->ny; iy++)
+			for (int ix = 0; ix < v->nx; ix++, i++) {
+				double X[3];
+				rc_volume_voxel_pos(v, ix, iy, 0, X);
+				double w = P[8] * X[0] + P[9] * X[1] + P[11];
+				out[i] += 1.0 / (w * w);
+			}
+	}
+}
+
+/* sums[s * nxy + i]: every block's (rc_colsum_block_sums). */
 static void block_sums(const rc_geom *g, int S, double *sums)
 {
 	const rc_volume_desc *v = rc_geom_volume(g);
 	const size_t nxy = (size_t)v->nx * (size_t)v->ny;
-	for (int s = 0; s < S; s++) {
-		int first, last;
-		rc_subset_range(s, S, rc_geom_nviews(g), &first, &last);
-		double *out = sums + (size_t)s * nxy;
-		for (size_t i = 0; i < nxy; i++)
-			out[i] = 0.0;
-		for (int k = first; k < last; k++) {
-			const double *P = rc_geom_view(g, k)->P;
-			for (int iy = 0, i = 0; iy < v->ny; iy++)
-				for (int ix = 0; ix < v->nx; ix++, i++) {
-					double X[3];
-					rc_volume_voxel_pos(v, ix, iy, 0, X);
-					double w = P[8] * X[0] + P[9] * X[1] + P[11];
-					out[i] += 1.0 / (w * w);
-				}
-		}
-	}
+	for (int s = 0; s < S; s++)
+		rc_colsum_block_sums(g, S, s, sums + (size_t)s * nxy);
 }
 
 /* The closed form if the first block's B_0(1), back-projected into the
  * slot, is kappa * sum over its views of 1/w_k^2 at every voxel (the
- * weights the back projector applies; form_may_hold has checked every
+ * weights the back projector applies; rc_colsum_form_may_hold has checked every
  * view's coverage); c->form stays NULL otherwise. */
 static int try_form(rc_colsum *c, rc_vec *ones, rc_err *err)
 {
@@ -156,7 +160,7 @@ int rc_colsum_new(rc_backend *b, rc_bp_kind bp, int S, int cache, rc_vec *ones, 
 	} else {
 		rc = rc_bk_vec_new(b, RC_SPACE_VOLUME, &c->slot[0], err);
 	}
-	if (!rc && c->host && S > 1 && bp == RC_BP_VOXEL && form_may_hold(b->geom) &&
+	if (!rc && c->host && S > 1 && bp == RC_BP_VOXEL && rc_colsum_form_may_hold(b->geom) &&
 	    !(rc = try_form(c, ones, err)) && c->form)
 		c->way = RC_COLSUM_FORM;
 out:

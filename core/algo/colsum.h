@@ -39,6 +39,14 @@ typedef struct rc_colsum rc_colsum;
 int rc_colsum_new(rc_backend *b, rc_bp_kind bp, int S, int cache, rc_vec *ones, rc_colsum **ret, rc_err *err);
 /* C_s of block blk, valid until the next call. */
 int rc_colsum_get(rc_colsum *c, int blk, rc_vec *ones, const rc_vec **ret, rc_err *err);
+/* The closed form's parts, for a run that mirrors this choice without the
+ * whole volume (core/plan/ooc_subsets.c): every view a cone view whose
+ * detector holds the volume's corners (the weights still to be measured),
+ * and block blk's sums over its views of 1/w^2 per voxel column (nx * ny
+ * doubles; C_s = 1 / (kappa * sums), kappa = B_0(1) / sums of block 0 at
+ * voxel 0). */
+int rc_colsum_form_may_hold(const rc_geom *g);
+void rc_colsum_block_sums(const rc_geom *g, int S, int blk, double *sums);
 rc_colsum_way rc_colsum_way_of(const rc_colsum *c);
 void rc_colsum_free(rc_colsum *c);
 

@@ -1,5 +1,6 @@
 /* ooc_iter: out-of-core CGLS, SIRT and MLEM in z-slabs and chunks of views, the
- * run (ooc_iter.h; the plan: ooc_iter_plan.c). */
+ * run and the passes SART's and OS-EM's share (ooc_iter.h, ooc_iter_run.h;
+ * their blocks: ooc_subsets.c; the plan: ooc_iter_plan.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,13 +15,14 @@
 #include "plan/extend.h"
 #include "plan/memory.h"
 #include "plan/ooc_iter.h"
+#include "plan/ooc_iter_run.h"
 #include "plan/open.h"
 #include "util/rc_clock.h"
 #include "util/rc_io.h"
 
 /* ---- files -------------------------------------------------------------- */
 
-static int rd(int fd, void *dst, size_t want, uint64_t off, rc_err *err)
+int ooc_rd(int fd, void *dst, size_t want, uint64_t off, rc_err *err)
 {
 	ssize_t r = rc_io_read_full(fd, dst, want, (off_t)off);
 	if (r < 0)
@@ -30,45 +32,16 @@ static int rd(int fd, void *dst, size_t want, uint64_t off, rc_err *err)
 	return 0;
 }
 
-static int wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
+int ooc_wr(int fd, const void *src, size_t len, uint64_t off, rc_err *err)
 {
 	if (rc_io_write_full(fd, src, len, (off_t)off))
 		return rc_fail(err, RC_EIO, "", "cannot write a scratch or volume file: %s", strerror(errno));
 	return 0;
 }
 
-/* ---- one run ------------------------------------------------------------ */
+/* ---- one run (ooc_iter_run.h) ------------------------------------------ */
 
-typedef struct run {
-	const rc_recon_spec *s;
-	const rc_geom *g;
-	rc_projector pair;
-	const atomic_int *cancel;
-	uint64_t budget;        /* the plan's; 0: none */
-	int nz, nzs, slabs, nviews, nk, chunks;
-	size_t plane, view, nu; /* floats: a slice, a view, a row */
-	uint64_t V, P;          /* bytes: a volume, a stack */
-	int *r0, *r1;           /* per slab: the detector rows it reads */
-	float *chunk, *rows, *a, *b, *c; /* c: SIRT's x slab */
-	int pscr, vscr, stack;            /* SIRT: rinv (pscr at 0), C (vscr at 0), p */
-	rc_stop stop;                     /* the stop rules' thresholds (stack_stats) */
-	double psum;                      /* sum p (TV's scale) */
-	double ppos, pmax;                /* MLEM's start: sum max(p, 0), max(p, 0) */
-	int em;                           /* MLEM: the SIRT passes as EM's (algo_sart.c) */
-	float em_eps;                     /* MLEM's ratio guard */
-	double tv_weight;                 /* the TV weight that runs (rc_tv_weight's) */
-	double fsum, bsum;                /* forward's and backward's last sums (not SIRT's passes) */
-	/* TV (algo_util.h's rc_tv): on, eps, SIRT's step and steps, CGLS's
-	 * -beta_tv; tvx: backward adds tvneg L(x) x (x in xfd) to its slabs;
-	 * tw, td, to: slabs with a slice of halo each side, carry a slice,
-	 * tvs the operator's weights (rc_tv_apply_in's scratch) */
-	int tv_on, tv_steps, tvx, xfd;
-	double tv_scale;
-	float tv_eps, tv_step, tvneg;
-	float *tw, *td, *to, *carry, *tvs;
-} run;
-
-static int cancelled(const run *R, rc_err *err)
+int ooc_cancelled(const ooc_run *R, rc_err *err)
 {
 	if (R->cancel && atomic_load(R->cancel))
 		return rc_fail(err, RC_ECANCELLED, "", "cancelled");
@@ -77,7 +50,7 @@ static int cancelled(const run *R, rc_err *err)
 
 /* Slab z0..z1 of views k0..k1 onto (back 0) or from (back 1) rows r0..r1:
  * vol (nx ny (z1-z0)) <-> rows ((k1-k0) (r1-r0) nu), the output overwritten. */
-static int slab_project(const run *R, int back, int z0, int z1, int r0, int r1, int k0, int k1, float *vol,
+int ooc_slab_project(const ooc_run *R, int back, int z0, int z1, int r0, int r1, int k0, int k1, float *vol,
 			float *rows, rc_err *err)
 {
 	rc_recon_spec sub;
@@ -108,7 +81,8 @@ static int slab_project(const run *R, int back, int z0, int z1, int r0, int r1, 
 	if (back) {
 		if (!(rc = rc_bk_vec_from(b, RC_SPACE_PROJ, rows, &vp, err)) &&
 		    !(rc = rc_bk_vec_for(b, RC_SPACE_VOLUME, vol, &vv, err)) &&
-		    !(rc = rc_bk_back(b, rc_algo_bp_matched(&sub.algo, b), vp, vv, 0, k1 - k0, err)))
+		    !(rc = rc_bk_back(b, R->bpvox ? RC_BP_VOXEL : rc_algo_bp_matched(&sub.algo, b), vp, vv, 0, k1 - k0,
+				      err)))
 			rc = rc_bk_download(b, vv, vol, err);
 	} else {
 		if (!(rc = rc_bk_vec_from(b, RC_SPACE_VOLUME, vol, &vv, err)) &&
@@ -127,24 +101,42 @@ out:
 	return rc;
 }
 
-static void chunk_views(const run *R, int c, int *k0, int *k1)
+static void chunk_views(const ooc_run *R, int c, int *k0, int *k1)
 {
 	*k0 = c * R->nk;
 	*k1 = *k0 + R->nk < R->nviews ? *k0 + R->nk : R->nviews;
 }
 
-static void slab_z(const run *R, int i, int *z0, int *z1)
+void ooc_slab_z(const ooc_run *R, int i, int *z0, int *z1)
 {
 	*z0 = i * R->nzs;
 	*z1 = *z0 + R->nzs < R->nz ? *z0 + R->nzs : R->nz;
 }
 
-static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err);
+/* Slab i's (vol) projection onto views k0..k1 added to buf (whole views,
+ * view k0 first) */
+int ooc_fp_add(ooc_run *R, float *vol, int i, int k0, int k1, float *buf, rc_err *err)
+{
+	int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
+	ooc_slab_z(R, i, &z0, &z1);
+	if (r1 <= r0)
+		return 0;
+	if ((rc = ooc_slab_project(R, 0, z0, z1, r0, r1, k0, k1, vol, R->rows, err)))
+		return rc;
+	size_t n = (size_t)(r1 - r0) * R->nu;
+	for (size_t k = 0; k < (size_t)(k1 - k0); k++) {
+		float *q = buf + k * R->view + (size_t)r0 * R->nu;
+		const float *f = R->rows + k * n;
+		for (size_t j = 0; j < n; j++)
+			q[j] += f[j];
+	}
+	return 0;
+}
 
 /* dst (proj at dst_off) = A (volume vfd at v_off; vfd < 0: ones); *qq =
  * ||A v||^2; sirt: each chunk A x made SIRT's weighted residual
  * rinv (p - A x) before it is written, *qq then ||p - A x||^2. */
-static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, int sirt, double *qq, rc_err *err)
+int ooc_forward(ooc_run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, int sirt, double *qq, rc_err *err)
 {
 	*qq = 0;
 	R->fsum = 0;
@@ -154,68 +146,60 @@ static int forward(run *R, int vfd, uint64_t v_off, int dst, uint64_t dst_off, i
 		size_t nk = (size_t)(k1 - k0);
 		memset(R->chunk, 0, sizeof(float) * R->view * nk);
 		for (int i = 0; i < R->slabs; i++) {
-			int z0, z1, r0 = R->r0[i], r1 = R->r1[i];
-			slab_z(R, i, &z0, &z1);
-			if (r1 <= r0)
+			int z0, z1;
+			ooc_slab_z(R, i, &z0, &z1);
+			if (R->r1[i] <= R->r0[i])
 				continue;
 			if (vfd < 0)
 				for (size_t j = 0; j < R->plane * (size_t)(z1 - z0); j++)
 					R->a[j] = 1.0f;
-			if ((rc = cancelled(R, err)) ||
-			    (vfd >= 0 && (rc = rd(vfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0),
+			if ((rc = ooc_cancelled(R, err)) ||
+			    (vfd >= 0 && (rc = ooc_rd(vfd, R->a, sizeof(float) * R->plane * (size_t)(z1 - z0),
 						  v_off + sizeof(float) * R->plane * (size_t)z0, err))) ||
-			    (rc = slab_project(R, 0, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
+			    (rc = ooc_fp_add(R, R->a, i, k0, k1, R->chunk, err)))
 				return rc;
-			size_t n = (size_t)(r1 - r0) * R->nu;
-			for (size_t k = 0; k < nk; k++) {
-				float *q = R->chunk + k * R->view + (size_t)r0 * R->nu;
-				const float *f = R->rows + k * n;
-				for (size_t j = 0; j < n; j++)
-					q[j] += f[j];
-			}
 		}
-		if (sirt && (rc = sirt_residual(R, k0, k1, qq, err)))
+		if (sirt && (rc = ooc_sirt_residual(R, k0, k1, qq, err)))
 			return rc;
 		for (size_t j = 0; j < R->view * nk && !sirt; j++) {
 			*qq += (double)R->chunk[j] * R->chunk[j];
 			R->fsum += R->chunk[j];
 		}
-		if ((rc = wr(dst, R->chunk, sizeof(float) * R->view * nk, dst_off + sizeof(float) * R->view * (size_t)k0,
+		if ((rc = ooc_wr(dst, R->chunk, sizeof(float) * R->view * nk, dst_off + sizeof(float) * R->view * (size_t)k0,
 			     err)))
 			return rc;
 	}
 	return 0;
 }
 
-static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err);
+static int sirt_update(ooc_run *R, int z0, int z1, int xfd, rc_err *err);
 
 /* volume dst (at dst_off) = A^T (proj pfd at p_off; pfd < 0: ones); *ss =
  * its ||.||^2; sirt: SIRT's update of x (dst) with it instead. */
-static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z0, int z1, const float **t,
+static int tv_slab(ooc_run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z0, int z1, const float **t,
 		   const float **d, rc_err *err);
 
-static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, int sirt, double *ss, rc_err *err)
+static int backward(ooc_run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, int sirt, double *ss, rc_err *err)
 {
 	*ss = 0;
-	R->bsum = 0;
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, r0 = R->r0[i], r1 = R->r1[i], rc;
-		slab_z(R, i, &z0, &z1);
+		ooc_slab_z(R, i, &z0, &z1);
 		size_t n = R->plane * (size_t)(z1 - z0), nr = (size_t)(r1 - r0) * R->nu;
 		memset(R->b, 0, sizeof(float) * n);
 		for (int c = 0; c < R->chunks && r1 > r0; c++) {
 			int k0, k1;
 			chunk_views(R, c, &k0, &k1);
-			if ((rc = cancelled(R, err)))
+			if ((rc = ooc_cancelled(R, err)))
 				return rc;
 			if (pfd < 0)
 				for (size_t j = 0; j < nr * (size_t)(k1 - k0); j++)
 					R->rows[j] = 1.0f;
 			for (int k = k0; k < k1 && pfd >= 0; k++)
-				if ((rc = rd(pfd, R->rows + (size_t)(k - k0) * nr, sizeof(float) * nr,
+				if ((rc = ooc_rd(pfd, R->rows + (size_t)(k - k0) * nr, sizeof(float) * nr,
 					     p_off + sizeof(float) * ((size_t)k * R->view + (size_t)r0 * R->nu), err)))
 					return rc;
-			if ((rc = slab_project(R, 1, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
+			if ((rc = ooc_slab_project(R, 1, z0, z1, r0, r1, k0, k1, R->a, R->rows, err)))
 				return rc;
 			for (size_t j = 0; j < n; j++)
 				R->b[j] += R->a[j];
@@ -234,9 +218,8 @@ static int backward(run *R, int pfd, uint64_t p_off, int dst, uint64_t dst_off, 
 		}
 		for (size_t j = 0; j < n; j++) {
 			*ss += (double)R->b[j] * R->b[j];
-			R->bsum += R->b[j];
 		}
-		if ((rc = wr(dst, R->b, sizeof(float) * n, dst_off + sizeof(float) * R->plane * (size_t)z0, err)))
+		if ((rc = ooc_wr(dst, R->b, sizeof(float) * n, dst_off + sizeof(float) * R->plane * (size_t)z0, err)))
 			return rc;
 	}
 	return 0;
@@ -253,15 +236,15 @@ static int stream_axpy(int yfd, uint64_t yoff, int xfd, uint64_t xoff, uint64_t 
 	for (uint64_t i = 0; i < n; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : len;
 		int rc;
-		if ((rc = rd(yfd, ybuf, sizeof(float) * m, yoff + 4 * i, err)) ||
-		    (rc = rd(xfd, xbuf, sizeof(float) * m, xoff + 4 * i, err)))
+		if ((rc = ooc_rd(yfd, ybuf, sizeof(float) * m, yoff + 4 * i, err)) ||
+		    (rc = ooc_rd(xfd, xbuf, sizeof(float) * m, xoff + 4 * i, err)))
 			return rc;
 		for (size_t j = 0; j < m; j++) {
 			ybuf[j] = xpay ? xbuf[j] + a * ybuf[j] : ybuf[j] + a * xbuf[j];
 			if (yy)
 				*yy += (double)ybuf[j] * ybuf[j];
 		}
-		if ((rc = wr(yfd, ybuf, sizeof(float) * m, yoff + 4 * i, err)))
+		if ((rc = ooc_wr(yfd, ybuf, sizeof(float) * m, yoff + 4 * i, err)))
 			return rc;
 	}
 	return 0;
@@ -275,14 +258,14 @@ static int stream_copy(int dfd, uint64_t doff, int sfd, uint64_t soff, uint64_t 
 	for (uint64_t i = 0; i < n; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : len;
 		int rc;
-		if ((rc = rd(sfd, buf, sizeof(float) * m, soff + 4 * i, err)))
+		if ((rc = ooc_rd(sfd, buf, sizeof(float) * m, soff + 4 * i, err)))
 			return rc;
 		for (size_t j = 0; j < m; j++) {
 			if (!isfinite(buf[j]))
 				buf[j] = 0.0f;
 			*yy += (double)buf[j] * buf[j];
 		}
-		if ((rc = wr(dfd, buf, sizeof(float) * m, doff + 4 * i, err)))
+		if ((rc = ooc_wr(dfd, buf, sizeof(float) * m, doff + 4 * i, err)))
 			return rc;
 	}
 	return 0;
@@ -290,7 +273,7 @@ static int stream_copy(int dfd, uint64_t doff, int sfd, uint64_t soff, uint64_t 
 
 /* The out-of-core FDK start into xfd (ooc.h) under the plan's budget (none:
  * the iterations' slabs), its filtered stack in pscr's first stack. */
-static int fdk_start(run *R, int stack, int xfd, int pscr, rc_err *err)
+static int fdk_start(ooc_run *R, int stack, int xfd, int pscr, rc_err *err)
 {
 	rc_recon_spec f = *R->s;
 	rc_algo_params_default(&f.algo, RC_ALGO_FDK);
@@ -312,17 +295,17 @@ static int fdk_start(run *R, int stack, int xfd, int pscr, rc_err *err)
 	for (int z0 = 0; z0 < R->nz && !rc; z0 += fp.slab_nz) {
 		int z1 = z0 + fp.slab_nz < R->nz ? z0 + fp.slab_nz : R->nz;
 		rc_recon_report rep;
-		if (!(rc = cancelled(R, err)) &&
+		if (!(rc = ooc_cancelled(R, err)) &&
 		    !(rc = rc_ooc_fdk_slab(&f, R->g, fp.filter_chunk > 0 ? pscr : stack, fp.filter_chunk > 0, z0, z1,
 					   slab, &h, &rep, err)))
-			rc = wr(xfd, slab, sizeof(float) * R->plane * (size_t)(z1 - z0),
+			rc = ooc_wr(xfd, slab, sizeof(float) * R->plane * (size_t)(z1 - z0),
 				sizeof(float) * R->plane * (size_t)z0, err);
 	}
 	free(slab);
 	return rc;
 }
 
-static int progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0, const char *stopped)
+int ooc_progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0, const char *stopped)
 {
 	if (hooks && hooks->progress) {
 		rc_progress pr = { .iteration = it, .of = of, .residual = res, .elapsed_s = rc_now_s() - t0,
@@ -333,18 +316,18 @@ static int progress(const rc_algo_hooks *hooks, int it, int of, double res, doub
 }
 
 /* x clamped at lo (fill: set to lo), slab by slab */
-static int floor_x(run *R, int xfd, float lo, int fill, rc_err *err)
+int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, rc_err *err)
 {
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, rc;
-		slab_z(R, i, &z0, &z1);
+		ooc_slab_z(R, i, &z0, &z1);
 		size_t n = R->plane * (size_t)(z1 - z0);
 		uint64_t off = sizeof(float) * R->plane * (size_t)z0;
-		if ((rc = rd(xfd, R->a, sizeof(float) * n, off, err)))
+		if ((rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 		for (size_t j = 0; j < n; j++)
 			R->a[j] = !fill && R->a[j] > lo ? R->a[j] : lo;
-		if ((rc = wr(xfd, R->a, sizeof(float) * n, off, err)))
+		if ((rc = ooc_wr(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 	}
 	return 0;
@@ -354,14 +337,14 @@ static int floor_x(run *R, int xfd, float lo, int fill, rc_err *err)
 
 /* The slices a..b of volume file fd (at off) into buf; slice a from carry
  * instead where carry is given (x's slice already overwritten in place). */
-static int read_slices(run *R, int fd, uint64_t off, int a, int b, const float *carry, float *buf, rc_err *err)
+static int read_slices(ooc_run *R, int fd, uint64_t off, int a, int b, const float *carry, float *buf, rc_err *err)
 {
 	int from = a;
 	if (carry) {
 		memcpy(buf, carry, sizeof(float) * R->plane);
 		from = a + 1;
 	}
-	return from < b ? rd(fd, buf + (size_t)(from - a) * R->plane, sizeof(float) * R->plane * (size_t)(b - from),
+	return from < b ? ooc_rd(fd, buf + (size_t)(from - a) * R->plane, sizeof(float) * R->plane * (size_t)(b - from),
 			     off + sizeof(float) * R->plane * (size_t)from, err)
 			: 0;
 }
@@ -370,7 +353,7 @@ static int read_slices(run *R, int fd, uint64_t off, int a, int b, const float *
  * w: the gradient), *d the slab of d: the operator over the slab and a
  * slice of halo each side, whose values inside the slab are the whole
  * volume's (the stencil reaches one slice each way: tv_host.c). */
-static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z0, int z1, const float **t,
+static int tv_slab(ooc_run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z0, int z1, const float **t,
 		   const float **d, rc_err *err)
 {
 	int a = z0 > 0 ? z0 - 1 : 0, b = z1 < R->nz ? z1 + 1 : R->nz, rc;
@@ -386,14 +369,14 @@ static int tv_slab(run *R, int wfd, uint64_t woff, int dfd, uint64_t doff, int z
 }
 
 /* d^T L(x) d (x in xfd, d at doff of vscr), slab by slab */
-static int tv_dot(run *R, int xfd, int vscr, uint64_t doff, double *dld, rc_err *err)
+static int tv_dot(ooc_run *R, int xfd, int vscr, uint64_t doff, double *dld, rc_err *err)
 {
 	*dld = 0;
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, rc;
 		const float *t, *d;
-		slab_z(R, i, &z0, &z1);
-		if ((rc = cancelled(R, err)) || (rc = tv_slab(R, xfd, 0, vscr, doff, z0, z1, &t, &d, err)))
+		ooc_slab_z(R, i, &z0, &z1);
+		if ((rc = ooc_cancelled(R, err)) || (rc = tv_slab(R, xfd, 0, vscr, doff, z0, z1, &t, &d, err)))
 			return rc;
 		for (size_t j = 0; j < R->plane * (size_t)(z1 - z0); j++)
 			*dld += (double)d[j] * t[j];
@@ -404,17 +387,17 @@ static int tv_dot(run *R, int xfd, int vscr, uint64_t doff, double *dld, rc_err 
 /* rc_tv_descend on x (xfd) in place: R->tv_steps passes of x -= kappa s /
  * steps grad TV(x), slab after slab, each slab's lower halo the slice the
  * slab below had before its update (carry); the clamp at 0 with the last. */
-static int tv_descend(run *R, int xfd, int nonneg, rc_err *err)
+static int tv_descend(ooc_run *R, int xfd, int nonneg, rc_err *err)
 {
 	for (int k = 0; k < R->tv_steps; k++)
 		for (int i = 0; i < R->slabs; i++) {
 			int z0, z1, rc, last = k == R->tv_steps - 1;
-			slab_z(R, i, &z0, &z1);
+			ooc_slab_z(R, i, &z0, &z1);
 			int a = z0 > 0 ? z0 - 1 : 0, b = z1 < R->nz ? z1 + 1 : R->nz;
 			rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = b - a, .planar = 0 };
 			size_t n = R->plane * (size_t)(z1 - z0);
 			float *x = R->tw + (size_t)(z0 - a) * R->plane, *g = R->to + (size_t)(z0 - a) * R->plane;
-			if ((rc = cancelled(R, err)) ||
+			if ((rc = ooc_cancelled(R, err)) ||
 			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)))
 				return rc;
 			rc_tv_apply_in(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, R->tvs);
@@ -425,19 +408,20 @@ static int tv_descend(run *R, int xfd, int nonneg, rc_err *err)
 				if (last && nonneg)
 					x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
 			}
-			if ((rc = wr(xfd, x, sizeof(float) * n, sizeof(float) * R->plane * (size_t)z0, err)))
+			if ((rc = ooc_wr(xfd, x, sizeof(float) * n, sizeof(float) * R->plane * (size_t)z0, err)))
 				return rc;
 		}
 	return 0;
 }
 
-/* TV's scale from sum p and sum A 1 (rc_tv_new's, one block of views):
+/* TV's scale from sum p and sum A 1 (rc_tv_new's, over R->S blocks of views):
  * on, eps and SIRT's step */
-static void tv_init(run *R, double a1sum)
+void ooc_tv_init(ooc_run *R, double a1sum)
 {
 	const rc_algo_params *a = &R->s->algo;
 	double m = a1sum > 0.0 ? R->psum / a1sum : 0.0, scale = isfinite(m) && m > 0.0 ? m : 0.0;
-	R->tv_steps = a->tv_steps > 1 ? a->tv_steps : 1;
+	int S = R->S > 1 ? R->S : 1; /* a phase per block of views */
+	R->tv_steps = a->tv_steps > S ? (a->tv_steps + S - 1) / S : 1;
 	R->tv_step = (float)(-R->tv_weight * scale / R->tv_steps);
 	R->tv_scale = scale;
 	R->tv_eps = (float)(RC_TV_EPS_REL * scale);
@@ -452,7 +436,7 @@ static void tv_init(run *R, double a1sum)
  * after the start (its FDK plans against the whole budget, and this pass
  * fills the chunk); no pass where nothing needs one (cgls: the tolerance's
  * ||p|| is its copy r = p's, iterate). */
-static int stack_stats(run *R, int cgls, rc_err *err)
+int ooc_stack_stats(ooc_run *R, int cgls, rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	const int nu = (int)R->nu;
@@ -472,7 +456,7 @@ static int stack_stats(run *R, int cgls, rc_err *err)
 	const uint64_t len = (uint64_t)rows * R->nu;
 	for (uint64_t i = 0; pass && i < n && !rc; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : (size_t)len;
-		if ((rc = cancelled(R, err)) || (rc = rd(R->stack, buf, sizeof(float) * m, 4 * i, err)))
+		if ((rc = ooc_cancelled(R, err)) || (rc = ooc_rd(R->stack, buf, sizeof(float) * m, 4 * i, err)))
 			break;
 		for (size_t j = 0; j < m; j++) {
 			if (!isfinite(buf[j]))
@@ -515,7 +499,7 @@ static int stack_stats(run *R, int cgls, rc_err *err)
 /* x0 into xfd: 0 (the file truncated to its size reads zeros) or FDK's
  * (algorithm.initial fdk, or auto where the in-memory run takes it:
  * rc_algo_start); *start says which. */
-static int start_x(run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start, rc_err *err)
+int ooc_start_x(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start, rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	int rc;
@@ -539,14 +523,14 @@ static int start_x(run *R, int stack, int xfd, int pscr, const rc_algo_hooks *ho
 
 /* n floats of fd from off replaced by their guarded inverse (the
  * backend's inv_guarded: 1 / v where v > rel * max, else 0), two passes */
-static int inv_guarded(run *R, int fd, uint64_t off, uint64_t n, double rel, rc_err *err)
+int ooc_inv_guarded(ooc_run *R, int fd, uint64_t off, uint64_t n, double rel, rc_err *err)
 {
 	size_t len = R->plane * (size_t)R->nzs;
 	float mx = 0.0f;
 	int rc;
 	for (uint64_t i = 0; i < n; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : len;
-		if ((rc = rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+		if ((rc = ooc_rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
 			return rc;
 		for (size_t j = 0; j < m; j++)
 			mx = rc_ew_max(mx, R->a[j]);
@@ -554,11 +538,11 @@ static int inv_guarded(run *R, int fd, uint64_t off, uint64_t n, double rel, rc_
 	float eps = (float)(rel * mx);
 	for (uint64_t i = 0; i < n; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : len;
-		if ((rc = rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+		if ((rc = ooc_rd(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
 			return rc;
 		for (size_t j = 0; j < m; j++)
 			R->a[j] = rc_ew_inv_guarded(R->a[j], eps);
-		if ((rc = wr(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
+		if ((rc = ooc_wr(fd, R->a, sizeof(float) * m, off + 4 * i, err)))
 			return rc;
 	}
 	return 0;
@@ -566,15 +550,15 @@ static int inv_guarded(run *R, int fd, uint64_t off, uint64_t n, double rel, rc_
 
 /* SIRT: views k0..k1 of A x in R->chunk become rinv (p - A x) (algo_sart.c's
  * residual; p's non-finite values as 0); *r2 += ||p - A x||^2 there */
-static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err)
+int ooc_sirt_residual(ooc_run *R, int k0, int k1, double *r2, rc_err *err)
 {
 	uint64_t n = (uint64_t)R->view * (uint64_t)(k1 - k0), off = 4 * (uint64_t)R->view * (uint64_t)k0;
 	size_t len = R->plane * (size_t)R->nzs;
 	int rc;
 	for (uint64_t i = 0; i < n; i += len) {
 		size_t m = n - i < len ? (size_t)(n - i) : len;
-		if ((rc = rd(R->stack, R->a, sizeof(float) * m, off + 4 * i, err)) ||
-		    (!R->em && (rc = rd(R->pscr, R->b, sizeof(float) * m, off + 4 * i, err))))
+		if ((rc = ooc_rd(R->stack, R->a, sizeof(float) * m, off + 4 * i, err)) ||
+		    (!R->em && (rc = ooc_rd(R->pscr, R->b, sizeof(float) * m, off + 4 * i, err))))
 			return rc;
 		float *e = R->chunk + i;
 		for (size_t j = 0; j < m; j++) {
@@ -588,18 +572,18 @@ static int sirt_residual(run *R, int k0, int k1, double *r2, rc_err *err)
 }
 
 /* SIRT: x's slab z0..z1 += lambda C (A^T e) (R->b), clamped with nonnegative */
-static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err)
+static int sirt_update(ooc_run *R, int z0, int z1, int xfd, rc_err *err)
 {
 	size_t n = R->plane * (size_t)(z1 - z0);
 	uint64_t off = sizeof(float) * R->plane * (size_t)z0;
 	const rc_algo_params *a = &R->s->algo;
 	int rc;
-	if ((rc = rd(R->vscr, R->a, sizeof(float) * n, off, err)) || (rc = rd(xfd, R->c, sizeof(float) * n, off, err)))
+	if ((rc = ooc_rd(R->vscr, R->a, sizeof(float) * n, off, err)) || (rc = ooc_rd(xfd, R->c, sizeof(float) * n, off, err)))
 		return rc;
 	for (size_t j = 0; j < n; j++)
 		R->c[j] = R->em ? rc_ew_mul(R->c[j], R->b[j], R->a[j]) /* x *= C A^T (p / A x) */
 				: rc_ew_update(R->c[j], R->b[j], R->a[j], (float)a->relaxation, a->nonnegative);
-	return wr(xfd, R->c, sizeof(float) * n, off, err);
+	return ooc_wr(xfd, R->c, sizeof(float) * n, off, err);
 }
 
 /* SIRT (algo_sirt.c): x += lambda C A^T (rinv (p - A x)), rinv = 1 / A 1
@@ -607,49 +591,49 @@ static int sirt_update(run *R, int z0, int z1, int xfd, rc_err *err)
  * vscr, rinv at 0 and the weighted residual at P of pscr.  Per iteration
  * a forward pass (the residual formed per chunk of views) and a back
  * projection pass that updates x slab by slab. */
-static int iterate_sirt(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks,
+static int iterate_sirt(ooc_run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks,
 			rc_recon_report *rep, rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	const double t0 = rc_now_s();
 	double r2, none;
 	rc_initial start;
-	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc || (rc = stack_stats(R, 0, err)) || (rc = forward(R, -1, 0, pscr, 0, 0, &none, err)))
+	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc || (rc = ooc_stack_stats(R, 0, err)) || (rc = ooc_forward(R, -1, 0, pscr, 0, 0, &none, err)))
 		return rc;
 	if (R->tv_weight > 0.0)
-		tv_init(R, R->fsum);
+		ooc_tv_init(R, R->fsum);
 	/* the start clamped at 0; MLEM's (algo_sart.c's em_start) the constant
 	 * x0 = sum p+ / sum A 1, or at least RC_EM_START_FLOOR of it */
 	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
 	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
 	if (R->em)
-		rc = floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
+		rc = ooc_floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
 			     start == RC_INITIAL_ZERO, err);
 	else if (start != RC_INITIAL_ZERO && a->nonnegative)
-		rc = floor_x(R, xfd, 0.0f, 0, err);
-	if (rc || (!R->em && (rc = inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
+		rc = ooc_floor_x(R, xfd, 0.0f, 0, err);
+	if (rc || (!R->em && (rc = ooc_inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
 	    (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
-	    (rc = inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
+	    (rc = ooc_inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
 		return rc;
 	for (int it = 1; it <= a->iterations; it++) {
-		if ((rc = cancelled(R, err)))
+		if ((rc = ooc_cancelled(R, err)))
 			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
 		r2 = 0;
-		if ((rc = forward(R, xfd, 0, pscr, R->P, 1, &r2, err)) ||
+		if ((rc = ooc_forward(R, xfd, 0, pscr, R->P, 1, &r2, err)) ||
 		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)) ||
 		    (R->tv_on && (rc = tv_descend(R, xfd, a->nonnegative || R->em, err))))
 			return rc;
 		rep->iterations_done = it;
 		const char *why = rc_stop_check(&R->stop, sqrt(r2));
-		progress(hooks, it, a->iterations, sqrt(r2), t0, why);
+		ooc_progress(hooks, it, a->iterations, sqrt(r2), t0, why);
 		if (why)
 			break;
 	}
 	return 0;
 }
 
-static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
+static int iterate(ooc_run *R, int stack, int xfd, int vscr, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
 		   rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
@@ -661,8 +645,8 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	size_t slen = R->plane * (size_t)R->nzs;
 	double pp, rr, qq, gamma, gnew, curv = 0.0;
 	rc_initial start;
-	int rc = start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc || (rc = stack_stats(R, 1, err)))
+	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc || (rc = ooc_stack_stats(R, 1, err)))
 		return rc;
 	/* r = p (- A x0); ||p|| the tolerance's (rc_stop_init's) */
 	if ((rc = stream_copy(pscr, Rr, stack, 0, nproj, slen, R->a, &pp, err)))
@@ -670,20 +654,18 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	rr = pp;
 	if (a->stop_tolerance > 0.0)
 		R->stop.tolerance = a->stop_tolerance * sqrt(pp);
-	if (start == RC_INITIAL_FDK && ((rc = forward(R, xfd, 0, pscr, Q, 0, &qq, err)) ||
+	if (start == RC_INITIAL_FDK && ((rc = ooc_forward(R, xfd, 0, pscr, Q, 0, &qq, err)) ||
 					(rc = stream_axpy(pscr, Rr, pscr, Q, nproj, slen, -1.0f, 0, R->a, R->b, &rr,
 							  err))))
 		return rc;
 	/* TV (algo_cgls.c): beta_tv = kappa s a, s = sum p / sum A 1 and a the
-	 * mean of A^T A 1: a forward pass of ones into q, its back projection
-	 * into s */
+	 * mean of A^T A 1, whose sum is ||A 1||^2 (A^T A's transpose pair: no
+	 * back projection, as in memory): a forward pass of ones into q */
 	if (R->tv_weight > 0.0) {
-		if ((rc = forward(R, -1, 0, pscr, Q, 0, &qq, err)))
+		if ((rc = ooc_forward(R, -1, 0, pscr, Q, 0, &qq, err)))
 			return rc;
-		tv_init(R, R->fsum);
-		if ((rc = backward(R, pscr, Q, vscr, S, 0, &gnew, err)))
-			return rc;
-		R->tvneg = R->tv_on ? (float)(-R->tv_weight * R->tv_scale * R->bsum / (double)nvox) : 0.0f;
+		ooc_tv_init(R, R->fsum);
+		R->tvneg = R->tv_on ? (float)(-R->tv_weight * R->tv_scale * qq / (double)nvox) : 0.0f;
 	}
 	/* s = A^T r (- beta_tv grad TV(x0)), d = s, gamma = ||s||^2 */
 	R->tvx = R->tv_on && start != RC_INITIAL_ZERO;
@@ -694,12 +676,12 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 	double res = sqrt(rr);
 	int active = 1, it;
 	for (it = 1; it <= a->iterations; it++) {
-		if ((rc = cancelled(R, err)))
+		if ((rc = ooc_cancelled(R, err)))
 			return rc_fail(err, RC_ECANCELLED, "", "cancelled after %d iterations", it - 1);
 		active = active && gamma > 0.0;
 		if (active) {
 			double dld = 0.0;
-			if ((rc = forward(R, vscr, D, pscr, Q, 0, &qq, err)) ||
+			if ((rc = ooc_forward(R, vscr, D, pscr, Q, 0, &qq, err)) ||
 			    (R->tv_on && (rc = tv_dot(R, xfd, vscr, D, &dld, err))))
 				return rc;
 			/* TV's curvature along d adds to ||A d||^2 */
@@ -729,11 +711,11 @@ static int iterate(run *R, int stack, int xfd, int vscr, int pscr, const rc_algo
 		}
 		rep->iterations_done = it;
 		const char *why = rc_stop_check(&R->stop, res);
-		progress(hooks, it, a->iterations, res, t0, why);
+		ooc_progress(hooks, it, a->iterations, res, t0, why);
 		if (why)
 			break;
 	}
-	if (a->nonnegative && (rc = floor_x(R, xfd, 0.0f, 0, err)))
+	if (a->nonnegative && (rc = ooc_floor_x(R, xfd, 0.0f, 0, err)))
 		return rc;
 	rep->relative_residual = a->nonnegative || !(pp > 0) ? NAN : res / sqrt(pp);
 	return 0;
@@ -758,7 +740,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	const char *why = rc_ooc_iter_refusal(s, g);
 	if (why)
 		return rc_fail(err, RC_EUNSUPPORTED, "volume", "%s", why);
-	run R = { .s = s, .g = g, .pair = rc_ooc_iter_pair(s, g), .cancel = hooks ? hooks->cancel : NULL };
+	ooc_run R = { .s = s, .g = g, .pair = rc_ooc_iter_pair(s, g), .cancel = hooks ? hooks->cancel : NULL };
 	R.budget = p->budget_bytes;
 	R.stack = stack;
 	R.pscr = pscr;
@@ -768,6 +750,12 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.slabs = (R.nz + R.nzs - 1) / R.nzs;
 	R.nviews = s->geom.nviews;
 	R.chunks = p->chunks > 0 && p->chunks < R.nviews ? p->chunks : 1;
+	/* SART and OS-EM: a block of views at a time (the plan's chunks are the blocks) */
+	const int subs = rc_ooc_iter_subsets(s);
+	R.S = subs ? subs : 1;
+	R.bpvox = s->algo.name == RC_ALGO_SART; /* rc_sart_run's on a cone or matrices stack */
+	if (subs)
+		R.chunks = R.S;
 	R.nk = (R.nviews + R.chunks - 1) / R.chunks;
 	R.chunks = (R.nviews + R.nk - 1) / R.nk;
 	R.nu = (size_t)s->geom.det.nu;
@@ -781,7 +769,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	if (R.r0 && R.r1)
 		for (int i = 0; i < R.slabs; i++) {
 			int z0, z1;
-			slab_z(&R, i, &z0, &z1);
+			ooc_slab_z(&R, i, &z0, &z1);
 			rc_ooc_slab_rows(g, z0, z1, &R.r0[i], &R.r1[i]);
 			most = R.r1[i] - R.r0[i] > most ? R.r1[i] - R.r0[i] : most;
 		}
@@ -790,22 +778,36 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.rows = malloc(sizeof(float) * (size_t)(most > 0 ? most : 1) * R.nu * (size_t)R.nk);
 	R.a = malloc(sizeof(float) * slab);
 	R.b = malloc(sizeof(float) * slab);
-	/* SIRT and MLEM: one loop (algo_sart.c's) */
-	int sirt = s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM;
+	/* SIRT and MLEM: one loop (algo_sart.c's); SART and OS-EM its blocks */
+	int sirt = !subs && (s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM);
 	R.em = s->algo.name == RC_ALGO_MLEM;
 	R.c = sirt ? malloc(sizeof(float) * slab) : NULL;
 	/* TV: slabs with a slice of halo each side (CGLS: w and d apart), SIRT's carried slice */
 	int tv = s->algo.tv_weight > 0.0;
 	size_t hslab = R.plane * (size_t)(R.nzs + 2 < R.nz ? R.nzs + 2 : R.nz);
-	R.tw = tv ? malloc(sizeof(float) * hslab) : NULL;
+	R.tw = tv && !subs ? malloc(sizeof(float) * hslab) : NULL;
 	R.to = tv ? malloc(sizeof(float) * hslab) : NULL;
-	R.td = tv && !sirt ? malloc(sizeof(float) * hslab) : NULL;
+	R.td = tv && !sirt && !subs ? malloc(sizeof(float) * hslab) : NULL;
 	R.carry = tv && sirt ? malloc(sizeof(float) * R.plane) : NULL;
 	rc_tv_shape tsh = { .nx = s->vol.nx, .ny = s->vol.ny, .nz = 1 };
 	R.tvs = tv ? malloc(sizeof(float) * rc_tv_scratch_floats(&tsh, s->threads)) : NULL;
 	R.xfd = xfd;
+	/* SART and OS-EM: the next block's A x, T + 1 slabs in flight with
+	 * their halo and T carried slices (T: TV's steps per block), the
+	 * blocks' order and column sums' maxima, a slice of closed-form sums */
+	int tmax = subs ? rc_ooc_iter_tv_steps(s) : 0;
+	if (subs) {
+		R.next = malloc(sizeof(float) * chunk);
+		R.order = malloc(sizeof(int) * (size_t)R.S);
+		R.cmax = malloc(sizeof(float) * (size_t)R.S);
+		R.fmap = malloc(sizeof(float) * R.plane);
+		R.fsums = malloc(sizeof(double) * R.plane);
+		R.slot = malloc(sizeof(float) * (size_t)(tmax + 1) * R.plane * (size_t)(R.nzs + 2));
+		R.carries = malloc(sizeof(float) * (size_t)(tmax > 0 ? tmax : 1) * R.plane);
+	}
 	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
-	    (tv && (!R.tw || !R.to || !R.tvs || (!sirt && !R.td) || (sirt && !R.carry)))) {
+	    (tv && (!R.to || !R.tvs || (!subs && !R.tw) || (!sirt && !subs && !R.td) || (sirt && !R.carry))) ||
+	    (subs && (!R.next || !R.order || !R.cmax || !R.fmap || !R.fsums || !R.slot || !R.carries))) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;
@@ -824,7 +826,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	rep->mass_beyond = ext.mass_beyond;
 	if (ext.run.nz != s->vol.nz) {
 		rc = rc_fail(err, RC_EUNSUPPORTED, "algorithm.extend",
-			     "out of core, cgls, sirt and mlem run the asked volume only, and algorithm.extend \"%s\" extends "
+			     "out of core, the iterative methods run the asked volume only, and algorithm.extend \"%s\" extends "
 			     "it from %d to %d slices (%s; the extended run needs about %llu bytes in core): ask "
 			     "algorithm.extend \"off\" (the mass beyond then lands in the end slices), a volume that "
 			     "holds the object, or a --memory-limit that fits it",
@@ -833,7 +835,9 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 			     (unsigned long long)extended_need(s, &ext));
 		goto out;
 	}
-	rc = (sirt ? iterate_sirt : iterate)(&R, stack, xfd, vscr, pscr, hooks, rep, err);
+	rc = subs   ? ooc_iterate_subsets(&R, stack, xfd, pscr, hooks, rep, err)
+	     : sirt ? iterate_sirt(&R, stack, xfd, vscr, pscr, hooks, rep, err)
+		    : iterate(&R, stack, xfd, vscr, pscr, hooks, rep, err);
 out:
 	free(R.r0);
 	free(R.r1);
@@ -847,6 +851,13 @@ out:
 	free(R.td);
 	free(R.carry);
 	free(R.tvs);
+	free(R.next);
+	free(R.order);
+	free(R.cmax);
+	free(R.fmap);
+	free(R.fsums);
+	free(R.slot);
+	free(R.carries);
 	rep->tv_weight = R.tv_weight;
 	rep->seconds = rc_now_s() - t0;
 	return rc;

@@ -1,5 +1,5 @@
 /*
- * ooc_iter: out-of-core CGLS, SIRT and MLEM, an iterative job whose vectors would not fit
+ * ooc_iter: out-of-core CGLS, SIRT, SART and MLEM (OS-EM too), an iterative job whose vectors would not fit
  * its worker's memory budget (memory.h), run in z-slabs of the volume and
  * chunks of views, every vector streamed from files each iteration.
  *
@@ -36,11 +36,26 @@
  * (x += lambda C s, clamped with nonnegative), x's start clamped too.  I/O
  * per iteration: reads C V + S (R / nv) P + 2 V + 2 P, writes V + P.
  *
- * MLEM (algo_mlem.c, one subset: OS-EM's subsets would each read the
- * whole volume) runs SIRT's passes as algo_sart.c's EM: A 1 only for the
+ * MLEM (algo_mlem.c, one subset) runs SIRT's passes as algo_sart.c's EM: A 1 only for the
  * start (sum p+ / sum A 1: filled, or the FDK start floored at
  * RC_EM_START_FLOOR of it), each chunk of A x made the ratio p+ / A x, each
  * slab x *= C A^T (ratio); its TV descent always clamps.
+ *
+ * SART and OS-EM (rc_sart_core with S blocks of views, rc_ooc_iter_subsets;
+ * SART's one block too): R = 1 / A 1 as SIRT's at 0 of pscr; per block in
+ * rc_subset_order's order, its residual from its A x (held in memory, a
+ * block of views) and p, then one pass over x: per slab read, updated with
+ * its back projection of the residual (SART: RC_BP_VOXEL, rc_sart_run's)
+ * and the block's column sums, written, and projected onto the next
+ * block's views into the next A x.  TV's T = ceil(tv.steps / S) steps per
+ * block run in the same pass as a wavefront (slab j updated while slab
+ * j - k takes step k; T + 1 slabs in flight, T carried slices).  The
+ * column sums as colsum.c has them: SART's closed form where the in-memory
+ * run takes it (the check on block 0's B_0(1), slab by slab, at the
+ * start), else B_s(1) back-projected per slab and inverted against the
+ * block's largest value (found at the start: a back projection of ones
+ * per block).  I/O per iteration: reads S V + 2 P (OS-EM: + P), writes
+ * S V; the first block's A x a pass more, once.
  *
  * A job's defaults run as in memory:
  *   - the stop rules (algo_util.h's rc_stop): a pass over the stack after
@@ -63,8 +78,9 @@
  *   - TV (rc_tv; tv_host.h's operator D^T W(w) D d, a stencil one slice
  *     deep in z): per slab over the slab and a slice of halo each side, its
  *     values in the slab the whole volume's.  Its scale s = sum p / sum A 1
- *     takes a forward pass of ones (SIRT's A 1 pass already), CGLS's mean
- *     of A^T A 1 its back projection.  CGLS per iteration: d^T L(x) d
+ *     takes a forward pass of ones (SIRT's and SART's A 1 pass already),
+ *     CGLS's mean of A^T A 1 that pass's ||A 1||^2 / voxels (algo_cgls.c's:
+ *     the pair is a transpose pair).  CGLS per iteration: d^T L(x) d
  *     (reads 2 V) and grad TV(x) in the back projection's slabs (reads V),
  *     each with 2 (S - 1) slices of halo more, d restarted every
  *     RC_CGLS_RESTART (algo_util.h) iterations as algo_cgls.c does.  SIRT:
@@ -75,7 +91,7 @@
  *
  * Refused out of core (the caller says so with the memory in core): an
  * extended volume, fan and parallel geometries, checkpoints (none are
- * taken), algorithm.initial "given", SART and OS-EM (subsets > 1).  CGLS's
+ * taken), algorithm.initial "given".  CGLS's
  * algorithm.nonnegative clamps the result at the end as in memory.
  */
 #ifndef RC_PLAN_OOC_ITER_H
@@ -91,26 +107,37 @@
  * auto takes in memory), RC_PROJECTOR_RAYCAST where that is ray casting's. */
 rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
 
-/* Why s (geometry g, NULL: not built) cannot run CGLS, SIRT or MLEM out of core, or NULL. */
+/* SART's and OS-EM's blocks of views S (rc_algo_subsets; SART's one
+ * block included) where s runs as blocks out of core, else 0 (CGLS, SIRT,
+ * MLEM with one subset). */
+int rc_ooc_iter_subsets(const rc_recon_spec *s);
+/* TV's steps per block (rc_tv_new's ceil(tv.steps / S), SIRT's and CGLS's
+ * S = 1); 0 without TV. */
+int rc_ooc_iter_tv_steps(const rc_recon_spec *s);
+
+/* Why s (geometry g, NULL: not built) cannot run its iterative method out of core, or NULL. */
 const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g);
 
-/* The plan for s (CGLS, SIRT or MLEM, g its geometry) under budget bytes: in core
+/* The plan for s (CGLS, SIRT, SART or MLEM, g its geometry) under budget bytes: in core
  * (slabs 1) when rc_plan_memory(s) fits, else slabs (slab_nz, rows: the
  * most a slab reads) and chunks of views (chunks; each holds
- * ceil(nviews / chunks) views) that fit, chosen for the least I/O per
- * iteration; predicted_bytes also covers the FDK start.  RC_EUNSUPPORTED
+ * ceil(nviews / chunks) views; SART and OS-EM: chunks their S blocks)
+ * that fit, chosen for the least I/O per iteration; predicted_bytes also
+ * covers the FDK start.  RC_EUNSUPPORTED
  * (field "volume") when none fits (*p: the least plan's figure) or when
  * rc_ooc_iter_refusal says why. */
 int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);
 
 /* Bytes read plus written per CGLS iteration by plan p (the figure above,
- * plus TV's passes where s has TV; SIRT's and MLEM's are lower without TV). */
+ * plus TV's passes where s has TV; SIRT's and MLEM's are lower without TV;
+ * SART's and OS-EM's 2 S V + 2 P, OS-EM's P less, TV's steps adding none). */
 uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p);
 
-/* CGLS, SIRT or MLEM (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the
+/* CGLS, SIRT, SART or MLEM (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the
  * spec's layout, non-finite values read as 0) into the volume file xfd
  * (read-write, written whole: nx * ny * nz fp32 from offset 0), with
- * scratch files vscr (2 volumes; SIRT, MLEM 1) and pscr (2 stacks) open read-write.
+ * scratch files vscr (2 volumes; SIRT, MLEM 1; SART, OS-EM none) and pscr
+ * (2 stacks; SART 1, OS-EM none) open read-write.
  * hooks: progress after each iteration (residual ||p - A x||), cancel
  * between and within the passes; iterate, phase and checkpoints are not
  * called.  rep: iterations_done, seconds, relative_residual (||r|| / ||p||

@@ -1,4 +1,4 @@
-/* ooc_iter_plan: out-of-core CGLS, SIRT and MLEM, the refusals and the plan
+/* ooc_iter_plan: out-of-core CGLS, SIRT, SART and MLEM, the refusals and the plan
  * (ooc_iter.h). */
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +25,31 @@ rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g)
 	return RC_PROJECTOR_RAYCAST;
 }
 
+int rc_ooc_iter_subsets(const rc_recon_spec *s)
+{
+	const rc_algo_params *a = &s->algo;
+	int S = rc_algo_subsets(a, s->geom.nviews);
+	S = S < 1 ? 1 : S > s->geom.nviews ? s->geom.nviews : S;
+	return a->name == RC_ALGO_SART || (a->name == RC_ALGO_MLEM && S > 1) ? S : 0;
+}
+
+int rc_ooc_iter_tv_steps(const rc_recon_spec *s)
+{
+	const rc_algo_params *a = &s->algo;
+	int S = rc_ooc_iter_subsets(s);
+	S = S > 1 ? S : 1;
+	if (!(a->tv_weight > 0.0))
+		return 0;
+	return a->tv_steps > S ? (a->tv_steps + S - 1) / S : 1; /* rc_tv_new's */
+}
+
 const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 {
 	const rc_algo_params *a = &s->algo;
-	if (a->name != RC_ALGO_CGLS && a->name != RC_ALGO_SIRT && a->name != RC_ALGO_MLEM)
-		return "out of core, only fdk, cgls, sirt and mlem run (sart's ordered subsets would each read the "
-		       "whole volume)";
-	if (a->name == RC_ALGO_MLEM && rc_algo_subsets(a, s->geom.nviews) != 1)
-		return "out of core, mlem runs with one subset (algorithm.subsets 1: each subset would read the whole "
-		       "volume)";
+	if (a->name != RC_ALGO_CGLS && a->name != RC_ALGO_SIRT && a->name != RC_ALGO_MLEM && a->name != RC_ALGO_SART)
+		return "out of core, only fdk, cgls, sirt, sart and mlem run";
 	if (s->geom.type == RC_GEOM_FAN || s->geom.type == RC_GEOM_PARALLEL)
-		return "out of core, cgls, sirt and mlem run cone and matrices geometries only";
+		return "out of core, the iterative methods run cone and matrices geometries only";
 	/* extend auto: the data decide at the run (rc_ooc_iter refuses an
 	 * extension then); on: refused here where the in-memory run would
 	 * extend (rc_extent_decide: not where the extended geometry cannot be
@@ -44,16 +58,15 @@ const char *rc_ooc_iter_refusal(const rc_recon_spec *s, const rc_geom *g)
 		rc_extent e;
 		rc_extent_decide(s, g, NULL, &e);
 		if (e.run.nz != s->vol.nz)
-			return "out of core, cgls, sirt and mlem run the asked volume only: algorithm.extend \"on\" would "
+			return "out of core, the iterative methods run the asked volume only: algorithm.extend \"on\" would "
 			       "extend it (ask \"auto\", which extends only where the data show mass beyond it, or "
 			       "\"off\")";
 	}
 	if (s->engine != RC_ENGINE_CPU && s->engine != RC_ENGINE_AUTO)
-		return "out of core, cgls, sirt and mlem run on the cpu engine";
+		return "out of core, the iterative methods run on the cpu engine";
 	rc_projector pair = g ? rc_ooc_iter_pair(s, g) : a->projector;
 	if (a->projector == RC_PROJECTOR_RAYCAST || pair == RC_PROJECTOR_RAYCAST)
-		return "out of core, cgls, sirt and mlem need a voxel-driven pair (algorithm.projector splat or footprint: ray "
-		       "casting's does not add up over slabs)";
+		return "out of core needs a voxel-driven pair (algorithm.projector splat or footprint)";
 	/* the whole job's pair, as in memory (a slab may suit where the whole does not) */
 	if (g && pair == RC_PROJECTOR_SPLAT && !rc_dev_splat_suits(g))
 		return "algorithm.projector \"splat\" needs a flat detector whose voxels project at most a pixel apart";
@@ -87,8 +100,37 @@ static int most_rows(const rc_geom *g, int nz, int nzs)
  * back projection's block of 32 transposed views; the footprint pair's
  * block of views, a view per thread, a tile's column sums of the slab's
  * nzs slices per thread and the slab's z-fastest copy). */
+/* SART and OS-EM (subsets_need's caller's): a block of nk views twice
+ * (its residual and the next block's A x), the block's rows of a slab
+ * (and the backend's copy), two slabs (the back projection, the column
+ * sums) and the backend's copy, T + 1 slabs in flight with a slice of halo
+ * each side (T: TV's steps per block) and with TV the operator's output
+ * slab, T carried slices and its weights per thread; a slice of the closed
+ * form's sums (float and double). */
+static uint64_t subsets_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
+{
+	uint64_t nu = (uint64_t)s->geom.det.nu, nv = (uint64_t)s->geom.det.nv, r = (uint64_t)(rows > 0 ? rows : 1);
+	uint64_t plane = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * 4, slab = plane * (uint64_t)nzs;
+	uint64_t hslab = plane * (uint64_t)(nzs + 2);
+	uint64_t chunk = nv * nu * (uint64_t)nk * 4, sub = r * nu * (uint64_t)nk * 4;
+	uint64_t T = (uint64_t)rc_ooc_iter_tv_steps(s);
+	uint64_t need = RC_MEM_BASE + 2 * chunk + 2 * sub + 3 * slab + (T + 1) * hslab + 3 * plane;
+	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
+	need += RC_NOISE_ROWS_PER_ITEM * nu * 4;
+	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	threads = threads < 1 ? 1 : threads;
+	if (T > 0)
+		need += hslab + T * plane + (uint64_t)threads * 2 * plane;
+	if (footprint)
+		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + (uint64_t)threads * r * nu * 4 + slab +
+			(uint64_t)threads * RC_MEM_FPF_TILE_COLS * (uint64_t)nzs * 4;
+	return need;
+}
+
 static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
 {
+	if (rc_ooc_iter_subsets(s))
+		return subsets_need(s, footprint, nzs, rows, nk);
 	/* SIRT, MLEM: one more slab, x beside s and C */
 	int sirt = s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM;
 	uint64_t nu = (uint64_t)s->geom.det.nu, nv = (uint64_t)s->geom.det.nv, r = (uint64_t)(rows > 0 ? rows : 1);
@@ -122,6 +164,11 @@ static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)
 	uint64_t P = (uint64_t)s->geom.det.nu * (uint64_t)s->geom.det.nv * (uint64_t)s->geom.nviews * 4;
 	uint64_t S = (uint64_t)((s->vol.nz + nzs - 1) / nzs);
 	uint64_t rowsP = P / (uint64_t)s->geom.det.nv * (uint64_t)rows;
+	/* SART and OS-EM: per block x read and written once, the block's
+	 * views of p (and SART's R) read for its residual (ooc_iter.h) */
+	int blocks = rc_ooc_iter_subsets(s);
+	if (blocks)
+		return 2 * (uint64_t)blocks * V + (uint64_t)(s->algo.name == RC_ALGO_MLEM ? 1 : 2) * P;
 	uint64_t io = (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
 	/* TV (ooc_iter.h), each slab with a slice of halo each side: CGLS
 	 * reads x and d for d^T L(x) d and x for grad TV(x), 2 (S - 1) slices
@@ -182,8 +229,10 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 	 * once, mostly from the page cache */
 	int found = 0;
 	uint64_t best_io = 0, least = UINT64_MAX;
-	for (int nk = nviews;; nk = (nk + 1) / 2) {
-		int chunks = (nviews + nk - 1) / nk;
+	/* SART and OS-EM: a block of views at a time (chunks: the blocks) */
+	const int subs = rc_ooc_iter_subsets(s);
+	for (int nk = subs ? (nviews + subs - 1) / subs : nviews;; nk = (nk + 1) / 2) {
+		int chunks = subs ? subs : (nviews + nk - 1) / nk;
 		nk = (nviews + chunks - 1) / chunks;
 		uint64_t n1 = iter_need(s, fp, 1, most_rows(g, nz, 1), nk);
 		least = n1 < least ? n1 : least;
@@ -208,11 +257,16 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 				p->predicted_bytes = iter_need(s, fp, nzs, rows, nk);
 			}
 		}
-		if (nk == 1)
+		if (nk == 1 || subs)
 			break;
 	}
 	if (!found) {
 		p->predicted_bytes = least > fdk_need ? least : fdk_need;
+		if (subs)
+			return rc_fail(err, RC_EUNSUPPORTED, "volume",
+				       "out of core, one slice and a block of %d views at a time needs about %llu bytes, "
+				       "over the budget of %llu bytes: more algorithm.subsets (smaller blocks) may fit",
+				       (nviews + subs - 1) / subs, (unsigned long long)least, (unsigned long long)budget);
 		return rc_fail(err, RC_EUNSUPPORTED, "volume",
 			       "out of core, one slice and one view at a time needs about %llu bytes, over the "
 			       "budget of %llu bytes",

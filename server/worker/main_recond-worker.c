@@ -9,7 +9,7 @@
  *                 [--stream-fd 5 --stream-idle S] DIR   (as the daemon runs it;
  *     worker_proto.h: the live volume and the streamed views' stamps)
  *     --memory-limit BYTES plans the job within that budget (spec.h
- *     job_spec_plan): in core, or FDK in z-slabs, CGLS, SIRT and MLEM in slabs and chunks of views, out of core (ooc_run.h)
+ *     job_spec_plan): in core, or FDK in z-slabs, CGLS, SIRT, SART and MLEM in slabs and chunks of views, out of core (ooc_run.h)
  *     --state-dir keeps fitted device models in STORE/models and system
  *     matrices of the tensor path in STORE/matrices, so later jobs reuse them
  *     (--matrix-cache-bytes N keeps that directory under N bytes, least
@@ -608,7 +608,7 @@ static int run_out_of_core(job_spec *spec, const char *dir, const rc_ooc_plan *p
 	memset(&rep, 0, sizeof rep);
 	rep.relative_residual = NAN;
 	if (spec->r.algo.name != RC_ALGO_FDK) {
-		/* out-of-core CGLS, SIRT or MLEM: a progress line per iteration, the FDK start's phase */
+		/* out-of-core CGLS, SIRT, SART or MLEM: a progress line per iteration, the FDK start's phase */
 		rc_algo_hooks h = { .progress = on_progress, .cancel = &cancel_flag, .phase = on_phase };
 		rc = ooc_run_iter(spec, dir, p, &h, &rep, err);
 		if (!rc)

@@ -56,7 +56,7 @@ static int publish(int fd, const char *tmp, const char *dir, rc_err *err)
 	return 0;
 }
 
-/* CGLS, SIRT or MLEM (core/plan/ooc_iter.h): x in the volume's temporary, the
+/* CGLS, SIRT, SART or MLEM (core/plan/ooc_iter.h): x in the volume's temporary, the
  * other vectors in two scratch files; progress per iteration through hooks. */
 static int run_iter(const job_spec *spec, const char *src, const char *dir, const char *tmp, const rc_ooc_plan *p,
 		    const rc_algo_hooks *hooks, rc_recon_report *rep, rc_err *err)

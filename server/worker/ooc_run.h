@@ -26,7 +26,7 @@
 int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,
 	    void (*slab_done)(void *ud, int done, int of), void *ud, rc_recon_report *rep, rc_err *err);
 
-/* CGLS, SIRT or MLEM out of core (core/plan/ooc_iter.h) under plan p in job
+/* CGLS, SIRT, SART or MLEM out of core (core/plan/ooc_iter.h) under plan p in job
  * directory dir: x written into the volume's temporary, renamed to
  * volume.f32 once the iterations are done; the other vectors in two scratch files of the
  * job directory, unlinked once open.  hooks: progress after each iteration,

@@ -113,7 +113,7 @@ uint64_t job_spec_memory(const job_spec *s);
 
 /* spec_plan.c: a job's memory plan under the worker's budget (docs/server.md,
  * "Memory"): in core where its predicted peak (job_spec_memory) fits, else
- * FDK in z-slabs out of core (core/plan/ooc.h), or CGLS, SIRT and MLEM in z-slabs and chunks
+ * FDK in z-slabs out of core (core/plan/ooc.h), or CGLS, SIRT, SART and MLEM in z-slabs and chunks
  * of views (core/plan/ooc_iter.h), else a refusal naming the
  * memory it needs.  The daemon plans at POST /v1/jobs (422 when nothing
  * fits, summary.memory_plan otherwise), the worker again when it runs, with

@@ -5,16 +5,16 @@
 #include "spec.h"
 
 
-/* Why the job cannot run out of core, or NULL when it can (FDK, CGLS or
- * SIRT of line integrals in one process, not a helix; a streaming FDK
+/* Why the job cannot run out of core, or NULL when it can (FDK, CGLS,
+ * SIRT, SART or MLEM of line integrals in one process, not a helix; a streaming FDK
  * waits for its whole stack, then runs from it). */
 static const char *not_out_of_core(const job_spec *s)
 {
 	if (s->r.algo.name != RC_ALGO_FDK && s->r.algo.name != RC_ALGO_CGLS && s->r.algo.name != RC_ALGO_SIRT &&
-	    s->r.algo.name != RC_ALGO_MLEM)
-		return "out of core, only fdk, cgls, sirt and mlem run";
+	    s->r.algo.name != RC_ALGO_MLEM && s->r.algo.name != RC_ALGO_SART)
+		return "out of core, only fdk, cgls, sirt, sart and mlem run";
 	if (s->in.intensity)
-		return "out of core, fdk, cgls, sirt and mlem run from line integrals only";
+		return "out of core, fdk and the iterative methods run from line integrals only";
 	if (s->r.geom.type == RC_GEOM_HELIX) /* its own slabs hold only the views each needs */
 		return "out of core, a helix is not planned (its helical fdk already holds only the views a slab needs)";
 	if (s->ranks > 1) /* each rank runs its share in core (docs/cluster.md) */
@@ -44,7 +44,7 @@ int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc
 	char least[sizeof e.msg + 8] = "";
 	if (!why && rc_geom_new(&s->r.geom, &s->r.vol, NULL, &g, &e) == 0) {
 		int cgls = s->r.algo.name != RC_ALGO_FDK;
-		/* cgls, sirt: slabs and chunks of views (core/plan/ooc_iter.h),
+		/* cgls, sirt, sart, mlem: slabs and chunks (or blocks) of views (core/plan/ooc_iter.h),
 		 * where their parameters allow */
 		why = cgls ? rc_ooc_iter_refusal(&s->r, g) : NULL;
 		rc = why ? RC_EUNSUPPORTED

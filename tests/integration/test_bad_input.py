@@ -248,15 +248,16 @@ def main():
     huge["volume"].update(nx=16384, ny=16384, nz=16384)
     huge["volume"]["voxel_mm"] = [0.002, 0.002, 0.002]
     # With the machine's memory budget (no --memory-limit) the same volume
-    # as a SART job, which has no out-of-core plan (docs/server.md "Out of
-    # core"; SIRT would be planned out of core and meet the disk's check), is
-    # refused first for its memory (docs/server.md "Memory"): 422
-    # unsupported, field volume, naming the bytes needed and the budget.
+    # as a ray-cast SIRT job, which has no out-of-core plan (docs/server.md
+    # "Out of core": ray casting does not add up over slabs; with a
+    # voxel-driven pair it would be planned out of core and meet the disk's
+    # check), is refused first for its memory (docs/server.md "Memory"):
+    # 422 unsupported, field volume, naming the bytes needed and the budget.
     d = Daemon(extra=["--max-job-bytes", str(1 << 50)]).start()
     api = d.api()
-    huge_sart = dict(huge, algorithm={"name": "sart", "iterations": 3})
+    huge_raycast = dict(huge, algorithm={"name": "sirt", "iterations": 3, "projector": "raycast"})
     doc = expect(api, "a job larger than the machine's memory", 422, "unsupported", "POST", "/v1/jobs",
-                 json.dumps(huge_sart).encode(), J)
+                 json.dumps(huge_raycast).encode(), J)
     err = (doc or {}).get("error") or {}
     msg = err.get("message", "")
     check("the memory refusal names the field volume, the bytes needed and the budget",

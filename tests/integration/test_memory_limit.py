@@ -3,8 +3,9 @@
 
 A daemon started with --memory-limit 64M refuses a job whose worker is
 predicted (core/plan/memory.h) to need more and that cannot run out of core
-(FDK, CGLS, SIRT and MLEM do: test_out_of_core.py, test_out_of_core_cgls.py;
-SART does not): 64^3 SART from 90 views of 128x128
+(FDK and the iterative methods with a voxel-driven pair do: test_out_of_core.py,
+test_out_of_core_cgls.py, test_out_of_core_sart.py; ray casting does not add up
+over slabs): 64^3 SART with algorithm.projector "raycast" from 90 views of 128x128
 (the process, a 5.9 MB stack, its vectors, the volumes) is 422
 `unsupported`, field `volume`, the message naming the bytes needed (the
 prediction, which the unit test holds within 30 % above measured peaks), the
@@ -33,7 +34,8 @@ LIMIT = 64 << 20
 
 def big_spec():
     s = phantom.cone_spec(n=64, voxel=1.0, views=90, nu=128, nv=128, du=1.5, dv=1.5,
-                          algorithm={"name": "sart", "iterations": 3}, label="too-big-for-64M")
+                          algorithm={"name": "sart", "iterations": 3, "projector": "raycast"},
+                          label="too-big-for-64M")
     return s
 
 
@@ -62,7 +64,8 @@ def main():
     # where the long object's extension (bounded from the spec) is what does
     # not fit, the refusal says what the asked volume alone needs
     ext = phantom.cone_spec(n=59, voxel=1.0, views=24, nu=128, nv=128, du=1.5, dv=1.5,
-                            algorithm={"name": "sart", "iterations": 3}, label="extension-over-64M")
+                            algorithm={"name": "sart", "iterations": 3, "projector": "raycast"},
+                            label="extension-over-64M")
     st, _, body, doc = api.post_json("/v1/jobs", ext)
     msg = ((doc or {}).get("error") or {}).get("message", "")
     log("sart whose extension does not fit: %d %s" % (st, body[:400]))

@@ -115,8 +115,8 @@ def main():
           "%s %s %s" % (j["state"], json.dumps(j.get("error")), json.dumps(j.get("stream"))))
     st, _, vol, _ = api.get("/v1/jobs/%s/volume?format=raw" % job["id"], timeout=120)
     check("its volume is the batch one", st == 200 and vol == ooc.tobytes(), "%d %d" % (st, len(vol)))
-    refused(api, d.store, spec({"name": "sart", "iterations": 3}), "sart under 64M",
-            ["needs about", "out of core, only fdk, cgls, sirt and mlem run", str(LIMIT), "smaller volume", "--memory-limit"])
+    refused(api, d.store, spec({"name": "sirt", "iterations": 3, "projector": "raycast"}), "ray-cast sirt under 64M",
+            ["needs about", "voxel-driven pair", str(LIMIT), "smaller volume", "--memory-limit"])
     d.stop()
 
     d = Daemon(extra=["--memory-limit", "48M"]).start()

@@ -1,5 +1,5 @@
 /*
- * test_ooc_iter: out-of-core CGLS, SIRT and MLEM (core/plan/ooc_iter.h).  Slabs of a few
+ * test_ooc_iter: out-of-core CGLS, SIRT, MLEM, SART and OS-EM (core/plan/ooc_iter.h).  Slabs of a few
  * slices and chunks of a few views, every vector in a file, give the
  * in-memory CGLS (rc_recon_run, the same voxel-driven pair) to 1e-5 (max
  * abs over max) from zero and from the FDK start, with the splat and the
@@ -15,8 +15,13 @@
  * not refused where in memory the extension falls back to the asked
  * volume.  The plan: in core where the job fits, slabs and chunks whose
  * predicted peak fits a smaller budget (with TV thinner than without),
- * refusals of ray casting, extend "on" and SART; its I/O figure's TV part
- * is the bytes TV adds to a measured iteration (CGLS, SIRT); the stack's
+ * refusals of ray casting and extend "on"; SART in blocks of its subsets' views (a
+ * block too big refused naming algorithm.subsets); its I/O figure's TV part
+ * is the bytes TV adds to a measured iteration (CGLS, SIRT), SART's figure
+ * (2 S V + 2 P) a measured iteration's, TV adding nothing; SART (default
+ * subsets, FDK start, both ways to the column sums, its defaults with TV
+ * steps in flight and the stop rules) and OS-EM give the in-memory run to
+ * 1e-5 (test_sart, test_osem); the stack's
  * statistics pass comes after the FDK start (I/O before its phase); a
  * cancel stops the run.
  */
@@ -33,8 +38,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/colsum.h"
 #include "plan/extend.h"
 #include "plan/memory.h"
+#include "plan/open.h"
 #include "plan/ooc_iter.h"
 #include "geometry/phantom.h"
 #include "plan/recon.h"
@@ -520,10 +527,194 @@ static void test_mlem(void **state)
 	data_ball = 0;
 	rc_geom *g = geom_of(&s);
 	s.algo.subsets = 4;
-	assert_non_null(rc_ooc_iter_refusal(&s, g));
+	assert_null(rc_ooc_iter_refusal(&s, g));
+	assert_int_equal(rc_ooc_iter_subsets(&s), 4);
 	s.algo.subsets = 1;
 	assert_null(rc_ooc_iter_refusal(&s, g));
+	assert_int_equal(rc_ooc_iter_subsets(&s), 0);
 	rc_geom_free(g);
+}
+
+/* SART (ordered subsets, rc_sart_core) out of core: a block of views at a
+ * time, x read and written once per block.  Its default subsets (36 views:
+ * 3 blocks), from zero and from FDK, with the column sums' closed form and
+ * (a detector that misses the volume's corners) recomputed per slab; with
+ * its defaults (FDK start, TV with 4 steps per block in flight, the stop
+ * rules, stagnation and tolerance stopping early); with 12 blocks (a TV
+ * step each); slabs of one slice.  On the
+ * ball (inside the volume) to 1e-5; on the smooth object over the whole
+ * detector (mass beyond the volume, which its last slice takes up through
+ * rays of small row and column sums) to 2e-5 in slabs and 1e-6 in one
+ * slab: the slabs' float sums of A x, not the method, differ there. */
+static void test_sart(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	rc_algo_params_plain(&s.algo, RC_ALGO_SART);
+	s.algo.subsets = 0;
+	s.algo.projector = RC_PROJECTOR_SPLAT;
+	s.algo.extend = RC_EXTEND_OFF;
+	s.algo.iterations = 4;
+	assert_int_equal(rc_ooc_iter_subsets(&s), 3);
+	double e = compare(&s, 24, 1);
+	print_message("sart, 3 blocks, smooth object beyond the volume, zero start, one slab: error %.2e\n", e);
+	assert_true(e <= 1e-6);
+	e = compare(&s, 5, 1);
+	print_message("sart, 3 blocks, smooth object beyond the volume, zero start, slabs of 5: error %.2e\n", e);
+	assert_true(e <= 2e-5);
+	data_ball = 1;
+	e = compare(&s, 5, 1);
+	print_message("sart, 3 blocks, zero start, slabs of 5: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	s.algo.initial = RC_INITIAL_FDK;
+	s.algo.nonnegative = 1;
+	s.algo.relaxation = 0.8;
+	e = compare(&s, 7, 1);
+	print_message("sart, fdk start, nonnegative, lambda 0.8, slabs of 7: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	/* a narrow detector: the closed form does not hold, C_s back-projected */
+	rc_recon_spec n;
+	cone_spec(&n, 24, 20, 30);
+	n.algo = s.algo;
+	rc_geom *g = geom_of(&n);
+	assert_false(rc_colsum_form_may_hold(g));
+	rc_geom_free(g);
+	g = geom_of(&s);
+	assert_true(rc_colsum_form_may_hold(g));
+	rc_geom_free(g);
+	e = compare(&n, 5, 1);
+	print_message("sart, narrow detector (column sums recomputed), slabs of 5: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	rc_algo_params_default(&s.algo, RC_ALGO_SART);
+	s.algo.iterations = 10;
+	assert_int_equal(rc_ooc_iter_tv_steps(&s), 4);
+	e = compare(&s, 5, 1);
+	print_message("sart defaults, slabs of 5: %d iterations (%s), error %.2e\n", mem_last.it, mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	s.algo.subsets = 12;
+	s.algo.iterations = 3;
+	assert_int_equal(rc_ooc_iter_tv_steps(&s), 1);
+	e = compare(&s, 4, 1);
+	print_message("sart defaults, 12 blocks, slabs of 4: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	s.algo.subsets = 0;
+	s.algo.iterations = 2;
+	e = compare(&s, 1, 1);
+	print_message("sart defaults, 2 iterations, slabs of 1: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	/* the stop rules early: stagnation, then the tolerance (the residual
+	 * summed over the blocks, each before its update) */
+	s.algo.iterations = 30;
+	s.algo.stop_discrepancy = 0;
+	s.algo.stop_stagnation = 0.2;
+	e = compare(&s, 5, 1);
+	print_message("sart defaults, stagnation 0.2: stopped after %d (%s), error %.2e\n", mem_last.it,
+		      mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	assert_true(mem_last.it < s.algo.iterations);
+	assert_string_equal(mem_last.stopped, "stagnation");
+	s.algo.stop_stagnation = 0;
+	s.algo.stop_tolerance = 0.05;
+	e = compare(&s, 5, 1);
+	print_message("sart defaults, tolerance 0.05: stopped after %d (%s), error %.2e\n", mem_last.it,
+		      mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	assert_true(mem_last.it < s.algo.iterations);
+	assert_string_equal(mem_last.stopped, "tolerance");
+	data_ball = 0;
+}
+
+/* OS-EM (MLEM with 4 subsets): from its constant start, and its defaults
+ * (FDK start floored, TV, the stop rules) */
+static void test_osem(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	data_ball = 1;
+	rc_algo_params_plain(&s.algo, RC_ALGO_MLEM);
+	s.algo.extend = RC_EXTEND_OFF;
+	s.algo.subsets = 4;
+	s.algo.projector = RC_PROJECTOR_SPLAT;
+	s.algo.iterations = 4;
+	double e = compare(&s, 5, 1);
+	print_message("os-em, 4 subsets, constant start, slabs of 5: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	/* blocks of 5 and 6 views (36 over 7), the forward pass of ones in
+	 * chunks of the largest */
+	s.algo.subsets = 7;
+	e = compare(&s, 6, 1);
+	print_message("os-em, 7 subsets, constant start, slabs of 6: error %.2e\n", e);
+	assert_true(e <= 1e-5);
+	s.algo.subsets = 4;
+	rc_algo_params_default(&s.algo, RC_ALGO_MLEM);
+	s.algo.subsets = 4;
+	s.algo.iterations = 6;
+	e = compare(&s, 7, 1);
+	print_message("os-em defaults, 4 subsets, slabs of 7: %d iterations (%s), error %.2e\n", mem_last.it,
+		      mem_last.stopped, e);
+	assert_true(e <= 1e-5);
+	data_ball = 0;
+}
+
+/* The bytes one backend's opening reads (/proc/cpuinfo and the like: a
+ * slab's projection opens one, slab_project) */
+static uint64_t open_io(const rc_recon_spec *s)
+{
+	rc_geom *g = geom_of(s);
+	rc_err err;
+	uint64_t t0 = io_now();
+	for (int k = 0; k < 10; k++) {
+		rc_backend *b = NULL;
+		assert_int_equal(rc_backend_open(RC_ENGINE_CPU, NULL, 0, s, g, &b, &err), 0);
+		rc_backend_free(b);
+	}
+	uint64_t per = (io_now() - t0) / 10;
+	rc_geom_free(g);
+	return per;
+}
+
+/* SART's I/O per iteration is the plan's figure: x read and written once
+ * per block, the block's p and R read (2 S V + 2 P), TV's steps (4 per
+ * block here) in memory; besides it, the opening of a slab's backend twice
+ * per slab and block (its back projection, the next block's projection:
+ * the closed form's column sums take none), measured apart */
+static void test_sart_io(void **state)
+{
+	(void)state;
+	const int nzs = 5;
+	uint64_t plain = 0;
+	for (int tv = 0; tv < 2; tv++) {
+		rc_recon_spec s;
+		cone_spec(&s, 24, 36, 30);
+		rc_algo_params_plain(&s.algo, RC_ALGO_SART);
+		s.algo.subsets = 0;
+		s.algo.projector = RC_PROJECTOR_SPLAT;
+		s.algo.extend = RC_EXTEND_OFF;
+		if (tv) {
+			s.algo.tv_weight = 0.05;
+			s.algo.tv_steps = 10;
+		}
+		uint64_t io = iteration_io(&s, nzs, 1, 2);
+		rc_ooc_plan p = { .slab_nz = nzs, .chunks = 3, .slabs = (24 + nzs - 1) / nzs, .rows = 30 };
+		uint64_t fig = rc_ooc_iter_io(&s, &p);
+		uint64_t V = 4ull * 24 * 24 * 24, P = 4ull * 36 * 36 * 30;
+		print_message("sart%s: an iteration's I/O %llu bytes, the figure %llu (2 S V + 2 P = %llu)\n",
+			      tv ? " with TV" : "", (unsigned long long)io, (unsigned long long)fig,
+			      (unsigned long long)(2 * 3 * V + 2 * P));
+		uint64_t opens = 2 * 3 * 5 * open_io(&s);
+		print_message("  besides the figure: %lld bytes; 30 backends' opening %llu\n", (long long)io - (long long)fig,
+			      (unsigned long long)opens);
+		assert_int_equal(fig, 2 * 3 * V + 2 * P);
+		/* an opening's bytes vary by a few dozen (the files under /proc
+		 * and /sys it reads): 128 each, less than a slab's 11520 bytes */
+		assert_true(llabs((long long)io - (long long)(fig + opens)) <= 30 * 128);
+		/* TV's steps add no I/O (the halo read of /proc/self/io's digits aside) */
+		if (tv)
+			assert_true(llabs((long long)io - (long long)plain) <= 64);
+		plain = io;
+	}
 }
 
 /* extend auto: the verdict from the file is the in-memory one; where the
@@ -650,8 +841,21 @@ static void test_plan(void **state)
 	assert_non_null(strstr(err.msg, "algorithm.extend"));
 	s.algo.extend = RC_EXTEND_OFF;
 	s.algo.tv_weight = 0;
+	/* SART plans in blocks of its default subsets' views (36 views: 3 blocks of 12) */
 	s.algo.name = RC_ALGO_SART;
-	assert_int_equal(rc_ooc_plan_iter(&s, g, budget, &p, &err), RC_EUNSUPPORTED);
+	s.algo.subsets = 0;
+	budget += (uint64_t)1 << 20; /* two blocks of 12 views: 0.7 MiB */
+	if (rc_ooc_plan_iter(&s, g, budget, &p, &err))
+		fail_msg("sart's plan: %s", err.msg);
+	print_message("sart under %llu: %d slabs of %d, %d blocks, %llu bytes\n", (unsigned long long)budget, p.slabs,
+		      p.slab_nz, p.chunks, (unsigned long long)p.predicted_bytes);
+	assert_true(p.slabs > 1);
+	assert_int_equal(p.chunks, 3);
+	assert_true(p.predicted_bytes <= budget);
+	/* one block (all 36 views) with one slice does not fit: refused naming the subsets */
+	s.algo.subsets = 1;
+	assert_int_equal(rc_ooc_plan_iter(&s, g, RC_MEM_BASE + ((uint64_t)1 << 19), &p, &err), RC_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "algorithm.subsets"));
 	rc_geom_free(g);
 }
 
@@ -665,6 +869,9 @@ int main(void)
 		cmocka_unit_test(test_stop_rules),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_mlem),
+		cmocka_unit_test(test_sart),
+		cmocka_unit_test(test_osem),
+		cmocka_unit_test(test_sart_io),
 		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_extend_on_fallback),
 		cmocka_unit_test(test_tv_io),

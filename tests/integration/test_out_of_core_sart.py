@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Out-of-core SART with a job's defaults (docs/server.md, "Out of core"; core/plan/ooc_iter.h).
+
+A daemon started with --memory-limit 64M accepts a SART job that names only
+the algorithm and its iterations: its default ordered subsets (views / 10: 4
+blocks of 10 views), the FDK start, TV with the weight the data's noise sets
+(3 steps per block), the stop rules.  Its volume (160^3, 16 MiB) and the
+in-core vectors exceed the budget, so it is planned out of core in blocks of
+views (memory_plan.chunks 4).  It succeeds with its peak_rss_mb under the
+budget, stops after the same iteration as the in-memory run of a daemon
+without the limit, and its volume equals that run's to 1e-5 (max abs
+difference over max abs).  An OS-EM job (MLEM with 4 subsets) of the same
+size is planned out of core too (test_ooc_iter.c runs it against memory).
+"""
+
+import json
+
+from recond_harness import Daemon, check, log, require_binaries, run_main
+from ooc_common import against_in_core, cone_job, noisy_stack, run
+
+LIMIT = 64 << 20
+N, VIEWS, DET, ITER = 160, 40, 128, 4
+
+
+def spec():
+    return cone_job(N, VIEWS, DET, {"name": "sart", "iterations": ITER}, "out-of-core-sart")
+
+
+def stopped(j):
+    p = j.get("progress") or {}
+    return (p.get("iteration"), p.get("stopped"))
+
+
+def main():
+    require_binaries()
+    s = spec()
+    data = noisy_stack(s, VIEWS, 0.02, zero_mean=True)
+
+    d = Daemon(extra=["--memory-limit", "64M"]).start()
+    job, j, ooc = run(d.api(), s, data, "default sart under 64M")
+    plan = job["summary"].get("memory_plan") or {}
+    log("plan at creation: %s" % json.dumps(plan))
+    check("the default sart job is planned out of core in its 4 blocks of views",
+          plan.get("mode") == "out_of_core" and plan.get("slabs", 0) > 1 and plan.get("chunks") == 4
+          and 0 < plan.get("predicted_bytes", 0) <= LIMIT, json.dumps(plan))
+    check("the job shows the plan that ran", (j.get("memory_plan") or {}).get("mode") == "out_of_core",
+          json.dumps(j.get("memory_plan")))
+    rss = j.get("peak_rss_mb")
+    log("out of core: peak %s MiB, %s s, progress %s" % (rss, (j.get("timings") or {}).get("recon_s"),
+                                                         json.dumps(j.get("progress"))))
+    check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= LIMIT, str(rss))
+    o = spec()
+    o["algorithm"] = {"name": "mlem", "iterations": ITER, "subsets": 4}
+    mp = d.api().create(o)["summary"].get("memory_plan") or {}
+    check("os-em (mlem, 4 subsets) under 64M is planned out of core", mp.get("mode") == "out_of_core"
+          and mp.get("chunks") == 4 and 0 < mp.get("predicted_bytes", 0) <= LIMIT, json.dumps(mp))
+    d.stop()
+
+    whole = {}
+
+    def keep(j_in):
+        whole["j"] = j_in
+
+    against_in_core(s, data, LIMIT, ooc, on_job=keep)
+    log("iterations: out of core %s, in core %s" % (stopped(j), stopped(whole["j"])))
+    check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
+          "%s %s" % (stopped(j), stopped(whole["j"])))
+
+
+if __name__ == "__main__":
+    run_main(main)
