@@ -171,8 +171,9 @@ static uint64_t dg_bytes(const unsigned char *p, int64_t n, uint64_t seed)
 struct dg {
 	const unsigned char *const *p;
 	const int64_t *len;
-	int64_t *first; /* each section's first chunk number (nsec + 1 entries) */
-	uint64_t *out;  /* each chunk's hash */
+	int64_t *first;       /* each section's first chunk number (nsec + 1 entries) */
+	uint64_t *out;        /* each chunk's hash */
+	const uint32_t *cols; /* a load's: an index section's column count (0: not one), or NULL */
 };
 
 static int dg_task(int64_t c, int worker, void *ud)
@@ -184,7 +185,15 @@ static int dg_task(int64_t c, int worker, void *ud)
 		i++;
 	int64_t at = (c - d->first[i]) * DG_CHUNK, n = d->len[i] - at < DG_CHUNK ? d->len[i] - at : DG_CHUNK;
 	d->out[c] = dg_bytes(d->p[i] + at, n, (uint64_t)c);
-	return 0;
+	if (!d->cols || !d->cols[i])
+		return 0;
+	/* an index section's columns checked while its chunk is in cache (the
+	 * padding too; its length is a multiple of 4, as DG_CHUNK) */
+	const uint32_t *q = (const uint32_t *)(const void *)(d->p[i] + at);
+	uint32_t bad = 0, cols = d->cols[i];
+	for (int64_t e = 0; e < n / 4; e++)
+		bad |= q[e] >= cols;
+	return bad ? -1 : 0;
 }
 
 /* The chunks of nsec sections of len[i] bytes. */
@@ -197,16 +206,17 @@ static int64_t dg_count(const int64_t *len, int nsec)
 }
 
 /* The digest of sections p[i] of len[i] bytes and of the header h (its
- * digest field taken as 0); 0 or -1 (out of memory). */
-static int digest(const unsigned char *const *p, const int64_t *len, int nsec, const struct hdr *h, int threads,
-		  uint64_t *ret)
+ * digest field taken as 0); 0, or -1 (out of memory, or cols given and an
+ * index section holds a column at or above its cols[i]). */
+static int digest(const unsigned char *const *p, const int64_t *len, int nsec, const struct hdr *h,
+		  const uint32_t *cols, int threads, uint64_t *ret)
 {
 	int64_t first[NZ_MAX_SECTIONS + 1];
 	first[0] = 0;
 	for (int i = 0; i < nsec; i++)
 		first[i + 1] = first[i] + (len[i] + DG_CHUNK - 1) / DG_CHUNK;
 	int64_t n = first[nsec];
-	struct dg d = { p, len, first, malloc((size_t)(n ? n : 1) * sizeof(uint64_t)) };
+	struct dg d = { p, len, first, malloc((size_t)(n ? n : 1) * sizeof(uint64_t)), cols };
 	if (!d.out)
 		return -1;
 	int rc = rc_par_for(n, 1, threads, dg_task, &d);
@@ -382,13 +392,18 @@ static int rd_sec(void *ud, int i, void **pp, int64_t bytes)
 	return 0;
 }
 
-/* Row pointers from 0, in order, ending at nnz; indices below cols (the
- * padding too): checked in chunks over the threads. */
+/* Row pointers from 0, in order, ending at nnz, checked in chunks over the
+ * threads; each run's index array and column count listed (struct idxs)
+ * for the digest's pass, which checks the indices as it reads them. */
 struct chk {
 	const int64_t *ptr;
 	int64_t nptr;
-	const uint32_t *idx;
-	int64_t nidx, cols;
+};
+
+struct idxs {
+	int n;
+	const uint32_t *idx[8];
+	uint32_t cols[8];
 };
 
 #define CHK_CHUNK (1 << 20)
@@ -404,42 +419,33 @@ static int chk_ptr(int64_t item, int worker, void *ud)
 	return 0;
 }
 
-static int chk_idx(int64_t item, int worker, void *ud)
+static int check_run(const int64_t *ptr, int64_t nptr, int64_t end, const uint32_t *idx, int64_t cols, int threads,
+		     struct idxs *ix)
 {
-	(void)worker;
-	const struct chk *c = ud;
-	int64_t a = item * CHK_CHUNK, b = a + CHK_CHUNK < c->nidx ? a + CHK_CHUNK : c->nidx;
-	uint32_t bad = 0, cols = (uint32_t)c->cols;
-	for (int64_t i = a; i < b; i++)
-		bad |= c->idx[i] >= cols;
-	return bad ? -1 : 0;
+	if (nptr < 1 || ptr[0] != 0 || ptr[nptr - 1] != end || cols <= 0 || cols > UINT32_MAX || ix->n >= 8)
+		return -1;
+	ix->idx[ix->n] = idx;
+	ix->cols[ix->n++] = (uint32_t)cols;
+	struct chk c = { ptr, nptr };
+	return rc_par_for((nptr - 1 + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_ptr, &c);
 }
 
-static int check_run(const int64_t *ptr, int64_t nptr, int64_t end, const uint32_t *idx, int64_t cols, int threads)
+static int check_groups(const rc_spm16p *p, int64_t rows, int64_t cols, int threads, struct idxs *ix)
 {
-	if (nptr < 1 || ptr[0] != 0 || ptr[nptr - 1] != end || cols <= 0 || cols > UINT32_MAX)
+	if (check_run(p->sptr, p->pairs + 1, p->sptr[p->pairs], p->sidx, cols, threads, ix))
 		return -1;
-	struct chk c = { ptr, nptr, idx, ents(end), cols };
-	return rc_par_for((nptr - 1 + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_ptr, &c) ||
-	       rc_par_for((c.nidx + CHK_CHUNK - 1) / CHK_CHUNK, 1, threads, chk_idx, &c);
+	if (p->group == 4 && check_run(p->qptr, rows / 4 + 1, p->qptr[rows / 4], p->qidx, cols, threads, ix))
+		return -1;
+	return check_run(p->rest.ptr, rows + 1, p->rest.nnz, p->rest.idx, cols, threads, ix);
 }
 
-static int check_groups(const rc_spm16p *p, int64_t rows, int64_t cols, int threads)
+static int check_layout(const rc_bsr_cpu *c, int group, int threads, struct idxs *ix)
 {
-	if (check_run(p->sptr, p->pairs + 1, p->sptr[p->pairs], p->sidx, cols, threads))
+	if (check_run(c->a.ptr, c->a.rows + 1, c->a.nnz, c->a.idx, c->a.cols, threads, ix) ||
+	    check_run(c->at.ptr, c->at.rows + 1, c->at.nnz, c->at.idx, c->at.cols, threads, ix))
 		return -1;
-	if (p->group == 4 && check_run(p->qptr, rows / 4 + 1, p->qptr[rows / 4], p->qidx, cols, threads))
-		return -1;
-	return check_run(p->rest.ptr, rows + 1, p->rest.nnz, p->rest.idx, cols, threads);
-}
-
-static int check_layout(const rc_bsr_cpu *c, int group, int threads)
-{
-	if (check_run(c->a.ptr, c->a.rows + 1, c->a.nnz, c->a.idx, c->a.cols, threads) ||
-	    check_run(c->at.ptr, c->at.rows + 1, c->at.nnz, c->at.idx, c->at.cols, threads))
-		return -1;
-	return group && (check_groups(&c->ap, c->a.rows, c->a.cols, threads) ||
-			 check_groups(&c->atp, c->at.rows, c->at.cols, threads));
+	return group && (check_groups(&c->ap, c->a.rows, c->a.cols, threads, ix) ||
+			 check_groups(&c->atp, c->at.rows, c->at.cols, threads, ix));
 }
 
 int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc_bsr_cpu **ret, rc_nz_meta *meta)
@@ -485,12 +491,21 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	struct rd r = { &h, b, sb.st_size };
 	if (walk(c, group, rd_sec, &r) != h.nsec)
 		goto out;
+	struct idxs ix = { 0 };
+	if (check_layout(c, group, threads, &ix))
+		goto out;
+	/* one read of the file: the digest (a torn file's zero pages pass the
+	 * structural checks) and the indices' columns */
 	const unsigned char *sec[NZ_MAX_SECTIONS];
-	for (int i = 0; i < h.nsec; i++)
+	uint32_t cols[NZ_MAX_SECTIONS] = { 0 };
+	for (int i = 0; i < h.nsec; i++) {
 		sec[i] = b + h.off[i];
+		for (int j = 0; j < ix.n; j++)
+			if (sec[i] == (const unsigned char *)ix.idx[j])
+				cols[i] = ix.cols[j];
+	}
 	uint64_t dg;
-	/* the digest first: a torn file's zeros pass the checks below */
-	if (digest(sec, h.len, (int)h.nsec, &h, threads, &dg) || dg != h.digest || check_layout(c, group, threads))
+	if (digest(sec, h.len, (int)h.nsec, &h, cols, threads, &dg) || dg != h.digest)
 		goto out;
 	c->isa = rc_bsr_cpu_isa();
 	rc_bsr_cpu_input_init(c);
