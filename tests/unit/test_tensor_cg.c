@@ -474,6 +474,18 @@ static void test_layout_cache(void **state)
 	run_vol(&s, proj, v1, &rep);
 	assert_string_equal(rep.matrix.cache, "miss");
 	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	/* a job that starts while another writer's file is half written: the
+	 * writer's temp file is never read (a miss, built; the file there
+	 * again), and the next job maps the renamed file */
+	snprintf(cmd, sizeof cmd,
+		 "f=$(ls '%s'/nz-*.bin) && head -c $(( $(stat -c %%s $f) / 2 )) $f > $f.tmp.999 && rm $f", dir);
+	assert_int_equal(system(cmd), 0);
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	run_vol(&s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
 	/* another geometry (one view more): its own file */
 	fill_spec(&s, ang, 41, 32, 3);
 	s.algo.iterations = 4;
