@@ -1,8 +1,8 @@
 /*
  * bsr_cpu_cache: the CPU layout on disk (bsr_cpu_cache.h).
  *
- * File: "RCNZCPU1", u64 key length, key bytes, then struct hdr (counts,
- * the report's numbers, the offset and length of every section), then the
+ * File: "RCNZCPU2", u64 key length, key bytes, then struct hdr (counts,
+ * the report's numbers, the offset and length of every section, the digest), then the
  * sections, each at a 64-byte aligned offset, in the order walk() visits
  * them: A (ptr, idx, val), A^T, then for a layout with row groups A's and
  * A^T's groups (pair pointers, indices, weights; with groups of four the
