@@ -12,8 +12,10 @@
  * and every array of the rc_bsr_cpu (A, A^T, their row groups), each at a
  * 64-byte aligned offset, so the loaded layout points into the mapping.  A
  * file that does not validate (short, another key, sections that do not
- * add up, row pointers out of order, columns out of range) is a miss.
- * Written as temp file, fsync, rename, fsync of the directory.  A loaded
+ * add up, a digest of the sections and header that differs from the one
+ * stored, row pointers out of order, columns out of range) is a miss.
+ * Written as temp file and renamed (then the directory fsync'd), the file
+ * itself not fsync'd: a crash's torn file fails the digest.  A loaded
  * layout keeps the file open under a shared lock until it is freed, so the
  * cache's pruning (matrix_cache.h) never deletes a file a job maps.
  * The fp16 weights serve every input the products take (fp32, fp16, bf16:
