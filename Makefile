@@ -26,7 +26,7 @@ SHELL := /bin/bash
 BUILD   ?= build
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson uuid sqlite3 libpq fftw3f fftw3 OpenCL libcurl libsystemd cmocka libarchive libpng \
+PKGS    := libmicrohttpd jansson uuid sqlite3 libpq fftw3f fftw3 OpenCL libxxhash libcurl libsystemd cmocka libarchive libpng \
            libxml-2.0
 
 # Portable baseline (any x86-64); wider paths are separate files chosen at run time.
@@ -53,7 +53,7 @@ LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lniftiio -lznz -lz 
 LDLIBS    += -ldcmnet -ldcmdata -loflog -lofstd -lstdc++
 # What libreconcore.a needs (mk/cuda.mk adds the CUDA runtime); the worker
 # links this, jansson and libxml2, nothing of the daemon's.
-CORE_LDLIBS := $(shell pkg-config --libs fftw3f fftw3 OpenCL 2>/dev/null) -lm -lpthread
+CORE_LDLIBS := $(shell pkg-config --libs fftw3f fftw3 OpenCL libxxhash 2>/dev/null) -lm -lpthread
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma
 

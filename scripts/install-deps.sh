@@ -6,7 +6,7 @@ pkgs=(
   build-essential pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libjansson-dev uuid-dev libsqlite3-dev libpq-dev postgresql-15
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  libcmocka-dev libfftw3-dev libcurl4-openssl-dev libsystemd-dev
+  libcmocka-dev libfftw3-dev libxxhash-dev libcurl4-openssl-dev libsystemd-dev
   libnifti2-dev nettle-dev libpng-dev libxml2-dev
   libdcmtk-dev libarchive-dev orthanc orthanc-dicomweb dicom3tools python3-pydicom python3-numpy
   python3 python3-yaml python3-jsonschema curl jq

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "projectors/dd_matrix.h"
 #include "projectors/matrix_cache.h"
@@ -128,44 +129,18 @@ static int walk(rc_bsr_cpu *c, int group, sec_fn fn, void *ud)
 /* --- digest --------------------------------------------------------------- */
 
 /* 64-bit digest of the sections: each section in chunks of DG_CHUNK bytes,
- * a chunk hashed in four lanes of 8-byte words (multiply, rotate), its
- * number the seed; the chunks' hashes folded in order.  Not cryptographic:
- * it tells a torn or damaged file (the cache directory is the daemon's own),
- * at memory speed over the threads. */
+ * a chunk hashed by XXH3 (libxxhash) with its number as the seed, the
+ * chunks' hashes hashed in order with the header's hash as the seed.  Not
+ * cryptographic: it tells a torn or damaged file (the cache directory is
+ * the daemon's own), at memory speed over the threads. */
 #define DG_CHUNK ((int64_t)1 << 20)
-#define DG_P1 0x9E3779B185EBCA87ull
-#define DG_P2 0xC2B2AE3D27D4EB4Full
-#define DG_P3 0x165667B19E3779F9ull
 
-static uint64_t rotl64(uint64_t x, int r) { return x << r | x >> (64 - r); }
+static uint64_t dg_bytes(const void *p, int64_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, (size_t)n, seed); }
 
-static uint64_t dg_round(uint64_t h, uint64_t w) { return rotl64(h + w * DG_P2, 31) * DG_P1; }
-
-static uint64_t dg_mix(uint64_t h)
+/* The digest of a header (its digest field 0) and its n chunks' hashes. */
+static uint64_t dg_fold(const struct hdr *hz, const uint64_t *chunk, int64_t n)
 {
-	h ^= h >> 33;
-	h *= DG_P2;
-	h ^= h >> 29;
-	h *= DG_P3;
-	return h ^ h >> 32;
-}
-
-static uint64_t dg_bytes(const unsigned char *p, int64_t n, uint64_t seed)
-{
-	uint64_t h0 = seed + DG_P1, h1 = seed ^ DG_P2, h2 = seed + DG_P3, h3 = ~seed;
-	int64_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		uint64_t w[4];
-		memcpy(w, p + i, sizeof w);
-		h0 = dg_round(h0, w[0]);
-		h1 = dg_round(h1, w[1]);
-		h2 = dg_round(h2, w[2]);
-		h3 = dg_round(h3, w[3]);
-	}
-	uint64_t h = rotl64(h0, 1) + rotl64(h1, 7) + rotl64(h2, 12) + rotl64(h3, 18) + (uint64_t)n;
-	for (; i < n; i++)
-		h = dg_round(h, p[i]);
-	return dg_mix(h);
+	return dg_bytes(chunk, n * (int64_t)sizeof *chunk, dg_bytes(hz, (int64_t)sizeof *hz, (uint64_t)n));
 }
 
 struct dg {
@@ -222,11 +197,8 @@ static int digest(const unsigned char *const *p, const int64_t *len, int nsec, c
 	int rc = rc_par_for(n, 1, threads, dg_task, &d);
 	struct hdr hz = *h;
 	hz.digest = 0;
-	uint64_t f = dg_bytes((const unsigned char *)&hz, (int64_t)sizeof hz, (uint64_t)n);
-	for (int64_t c = 0; c < n; c++)
-		f = dg_round(f, d.out[c]);
+	*ret = dg_fold(&hz, d.out, n);
 	free(d.out);
-	*ret = dg_mix(f);
 	return rc ? -1 : 0;
 }
 
@@ -262,26 +234,30 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	static const unsigned char zeros[NZ_ALIGN];
 	struct hdr *h = w->h;
 	uint64_t klen = kn;
-	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *h, c = 0;
+	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *h, c = 0, n = dg_count(h->len, (int)h->nsec);
+	uint64_t *chunk = malloc((size_t)(n ? n : 1) * sizeof *chunk);
+	int rc = -1;
 	h->digest = 0;
-	uint64_t f = dg_bytes((const unsigned char *)h, (int64_t)sizeof *h, (uint64_t)dg_count(h->len, (int)h->nsec));
-	if (wr(fd, NZ_MAGIC, 8) || wr(fd, &klen, sizeof klen) || wr(fd, k, kn) || wr(fd, h, sizeof *h))
-		return -1;
+	if (!chunk || wr(fd, NZ_MAGIC, 8) || wr(fd, &klen, sizeof klen) || wr(fd, k, kn) || wr(fd, h, sizeof *h))
+		goto out;
 	for (int i = 0; i < h->nsec; i++) {
 		if (wr(fd, zeros, (size_t)(h->off[i] - at)))
-			return -1;
+			goto out;
 		const unsigned char *p = w->p[i];
 		for (int64_t o = 0; o < h->len[i]; o += DG_CHUNK, c++) {
-			int64_t n = h->len[i] - o < DG_CHUNK ? h->len[i] - o : DG_CHUNK;
-			f = dg_round(f, dg_bytes(p + o, n, (uint64_t)c));
-			if (wr(fd, p + o, (size_t)n))
-				return -1;
+			int64_t m = h->len[i] - o < DG_CHUNK ? h->len[i] - o : DG_CHUNK;
+			chunk[c] = dg_bytes(p + o, m, (uint64_t)c);
+			if (wr(fd, p + o, (size_t)m))
+				goto out;
 		}
 		at = h->off[i] + h->len[i];
 	}
-	h->digest = dg_mix(f);
+	h->digest = dg_fold(h, chunk, n);
 	/* no fsync: a torn file fails the digest at its load */
-	return pwrite(fd, h, sizeof *h, (off_t)(16 + kn)) == (ssize_t)sizeof *h ? 0 : -1;
+	rc = pwrite(fd, h, sizeof *h, (off_t)(16 + kn)) == (ssize_t)sizeof *h ? 0 : -1;
+out:
+	free(chunk);
+	return rc;
 }
 
 int64_t rc_bsr_cpu_file_bytes(const rc_geom *g, int frag, const rc_bsr_cpu *c)
