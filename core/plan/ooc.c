@@ -224,7 +224,11 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 			       "budget of %llu bytes",
 			       (unsigned long long)p->predicted_bytes, rows, (unsigned long long)budget);
 	}
-	int good = 1, bad = nz; /* need(good) fits, need(bad) does not */
+	/* need(good) fits, need(bad) does not.  Filtered once, the whole
+	 * volume as one slab may fit (the in-memory run holds the whole stack,
+	 * the slab its rows of a chunk of views): one slab pays each column's
+	 * set-up once.  Else one slab would be the in-memory run: two at least */
+	int good = 1, bad = once ? nz + 1 : nz;
 	while (bad - good > 1) {
 		int mid = good + (bad - good) / 2;
 		if (slabs_need(s, g, mid, once, &rows) <= budget)

@@ -43,7 +43,7 @@
 #include "projectors/proj_cpu.h"
 
 typedef struct rc_ooc_plan {
-	int slabs;                /* 1: in core; > 1 z-slabs, out of core */
+	int slabs;                /* z-slabs; 1 and no filtering pass: in core (rc_ooc_plan_out_of_core) */
 	int slab_nz;              /* voxels along z per slab (the last may be thinner) */
 	int rows;                 /* the most detector rows (slices for fan, parallel) a slab reads */
 	int chunks;               /* chunks of views of the filtering pass (1: none, each slab filters its rows) */
@@ -51,6 +51,14 @@ typedef struct rc_ooc_plan {
 	uint64_t predicted_bytes; /* the worker's predicted peak under this plan */
 	uint64_t budget_bytes;    /* what it was planned against; 0 = no budget */
 } rc_ooc_plan;
+
+/* Whether plan p runs out of core: in z-slabs, or as one slab whose rows
+ * come from a filtering pass chunk by chunk (the whole volume fits but not
+ * the stack beside it). */
+static inline int rc_ooc_plan_out_of_core(const rc_ooc_plan *p)
+{
+	return p->slabs > 1 || p->filter_chunk > 0;
+}
 
 /* The detector rows [*r0, *r1) (0 <= r0 <= r1 <= nv; r0 == r1: none) that
  * voxels z0..z1-1 of g's volume project onto in any view, with the rows the
@@ -65,7 +73,9 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 		    rc_err *err);
 
 /* The plan for s (an FDK job, g its geometry) under budget bytes: in core
- * (slabs 1) when rc_plan_memory(s) fits, else the thickest slabs that fit.
+ * (slabs 1) when rc_plan_memory(s) fits, else the thickest slabs that fit
+ * (one slab of the whole volume where the views are filtered once and it
+ * fits: rc_ooc_plan_out_of_core).
  * RC_EUNSUPPORTED (field "volume") when not even one slice fits: *p still
  * holds the one-slice plan, whose predicted_bytes is the least it needs. */
 int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, rc_ooc_plan *p, rc_err *err);

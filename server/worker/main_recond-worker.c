@@ -910,7 +910,7 @@ int main(int argc, char **argv)
 				&err)))
 		goto out;
 	memory_plan = job_plan_json(&mplan);
-	if (mplan.slabs > 1) {
+	if (rc_ooc_plan_out_of_core(&mplan)) {
 		rc = run_out_of_core(spec, dir, &mplan, streaming ? &sv : NULL, &err);
 		goto out;
 	}

@@ -19,7 +19,7 @@
 #include "plan/ooc.h"
 #include "spec.h"
 
-/* Runs plan p (p->slabs > 1) of spec in job directory dir; slab_done(ud,
+/* Runs plan p (rc_ooc_plan_out_of_core(p)) of spec in job directory dir; slab_done(ud,
  * done, of) after each slab (may be NULL); cancel stops it between slabs
  * and within one (RC_ECANCELLED, no volume written).  rep: the last slab's
  * run, its seconds the whole run's. */

@@ -88,7 +88,7 @@ int job_spec_plan(const job_spec *s, uint64_t budget, const char *why_budget, rc
 
 json_t *job_plan_json(const rc_ooc_plan *p)
 {
-	return json_pack("{sssisisisisIso}", "mode", p->slabs > 1 ? "out_of_core" : "in_core", "slabs", p->slabs,
+	return json_pack("{sssisisisisIso}", "mode", rc_ooc_plan_out_of_core(p) ? "out_of_core" : "in_core", "slabs", p->slabs,
 			 "slab_nz", p->slab_nz, "rows", p->rows, "chunks", p->chunks, "predicted_bytes",
 			 (json_int_t)p->predicted_bytes, "budget_bytes",
 			 p->budget_bytes ? json_integer((json_int_t)p->budget_bytes) : json_null());

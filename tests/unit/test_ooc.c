@@ -244,6 +244,12 @@ static void test_plan(void **state)
 	assert_int_equal(rc_ooc_plan_fdk(&s, g, whole, &p, &err), 0);
 	assert_int_equal(p.slabs, 1);
 	assert_true(p.predicted_bytes == whole);
+	/* just under the in-memory run: the whole volume as one filtered slab
+	 * (its rows of 32 views, not the whole stack), not two */
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, whole - 1, &p, &err), 0);
+	assert_int_equal(p.slabs, 1);
+	assert_int_equal(p.slab_nz, 96);
+	assert_true(p.filter_chunk > 0 && p.predicted_bytes < whole);
 	/* half the excess over the process: slabs */
 	uint64_t budget = RC_MEM_BASE + (whole - RC_MEM_BASE) / 3;
 	assert_int_equal(rc_ooc_plan_fdk(&s, g, budget, &p, &err), 0);
