@@ -41,7 +41,8 @@
  * The reported residual is ||p - A v|| summed over the blocks of the
  * iteration, each block measured just before its update (with S = 1: the
  * residual of the iterate the iteration started from); it costs no extra
- * projection.
+ * projection.  From `initial: zero` the first block's A v is x0 A(1), no
+ * projection (block_forward).
  */
 #include "algo/algo_util.h"
 #include "algo/colsum.h"
@@ -73,6 +74,32 @@ static int em_start(rc_backend *b, const float *proj, const rc_vec *a1, float *x
 		*eps = (float)(1e-20 * (pmax > 1.0 ? pmax : 1.0));
 	}
 	free(sums);
+	return rc;
+}
+
+/* The forward projection A_s x of a block into res.  While x is still the
+ * constant start x0 (from `initial: zero`: x0 = 0, MLEM's x0 > 0; only the
+ * first block of the first iteration sees it) that is x0 A(1), and A(1) is
+ * at hand (a1 holds it for EM; SART and SIRT start from 0): a fill, or a
+ * scale of a1, instead of a projection.  For x0 = 0 the result is the
+ * projection's to the bit (every sum of zeros is 0); for x0 > 0 it differs
+ * from A(x0 1) by the float rounding of the sums (x0 times each sum rather
+ * than the sum of x0 times each weight). */
+static int block_forward(const rc_algo_params *p, rc_backend *b, const rc_vec *x, rc_vec *res, const rc_vec *a1,
+			 int at_start, float x0, int f, int l, rc_err *err)
+{
+	if (!at_start)
+		return rc_bk_forward(b, rc_algo_fp(p, b), x, res, f, l, err);
+	int rc = rc_bk_fill(b, res, 0.0f, RC_VIEWS_ALL, err);
+	if (rc || x0 == 0.0f)
+		return rc;
+	float *a = malloc((size_t)b->nbatch * sizeof *a);
+	if (!a)
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for %d batches", b->nbatch);
+	for (int k = 0; k < b->nbatch; k++)
+		a[k] = x0;
+	rc = rc_bk_axpy(b, res, a, a1, err);
+	free(a);
 	return rc;
 }
 
@@ -148,6 +175,8 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			goto out_download;
 		restore = prev != NULL;
 		double r2 = 0.0;
+		/* x is still the constant start (block_forward) */
+		const int at_start = start == RC_INITIAL_ZERO && !rs && it == 1;
 		for (int k = 0; k < S; k++) {
 			int blk = order[k], f, l;
 			rc_subset_range(blk, S, nviews, &f, &l);
@@ -158,7 +187,7 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 				goto out_download;
 			}
 			if ((rc = rc_colsum_get(cs, blk, res, &c, err)) ||
-			    (rc = rc_bk_forward(b, rc_algo_fp(p, b), x, res, f, l, err)) ||
+			    (rc = block_forward(p, b, x, res, rinv, at_start && k == 0, x0, f, l, err)) ||
 			    (em && (rc = rc_bk_ratio(b, res, meas, eps, f, l, &s2, err))) ||
 			    (!em && (rc = rc_bk_residual(b, res, meas, rinv, f, l, &s2, err))) ||
 			    (rc = rc_bk_back(b, bp, res, upd, f, l, err)) ||

@@ -532,16 +532,21 @@ static int voxel_footprint(const rc_fpf *f, const double *P, const double *X, fl
 
 typedef void (*fwd_col_fn)(const float *restrict, const rc_fpf_col *, const float *restrict, int, float *restrict,
 			   int, float *restrict);
+typedef void (*const_col_fn)(float, const rc_fpf_col *, const float *restrict, int, float *restrict, int,
+			     float *restrict);
 typedef void (*bwd_col_fn)(float *restrict, const rc_fpf_col *, const float *restrict, int, const float *restrict,
 			   int, float *restrict);
 
 struct fpf_ctx {
 	rc_fpf *f;
 	fwd_col_fn fwd;
+	const_col_fn konst_col;
 	bwd_col_fn bwd;
 	trap_fill_fn fill;
 	const float *vol;
 	const float *xt; /* vol z-fastest, or NULL */
+	int konst;       /* vol is konst_v everywhere (konst_col) */
+	float konst_v;
 	float *volw;
 	const float *proj;
 	float *projw;
@@ -587,6 +592,10 @@ static void fwd_task(void *arg, long t, int worker)
 				int ja, nwu;
 				if (!use_item(f, c->fill, cs + ix, wu, &ja, &nwu, &cc))
 					continue;
+				if (c->konst) {
+					c->konst_col(c->konst_v, &cc, wu, nwu, img + (size_t)ja * (size_t)nv, nv, wv);
+					continue;
+				}
 				const float *a = c->xt ? c->xt + at * (size_t)v->nz : col;
 				/* the column after next: the z-fastest copy streams
 				 * from memory, a column per pass too far apart for the
@@ -633,6 +642,8 @@ static void fwd_task(void *arg, long t, int worker)
 
 static const fwd_col_fn fwd_fns[RC_ISA_COUNT] = { rc_fpf_fwd_col_baseline, rc_fpf_fwd_col_avx2,
 						  rc_fpf_fwd_col_avx512 };
+static const const_col_fn const_fns[RC_ISA_COUNT] = { rc_fpf_const_col_baseline, rc_fpf_const_col_avx2,
+						      rc_fpf_const_col_avx512 };
 static const bwd_col_fn bwd_fns[RC_ISA_COUNT] = { rc_fpf_bwd_col_baseline, rc_fpf_bwd_col_avx2,
 						  rc_fpf_bwd_col_avx512 };
 static const trap_fill_fn fill_fns[RC_ISA_COUNT] = { rc_fpf_trap_fill_baseline, rc_fpf_trap_fill_avx2,
@@ -652,12 +663,20 @@ int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, 
 	}
 	struct fpf_ctx c = { .f = f, .vol = vol, .projw = proj, .first = first,
 			     .fwd = fwd_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE],
+			     .konst_col = const_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE],
 			     .fill = fill_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
+	/* a volume of one value (one compare pass, which a varying volume
+	 * leaves at its first change) takes rc_fpf_const_col on cone views */
+	const size_t nvox = rc_volume_count(v);
+	c.konst = 1;
+	c.konst_v = vol[0];
+	for (size_t i = 1; i < nvox && c.konst; i++)
+		c.konst = vol[i] == c.konst_v;
 	/* only the cone views' column path reads the z-fastest copy */
 	int any_cone = 0;
 	for (int k = first; k < last && !any_cone; k++)
 		any_cone = view_is_cone(f, k);
-	c.xt = any_cone ? rc_zfast_fill(&f->zf, v, vol, pool) : NULL;
+	c.xt = any_cone && !c.konst ? rc_zfast_fill(&f->zf, v, vol, pool) : NULL;
 	rc_pool_run(pool, last - first, fwd_task, &c);
 	return 0;
 }

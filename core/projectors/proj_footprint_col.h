@@ -71,6 +71,20 @@ void rc_fpf_trap_fill_baseline(const double *t, double i1, double i3, double s, 
 void rc_fpf_trap_fill_avx2(const double *t, double i1, double i3, double s, int a, int n, float *restrict wu);
 void rc_fpf_trap_fill_avx512(const double *t, double i1, double i3, double s, int a, int n, float *restrict wu);
 
+/* The forward of a column whose voxels all hold x (proj_footprint.c's
+ * volume of one value: SART's, SIRT's and MLEM's row sums A(1)): a row's
+ * sum over its voxels' overlaps is its overlap with the column's whole
+ * span [B, B + nz S] over S (the voxels' rectangles tile it), one
+ * expression a row instead of its taps; the outer product with wu is the
+ * forward's.  Equal to rc_fpf_fwd_col of that column up to the float
+ * rounding of the sums and of the voxel edges (test_footprint_const). */
+void rc_fpf_const_col_baseline(float x, const rc_fpf_col *c, const float *restrict wu, int nwu, float *restrict img,
+			       int nv, float *restrict t);
+void rc_fpf_const_col_avx2(float x, const rc_fpf_col *c, const float *restrict wu, int nwu, float *restrict img,
+			   int nv, float *restrict t);
+void rc_fpf_const_col_avx512(float x, const rc_fpf_col *c, const float *restrict wu, int nwu, float *restrict img,
+			     int nv, float *restrict t);
+
 void rc_fpf_bwd_col_baseline(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
 			     const float *restrict img, int nv, float *restrict t);
 void rc_fpf_bwd_col_avx2(float *restrict acc, const rc_fpf_col *c, const float *restrict wu, int nwu,
@@ -391,6 +405,26 @@ void RC_FPF_CAT(rc_fpf_fwd_col, RC_FPF_SUFFIX)(const float *restrict a, const rc
 		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, 5);
 	else
 		RC_FPF_CAT(fwd_rows, RC_FPF_SUFFIX)(x, nz, Bf, Sf, iSf, k0, n, tt, T);
+	for (int j = 0; j < nwu; j++) {
+		float *restrict col = img + (size_t)j * (size_t)nv + k0;
+		const float wj = wu[j];
+		for (int i = 0; i < n; i++)
+			col[i] += wj * tt[i];
+	}
+}
+
+void RC_FPF_CAT(rc_fpf_const_col, RC_FPF_SUFFIX)(float x, const rc_fpf_col *c, const float *restrict wu, int nwu,
+						  float *restrict img, int nv, float *restrict t)
+{
+	const int k0 = c->k0, n = c->k1 - c->k0 + 1;
+	const float lo = (float)c->B, hi = (float)(c->B + c->nz * c->S), xs = (float)(x / c->S);
+	float *restrict tt = t + k0;
+	for (int i = 0; i < n; i++) {
+		const float kl = (float)(k0 + i) - 0.5f, kh = (float)(k0 + i) + 0.5f;
+		const float a = lo > kl ? lo : kl, b = hi < kh ? hi : kh;
+		const float d = b - a;
+		tt[i] = (d > 0.0f ? d : 0.0f) * xs;
+	}
 	for (int j = 0; j < nwu; j++) {
 		float *restrict col = img + (size_t)j * (size_t)nv + k0;
 		const float wj = wu[j];
