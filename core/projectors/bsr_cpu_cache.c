@@ -254,7 +254,7 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	}
 	h->digest = dg_fold(h, chunk, n);
 	/* no fsync: a torn file fails the digest at its load */
-	rc = pwrite(fd, h, sizeof *h, (off_t)(16 + kn)) == (ssize_t)sizeof *h ? 0 : -1;
+	rc = rc_io_write_full(fd, h, sizeof *h, (off_t)(8 + sizeof klen + kn));
 out:
 	free(chunk);
 	return rc;
