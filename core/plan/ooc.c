@@ -205,6 +205,7 @@ int rc_ooc_plan_fdk(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, r
 	p->predicted_bytes = rc_plan_memory(s, 0);
 	if (!budget || p->predicted_bytes <= budget)
 		return 0;
+	p->out_of_core = 1; /* every path from here, one slab (nz 1) included */
 	/* cone and matrices filter every view once into a scratch file first,
 	 * in chunks of views, where the budget holds a view raw and filtered */
 	uint64_t fneed = 0;

@@ -43,7 +43,8 @@
 #include "projectors/proj_cpu.h"
 
 typedef struct rc_ooc_plan {
-	int slabs;                /* z-slabs; 1 and no filtering pass: in core (rc_ooc_plan_out_of_core) */
+	int out_of_core;          /* 1: run from the file (rc_ooc_plan_out_of_core); 0: in core */
+	int slabs;                /* z-slabs (1 out of core: the whole volume as one slab) */
 	int slab_nz;              /* voxels along z per slab (the last may be thinner) */
 	int rows;                 /* the most detector rows (slices for fan, parallel) a slab reads */
 	int chunks;               /* chunks of views of the filtering pass (1: none, each slab filters its rows) */
@@ -52,12 +53,15 @@ typedef struct rc_ooc_plan {
 	uint64_t budget_bytes;    /* what it was planned against; 0 = no budget */
 } rc_ooc_plan;
 
-/* Whether plan p runs out of core: in z-slabs, or as one slab whose rows
- * come from a filtering pass chunk by chunk (the whole volume fits but not
- * the stack beside it). */
+/* Whether plan p runs out of core: the job over its budget, in z-slabs or
+ * as one slab (the whole volume fits but not the stack beside it: its rows
+ * from a filtering pass chunk by chunk, or, one slice not filtered once,
+ * only the rows that slice reads).  Set by the planners on every path past
+ * the in-core one, not inferred from slabs: a one-slice volume is one slab
+ * either way. */
 static inline int rc_ooc_plan_out_of_core(const rc_ooc_plan *p)
 {
-	return p->slabs > 1 || p->filter_chunk > 0;
+	return p->out_of_core;
 }
 
 /* The detector rows [*r0, *r1) (0 <= r0 <= r1 <= nv; r0 == r1: none) that
@@ -73,7 +77,7 @@ int rc_ooc_sub_spec(const rc_recon_spec *s, int z0, int z1, int r0, int r1, rc_r
 		    rc_err *err);
 
 /* The plan for s (an FDK job, g its geometry) under budget bytes: in core
- * (slabs 1) when rc_plan_memory(s) fits, else the thickest slabs that fit
+ * (out_of_core 0) when rc_plan_memory(s) fits, else the thickest slabs that fit
  * (one slab of the whole volume where the views are filtered once and it
  * fits: rc_ooc_plan_out_of_core).
  * RC_EUNSUPPORTED (field "volume") when not even one slice fits: *p still

@@ -198,6 +198,7 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 	p->predicted_bytes = rc_plan_memory(s, 0);
 	if (!budget || p->predicted_bytes <= budget)
 		return 0;
+	p->out_of_core = 1;
 	const char *why = rc_ooc_iter_refusal(s, g);
 	if (why)
 		return rc_fail(err, RC_EUNSUPPORTED, "volume", "%s", why);

@@ -171,12 +171,18 @@ static int dg_task(int64_t c, int worker, void *ud)
 	return bad ? -1 : 0;
 }
 
-/* The chunks of nsec sections of len[i] bytes. */
-static int64_t dg_count(const int64_t *len, int nsec)
+/* Each of nsec sections' first chunk number (first[0 .. nsec], len[i]
+ * bytes each; first may be NULL): the chunks of all of them. */
+static int64_t dg_count(const int64_t *len, int nsec, int64_t *first)
 {
 	int64_t n = 0;
-	for (int i = 0; i < nsec; i++)
+	for (int i = 0; i < nsec; i++) {
+		if (first)
+			first[i] = n;
 		n += (len[i] + DG_CHUNK - 1) / DG_CHUNK;
+	}
+	if (first)
+		first[nsec] = n;
 	return n;
 }
 
@@ -187,17 +193,18 @@ static int digest(const unsigned char *const *p, const int64_t *len, int nsec, c
 		  const uint32_t *cols, int threads, uint64_t *ret)
 {
 	int64_t first[NZ_MAX_SECTIONS + 1];
-	first[0] = 0;
-	for (int i = 0; i < nsec; i++)
-		first[i + 1] = first[i] + (len[i] + DG_CHUNK - 1) / DG_CHUNK;
-	int64_t n = first[nsec];
+	int64_t n = dg_count(len, nsec, first);
 	struct dg d = { p, len, first, malloc((size_t)(n ? n : 1) * sizeof(uint64_t)), cols };
 	if (!d.out)
 		return -1;
+	/* a bad index chunk stops the loop: the chunks not run hold nothing
+	 * to fold */
 	int rc = rc_par_for(n, 1, threads, dg_task, &d);
-	struct hdr hz = *h;
-	hz.digest = 0;
-	*ret = dg_fold(&hz, d.out, n);
+	if (!rc) {
+		struct hdr hz = *h;
+		hz.digest = 0;
+		*ret = dg_fold(&hz, d.out, n);
+	}
 	free(d.out);
 	return rc ? -1 : 0;
 }
@@ -234,7 +241,8 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	static const unsigned char zeros[NZ_ALIGN];
 	struct hdr *h = w->h;
 	uint64_t klen = kn;
-	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *h, c = 0, n = dg_count(h->len, (int)h->nsec);
+	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *h, c = 0;
+	int64_t n = dg_count(h->len, (int)h->nsec, NULL);
 	uint64_t *chunk = malloc((size_t)(n ? n : 1) * sizeof *chunk);
 	int rc = -1;
 	h->digest = 0;
@@ -254,7 +262,7 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	}
 	h->digest = dg_fold(h, chunk, n);
 	/* no fsync: a torn file fails the digest at its load */
-	rc = pwrite(fd, h, sizeof *h, (off_t)(16 + kn)) == (ssize_t)sizeof *h ? 0 : -1;
+	rc = rc_io_write_full(fd, h, sizeof *h, (off_t)(8 + sizeof klen + kn));
 out:
 	free(chunk);
 	return rc;

@@ -901,7 +901,8 @@ int main(int argc, char **argv)
 			     (unsigned long long)spec->vol_bytes);
 		goto out;
 	}
-	/* over the budget: FDK in z-slabs from the file (ooc_run.h); neither
+	/* over the budget: FDK (or an iterative method) out of core from the
+	 * file, in z-slabs or as one slab of its rows (ooc_run.h); neither
 	 * mapping above is touched, so neither costs resident memory */
 	rc_ooc_plan mplan;
 	job_spec plan_off;

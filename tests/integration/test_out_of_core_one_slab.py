@@ -11,6 +11,12 @@ several chunks, predicted under the budget; the job's measured peak_rss_mb is
 under the budget; its volume equals the one a daemon without the limit
 reconstructs in memory to 1e-5 (max abs difference over max abs), whose peak
 is over the budget.  The data is noise, so a missing row or chunk shows.
+
+A volume of one slice (96 x 96 x 1) from views of a displaced detector (not
+filtered once: no filtering pass) whose whole stack does not fit is out of
+core all the same, one slab of the rows that slice reads (memory_plan
+out_of_core, 1 slab of 1 slice, 1 chunk, predicted under the budget, where
+the in-memory plan is over it), its volume the in-memory one to 1e-5.
 """
 
 import json
@@ -33,8 +39,45 @@ def spec():
     return s
 
 
+def one_slice_spec():
+    s = phantom.cone_spec(n=96, voxel=0.5, views=200, nu=128, nv=128, du=1.6, dv=1.5, D=400.0, S=800.0,
+                          algorithm={"name": "fdk"}, label="out-of-core, one slice")
+    s["volume"]["nz"] = 1
+    s["geometry"]["detector"]["offset_u_mm"] = 60.0
+    s["execution"] = {"engine": "cpu"}
+    s["autostart"] = False
+    return s
+
+
+def one_slice():
+    s = one_slice_spec()
+    data = np.random.default_rng(38).random(recond_harness.proj_bytes(s) // 4, dtype=np.float32).tobytes()
+    d = Daemon().start()
+    job, _, whole = run(d.api(), s, data, "one slice without a limit")
+    inplan = job["summary"].get("memory_plan") or {}
+    d.stop()
+    log("one slice, in core: %s" % json.dumps(inplan))
+    check("one slice: in core without a limit, predicted over the budget",
+          inplan.get("mode") == "in_core" and inplan.get("predicted_bytes", 0) > LIMIT, json.dumps(inplan))
+    d = Daemon(extra=["--memory-limit", "64M"]).start()
+    job, j, ooc = run(d.api(), s, data, "one slice under 64M")
+    plan = job["summary"].get("memory_plan") or {}
+    ran = j.get("memory_plan") or {}
+    d.stop()
+    log("one slice, under 64M: %s, peak %s MiB" % (json.dumps(plan), j.get("peak_rss_mb")))
+    check("one slice: out of core, one slab of its rows, no filtering pass",
+          plan.get("mode") == "out_of_core" and plan.get("slabs") == 1 and plan.get("slab_nz") == 1
+          and plan.get("chunks") == 1 and plan.get("rows", 128) < 128
+          and 0 < plan.get("predicted_bytes", 0) <= LIMIT, json.dumps(plan))
+    check("one slice: the job ran that plan", ran.get("mode") == "out_of_core", json.dumps(ran))
+    peak = float(np.max(np.abs(whole)))
+    err = float(np.max(np.abs(ooc.astype(np.float64) - whole))) / peak if peak > 0 else float("inf")
+    check("one slice: the out-of-core volume equals the in-memory one to 1e-5", err <= 1e-5, "%.3g" % err)
+
+
 def main():
     require_binaries()
+    one_slice()
     s = spec()
     data = np.random.default_rng(37).random(recond_harness.proj_bytes(s) // 4, dtype=np.float32).tobytes()
     d = Daemon(extra=["--memory-limit", "64M"]).start()

@@ -4,7 +4,9 @@
  * (decoded back equals the permuted, fp16-rounded matrix), the CPU products
  * against a double reference and each other (adjoint), and the block
  * statistics of paper 001 Table 3 (the ordering must cut non-empty blocks
- * about 2x for every fragment shape).
+ * about 2x for every fragment shape), and the layout cache's loader
+ * refusing out-of-range columns and unordered row pointers in a file whose
+ * digest matches.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "projectors/bsr.h"
 #include "projectors/bsr_cpu.h"
+#include "projectors/bsr_cpu_cache.h"
 #include "projectors/proj_cpu.h"
 #include "projectors/morton.h"
 #include "tensor_phantom.h"
@@ -592,12 +596,79 @@ static void test_layout_from_csr(void **state)
 	layout_from_csr(48);
 }
 
+/* The cache loader's own structural checks, which a damaged file's digest
+ * would otherwise answer first: a layout stored through rc_bsr_cpu_store
+ * (so its digest matches) with one column index at cols, or with row
+ * pointers that decrease, is a miss; the layout as built loads. */
+static int store_load(const rc_geom *g, const char *dir, const rc_bsr_cpu *c, int threads)
+{
+	rc_nz_meta meta = { .rows_pad = c->a.rows, .cols_pad = c->a.cols, .nnz = c->a.nnz, .bsr_bytes = 1 };
+	rc_err err;
+	if (rc_bsr_cpu_store(g, dir, -1, 0, c, &meta, &err))
+		fail_msg("store: %s", err.msg);
+	rc_bsr_cpu *got = NULL;
+	rc_nz_meta back;
+	int rc = rc_bsr_cpu_load(g, dir, 0, threads, &got, &back);
+	if (!rc) {
+		assert_int_equal(got->a.nnz, c->a.nnz);
+		assert_memory_equal(got->a.idx, c->a.idx, (size_t)c->a.nnz * sizeof *c->a.idx);
+		rc_bsr_cpu_free(got);
+	}
+	return rc;
+}
+
+static void test_cache_loader_checks(void **state)
+{
+	(void)state;
+	rc_geom *g;
+	assert_int_equal(tp_geom(RC_GEOM_FAN, 16, 1.0, 12, 20, 1, 0, &g), 0);
+	rc_csr *m = NULL;
+	rc_err err;
+	assert_int_equal(rc_dd_build(g, 0, &m, &err), 0);
+	rc_bsr_cpu *c = NULL;
+	assert_int_equal(rc_bsr_cpu_from_csr(m, NULL, NULL, (rc_frag)0, 1, 1, &c, NULL, &err), 0);
+	char dir[] = "/tmp/recond-test-bsr-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_true(c->a.nnz > 4 && c->a.rows > 4);
+	for (int threads = 1; threads <= 3; threads += 2) {
+		assert_int_equal(store_load(g, dir, c, threads), 0);
+		/* a column index at cols (out of range) in A, then in A^T */
+		int64_t e = c->a.nnz / 2;
+		uint32_t keep = c->a.idx[e];
+		c->a.idx[e] = (uint32_t)c->a.cols;
+		assert_int_equal(store_load(g, dir, c, threads), -1);
+		c->a.idx[e] = keep;
+		e = c->at.nnz - 1;
+		keep = c->at.idx[e];
+		c->at.idx[e] = (uint32_t)c->at.cols;
+		assert_int_equal(store_load(g, dir, c, threads), -1);
+		c->at.idx[e] = keep;
+		assert_int_equal(store_load(g, dir, c, threads), 0);
+		/* a row pointer above the next one (first, last and nnz kept) */
+		int64_t r = c->a.rows / 2;
+		while (r + 1 < c->a.rows && c->a.ptr[r + 1] >= c->a.nnz)
+			r--;
+		int64_t kp = c->a.ptr[r];
+		c->a.ptr[r] = c->a.ptr[r + 1] + 1;
+		assert_int_equal(store_load(g, dir, c, threads), -1);
+		c->a.ptr[r] = kp;
+		assert_int_equal(store_load(g, dir, c, threads), 0);
+	}
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	rc_bsr_cpu_free(c);
+	rc_csr_free(m);
+	rc_geom_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_f16_known),       cmocka_unit_test(test_f16_vs_compiler),
 		cmocka_unit_test(test_frag_names),      cmocka_unit_test(test_structure_and_products),
 		cmocka_unit_test(test_table3_ordering), cmocka_unit_test(test_layout_from_csr),
+		cmocka_unit_test(test_cache_loader_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,6 +290,36 @@ static void test_plan(void **state)
 	rc_geom_free(g);
 }
 
+/* One slice, a displaced detector (not filtered once), over the budget:
+ * one slab of the rows that slice reads, which the plan must still mark
+ * out of core (slabs 1 and no filtering pass alike the in-core plan's),
+ * else the worker runs the whole stack in memory over its budget. */
+static void test_plan_one_slice(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 96, 128, 128, 360);
+	s.vol.nz = 1;
+	s.geom.det.offset_u = 60;
+	rc_geom *g = NULL;
+	rc_err err;
+	if (rc_geom_new(&s.geom, &s.vol, NULL, &g, &err))
+		fail_msg("rc_geom_new: %s", err.msg);
+	assert_int_equal(rc_ooc_filters_once(g), 0);
+	rc_ooc_plan p;
+	uint64_t whole = rc_plan_memory(&s, 0);
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, whole, &p, &err), 0);
+	assert_false(rc_ooc_plan_out_of_core(&p));
+	assert_int_equal(rc_ooc_plan_fdk(&s, g, whole - 1, &p, &err), 0);
+	print_message("one slice under %llu bytes: %d slab, %d of 128 rows, %llu bytes predicted\n",
+		      (unsigned long long)(whole - 1), p.slabs, p.rows, (unsigned long long)p.predicted_bytes);
+	assert_int_equal(p.slabs, 1);
+	assert_int_equal(p.filter_chunk, 0);
+	assert_true(p.rows < 128 && p.predicted_bytes < whole);
+	assert_true(rc_ooc_plan_out_of_core(&p));
+	rc_geom_free(g);
+}
+
 /* Whether a library whose path holds name is mapped into this process. */
 static int mapped(const char *name)
 {
@@ -376,7 +406,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_on_cpu), cmocka_unit_test(test_cone_flat), cmocka_unit_test(test_taller_than_view), cmocka_unit_test(test_cone_curved), cmocka_unit_test(test_short_scan),
-		cmocka_unit_test(test_matrices),  cmocka_unit_test(test_fan),	      cmocka_unit_test(test_plan), cmocka_unit_test(test_helix),
+		cmocka_unit_test(test_matrices),  cmocka_unit_test(test_fan),	      cmocka_unit_test(test_plan), cmocka_unit_test(test_plan_one_slice), cmocka_unit_test(test_helix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
