@@ -54,7 +54,7 @@
  * run takes it (the check on block 0's B_0(1), slab by slab, at the
  * start), else B_s(1) back-projected per slab and inverted against the
  * block's largest value (found at the start: a back projection of ones
- * per block).  I/O per iteration: reads S V + 2 P (OS-EM: + P), writes
+ * per block).  I/O per iteration: reads S V + 2 P (OS-EM: P), writes
  * S V; the first block's A x a pass more, once.
  *
  * A job's defaults run as in memory:
@@ -137,7 +137,7 @@ uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p);
  * spec's layout, non-finite values read as 0) into the volume file xfd
  * (read-write, written whole: nx * ny * nz fp32 from offset 0), with
  * scratch files vscr (2 volumes; SIRT, MLEM 1; SART, OS-EM none) and pscr
- * (2 stacks; SART 1, OS-EM none) open read-write.
+ * (2 stacks; SART and OS-EM 1: A 1) open read-write.
  * hooks: progress after each iteration (residual ||p - A x||), cancel
  * between and within the passes; iterate, phase and checkpoints are not
  * called.  rep: iterations_done, seconds, relative_residual (||r|| / ||p||

@@ -73,6 +73,15 @@ int ooc_sirt_residual(ooc_run *R, int k0, int k1, double *r2, rc_err *err);
 /* x0 into xfd (zero or the FDK start), *start which */
 int ooc_start_x(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start,
 		rc_err *err);
+/* One TV step on a slab in w (nzw slices, the slab's nzm from lo): the
+ * operator, the slab's last slice before the step into carry, the step,
+ * with clamp the clamp at 0 */
+void ooc_tv_step(ooc_run *R, float *w, int nzw, int lo, int nzm, float *carry, int clamp);
+/* ooc_start_x, the stack's pass, A 1 into pscr at 0, TV's scale, x
+ * floored (nonnegative; EM's start), pscr made rinv (not EM): SIRT's,
+ * MLEM's, SART's and OS-EM's start */
+int ooc_em_start(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start,
+		 rc_err *err);
 /* x clamped at lo (fill: set to lo) */
 int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, rc_err *err);
 /* The stack's pass: the stop rules' thresholds, sum p, the TV weight, EM's start */

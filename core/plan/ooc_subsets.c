@@ -6,7 +6,6 @@
 
 #include "algo/colsum.h"
 #include "backend/elementwise_ops.h"
-#include "backend/tv_host.h"
 #include "plan/ooc_iter_run.h"
 #include "util/rc_clock.h"
 
@@ -58,16 +57,11 @@ static int colsum_setup(ooc_run *R, rc_err *err)
 			size_t n = R->plane * (size_t)(z1 - z0);
 			if ((rc = ooc_cancelled(R, err)) || (rc = ones_back(R, i, f, l, R->a, err)))
 				return rc;
-			if (ok && i == 0) {
+			if (ok && i == 0)
 				R->kappa = R->a[0] / R->fsums[0];
-				ok = R->kappa > 0.0 && isfinite(R->kappa);
-			}
-			for (size_t j = 0; j < n; j++) {
+			for (size_t j = 0; j < n; j++)
 				mx = rc_ew_max(mx, R->a[j]);
-				double want = ok ? R->kappa * R->fsums[j % R->plane] : 0.0;
-				if (ok && !(fabs(R->a[j] - want) <= RC_COLSUM_FORM_TOL * want))
-					ok = 0;
-			}
+			ok = ok && rc_colsum_form_fits(R->a, n, R->fsums, R->plane, R->kappa);
 		}
 		R->cmax[blk] = mx;
 		if (ok) {
@@ -143,19 +137,9 @@ static void tv_step_slab(ooc_run *R, int m, int k, int nonneg)
 		memcpy(sl, carry, sizeof(float) * R->plane);
 	if (hi)
 		memcpy(sl + (size_t)(nzm + 1) * R->plane, slot_of(R, m + 1) + R->plane, sizeof(float) * R->plane);
-	float *w = sl + (lo ? 0 : R->plane);
-	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = nzm + lo + hi, .planar = 0 };
-	rc_tv_apply_in(&sh, w, w, R->to, R->tv_eps, R->s->threads, R->tvs);
-	/* the slab above's step k takes this slab's last slice as it is now */
-	memcpy(carry, sl + (size_t)nzm * R->plane, sizeof(float) * R->plane);
-	float *x = sl + R->plane;
-	const float *g = R->to + (lo ? R->plane : 0);
-	size_t n = R->plane * (size_t)nzm;
-	for (size_t j = 0; j < n; j++) {
-		x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
-		if (k == R->T && nonneg) /* the clamp is update with lambda 0, as rc_tv_descend's */
-			x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
-	}
+	/* carry: the slab above's step k takes this slab's last slice as it
+	 * was before this step */
+	ooc_tv_step(R, sl + (lo ? 0 : R->plane), nzm + lo + hi, lo, nzm, carry, k == R->T && nonneg);
 }
 
 /* One block's pass over the volume, x's only read and write: slab j read
@@ -198,25 +182,11 @@ int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_
 {
 	const rc_algo_params *a = &R->s->algo;
 	const double t0 = rc_now_s();
-	double none;
 	rc_initial start;
-	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, &start, err);
-	/* A 1 (R's, EM's start, TV's scale) */
-	if (rc || (rc = ooc_stack_stats(R, 0, err)) || (rc = ooc_forward(R, -1, 0, pscr, 0, 0, &none, err)))
+	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, err);
+	if (rc || (rc = colsum_setup(R, err)))
 		return rc;
-	if (R->tv_weight > 0.0)
-		ooc_tv_init(R, R->fsum);
 	R->T = R->tv_on ? R->tv_steps : 0;
-	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
-	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
-	if (R->em)
-		rc = ooc_floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
-			     start == RC_INITIAL_ZERO, err);
-	else if (start != RC_INITIAL_ZERO && a->nonnegative)
-		rc = ooc_floor_x(R, xfd, 0.0f, 0, err);
-	if (rc || (!R->em && (rc = ooc_inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
-	    (rc = colsum_setup(R, err)))
-		return rc;
 	rc_subset_order(R->S, R->order);
 	int f, l;
 	rc_subset_range(R->order[0], R->S, R->nviews, &f, &l);
@@ -241,8 +211,7 @@ int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_
 				rc_subset_range(R->order[(k + 1) % R->S], R->S, R->nviews, &nf, &nl);
 			if (R->form) {
 				rc_colsum_block_sums(R->g, R->S, blk, R->fsums);
-				for (size_t i = 0; i < R->plane; i++)
-					R->fmap[i] = (float)(1.0 / (R->kappa * R->fsums[i]));
+				rc_colsum_form_map(R->fsums, R->plane, R->kappa, R->fmap);
 			}
 			if ((rc = ooc_sirt_residual(R, f, l, &r2, err)) || (rc = subset_pass(R, xfd, f, l, blk, nf, nl, err)))
 				return rc;
