@@ -23,7 +23,7 @@
  * steps in flight and the stop rules) and OS-EM give the in-memory run to
  * 1e-5 (test_sart, test_osem); the stack's
  * statistics pass comes after the FDK start (I/O before its phase); a
- * cancel stops the run.
+ * cancel stops the run (SART: from the progress hook after iteration 1).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -787,6 +787,44 @@ static void test_cancel(void **state)
 	rc_geom_free(g);
 }
 
+/* Sets the cancel flag (ud) once iteration 1 has reported */
+static void cancel_after_first(void *ud, const rc_progress *p)
+{
+	if (p->iteration >= 1)
+		atomic_store((atomic_int *)ud, 1);
+}
+
+/* SART's blocks (ooc_subsets.c) cancelled from the progress hook after
+ * iteration 1: RC_ECANCELLED naming the iterations done, one reported */
+static void test_cancel_sart(void **state)
+{
+	(void)state;
+	rc_recon_spec s;
+	cone_spec(&s, 16, 24, 20);
+	rc_algo_params_plain(&s.algo, RC_ALGO_SART);
+	s.algo.subsets = 0;
+	s.algo.extend = RC_EXTEND_OFF;
+	s.algo.iterations = 4;
+	int S = rc_ooc_iter_subsets(&s);
+	assert_true(S > 1);
+	rc_geom *g = geom_of(&s);
+	rc_err err;
+	int fd = scratch(), xfd = scratch(), vscr = scratch(), pscr = scratch();
+	assert_int_equal(ftruncate(fd, (off_t)(sizeof(float) * rc_geom_proj_count(g))), 0);
+	atomic_int stop = 0;
+	rc_algo_hooks h = { .cancel = &stop, .progress = cancel_after_first, .ud = &stop };
+	rc_ooc_plan p = { .slab_nz = 4, .chunks = S, .slabs = 4 };
+	rc_recon_report rep;
+	assert_int_equal(rc_ooc_iter(&s, g, fd, xfd, vscr, pscr, &p, &h, &rep, &err), RC_ECANCELLED);
+	assert_int_equal(rep.iterations_done, 1);
+	assert_string_equal(err.msg, "cancelled after 1 iterations");
+	close(fd);
+	close(xfd);
+	close(vscr);
+	close(pscr);
+	rc_geom_free(g);
+}
+
 static void test_plan(void **state)
 {
 	(void)state;
@@ -877,6 +915,7 @@ int main(void)
 		cmocka_unit_test(test_tv_io),
 		cmocka_unit_test(test_stats_after_start),
 		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_cancel_sart),
 		cmocka_unit_test(test_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
