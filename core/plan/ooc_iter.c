@@ -823,14 +823,16 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 		R.next = malloc(sizeof(float) * chunk);
 		R.order = malloc(sizeof(int) * (size_t)R.S);
 		R.cmax = malloc(sizeof(float) * (size_t)R.S);
-		R.fmap = malloc(sizeof(float) * R.plane);
-		R.fsums = malloc(sizeof(double) * R.plane);
 		R.slot = malloc(sizeof(float) * (size_t)(tmax + 1) * R.plane * (size_t)(R.nzs + 2));
-		R.carries = malloc(sizeof(float) * (size_t)(tmax > 0 ? tmax : 1) * R.plane);
 	}
+	int form = rc_ooc_iter_form_may(s, g);
+	R.fmap = form ? malloc(sizeof(float) * R.plane) : NULL;
+	R.fsums = form ? malloc(sizeof(double) * R.plane) : NULL;
+	R.carries = tmax > 0 ? malloc(sizeof(float) * (size_t)tmax * R.plane) : NULL;
 	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
 	    (tv && (!R.to || !R.tvs || (!subs && !R.tw) || (!sirt && !subs && !R.td) || (sirt && !R.carry))) ||
-	    (subs && (!R.next || !R.order || !R.cmax || !R.fmap || !R.fsums || !R.slot || !R.carries))) {
+	    (subs && (!R.next || !R.order || !R.cmax || !R.slot)) || (form && (!R.fmap || !R.fsums)) ||
+	    (tmax > 0 && !R.carries)) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;

@@ -111,6 +111,10 @@ rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
  * block included) where s runs as blocks out of core, else 0 (CGLS, SIRT,
  * MLEM with one subset). */
 int rc_ooc_iter_subsets(const rc_recon_spec *s);
+/* Whether s's SART may take the column sums' closed form on g (colsum.h:
+ * blocks, not all kept, every view covering the volume; the weights are
+ * measured at the start): only then are its sums held */
+int rc_ooc_iter_form_may(const rc_recon_spec *s, const rc_geom *g);
 /* TV's steps per block (rc_tv_new's ceil(tv.steps / S), SIRT's and CGLS's
  * S = 1); 0 without TV. */
 int rc_ooc_iter_tv_steps(const rc_recon_spec *s);

@@ -6,6 +6,7 @@
 
 #include "algo/colsum.h"
 #include "backend/elementwise_ops.h"
+#include "plan/ooc_iter.h"
 #include "plan/ooc_iter_run.h"
 #include "util/rc_clock.h"
 
@@ -41,9 +42,7 @@ static int ones_back(ooc_run *R, int i, int f, int l, float *dst, rc_err *err)
  * volume-sized is kept: a slice of sums, S maxima. */
 static int colsum_setup(ooc_run *R, rc_err *err)
 {
-	const rc_algo_params *a = &R->s->algo;
-	int cand = a->name == RC_ALGO_SART && R->S > 1 && !rc_sart_cache_all(a, R->S, R->V / 4) &&
-		   rc_colsum_form_may_hold(R->g);
+	int cand = rc_ooc_iter_form_may(R->s, R->g);
 	R->form = 0;
 	for (int blk = 0; blk < R->S; blk++) {
 		int f, l, ok = cand && blk == 0, rc;
