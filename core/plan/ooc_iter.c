@@ -315,19 +315,21 @@ int ooc_progress(const rc_algo_hooks *hooks, int it, int of, double res, double 
 	return 0;
 }
 
-/* x clamped at lo (fill: set to lo), slab by slab */
-int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, rc_err *err)
+/* x clamped at lo (fill: set to lo), slab by slab; ax: the floored
+ * slabs' projection onto views k0..k1 added there (the pass read them) */
+int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, float *ax, int k0, int k1, rc_err *err)
 {
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, rc;
 		ooc_slab_z(R, i, &z0, &z1);
 		size_t n = R->plane * (size_t)(z1 - z0);
 		uint64_t off = sizeof(float) * R->plane * (size_t)z0;
-		if ((rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
+		if ((rc = ooc_cancelled(R, err)) || (rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 		for (size_t j = 0; j < n; j++)
 			R->a[j] = !fill && R->a[j] > lo ? R->a[j] : lo;
-		if ((rc = ooc_wr(xfd, R->a, sizeof(float) * n, off, err)))
+		if ((rc = ooc_wr(xfd, R->a, sizeof(float) * n, off, err)) ||
+		    (ax && (rc = ooc_fp_add(R, R->a, i, k0, k1, ax, err))))
 			return rc;
 	}
 	return 0;
@@ -586,9 +588,11 @@ int ooc_sirt_residual(ooc_run *R, int k0, int k1, double *r2, rc_err *err)
  * pass, A 1 into pscr at 0 (R's, EM's start, TV's scale), TV's scale; the
  * start clamped at 0 where nonnegative; MLEM's (algo_sart.c's em_start)
  * the constant x0 = sum p+ / sum A 1, or at least RC_EM_START_FLOOR of
- * it; then (not EM) rinv = 1 / A 1 guarded in place. */
+ * it; then (not EM) rinv = 1 / A 1 guarded in place.  ax (SART's, OS-EM's
+ * first block's A x, views k0..k1): zeroed, and formed where x is floored
+ * (*ax_done 1) or zero (*ax_done 1: nothing to add). */
 int ooc_em_start(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start,
-		 rc_err *err)
+		 float *ax, int k0, int k1, int *ax_done, rc_err *err)
 {
 	double none;
 	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, start, err);
@@ -598,11 +602,17 @@ int ooc_em_start(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *
 		ooc_tv_init(R, R->fsum);
 	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
 	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
+	/* the stack's pass and ooc_forward used the chunk: ax is free now */
+	if (ax)
+		memset(ax, 0, sizeof(float) * R->view * (size_t)(k1 - k0));
+	int floor = R->em || (*start != RC_INITIAL_ZERO && R->s->algo.nonnegative);
+	if (ax_done)
+		*ax_done = floor || *start == RC_INITIAL_ZERO;
 	if (R->em)
 		rc = ooc_floor_x(R, xfd, *start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
-				 *start == RC_INITIAL_ZERO, err);
-	else if (*start != RC_INITIAL_ZERO && R->s->algo.nonnegative)
-		rc = ooc_floor_x(R, xfd, 0.0f, 0, err);
+				 *start == RC_INITIAL_ZERO, ax, k0, k1, err);
+	else if (floor)
+		rc = ooc_floor_x(R, xfd, 0.0f, 0, ax, k0, k1, err);
 	if (rc || R->em)
 		return rc;
 	return ooc_inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err);
@@ -635,7 +645,7 @@ static int iterate_sirt(ooc_run *R, int stack, int xfd, int vscr, int pscr, cons
 	const double t0 = rc_now_s();
 	double r2, none;
 	rc_initial start;
-	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, err);
+	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, NULL, 0, 0, NULL, err);
 	if (rc || (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
 	    (rc = ooc_inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
 		return rc;
@@ -738,7 +748,7 @@ static int iterate(ooc_run *R, int stack, int xfd, int vscr, int pscr, const rc_
 		if (why)
 			break;
 	}
-	if (a->nonnegative && (rc = ooc_floor_x(R, xfd, 0.0f, 0, err)))
+	if (a->nonnegative && (rc = ooc_floor_x(R, xfd, 0.0f, 0, NULL, 0, 0, err)))
 		return rc;
 	rep->relative_residual = a->nonnegative || !(pp > 0) ? NAN : res / sqrt(pp);
 	return 0;

@@ -55,7 +55,8 @@
  * start), else B_s(1) back-projected per slab and inverted against the
  * block's largest value (found at the start: a back projection of ones
  * per block).  I/O per iteration: reads S V + 2 P (OS-EM: P), writes
- * S V; the first block's A x a pass more, once.
+ * S V; the first block's A x none more (x0 zero, or floored: formed in
+ * the floor's pass) but from an FDK start without nonnegative (a pass, once).
  *
  * A job's defaults run as in memory:
  *   - the stop rules (algo_util.h's rc_stop): a pass over the stack after

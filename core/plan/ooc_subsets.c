@@ -175,22 +175,24 @@ static int subset_pass(ooc_run *R, int xfd, int f, int l, int blk, int nf, int n
  * block in rc_subset_order's order, its residual (R = 1 / A 1 over all
  * views at 0 of pscr; EM's ratio) from A x of its views, held in memory,
  * then subset_pass: x's one pass per block, which forms the next block's
- * A x on the way.  The first block's A x takes a pass of its own, once. */
+ * A x on the way.  The first block's A x: none from a zero start, formed
+ * in the floor's pass from EM's or a nonnegative start, else a pass of
+ * its own, once. */
 int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
 			   rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	const double t0 = rc_now_s();
 	rc_initial start;
-	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, err);
+	int f, l, done;
+	rc_subset_order(R->S, R->order);
+	rc_subset_range(R->order[0], R->S, R->nviews, &f, &l);
+	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, R->chunk, f, l, &done, err);
 	if (rc || (rc = colsum_setup(R, err)))
 		return rc;
 	R->T = R->tv_on ? R->tv_steps : 0;
-	rc_subset_order(R->S, R->order);
-	int f, l;
-	rc_subset_range(R->order[0], R->S, R->nviews, &f, &l);
-	memset(R->chunk, 0, sizeof(float) * R->view * (size_t)(l - f));
-	for (int i = 0; i < R->slabs; i++) {
+	/* the first block's A x: formed already unless from an FDK start not floored */
+	for (int i = 0; !done && i < R->slabs; i++) {
 		int z0, z1;
 		ooc_slab_z(R, i, &z0, &z1);
 		if ((rc = ooc_cancelled(R, err)) ||
