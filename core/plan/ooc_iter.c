@@ -778,6 +778,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.stack = stack;
 	R.pscr = pscr;
 	R.vscr = vscr;
+	R.keep = rc_ooc_iter_colsum_kept(s);
 	R.nz = s->vol.nz;
 	R.nzs = p->slab_nz > 0 && p->slab_nz < R.nz ? p->slab_nz : R.nz;
 	R.slabs = (R.nz + R.nzs - 1) / R.nzs;

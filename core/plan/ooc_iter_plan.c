@@ -35,6 +35,12 @@ int rc_ooc_iter_subsets(const rc_recon_spec *s)
 	return a->name == RC_ALGO_SART || (a->name == RC_ALGO_MLEM && S > 1) ? S : 0;
 }
 
+int rc_ooc_iter_colsum_kept(const rc_recon_spec *s)
+{
+	int S = rc_ooc_iter_subsets(s);
+	return S > 0 && S <= RC_OOC_COLSUM_KEEP_BLOCKS && (s->algo.name == RC_ALGO_MLEM || S == 1);
+}
+
 int rc_ooc_iter_form_may(const rc_recon_spec *s, const rc_geom *g)
 {
 	int S = rc_ooc_iter_subsets(s);
@@ -177,10 +183,12 @@ static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)
 	uint64_t S = (uint64_t)((s->vol.nz + nzs - 1) / nzs);
 	uint64_t rowsP = P / (uint64_t)s->geom.det.nv * (uint64_t)rows;
 	/* SART and OS-EM: per block x read and written once, the block's
-	 * views of p (and SART's R) read for its residual (ooc_iter.h) */
+	 * views of p (and SART's R) read for its residual, its kept B_s(1)
+	 * read (ooc_iter.h) */
 	int blocks = rc_ooc_iter_subsets(s);
 	if (blocks)
-		return 2 * (uint64_t)blocks * V + (uint64_t)(s->algo.name == RC_ALGO_MLEM ? 1 : 2) * P;
+		return (uint64_t)(rc_ooc_iter_colsum_kept(s) ? 3 : 2) * (uint64_t)blocks * V +
+		       (uint64_t)(s->algo.name == RC_ALGO_MLEM ? 1 : 2) * P;
 	uint64_t io = (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
 	/* TV (ooc_iter.h), each slab with a slice of halo each side: CGLS
 	 * reads x and d for d^T L(x) d and x for grad TV(x), 2 (S - 1) slices

@@ -46,7 +46,7 @@ typedef struct ooc_run {
 	 * block's largest B_s(1); T the TV steps per block, slot T + 1 slabs
 	 * in flight (a slice of halo each side), carries T slices; next the
 	 * next block's A x (chunk: this block's residual) */
-	int S, T, bpvox, form;
+	int S, T, bpvox, form, keep; /* keep: B_s(1) at blk V of vscr (rc_ooc_iter_colsum_kept) */
 	int *order;
 	double kappa;
 	double *fsums;

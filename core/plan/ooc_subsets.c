@@ -36,10 +36,12 @@ static int ones_back(ooc_run *R, int i, int f, int l, float *dst, rc_err *err)
  * SART's from the closed form where it holds (not kept: rc_sart_cache_all;
  * every view covers the volume: rc_colsum_form_may_hold; block 0's B_0(1)
  * is kappa times its sums of 1/w^2 at every voxel), else back-projected
- * (kept or recomputed in memory: the same sums), recomputed here per slab
- * and inverted against the block's largest sum, found now (a back
- * projection of ones per block: an iteration's, once).  Nothing
- * volume-sized is kept: a slice of sums, S maxima. */
+ * (kept or recomputed in memory: the same sums), back-projected now per
+ * slab for each block's largest sum (a back projection of ones per
+ * block: an iteration's, once) and, where rc_ooc_iter_colsum_kept (OS-EM,
+ * one-block SART, S small), written at blk V of vscr to be read back per
+ * slab, else back-projected again per slab; inverted against that sum.
+ * In memory: a slice of sums, S maxima. */
 static int colsum_setup(ooc_run *R, rc_err *err)
 {
 	int cand = rc_ooc_iter_form_may(R->s, R->g);
@@ -54,7 +56,9 @@ static int colsum_setup(ooc_run *R, rc_err *err)
 			int z0, z1;
 			ooc_slab_z(R, i, &z0, &z1);
 			size_t n = R->plane * (size_t)(z1 - z0);
-			if ((rc = ooc_cancelled(R, err)) || (rc = ones_back(R, i, f, l, R->a, err)))
+			if ((rc = ooc_cancelled(R, err)) || (rc = ones_back(R, i, f, l, R->a, err)) ||
+			    (R->keep && (rc = ooc_wr(R->vscr, R->a, sizeof(float) * n,
+						     (uint64_t)blk * R->V + sizeof(float) * R->plane * (size_t)z0, err))))
 				return rc;
 			if (ok && i == 0)
 				R->kappa = R->a[0] / R->fsums[0];
@@ -72,8 +76,8 @@ static int colsum_setup(ooc_run *R, rc_err *err)
 }
 
 /* C_s of block blk (views f..l) on slab i into dst: the closed form's
- * slice (R->fmap) repeated, or B_s(1) inverted as rc_vinv_guarded does
- * over the whole volume */
+ * slice (R->fmap) repeated, or B_s(1) (kept in vscr, or back-projected
+ * again) inverted as rc_vinv_guarded does over the whole volume */
 static int colsum_slab(ooc_run *R, int i, int f, int l, int blk, float *dst, rc_err *err)
 {
 	int z0, z1, rc;
@@ -84,7 +88,9 @@ static int colsum_slab(ooc_run *R, int i, int f, int l, int blk, float *dst, rc_
 			memcpy(dst + (size_t)(z - z0) * R->plane, R->fmap, sizeof(float) * R->plane);
 		return 0;
 	}
-	if ((rc = ones_back(R, i, f, l, dst, err)))
+	if ((rc = R->keep ? ooc_rd(R->vscr, dst, sizeof(float) * n,
+				   (uint64_t)blk * R->V + sizeof(float) * R->plane * (size_t)z0, err)
+			  : ones_back(R, i, f, l, dst, err)))
 		return rc;
 	float eps = (float)(RC_COLSUM_REL_EPS * R->cmax[blk]);
 	for (size_t j = 0; j < n; j++)

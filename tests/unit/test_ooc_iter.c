@@ -721,6 +721,24 @@ static void test_sart_io(void **state)
 			assert_true(llabs((long long)io - (long long)plain) <= 64);
 		plain = io;
 	}
+	/* OS-EM (4 subsets): B_s(1) kept in vscr and read per block (3 S V + P),
+	 * two openings per slab and block (none for the column sums) */
+	rc_recon_spec s;
+	cone_spec(&s, 24, 36, 30);
+	rc_algo_params_plain(&s.algo, RC_ALGO_MLEM);
+	s.algo.subsets = 4;
+	s.algo.projector = RC_PROJECTOR_SPLAT;
+	s.algo.extend = RC_EXTEND_OFF;
+	assert_true(rc_ooc_iter_colsum_kept(&s));
+	uint64_t io = iteration_io(&s, nzs, 4, 2);
+	rc_ooc_plan p = { .slab_nz = nzs, .chunks = 4, .slabs = (24 + nzs - 1) / nzs, .rows = 30 };
+	uint64_t fig = rc_ooc_iter_io(&s, &p), V = 4ull * 24 * 24 * 24, P = 4ull * 36 * 36 * 30;
+	uint64_t opens = 2 * 4 * 5 * open_io(&s);
+	print_message("os-em: an iteration's I/O %llu bytes, the figure %llu (3 S V + P = %llu), openings %llu\n",
+		      (unsigned long long)io, (unsigned long long)fig, (unsigned long long)(3 * 4 * V + P),
+		      (unsigned long long)opens);
+	assert_int_equal(fig, 3 * 4 * V + P);
+	assert_true(llabs((long long)io - (long long)(fig + opens)) <= 40 * 128);
 }
 
 /* extend auto: the verdict from the file is the in-memory one; where the
