@@ -324,7 +324,9 @@ int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, float *ax, int k0, int 
 		ooc_slab_z(R, i, &z0, &z1);
 		size_t n = R->plane * (size_t)(z1 - z0);
 		uint64_t off = sizeof(float) * R->plane * (size_t)z0;
-		if ((rc = ooc_cancelled(R, err)) || (rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
+		/* the start's floor (ax) cancellable per slab, as its own pass was;
+		 * CGLS's last clamp not, as in memory */
+		if ((ax && (rc = ooc_cancelled(R, err))) || (rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 		for (size_t j = 0; j < n; j++)
 			R->a[j] = !fill && R->a[j] > lo ? R->a[j] : lo;
