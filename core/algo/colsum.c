@@ -87,6 +87,24 @@ static void block_sums(const rc_geom *g, int S, double *sums)
 		rc_colsum_block_sums(g, S, s, sums + (size_t)s * nxy);
 }
 
+int rc_colsum_form_fits(const float *b1, size_t n, const double *sums, size_t nxy, double kappa)
+{
+	if (!(kappa > 0.0) || !isfinite(kappa))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		double want = kappa * sums[i % nxy];
+		if (!(fabs(b1[i] - want) <= RC_COLSUM_FORM_TOL * want))
+			return 0;
+	}
+	return 1;
+}
+
+void rc_colsum_form_map(const double *sums, size_t n, double kappa, float *dst)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (float)(1.0 / (kappa * sums[i]));
+}
+
 /* The closed form if the first block's B_0(1), back-projected into the
  * slot, is kappa * sum over its views of 1/w_k^2 at every voxel (the
  * weights the back projector applies; rc_colsum_form_may_hold has checked every
@@ -107,20 +125,14 @@ static int try_form(rc_colsum *c, rc_vec *ones, rc_err *err)
 		goto out;
 	block_sums(g, c->S, sums);
 	const double kappa = c->host[0] / sums[0];
-	if (!(kappa > 0.0) || !isfinite(kappa))
+	if (!rc_colsum_form_fits(c->host, nvox, sums, nxy, kappa))
 		goto out;
-	for (size_t i = 0; i < nvox; i++) {
-		double want = kappa * sums[i % nxy];
-		if (!(fabs(c->host[i] - want) <= RC_COLSUM_FORM_TOL * want))
-			goto out;
-	}
 	c->form = malloc((size_t)c->S * nxy * sizeof *c->form);
 	if (!c->form) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for %d blocks' column sums", c->S);
 		goto out;
 	}
-	for (size_t i = 0; i < (size_t)c->S * nxy; i++)
-		c->form[i] = (float)(1.0 / (kappa * sums[i]));
+	rc_colsum_form_map(sums, (size_t)c->S * nxy, kappa, c->form);
 out:
 	free(sums);
 	return rc;

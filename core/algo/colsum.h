@@ -47,6 +47,12 @@ int rc_colsum_get(rc_colsum *c, int blk, rc_vec *ones, const rc_vec **ret, rc_er
  * voxel 0). */
 int rc_colsum_form_may_hold(const rc_geom *g);
 void rc_colsum_block_sums(const rc_geom *g, int S, int blk, double *sums);
+/* Whether the back-projected B_0(1) (b1: n voxels from a slice's start)
+ * is kappa * sums (per voxel column: nxy of them) within
+ * RC_COLSUM_FORM_TOL at every voxel, kappa positive and finite */
+int rc_colsum_form_fits(const float *b1, size_t n, const double *sums, size_t nxy, double kappa);
+/* dst[i] = 1 / (kappa * sums[i]): the closed form's C_s, n values */
+void rc_colsum_form_map(const double *sums, size_t n, double kappa, float *dst);
 rc_colsum_way rc_colsum_way_of(const rc_colsum *c);
 void rc_colsum_free(rc_colsum *c);
 

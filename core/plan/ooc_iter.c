@@ -315,19 +315,23 @@ int ooc_progress(const rc_algo_hooks *hooks, int it, int of, double res, double 
 	return 0;
 }
 
-/* x clamped at lo (fill: set to lo), slab by slab */
-int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, rc_err *err)
+/* x clamped at lo (fill: set to lo), slab by slab; ax: the floored
+ * slabs' projection onto views k0..k1 added there (the pass read them) */
+int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, float *ax, int k0, int k1, rc_err *err)
 {
 	for (int i = 0; i < R->slabs; i++) {
 		int z0, z1, rc;
 		ooc_slab_z(R, i, &z0, &z1);
 		size_t n = R->plane * (size_t)(z1 - z0);
 		uint64_t off = sizeof(float) * R->plane * (size_t)z0;
-		if ((rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
+		/* the start's floor (ax) cancellable per slab, as its own pass was;
+		 * CGLS's last clamp not, as in memory */
+		if ((ax && (rc = ooc_cancelled(R, err))) || (rc = ooc_rd(xfd, R->a, sizeof(float) * n, off, err)))
 			return rc;
 		for (size_t j = 0; j < n; j++)
 			R->a[j] = !fill && R->a[j] > lo ? R->a[j] : lo;
-		if ((rc = ooc_wr(xfd, R->a, sizeof(float) * n, off, err)))
+		if ((rc = ooc_wr(xfd, R->a, sizeof(float) * n, off, err)) ||
+		    (ax && (rc = ooc_fp_add(R, R->a, i, k0, k1, ax, err))))
 			return rc;
 	}
 	return 0;
@@ -384,6 +388,25 @@ static int tv_dot(ooc_run *R, int xfd, int vscr, uint64_t doff, double *dld, rc_
 	return 0;
 }
 
+/* One step of rc_tv_descend on w (nzw slices: the slab's nzm from slice
+ * lo, its halo around): x -= s grad TV(x) on the slab's slices, the
+ * slab's last slice as it was before the step saved into carry (the next
+ * slab's lower halo); clamp: at 0, as the last step's where nonnegative. */
+void ooc_tv_step(ooc_run *R, float *w, int nzw, int lo, int nzm, float *carry, int clamp)
+{
+	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = nzw, .planar = 0 };
+	rc_tv_apply_in(&sh, w, w, R->to, R->tv_eps, R->s->threads, R->tvs);
+	float *x = w + (size_t)lo * R->plane;
+	const float *g = R->to + (size_t)lo * R->plane;
+	size_t n = R->plane * (size_t)nzm;
+	memcpy(carry, x + (size_t)(nzm - 1) * R->plane, sizeof(float) * R->plane);
+	for (size_t j = 0; j < n; j++) {
+		x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
+		if (clamp) /* the clamp is update with lambda 0, as rc_tv_descend's */
+			x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
+	}
+}
+
 /* rc_tv_descend on x (xfd) in place: R->tv_steps passes of x -= kappa s /
  * steps grad TV(x), slab after slab, each slab's lower halo the slice the
  * slab below had before its update (carry); the clamp at 0 with the last. */
@@ -394,21 +417,13 @@ static int tv_descend(ooc_run *R, int xfd, int nonneg, rc_err *err)
 			int z0, z1, rc, last = k == R->tv_steps - 1;
 			ooc_slab_z(R, i, &z0, &z1);
 			int a = z0 > 0 ? z0 - 1 : 0, b = z1 < R->nz ? z1 + 1 : R->nz;
-			rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = b - a, .planar = 0 };
 			size_t n = R->plane * (size_t)(z1 - z0);
-			float *x = R->tw + (size_t)(z0 - a) * R->plane, *g = R->to + (size_t)(z0 - a) * R->plane;
 			if ((rc = ooc_cancelled(R, err)) ||
 			    (rc = read_slices(R, xfd, 0, a, b, a < z0 ? R->carry : NULL, R->tw, err)))
 				return rc;
-			rc_tv_apply_in(&sh, R->tw, R->tw, R->to, R->tv_eps, R->s->threads, R->tvs);
-			memcpy(R->carry, x + (size_t)(z1 - z0 - 1) * R->plane, sizeof(float) * R->plane);
-			for (size_t j = 0; j < n; j++) {
-				x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
-				/* the clamp is update with lambda 0, as rc_tv_descend's */
-				if (last && nonneg)
-					x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
-			}
-			if ((rc = ooc_wr(xfd, x, sizeof(float) * n, sizeof(float) * R->plane * (size_t)z0, err)))
+			ooc_tv_step(R, R->tw, b - a, z0 - a, z1 - z0, R->carry, last && nonneg);
+			if ((rc = ooc_wr(xfd, R->tw + (size_t)(z0 - a) * R->plane, sizeof(float) * n,
+					 sizeof(float) * R->plane * (size_t)z0, err)))
 				return rc;
 		}
 	return 0;
@@ -571,6 +586,40 @@ int ooc_sirt_residual(ooc_run *R, int k0, int k1, double *r2, rc_err *err)
 	return 0;
 }
 
+/* The start SIRT, MLEM, SART and OS-EM share: x0 (ooc_start_x), the stack's
+ * pass, A 1 into pscr at 0 (R's, EM's start, TV's scale), TV's scale; the
+ * start clamped at 0 where nonnegative; MLEM's (algo_sart.c's em_start)
+ * the constant x0 = sum p+ / sum A 1, or at least RC_EM_START_FLOOR of
+ * it; then (not EM) rinv = 1 / A 1 guarded in place.  ax (SART's, OS-EM's
+ * first block's A x, views k0..k1): zeroed, and formed where x is floored
+ * (*ax_done 1) or zero (*ax_done 1: nothing to add). */
+int ooc_em_start(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start,
+		 float *ax, int k0, int k1, int *ax_done, rc_err *err)
+{
+	double none;
+	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, start, err);
+	if (rc || (rc = ooc_stack_stats(R, 0, err)) || (rc = ooc_forward(R, -1, 0, pscr, 0, 0, &none, err)))
+		return rc;
+	if (R->tv_weight > 0.0)
+		ooc_tv_init(R, R->fsum);
+	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
+	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
+	/* the stack's pass and ooc_forward used the chunk: ax is free now */
+	if (ax)
+		memset(ax, 0, sizeof(float) * R->view * (size_t)(k1 - k0));
+	int floor = R->em || (*start != RC_INITIAL_ZERO && R->s->algo.nonnegative);
+	if (ax_done)
+		*ax_done = floor || *start == RC_INITIAL_ZERO;
+	if (R->em)
+		rc = ooc_floor_x(R, xfd, *start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
+				 *start == RC_INITIAL_ZERO, ax, k0, k1, err);
+	else if (floor)
+		rc = ooc_floor_x(R, xfd, 0.0f, 0, ax, k0, k1, err);
+	if (rc || R->em)
+		return rc;
+	return ooc_inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err);
+}
+
 /* SIRT: x's slab z0..z1 += lambda C (A^T e) (R->b), clamped with nonnegative */
 static int sirt_update(ooc_run *R, int z0, int z1, int xfd, rc_err *err)
 {
@@ -598,22 +647,8 @@ static int iterate_sirt(ooc_run *R, int stack, int xfd, int vscr, int pscr, cons
 	const double t0 = rc_now_s();
 	double r2, none;
 	rc_initial start;
-	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, &start, err);
-	if (rc || (rc = ooc_stack_stats(R, 0, err)) || (rc = ooc_forward(R, -1, 0, pscr, 0, 0, &none, err)))
-		return rc;
-	if (R->tv_weight > 0.0)
-		ooc_tv_init(R, R->fsum);
-	/* the start clamped at 0; MLEM's (algo_sart.c's em_start) the constant
-	 * x0 = sum p+ / sum A 1, or at least RC_EM_START_FLOOR of it */
-	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
-	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
-	if (R->em)
-		rc = ooc_floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
-			     start == RC_INITIAL_ZERO, err);
-	else if (start != RC_INITIAL_ZERO && a->nonnegative)
-		rc = ooc_floor_x(R, xfd, 0.0f, 0, err);
-	if (rc || (!R->em && (rc = ooc_inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
-	    (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
+	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, NULL, 0, 0, NULL, err);
+	if (rc || (rc = backward(R, -1, 0, vscr, 0, 0, &none, err)) ||
 	    (rc = ooc_inv_guarded(R, vscr, 0, R->V / 4, RC_COLSUM_REL_EPS, err)))
 		return rc;
 	for (int it = 1; it <= a->iterations; it++) {
@@ -715,7 +750,7 @@ static int iterate(ooc_run *R, int stack, int xfd, int vscr, int pscr, const rc_
 		if (why)
 			break;
 	}
-	if (a->nonnegative && (rc = ooc_floor_x(R, xfd, 0.0f, 0, err)))
+	if (a->nonnegative && (rc = ooc_floor_x(R, xfd, 0.0f, 0, NULL, 0, 0, err)))
 		return rc;
 	rep->relative_residual = a->nonnegative || !(pp > 0) ? NAN : res / sqrt(pp);
 	return 0;
@@ -745,6 +780,7 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 	R.stack = stack;
 	R.pscr = pscr;
 	R.vscr = vscr;
+	R.keep = rc_ooc_iter_colsum_kept(s);
 	R.nz = s->vol.nz;
 	R.nzs = p->slab_nz > 0 && p->slab_nz < R.nz ? p->slab_nz : R.nz;
 	R.slabs = (R.nz + R.nzs - 1) / R.nzs;
@@ -800,14 +836,16 @@ int rc_ooc_iter(const rc_recon_spec *s, const rc_geom *g, int stack, int xfd, in
 		R.next = malloc(sizeof(float) * chunk);
 		R.order = malloc(sizeof(int) * (size_t)R.S);
 		R.cmax = malloc(sizeof(float) * (size_t)R.S);
-		R.fmap = malloc(sizeof(float) * R.plane);
-		R.fsums = malloc(sizeof(double) * R.plane);
 		R.slot = malloc(sizeof(float) * (size_t)(tmax + 1) * R.plane * (size_t)(R.nzs + 2));
-		R.carries = malloc(sizeof(float) * (size_t)(tmax > 0 ? tmax : 1) * R.plane);
 	}
+	int form = rc_ooc_iter_form_may(s, g);
+	R.fmap = form ? malloc(sizeof(float) * R.plane) : NULL;
+	R.fsums = form ? malloc(sizeof(double) * R.plane) : NULL;
+	R.carries = tmax > 0 ? malloc(sizeof(float) * (size_t)tmax * R.plane) : NULL;
 	if (!R.r0 || !R.r1 || !R.chunk || !R.rows || !R.a || !R.b || (sirt && !R.c) ||
 	    (tv && (!R.to || !R.tvs || (!subs && !R.tw) || (!sirt && !subs && !R.td) || (sirt && !R.carry))) ||
-	    (subs && (!R.next || !R.order || !R.cmax || !R.fmap || !R.fsums || !R.slot || !R.carries))) {
+	    (subs && (!R.next || !R.order || !R.cmax || !R.slot)) || (form && (!R.fmap || !R.fsums)) ||
+	    (tmax > 0 && !R.carries)) {
 		rc = rc_fail(err, RC_ENOMEM, "", "out of memory for a slab of %d slices and a chunk of %d views", R.nzs,
 			     R.nk);
 		goto out;

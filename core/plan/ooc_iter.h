@@ -52,10 +52,12 @@
  * j - k takes step k; T + 1 slabs in flight, T carried slices).  The
  * column sums as colsum.c has them: SART's closed form where the in-memory
  * run takes it (the check on block 0's B_0(1), slab by slab, at the
- * start), else B_s(1) back-projected per slab and inverted against the
- * block's largest value (found at the start: a back projection of ones
- * per block).  I/O per iteration: reads S V + 2 P (OS-EM: + P), writes
- * S V; the first block's A x a pass more, once.
+ * start), else B_s(1) inverted against the block's largest value (found
+ * at the start: a back projection of ones per block), B_s(1) written then
+ * at blk V of vscr and read back per slab where rc_ooc_iter_colsum_kept,
+ * else back-projected again per slab.  I/O per iteration: reads S V + 2 P
+ * (OS-EM: P; kept sums: S V more), writes S V; the first block's A x none more (x0 zero, or floored: formed in
+ * the floor's pass) but from an FDK start without nonnegative (a pass, once).
  *
  * A job's defaults run as in memory:
  *   - the stop rules (algo_util.h's rc_stop): a pass over the stack after
@@ -111,6 +113,18 @@ rc_projector rc_ooc_iter_pair(const rc_recon_spec *s, const rc_geom *g);
  * block included) where s runs as blocks out of core, else 0 (CGLS, SIRT,
  * MLEM with one subset). */
 int rc_ooc_iter_subsets(const rc_recon_spec *s);
+/* The most blocks whose B_s(1) the run keeps on disk (colsum kept: S
+ * volumes in vscr) instead of back-projecting them again per slab */
+#define RC_OOC_COLSUM_KEEP_BLOCKS 8
+/* Whether s's column sums are kept in vscr (B_s(1), S volumes): OS-EM and
+ * one-block SART (the closed form never theirs) with S at most
+ * RC_OOC_COLSUM_KEEP_BLOCKS; SART's other blocks take the closed form or
+ * are back-projected again */
+int rc_ooc_iter_colsum_kept(const rc_recon_spec *s);
+/* Whether s's SART may take the column sums' closed form on g (colsum.h:
+ * blocks, not all kept, every view covering the volume; the weights are
+ * measured at the start): only then are its sums held */
+int rc_ooc_iter_form_may(const rc_recon_spec *s, const rc_geom *g);
 /* TV's steps per block (rc_tv_new's ceil(tv.steps / S), SIRT's and CGLS's
  * S = 1); 0 without TV. */
 int rc_ooc_iter_tv_steps(const rc_recon_spec *s);
@@ -130,14 +144,16 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 
 /* Bytes read plus written per CGLS iteration by plan p (the figure above,
  * plus TV's passes where s has TV; SIRT's and MLEM's are lower without TV;
- * SART's and OS-EM's 2 S V + 2 P, OS-EM's P less, TV's steps adding none). */
+ * SART's and OS-EM's 2 S V + 2 P, OS-EM's P less, S V more where the
+ * column sums are kept, TV's steps adding none). */
 uint64_t rc_ooc_iter_io(const rc_recon_spec *s, const rc_ooc_plan *p);
 
 /* CGLS, SIRT, SART or MLEM (s->algo.name) of s (geometry g) under plan p from the stack file stack (fp32, the
  * spec's layout, non-finite values read as 0) into the volume file xfd
  * (read-write, written whole: nx * ny * nz fp32 from offset 0), with
- * scratch files vscr (2 volumes; SIRT, MLEM 1; SART, OS-EM none) and pscr
- * (2 stacks; SART 1, OS-EM none) open read-write.
+ * scratch files vscr (2 volumes; SIRT, MLEM 1; SART, OS-EM S where
+ * rc_ooc_iter_colsum_kept, else none) and pscr
+ * (2 stacks; SART and OS-EM 1: A 1) open read-write.
  * hooks: progress after each iteration (residual ||p - A x||), cancel
  * between and within the passes; iterate, phase and checkpoints are not
  * called.  rep: iterations_done, seconds, relative_residual (||r|| / ||p||

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/algo_util.h"
+#include "algo/colsum.h"
 #include "algo/noise.h"
 #include "backend/splat_dev.h"
 #include "plan/extend.h"
@@ -31,6 +33,19 @@ int rc_ooc_iter_subsets(const rc_recon_spec *s)
 	int S = rc_algo_subsets(a, s->geom.nviews);
 	S = S < 1 ? 1 : S > s->geom.nviews ? s->geom.nviews : S;
 	return a->name == RC_ALGO_SART || (a->name == RC_ALGO_MLEM && S > 1) ? S : 0;
+}
+
+int rc_ooc_iter_colsum_kept(const rc_recon_spec *s)
+{
+	int S = rc_ooc_iter_subsets(s);
+	return S > 0 && S <= RC_OOC_COLSUM_KEEP_BLOCKS && (s->algo.name == RC_ALGO_MLEM || S == 1);
+}
+
+int rc_ooc_iter_form_may(const rc_recon_spec *s, const rc_geom *g)
+{
+	int S = rc_ooc_iter_subsets(s);
+	return s->algo.name == RC_ALGO_SART && S > 1 && !rc_sart_cache_all(&s->algo, S, rc_volume_count(&s->vol)) &&
+	       rc_colsum_form_may_hold(g);
 }
 
 int rc_ooc_iter_tv_steps(const rc_recon_spec *s)
@@ -105,16 +120,19 @@ static int most_rows(const rc_geom *g, int nz, int nzs)
  * (and the backend's copy), two slabs (the back projection, the column
  * sums) and the backend's copy, T + 1 slabs in flight with a slice of halo
  * each side (T: TV's steps per block) and with TV the operator's output
- * slab, T carried slices and its weights per thread; a slice of the closed
- * form's sums (float and double). */
-static uint64_t subsets_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
+ * slab, T carried slices and its weights per thread; where the closed
+ * form may hold (rc_ooc_iter_form_may), a slice of its sums (float and
+ * double). */
+static uint64_t subsets_need(const rc_recon_spec *s, const rc_geom *g, int footprint, int nzs, int rows, int nk)
 {
 	uint64_t nu = (uint64_t)s->geom.det.nu, nv = (uint64_t)s->geom.det.nv, r = (uint64_t)(rows > 0 ? rows : 1);
 	uint64_t plane = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * 4, slab = plane * (uint64_t)nzs;
 	uint64_t hslab = plane * (uint64_t)(nzs + 2);
 	uint64_t chunk = nv * nu * (uint64_t)nk * 4, sub = r * nu * (uint64_t)nk * 4;
 	uint64_t T = (uint64_t)rc_ooc_iter_tv_steps(s);
-	uint64_t need = RC_MEM_BASE + 2 * chunk + 2 * sub + 3 * slab + (T + 1) * hslab + 3 * plane;
+	uint64_t need = RC_MEM_BASE + 2 * chunk + 2 * sub + 3 * slab + (T + 1) * hslab;
+	if (rc_ooc_iter_form_may(s, g))
+		need += 3 * plane;
 	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
 	need += RC_NOISE_ROWS_PER_ITEM * nu * 4;
 	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
@@ -127,10 +145,10 @@ static uint64_t subsets_need(const rc_recon_spec *s, int footprint, int nzs, int
 	return need;
 }
 
-static uint64_t iter_need(const rc_recon_spec *s, int footprint, int nzs, int rows, int nk)
+static uint64_t iter_need(const rc_recon_spec *s, const rc_geom *g, int footprint, int nzs, int rows, int nk)
 {
 	if (rc_ooc_iter_subsets(s))
-		return subsets_need(s, footprint, nzs, rows, nk);
+		return subsets_need(s, g, footprint, nzs, rows, nk);
 	/* SIRT, MLEM: one more slab, x beside s and C */
 	int sirt = s->algo.name == RC_ALGO_SIRT || s->algo.name == RC_ALGO_MLEM;
 	uint64_t nu = (uint64_t)s->geom.det.nu, nv = (uint64_t)s->geom.det.nv, r = (uint64_t)(rows > 0 ? rows : 1);
@@ -165,10 +183,12 @@ static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)
 	uint64_t S = (uint64_t)((s->vol.nz + nzs - 1) / nzs);
 	uint64_t rowsP = P / (uint64_t)s->geom.det.nv * (uint64_t)rows;
 	/* SART and OS-EM: per block x read and written once, the block's
-	 * views of p (and SART's R) read for its residual (ooc_iter.h) */
+	 * views of p (and SART's R) read for its residual, its kept B_s(1)
+	 * read (ooc_iter.h) */
 	int blocks = rc_ooc_iter_subsets(s);
 	if (blocks)
-		return 2 * (uint64_t)blocks * V + (uint64_t)(s->algo.name == RC_ALGO_MLEM ? 1 : 2) * P;
+		return (uint64_t)(rc_ooc_iter_colsum_kept(s) ? 3 : 2) * (uint64_t)blocks * V +
+		       (uint64_t)(s->algo.name == RC_ALGO_MLEM ? 1 : 2) * P;
 	uint64_t io = (uint64_t)chunks * V + S * rowsP + 4 * V + 2 * P + 3 * V + 2 * P;
 	/* TV (ooc_iter.h), each slab with a slice of halo each side: CGLS
 	 * reads x and d for d^T L(x) d and x for grad TV(x), 2 (S - 1) slices
@@ -235,13 +255,13 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 	for (int nk = subs ? (nviews + subs - 1) / subs : nviews;; nk = (nk + 1) / 2) {
 		int chunks = subs ? subs : (nviews + nk - 1) / nk;
 		nk = (nviews + chunks - 1) / chunks;
-		uint64_t n1 = iter_need(s, fp, 1, most_rows(g, nz, 1), nk);
+		uint64_t n1 = iter_need(s, g, fp, 1, most_rows(g, nz, 1), nk);
 		least = n1 < least ? n1 : least;
 		if (n1 <= budget) {
 			int good = 1, bad = nz + 1;
 			while (bad - good > 1) {
 				int mid = good + (bad - good) / 2, nzs = evened(nz, mid);
-				if (iter_need(s, fp, nzs, most_rows(g, nz, nzs), nk) <= budget)
+				if (iter_need(s, g, fp, nzs, most_rows(g, nz, nzs), nk) <= budget)
 					good = mid;
 				else
 					bad = mid;
@@ -255,7 +275,7 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 				p->slabs = (nz + nzs - 1) / nzs;
 				p->rows = rows;
 				p->chunks = chunks;
-				p->predicted_bytes = iter_need(s, fp, nzs, rows, nk);
+				p->predicted_bytes = iter_need(s, g, fp, nzs, rows, nk);
 			}
 		}
 		if (nk == 1 || subs)
@@ -279,7 +299,7 @@ int rc_ooc_plan_iter(const rc_recon_spec *s, const rc_geom *g, uint64_t budget, 
 		p->slab_nz = (nz + 1) / 2;
 		p->slabs = 2;
 		p->rows = most_rows(g, nz, p->slab_nz);
-		uint64_t n2 = iter_need(s, fp, p->slab_nz, p->rows, (nviews + p->chunks - 1) / p->chunks);
+		uint64_t n2 = iter_need(s, g, fp, p->slab_nz, p->rows, (nviews + p->chunks - 1) / p->chunks);
 		p->predicted_bytes = n2 > p->predicted_bytes ? n2 : p->predicted_bytes;
 	}
 	p->predicted_bytes = p->predicted_bytes > fdk_need ? p->predicted_bytes : fdk_need;

@@ -46,7 +46,7 @@ typedef struct ooc_run {
 	 * block's largest B_s(1); T the TV steps per block, slot T + 1 slabs
 	 * in flight (a slice of halo each side), carries T slices; next the
 	 * next block's A x (chunk: this block's residual) */
-	int S, T, bpvox, form;
+	int S, T, bpvox, form, keep; /* keep: B_s(1) at blk V of vscr (rc_ooc_iter_colsum_kept) */
 	int *order;
 	double kappa;
 	double *fsums;
@@ -73,8 +73,20 @@ int ooc_sirt_residual(ooc_run *R, int k0, int k1, double *r2, rc_err *err);
 /* x0 into xfd (zero or the FDK start), *start which */
 int ooc_start_x(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start,
 		rc_err *err);
-/* x clamped at lo (fill: set to lo) */
-int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, rc_err *err);
+/* One TV step on a slab in w (nzw slices, the slab's nzm from lo): the
+ * operator, the slab's last slice before the step into carry, the step,
+ * with clamp the clamp at 0 */
+void ooc_tv_step(ooc_run *R, float *w, int nzw, int lo, int nzm, float *carry, int clamp);
+/* ooc_start_x, the stack's pass, A 1 into pscr at 0, TV's scale, x
+ * floored (nonnegative; EM's start), pscr made rinv (not EM): SIRT's,
+ * MLEM's, SART's and OS-EM's start.  ax (or NULL): views k0..k1 of A x0,
+ * formed in the floor's pass or zero where x0 is, *ax_done 1; else zeroed,
+ * *ax_done 0 (a pass of its own left to the caller) */
+int ooc_em_start(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_initial *start,
+		 float *ax, int k0, int k1, int *ax_done, rc_err *err);
+/* x clamped at lo (fill: set to lo); ax (or NULL): the floored x's
+ * projection onto views k0..k1 added there */
+int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, float *ax, int k0, int k1, rc_err *err);
 /* The stack's pass: the stop rules' thresholds, sum p, the TV weight, EM's start */
 int ooc_stack_stats(ooc_run *R, int cgls, rc_err *err);
 /* TV's scale from sum A 1 over R->S blocks */

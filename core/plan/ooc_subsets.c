@@ -6,7 +6,7 @@
 
 #include "algo/colsum.h"
 #include "backend/elementwise_ops.h"
-#include "backend/tv_host.h"
+#include "plan/ooc_iter.h"
 #include "plan/ooc_iter_run.h"
 #include "util/rc_clock.h"
 
@@ -36,15 +36,15 @@ static int ones_back(ooc_run *R, int i, int f, int l, float *dst, rc_err *err)
  * SART's from the closed form where it holds (not kept: rc_sart_cache_all;
  * every view covers the volume: rc_colsum_form_may_hold; block 0's B_0(1)
  * is kappa times its sums of 1/w^2 at every voxel), else back-projected
- * (kept or recomputed in memory: the same sums), recomputed here per slab
- * and inverted against the block's largest sum, found now (a back
- * projection of ones per block: an iteration's, once).  Nothing
- * volume-sized is kept: a slice of sums, S maxima. */
+ * (kept or recomputed in memory: the same sums), back-projected now per
+ * slab for each block's largest sum (a back projection of ones per
+ * block: an iteration's, once) and, where rc_ooc_iter_colsum_kept (OS-EM,
+ * one-block SART, S small), written at blk V of vscr to be read back per
+ * slab, else back-projected again per slab; inverted against that sum.
+ * In memory: a slice of sums, S maxima. */
 static int colsum_setup(ooc_run *R, rc_err *err)
 {
-	const rc_algo_params *a = &R->s->algo;
-	int cand = a->name == RC_ALGO_SART && R->S > 1 && !rc_sart_cache_all(a, R->S, R->V / 4) &&
-		   rc_colsum_form_may_hold(R->g);
+	int cand = rc_ooc_iter_form_may(R->s, R->g);
 	R->form = 0;
 	for (int blk = 0; blk < R->S; blk++) {
 		int f, l, ok = cand && blk == 0, rc;
@@ -56,18 +56,15 @@ static int colsum_setup(ooc_run *R, rc_err *err)
 			int z0, z1;
 			ooc_slab_z(R, i, &z0, &z1);
 			size_t n = R->plane * (size_t)(z1 - z0);
-			if ((rc = ooc_cancelled(R, err)) || (rc = ones_back(R, i, f, l, R->a, err)))
+			if ((rc = ooc_cancelled(R, err)) || (rc = ones_back(R, i, f, l, R->a, err)) ||
+			    (R->keep && (rc = ooc_wr(R->vscr, R->a, sizeof(float) * n,
+						     (uint64_t)blk * R->V + sizeof(float) * R->plane * (size_t)z0, err))))
 				return rc;
-			if (ok && i == 0) {
+			if (ok && i == 0)
 				R->kappa = R->a[0] / R->fsums[0];
-				ok = R->kappa > 0.0 && isfinite(R->kappa);
-			}
-			for (size_t j = 0; j < n; j++) {
+			for (size_t j = 0; j < n; j++)
 				mx = rc_ew_max(mx, R->a[j]);
-				double want = ok ? R->kappa * R->fsums[j % R->plane] : 0.0;
-				if (ok && !(fabs(R->a[j] - want) <= RC_COLSUM_FORM_TOL * want))
-					ok = 0;
-			}
+			ok = ok && rc_colsum_form_fits(R->a, n, R->fsums, R->plane, R->kappa);
 		}
 		R->cmax[blk] = mx;
 		if (ok) {
@@ -79,8 +76,8 @@ static int colsum_setup(ooc_run *R, rc_err *err)
 }
 
 /* C_s of block blk (views f..l) on slab i into dst: the closed form's
- * slice (R->fmap) repeated, or B_s(1) inverted as rc_vinv_guarded does
- * over the whole volume */
+ * slice (R->fmap) repeated, or B_s(1) (kept in vscr, or back-projected
+ * again) inverted as rc_vinv_guarded does over the whole volume */
 static int colsum_slab(ooc_run *R, int i, int f, int l, int blk, float *dst, rc_err *err)
 {
 	int z0, z1, rc;
@@ -91,7 +88,9 @@ static int colsum_slab(ooc_run *R, int i, int f, int l, int blk, float *dst, rc_
 			memcpy(dst + (size_t)(z - z0) * R->plane, R->fmap, sizeof(float) * R->plane);
 		return 0;
 	}
-	if ((rc = ones_back(R, i, f, l, dst, err)))
+	if ((rc = R->keep ? ooc_rd(R->vscr, dst, sizeof(float) * n,
+				   (uint64_t)blk * R->V + sizeof(float) * R->plane * (size_t)z0, err)
+			  : ones_back(R, i, f, l, dst, err)))
 		return rc;
 	float eps = (float)(RC_COLSUM_REL_EPS * R->cmax[blk]);
 	for (size_t j = 0; j < n; j++)
@@ -143,19 +142,9 @@ static void tv_step_slab(ooc_run *R, int m, int k, int nonneg)
 		memcpy(sl, carry, sizeof(float) * R->plane);
 	if (hi)
 		memcpy(sl + (size_t)(nzm + 1) * R->plane, slot_of(R, m + 1) + R->plane, sizeof(float) * R->plane);
-	float *w = sl + (lo ? 0 : R->plane);
-	rc_tv_shape sh = { .nx = R->s->vol.nx, .ny = R->s->vol.ny, .nz = nzm + lo + hi, .planar = 0 };
-	rc_tv_apply_in(&sh, w, w, R->to, R->tv_eps, R->s->threads, R->tvs);
-	/* the slab above's step k takes this slab's last slice as it is now */
-	memcpy(carry, sl + (size_t)nzm * R->plane, sizeof(float) * R->plane);
-	float *x = sl + R->plane;
-	const float *g = R->to + (lo ? R->plane : 0);
-	size_t n = R->plane * (size_t)nzm;
-	for (size_t j = 0; j < n; j++) {
-		x[j] = rc_ew_axpy(x[j], R->tv_step, g[j]);
-		if (k == R->T && nonneg) /* the clamp is update with lambda 0, as rc_tv_descend's */
-			x[j] = rc_ew_update(x[j], g[j], g[j], 0.0f, 1);
-	}
+	/* carry: the slab above's step k takes this slab's last slice as it
+	 * was before this step */
+	ooc_tv_step(R, sl + (lo ? 0 : R->plane), nzm + lo + hi, lo, nzm, carry, k == R->T && nonneg);
 }
 
 /* One block's pass over the volume, x's only read and write: slab j read
@@ -192,36 +181,24 @@ static int subset_pass(ooc_run *R, int xfd, int f, int l, int blk, int nf, int n
  * block in rc_subset_order's order, its residual (R = 1 / A 1 over all
  * views at 0 of pscr; EM's ratio) from A x of its views, held in memory,
  * then subset_pass: x's one pass per block, which forms the next block's
- * A x on the way.  The first block's A x takes a pass of its own, once. */
+ * A x on the way.  The first block's A x: none from a zero start, formed
+ * in the floor's pass from EM's or a nonnegative start, else a pass of
+ * its own, once. */
 int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,
 			   rc_err *err)
 {
 	const rc_algo_params *a = &R->s->algo;
 	const double t0 = rc_now_s();
-	double none;
 	rc_initial start;
-	int rc = ooc_start_x(R, stack, xfd, pscr, hooks, &start, err);
-	/* A 1 (R's, EM's start, TV's scale) */
-	if (rc || (rc = ooc_stack_stats(R, 0, err)) || (rc = ooc_forward(R, -1, 0, pscr, 0, 0, &none, err)))
-		return rc;
-	if (R->tv_weight > 0.0)
-		ooc_tv_init(R, R->fsum);
-	R->T = R->tv_on ? R->tv_steps : 0;
-	float x0 = R->fsum > 0.0 && isfinite(R->ppos / R->fsum) ? (float)(R->ppos / R->fsum) : 0.0f;
-	R->em_eps = (float)(1e-20 * (R->pmax > 1.0 ? R->pmax : 1.0));
-	if (R->em)
-		rc = ooc_floor_x(R, xfd, start != RC_INITIAL_ZERO ? (float)(RC_EM_START_FLOOR * x0) : x0,
-			     start == RC_INITIAL_ZERO, err);
-	else if (start != RC_INITIAL_ZERO && a->nonnegative)
-		rc = ooc_floor_x(R, xfd, 0.0f, 0, err);
-	if (rc || (!R->em && (rc = ooc_inv_guarded(R, pscr, 0, R->P / 4, RC_ROWSUM_REL_EPS, err))) ||
-	    (rc = colsum_setup(R, err)))
-		return rc;
+	int f, l, done;
 	rc_subset_order(R->S, R->order);
-	int f, l;
 	rc_subset_range(R->order[0], R->S, R->nviews, &f, &l);
-	memset(R->chunk, 0, sizeof(float) * R->view * (size_t)(l - f));
-	for (int i = 0; i < R->slabs; i++) {
+	int rc = ooc_em_start(R, stack, xfd, pscr, hooks, &start, R->chunk, f, l, &done, err);
+	if (rc || (rc = colsum_setup(R, err)))
+		return rc;
+	R->T = R->tv_on ? R->tv_steps : 0;
+	/* the first block's A x: formed already unless from an FDK start not floored */
+	for (int i = 0; !done && i < R->slabs; i++) {
 		int z0, z1;
 		ooc_slab_z(R, i, &z0, &z1);
 		if ((rc = ooc_cancelled(R, err)) ||
@@ -241,8 +218,7 @@ int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_
 				rc_subset_range(R->order[(k + 1) % R->S], R->S, R->nviews, &nf, &nl);
 			if (R->form) {
 				rc_colsum_block_sums(R->g, R->S, blk, R->fsums);
-				for (size_t i = 0; i < R->plane; i++)
-					R->fmap[i] = (float)(1.0 / (R->kappa * R->fsums[i]));
+				rc_colsum_form_map(R->fsums, R->plane, R->kappa, R->fmap);
 			}
 			if ((rc = ooc_sirt_residual(R, f, l, &r2, err)) || (rc = subset_pass(R, xfd, f, l, blk, nf, nl, err)))
 				return rc;
