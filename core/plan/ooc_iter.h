@@ -125,6 +125,10 @@ int rc_ooc_iter_colsum_kept(const rc_recon_spec *s);
  * blocks, not all kept, every view covering the volume; the weights are
  * measured at the start): only then are its sums held */
 int rc_ooc_iter_form_may(const rc_recon_spec *s, const rc_geom *g);
+/* The bytes an out-of-core run of s writes beside the spool's stack: the
+ * volume's temporary and the scratch files of rc_ooc_iter (vscr's volumes,
+ * pscr's stacks; the FDK start's filtered stack is pscr's first). */
+uint64_t rc_ooc_iter_disk_bytes(const rc_recon_spec *s);
 /* TV's steps per block (rc_tv_new's ceil(tv.steps / S), SIRT's and CGLS's
  * S = 1); 0 without TV. */
 int rc_ooc_iter_tv_steps(const rc_recon_spec *s);

@@ -41,6 +41,15 @@ int rc_ooc_iter_colsum_kept(const rc_recon_spec *s)
 	return S > 0 && S <= RC_OOC_COLSUM_KEEP_BLOCKS && (s->algo.name == RC_ALGO_MLEM || S == 1);
 }
 
+uint64_t rc_ooc_iter_disk_bytes(const rc_recon_spec *s)
+{
+	uint64_t V = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * (uint64_t)s->vol.nz * 4;
+	uint64_t P = (uint64_t)s->geom.det.nu * (uint64_t)s->geom.det.nv * (uint64_t)s->geom.nviews * 4;
+	int S = rc_ooc_iter_subsets(s);
+	uint64_t vols = S ? (rc_ooc_iter_colsum_kept(s) ? (uint64_t)S : 0) : s->algo.name == RC_ALGO_CGLS ? 2 : 1;
+	return V * (1 + vols) + P * (S ? 1 : 2);
+}
+
 int rc_ooc_iter_form_may(const rc_recon_spec *s, const rc_geom *g)
 {
 	int S = rc_ooc_iter_subsets(s);

@@ -56,6 +56,36 @@ static int publish(int fd, const char *tmp, const char *dir, rc_err *err)
 	return 0;
 }
 
+/* Whether dir's disk has need bytes free (what a run writes beside the
+ * spool's stack; the store's check at creation counted the stack and the
+ * volume only): what names the parts in the message. */
+static int room(const char *dir, unsigned long long need, const char *what, rc_err *err)
+{
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs))
+		return 0; /* unknown: the writes will tell */
+	unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+	if (need <= avail)
+		return 0;
+	return rc_fail(err, RC_ENOSPACE, "", "out of core, the run writes %llu bytes beside the stack (%s), and the job's disk has %llu bytes free",
+		       need, what, avail);
+}
+
+/* FDK's: the volume's temporary and, where the plan filters once, the
+ * filtered stack. */
+static int fdk_room(const char *dir, const rc_recon_spec *s, const rc_ooc_plan *p, rc_err *err)
+{
+	unsigned long long vol = 4ull * (unsigned long long)s->vol.nx * (unsigned long long)s->vol.ny *
+				 (unsigned long long)s->vol.nz;
+	unsigned long long filt = p->filter_chunk > 0 ? 4ull * (unsigned long long)s->geom.nviews *
+								(unsigned long long)s->geom.det.nu *
+								(unsigned long long)s->geom.det.nv
+						      : 0;
+	char what[160];
+	snprintf(what, sizeof what, "the volume %llu and the filtered stack %llu", vol, filt);
+	return room(dir, vol + filt, what, err);
+}
+
 /* CGLS, SIRT, SART or MLEM (core/plan/ooc_iter.h): x in the volume's temporary, the
  * other vectors in two scratch files; progress per iteration through hooks. */
 static int run_iter(const job_spec *spec, const char *src, const char *dir, const char *tmp, const rc_ooc_plan *p,
@@ -74,6 +104,8 @@ static int run_iter(const job_spec *spec, const char *src, const char *dir, cons
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	if ((rc = room(dir, rc_ooc_iter_disk_bytes(s), "the volume's temporary and the iterations' scratch files", err)))
+		goto out;
 	/* scratch's code (RC_ENOSPACE for a full disk) is the job's */
 	if ((vs = scratch(dir, "iter-volumes", err)) < 0 || (ps = scratch(dir, "iter-projections", err)) < 0) {
 		rc = vs < 0 ? vs : ps;
@@ -107,29 +139,6 @@ int ooc_run_iter(const job_spec *spec, const char *dir, const rc_ooc_plan *p, co
 	return run_iter(spec, src, dir, tmp, p, hooks, rep, err);
 }
 
-/* The disk space the run writes beside the spool's stack: the volume's
- * temporary and, where the plan filters once, the filtered stack (the
- * store's check at creation counted the stack and the volume only). */
-static int room(const char *dir, const rc_recon_spec *s, const rc_ooc_plan *p, rc_err *err)
-{
-	struct statvfs vfs;
-	if (statvfs(dir, &vfs))
-		return 0; /* unknown: the writes will tell */
-	unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
-	unsigned long long vol = 4ull * (unsigned long long)s->vol.nx * (unsigned long long)s->vol.ny *
-				 (unsigned long long)s->vol.nz;
-	unsigned long long filt = p->filter_chunk > 0 ? 4ull * (unsigned long long)s->geom.nviews *
-								(unsigned long long)s->geom.det.nu *
-								(unsigned long long)s->geom.det.nv
-						      : 0;
-	if (vol + filt <= avail)
-		return 0;
-	return rc_fail(err, RC_ENOSPACE, "",
-		       "out of core, the run writes %llu bytes beside the stack (the volume %llu and the filtered stack "
-		       "%llu), and the job's disk has %llu bytes free",
-		       vol + filt, vol, filt, avail);
-}
-
 int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const atomic_int *cancel,
 	    void (*slab_done)(void *ud, int done, int of), void *ud, rc_recon_report *rep, rc_err *err)
 {
@@ -154,7 +163,7 @@ int ooc_run(const job_spec *spec, const char *dir, const rc_ooc_plan *p, const a
 		rc = rc_fail(err, durable_errno_code(errno), "", "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	if ((rc = room(dir, s, p, err)))
+	if ((rc = fdk_room(dir, s, p, err)))
 		goto out;
 	/* the stack filtered once into the scratch file, then the slabs read it */
 	if (p->filter_chunk > 0) {

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "algo/colsum.h"
@@ -161,6 +162,17 @@ static double compare(const rc_recon_spec *s, int nzs, int chunks)
 	int xfd = scratch(), vscr = scratch(), pscr = scratch();
 	if (rc_ooc_iter(s, g, fd, xfd, vscr, pscr, &p, &oh, &rep, &err))
 		fail_msg("out of core: %s", err.msg);
+	/* the disk the worker checks before the run covers every file it wrote */
+	uint64_t wrote = 0;
+	const int files[3] = { xfd, vscr, pscr };
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		assert_int_equal(fstat(files[i], &st), 0);
+		wrote += (uint64_t)st.st_size;
+	}
+	print_message("  scratch and volume files %llu bytes, the disk check's figure %llu\n", (unsigned long long)wrote,
+		      (unsigned long long)rc_ooc_iter_disk_bytes(s));
+	assert_true(wrote <= rc_ooc_iter_disk_bytes(s));
 	print_message("  in memory %d iterations (%s), out of core %d (%s); run nz %d and %d, TV weight %g and %g\n",
 		      mrep.iterations_done, ml.stopped, rep.iterations_done, ol.stopped, mrep.run_nz, rep.run_nz,
 		      mrep.tv_weight, rep.tv_weight);
