@@ -305,14 +305,17 @@ static int fdk_start(ooc_run *R, int stack, int xfd, int pscr, rc_err *err)
 	return rc;
 }
 
-int ooc_progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0, const char *stopped)
+const char *ooc_iteration_end(ooc_run *R, const rc_algo_hooks *hooks, int it, double res, double t0,
+			      rc_recon_report *rep)
 {
+	rep->iterations_done = it;
+	const char *why = rc_stop_check(&R->stop, res);
 	if (hooks && hooks->progress) {
-		rc_progress pr = { .iteration = it, .of = of, .residual = res, .elapsed_s = rc_now_s() - t0,
-				   .stopped = stopped };
+		rc_progress pr = { .iteration = it, .of = R->s->algo.iterations, .residual = res,
+				   .elapsed_s = rc_now_s() - t0, .stopped = why };
 		hooks->progress(hooks->ud, &pr);
 	}
-	return 0;
+	return why;
 }
 
 /* x clamped at lo (fill: set to lo), slab by slab; ax: the floored
@@ -659,10 +662,7 @@ static int iterate_sirt(ooc_run *R, int stack, int xfd, int vscr, int pscr, cons
 		    (rc = backward(R, pscr, R->P, xfd, 0, 1, &none, err)) ||
 		    (R->tv_on && (rc = tv_descend(R, xfd, a->nonnegative || R->em, err))))
 			return rc;
-		rep->iterations_done = it;
-		const char *why = rc_stop_check(&R->stop, sqrt(r2));
-		ooc_progress(hooks, it, a->iterations, sqrt(r2), t0, why);
-		if (why)
+		if (ooc_iteration_end(R, hooks, it, sqrt(r2), t0, rep))
 			break;
 	}
 	return 0;
@@ -744,10 +744,7 @@ static int iterate(ooc_run *R, int stack, int xfd, int vscr, int pscr, const rc_
 			if (active)
 				gamma = gnew;
 		}
-		rep->iterations_done = it;
-		const char *why = rc_stop_check(&R->stop, res);
-		ooc_progress(hooks, it, a->iterations, res, t0, why);
-		if (why)
+		if (ooc_iteration_end(R, hooks, it, res, t0, rep))
 			break;
 	}
 	if (a->nonnegative && (rc = ooc_floor_x(R, xfd, 0.0f, 0, NULL, 0, 0, err)))

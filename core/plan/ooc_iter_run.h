@@ -91,7 +91,10 @@ int ooc_floor_x(ooc_run *R, int xfd, float lo, int fill, float *ax, int k0, int 
 int ooc_stack_stats(ooc_run *R, int cgls, rc_err *err);
 /* TV's scale from sum A 1 over R->S blocks */
 void ooc_tv_init(ooc_run *R, double a1sum);
-int ooc_progress(const rc_algo_hooks *hooks, int it, int of, double res, double t0, const char *stopped);
+/* An iteration's end: rep's count, the stop rules on the residual res,
+ * the progress (stopped: the rule that ended the run); the rule or NULL */
+const char *ooc_iteration_end(ooc_run *R, const rc_algo_hooks *hooks, int it, double res, double t0,
+			      rc_recon_report *rep);
 
 /* SART and OS-EM (ooc_subsets.c) */
 int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_hooks *hooks, rc_recon_report *rep,

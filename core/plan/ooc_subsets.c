@@ -226,10 +226,7 @@ int ooc_iterate_subsets(ooc_run *R, int stack, int xfd, int pscr, const rc_algo_
 			R->chunk = R->next;
 			R->next = t;
 		}
-		rep->iterations_done = it;
-		const char *why = rc_stop_check(&R->stop, sqrt(r2));
-		ooc_progress(hooks, it, a->iterations, sqrt(r2), t0, why);
-		if (why)
+		if (ooc_iteration_end(R, hooks, it, sqrt(r2), t0, rep))
 			break;
 	}
 	return 0;

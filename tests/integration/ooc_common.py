@@ -65,3 +65,20 @@ def against_in_core(s, data, limit, ooc, on_job=None):
     err = float(np.max(np.abs(ooc.astype(np.float64) - whole))) / peak if peak > 0 else float("inf")
     log("max |out of core - in memory| / max |in memory| = %.3g" % err)
     check("the out-of-core volume equals the in-memory one to 1e-5", err <= 1e-5, "%.3g" % err)
+
+
+def stopped(j):
+    """(iterations done, the stop rule or None) of finished job j."""
+    p = j.get("progress") or {}
+    return (p.get("iteration"), p.get("stopped"))
+
+
+def same_stop_in_core(s, data, limit, ooc, j):
+    """against_in_core, and the in-core job stops after the same iteration,
+    for the same reason, as the out-of-core job j; returns the in-core job."""
+    whole = {}
+    against_in_core(s, data, limit, ooc, on_job=lambda w: whole.update(j=w))
+    log("iterations: out of core %s, in core %s" % (stopped(j), stopped(whole["j"])))
+    check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
+          "%s %s" % (stopped(j), stopped(whole["j"])))
+    return whole["j"]

@@ -21,7 +21,7 @@ import json
 
 
 from recond_harness import Daemon, check, log, require_binaries, run_main
-from ooc_common import against_in_core, cone_job, noisy_stack, run
+from ooc_common import cone_job, noisy_stack, run, same_stop_in_core
 
 LIMIT = 64 << 20
 N, VIEWS, DET, ITER = 160, 24, 128, 4
@@ -33,12 +33,6 @@ def spec():
 
 def stack(s):
     return noisy_stack(s, VIEWS, 0.02, zero_mean=True)
-
-
-def stopped(j):
-    """(iterations done, the stop rule or None) of finished job j."""
-    p = j.get("progress") or {}
-    return (p.get("iteration"), p.get("stopped"))
 
 
 def main():
@@ -67,16 +61,7 @@ def main():
               and 0 < mp.get("predicted_bytes", 0) <= LIMIT, json.dumps(mp))
     d.stop()
 
-    whole = {}
-
-    def keep(j_in):
-        whole["j"] = j_in
-
-    against_in_core(s, data, LIMIT, ooc, on_job=keep)
-    log("iterations: out of core %s, in core %s" % (stopped(j), stopped(whole["j"])))
-    check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
-          "%s %s" % (stopped(j), stopped(whole["j"])))
-    w = whole["j"]
+    w = same_stop_in_core(s, data, LIMIT, ooc, j)
     log("tv_weight %s and %s, extend %s and %s" % (j.get("tv_weight"), w.get("tv_weight"), json.dumps(j.get("extend")),
                                                    json.dumps(w.get("extend"))))
     check("the same TV weight from the data's noise as in memory",

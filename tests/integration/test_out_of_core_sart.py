@@ -16,7 +16,7 @@ size is planned out of core too (test_ooc_iter.c runs it against memory).
 import json
 
 from recond_harness import Daemon, check, log, require_binaries, run_main
-from ooc_common import against_in_core, cone_job, noisy_stack, run
+from ooc_common import cone_job, noisy_stack, run, same_stop_in_core
 
 LIMIT = 64 << 20
 N, VIEWS, DET, ITER = 160, 40, 128, 4
@@ -24,11 +24,6 @@ N, VIEWS, DET, ITER = 160, 40, 128, 4
 
 def spec():
     return cone_job(N, VIEWS, DET, {"name": "sart", "iterations": ITER}, "out-of-core-sart")
-
-
-def stopped(j):
-    p = j.get("progress") or {}
-    return (p.get("iteration"), p.get("stopped"))
 
 
 def main():
@@ -56,15 +51,7 @@ def main():
           and mp.get("chunks") == 4 and 0 < mp.get("predicted_bytes", 0) <= LIMIT, json.dumps(mp))
     d.stop()
 
-    whole = {}
-
-    def keep(j_in):
-        whole["j"] = j_in
-
-    against_in_core(s, data, LIMIT, ooc, on_job=keep)
-    log("iterations: out of core %s, in core %s" % (stopped(j), stopped(whole["j"])))
-    check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
-          "%s %s" % (stopped(j), stopped(whole["j"])))
+    same_stop_in_core(s, data, LIMIT, ooc, j)
 
 
 if __name__ == "__main__":

@@ -352,6 +352,25 @@ static void run_vol(rc_recon_spec *s, const float *proj, float *vol, rc_recon_re
 	assert_int_equal(rep->iterations_done, s->algo.iterations);
 }
 
+/* The cache file in dir edited by the shell command edit ($f the file,
+ * $n its size): the next run misses, builds the layout again with the
+ * volume v0, and the run after it maps the new file. */
+static void damaged_is_rebuilt(const char *dir, const char *edit, rc_recon_spec *s, const float *proj,
+			       const float *v0, float *v1)
+{
+	char cmd[1024];
+	rc_recon_report rep;
+	size_t nvox = rc_volume_count(&s->vol);
+	snprintf(cmd, sizeof cmd, "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && %s", dir, edit);
+	assert_int_equal(system(cmd), 0);
+	run_vol(s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "miss");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	run_vol(s, proj, v1, &rep);
+	assert_string_equal(rep.matrix.cache, "hit");
+	assert_memory_equal(v0, v1, nvox * sizeof(float));
+}
+
 /* The CPU layout of the mixed path cached per geometry (bsr_cpu_cache.h):
  * the first job builds and stores it, the next maps it with the same
  * volume to the bit; bf16 and auto use the same file; a damaged file is a
@@ -433,64 +452,28 @@ static void test_layout_cache(void **state)
 	assert_string_equal(rep.matrix.precision, "fp32");
 	assert_string_equal(rep.matrix.cache, "hit");
 	snprintf(s.precision, sizeof s.precision, "mixed");
-	/* damaged in its middle half (indices out of range): a miss, rebuilt
-	 * and stored again, the volume unchanged */
-	snprintf(cmd, sizeof cmd,
-		 "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && "
-		 "head -c $((n / 2)) /dev/zero | tr '\\0' '\\377' | dd of=$f bs=1 seek=$((n / 4)) conv=notrunc status=none",
-		 dir);
-	assert_int_equal(system(cmd), 0);
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "miss");
-	assert_memory_equal(v0, v1, nvox * sizeof(float));
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "hit");
+	/* damaged in its middle half (indices out of range) */
+	damaged_is_rebuilt(dir, "head -c $((n / 2)) /dev/zero | tr '\\0' '\\377' | "
+				"dd of=$f bs=1 seek=$((n / 4)) conv=notrunc status=none",
+			   &s, proj, v0, v1);
 	/* torn as a crash tears a file that was not fsync'd: a page in the
 	 * middle reads as zeros (zero indices and weights pass the structural
-	 * checks; the digest does not): a miss, rebuilt */
-	snprintf(cmd, sizeof cmd,
-		 "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && "
-		 "dd if=/dev/zero of=$f bs=4096 count=1 seek=$((n / 2 / 4096)) conv=notrunc status=none",
-		 dir);
-	assert_int_equal(system(cmd), 0);
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "miss");
-	assert_memory_equal(v0, v1, nvox * sizeof(float));
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "hit");
+	 * checks; the digest does not) */
+	damaged_is_rebuilt(dir, "dd if=/dev/zero of=$f bs=4096 count=1 seek=$((n / 2 / 4096)) conv=notrunc status=none",
+			   &s, proj, v0, v1);
 	/* one byte near the end (the last section: A^T's groups' weights)
-	 * overwritten with 0x01: a miss */
-	snprintf(cmd, sizeof cmd,
-		 "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && "
-		 "printf '\\001' | dd of=$f bs=1 seek=$((n - 1000)) conv=notrunc status=none",
-		 dir);
-	assert_int_equal(system(cmd), 0);
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "miss");
-	assert_memory_equal(v0, v1, nvox * sizeof(float));
-	/* truncated: a miss */
-	snprintf(cmd, sizeof cmd, "f=$(ls '%s'/nz-*.bin) && truncate -s $(( $(stat -c %%s $f) - 100 )) $f", dir);
-	assert_int_equal(system(cmd), 0);
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "miss");
-	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	 * overwritten with 0x01 */
+	damaged_is_rebuilt(dir, "printf '\\001' | dd of=$f bs=1 seek=$((n - 1000)) conv=notrunc status=none", &s, proj,
+			   v0, v1);
+	/* truncated */
+	damaged_is_rebuilt(dir, "truncate -s $((n - 100)) $f", &s, proj, v0, v1);
 	/* torn as a crash after the rename tears a file whose data was never
 	 * synced: its size kept, everything from its middle to its end reads
 	 * as zeros (the row pointers there no longer end at their counts; the
-	 * page above is the tear only the digest tells): a miss, built again,
-	 * the volume unchanged; then a hit */
-	snprintf(cmd, sizeof cmd,
-		 "f=$(ls '%s'/nz-*.bin) && n=$(stat -c %%s $f) && "
-		 "head -c $((n - n / 2)) /dev/zero | dd of=$f bs=1M iflag=fullblock seek=$((n / 2)) oflag=seek_bytes "
-		 "conv=notrunc status=none && test $(stat -c %%s $f) -eq $n",
-		 dir);
-	assert_int_equal(system(cmd), 0);
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "miss");
-	assert_memory_equal(v0, v1, nvox * sizeof(float));
-	run_vol(&s, proj, v1, &rep);
-	assert_string_equal(rep.matrix.cache, "hit");
-	assert_memory_equal(v0, v1, nvox * sizeof(float));
+	 * page above is the tear only the digest tells) */
+	damaged_is_rebuilt(dir, "head -c $((n - n / 2)) /dev/zero | dd of=$f bs=1M iflag=fullblock seek=$((n / 2)) "
+				"oflag=seek_bytes conv=notrunc status=none && test $(stat -c %s $f) -eq $n",
+			   &s, proj, v0, v1);
 	/* another geometry (one view more): its own file */
 	fill_spec(&s, ang, 41, 32, 3);
 	s.algo.iterations = 4;
