@@ -230,6 +230,22 @@ static int wr_sec(void *ud, int i, void **pp, int64_t bytes)
 	return 0;
 }
 
+/* Where the header stands in a file whose key is kn bytes: after the
+ * magic and the key's length and bytes. */
+static int64_t hdr_at(size_t kn) { return 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn; }
+
+/* The row groups' size c's layout was built with (0: none). */
+static int layout_group(const rc_bsr_cpu *c) { return c->ap.group && c->atp.group ? c->ap.group : 0; }
+
+/* c's sections laid out after the header (w: the file's end; h: each
+ * section's offset and length): their count, or -1. */
+static int lay_out(const rc_bsr_cpu *c, size_t kn, struct hdr *h, struct wr *w)
+{
+	*w = (struct wr){ .h = h, .at = hdr_at(kn) + (int64_t)sizeof *h };
+	rc_bsr_cpu view = *c; /* walk writes the counts it derives; c stays const */
+	return walk(&view, layout_group(c), wr_sec, w);
+}
+
 /* a whole write at the file position: 0 or -1 */
 static int wr(int fd, const void *p, size_t n) { return rc_io_write_full(fd, p, n, -1); }
 
@@ -241,7 +257,7 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	static const unsigned char zeros[NZ_ALIGN];
 	struct hdr *h = w->h;
 	uint64_t klen = kn;
-	int64_t at = 8 + (int64_t)sizeof klen + (int64_t)kn + (int64_t)sizeof *h, c = 0;
+	int64_t at = hdr_at(kn) + (int64_t)sizeof *h, c = 0;
 	int64_t n = dg_count(h->len, (int)h->nsec, NULL);
 	uint64_t *chunk = malloc((size_t)(n ? n : 1) * sizeof *chunk);
 	int rc = -1;
@@ -262,7 +278,7 @@ static int write_file(int fd, const unsigned char *k, size_t kn, struct wr *w)
 	}
 	h->digest = dg_fold(h, chunk, n);
 	/* no fsync: a torn file fails the digest at its load */
-	rc = rc_io_write_full(fd, h, sizeof *h, (off_t)(8 + sizeof klen + kn));
+	rc = rc_io_write_full(fd, h, sizeof *h, (off_t)hdr_at(kn));
 out:
 	free(chunk);
 	return rc;
@@ -277,9 +293,8 @@ int64_t rc_bsr_cpu_file_bytes(const rc_geom *g, int frag, const rc_bsr_cpu *c)
 	if (make_key(g, frag, &k, &kn))
 		return -1;
 	free(k);
-	struct wr w = { .h = &h, .at = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof h };
-	rc_bsr_cpu view = *c;
-	return walk(&view, c->ap.group && c->atp.group ? c->ap.group : 0, wr_sec, &w) < 0 ? -1 : w.at;
+	struct wr w;
+	return lay_out(c, kn, &h, &w) < 0 ? -1 : w.at;
 }
 
 int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag, const rc_bsr_cpu *c,
@@ -289,13 +304,12 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	size_t kn = 0;
 	char path[4096], tmp[4200];
 	struct hdr h;
-	int rc = 0, fd = -1;
 	memset(&h, 0, sizeof h);
 	/* the job's first file may be this one (the DD matrix is not written
 	 * where the layout is) */
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
-			       strerror(errno));
+	int rc = rc_mcache_make_dir(dir, err), fd = -1;
+	if (rc)
+		return rc;
 	if (make_key(g, frag, &k, &kn))
 		return rc_fail(err, RC_ENOMEM, "", "out of memory for the geometry key");
 	if (path_of(dir, k, kn, path, sizeof path)) {
@@ -306,7 +320,7 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 		rc = rc_fail(err, RC_EINVAL, "cache_dir", "the matrix cache directory name is too long");
 		goto out;
 	}
-	int group = c->ap.group && c->atp.group ? c->ap.group : 0;
+	int group = layout_group(c);
 	if (group != rc_bsr_cpu_group()) {
 		rc = rc_fail(err, RC_EINVAL, "", "the layout's row groups are not this CPU's: not cached");
 		goto out;
@@ -324,9 +338,8 @@ int rc_bsr_cpu_store(const rc_geom *g, const char *dir, int64_t bound, int frag,
 	h.at_cols = c->at.cols;
 	h.at_nnz = c->at.nnz;
 	h.group = group;
-	struct wr w = { .h = &h, .at = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof h };
-	rc_bsr_cpu view = *c; /* walk writes the counts it derives; c stays const */
-	int n = walk(&view, group, wr_sec, &w);
+	struct wr w;
+	int n = lay_out(c, kn, &h, &w);
 	if (n < 0) {
 		rc = rc_fail(err, RC_EINTERNAL, "", "the CPU layout has more sections than its file holds");
 		goto out;
@@ -448,7 +461,7 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	if (fd < 0 || fstat(fd, &sb))
 		goto out;
 	len = (size_t)sb.st_size;
-	int64_t head = 8 + (int64_t)sizeof(uint64_t) + (int64_t)kn + (int64_t)sizeof(struct hdr);
+	int64_t head = hdr_at(kn) + (int64_t)sizeof(struct hdr);
 	if (sb.st_size < head)
 		goto out;
 	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -460,7 +473,7 @@ int rc_bsr_cpu_load(const rc_geom *g, const char *dir, int frag, int threads, rc
 	if (memcmp(b, NZ_MAGIC, 8) || klen != kn || memcmp(b + 16, k, kn))
 		goto out;
 	struct hdr h;
-	memcpy(&h, b + 16 + kn, sizeof h);
+	memcpy(&h, b + hdr_at(kn), sizeof h);
 	int group = rc_bsr_cpu_group();
 	if (h.group != group || h.nsec < 0 || h.nsec > NZ_MAX_SECTIONS || h.a_rows <= 0 || h.at_rows <= 0 ||
 	    h.a_rows != h.at_cols || h.a_cols != h.at_rows || h.a_nnz != h.at_nnz || h.a_rows != h.rows_pad ||

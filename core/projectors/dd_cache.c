@@ -195,15 +195,6 @@ static int store(const char *dir, const char *path, int64_t bound, const struct 
 	return rc_mcache_publish(dir, bound, tmp, path, err);
 }
 
-/* The cache directory, made where it is not there yet. */
-static int make_dir(const char *dir, rc_err *err)
-{
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
-			       strerror(errno));
-	return 0;
-}
-
 /* g's key into *k and its file's name into path. */
 static int key_path(const rc_geom *g, const char *dir, struct key *k, char *path, size_t cap, rc_err *err)
 {
@@ -220,7 +211,7 @@ int rc_dd_store(const rc_geom *g, const char *dir, int64_t bound, const rc_csr *
 	char path[4096];
 	int rc = key_path(g, dir, &k, path, sizeof path, err);
 	if (!rc)
-		rc = make_dir(dir, err);
+		rc = rc_mcache_make_dir(dir, err);
 	if (!rc)
 		rc = store(dir, path, bound, &k, m, err);
 	free(k.b);
@@ -267,7 +258,7 @@ static int cached(const rc_geom *g, const char *dir, int64_t bound, int do_store
 	}
 	/* the directory before the build: a cache that cannot be made fails
 	 * the job before its seconds of building */
-	if (do_store && (rc = make_dir(dir, err)))
+	if (do_store && (rc = rc_mcache_make_dir(dir, err)))
 		goto out;
 	rc = rc_dd_build(g, threads, &m, err);
 	if (!rc && do_store)

@@ -144,6 +144,14 @@ int rc_mcache_admit(const char *dir, int64_t bound, int64_t bytes, const char *n
 	return 0;
 }
 
+int rc_mcache_make_dir(const char *dir, rc_err *err)
+{
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return rc_fail(err, RC_EIO, "cache_dir", "cannot create the matrix cache directory %s: %s", dir,
+			       strerror(errno));
+	return 0;
+}
+
 int rc_mcache_tmp(const char *path, char *tmp, size_t cap)
 {
 	int n = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());

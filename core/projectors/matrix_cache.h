@@ -38,9 +38,13 @@ int rc_mcache_prune(const char *dir, int64_t bound, int64_t reserve, int64_t *re
  * written (a line on stderr says so). */
 int rc_mcache_admit(const char *dir, int64_t bound, int64_t bytes, const char *name);
 
+/* The directory, made where it is not there yet: 0 or RC_EIO. */
+int rc_mcache_make_dir(const char *dir, rc_err *err);
+
 /* The writers' protocol: write NAME.tmp.PID (rc_mcache_tmp), fill it
- * (util/rc_io.h) and fsync it, then rc_mcache_publish, so a reader sees a
- * whole file or none. */
+ * (util/rc_io.h) and fsync it (the CPU layout's file instead carries a
+ * digest its load checks: bsr_cpu_cache.c), then rc_mcache_publish, so a
+ * reader sees a whole file or none. */
 /* path.tmp.PID into tmp of cap bytes: 0, or -1 when it does not fit. */
 int rc_mcache_tmp(const char *path, char *tmp, size_t cap);
 /* Renames the written tmp to path (tmp deleted when that fails: a file the
