@@ -233,8 +233,10 @@ static void gather(const tbk *t, const rc_vec *v, const float *src, float *X)
 	/* the padding rows (no perm(i) lands there); the entries' own rows,
 	 * padding columns included, are written whole by the blocks */
 	int64_t len = vec_len(t, v) / t->nc;
-	if (len > u.n)
-		memset(X, 0, vec_len(t, v) * sizeof *X);
+	if (len > u.n && !u.perm)
+		memset(X + u.n * t->nc, 0, (size_t)(len - u.n) * (size_t)t->nc * sizeof *X); /* the tail only */
+	else if (len > u.n)
+		memset(X, 0, vec_len(t, v) * sizeof *X); /* a permutation spreads them */
 	rc_par_for((u.n + RC_TBK_XBLOCK - 1) / RC_TBK_XBLOCK, 1, t->m.threads, gather_block, &u);
 }
 
@@ -446,7 +448,8 @@ static int forward(rc_backend *b, rc_fp_kind kind, const rc_vec *vol, rc_vec *pr
  * for a constant filtered stack, within (r / D)^2 otherwise. */
 struct vscale_ud {
 	tbk *t;
-	float *vscale; /* cols_pad, by matrix row */
+	float *vscale;  /* cols_pad, by matrix row */
+	double *scratch; /* 3 nx per worker: a row's x, y and sums */
 };
 
 /* Row r's sum of A^T (a pixel's weights over every ray). */
@@ -506,14 +509,10 @@ static void vscale_sums(const tbk *t, int64_t iy, double *X0, double *X1, double
 
 static int vscale_row(int64_t iy, int worker, void *ud)
 {
-	(void)worker;
 	struct vscale_ud *u = ud;
 	tbk *t = u->t;
 	const rc_volume_desc *v = rc_geom_volume(t->m.g);
-	double *X0 = malloc(3 * (size_t)v->nx * sizeof *X0);
-	if (!X0)
-		return -1;
-	double *X1 = X0 + v->nx, *sw = X1 + v->nx;
+	double *X0 = u->scratch + 3 * (size_t)v->nx * (size_t)worker, *X1 = X0 + v->nx, *sw = X1 + v->nx;
 	vscale_sums(t, iy, X0, X1, sw);
 	for (int ix = 0; ix < v->nx; ix++) {
 		int64_t p = iy * v->nx + ix;
@@ -521,20 +520,23 @@ static int vscale_row(int64_t iy, int worker, void *ud)
 		double rowsum = at_row_sum(t, r);
 		u->vscale[r] = rowsum > 0 ? (float)(sw[ix] / rowsum) : 0.0f;
 	}
-	free(X0);
 	return 0;
 }
 
-/* t->vscale, set only when every row succeeded; rows in parallel. */
+/* t->vscale; rows in parallel. */
 static int vscale_make(tbk *t, rc_err *err)
 {
-	struct vscale_ud u = { t, calloc((size_t)t->m.cols_pad, sizeof(float)) };
-	if (!u.vscale)
-		return rc_fail(err, RC_ENOMEM, "", "out of memory for the FDK start's weights");
-	if (rc_par_for(rc_geom_volume(t->m.g)->ny, 1, t->m.threads, vscale_row, &u)) {
+	const rc_volume_desc *v = rc_geom_volume(t->m.g);
+	int nt = rc_par_threads(t->m.threads, v->ny);
+	struct vscale_ud u = { t, calloc((size_t)t->m.cols_pad, sizeof(float)),
+			       malloc(3 * (size_t)v->nx * (size_t)nt * sizeof(double)) };
+	if (!u.vscale || !u.scratch) {
 		free(u.vscale);
-		return rc_fail(err, RC_EINTERNAL, "", "the FDK start's weights failed");
+		free(u.scratch);
+		return rc_fail(err, RC_ENOMEM, "", "out of memory for the FDK start's weights");
 	}
+	rc_par_for(v->ny, 1, t->m.threads, vscale_row, &u); /* its rows do not fail */
+	free(u.scratch);
 	t->vscale = u.vscale;
 	return 0;
 }
