@@ -436,10 +436,8 @@ static int tv_descend(ooc_run *R, int xfd, int nonneg, rc_err *err)
  * on, eps and SIRT's step */
 void ooc_tv_init(ooc_run *R, double a1sum)
 {
-	const rc_algo_params *a = &R->s->algo;
 	double m = a1sum > 0.0 ? R->psum / a1sum : 0.0, scale = isfinite(m) && m > 0.0 ? m : 0.0;
-	int S = R->S > 1 ? R->S : 1; /* a phase per block of views */
-	R->tv_steps = a->tv_steps > S ? (a->tv_steps + S - 1) / S : 1;
+	R->tv_steps = rc_ooc_iter_tv_steps(R->s); /* a phase per block of views; the slots are sized by it */
 	R->tv_step = (float)(-R->tv_weight * scale / R->tv_steps);
 	R->tv_scale = scale;
 	R->tv_eps = (float)(RC_TV_EPS_REL * scale);

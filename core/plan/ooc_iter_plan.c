@@ -124,6 +124,27 @@ static int most_rows(const rc_geom *g, int nz, int nzs)
  * back projection's block of 32 transposed views; the footprint pair's
  * block of views, a view per thread, a tile's column sums of the slab's
  * nzs slices per thread and the slab's z-fastest copy). */
+/* The job's threads (its spec's, else every online core). */
+static uint64_t job_threads_of(const rc_recon_spec *s)
+{
+	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	return threads < 1 ? 1 : (uint64_t)threads;
+}
+
+/* What every iterative slab plan holds beside its vectors: the back
+ * projection's block of rows, a block of noise.h's rows for the stack's
+ * pass (where a chunk holds fewer), and the footprint pair's images and
+ * per-thread tiles (sub: a chunk's rows of the slab, slab: its bytes). */
+static uint64_t slab_pass_need(const rc_recon_spec *s, int footprint, int nzs, uint64_t r, uint64_t sub, uint64_t slab)
+{
+	uint64_t nu = (uint64_t)s->geom.det.nu, threads = job_threads_of(s);
+	uint64_t need = 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4 + RC_NOISE_ROWS_PER_ITEM * nu * 4;
+	if (footprint)
+		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + threads * r * nu * 4 + slab +
+			threads * RC_MEM_FPF_TILE_COLS * (uint64_t)nzs * 4;
+	return need;
+}
+
 /* SART and OS-EM (subsets_need's caller's): a block of nk views twice
  * (its residual and the next block's A x), the block's rows of a slab
  * (and the backend's copy), two slabs (the back projection, the column
@@ -142,16 +163,9 @@ static uint64_t subsets_need(const rc_recon_spec *s, const rc_geom *g, int footp
 	uint64_t need = RC_MEM_BASE + 2 * chunk + 2 * sub + 3 * slab + (T + 1) * hslab;
 	if (rc_ooc_iter_form_may(s, g))
 		need += 3 * plane;
-	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
-	need += RC_NOISE_ROWS_PER_ITEM * nu * 4;
-	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
-	threads = threads < 1 ? 1 : threads;
 	if (T > 0)
-		need += hslab + T * plane + (uint64_t)threads * 2 * plane;
-	if (footprint)
-		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + (uint64_t)threads * r * nu * 4 + slab +
-			(uint64_t)threads * RC_MEM_FPF_TILE_COLS * (uint64_t)nzs * 4;
-	return need;
+		need += hslab + T * plane + job_threads_of(s) * 2 * plane;
+	return need + slab_pass_need(s, footprint, nzs, r, sub, slab);
 }
 
 static uint64_t iter_need(const rc_recon_spec *s, const rc_geom *g, int footprint, int nzs, int rows, int nk)
@@ -164,25 +178,15 @@ static uint64_t iter_need(const rc_recon_spec *s, const rc_geom *g, int footprin
 	uint64_t slab = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * (uint64_t)nzs * 4;
 	uint64_t chunk = nv * nu * (uint64_t)nk * 4, sub = r * nu * (uint64_t)nk * 4;
 	uint64_t need = RC_MEM_BASE + chunk + 2 * sub + (uint64_t)(3 + sirt) * slab;
-	need += 32 * ((r + 3 + 15) & ~(uint64_t)15) * (nu + 3) * 4;
-	/* the stop rules' and TV weight's pass over the stack: a block of
-	 * noise.h's rows where a chunk holds fewer */
-	need += RC_NOISE_ROWS_PER_ITEM * nu * 4;
-	long threads = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
-	threads = threads < 1 ? 1 : threads;
 	if (s->algo.tv_weight > 0) {
 		/* TV: two slabs with a slice of halo each side (CGLS: three, w
 		 * and d apart), SIRT's carried slice, the operator's two slices
 		 * of weights per thread (tv_host.c) */
 		uint64_t plane = (uint64_t)s->vol.nx * (uint64_t)s->vol.ny * 4;
 		need += (uint64_t)(sirt ? 2 : 3) * (slab + 2 * plane) + (uint64_t)sirt * plane +
-			(uint64_t)threads * 2 * plane;
+			job_threads_of(s) * 2 * plane;
 	}
-	if (footprint) {
-		need += (sub < RC_MEM_FPF_BLOCK ? sub : RC_MEM_FPF_BLOCK) + (uint64_t)threads * r * nu * 4 + slab +
-			(uint64_t)threads * RC_MEM_FPF_TILE_COLS * (uint64_t)nzs * 4;
-	}
-	return need;
+	return need + slab_pass_need(s, footprint, nzs, r, sub, slab);
 }
 
 static uint64_t io_of(const rc_recon_spec *s, int nzs, int rows, int chunks)

@@ -665,7 +665,6 @@ static void test_osem(void **state)
 	e = compare(&s, 6, 1);
 	print_message("os-em, 7 subsets, constant start, slabs of 6: error %.2e\n", e);
 	assert_true(e <= 1e-5);
-	s.algo.subsets = 4;
 	rc_algo_params_default(&s.algo, RC_ALGO_MLEM);
 	s.algo.subsets = 4;
 	s.algo.iterations = 6;
