@@ -175,8 +175,9 @@ int rc_sart_core(const rc_algo_params *p, rc_backend *b, const float *proj, floa
 			goto out_download;
 		restore = prev != NULL;
 		double r2 = 0.0;
-		/* x is still the constant start (block_forward) */
-		const int at_start = start == RC_INITIAL_ZERO && !rs && it == 1;
+		/* x is still the constant start (block_forward); a resumed run's
+		 * start stays RC_INITIAL_GIVEN */
+		const int at_start = start == RC_INITIAL_ZERO && it == 1;
 		for (int k = 0; k < S; k++) {
 			int blk = order[k], f, l;
 			rc_subset_range(blk, S, nviews, &f, &l);

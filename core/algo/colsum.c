@@ -91,10 +91,12 @@ int rc_colsum_form_fits(const float *b1, size_t n, const double *sums, size_t nx
 {
 	if (!(kappa > 0.0) || !isfinite(kappa))
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		double want = kappa * sums[i % nxy];
+	for (size_t i = 0, j = 0; i < n; i++) {
+		double want = kappa * sums[j];
 		if (!(fabs(b1[i] - want) <= RC_COLSUM_FORM_TOL * want))
 			return 0;
+		if (++j == nxy) /* i mod nxy, without a division per voxel */
+			j = 0;
 	}
 	return 1;
 }

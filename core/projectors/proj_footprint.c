@@ -667,15 +667,15 @@ int rc_fp_footprint(rc_fpf *f, rc_pool *pool, rc_cpu_isa isa, const float *vol, 
 			     .fill = fill_fns[rc_cpu_isa_supported(isa) ? isa : RC_ISA_BASELINE] };
 	/* a volume of one value (one compare pass, which a varying volume
 	 * leaves at its first change) takes rc_fpf_const_col on cone views */
+	int any_cone = 0;
+	for (int k = first; k < last && !any_cone; k++)
+		any_cone = view_is_cone(f, k);
 	const size_t nvox = rc_volume_count(v);
-	c.konst = 1;
+	c.konst = any_cone; /* read on the cone views' path only */
 	c.konst_v = vol[0];
 	for (size_t i = 1; i < nvox && c.konst; i++)
 		c.konst = vol[i] == c.konst_v;
 	/* only the cone views' column path reads the z-fastest copy */
-	int any_cone = 0;
-	for (int k = first; k < last && !any_cone; k++)
-		any_cone = view_is_cone(f, k);
 	c.xt = any_cone && !c.konst ? rc_zfast_fill(&f->zf, v, vol, pool) : NULL;
 	rc_pool_run(pool, last - first, fwd_task, &c);
 	return 0;

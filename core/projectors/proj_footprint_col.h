@@ -98,18 +98,23 @@ void rc_fpf_bwd_col_avx512(float *restrict acc, const rc_fpf_col *c, const float
 #define RC_FPF_CAT2(a, b) a##_##b
 #define RC_FPF_CAT(a, b) RC_FPF_CAT2(a, b)
 
-/* The overlap of voxel m's rectangle [B + m S, B + (m + 1) S] with row
- * k's pixel [k - 1/2, k + 1/2], over S: one expression in float that the
+/* rc_fpf_span: the overlap of [lo, hi] with row k's pixel [k - 1/2,
+ * k + 1/2], times scale.  rc_fpf_ov: the overlap of voxel m's rectangle
+ * [B + m S, B + (m + 1) S] with row k's pixel, over S: one expression in float that the
  * forward (over rows) and the back (over voxels) both evaluate, so that
  * their weights are the same floats.  Branch-free (selects, which GCC
  * if-converts), for vectorising. */
-static inline __attribute__((always_inline)) float rc_fpf_ov(float Bf, float Sf, float iSf, int m, int k)
+static inline __attribute__((always_inline)) float rc_fpf_span(float lo, float hi, int k, float scale)
 {
-	const float lo = Bf + (float)m * Sf, hi = Bf + (float)(m + 1) * Sf;
 	const float kl = (float)k - 0.5f, kh = (float)k + 0.5f;
 	const float a = lo > kl ? lo : kl, b = hi < kh ? hi : kh;
 	const float d = b - a;
-	return (d > 0.0f ? d : 0.0f) * iSf;
+	return (d > 0.0f ? d : 0.0f) * scale;
+}
+
+static inline __attribute__((always_inline)) float rc_fpf_ov(float Bf, float Sf, float iSf, int m, int k)
+{
+	return rc_fpf_span(Bf + (float)m * Sf, Bf + (float)(m + 1) * Sf, k, iSf);
 }
 
 /* floor(x) without a library call (baseline x86-64 has no round
@@ -419,12 +424,8 @@ void RC_FPF_CAT(rc_fpf_const_col, RC_FPF_SUFFIX)(float x, const rc_fpf_col *c, c
 	const int k0 = c->k0, n = c->k1 - c->k0 + 1;
 	const float lo = (float)c->B, hi = (float)(c->B + c->nz * c->S), xs = (float)(x / c->S);
 	float *restrict tt = t + k0;
-	for (int i = 0; i < n; i++) {
-		const float kl = (float)(k0 + i) - 0.5f, kh = (float)(k0 + i) + 0.5f;
-		const float a = lo > kl ? lo : kl, b = hi < kh ? hi : kh;
-		const float d = b - a;
-		tt[i] = (d > 0.0f ? d : 0.0f) * xs;
-	}
+	for (int i = 0; i < n; i++)
+		tt[i] = rc_fpf_span(lo, hi, k0 + i, xs);
 	for (int j = 0; j < nwu; j++) {
 		float *restrict col = img + (size_t)j * (size_t)nv + k0;
 		const float wj = wu[j];

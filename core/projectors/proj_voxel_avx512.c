@@ -21,16 +21,10 @@
 #include "projectors/proj_avx512_pick.h"
 #include "projectors/proj_voxel_tile.h"
 
-/* The 16 samples T[rel] of a window of 16 NV rows held in t[0 .. NV)
- * (proj_avx512_pick.h, shared with the footprint pair's taps). */
-static inline __attribute__((always_inline)) __m512 pick(int NV, const __m512 *t, __m512i rel)
-{
-	return rc_avx512_pick(NV, t, rel);
-}
-
-/* pick for the general loop's windows of 64 or 128 rows */
-static inline __m512 pick64(const __m512 *t, __m512i rel) { return pick(4, t, rel); }
-static inline __m512 pick128(const __m512 *t, __m512i rel) { return pick(8, t, rel); }
+/* rc_avx512_pick (proj_avx512_pick.h, shared with the footprint pair's
+ * taps) for the general loop's windows of 64 or 128 rows */
+static inline __m512 pick64(const __m512 *t, __m512i rel) { return rc_avx512_pick(4, t, rel); }
+static inline __m512 pick128(const __m512 *t, __m512i rel) { return rc_avx512_pick(8, t, rel); }
 
 /* A chunk of 16 voxels z .. z+15: the fraction of v = v0 + zw dv, the
  * window's first row ivmin (lane 0: v grows with z) and each lane's row in
@@ -68,7 +62,7 @@ static inline __attribute__((always_inline)) __m512 chunk_val(int NV, int HAT, c
 		__m512 a = _mm512_loadu_ps(c0 + c->ivmin + 16 * j), b = _mm512_loadu_ps(c1 + c->ivmin + 16 * j);
 		t[j] = _mm512_fmadd_ps(fuv, _mm512_sub_ps(b, a), a);
 	}
-	__m512 top = pick(NV, t, c->rel), bot = pick(NV, t, c->rel1);
+	__m512 top = rc_avx512_pick(NV, t, c->rel), bot = rc_avx512_pick(NV, t, c->rel1);
 	if (HAT) {
 		/* h1 = max(0, fv sv + (1 - sv)) */
 		const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
