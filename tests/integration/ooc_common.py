@@ -82,3 +82,20 @@ def same_stop_in_core(s, data, limit, ooc, j):
     check("it stops after the same iteration as in memory, for the same reason", stopped(j) == stopped(whole["j"]),
           "%s %s" % (stopped(j), stopped(whole["j"])))
     return whole["j"]
+
+
+def ran_out_of_core(job, j, limit, what, chunks=None):
+    """Job (its creation answer job, finished j) was planned out of core in
+    more than one slab (in chunks blocks where given) under limit, shows
+    that plan, and peaked under the budget."""
+    plan = job["summary"].get("memory_plan") or {}
+    log("plan at creation: %s" % json.dumps(plan))
+    check("the %s is planned out of core" % what, plan.get("mode") == "out_of_core" and plan.get("slabs", 0) > 1
+          and (chunks is None or plan.get("chunks") == chunks) and 0 < plan.get("predicted_bytes", 0) <= limit,
+          json.dumps(plan))
+    check("the job shows the plan that ran", (j.get("memory_plan") or {}).get("mode") == "out_of_core",
+          json.dumps(j.get("memory_plan")))
+    rss = j.get("peak_rss_mb")
+    log("out of core: peak %s MiB, %s s, progress %s" % (rss, (j.get("timings") or {}).get("recon_s"),
+                                                         json.dumps(j.get("progress"))))
+    check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= limit, str(rss))

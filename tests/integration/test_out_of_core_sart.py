@@ -16,7 +16,7 @@ size is planned out of core too (test_ooc_iter.c runs it against memory).
 import json
 
 from recond_harness import Daemon, check, log, require_binaries, run_main
-from ooc_common import cone_job, noisy_stack, run, same_stop_in_core
+from ooc_common import cone_job, noisy_stack, ran_out_of_core, run, same_stop_in_core
 
 LIMIT = 64 << 20
 N, VIEWS, DET, ITER = 160, 40, 128, 4
@@ -33,17 +33,7 @@ def main():
 
     d = Daemon(extra=["--memory-limit", "64M"]).start()
     job, j, ooc = run(d.api(), s, data, "default sart under 64M")
-    plan = job["summary"].get("memory_plan") or {}
-    log("plan at creation: %s" % json.dumps(plan))
-    check("the default sart job is planned out of core in its 4 blocks of views",
-          plan.get("mode") == "out_of_core" and plan.get("slabs", 0) > 1 and plan.get("chunks") == 4
-          and 0 < plan.get("predicted_bytes", 0) <= LIMIT, json.dumps(plan))
-    check("the job shows the plan that ran", (j.get("memory_plan") or {}).get("mode") == "out_of_core",
-          json.dumps(j.get("memory_plan")))
-    rss = j.get("peak_rss_mb")
-    log("out of core: peak %s MiB, %s s, progress %s" % (rss, (j.get("timings") or {}).get("recon_s"),
-                                                         json.dumps(j.get("progress"))))
-    check("its peak_rss_mb is under the budget", rss is not None and rss * 1048576 <= LIMIT, str(rss))
+    ran_out_of_core(job, j, LIMIT, "default sart job, in its 4 blocks of views,", chunks=4)
     o = spec()
     o["algorithm"] = {"name": "mlem", "iterations": ITER, "subsets": 4}
     mp = d.api().create(o)["summary"].get("memory_plan") or {}
